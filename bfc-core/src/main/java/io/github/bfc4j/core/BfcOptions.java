@@ -1,0 +1,179 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Derived from TensorFlow's BFCAllocator::Options (Copyright 2015 The TensorFlow Authors),
+ * licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+/**
+ * The options of a {@link BfcAllocator}. Port of {@code BFCAllocator::Options}, with upstream's
+ * defaults. Immutable; build with {@link #builder()}.
+ */
+public final class BfcOptions {
+
+    private static final BfcOptions DEFAULTS = builder().build();
+
+    private final boolean allowGrowth;
+    private final boolean allowRetryOnFailure;
+    private final boolean garbageCollection;
+    private final double fragmentationFraction;
+
+    private BfcOptions(Builder b) {
+        this.allowGrowth = b.allowGrowth;
+        this.allowRetryOnFailure = b.allowRetryOnFailure;
+        this.garbageCollection = b.garbageCollection;
+        this.fragmentationFraction = b.fragmentationFraction;
+    }
+
+    /**
+     * Upstream's default options: growth allowed, retry on failure allowed, no garbage
+     * collection, fragmentation fraction 0 (split threshold 128 MiB).
+     *
+     * @return the default options
+     */
+    public static BfcOptions defaults() {
+        return DEFAULTS;
+    }
+
+    /**
+     * A builder starting from upstream's defaults.
+     *
+     * @return a new builder
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * A builder starting from these options.
+     *
+     * @return a new builder holding these values
+     */
+    public Builder toBuilder() {
+        return new Builder()
+                .allowGrowth(allowGrowth)
+                .allowRetryOnFailure(allowRetryOnFailure)
+                .garbageCollection(garbageCollection)
+                .fragmentationFraction(fragmentationFraction);
+    }
+
+    /**
+     * Upstream's {@code allow_growth}: if true, regions start at min(limit, 2 MiB) and double;
+     * if false, the first region is the whole memory limit.
+     *
+     * @return whether the pool grows on demand
+     */
+    public boolean allowGrowth() {
+        return allowGrowth;
+    }
+
+    /**
+     * Upstream's {@code allow_retry_on_failure}: if true, a failed allocation whose attributes
+     * ask for retry waits (up to 10 s) for other threads to free memory before giving up.
+     *
+     * @return whether failed allocations may wait and retry
+     */
+    public boolean allowRetryOnFailure() {
+        return allowRetryOnFailure;
+    }
+
+    /**
+     * Upstream's {@code garbage_collection}: if true, when nothing else works the allocator
+     * returns entirely free regions to the sub-allocator and tries to obtain one large region.
+     *
+     * @return whether free regions are garbage-collected on out-of-memory
+     */
+    public boolean garbageCollection() {
+        return garbageCollection;
+    }
+
+    /**
+     * Upstream's {@code fragmentation_fraction}: a free chunk is split when the waste would be
+     * at least {@code fragmentationFraction * memoryLimit} bytes (or, if 0, 128 MiB), or the
+     * chunk is at least twice the request.
+     *
+     * @return the fraction, 0 for upstream's default threshold
+     */
+    public double fragmentationFraction() {
+        return fragmentationFraction;
+    }
+
+    @Override
+    public String toString() {
+        return "BfcOptions{allowGrowth=" + allowGrowth
+                + ", allowRetryOnFailure=" + allowRetryOnFailure
+                + ", garbageCollection=" + garbageCollection
+                + ", fragmentationFraction=" + fragmentationFraction + '}';
+    }
+
+    /** Builds {@link BfcOptions}; each setter validates its value. */
+    public static final class Builder {
+        private boolean allowGrowth = true;
+        private boolean allowRetryOnFailure = true;
+        private boolean garbageCollection = false;
+        private double fragmentationFraction = 0;
+
+        private Builder() {
+        }
+
+        /**
+         * Sets {@link BfcOptions#allowGrowth()}.
+         *
+         * @param allowGrowth the value
+         * @return this builder
+         */
+        public Builder allowGrowth(boolean allowGrowth) {
+            this.allowGrowth = allowGrowth;
+            return this;
+        }
+
+        /**
+         * Sets {@link BfcOptions#allowRetryOnFailure()}.
+         *
+         * @param allowRetryOnFailure the value
+         * @return this builder
+         */
+        public Builder allowRetryOnFailure(boolean allowRetryOnFailure) {
+            this.allowRetryOnFailure = allowRetryOnFailure;
+            return this;
+        }
+
+        /**
+         * Sets {@link BfcOptions#garbageCollection()}.
+         *
+         * @param garbageCollection the value
+         * @return this builder
+         */
+        public Builder garbageCollection(boolean garbageCollection) {
+            this.garbageCollection = garbageCollection;
+            return this;
+        }
+
+        /**
+         * Sets {@link BfcOptions#fragmentationFraction()}. Whether the fraction gives a
+         * threshold of at least one byte is checked against the memory limit when the
+         * allocator is created.
+         *
+         * @param fragmentationFraction a finite value, 0 or positive
+         * @return this builder
+         * @throws IllegalArgumentException if the value is negative, NaN or infinite
+         */
+        public Builder fragmentationFraction(double fragmentationFraction) {
+            if (!(fragmentationFraction >= 0) || Double.isInfinite(fragmentationFraction)) {
+                throw new IllegalArgumentException("fragmentationFraction=" + fragmentationFraction
+                        + " (expected: a finite value >= 0; 0 means upstream's 128 MiB threshold)");
+            }
+            this.fragmentationFraction = fragmentationFraction;
+            return this;
+        }
+
+        /**
+         * Builds the options.
+         *
+         * @return the immutable options
+         */
+        public BfcOptions build() {
+            return new BfcOptions(this);
+        }
+    }
+}

@@ -1,0 +1,77 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Derived from TensorFlow's tsl::SubAllocator (Copyright 2015 The TensorFlow Authors),
+ * licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+/**
+ * Where a {@link BfcAllocator} gets its memory from: large regions, obtained on the
+ * allocator's slow path ({@code Extend}) and given back only by garbage collection of
+ * free regions or {@link BfcAllocator#close()}. Port of {@code tsl::SubAllocator}.
+ *
+ * <p>Implementations need not be thread-safe: the allocator calls them under its lock.
+ */
+public interface SubAllocator {
+
+    /**
+     * Obtains a region of at least {@code numBytes} bytes. Port of {@code SubAllocator::Alloc}.
+     *
+     * @param alignment the alignment the caller of the allocation asked for (a power of two);
+     *     an implementation may align more strictly
+     * @param numBytes the number of bytes wanted, a positive multiple of 256
+     * @return the region obtained (its {@link Block#bytes()} may exceed {@code numBytes}), or
+     *     {@code null} if the memory cannot be had; the allocator then asks for less
+     */
+    Block alloc(long alignment, long numBytes);
+
+    /**
+     * Returns a region. Port of {@code SubAllocator::Free}. When {@link #supportsCoalescing()}
+     * is true, one call may return several adjacent blocks that {@link #alloc} handed out, as
+     * one range.
+     *
+     * @param ptr the start of the range, as returned by {@link #alloc}
+     * @param numBytes the size of the range
+     * @throws IllegalArgumentException if the range was not handed out by this sub-allocator
+     */
+    void free(long ptr, long numBytes);
+
+    /**
+     * Whether adjacent blocks returned by {@link #alloc} may be treated as one contiguous
+     * region (and later freed as one). Port of {@code SubAllocator::SupportsCoalescing}.
+     *
+     * @return true if adjacent blocks can be merged into one region
+     */
+    boolean supportsCoalescing();
+
+    /**
+     * The kind of memory handed out. Port of {@code SubAllocator::GetMemoryType}.
+     *
+     * @return the memory type; {@link MemoryType#UNKNOWN} unless overridden
+     */
+    default MemoryType memoryType() {
+        return MemoryType.UNKNOWN;
+    }
+
+    /**
+     * A range obtained from a sub-allocator.
+     *
+     * @param ptr the start address, never 0
+     * @param bytes the number of bytes received (upstream's {@code bytes_received})
+     */
+    record Block(long ptr, long bytes) {
+        /**
+         * Validates the block.
+         *
+         * @throws IllegalArgumentException if {@code ptr} is 0 or {@code bytes} is not positive
+         */
+        public Block {
+            if (ptr == 0) {
+                throw new IllegalArgumentException("ptr=0 (expected: a non-null address)");
+            }
+            if (bytes <= 0) {
+                throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0)");
+            }
+        }
+    }
+}
