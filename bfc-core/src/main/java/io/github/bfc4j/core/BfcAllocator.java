@@ -1,35 +1,1432 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Port of TensorFlow's BFCAllocator (tensorflow/tensorflow @ 5263072435bf,
+ * third_party/xla/xla/tsl/framework/bfc_allocator.{h,cc}; Copyright 2015 The TensorFlow
+ * Authors), licensed under the Apache License, Version 2.0.
+ */
 package io.github.bfc4j.core;
 
-/** STUB: being written; the signatures are final. */
+import io.github.bfc4j.core.internal.AllocationRegion;
+import io.github.bfc4j.core.internal.AllocatorRetry;
+import io.github.bfc4j.core.internal.ChunkTable;
+import io.github.bfc4j.core.internal.IntDeque;
+import io.github.bfc4j.core.internal.LongList;
+import io.github.bfc4j.core.internal.RegionManager;
+import java.lang.System.Logger.Level;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
+
+/**
+ * A memory allocator that implements best-fit with coalescing (BFC): a line-for-line port, in
+ * behaviour, of TensorFlow's classic {@code BFCAllocator} (the version without spatial
+ * partitioning). Every decision (which address, which sub-allocator call, which statistic) is
+ * TensorFlow's; the conformance traces prove it call for call.
+ *
+ * <h2>Terms</h2>
+ * <ul>
+ *   <li><b>region</b>: a range obtained from the {@link SubAllocator} in one {@code alloc}
+ *       (or several adjacent ones merged, when the sub-allocator supports coalescing).</li>
+ *   <li><b>chunk</b>: a piece of a region, either wholly in use (one allocation) or wholly
+ *       free. The chunks of a region tile it without gaps and are linked by {@code prev} and
+ *       {@code next} in address order. Chunk metadata lives in {@link ChunkTable}, indexed by
+ *       an {@code int} handle.</li>
+ *   <li><b>bin</b>: one of 21 sets of free chunks. Bin {@code i} holds free chunks of size
+ *       {@code >= 256 << i} (bin 20: everything from 256 MiB up), ordered by (size, address).</li>
+ * </ul>
+ *
+ * <pre>
+ *  region 0x7f0000000000 ................................................ 0x7f0000400000
+ *  | chunk A in use | chunk B free | chunk C in use | chunk D free                      |
+ *  |  1 KiB         |  3 KiB       |  2 KiB         |  4 MiB - 6 KiB                    |
+ *       prev/next:  A <-> B <-> C <-> D
+ *
+ *  bins:  0 [256, 512)   1 [512, 1K)   2 [1K, 2K)   3 [2K, 4K): {B}   ...   13 [2M, 4M)  14: {D} ...
+ * </pre>
+ *
+ * <h2>Invariants</h2>
+ * <ul>
+ *   <li>Sizes and chunk addresses are multiples of 256 (the {@code alignment} argument is only
+ *       passed on to the sub-allocator).</li>
+ *   <li>A free chunk is in exactly one bin, the one {@link #binNumForSize} names; a chunk in
+ *       use is in none.</li>
+ *   <li>No two adjacent chunks are both free, unless one of them carries a timestamp
+ *       ({@code freedAtCount > 0}).</li>
+ *   <li>The region manager maps the start address of every live chunk, and nothing else, to
+ *       its handle.</li>
+ * </ul>
+ *
+ * <h2>Algorithm, by method</h2>
+ * <ul>
+ *   <li>{@code allocateRawInternal}: round up to 256 ({@link #roundedBytes}); merge
+ *       timestamped chunks that became safe; {@code findChunkPtr}; else {@code extend} and
+ *       find again; else (no timestamp constraint) force-merge timestamped chunks and find
+ *       again; else {@code deallocateFreeRegions} and {@code extend} once more; else fail
+ *       (return 0).</li>
+ *   <li>{@code findChunkPtr}: from the request's bin upwards, the first free chunk (smallest
+ *       size, then lowest address) that is large enough (and freed no later than
+ *       {@code freed_before}). It is split ({@code splitChunk}) if it is at least twice the
+ *       request or the waste would reach the fragmentation threshold.</li>
+ *   <li>{@code extend}: asks the sub-allocator for {@code min(region target, limit - pool)},
+ *       doubling the target first until it covers the request, backing off by 0.9 (computed in
+ *       {@code float}) while the sub-allocator refuses, then doubling the target for next
+ *       time. The new range becomes one free chunk, merged with the tail of the region it
+ *       extends when the sub-allocator supports coalescing.</li>
+ *   <li>{@code deallocateRawInternal}: marks the chunk free and coalesces it with free
+ *       neighbours ({@code tryToCoalesce}); with a timing counter the chunk is stamped, binned
+ *       uncoalesced and queued until {@link #setSafeFrontier} passes its stamp.</li>
+ *   <li>{@code deallocateFreeRegions} (garbage collection): gives every region without a chunk
+ *       in use back to the sub-allocator, so that it can hand out one larger region.</li>
+ * </ul>
+ *
+ * <p>Thread-safe: every method takes one lock, as upstream. Fields marked "guarded by lock"
+ * are only touched with it held; methods ending in {@code Locked} need it held.
+ *
+ * <p>Deliberate differences from upstream are marked {@code DEVIATION(port)} and listed in
+ * docs/deviations.md.
+ */
 public final class BfcAllocator implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(BfcAllocator.class.getName());
+
+    /** Upstream's {@code kMinAllocationBits}. */
     public static final int MIN_ALLOCATION_BITS = 8;
+
+    /** Upstream's {@code kMinAllocationSize}: every chunk size is a multiple of it. */
     public static final long MIN_ALLOCATION_SIZE = 1L << MIN_ALLOCATION_BITS;
+
+    /** Upstream's {@code kNumBins}. */
     public static final int NUM_BINS = 21;
 
-    /** @throws IllegalArgumentException on bad values (negative limit, null sub, fraction whose threshold truncates to 0) */
-    public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) { throw new UnsupportedOperationException(); }
-    public String name() { throw new UnsupportedOperationException(); }
-    /** Returns address or 0 (null) on failure or numBytes == 0. Throws IllegalArgumentException on negative numBytes or alignment not a power of two. Uses AllocationAttributes.DEFAULT. */
-    public long allocateRaw(long alignment, long numBytes) { throw new UnsupportedOperationException(); }
-    public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) { throw new UnsupportedOperationException(); }
-    /** ptr 0 is a no-op. Unknown or double free: IllegalArgumentException, allocator unchanged. */
-    public void deallocateRaw(long ptr) { throw new UnsupportedOperationException(); }
-    public boolean tracksAllocationSizes() { return true; }
-    /** Throws IllegalArgumentException when ptr is not the start of a chunk of this allocator. */
-    public long requestedSize(long ptr) { throw new UnsupportedOperationException(); }
-    public long allocatedSize(long ptr) { throw new UnsupportedOperationException(); }
-    public long allocationId(long ptr) { throw new UnsupportedOperationException(); }
-    public AllocatorStats getStats() { throw new UnsupportedOperationException(); }
-    public boolean clearStats() { throw new UnsupportedOperationException(); }
-    public void setTimingCounter(SharedCounter sc) { throw new UnsupportedOperationException(); }
-    public void setSafeFrontier(long count) { throw new UnsupportedOperationException(); }
-    public MemoryType getMemoryType() { throw new UnsupportedOperationException(); }
-    public static long roundedBytes(long bytes) { throw new UnsupportedOperationException(); }
-    public static int binNumForSize(long bytes) { throw new UnsupportedOperationException(); }
-    /** Upstream's RenderOccupancy (100 chars). */
-    public String renderOccupancy() { throw new UnsupportedOperationException(); }
-    /** Upstream's DumpMemoryLog, returned as text. */
-    public String dumpMemoryLog(long numBytes) { throw new UnsupportedOperationException(); }
-    /** Upstream destructor: frees every region to the sub-allocator. Later calls throw IllegalStateException. */
-    @Override public void close() { throw new UnsupportedOperationException(); }
+    /**
+     * The largest request accepted: {@code 2^62} bytes. DEVIATION(port): upstream takes any
+     * {@code size_t}; a Java {@code long} above this would overflow the rounding and the region
+     * doubling, and no memory that large exists.
+     */
+    public static final long MAX_ALLOCATION_BYTES = 1L << 62;
+
+    /** Upstream's default split threshold when {@code fragmentation_fraction} is 0. */
+    private static final long DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES = 128L << 20;
+
+    /** Upstream's {@code kBackpedalFactor}, a {@code float}: the product is single precision. */
+    private static final float BACKPEDAL_FACTOR = 0.9f;
+
+    /** Upstream's {@code kMaxMillisToWait} of {@code AllocateRawInternalWithRetry}. */
+    private static final long MAX_MILLIS_TO_WAIT = 10_000;
+
+    /** Upstream's {@code kMaxFailureLogs}, counted per process like its static counter. */
+    private static final int MAX_FAILURE_LOGS = 10;
+
+    private static final AtomicInteger FAILURE_LOG_COUNTER = new AtomicInteger();
+
+    // Structures immutable after construction.
+    private final BfcOptions opts;
+    private final long memoryLimit;
+    private final boolean coalesceRegions;
+    private final SubAllocator subAllocator;
+    private final String name;
+    private final long maxInternalFragmentationBytes;
+    private final AllocatorRetry retryHelper = new AllocatorRetry();
+
+    private final ReentrantLock lock = new ReentrantLock();
+
+    /** Guarded by lock. */
+    private final ChunkTable chunks = new ChunkTable(1024);
+
+    /** Guarded by lock. */
+    private final RegionManager regionManager = new RegionManager();
+
+    /** Guarded by lock. Bin {@code i} holds free chunks of size {@code >= 256 << i}. */
+    private final Bin[] bins = new Bin[NUM_BINS];
+
+    /** Guarded by lock. Upstream's {@code timestamped_chunks_}. */
+    private IntDeque timestampedChunks = new IntDeque(64);
+
+    /** Guarded by lock. Scratch queue of {@code mergeTimestampedChunksLocked}. */
+    private IntDeque newTsQueue = new IntDeque(64);
+
+    /** Guarded by lock. Scratch list of {@code mergeTimestampedChunksLocked}. */
+    private final LongList toMerge = new LongList(64);
+
+    /** Upstream's {@code safe_frontier_} (unsigned). */
+    private final AtomicLong safeFrontier = new AtomicLong();
+
+    /** Guarded by lock. Upstream's {@code timing_counter_}. */
+    private SharedCounter timingCounter;
+
+    /** Guarded by lock. Upstream's {@code curr_region_allocation_bytes_}. */
+    private long currRegionAllocationBytes;
+
+    /** Guarded by lock. Upstream's {@code next_allocation_id_}. */
+    private long nextAllocationId = 1;
+
+    // Guarded by lock: upstream's stats_.
+    private long numAllocs;
+    private long bytesInUse;
+    private long peakBytesInUse;
+    private long largestAllocSize;
+    private long poolBytes;
+    private long peakPoolBytes;
+
+    /** Guarded by lock. */
+    private boolean closed;
+
+    /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
+    private static final class Bin {
+        /** All chunks in this bin have {@code >= binSize} bytes. */
+        final long binSize;
+
+        /** Free chunks ordered by upstream's {@code ChunkComparator}: size, then address. */
+        final TreeSet<Integer> freeChunks;
+
+        Bin(ChunkTable chunks, long binSize) {
+            this.binSize = binSize;
+            this.freeChunks = new TreeSet<>((a, b) -> chunks.compare(a, b));
+        }
+    }
+
+    /**
+     * Port of {@code BFCAllocator::BFCAllocator}.
+     *
+     * @param subAllocator where regions come from
+     * @param totalMemory the memory limit in bytes (upstream's {@code total_memory})
+     * @param name the allocator's name, for messages
+     * @param opts the options
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if {@code totalMemory} is negative, or the fragmentation
+     *     fraction is positive but its threshold {@code (long) (fraction * totalMemory)} is 0
+     */
+    public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
+        this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator");
+        this.name = Objects.requireNonNull(name, "name");
+        this.opts = Objects.requireNonNull(opts, "opts");
+        if (totalMemory < 0) {
+            throw new IllegalArgumentException("totalMemory=" + totalMemory + " (expected: >= 0)");
+        }
+        double fraction = opts.fragmentationFraction();
+        if (fraction > 0.0) {
+            long threshold = (long) (fraction * totalMemory);
+            if (threshold <= 0) {
+                // DEVIATION(port): upstream accepts this and then splits exact fits into
+                // zero-size chunks, corrupting its bins.
+                throw new IllegalArgumentException("fragmentationFraction=" + fraction
+                        + " (expected: 0, or a fraction whose threshold fraction * totalMemory = "
+                        + fraction * totalMemory + " is at least 1 byte for totalMemory="
+                        + totalMemory + "; use 0 for upstream's 128 MiB threshold)");
+            }
+            this.maxInternalFragmentationBytes = threshold;
+        } else {
+            this.maxInternalFragmentationBytes = DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES;
+        }
+        this.coalesceRegions = subAllocator.supportsCoalescing();
+        if (opts.allowGrowth()) {
+            // 2MiB smallest initial allocation, unless total memory available is less.
+            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, 2L << 20));
+        } else {
+            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, MAX_ALLOCATION_BYTES));
+        }
+        this.memoryLimit = totalMemory;
+
+        // Create a bunch of bins of various good sizes, covering allocations from 256 bytes up
+        // to (and including) the memory limit.
+        for (int b = 0; b < NUM_BINS; b++) {
+            long binSize = binNumToSize(b);
+            bins[b] = new Bin(chunks, binSize);
+            check(binNumForSize(binSize) == b, "BinForSize(bin_size)");
+            check(binNumForSize(binSize + 255) == b, "BinForSize(bin_size + 255)");
+            check(binNumForSize(binSize * 2 - 1) == b, "BinForSize(bin_size * 2 - 1)");
+            if (b + 1 < NUM_BINS) {
+                check(binNumForSize(binSize * 2) != b, "BinForSize(bin_size * 2)");
+            }
+        }
+    }
+
+    /**
+     * The allocator's name. Port of {@code BFCAllocator::Name}.
+     *
+     * @return the name given at construction
+     */
+    public String name() {
+        return name;
+    }
+
+    /**
+     * The memory limit. Upstream's {@code memory_limit_}.
+     *
+     * @return the {@code totalMemory} given at construction
+     */
+    public long memoryLimit() {
+        return memoryLimit;
+    }
+
+    /**
+     * The options given at construction.
+     *
+     * @return the options
+     */
+    public BfcOptions options() {
+        return opts;
+    }
+
+    /**
+     * Port of {@code BFCAllocator::RoundedBytes}: rounds up to a multiple of 256.
+     *
+     * @param bytes a size, {@code 0 <= bytes <= MAX_ALLOCATION_BYTES}
+     * @return the size rounded up to a multiple of {@link #MIN_ALLOCATION_SIZE}
+     */
+    public static long roundedBytes(long bytes) {
+        return ((bytes + MIN_ALLOCATION_SIZE - 1) >>> MIN_ALLOCATION_BITS) << MIN_ALLOCATION_BITS;
+    }
+
+    /**
+     * Port of {@code BFCAllocator::BinNumForSize}: {@code min(20, floor(log2(max(bytes, 256) >> 8)))}.
+     *
+     * @param bytes a size
+     * @return the bin that a free chunk of this size belongs to
+     */
+    public static int binNumForSize(long bytes) {
+        long v = Math.max(bytes, 256) >>> MIN_ALLOCATION_BITS;
+        int b = Math.min(NUM_BINS - 1, 63 - Long.numberOfLeadingZeros(v));
+        return b;
+    }
+
+    /**
+     * Port of {@code BFCAllocator::BinNumToSize}.
+     *
+     * @param index a bin number
+     * @return the smallest chunk size the bin holds
+     */
+    static long binNumToSize(int index) {
+        return 256L << index;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Allocation
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * Allocates with upstream's default attributes (retry on failure, if the options allow it;
+     * no timestamp constraint). Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes)}.
+     *
+     * @param alignment a power of two; only passed on to the sub-allocator (every chunk is
+     *     256-byte aligned within its region)
+     * @param numBytes the size wanted
+     * @return the address, or 0 if {@code numBytes} is 0 or the memory cannot be had
+     * @throws IllegalArgumentException if {@code numBytes} is negative or above
+     *     {@link #MAX_ALLOCATION_BYTES}, or {@code alignment} is not a power of two
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public long allocateRaw(long alignment, long numBytes) {
+        return allocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
+    }
+
+    /**
+     * Allocates. Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}.
+     *
+     * @param alignment a power of two; only passed on to the sub-allocator
+     * @param numBytes the size wanted
+     * @param attr per-call attributes (retry, timestamp constraint)
+     * @return the address, or 0 if {@code numBytes} is 0 or the memory cannot be had
+     * @throws IllegalArgumentException if {@code numBytes} is negative or above
+     *     {@link #MAX_ALLOCATION_BYTES}, or {@code alignment} is not a power of two
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+        if (numBytes < 0 || numBytes > MAX_ALLOCATION_BYTES) {
+            throw new IllegalArgumentException("numBytes=" + numBytes + " (expected: 0.."
+                    + MAX_ALLOCATION_BYTES + ") for allocator '" + name + "'");
+        }
+        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+            throw new IllegalArgumentException("alignment=" + alignment
+                    + " (expected: a power of two) for allocator '" + name + "'");
+        }
+        if (!opts.allowRetryOnFailure() || !attr.retryOnFailure()) {
+            // Upstream dumps the memory log for the first failures of "important" allocations
+            // (those that may be retried) when retry is globally disabled.
+            boolean dumpLogOnFailure = !opts.allowRetryOnFailure() && attr.retryOnFailure()
+                    && FAILURE_LOG_COUNTER.get() < MAX_FAILURE_LOGS;
+            long freedByCount = freedByCount(attr);
+            long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount);
+            if (res == 0 && numBytes != 0) {
+                int counterValue = FAILURE_LOG_COUNTER.get();
+                if (counterValue < MAX_FAILURE_LOGS) {
+                    FAILURE_LOG_COUNTER.set(counterValue + 1);
+                    LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate "
+                            + "{1} bytes with freed_by_count={2}.{3}", name, numBytes,
+                            Long.toUnsignedString(freedByCount), attr.retryOnFailure() ? ""
+                                    : " The caller indicates that this is not a failure, but this"
+                                    + " may mean that there could be performance gains if more"
+                                    + " memory were available.");
+                }
+            }
+            return res;
+        }
+        return allocateRawInternalWithRetry(alignment, numBytes, attr);
+    }
+
+    private static long freedByCount(AllocationAttributes attr) {
+        LongSupplier f = attr.freedByFunc();
+        return f == null ? 0 : f.getAsLong();
+    }
+
+    /** Port of {@code BFCAllocator::AllocateRawInternalWithRetry}. */
+    private long allocateRawInternalWithRetry(long alignment, long numBytes,
+            AllocationAttributes attr) {
+        // Fast path: try once to allocate without getting the retry helper involved.
+        long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr));
+        if (r != 0) {
+            return r;
+        }
+        return retryHelper.allocateRaw(
+                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr)),
+                MAX_MILLIS_TO_WAIT, alignment, numBytes);
+    }
+
+    /** Port of {@code BFCAllocator::AllocateRawInternal}. */
+    private long allocateRawInternal(long alignment, long numBytes, boolean dumpLogOnFailure,
+            long freedBefore) {
+        if (numBytes == 0) {
+            return 0;
+        }
+        // Always allocate a multiple of 256 bytes, so that every address is nicely aligned.
+        final long roundedBytes = roundedBytes(numBytes);
+
+        // The BFC allocator tries to find the best fit first.
+        final int binNum = binNumForSize(roundedBytes);
+
+        lock.lock();
+        try {
+            checkOpenLocked();
+            if (!timestampedChunks.isEmpty()) {
+                // Merge timestamped chunks whose counts have become safe for general use.
+                mergeTimestampedChunksLocked(0);
+            }
+            long ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
+            if (ptr != 0) {
+                return ptr;
+            }
+
+            // Try to extend.
+            if (extendLocked(alignment, roundedBytes)) {
+                ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
+                if (ptr != 0) {
+                    return ptr;
+                }
+            }
+
+            if (freedBefore == 0 && !timestampedChunks.isEmpty()) {
+                // Unable to satisfy a request without a timestamp requirement: rather than
+                // fail, merge held-out timestamped chunks more aggressively until a free chunk
+                // of the necessary size is formed.
+                if (mergeTimestampedChunksLocked(roundedBytes)) {
+                    ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
+                    if (ptr != 0) {
+                        return ptr;
+                    }
+                }
+            }
+
+            // No chunk can satisfy the request and the unallocated bytes cannot either. Before
+            // giving up, deallocate free regions so that the sub-allocator can combine them with
+            // the unallocated bytes into a larger region.
+            if (deallocateFreeRegionsLocked(roundedBytes) && extendLocked(alignment, roundedBytes)) {
+                ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
+                if (ptr != 0) {
+                    return ptr;
+                }
+            }
+
+            // Out of memory.
+            if (dumpLogOnFailure) {
+                LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1}"
+                        + " bytes (rounded to {2}).\nCurrent allocation summary follows.\n{3}\n{4}",
+                        name, numBytes, roundedBytes, dumpMemoryLogLocked(roundedBytes),
+                        renderOccupancyLocked());
+            }
+            return 0;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Port of {@code BFCAllocator::FindChunkPtr}. Needs the lock. */
+    private long findChunkPtrLocked(int binNum, long roundedBytes, long numBytes, long freedBefore) {
+        final ChunkTable chunks = this.chunks;
+        // First identify the first bin that could satisfy roundedBytes.
+        for (; binNum < NUM_BINS; binNum++) {
+            // Search from the smallest chunk that fits roundedBytes: upstream scans the bin
+            // from its start and skips smaller chunks; ceiling() starts where the first
+            // candidate is, with the same (size, address) order.
+            final TreeSet<Integer> freeChunks = bins[binNum].freeChunks;
+            if (freeChunks.isEmpty()) {
+                continue;
+            }
+            Integer candidate = freeChunks.ceiling(chunks.setProbe(roundedBytes, 0));
+            while (candidate != null) {
+                final int h = candidate;
+                assert !chunks.inUse(h);
+                if (freedBefore != 0
+                        && Long.compareUnsigned(freedBefore, chunks.freedAtCount(h)) < 0) {
+                    candidate = freeChunks.higher(candidate);
+                    continue;
+                }
+                // We found an existing chunk that fits us that wasn't in use, so remove it from
+                // the free bin structure prior to using.
+                removeFreeChunkIterFromBinLocked(freeChunks, h);
+
+                // If the chunk can be broken into two reasonably large pieces, don't waste more
+                // than maxInternalFragmentationBytes on padding. (Written without
+                // roundedBytes * 2, which could overflow.)
+                final long size = chunks.size(h);
+                if (size - roundedBytes >= roundedBytes
+                        || size - roundedBytes >= maxInternalFragmentationBytes) {
+                    splitChunkLocked(h, roundedBytes);
+                }
+
+                // The requested size of the returned chunk is what the user has allocated.
+                chunks.setRequestedSize(h, numBytes);
+                // Assign a unique id and increment the id counter, marking the chunk in use.
+                chunks.setAllocationId(h, nextAllocationId++);
+
+                // Update stats.
+                final long chunkSize = chunks.size(h);
+                ++numAllocs;
+                bytesInUse += chunkSize;
+                peakBytesInUse = Math.max(peakBytesInUse, bytesInUse);
+                largestAllocSize = Math.max(largestAllocSize, chunkSize);
+                return chunks.ptr(h);
+            }
+        }
+        return 0;
+    }
+
+    /** Port of {@code BFCAllocator::SplitChunk}. Needs the lock. */
+    private void splitChunkLocked(int h, long numBytes) {
+        // Allocate the new chunk before we look at any chunk.
+        final int hNewChunk = chunks.allocateChunk();
+
+        check(!chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
+                "SplitChunk of a chunk in use or in a bin");
+
+        // Create a new chunk starting numBytes after c.
+        final long newPtr = chunks.ptr(h) + numBytes;
+        chunks.setPtr(hNewChunk, newPtr);
+        regionManager.setHandle(newPtr, hNewChunk);
+
+        // Set the new sizes of the chunks.
+        chunks.setSize(hNewChunk, chunks.size(h) - numBytes);
+        chunks.setSize(h, numBytes);
+
+        // The new chunk is not in use.
+        chunks.setAllocationId(hNewChunk, -1);
+
+        // It inherits the freed time.
+        chunks.setFreedAtCount(hNewChunk, chunks.freedAtCount(h));
+
+        // Maintain the links: c <-> c_neighbor becomes c <-> new_chunk <-> c_neighbor.
+        final int hNeighbor = chunks.next(h);
+        chunks.setPrev(hNewChunk, h);
+        chunks.setNext(hNewChunk, hNeighbor);
+        chunks.setNext(h, hNewChunk);
+        if (hNeighbor != ChunkTable.INVALID_CHUNK_HANDLE) {
+            chunks.setPrev(hNeighbor, hNewChunk);
+        }
+
+        // Add the newly free chunk to the free bin.
+        insertFreeChunkIntoBinLocked(hNewChunk);
+    }
+
+    /** Port of {@code BFCAllocator::Extend}. Needs the lock. */
+    private boolean extendLocked(long alignment, long roundedBytes) {
+        // DEVIATION(port): upstream computes limit - pool in size_t, which wraps around if a
+        // sub-allocator ever returned more than asked near the limit; here it stops at 0.
+        long availableBytes = Math.max(0, memoryLimit - poolBytes);
+        // Round availableBytes down to the nearest multiple of MIN_ALLOCATION_SIZE.
+        availableBytes = (availableBytes / MIN_ALLOCATION_SIZE) * MIN_ALLOCATION_SIZE;
+
+        // Do we have enough space to handle the client's request? If not, fail immediately.
+        if (roundedBytes > availableBytes) {
+            return false;
+        }
+
+        // If currRegionAllocationBytes is not enough to satisfy the allocation, keep
+        // multiplying by a power of two until that is sufficient.
+        boolean increasedAllocation = false;
+        while (roundedBytes > currRegionAllocationBytes) {
+            currRegionAllocationBytes = doubled(currRegionAllocationBytes);
+            increasedAllocation = true;
+        }
+
+        // Try allocating.
+        long bytes = Math.min(currRegionAllocationBytes, availableBytes);
+        SubAllocator.Block block = subAllocator.alloc(alignment, bytes);
+        if (block == null) {
+            // Try allocating less memory.
+            while (block == null) {
+                long smaller = roundedBytes((long) ((float) bytes * BACKPEDAL_FACTOR));
+                if (smaller >= bytes) {
+                    // DEVIATION(port): upstream's size sticks here forever for sizes up to 2304
+                    // bytes (0.9 * size rounds back up to size); later upstream versions force
+                    // progress. Step down by one allocation unit instead.
+                    smaller = bytes - MIN_ALLOCATION_SIZE;
+                }
+                bytes = smaller;
+                if (bytes < roundedBytes) {
+                    return false;
+                }
+                block = subAllocator.alloc(alignment, bytes);
+            }
+        }
+        final long memAddr = block.ptr();
+        final long bytesReceived = block.bytes();
+
+        if (!increasedAllocation) {
+            // Increase the region size of the next required allocation.
+            currRegionAllocationBytes = doubled(currRegionAllocationBytes);
+        }
+
+        poolBytes += bytesReceived;
+        peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
+        LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
+                + name + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
+                + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
+
+        AllocationRegion maybeExtendedRegion = null;
+        if (coalesceRegions) {
+            maybeExtendedRegion = regionManager.addOrExtendAllocationRegion(memAddr, bytesReceived);
+        } else {
+            regionManager.addAllocationRegion(memAddr, bytesReceived);
+        }
+
+        // Create one large chunk for the whole memory space that will be chunked later.
+        final int h = chunks.allocateChunk();
+        chunks.setPtr(h, memAddr);
+        chunks.setSize(h, bytesReceived);
+        chunks.setAllocationId(h, -1);
+        chunks.setPrev(h, ChunkTable.INVALID_CHUNK_HANDLE);
+        chunks.setNext(h, ChunkTable.INVALID_CHUNK_HANDLE);
+        chunks.setFreedAtCount(h, 0);
+
+        regionManager.setHandle(memAddr, h);
+
+        // If the region was extended, link its last chunk to the new chunk.
+        if (maybeExtendedRegion != null) {
+            int prev = regionManager.getHandle(maybeExtendedRegion.ptr());
+            // Find the last recorded chunk in the extended region.
+            while (chunks.next(prev) != ChunkTable.INVALID_CHUNK_HANDLE) {
+                prev = chunks.next(prev);
+            }
+            chunks.setPrev(h, prev);
+            chunks.setNext(prev, h);
+        }
+
+        // Maybe merge adjacent chunks and insert the chunk into the right bin.
+        insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
+        return true;
+    }
+
+    /**
+     * Doubles a region target. DEVIATION(port): saturates at {@link #MAX_ALLOCATION_BYTES}
+     * where upstream's {@code size_t} would wrap to 0 (and then loop forever).
+     */
+    private static long doubled(long bytes) {
+        return bytes >= MAX_ALLOCATION_BYTES / 2 ? MAX_ALLOCATION_BYTES : bytes * 2;
+    }
+
+    /** Port of {@code BFCAllocator::DeallocateFreeRegions}. Needs the lock. */
+    private boolean deallocateFreeRegionsLocked(long roundedBytes) {
+        // Do nothing if garbage collection is off.
+        if (!opts.garbageCollection()) {
+            return false;
+        }
+
+        // Search for free regions.
+        final List<AllocationRegion> regions = regionManager.regions();
+        final boolean[] free = new boolean[regions.size()];
+        long totalFreeBytes = 0;
+        for (int i = 0; i < regions.size(); i++) {
+            AllocationRegion region = regions.get(i);
+            int h = regionManager.getHandle(region.ptr());
+            boolean anyUse = false;
+            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                if (chunks.inUse(h)) {
+                    anyUse = true;
+                    break;
+                }
+                h = chunks.next(h);
+            }
+            if (!anyUse) {
+                free[i] = true;
+                totalFreeBytes += region.memorySize();
+            }
+        }
+
+        if (totalFreeBytes == 0) {
+            return false;
+        }
+
+        // Rough estimation to check whether deallocation can help.
+        long availableBytes = memoryLimit - poolBytes + totalFreeBytes;
+        if (roundedBytes > availableBytes) {
+            return false;
+        }
+
+        LOG.log(Level.DEBUG, () -> "Garbage collection: deallocate free memory regions of "
+                + name + " so that a larger region can be re-allocated to avoid OOM due to"
+                + " memory fragmentation.");
+
+        // Deallocate free regions.
+        deallocateRegionsLocked(free);
+        return true;
+    }
+
+    /**
+     * Port of {@code BFCAllocator::DeallocateRegions}: frees the regions flagged in
+     * {@code free} (indexed like {@link RegionManager#regions()}), in address order. Needs the
+     * lock.
+     */
+    private void deallocateRegionsLocked(boolean[] free) {
+        final List<AllocationRegion> regions = regionManager.regions();
+        int it = 0;
+        for (int i = 0; i < free.length; i++) {
+            if (!free[i]) {
+                ++it;
+                continue;
+            }
+            AllocationRegion region = regions.get(it);
+            // Remove all chunk registrations from bins.
+            int h = regionManager.getHandle(region.ptr());
+            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                if (chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM) {
+                    removeFreeChunkFromBinLocked(h);
+                }
+                int hToDelete = h;
+                h = chunks.next(h);
+                deleteChunkLocked(hToDelete);
+            }
+
+            // Deallocate the memory.
+            subAllocator.free(region.ptr(), region.memorySize());
+            poolBytes -= region.memorySize();
+            regionManager.removeAllocationRegion(it);
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Deallocation
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * Frees memory returned by {@link #allocateRaw}. Port of {@code BFCAllocator::DeallocateRaw}.
+     *
+     * @param ptr an address returned by this allocator and not yet freed; 0 is a no-op
+     * @throws IllegalArgumentException if {@code ptr} was not allocated by this allocator or was
+     *     already freed; the allocator is unchanged
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public void deallocateRaw(long ptr) {
+        deallocateRawInternal(ptr);
+        retryHelper.notifyDealloc();
+    }
+
+    /** Port of {@code BFCAllocator::DeallocateRawInternal}. */
+    private void deallocateRawInternal(long ptr) {
+        if (ptr == 0) {
+            return;
+        }
+        lock.lock();
+        try {
+            checkOpenLocked();
+            // Find the chunk from the ptr.
+            final int h = regionManager.getHandle(ptr);
+            // DEVIATION(port): upstream CHECK-fails (aborts the process); here the caller gets
+            // an exception and the allocator is unchanged.
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE || !chunks.inUse(h)) {
+                throw new IllegalArgumentException(notAllocatedMessage(ptr)
+                        + ". Free each address returned by allocateRaw exactly once.");
+            }
+
+            markFreeLocked(h);
+
+            // Consider coalescing it.
+            if (timingCounter != null) {
+                insertFreeChunkIntoBinLocked(h);
+                timestampedChunks.pushBack(h);
+            } else {
+                insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private String notAllocatedMessage(long ptr) {
+        return "0x" + Long.toHexString(ptr) + " was not allocated by allocator '" + name
+                + "' (or was already freed)";
+    }
+
+    /**
+     * Port of {@code BFCAllocator::Merge}: merges {@code h2} into {@code h1}, where
+     * {@code next(h1) == h2}. Needs the lock.
+     */
+    private void mergeLocked(int h1, int h2) {
+        // We can only merge chunks that are not in use.
+        check(!chunks.inUse(h1) && !chunks.inUse(h2), "Merge of a chunk in use");
+
+        // Fix up neighbour links: c1 <-> c2 <-> c3 becomes c1 <-> c3.
+        final int h3 = chunks.next(h2);
+        chunks.setNext(h1, h3);
+        check(chunks.prev(h2) == h1, "Merge of chunks that are not neighbours");
+        if (h3 != ChunkTable.INVALID_CHUNK_HANDLE) {
+            chunks.setPrev(h3, h1);
+        }
+
+        // Set the new size.
+        chunks.setSize(h1, chunks.size(h1) + chunks.size(h2));
+
+        // Pick the latest free time.
+        chunks.setFreedAtCount(h1, maxUnsigned(chunks.freedAtCount(h1), chunks.freedAtCount(h2)));
+
+        deleteChunkLocked(h2);
+    }
+
+    /** Port of {@code BFCAllocator::DeleteChunk}. Needs the lock. */
+    private void deleteChunkLocked(int h) {
+        regionManager.erase(chunks.ptr(h));
+        chunks.deallocateChunk(h);
+    }
+
+    /** Port of {@code BFCAllocator::InsertFreeChunkIntoBin}. Needs the lock. */
+    private void insertFreeChunkIntoBinLocked(int h) {
+        check(!chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
+                "InsertFreeChunkIntoBin of a chunk in use or already in a bin");
+        final int binNum = binNumForSize(chunks.size(h));
+        chunks.setBinNum(h, binNum);
+        bins[binNum].freeChunks.add(chunks.box(h));
+    }
+
+    /** Port of {@code BFCAllocator::RemoveFreeChunkIterFromBin}. Needs the lock. */
+    private void removeFreeChunkIterFromBinLocked(TreeSet<Integer> freeChunks, int h) {
+        check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
+                "RemoveFreeChunkIterFromBin of a chunk in use or in no bin");
+        freeChunks.remove(chunks.box(h));
+        chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
+    }
+
+    /** Port of {@code BFCAllocator::RemoveFreeChunkFromBin}. Needs the lock. */
+    private void removeFreeChunkFromBinLocked(int h) {
+        check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
+                "RemoveFreeChunkFromBin of a chunk in use or in no bin");
+        check(bins[chunks.binNum(h)].freeChunks.remove(chunks.box(h)), "Could not find chunk in bin");
+        chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
+    }
+
+    /** Port of {@code BFCAllocator::MarkFree}. Needs the lock. */
+    private void markFreeLocked(int h) {
+        check(chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
+                "MarkFree of a chunk not in use or in a bin");
+
+        // Mark the chunk as no longer in use.
+        chunks.setAllocationId(h, -1);
+
+        // Optionally record the free time.
+        if (timingCounter != null) {
+            chunks.setFreedAtCount(h, timingCounter.next());
+        }
+
+        // Update the stats.
+        bytesInUse -= chunks.size(h);
+    }
+
+    /**
+     * Port of {@code BFCAllocator::TryToCoalesce}: merges a free chunk with its free
+     * neighbours (unless timestamps forbid it). Needs the lock.
+     *
+     * @return the handle of the merged chunk
+     */
+    private int tryToCoalesceLocked(int h, boolean ignoreFreedAt) {
+        if (!ignoreFreedAt && chunks.freedAtCount(h) != 0) {
+            return h;
+        }
+        int coalescedChunk = h;
+
+        // If the next chunk is free, merge it into c and delete it.
+        int next = chunks.next(h);
+        if (next != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(next)) {
+            if (chunks.freedAtCount(next) == 0 || ignoreFreedAt) {
+                removeFreeChunkFromBinLocked(next);
+                mergeLocked(h, next);
+            }
+        }
+
+        // If the previous chunk is free, merge c into it and delete c.
+        int prev = chunks.prev(h);
+        if (prev != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(prev)) {
+            if (chunks.freedAtCount(prev) == 0 || ignoreFreedAt) {
+                coalescedChunk = prev;
+                removeFreeChunkFromBinLocked(prev);
+                mergeLocked(prev, h);
+            }
+        }
+        return coalescedChunk;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Timestamped frees
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * Gives the allocator a shared timing counter. From then on every free stamps the chunk
+     * with {@code sc.next()}; a stamped chunk is not coalesced, and is used only by
+     * allocations whose {@code freedByFunc} allows its stamp, until {@link #setSafeFrontier}
+     * passes it. Port of {@code BFCAllocator::SetTimingCounter}.
+     *
+     * @param sc the counter, or {@code null} to stop stamping
+     */
+    public void setTimingCounter(SharedCounter sc) {
+        lock.lock();
+        try {
+            timingCounter = sc;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Declares every chunk freed at a count below {@code count} safe for general use. Never
+     * moves backwards. Port of {@code BFCAllocator::SetSafeFrontier}.
+     *
+     * @param count the new frontier (compared unsigned, as upstream's {@code uint64})
+     */
+    public void setSafeFrontier(long count) {
+        long current = safeFrontier.get();
+        while (Long.compareUnsigned(count, current) > 0) {
+            if (safeFrontier.compareAndSet(current, count)) {
+                retryHelper.notifyDealloc();
+                return;
+            }
+            current = safeFrontier.get();
+        }
+    }
+
+    /**
+     * The current safe frontier.
+     *
+     * @return the largest count given to {@link #setSafeFrontier}, or 0
+     */
+    public long safeFrontier() {
+        return safeFrontier.get();
+    }
+
+    /** Port of {@code BFCAllocator::MergeTimestampedChunks}. Needs the lock. */
+    private boolean mergeTimestampedChunksLocked(long requiredBytes) {
+        boolean satisfied = requiredBytes == 0;
+        final long frontier = safeFrontier.get();
+        final LongList toMerge = this.toMerge;
+        toMerge.clear();
+        final IntDeque newTsQueue = this.newTsQueue;
+        newTsQueue.clear();
+        while (!timestampedChunks.isEmpty()) {
+            int h = timestampedChunks.popFront();
+            assert h != ChunkTable.INVALID_CHUNK_HANDLE;
+            final int c = h;
+            // This chunk may have been merged already, so refetch and retest the handle. A
+            // handle deleted by garbage collection still holds its old address here (and may
+            // have been recycled for a new chunk), exactly as upstream.
+            h = regionManager.getHandle(chunks.ptr(c));
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
+                continue;
+            }
+            if (chunks.inUse(c) || chunks.binNum(c) == ChunkTable.INVALID_BIN_NUM) {
+                // This chunk has already been reallocated.
+                continue;
+            }
+            if (chunks.freedAtCount(c) == 0) {
+                toMerge.add(chunks.ptr(c));
+                continue;
+            }
+            // The chunk is free and in a bin.
+            if (Long.compareUnsigned(chunks.freedAtCount(c), frontier) < 0) {
+                chunks.setFreedAtCount(c, 0);
+                toMerge.add(chunks.ptr(c));
+            } else if (requiredBytes > 0) {
+                toMerge.add(chunks.ptr(c));
+            } else {
+                newTsQueue.pushBack(h);
+            }
+        }
+        assert timestampedChunks.isEmpty();
+        // std::swap(timestamped_chunks_, new_ts_queue): the old queue, now empty, becomes the
+        // next call's scratch queue.
+        this.newTsQueue = timestampedChunks;
+        this.timestampedChunks = newTsQueue;
+
+        // Every candidate has moved from the queue to toMerge. A standard merge
+        // (requiredBytes == 0) merges them all; otherwise merge just until a chunk of the
+        // required size is produced.
+        for (int ci = 0, end = toMerge.size(); ci < end; ++ci) {
+            final long ptr = toMerge.get(ci);
+            // The chunk at this address may have been merged and deleted in a prior iteration,
+            // so refetch the handle and retest.
+            final int h = regionManager.getHandle(ptr);
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
+                continue;
+            }
+            if (requiredBytes == 0 || !satisfied) {
+                assert chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM;
+                assert !chunks.inUse(h);
+                removeFreeChunkFromBinLocked(h);
+                final int newH = tryToCoalesceLocked(h, requiredBytes > 0);
+                insertFreeChunkIntoBinLocked(newH);
+                if (requiredBytes > 0) {
+                    if (newH != h && chunks.freedAtCount(newH) != 0) {
+                        timestampedChunks.pushBack(newH);
+                    }
+                    if (chunks.size(newH) >= requiredBytes) {
+                        satisfied = true;
+                    }
+                }
+            } else {
+                // Forced merging of unsafe chunks produced a satisfying chunk: requeue the rest.
+                timestampedChunks.pushBack(h);
+            }
+        }
+        return satisfied;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Queries and statistics
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * Port of {@code BFCAllocator::TracksAllocationSizes}.
+     *
+     * @return true: this allocator knows the size of every allocation
+     */
+    public boolean tracksAllocationSizes() {
+        return true;
+    }
+
+    private int handleForQueryLocked(long ptr, String what) {
+        checkOpenLocked();
+        int h = regionManager.getHandle(ptr);
+        if (ptr == 0 || h == ChunkTable.INVALID_CHUNK_HANDLE) {
+            throw new IllegalArgumentException("Asked for " + what + " of 0x"
+                    + Long.toHexString(ptr) + ", which allocator '" + name
+                    + "' never allocated. Pass an address returned by allocateRaw.");
+        }
+        return h;
+    }
+
+    /**
+     * The size the caller asked for. Port of {@code BFCAllocator::RequestedSize}.
+     *
+     * @param ptr an address returned by {@link #allocateRaw}
+     * @return the {@code numBytes} of the allocation (for a freed chunk, of its last allocation)
+     * @throws IllegalArgumentException if no chunk of this allocator starts at {@code ptr}
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public long requestedSize(long ptr) {
+        lock.lock();
+        try {
+            return chunks.requestedSize(handleForQueryLocked(ptr, "requested size"));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The size of the chunk backing an allocation. Port of {@code BFCAllocator::AllocatedSize}.
+     *
+     * @param ptr an address returned by {@link #allocateRaw}
+     * @return the chunk's size, a multiple of 256, at least the requested size
+     * @throws IllegalArgumentException if no chunk of this allocator starts at {@code ptr}
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public long allocatedSize(long ptr) {
+        lock.lock();
+        try {
+            return chunks.size(handleForQueryLocked(ptr, "allocated size"));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The unique id of an allocation. Port of {@code BFCAllocator::AllocationId}.
+     *
+     * @param ptr an address returned by {@link #allocateRaw}
+     * @return the id (ids start at 1 and count successful allocations), or -1 if the chunk is
+     *     free
+     * @throws IllegalArgumentException if no chunk of this allocator starts at {@code ptr}
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public long allocationId(long ptr) {
+        lock.lock();
+        try {
+            return chunks.allocationId(handleForQueryLocked(ptr, "allocation id"));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A snapshot of the statistics. Port of {@code BFCAllocator::GetStats}.
+     *
+     * @return the statistics exactly as the classic upstream reports them
+     */
+    public AllocatorStats getStats() {
+        lock.lock();
+        try {
+            return new AllocatorStats(numAllocs, bytesInUse, peakBytesInUse, largestAllocSize,
+                    memoryLimit, 0, 0, 0, poolBytes, peakPoolBytes);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Resets {@code numAllocs} and {@code largestAllocSize} to 0 and {@code peakBytesInUse} to
+     * the current {@code bytesInUse}. Port of {@code BFCAllocator::ClearStats}.
+     *
+     * @return true
+     */
+    public boolean clearStats() {
+        lock.lock();
+        try {
+            numAllocs = 0;
+            peakBytesInUse = bytesInUse;
+            largestAllocSize = 0;
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The kind of memory handed out. Port of {@code BFCAllocator::GetMemoryType}.
+     *
+     * @return the sub-allocator's memory type
+     */
+    public MemoryType getMemoryType() {
+        return subAllocator.memoryType();
+    }
+
+    /**
+     * Per-bin figures over every chunk (free or in use) whose size maps to the bin. Port of
+     * upstream's {@code BinDebugInfo}.
+     *
+     * @param binNum the bin
+     * @param binSize the smallest chunk size the bin holds
+     * @param totalBytesInUse bytes of chunks in use
+     * @param totalBytesInBin bytes of all chunks
+     * @param totalRequestedBytesInUse bytes requested by the allocations in use
+     * @param totalChunksInUse chunks in use
+     * @param totalChunksInBin all chunks
+     */
+    public record BinDebugInfo(int binNum, long binSize, long totalBytesInUse, long totalBytesInBin,
+            long totalRequestedBytesInUse, long totalChunksInUse, long totalChunksInBin) {
+    }
+
+    /**
+     * Port of {@code BFCAllocator::get_bin_debug_info}: walks every chunk of every region.
+     *
+     * @return one entry per bin, in bin order
+     */
+    public List<BinDebugInfo> getBinDebugInfo() {
+        lock.lock();
+        try {
+            return getBinDebugInfoLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private List<BinDebugInfo> getBinDebugInfoLocked() {
+        long[] bytesInUseByBin = new long[NUM_BINS];
+        long[] bytesInBin = new long[NUM_BINS];
+        long[] requestedInUse = new long[NUM_BINS];
+        long[] chunksInUse = new long[NUM_BINS];
+        long[] chunksInBin = new long[NUM_BINS];
+        for (AllocationRegion region : regionManager.regions()) {
+            int h = regionManager.getHandle(region.ptr());
+            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                int binNum = binNumForSize(chunks.size(h));
+                bytesInBin[binNum] += chunks.size(h);
+                chunksInBin[binNum]++;
+                if (chunks.inUse(h)) {
+                    bytesInUseByBin[binNum] += chunks.size(h);
+                    requestedInUse[binNum] += chunks.requestedSize(h);
+                    chunksInUse[binNum]++;
+                } else {
+                    check(bins[binNum].freeChunks.contains(chunks.box(h)), "free chunk not in its bin");
+                    check(chunks.binNum(h) == binNum, "free chunk's bin_num is not its size's bin");
+                }
+                h = chunks.next(h);
+            }
+        }
+        List<BinDebugInfo> infos = new ArrayList<>(NUM_BINS);
+        for (int b = 0; b < NUM_BINS; b++) {
+            infos.add(new BinDebugInfo(b, binNumToSize(b), bytesInUseByBin[b], bytesInBin[b],
+                    requestedInUse[b], chunksInUse[b], chunksInBin[b]));
+        }
+        return Collections.unmodifiableList(infos);
+    }
+
+    /**
+     * Port of {@code BFCAllocator::RenderOccupancy}: a 100-character picture of all regions,
+     * {@code *} for requested bytes in use, {@code x} for padding of chunks in use, {@code _}
+     * for free memory.
+     *
+     * @return the picture, or {@code <allocator contains no memory>}
+     */
+    public String renderOccupancy() {
+        lock.lock();
+        try {
+            return renderOccupancyLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private String renderOccupancyLocked() {
+        final int resolution = 100;
+        char[] rendered = new char[resolution];
+
+        long totalRegionSize = 0;
+        for (AllocationRegion region : regionManager.regions()) {
+            totalRegionSize += region.memorySize();
+        }
+        if (totalRegionSize == 0) {
+            return "<allocator contains no memory>";
+        }
+
+        // Start out with everything empty.
+        renderRegion(rendered, resolution, totalRegionSize, 0, 0, 0, totalRegionSize, '_');
+
+        long regionOffset = 0;
+        for (AllocationRegion region : regionManager.regions()) {
+            int h = regionManager.getHandle(region.ptr());
+            // Then render each chunk left to right.
+            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                if (chunks.inUse(h)) {
+                    // Render the wasted space.
+                    long wasted = chunks.size(h) - chunks.requestedSize(h);
+                    if (wasted > 0) {
+                        renderRegion(rendered, resolution, totalRegionSize,
+                                regionOffset + chunks.requestedSize(h), region.ptr(),
+                                chunks.ptr(h), wasted, 'x');
+                    }
+                    // Then the occupied space.
+                    renderRegion(rendered, resolution, totalRegionSize, regionOffset, region.ptr(),
+                            chunks.ptr(h), chunks.requestedSize(h), '*');
+                }
+                h = chunks.next(h);
+            }
+            regionOffset += region.memorySize();
+        }
+        return new String(rendered);
+    }
+
+    /** Port of upstream's {@code RenderRegion}. */
+    private static void renderRegion(char[] rendered, int resolution, long totalRenderSize,
+            long offset, long basePtr, long ptr, long size, char c) {
+        // Products in double: (offset * 100) could overflow a long for exabyte-sized pools.
+        int startLocation = (int) (((double) (ptr - basePtr + offset) * resolution) / totalRenderSize);
+        int endLocation = (int) (((double) (ptr + size - 1 - basePtr + offset) * resolution)
+                / totalRenderSize);
+        startLocation = Math.max(0, Math.min(resolution - 1, startLocation));
+        endLocation = Math.max(0, Math.min(resolution - 1, endLocation));
+        for (int i = startLocation; i <= endLocation; ++i) {
+            rendered[i] = c;
+        }
+    }
+
+    /**
+     * Port of {@code BFCAllocator::DumpMemoryLog}, returned as text rather than logged: per-bin
+     * figures, the free chunks of the bin a request of {@code numBytes} would use, every chunk
+     * of every region, in-use chunks summarised by size, and the stats.
+     *
+     * @param numBytes the size of the request being explained
+     * @return the dump, one line per upstream log line
+     */
+    public String dumpMemoryLog(long numBytes) {
+        lock.lock();
+        try {
+            return dumpMemoryLogLocked(numBytes);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private String dumpMemoryLogLocked(long numBytes) {
+        StringBuilder sb = new StringBuilder();
+        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
+        sb.append("BFCAllocator dump for ").append(name).append('\n');
+        for (int binNum = 0; binNum < NUM_BINS; binNum++) {
+            Bin b = bins[binNum];
+            BinDebugInfo info = binInfos.get(binNum);
+            check(b.freeChunks.size() == info.totalChunksInBin() - info.totalChunksInUse(),
+                    "bin " + binNum + " holds a chunk that is not free");
+            sb.append("Bin (").append(b.binSize).append("): \tTotal Chunks: ")
+                    .append(info.totalChunksInBin()).append(", Chunks in use: ")
+                    .append(info.totalChunksInUse()).append(". ")
+                    .append(humanReadableNumBytes(info.totalBytesInBin())).append(" allocated for chunks. ")
+                    .append(humanReadableNumBytes(info.totalBytesInUse())).append(" in use in bin. ")
+                    .append(humanReadableNumBytes(info.totalRequestedBytesInUse()))
+                    .append(" client-requested in use in bin.\n");
+        }
+
+        // The bin we would have liked to allocate in, for analysis of fragmentation.
+        Bin b = bins[binNumForSize(numBytes)];
+        sb.append("Bin for ").append(humanReadableNumBytes(numBytes)).append(" was ")
+                .append(humanReadableNumBytes(b.binSize)).append(", Chunk State: \n");
+        for (Integer h : b.freeChunks) {
+            sb.append(chunkDebugString(h, true)).append('\n');
+        }
+
+        // The chunks in use, summarised by size.
+        Map<Long, Integer> inUseBySize = new TreeMap<>();
+        for (AllocationRegion region : regionManager.regions()) {
+            sb.append("Next region of size ").append(region.memorySize()).append('\n');
+            int h = regionManager.getHandle(region.ptr());
+            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                if (chunks.inUse(h)) {
+                    inUseBySize.merge(chunks.size(h), 1, Integer::sum);
+                }
+                sb.append(chunks.inUse(h) ? "InUse" : "Free ").append(" at ")
+                        .append(Long.toHexString(chunks.ptr(h))).append(" of size ")
+                        .append(chunks.size(h)).append(" next ").append(chunks.next(h));
+                if (timingCounter != null) {
+                    sb.append(" freed_at_count ").append(Long.toUnsignedString(chunks.freedAtCount(h)));
+                }
+                sb.append('\n');
+                h = chunks.next(h);
+            }
+        }
+        sb.append("     Summary of in-use Chunks by size: \n");
+        long totalBytes = 0;
+        for (Map.Entry<Long, Integer> e : inUseBySize.entrySet()) {
+            long bytes = e.getKey() * e.getValue();
+            sb.append(e.getValue()).append(" Chunks of size ").append(e.getKey())
+                    .append(" totalling ").append(humanReadableNumBytes(bytes)).append('\n');
+            totalBytes += bytes;
+        }
+        sb.append("Sum Total of in-use chunks: ").append(humanReadableNumBytes(totalBytes)).append('\n');
+        sb.append("Total bytes in pool: ").append(poolBytes).append(" memory_limit_: ")
+                .append(memoryLimit).append(" available bytes: ").append(memoryLimit - poolBytes)
+                .append(" curr_region_allocation_bytes_: ").append(currRegionAllocationBytes)
+                .append('\n');
+        sb.append("Stats: \n").append(new AllocatorStats(numAllocs, bytesInUse, peakBytesInUse,
+                largestAllocSize, memoryLimit, 0, 0, 0, poolBytes, peakPoolBytes).debugString());
+        return sb.toString();
+    }
+
+    /** Port of {@code BFCAllocator::Chunk::DebugString}. */
+    private String chunkDebugString(int h, boolean recurse) {
+        StringBuilder dbg = new StringBuilder();
+        dbg.append("  Size: ").append(humanReadableNumBytes(chunks.size(h)))
+                .append(" | Requested Size: ").append(humanReadableNumBytes(chunks.requestedSize(h)))
+                .append(" | in_use: ").append(chunks.inUse(h) ? 1 : 0)
+                .append(" | bin_num: ").append(chunks.binNum(h));
+        if (recurse && chunks.prev(h) != ChunkTable.INVALID_CHUNK_HANDLE) {
+            dbg.append(", prev: ").append(chunkDebugString(chunks.prev(h), false));
+        }
+        if (recurse && chunks.next(h) != ChunkTable.INVALID_CHUNK_HANDLE) {
+            dbg.append(", next: ").append(chunkDebugString(chunks.next(h), false));
+        }
+        return dbg.toString();
+    }
+
+    /**
+     * Port of {@code tsl::strings::HumanReadableNumBytes}: {@code 0B}, {@code 1023B},
+     * {@code 1.0KiB}, {@code 2.50MiB}...
+     *
+     * @param numBytes a byte count
+     * @return the count with a binary unit
+     */
+    public static String humanReadableNumBytes(long numBytes) {
+        if (numBytes == Long.MIN_VALUE) {
+            return "-8E";
+        }
+        String neg = numBytes < 0 ? "-" : "";
+        if (numBytes < 0) {
+            numBytes = -numBytes;
+        }
+        if (numBytes < 1024) {
+            return neg + numBytes + "B";
+        }
+        final String units = "KMGTPE";
+        int unit = 0;
+        double value = numBytes / 1024.0;
+        while (value >= 1024.0 && unit < units.length() - 1) {
+            value /= 1024.0;
+            unit++;
+        }
+        String format = value >= 100 ? "%.0f" : value >= 10 ? "%.1f" : "%.2f";
+        return neg + String.format(java.util.Locale.ROOT, format, value) + units.charAt(unit) + "iB";
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Lifecycle
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * Gives every region back to the sub-allocator, as upstream's destructor does, whether or
+     * not allocations are still live (their addresses become invalid). Idempotent. Afterwards
+     * allocation, deallocation and per-address queries throw {@link IllegalStateException};
+     * {@link #getStats()} still answers.
+     */
+    @Override
+    public void close() {
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            for (AllocationRegion region : regionManager.regions()) {
+                subAllocator.free(region.ptr(), region.memorySize());
+            }
+            poolBytes = 0;
+            regionManager.clear();
+            for (Bin b : bins) {
+                b.freeChunks.clear();
+            }
+            chunks.clear();
+            timestampedChunks.clear();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void checkOpenLocked() {
+        if (closed) {
+            throw new IllegalStateException("allocator '" + name + "' is closed");
+        }
+    }
+
+    /** Upstream's {@code CHECK}: an always-on check of an internal invariant. */
+    private static void check(boolean condition, String what) {
+        if (!condition) {
+            throw new IllegalStateException("BFC allocator invariant violated: " + what);
+        }
+    }
+
+    private static long maxUnsigned(long a, long b) {
+        return Long.compareUnsigned(a, b) >= 0 ? a : b;
+    }
+
+    @Override
+    public String toString() {
+        return "BfcAllocator[" + name + ", limit " + memoryLimit + ", " + opts + "]";
+    }
 }

@@ -1,0 +1,277 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Derived from TensorFlow's BFCAllocator::Chunk and its chunks_ vector
+ * (Copyright 2015 The TensorFlow Authors), licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core.internal;
+
+import java.util.Arrays;
+
+/**
+ * Chunk metadata as a struct of arrays, indexed by an {@code int} chunk handle. Port of
+ * {@code BFCAllocator::Chunk}, {@code chunks_}, {@code AllocateChunk} and {@code DeallocateChunk}.
+ *
+ * <pre>
+ *  handle h:    0        1        2        3   ...      count-1
+ *  size[h]     [  4096 ][  256  ][ 1 MiB ][    0  ] ...
+ *  ptr[h]      [ 0x..00][ 0x..0 ][ 0x..  ][ stale ] ...
+ *  next[h]     [   1   ][   2   ][  -1   ][ free list link ]
+ * </pre>
+ *
+ * <p>A handle is either live (a chunk of some region, free or in use) or on the free-handle
+ * list, chained through {@code next} and reused last-in first-out, exactly like upstream's
+ * {@code free_chunks_list_}. A handle returned to the list keeps its {@code ptr}, {@code size}
+ * and {@code freedAtCount} (only {@code allocationId}, {@code binNum} and {@code next} are
+ * reset), as upstream's {@code DeallocateChunk} does: the timestamp queue relies on it.
+ *
+ * <p>Each handle has one pre-boxed {@link Integer}, created with the handle, so that the bins'
+ * {@code TreeSet}s never box on the allocation path. Arrays grow (doubling) on the slow path only.
+ *
+ * <p>Not thread-safe: guarded by the owning allocator's lock.
+ */
+public final class ChunkTable {
+
+    /** Upstream's {@code kInvalidChunkHandle}. */
+    public static final int INVALID_CHUNK_HANDLE = -1;
+
+    /** Upstream's {@code kInvalidBinNum}. */
+    public static final int INVALID_BIN_NUM = -1;
+
+    /**
+     * A pseudo-handle that compares as ({@link #setProbe probe size}, {@link #setProbe probe
+     * ptr}): used to search a bin with {@code TreeSet.ceiling} without creating anything.
+     */
+    public static final int PROBE_HANDLE = -2;
+
+    private static final Integer PROBE_BOX = PROBE_HANDLE;
+
+    private long[] size;
+    private long[] requestedSize;
+    private long[] allocationId;
+    private long[] ptr;
+    private long[] freedAtCount;
+    private int[] prev;
+    private int[] next;
+    private int[] binNum;
+    private Integer[] boxes;
+
+    /** Upstream's {@code chunks_.size()}: handles ever created. */
+    private int count;
+
+    /** Upstream's {@code free_chunks_list_}. */
+    private int freeChunksList = INVALID_CHUNK_HANDLE;
+
+    private long probeSize;
+    private long probePtr;
+
+    /**
+     * Creates an empty table.
+     *
+     * @param initialCapacity the number of handles to make room for up front
+     */
+    public ChunkTable(int initialCapacity) {
+        int n = Math.max(16, initialCapacity);
+        size = new long[n];
+        requestedSize = new long[n];
+        allocationId = new long[n];
+        ptr = new long[n];
+        freedAtCount = new long[n];
+        prev = new int[n];
+        next = new int[n];
+        binNum = new int[n];
+        boxes = new Integer[n];
+    }
+
+    /**
+     * Port of {@code BFCAllocator::AllocateChunk}: pops the free-handle list, or creates a new
+     * handle with upstream's default field values.
+     *
+     * @return a handle; a recycled one keeps its stale {@code ptr}, {@code size} and
+     *     {@code freedAtCount}
+     */
+    public int allocateChunk() {
+        if (freeChunksList != INVALID_CHUNK_HANDLE) {
+            int h = freeChunksList;
+            freeChunksList = next[h];
+            return h;
+        }
+        int h = count;
+        if (h == size.length) {
+            grow();
+        }
+        count = h + 1;
+        size[h] = 0;
+        requestedSize[h] = 0;
+        allocationId[h] = -1;
+        ptr[h] = 0;
+        freedAtCount[h] = 0;
+        prev[h] = INVALID_CHUNK_HANDLE;
+        next[h] = INVALID_CHUNK_HANDLE;
+        binNum[h] = INVALID_BIN_NUM;
+        boxes[h] = Integer.valueOf(h);
+        return h;
+    }
+
+    /**
+     * Port of {@code BFCAllocator::DeallocateChunk}: marks the chunk unused and pushes the
+     * handle on the free-handle list.
+     *
+     * @param h a live handle
+     */
+    public void deallocateChunk(int h) {
+        allocationId[h] = -1;
+        binNum[h] = INVALID_BIN_NUM;
+        next[h] = freeChunksList;
+        freeChunksList = h;
+    }
+
+    /** Forgets every handle (the allocator was closed). */
+    public void clear() {
+        count = 0;
+        freeChunksList = INVALID_CHUNK_HANDLE;
+    }
+
+    private void grow() {
+        int n = size.length * 2;
+        size = Arrays.copyOf(size, n);
+        requestedSize = Arrays.copyOf(requestedSize, n);
+        allocationId = Arrays.copyOf(allocationId, n);
+        ptr = Arrays.copyOf(ptr, n);
+        freedAtCount = Arrays.copyOf(freedAtCount, n);
+        prev = Arrays.copyOf(prev, n);
+        next = Arrays.copyOf(next, n);
+        binNum = Arrays.copyOf(binNum, n);
+        boxes = Arrays.copyOf(boxes, n);
+    }
+
+    /**
+     * Upstream's {@code ChunkComparator}: by size, then by address (both unsigned).
+     *
+     * @param a a live handle or {@link #PROBE_HANDLE}
+     * @param b a live handle or {@link #PROBE_HANDLE}
+     * @return negative, zero or positive as {@code a} sorts before, with or after {@code b}
+     */
+    public int compare(int a, int b) {
+        long sa = a == PROBE_HANDLE ? probeSize : size[a];
+        long sb = b == PROBE_HANDLE ? probeSize : size[b];
+        if (sa != sb) {
+            return Long.compareUnsigned(sa, sb);
+        }
+        long pa = a == PROBE_HANDLE ? probePtr : ptr[a];
+        long pb = b == PROBE_HANDLE ? probePtr : ptr[b];
+        return Long.compareUnsigned(pa, pb);
+    }
+
+    /**
+     * Sets what {@link #PROBE_HANDLE} compares as, and returns its box.
+     *
+     * @param probeSize the size the probe compares as
+     * @param probePtr the address the probe compares as
+     * @return the probe's box, to pass to {@code TreeSet.ceiling}
+     */
+    public Integer setProbe(long probeSize, long probePtr) {
+        this.probeSize = probeSize;
+        this.probePtr = probePtr;
+        return PROBE_BOX;
+    }
+
+    /**
+     * The handle's pre-boxed value.
+     *
+     * @param h a live handle
+     * @return the {@code Integer} to store in a bin for {@code h}
+     */
+    public Integer box(int h) {
+        return boxes[h];
+    }
+
+    /** @return handles ever created (upstream's {@code chunks_.size()}) */
+    public int count() {
+        return count;
+    }
+
+    /** @param h a handle @return upstream's {@code Chunk::in_use()} */
+    public boolean inUse(int h) {
+        return allocationId[h] != -1;
+    }
+
+    /** @param h a handle @return the chunk's full size */
+    public long size(int h) {
+        return size[h];
+    }
+
+    /** @param h a handle @param v the chunk's full size */
+    public void setSize(int h, long v) {
+        size[h] = v;
+    }
+
+    /** @param h a handle @return the size the client asked for */
+    public long requestedSize(int h) {
+        return requestedSize[h];
+    }
+
+    /** @param h a handle @param v the size the client asked for */
+    public void setRequestedSize(int h, long v) {
+        requestedSize[h] = v;
+    }
+
+    /** @param h a handle @return the allocation id, -1 when free */
+    public long allocationId(int h) {
+        return allocationId[h];
+    }
+
+    /** @param h a handle @param v the allocation id, -1 when free */
+    public void setAllocationId(int h, long v) {
+        allocationId[h] = v;
+    }
+
+    /** @param h a handle @return the chunk's start address */
+    public long ptr(int h) {
+        return ptr[h];
+    }
+
+    /** @param h a handle @param v the chunk's start address */
+    public void setPtr(int h, long v) {
+        ptr[h] = v;
+    }
+
+    /** @param h a handle @return the physically preceding chunk, or {@link #INVALID_CHUNK_HANDLE} */
+    public int prev(int h) {
+        return prev[h];
+    }
+
+    /** @param h a handle @param v the physically preceding chunk */
+    public void setPrev(int h, int v) {
+        prev[h] = v;
+    }
+
+    /** @param h a handle @return the physically following chunk, or {@link #INVALID_CHUNK_HANDLE} */
+    public int next(int h) {
+        return next[h];
+    }
+
+    /** @param h a handle @param v the physically following chunk */
+    public void setNext(int h, int v) {
+        next[h] = v;
+    }
+
+    /** @param h a handle @return the bin the free chunk is in, or {@link #INVALID_BIN_NUM} */
+    public int binNum(int h) {
+        return binNum[h];
+    }
+
+    /** @param h a handle @param v the bin the free chunk is in */
+    public void setBinNum(int h, int v) {
+        binNum[h] = v;
+    }
+
+    /** @param h a handle @return the timing count when last freed (unsigned), 0 if none */
+    public long freedAtCount(int h) {
+        return freedAtCount[h];
+    }
+
+    /** @param h a handle @param v the timing count when last freed */
+    public void setFreedAtCount(int h, long v) {
+        freedAtCount[h] = v;
+    }
+}
