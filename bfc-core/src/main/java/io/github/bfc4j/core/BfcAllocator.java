@@ -1347,14 +1347,15 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
-     * Port of {@code tsl::strings::HumanReadableNumBytes}: {@code 0B}, {@code 1023B},
-     * {@code 1.0KiB}, {@code 2.50MiB}...
+     * Port of {@code tsl::strings::HumanReadableNumBytes}: {@code 1023B}, {@code 1.0KiB},
+     * {@code 512.0KiB}, {@code 12.50MiB}, {@code 80.00GiB} (one decimal for KiB, two above).
      *
      * @param numBytes a byte count
      * @return the count with a binary unit
      */
     public static String humanReadableNumBytes(long numBytes) {
         if (numBytes == Long.MIN_VALUE) {
+            // Special case for a number whose negation is not representable.
             return "-8E";
         }
         String neg = numBytes < 0 ? "-" : "";
@@ -1362,17 +1363,17 @@ public final class BfcAllocator implements AutoCloseable {
             numBytes = -numBytes;
         }
         if (numBytes < 1024) {
+            // No fractions for bytes.
             return neg + numBytes + "B";
         }
         final String units = "KMGTPE";
         int unit = 0;
-        double value = numBytes / 1024.0;
-        while (value >= 1024.0 && unit < units.length() - 1) {
-            value /= 1024.0;
-            unit++;
+        while (numBytes >= 1024L * 1024) {
+            numBytes /= 1024;
+            ++unit;
         }
-        String format = value >= 100 ? "%.0f" : value >= 10 ? "%.1f" : "%.2f";
-        return neg + String.format(java.util.Locale.ROOT, format, value) + units.charAt(unit) + "iB";
+        return String.format(java.util.Locale.ROOT, unit == 0 ? "%s%.1f%ciB" : "%s%.2f%ciB",
+                neg, numBytes / 1024.0, units.charAt(unit));
     }
 
     // ---------------------------------------------------------------------------------------

@@ -1,0 +1,320 @@
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The port's own behaviour beyond upstream's tests: bad input, the two fixed upstream defects,
+ * retry, close, and the static helpers. (Upstream's tests live in conformance-tests.)
+ */
+class BfcAllocatorTest {
+
+    private static final long BASE = 0x7f0000000000L;
+    private static final long MIB = 1L << 20;
+
+    private static BfcOptions noRetry() {
+        return BfcOptions.builder().allowRetryOnFailure(false).build();
+    }
+
+    private static BfcAllocator simAllocator(long limit, BfcOptions opts) {
+        return new BfcAllocator(new SimSubAllocator(BASE, 4 * limit, 0, true), limit, "test_bfc", opts);
+    }
+
+    /** A sub-allocator that refuses everything and records what it was asked for. */
+    private static final class RefusingSubAllocator implements SubAllocator {
+        final List<Long> asked = new ArrayList<>();
+
+        @Override
+        public Block alloc(long alignment, long numBytes) {
+            asked.add(numBytes);
+            if (asked.size() > 10_000) {
+                throw new AssertionError("back-off does not terminate: " + asked.subList(0, 20));
+            }
+            return null;
+        }
+
+        @Override
+        public void free(long ptr, long numBytes) {
+            throw new AssertionError("nothing was allocated");
+        }
+
+        @Override
+        public boolean supportsCoalescing() {
+            return false;
+        }
+    }
+
+    @Test
+    void roundedBytesRoundsUpTo256() {
+        assertThat(BfcAllocator.roundedBytes(0)).isZero();
+        assertThat(BfcAllocator.roundedBytes(1)).isEqualTo(256);
+        assertThat(BfcAllocator.roundedBytes(256)).isEqualTo(256);
+        assertThat(BfcAllocator.roundedBytes(257)).isEqualTo(512);
+        assertThat(BfcAllocator.roundedBytes(BfcAllocator.MAX_ALLOCATION_BYTES))
+                .isEqualTo(BfcAllocator.MAX_ALLOCATION_BYTES);
+    }
+
+    @Test
+    void binNumForSizeIsLog2OfSizeOver256CappedAt20() {
+        assertThat(BfcAllocator.binNumForSize(0)).isZero();
+        assertThat(BfcAllocator.binNumForSize(256)).isZero();
+        assertThat(BfcAllocator.binNumForSize(511)).isZero();
+        assertThat(BfcAllocator.binNumForSize(512)).isEqualTo(1);
+        assertThat(BfcAllocator.binNumForSize(3 * 1024)).isEqualTo(3);
+        assertThat(BfcAllocator.binNumForSize(256 * MIB - 1)).isEqualTo(19);
+        assertThat(BfcAllocator.binNumForSize(256 * MIB)).isEqualTo(20);
+        assertThat(BfcAllocator.binNumForSize(80L << 30)).isEqualTo(20);
+    }
+
+    @Test
+    void negativeSizeIsRejectedWithTheValueAndLeavesTheAllocatorUnchanged() {
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            long p = a.allocateRaw(64, 1000);
+            AllocatorStats before = a.getStats();
+            assertThatThrownBy(() -> a.allocateRaw(64, -1))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("numBytes=-1")
+                    .hasMessageContaining("test_bfc");
+            assertThatThrownBy(() -> a.allocateRaw(64, BfcAllocator.MAX_ALLOCATION_BYTES + 1))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("expected: 0..");
+            assertThat(a.getStats()).isEqualTo(before);
+            a.deallocateRaw(p);
+        }
+    }
+
+    @Test
+    void alignmentMustBeAPowerOfTwo() {
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            for (long bad : new long[] {0, -64, 3, 96}) {
+                assertThatThrownBy(() -> a.allocateRaw(bad, 256))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("alignment=" + bad)
+                        .hasMessageContaining("power of two");
+            }
+            assertThat(a.getStats().numAllocs()).isZero();
+        }
+    }
+
+    @Test
+    void sizeAboveTheLimitReturnsZeroLikeUpstreamsNull() {
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            assertThat(a.allocateRaw(64, MIB + 1)).isZero();
+            assertThat(a.allocateRaw(64, 1L << 61)).isZero();
+            assertThat(a.getStats().poolBytes()).isZero();
+        }
+    }
+
+    @Test
+    void doubleFreeIsRejectedAndTheAllocatorStaysUsable() {
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            long p = a.allocateRaw(64, 1000);
+            long q = a.allocateRaw(64, 1000);
+            a.deallocateRaw(p);
+            AllocatorStats before = a.getStats();
+            assertThatThrownBy(() -> a.deallocateRaw(p))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("0x" + Long.toHexString(p))
+                    .hasMessageContaining("was not allocated by allocator 'test_bfc' (or was already freed)");
+            assertThat(a.getStats()).isEqualTo(before);
+            // The freed chunk is reused: nothing was corrupted by the rejected call.
+            assertThat(a.allocateRaw(64, 1000)).isEqualTo(p);
+            a.deallocateRaw(q);
+        }
+    }
+
+    @Test
+    void freeOfAForeignAddressIsRejected() {
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            long p = a.allocateRaw(64, 1000);
+            AllocatorStats before = a.getStats();
+            for (long foreign : new long[] {p + 256, p + 1, 0x1234L, BASE + 8 * MIB}) {
+                assertThatThrownBy(() -> a.deallocateRaw(foreign))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("0x" + Long.toHexString(foreign));
+            }
+            assertThat(a.getStats()).isEqualTo(before);
+            a.deallocateRaw(p);
+            assertThat(a.getStats().bytesInUse()).isZero();
+        }
+    }
+
+    @Test
+    void freeOfZeroIsANoOp() {
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            a.deallocateRaw(0);
+            assertThat(counter.get()).isZero();
+        }
+    }
+
+    @Test
+    void queriesOfUnknownAddressesThrow() {
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            assertThatThrownBy(() -> a.requestedSize(BASE)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("requested size");
+            assertThatThrownBy(() -> a.allocatedSize(0)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> a.allocationId(42)).isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    @Test
+    void fragmentationFractionWhoseThresholdTruncatesToZeroIsRejected() {
+        // Upstream would split exact fits into zero-size chunks (PITFALLS.md).
+        BfcOptions opts = BfcOptions.builder().fragmentationFraction(1e-9).build();
+        assertThatThrownBy(() -> new BfcAllocator(new SimSubAllocator(BASE, 1L << 30, 0, true),
+                100 * MIB, "frag", opts))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("fragmentationFraction=1.0E-9")
+                .hasMessageContaining("at least 1 byte");
+        // The same fraction is fine where the threshold is at least one byte.
+        new BfcAllocator(new SimSubAllocator(BASE, 1L << 40, 0, true), 1L << 30, "frag", opts).close();
+    }
+
+    @Test
+    void fragmentationFractionMustBeFiniteAndNotNegative() {
+        for (double bad : new double[] {-0.1, Double.NaN, Double.POSITIVE_INFINITY}) {
+            assertThatThrownBy(() -> BfcOptions.builder().fragmentationFraction(bad))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("fragmentationFraction=");
+        }
+    }
+
+    @Test
+    void negativeMemoryLimitIsRejected() {
+        assertThatThrownBy(() -> new BfcAllocator(new SimSubAllocator(BASE, MIB, 0, true), -1, "x", noRetry()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("totalMemory=-1");
+    }
+
+    @Test
+    void backOffEndsForSmallRequestsWhenTheSubAllocatorRefusesEverything() {
+        // Upstream loops forever here: 0.9 * 2304 rounds back up to 2304 (PITFALLS.md).
+        RefusingSubAllocator sub = new RefusingSubAllocator();
+        try (BfcAllocator a = new BfcAllocator(sub, 2304, "tiny", noRetry())) {
+            assertThat(a.allocateRaw(64, 1000)).isZero();
+        }
+        // Asked for the whole (rounded) limit, then stepped down 256 bytes at a time to the
+        // request's rounded size.
+        assertThat(sub.asked).containsExactly(2304L, 2048L, 1792L, 1536L, 1280L, 1024L);
+    }
+
+    @Test
+    void backOffUsesSinglePrecisionLikeUpstream() {
+        RefusingSubAllocator sub = new RefusingSubAllocator();
+        long limit = 3L << 30;
+        BfcOptions fixedSize = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(sub, limit, "bp", fixedSize)) {
+            assertThat(a.allocateRaw(64, 2L << 30)).isZero();
+        }
+        // Each step: RoundedBytes((size_t) ((float) bytes * 0.9f)).
+        long expected = limit;
+        assertThat(sub.asked.get(0)).isEqualTo(expected);
+        for (int i = 1; i < sub.asked.size(); i++) {
+            expected = BfcAllocator.roundedBytes((long) ((float) expected * 0.9f));
+            assertThat(sub.asked.get(i)).isEqualTo(expected);
+        }
+        // The double product would differ here, which the conformance traces catch.
+        assertThat(BfcAllocator.roundedBytes((long) (limit * 0.9d)))
+                .isNotEqualTo(BfcAllocator.roundedBytes((long) ((float) limit * 0.9f)));
+        assertThat(sub.asked.get(sub.asked.size() - 1)).isGreaterThanOrEqualTo(2L << 30);
+    }
+
+    @Test
+    void zeroBytesReturnsZeroWithoutAnAllocationId() {
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            assertThat(a.allocateRaw(64, 0)).isZero();
+            long p = a.allocateRaw(64, 1);
+            assertThat(a.allocationId(p)).isEqualTo(1);
+            assertThat(a.getStats().numAllocs()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void closeReturnsEveryRegionAndRefusesLaterUse() {
+        SimSubAllocator sim = new SimSubAllocator(BASE, 64 * MIB, 0, true);
+        BfcAllocator a = new BfcAllocator(sim, 16 * MIB, "closing", noRetry());
+        a.allocateRaw(64, 3 * MIB);
+        a.allocateRaw(64, 5 * MIB);
+        assertThat(sim.reservedBytes()).isPositive();
+        a.close();
+        assertThat(sim.reservedBytes()).isZero();
+        a.close(); // idempotent
+        assertThatThrownBy(() -> a.allocateRaw(64, 256)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("'closing' is closed");
+        assertThatThrownBy(() -> a.deallocateRaw(BASE)).isInstanceOf(IllegalStateException.class);
+        assertThat(a.getStats().numAllocs()).isEqualTo(2);
+    }
+
+    @Test
+    void retryWaitsForAFreeFromAnotherThread() throws Exception {
+        BfcOptions retry = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(true).build();
+        try (BfcAllocator a = simAllocator(MIB, retry)) {
+            long full = a.allocateRaw(64, MIB);
+            assertThat(full).isNotZero();
+            CountDownLatch started = new CountDownLatch(1);
+            Thread freer = new Thread(() -> {
+                started.countDown();
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                a.deallocateRaw(full);
+            });
+            freer.start();
+            started.await();
+            long t0 = System.nanoTime();
+            long p = a.allocateRaw(64, 4096); // waits for the free, then succeeds
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            freer.join();
+            assertThat(p).isEqualTo(full);
+            assertThat(waitedMs).isLessThan(9_000);
+        }
+    }
+
+    @Test
+    void noRetryAttributesFailAtOnceEvenWhenRetryIsAllowed() {
+        BfcOptions retry = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(true).build();
+        try (BfcAllocator a = simAllocator(MIB, retry)) {
+            assertThat(a.allocateRaw(64, MIB)).isNotZero();
+            assertThat(a.allocateRaw(64, 256, AllocationAttributes.NO_RETRY)).isZero();
+        }
+    }
+
+    @Test
+    void renderOccupancyAndDumpMemoryLogDescribeTheChunks() {
+        try (BfcAllocator a = simAllocator(MIB, BfcOptions.builder().allowGrowth(false)
+                .allowRetryOnFailure(false).build())) {
+            assertThat(a.renderOccupancy()).isEqualTo("<allocator contains no memory>");
+            long p = a.allocateRaw(64, MIB / 2 - 100);
+            String occupancy = a.renderOccupancy();
+            assertThat(occupancy).hasSize(100);
+            assertThat(occupancy.substring(0, 49)).matches("\\*+");
+            assertThat(occupancy.substring(51)).matches("_+");
+            String dump = a.dumpMemoryLog(MIB);
+            assertThat(dump).contains("BFCAllocator dump for test_bfc")
+                    .contains("InUse at " + Long.toHexString(p) + " of size 524288")
+                    .contains("Free  at " + Long.toHexString(p + MIB / 2) + " of size 524288")
+                    .contains("1 Chunks of size 524288 totalling 512.0KiB");
+        }
+    }
+
+    @Test
+    void humanReadableNumBytesMatchesTensorFlow() {
+        assertThat(BfcAllocator.humanReadableNumBytes(0)).isEqualTo("0B");
+        assertThat(BfcAllocator.humanReadableNumBytes(1023)).isEqualTo("1023B");
+        assertThat(BfcAllocator.humanReadableNumBytes(1024)).isEqualTo("1.0KiB");
+        assertThat(BfcAllocator.humanReadableNumBytes(512 * 1024)).isEqualTo("512.0KiB");
+        assertThat(BfcAllocator.humanReadableNumBytes(25 * MIB / 2)).isEqualTo("12.50MiB");
+        assertThat(BfcAllocator.humanReadableNumBytes(80L << 30)).isEqualTo("80.00GiB");
+    }
+}
