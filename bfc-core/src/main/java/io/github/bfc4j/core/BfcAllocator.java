@@ -107,8 +107,10 @@ public final class BfcAllocator implements AutoCloseable {
     public static final int NUM_BINS = 21;
 
     /**
-     * The largest request accepted: {@code 2^62} bytes. DEVIATION(port): upstream takes any
-     * {@code size_t}; a Java {@code long} above this would overflow the rounding and the region
+     * The largest request that is served by the algorithm: {@code 2^62} bytes. DEVIATION(port):
+     * a larger request fails at once (returns 0). Upstream runs any {@code size_t} through the
+     * algorithm, where sizes near {@code SIZE_MAX} wrap around in the rounding (newer upstream
+     * versions reject them as here); in Java they would overflow the rounding and the region
      * doubling, and no memory that large exists.
      */
     public static final long MAX_ALLOCATION_BYTES = 1L << 62;
@@ -319,9 +321,10 @@ public final class BfcAllocator implements AutoCloseable {
      * @param alignment a power of two; only passed on to the sub-allocator (every chunk is
      *     256-byte aligned within its region)
      * @param numBytes the size wanted
-     * @return the address, or 0 if {@code numBytes} is 0 or the memory cannot be had
-     * @throws IllegalArgumentException if {@code numBytes} is negative or above
-     *     {@link #MAX_ALLOCATION_BYTES}, or {@code alignment} is not a power of two
+     * @return the address, or 0 if {@code numBytes} is 0, above {@link #MAX_ALLOCATION_BYTES},
+     *     or the memory cannot be had
+     * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
+     *     not a power of two
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocateRaw(long alignment, long numBytes) {
@@ -334,19 +337,26 @@ public final class BfcAllocator implements AutoCloseable {
      * @param alignment a power of two; only passed on to the sub-allocator
      * @param numBytes the size wanted
      * @param attr per-call attributes (retry, timestamp constraint)
-     * @return the address, or 0 if {@code numBytes} is 0 or the memory cannot be had
-     * @throws IllegalArgumentException if {@code numBytes} is negative or above
-     *     {@link #MAX_ALLOCATION_BYTES}, or {@code alignment} is not a power of two
+     * @return the address, or 0 if {@code numBytes} is 0, above {@link #MAX_ALLOCATION_BYTES},
+     *     or the memory cannot be had
+     * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
+     *     not a power of two
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        if (numBytes < 0 || numBytes > MAX_ALLOCATION_BYTES) {
-            throw new IllegalArgumentException("numBytes=" + numBytes + " (expected: 0.."
-                    + MAX_ALLOCATION_BYTES + ") for allocator '" + name + "'");
+        if (numBytes < 0) {
+            throw new IllegalArgumentException("numBytes=" + numBytes
+                    + " (expected: >= 0) for allocator '" + name + "'");
         }
         if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
             throw new IllegalArgumentException("alignment=" + alignment
                     + " (expected: a power of two) for allocator '" + name + "'");
+        }
+        if (numBytes > MAX_ALLOCATION_BYTES) {
+            // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
+            LOG.log(Level.WARNING, "Allocator ({0}) cannot allocate {1} bytes: more than the"
+                    + " largest possible request of {2} bytes.", name, numBytes, MAX_ALLOCATION_BYTES);
+            return 0;
         }
         if (!opts.allowRetryOnFailure() || !attr.retryOnFailure()) {
             // Upstream dumps the memory log for the first failures of "important" allocations

@@ -1,0 +1,144 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.conformance;
+
+import static io.github.bfc4j.conformance.UpstreamTestSupport.SIM_BASE;
+import static io.github.bfc4j.conformance.UpstreamTestSupport.checkInvariants;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.conformance.UpstreamTestSupport.MemoryDump;
+import io.github.bfc4j.conformance.UpstreamTestSupport.SimplePhilox;
+import io.github.bfc4j.core.AllocationAttributes;
+import io.github.bfc4j.core.AllocatorStats;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.SharedCounter;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Not ports: upstream has no unit tests for the timing counter, {@code freed_by_func}, region
+ * coalescing or allocation ids (those are proven by the bundled traces, TraceConformanceTest).
+ * These few small cases pin the reference behaviour documented in
+ * shared/conformance/PITFALLS.md, derived by hand from bfc_allocator.cc at the reference commit,
+ * plus a known-answer check of the tests' Philox generator.
+ */
+class BfcAllocatorReferenceBehaviourTest {
+
+    private static final long MIB = 1L << 20;
+
+    /** Random123's known answers for Philox4x32-10, which TensorFlow's PhiloxRandom is. */
+    @Test
+    void philoxKnownAnswers() {
+        assertThat(SimplePhilox.philox4x32x10(new int[] {0, 0, 0, 0}, new int[] {0, 0}))
+                .containsExactly(0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8);
+        assertThat(SimplePhilox.philox4x32x10(new int[] {-1, -1, -1, -1}, new int[] {-1, -1}))
+                .containsExactly(0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd);
+    }
+
+    private static BfcAllocator oneMiBNoGrowth(SimSubAllocator sim) {
+        return new BfcAllocator(sim, MIB, "ref", BfcOptions.builder().allowGrowth(false)
+                .allowRetryOnFailure(false).garbageCollection(false).build());
+    }
+
+    /** PITFALLS: allocation ids start at 1 and advance only on successful allocations. */
+    @Test
+    void allocationIdsStartAtOneAndAdvanceOnlyOnSuccess() {
+        try (BfcAllocator a = oneMiBNoGrowth(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false))) {
+            long p1 = a.allocateRaw(1, 1);
+            assertThat(a.allocationId(p1)).isEqualTo(1);
+            assertThat(a.allocateRaw(1, 0)).isZero();
+            assertThat(a.allocateRaw(1, 2 * MIB)).isZero();
+            long p2 = a.allocateRaw(1, 1);
+            assertThat(a.allocationId(p2)).isEqualTo(2);
+            assertThat(a.getStats().numAllocs()).isEqualTo(2);
+        }
+    }
+
+    /**
+     * PITFALLS: {@code AllocateRaw(…, 0)} returns null without touching anything, and
+     * {@code DeallocateRaw(nullptr)} is a no-op that does not advance the timing counter.
+     */
+    @Test
+    void zeroBytesAndNullFreeTouchNothing() {
+        SimSubAllocator sim = new SimSubAllocator(SIM_BASE, 1L << 32, 0, false);
+        try (BfcAllocator a = oneMiBNoGrowth(sim)) {
+            SharedCounter sc = new SharedCounter();
+            a.setTimingCounter(sc);
+            AllocatorStats before = a.getStats();
+            assertThat(a.allocateRaw(1, 0)).isZero();
+            a.deallocateRaw(0);
+            assertThat(a.getStats()).isEqualTo(before);
+            assertThat(sim.reservedBytes()).isZero();
+            assertThat(sc.get()).isZero();
+        }
+    }
+
+    /**
+     * PITFALLS, timing counter: a freed chunk is stamped and kept out of coalescing; a
+     * {@code freed_by} count below its stamp skips it; once the safe frontier passes the stamp the
+     * next allocation merges it back and it can be reused.
+     */
+    @Test
+    void timingCounterAndFreedBy() {
+        try (BfcAllocator a = oneMiBNoGrowth(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false))) {
+            SharedCounter sc = new SharedCounter();
+            a.setTimingCounter(sc);
+            long p1 = a.allocateRaw(1, 256);
+            long p2 = a.allocateRaw(1, 256);
+            long p3 = a.allocateRaw(1, 256);
+            assertThat(new long[] {p1, p2, p3})
+                    .containsExactly(SIM_BASE, SIM_BASE + 256, SIM_BASE + 512);
+            a.deallocateRaw(p1);
+            a.deallocateRaw(p2);
+            assertThat(sc.get()).isEqualTo(2);
+            checkInvariants(a, true, "stamped frees");
+
+            AllocationAttributes freedBy1 = new AllocationAttributes(false, () -> 1);
+            long q1 = a.allocateRaw(1, 256, freedBy1);
+            assertThat(q1).as("p1, stamped 1, is usable by freed_by=1").isEqualTo(p1);
+            long q2 = a.allocateRaw(1, 256, freedBy1);
+            assertThat(q2).as("p2, stamped 2, is skipped by freed_by=1").isEqualTo(SIM_BASE + 768);
+
+            a.setSafeFrontier(3);
+            long q3 = a.allocateRaw(1, 256, freedBy1);
+            assertThat(q3).as("p2 after the safe frontier passed its stamp").isEqualTo(p2);
+            checkInvariants(a, true, "end");
+        }
+    }
+
+    /**
+     * PITFALLS, region coalescing: with a coalescing sub-allocator a region that starts where the
+     * previous one ends extends it, and a free chunk can then straddle the two sub-allocations.
+     * Without coalescing the same 6 MiB request fails (garbage collection off).
+     */
+    @Test
+    void regionCoalescing() {
+        BfcOptions opts = BfcOptions.builder().allowGrowth(true).allowRetryOnFailure(false)
+                .garbageCollection(false).build();
+        for (boolean coalescing : new boolean[] {true, false}) {
+            SimSubAllocator sim = new SimSubAllocator(SIM_BASE, 1L << 32, 0, coalescing);
+            try (BfcAllocator a = new BfcAllocator(sim, 8 * MIB, "ref", opts)) {
+                long first = a.allocateRaw(1, 2 * MIB);
+                long second = a.allocateRaw(1, 2 * MIB);
+                assertThat(first).isEqualTo(SIM_BASE);
+                assertThat(second).isEqualTo(SIM_BASE + 2 * MIB);
+                assertThat(a.getStats().poolBytes()).isEqualTo(6 * MIB);
+                a.deallocateRaw(first);
+                a.deallocateRaw(second);
+                MemoryDump md = checkInvariants(a, false, "coalescing=" + coalescing);
+                assertThat(md.regions()).as("coalescing=%s", coalescing)
+                        .hasSize(coalescing ? 1 : 2);
+
+                long straddling = a.allocateRaw(1, 6 * MIB);
+                assertThat(straddling).as("coalescing=%s", coalescing)
+                        .isEqualTo(coalescing ? SIM_BASE : 0L);
+                if (straddling != 0) {
+                    a.deallocateRaw(straddling);
+                }
+            }
+        }
+    }
+}
