@@ -1,0 +1,71 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.IVersionProvider;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * The {@code bfc} command (the main class of {@code bfc-cli/target/bfc.jar}). Each subcommand is
+ * its own class: {@link VerifyCommand} ({@code bfc verify FILE...}).
+ */
+@Command(
+        name = "bfc",
+        mixinStandardHelpOptions = true,
+        versionProvider = BfcCommand.VersionProvider.class,
+        description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
+        subcommands = {VerifyCommand.class})
+public final class BfcCommand implements Runnable {
+
+    @Spec
+    private CommandSpec spec;
+
+    /** Creates the command; picocli fills its fields. */
+    public BfcCommand() {
+    }
+
+    /**
+     * Runs {@code bfc} without a subcommand: a usage error.
+     *
+     * @throws ParameterException always, so that picocli prints the usage and exits with 2
+     */
+    @Override
+    public void run() {
+        throw new ParameterException(spec.commandLine(), "Missing required subcommand (try: bfc verify FILE...)");
+    }
+
+    /**
+     * A command line for {@code bfc}, with its subcommands, ready to
+     * {@link CommandLine#execute(String...) execute}.
+     *
+     * @return a new command line
+     */
+    public static CommandLine commandLine() {
+        return new CommandLine(new BfcCommand());
+    }
+
+    /**
+     * Runs {@code bfc} and exits with its status: 0 on success, 1 if a trace failed, 2 for
+     * unreadable input or a usage error.
+     *
+     * @param args the command-line arguments
+     */
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    /** The version, from the jar's manifest when there is one. */
+    static final class VersionProvider implements IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            String v = BfcCommand.class.getPackage().getImplementationVersion();
+            return new String[] {"bfc " + (v == null ? "(development build)" : v)};
+        }
+    }
+}

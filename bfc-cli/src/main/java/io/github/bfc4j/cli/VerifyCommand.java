@@ -1,0 +1,129 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import io.github.bfc4j.trace.ReplayResult;
+import io.github.bfc4j.trace.TraceFormatException;
+import io.github.bfc4j.trace.TraceReplayer;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code bfc verify FILE...}: replays each trace on the allocator with the simulated address
+ * space ({@link TraceReplayer}) and prints one line per file on standard output:
+ * <pre>
+ * PASS &lt;file&gt; &lt;calls&gt; calls
+ * FAIL &lt;file&gt; line &lt;n&gt;: expected &lt;x&gt;, got &lt;y&gt;
+ * </pre>
+ * A file that cannot be read (missing, or not a valid trace) gets
+ * {@code ERROR <file> line <n>: found <x>, expected <y>} (or {@code ERROR <file>: <reason>}) on
+ * standard error instead, and the other files are still verified. The last line is
+ * {@code <n> passed, <m> failed}, where the failed count includes unreadable files.
+ *
+ * <p>Exit status: 0 if every trace passed, 1 if one failed, 2 if one could not be read (2 wins
+ * over 1).
+ */
+@Command(
+        name = "verify",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Replays traces (format version 1, plain or gzip) on the allocator with the simulated address"
+                    + " space, and compares every answer with the reference's.",
+            "Prints PASS or FAIL per file, then '<n> passed, <m> failed'.",
+            "Exit status: 0 all passed, 1 a trace failed, 2 a file could not be read."
+        })
+public final class VerifyCommand implements Callable<Integer> {
+
+    /** The exit status when every trace passed. */
+    public static final int EXIT_PASSED = 0;
+    /** The exit status when a trace failed (and every file could be read). */
+    public static final int EXIT_FAILED = 1;
+    /** The exit status when a file could not be read. */
+    public static final int EXIT_UNREADABLE = 2;
+
+    @Spec
+    private CommandSpec spec;
+
+    @Parameters(arity = "1..*", paramLabel = "FILE", description = "Trace files (.bfctrace or .bfctrace.gz).")
+    private List<Path> files;
+
+    @Option(names = {"-v", "--verbose"},
+            description = "Keep the allocator's log output (e.g. its out-of-memory warnings, expected in many traces).")
+    private boolean verbose;
+
+    /** Creates the command; picocli fills its fields. */
+    public VerifyCommand() {
+    }
+
+    /**
+     * Verifies the files.
+     *
+     * @return {@link #EXIT_PASSED}, {@link #EXIT_FAILED} or {@link #EXIT_UNREADABLE}
+     */
+    @Override
+    public Integer call() {
+        PrintWriter out = spec.commandLine().getOut();
+        PrintWriter err = spec.commandLine().getErr();
+        // The allocator logs through System.Logger, i.e. java.util.logging by default. Keep a
+        // strong reference while the level is changed (JUL holds loggers weakly).
+        Logger bfcLogger = Logger.getLogger("io.github.bfc4j");
+        Level previousLevel = bfcLogger.getLevel();
+        if (!verbose) {
+            bfcLogger.setLevel(Level.SEVERE);
+        }
+        int passed = 0;
+        int failed = 0;
+        int unreadable = 0;
+        try {
+            for (Path file : files) {
+                try {
+                    ReplayResult r = TraceReplayer.replay(file);
+                    if (r.passed()) {
+                        passed++;
+                        out.println("PASS " + file + " " + r.calls() + " calls");
+                    } else {
+                        failed++;
+                        out.println("FAIL " + file + " line " + r.failureLine() + ": expected " + r.expected()
+                                + ", got " + r.actual());
+                    }
+                } catch (TraceFormatException e) {
+                    unreadable++;
+                    err.println("ERROR " + file + " " + e.detail());
+                } catch (NoSuchFileException e) {
+                    unreadable++;
+                    err.println("ERROR " + file + ": no such file");
+                } catch (AccessDeniedException e) {
+                    unreadable++;
+                    err.println("ERROR " + file + ": permission denied");
+                } catch (IOException e) {
+                    unreadable++;
+                    err.println("ERROR " + file + ": " + e.getMessage());
+                }
+                out.flush();
+                err.flush();
+            }
+        } finally {
+            bfcLogger.setLevel(previousLevel);
+        }
+        out.println(passed + " passed, " + (failed + unreadable) + " failed");
+        out.flush();
+        if (unreadable > 0) {
+            return EXIT_UNREADABLE;
+        }
+        return failed > 0 ? EXIT_FAILED : EXIT_PASSED;
+    }
+}

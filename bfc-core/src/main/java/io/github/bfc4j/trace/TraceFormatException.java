@@ -1,0 +1,91 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.trace;
+
+import java.io.IOException;
+
+/**
+ * A trace that does not follow format version 1 ({@code docs/trace-format.md}): a malformed
+ * line, an unknown line kind or key, a bad number, or a line that contradicts the lines before
+ * it (an id used on two {@code alloc} lines, a {@code free} of an unknown id, ...).
+ *
+ * <p>The message names the file, the 1-based line number, what was found and what was expected:
+ * {@code tiny.bfctrace line 12: found 'algn=64', expected align=<n>, freed_before=<n> or '=>'}.
+ */
+public final class TraceFormatException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    /** The trace's name. */
+    private final String file;
+    /** The 1-based line at fault. */
+    private final long lineNumber;
+    /** What the line holds. */
+    private final String found;
+    /** What the format requires. */
+    private final String expected;
+
+    /**
+     * Creates the exception.
+     *
+     * @param file the name of the trace (a path or another name given to the reader)
+     * @param lineNumber the 1-based number of the offending line (one past the last line when
+     *     the trace ended too early)
+     * @param found what the line holds (a quoted token, or a description such as
+     *     {@code end of file})
+     * @param expected what the format requires there
+     */
+    public TraceFormatException(String file, long lineNumber, String found, String expected) {
+        super(file + " line " + lineNumber + ": found " + found + ", expected " + expected);
+        this.file = file;
+        this.lineNumber = lineNumber;
+        this.found = found;
+        this.expected = expected;
+    }
+
+    /**
+     * The name of the trace.
+     *
+     * @return the path or name the reader was given
+     */
+    public String file() {
+        return file;
+    }
+
+    /**
+     * The line at fault.
+     *
+     * @return the 1-based line number
+     */
+    public long lineNumber() {
+        return lineNumber;
+    }
+
+    /**
+     * What the line holds.
+     *
+     * @return a quoted token or a description
+     */
+    public String found() {
+        return found;
+    }
+
+    /**
+     * What the format requires.
+     *
+     * @return a description of the expected content
+     */
+    public String expected() {
+        return expected;
+    }
+
+    /**
+     * The message without the file name.
+     *
+     * @return {@code line <n>: found <x>, expected <y>}
+     */
+    public String detail() {
+        return "line " + lineNumber + ": found " + found + ", expected " + expected;
+    }
+}

@@ -1,0 +1,492 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.trace;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.stream.Stream;
+import java.util.zip.GZIPOutputStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class TraceReaderTest {
+
+    static final String NAME = "bfctrace 1\nname t: a test trace\n";
+    static final String SOURCE = "source test\n";
+    static final String OPTIONS = "options memory_limit=1048576 allow_growth=true garbage_collection=false"
+            + " fragmentation_fraction=0 timing_counter=false\n";
+    static final String SUBALLOCATOR = "suballocator sim base=0x7f0000000000 capacity=69206016 gap=0 coalescing=true\n";
+    /** Five lines: body lines start at line 6. */
+    static final String HEADER = NAME + SOURCE + OPTIONS + SUBALLOCATOR;
+    static final String WORKLOAD_HEADER = NAME + "source workload: a test\n" + OPTIONS + SUBALLOCATOR;
+
+    static TraceReader open(String text) throws IOException {
+        return TraceReader.open(new ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8)), "t.bfctrace");
+    }
+
+    /** Reads every body line back as text. */
+    static List<String> lines(String text) throws IOException {
+        List<String> out = new ArrayList<>();
+        try (TraceReader r = open(text)) {
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                out.add(e.lineNumber() + ": " + e);
+            }
+        }
+        return out;
+    }
+
+    static TraceFormatException failure(String text) {
+        return catchThrowableOfType(() -> lines(text), TraceFormatException.class);
+    }
+
+    @Test
+    void readsHeader() throws IOException {
+        try (TraceReader r = open("# leading comment\n\n" + NAME + "# between\n" + SOURCE
+                + "options memory_limit=1000 allow_growth=false garbage_collection=true"
+                + " fragmentation_fraction=0.000001 timing_counter=true\n"
+                + "suballocator sim base=0x100000000 capacity=4096 gap=256 coalescing=false\n")) {
+            TraceHeader h = r.header();
+            assertThat(h.name()).isEqualTo("t: a test trace");
+            assertThat(h.source()).isEqualTo("test");
+            assertThat(h.isWorkload()).isFalse();
+            assertThat(h.memoryLimit()).isEqualTo(1000);
+            assertThat(h.allowGrowth()).isFalse();
+            assertThat(h.garbageCollection()).isTrue();
+            assertThat(h.fragmentationFraction()).isEqualTo(0.000001);
+            assertThat(h.timingCounter()).isTrue();
+            assertThat(h.simBase()).isEqualTo(0x100000000L);
+            assertThat(h.simCapacity()).isEqualTo(4096);
+            assertThat(h.simGap()).isEqualTo(256);
+            assertThat(h.simCoalescing()).isFalse();
+            assertThat(r.optionsLine()).isEqualTo(7);
+            assertThat(r.suballocatorLine()).isEqualTo(8);
+            assertThat(r.next()).isNull();
+            assertThat(r.next()).isNull();
+        }
+    }
+
+    @Test
+    void headerKeysMayComeInAnyOrder() throws IOException {
+        try (TraceReader r = open(NAME + SOURCE
+                + "options timing_counter=false fragmentation_fraction=0.01 garbage_collection=false"
+                + " allow_growth=true memory_limit=256\n"
+                + "suballocator sim coalescing=true gap=0 capacity=512 base=0x1000\n")) {
+            assertThat(r.header().fragmentationFraction()).isEqualTo(0.01);
+            assertThat(r.header().simBase()).isEqualTo(0x1000);
+        }
+    }
+
+    @Test
+    void readsEveryBodyLineKind() throws IOException {
+        String body = "alloc 1 100 => 0x7f0000000000\n"
+                + "sub alloc 1048576 => 0x7f0000000000\n"
+                + "sub alloc 2097152 => null\n"
+                + "sub free 0x7f0000100000 4096\n"
+                + "chunk 1 size=256 requested=100 allocation_id=1\n"
+                + "# a comment\n"
+                + "\n"
+                + "stats bytes_in_use=256 num_allocs=1\n"
+                + "alloc 2 0 align=4096 freed_before=3 => null\n"
+                + "alloc 3 7 freed_before=0 align=64 => 0x7f0000000100\n"
+                + "free 2\n"
+                + "frontier 12\n"
+                + "clear_stats\n";
+        try (TraceReader r = open(HEADER + body)) {
+            TraceEvent e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.ALLOC);
+            assertThat(e.kind().isCall()).isTrue();
+            assertThat(e.lineNumber()).isEqualTo(6);
+            assertThat(e.id()).isEqualTo(1);
+            assertThat(e.bytes()).isEqualTo(100);
+            assertThat(e.alignment()).isEqualTo(64);
+            assertThat(e.alignmentGiven()).isFalse();
+            assertThat(e.freedBefore()).isZero();
+            assertThat(e.answered()).isTrue();
+            assertThat(e.address()).isEqualTo(0x7f0000000000L);
+
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.SUB_ALLOC);
+            assertThat(e.kind().isCall()).isFalse();
+            assertThat(e.bytes()).isEqualTo(1048576);
+            assertThat(e.address()).isEqualTo(0x7f0000000000L);
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.SUB_ALLOC);
+            assertThat(e.address()).isZero();
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.SUB_FREE);
+            assertThat(e.address()).isEqualTo(0x7f0000100000L);
+            assertThat(e.bytes()).isEqualTo(4096);
+
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.CHUNK);
+            assertThat(e.id()).isEqualTo(1);
+            assertThat(e.size()).isEqualTo(256);
+            assertThat(e.requested()).isEqualTo(100);
+            assertThat(e.allocationId()).isEqualTo(1);
+
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.STATS);
+            assertThat(e.lineNumber()).isEqualTo(13);
+            assertThat(e.statCount()).isEqualTo(2);
+            assertThat(e.statKey(0)).isEqualTo(StatKey.BYTES_IN_USE);
+            assertThat(e.statValue(0)).isEqualTo(256);
+            assertThat(e.statKey(1)).isEqualTo(StatKey.NUM_ALLOCS);
+            assertThat(e.statValue(1)).isEqualTo(1);
+            TraceEvent stats = e;
+            assertThatThrownBy(() -> stats.statKey(2)).isInstanceOf(IndexOutOfBoundsException.class);
+
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.ALLOC);
+            assertThat(e.alignment()).isEqualTo(4096);
+            assertThat(e.alignmentGiven()).isTrue();
+            assertThat(e.freedBefore()).isEqualTo(3);
+            assertThat(e.freedBeforeGiven()).isTrue();
+            assertThat(e.address()).isZero();
+            assertThat(e.answered()).isTrue();
+
+            e = r.next();
+            assertThat(e.alignment()).isEqualTo(64);
+            assertThat(e.alignmentGiven()).isTrue();
+            assertThat(e.freedBefore()).isZero();
+            assertThat(e.freedBeforeGiven()).isTrue();
+            assertThat(e.toString()).isEqualTo("alloc 3 7 align=64 freed_before=0 => 0x7f0000000100");
+
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.FREE);
+            assertThat(e.id()).isEqualTo(2);
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.FRONTIER);
+            assertThat(e.count()).isEqualTo(12);
+            e = r.next();
+            assertThat(e.kind()).isEqualTo(TraceEvent.Kind.CLEAR_STATS);
+            assertThat(e.lineNumber()).isEqualTo(18);
+            assertThat(r.next()).isNull();
+        }
+    }
+
+    @Test
+    void numbersMayBeHex() throws IOException {
+        assertThat(lines(HEADER + "alloc 0x10 0x100 align=0x100 => 0x7f0000000000\nfree 16\n"))
+                .containsExactly("6: alloc 16 256 align=256 => 0x7f0000000000", "7: free 16");
+    }
+
+    @Test
+    void lastLineNeedsNoLineBreak() throws IOException {
+        assertThat(lines(HEADER + "alloc 1 1 => 0x7f0000000000\nfree 1")).containsExactly(
+                "6: alloc 1 1 => 0x7f0000000000", "7: free 1");
+    }
+
+    @Test
+    void freeOfANullAllocationIsAllowedOnce() throws IOException {
+        assertThat(lines(HEADER + "alloc 1 0 => null\nfree 1\n")).hasSize(2);
+        assertThat(failure(HEADER + "alloc 1 0 => null\nfree 1\nfree 1\n").lineNumber()).isEqualTo(8);
+    }
+
+    @Test
+    void readsAWorkloadTrace() throws IOException {
+        try (TraceReader r = open(WORKLOAD_HEADER + "alloc 1 100\nalloc 2 5 align=128 freed_before=2\nfree 1\n"
+                + "frontier 3\nclear_stats\nfree 2\n")) {
+            assertThat(r.header().isWorkload()).isTrue();
+            TraceEvent e = r.next();
+            assertThat(e.answered()).isFalse();
+            assertThat(e.toString()).isEqualTo("alloc 1 100");
+            assertThat(r.next().toString()).isEqualTo("alloc 2 5 align=128 freed_before=2");
+            int n = 2;
+            while (r.next() != null) {
+                n++;
+            }
+            assertThat(n).isEqualTo(6);
+        }
+    }
+
+    @Test
+    void detectsGzipByMagicBytesNotName(@TempDir Path dir) throws IOException {
+        String text = HEADER + "alloc 1 1 => 0x7f0000000000\nfree 1\n";
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (GZIPOutputStream gz = new GZIPOutputStream(bytes)) {
+            gz.write(text.getBytes(StandardCharsets.UTF_8));
+        }
+        Path gzipNamedPlain = dir.resolve("gzip.bfctrace");
+        Files.write(gzipNamedPlain, bytes.toByteArray());
+        Path plainNamedGz = dir.resolve("plain.bfctrace.gz");
+        Files.writeString(plainNamedGz, text);
+        for (Path p : new Path[] {gzipNamedPlain, plainNamedGz}) {
+            try (TraceReader r = TraceReader.open(p)) {
+                assertThat(r.file()).isEqualTo(p.toString());
+                assertThat(r.header().name()).isEqualTo("t: a test trace");
+                assertThat(r.next().kind()).isEqualTo(TraceEvent.Kind.ALLOC);
+                assertThat(r.next().kind()).isEqualTo(TraceEvent.Kind.FREE);
+                assertThat(r.next()).isNull();
+            }
+        }
+    }
+
+    @Test
+    void truncatedGzipNamesTheFileAndLine() throws IOException {
+        StringBuilder text = new StringBuilder(HEADER);
+        for (int i = 1; i <= 20000; i++) {
+            text.append("alloc ").append(i).append(" 1 => null\n");
+        }
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (GZIPOutputStream gz = new GZIPOutputStream(bytes)) {
+            gz.write(text.toString().getBytes(StandardCharsets.UTF_8));
+        }
+        byte[] truncated = Arrays.copyOf(bytes.toByteArray(), bytes.size() / 2);
+        IOException e = catchThrowableOfType(() -> {
+            try (TraceReader r = TraceReader.open(new ByteArrayInputStream(truncated), "cut.bfctrace.gz")) {
+                while (r.next() != null) {
+                    // read to the end
+                }
+            }
+        }, IOException.class);
+        assertThat(e).isNotNull().isNotInstanceOf(TraceFormatException.class);
+        assertThat(e.getMessage()).startsWith("cut.bfctrace.gz line ");
+    }
+
+    @Test
+    void missingFile(@TempDir Path dir) {
+        assertThatThrownBy(() -> TraceReader.open(dir.resolve("nope.bfctrace")))
+                .isInstanceOf(NoSuchFileException.class);
+    }
+
+    @Test
+    void closesTheStreamWhenTheHeaderIsBad() {
+        boolean[] closed = {false};
+        InputStream in = new ByteArrayInputStream("bfctrace 2\n".getBytes(StandardCharsets.UTF_8)) {
+            @Override
+            public void close() {
+                closed[0] = true;
+            }
+        };
+        assertThatThrownBy(() -> TraceReader.open(in, "x")).isInstanceOf(TraceFormatException.class);
+        assertThat(closed[0]).isTrue();
+    }
+
+    @Test
+    void nextAfterCloseFails() throws IOException {
+        TraceReader r = open(HEADER);
+        r.close();
+        r.close();
+        assertThatThrownBy(r::next).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void messageNamesFileLineFoundAndExpected() {
+        TraceFormatException e = failure(HEADER + "alloc 1 100 => 0x7f0000000000\nalloc 2 100 algn=64 => null\n");
+        assertThat(e.file()).isEqualTo("t.bfctrace");
+        assertThat(e.lineNumber()).isEqualTo(7);
+        assertThat(e.found()).isEqualTo("unknown key 'algn=64'");
+        assertThat(e.expected()).isEqualTo("align=<n> or freed_before=<n>");
+        assertThat(e.getMessage()).isEqualTo(
+                "t.bfctrace line 7: found unknown key 'algn=64', expected align=<n> or freed_before=<n>");
+        assertThat(e.detail()).isEqualTo("line 7: found unknown key 'algn=64', expected align=<n> or freed_before=<n>");
+    }
+
+    static Stream<Arguments> malformedHeaders() {
+        return Stream.of(
+                Arguments.of("empty file", "", 1, "end of file"),
+                Arguments.of("only comments", "# x\n\n", 3, "end of file"),
+                Arguments.of("not a trace", "hello\n", 1, "'hello'"),
+                Arguments.of("version 2", "bfctrace 2\n", 1, "version '2'"),
+                Arguments.of("extra token on first line", "bfctrace 1 x\n", 1, "'bfctrace 1 x'"),
+                Arguments.of("missing name", "bfctrace 1\n" + SOURCE, 2, "'source test'"),
+                Arguments.of("name without text", "bfctrace 1\nname \n", 2, "without text"),
+                Arguments.of("name glued to text", "bfctrace 1\nnamex\n", 2, "'namex'"),
+                Arguments.of("truncated after name", NAME, 3, "end of file"),
+                Arguments.of("options before source", NAME + OPTIONS, 3, "'options memory_limit"),
+                Arguments.of("missing options", NAME + SOURCE + SUBALLOCATOR, 4, "'suballocator sim"),
+                Arguments.of("options key missing", NAME + SOURCE
+                        + "options memory_limit=1 allow_growth=true garbage_collection=false fragmentation_fraction=0\n",
+                        4, "without timing_counter="),
+                Arguments.of("options unknown key", NAME + SOURCE + OPTIONS.replace("\n", " retry=false\n"), 4,
+                        "unknown key 'retry=false'"),
+                Arguments.of("options key twice", NAME + SOURCE + OPTIONS.replace("\n", " allow_growth=true\n"), 4,
+                        "a second 'allow_growth=true'"),
+                Arguments.of("options bad boolean", NAME + SOURCE + OPTIONS.replace("allow_growth=true",
+                        "allow_growth=yes"), 4, "'allow_growth=yes'"),
+                Arguments.of("options exponent fraction", NAME + SOURCE + OPTIONS.replace("fragmentation_fraction=0",
+                        "fragmentation_fraction=1e-6"), 4, "'fragmentation_fraction=1e-6'"),
+                Arguments.of("options zero limit", NAME + SOURCE + OPTIONS.replace("memory_limit=1048576",
+                        "memory_limit=0"), 4, "'memory_limit=0'"),
+                Arguments.of("options token without =", NAME + SOURCE + OPTIONS.replace("\n", " x\n"), 4, "'x'"),
+                Arguments.of("truncated before suballocator", NAME + SOURCE + OPTIONS, 5, "end of file"),
+                Arguments.of("other sub-allocator", NAME + SOURCE + OPTIONS + "suballocator cuda device=0\n", 5,
+                        "sub-allocator kind 'cuda'"),
+                Arguments.of("base not a multiple of 256", NAME + SOURCE + OPTIONS
+                        + SUBALLOCATOR.replace("base=0x7f0000000000", "base=0x7f0000000010"), 5,
+                        "'base=0x7f0000000010'"),
+                Arguments.of("base in decimal", NAME + SOURCE + OPTIONS
+                        + SUBALLOCATOR.replace("base=0x7f0000000000", "base=4096"), 5, "'base=4096'"),
+                Arguments.of("suballocator key missing", NAME + SOURCE + OPTIONS
+                        + SUBALLOCATOR.replace(" gap=0", ""), 5, "without gap="),
+                Arguments.of("suballocator unknown key", NAME + SOURCE + OPTIONS
+                        + SUBALLOCATOR.replace("gap=0", "gap=0 seed=1"), 5, "unknown key 'seed=1'"),
+                Arguments.of("carriage return", "bfctrace 1\r\n", 1, "carriage return"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("malformedHeaders")
+    void rejectsMalformedHeader(String what, String text, long line, String found) {
+        TraceFormatException e = catchThrowableOfType(() -> open(text), TraceFormatException.class);
+        assertThat(e).as(what).isNotNull();
+        assertThat(e.lineNumber()).as(e.getMessage()).isEqualTo(line);
+        assertThat(e.found()).as(e.getMessage()).contains(found);
+        assertThat(e.getMessage()).startsWith("t.bfctrace line " + line + ": found ").contains(", expected ");
+    }
+
+    static Stream<Arguments> malformedBodies() {
+        String a1 = "alloc 1 100 => 0x7f0000000000\n";
+        return Stream.of(
+                // Unknown things.
+                Arguments.of("unknown line kind", "realloc 1 2\n", 6, "'realloc'"),
+                Arguments.of("header line in the body", "bfctrace 1\n", 6, "'bfctrace'"),
+                Arguments.of("unknown alloc key", "alloc 1 100 algn=64 => null\n", 6, "unknown key 'algn=64'"),
+                Arguments.of("unknown chunk key", a1 + "chunk 1 size=256 requested=100 id=1\n", 7, "unknown key 'id=1'"),
+                Arguments.of("unknown stats key", "stats num_allocs=0 bytes_free=0\n", 6, "unknown key 'bytes_free=0'"),
+                Arguments.of("unknown sub kind", a1 + "sub realloc 5 => null\n", 7, "'realloc'"),
+                // Token counts.
+                Arguments.of("alloc too short", "alloc 1\n", 6, "'alloc 1'"),
+                Arguments.of("alloc answer not last", "alloc 1 100 => 0x7f0000000000 align=64\n", 6, "'alloc 1 100 =>"),
+                Arguments.of("alloc arrow without address", "alloc 1 100 =>\n", 6, "'alloc 1 100 =>'"),
+                Arguments.of("alloc without arrow", "alloc 1 100 0x7f0000000000\n", 6, "'0x7f0000000000'"),
+                Arguments.of("free without id", a1 + "free\n", 7, "'free'"),
+                Arguments.of("free with two ids", a1 + "free 1 1\n", 7, "'free 1 1'"),
+                Arguments.of("frontier without count", "frontier\n", 6, "'frontier'"),
+                Arguments.of("clear_stats with argument", "clear_stats now\n", 6, "'clear_stats now'"),
+                Arguments.of("chunk with a key missing", a1 + "chunk 1 size=256 requested=100\n", 7, "'chunk 1 size"),
+                Arguments.of("chunk with a key twice", a1 + "chunk 1 size=256 size=256 allocation_id=1\n", 7,
+                        "a second 'size=256'"),
+                Arguments.of("stats without keys", "stats\n", 6, "without keys"),
+                Arguments.of("stats key twice", "stats pool_bytes=0 pool_bytes=0\n", 6, "a second 'pool_bytes=0'"),
+                Arguments.of("sub alloc without answer", a1 + "sub alloc 1048576\n", 7, "'sub alloc 1048576'"),
+                Arguments.of("sub free without bytes", a1 + "sub free 0x7f0000000000\n", 7, "'sub free 0x7f0000000000'"),
+                Arguments.of("sub alone", a1 + "sub\n", 7, "'sub'"),
+                // Spacing.
+                Arguments.of("two spaces", "alloc 1  100 => null\n", 6, "two spaces in a row"),
+                Arguments.of("trailing space", "alloc 1 100 => null \n", 6, "a space at the end of the line"),
+                Arguments.of("leading space", " alloc 1 100 => null\n", 6, "a space at the start of the line"),
+                Arguments.of("tab separator", "alloc 1\t100 => null\n", 6, "'1\t100'"),
+                Arguments.of("carriage return", "alloc 1 100 => null\r\n", 6, "carriage return"),
+                // Numbers.
+                Arguments.of("negative bytes", "alloc 1 -5 => null\n", 6, "'-5'"),
+                Arguments.of("letters in a number", "alloc 1 12a => null\n", 6, "'12a'"),
+                Arguments.of("number too large", "alloc 1 99999999999999999999 => null\n", 6, "too large"),
+                Arguments.of("hex number too large", "alloc 0xffffffffffffffff 1 => null\n", 6, "too large"),
+                Arguments.of("upper-case hex address", "alloc 1 100 => 0x7F0000000000\n", 6, "'0x7F0000000000'"),
+                Arguments.of("address without 0x", "alloc 1 100 => 7f0000000000\n", 6, "'7f0000000000'"),
+                Arguments.of("address 0x0", "alloc 1 100 => 0x0\n", 6, "'0x0'"),
+                Arguments.of("address too long", "alloc 1 100 => 0x17f0000000000000f\n", 6, "more than 16 hex digits"),
+                Arguments.of("null sub free", a1 + "sub free null 4096\n", 7, "'null'"),
+                Arguments.of("bad stats value", "stats num_allocs=x\n", 6, "'num_allocs=x'"),
+                Arguments.of("empty chunk value", a1 + "chunk 1 size= requested=100 allocation_id=1\n", 7,
+                        "empty value in 'size='"),
+                Arguments.of("alignment not a power of two", "alloc 1 100 align=48 => null\n", 6, "'align=48'"),
+                Arguments.of("alignment 0", "alloc 1 100 align=0 => null\n", 6, "'align=0'"),
+                Arguments.of("align twice", "alloc 1 100 align=64 align=64 => null\n", 6, "a second 'align=64'"),
+                Arguments.of("freed_before twice", "alloc 1 100 freed_before=1 freed_before=1 => null\n", 6,
+                        "a second 'freed_before=1'"),
+                Arguments.of("bad frontier", "frontier -1\n", 6, "'-1'"),
+                // Ids.
+                Arguments.of("id reused", a1 + "alloc 1 200 => null\n", 7, "id 1 again (allocated on line 6)"),
+                Arguments.of("id reused after free", a1 + "free 1\nalloc 1 200 => null\n", 8,
+                        "id 1 again (allocated earlier and freed on line 7)"),
+                Arguments.of("free of unknown id", a1 + "free 2\n", 7, "free of id 2"),
+                Arguments.of("second free", a1 + "free 1\n# gap\nfree 1\n", 9,
+                        "a second free of id 1 (first freed on line 7)"),
+                Arguments.of("chunk of unknown id", "chunk 9 size=256 requested=1 allocation_id=1\n", 6, "chunk of id 9"),
+                Arguments.of("chunk of freed id", a1 + "free 1\nchunk 1 size=256 requested=100 allocation_id=1\n", 8,
+                        "freed on line 7"),
+                Arguments.of("chunk of null allocation", "alloc 1 0 => null\nchunk 1 size=0 requested=0 allocation_id=0\n",
+                        7, "returned null"),
+                // Answered and unanswered.
+                Arguments.of("unanswered alloc in a conformance trace", "alloc 1 100\n", 6, "without '=> <hex|null>'"),
+                Arguments.of("mixing answered and unanswered", a1 + "alloc 2 100\n", 7, "without '=> <hex|null>'"),
+                // Sub lines out of place.
+                Arguments.of("sub line first", "sub alloc 1048576 => 0x7f0000000000\n", 6, "a sub line here"),
+                Arguments.of("sub line after free", a1 + "free 1\nsub free 0x7f0000000000 1048576\n", 8,
+                        "a sub line here"),
+                Arguments.of("sub line after frontier", "frontier 1\nsub alloc 256 => null\n", 7, "a sub line here"),
+                Arguments.of("sub line after chunk", a1 + "chunk 1 size=256 requested=100 allocation_id=1\n"
+                        + "sub alloc 256 => null\n", 8, "a sub line here"),
+                Arguments.of("sub line after stats", a1 + "stats num_allocs=1\nsub alloc 256 => null\n", 8,
+                        "a sub line here"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("malformedBodies")
+    void rejectsMalformedBody(String what, String body, long line, String found) {
+        TraceFormatException e = failure(HEADER + body);
+        assertThat(e).as(what).isNotNull();
+        assertThat(e.lineNumber()).as(e.getMessage()).isEqualTo(line);
+        assertThat(e.found()).as(e.getMessage()).contains(found);
+        assertThat(e.expected()).isNotBlank();
+        assertThat(e.getMessage()).startsWith("t.bfctrace line " + line + ": found ").contains(", expected ");
+    }
+
+    static Stream<Arguments> malformedWorkloads() {
+        return Stream.of(
+                Arguments.of("answered alloc", "alloc 1 100 => null\n", 6, "an answer '=> null' in a workload trace"),
+                Arguments.of("mixing unanswered and answered", "alloc 1 100\nalloc 2 100 => 0x7f0000000000\n", 7,
+                        "an answer"),
+                Arguments.of("sub line", "alloc 1 100\nsub alloc 1048576 => 0x7f0000000000\n", 7,
+                        "a 'sub' line in a workload trace"),
+                Arguments.of("chunk line", "alloc 1 100\nchunk 1 size=256 requested=100 allocation_id=1\n", 7,
+                        "a 'chunk' line in a workload trace"),
+                Arguments.of("stats line", "stats num_allocs=0\n", 6, "a 'stats' line in a workload trace"),
+                Arguments.of("free of unknown id", "alloc 1 100\nfree 3\n", 7, "free of id 3"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("malformedWorkloads")
+    void rejectsMalformedWorkload(String what, String body, long line, String found) {
+        TraceFormatException e = failure(WORKLOAD_HEADER + body);
+        assertThat(e).as(what).isNotNull();
+        assertThat(e.lineNumber()).as(e.getMessage()).isEqualTo(line);
+        assertThat(e.found()).as(e.getMessage()).contains(found);
+        assertThat(e.getMessage()).startsWith("t.bfctrace line " + line + ": found ");
+    }
+
+    @Test
+    void readsLongTracesWithoutHoldingThem() throws IOException {
+        // 300,000 lines through a stream that is never fully buffered: ids beyond the dense
+        // table's first size, sparse ids, and lines split across buffer refills.
+        StringBuilder sb = new StringBuilder(HEADER);
+        int n = 100_000;
+        for (int i = 1; i <= n; i++) {
+            long id = i % 1000 == 0 ? (1L << 40) + i : i;
+            sb.append("alloc ").append(id).append(' ').append(i).append(" => 0x").append(Long.toHexString(0x7f0000000000L + 256L * i))
+                    .append('\n');
+            sb.append("chunk ").append(id).append(" size=256 requested=").append(i).append(" allocation_id=").append(i)
+                    .append('\n');
+            sb.append("free ").append(id).append('\n');
+        }
+        long lines = 0;
+        long lastLine = 0;
+        try (TraceReader r = open(sb.toString())) {
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                lines++;
+                lastLine = e.lineNumber();
+            }
+        }
+        assertThat(lines).isEqualTo(3L * n);
+        assertThat(lastLine).isEqualTo(5 + 3L * n);
+    }
+}

@@ -1,0 +1,257 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.trace;
+
+import static io.github.bfc4j.trace.TraceReaderTest.HEADER;
+import static io.github.bfc4j.trace.TraceReaderTest.WORKLOAD_HEADER;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.AllocatorStats;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class TraceWriterTest {
+
+    private static final TraceHeader H = new TraceHeader("t: a test trace", "test", 1048576, true, false, 0, false,
+            0x7f0000000000L, 69206016, 0, true);
+
+    /** Reads a trace and writes it back; returns the text written. */
+    private static String roundTrip(String text, boolean gzip) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (TraceReader r = TraceReaderTest.open(text); TraceWriter w = TraceWriter.of(out, gzip)) {
+            w.header(r.header());
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                w.write(e);
+            }
+        }
+        if (!gzip) {
+            return out.toString(StandardCharsets.UTF_8);
+        }
+        ByteArrayOutputStream plain = new ByteArrayOutputStream();
+        try (var in = new java.util.zip.GZIPInputStream(new ByteArrayInputStream(out.toByteArray()))) {
+            in.transferTo(plain);
+        }
+        return plain.toString(StandardCharsets.UTF_8);
+    }
+
+    private static String withoutComments(String text) {
+        return text.lines().filter(l -> !l.isEmpty() && !l.startsWith("#"))
+                .map(l -> l + "\n").collect(Collectors.joining());
+    }
+
+    private static final String EVERY_KIND = HEADER
+            + "# comment\n"
+            + "alloc 1 100 => 0x7f0000000000\n"
+            + "sub alloc 1048576 => 0x7f0000000000\n"
+            + "sub alloc 2097152 => null\n"
+            + "sub free 0x7f0000100000 4096\n"
+            + "chunk 1 size=256 requested=100 allocation_id=1\n"
+            + "\n"
+            + "stats bytes_in_use=256 num_allocs=1\n"
+            + "stats num_allocs=1 bytes_in_use=256 peak_bytes_in_use=256 largest_alloc_size=256 bytes_limit=1048576"
+            + " bytes_reserved=0 peak_bytes_reserved=0 largest_free_block_bytes=0 pool_bytes=1048576"
+            + " peak_pool_bytes=1048576\n"
+            + "alloc 2 0 align=4096 freed_before=3 => null\n"
+            + "alloc 3 7 align=64 freed_before=0 => 0x7f0000000100\n"
+            + "alloc 4 9 freed_before=18446744 => 0xffffffffffffff00\n"
+            + "free 2\n"
+            + "frontier 12\n"
+            + "clear_stats\n"
+            + "free 1\n";
+
+    @Test
+    void roundTripReproducesNonCommentLines() throws IOException {
+        assertThat(roundTrip(EVERY_KIND, false)).isEqualTo(withoutComments(EVERY_KIND));
+        assertThat(roundTrip(EVERY_KIND, true)).isEqualTo(withoutComments(EVERY_KIND));
+    }
+
+    @Test
+    void roundTripOfAWorkloadTrace() throws IOException {
+        String text = WORKLOAD_HEADER + "alloc 1 100\nalloc 2 5 align=128 freed_before=2\nfree 1\nfrontier 3\n"
+                + "clear_stats\nfree 2\n";
+        assertThat(roundTrip(text, false)).isEqualTo(text);
+    }
+
+    @Test
+    void roundTripKeepsOptionsSpelling() throws IOException {
+        for (String fraction : new String[] {"0", "0.01", "0.1", "0.000001", "0.5"}) {
+            String text = TraceReaderTest.NAME + TraceReaderTest.SOURCE
+                    + "options memory_limit=10000123 allow_growth=false garbage_collection=true"
+                    + " fragmentation_fraction=" + fraction + " timing_counter=true\n"
+                    + "suballocator sim base=0x100000000 capacity=68720525312 gap=4096 coalescing=false\n";
+            assertThat(roundTrip(text, false)).isEqualTo(text);
+        }
+    }
+
+    @Test
+    void typedMethodsWriteCanonicalLines() throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (TraceWriter w = TraceWriter.of(out, false)) {
+            w.header(H);
+            w.comment("first call");
+            w.alloc(1, 100, 64, 0, 0x7f0000000000L);
+            w.subAlloc(1048576, 0x7f0000000000L);
+            w.subAlloc(1048576, 0);
+            w.subFree(0x7f0000100000L, 1048576);
+            w.chunk(1, 256, 100, 1);
+            w.stats(new AllocatorStats(1, 256, 256, 256, 1048576, 0, 0, 0, 1048576, 1048576));
+            w.alloc(2, 0, 4096, 7, 0);
+            w.free(2);
+            w.frontier(5);
+            w.clearStats();
+            w.free(1);
+        }
+        assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo(HEADER
+                + "# first call\n"
+                + "alloc 1 100 => 0x7f0000000000\n"
+                + "sub alloc 1048576 => 0x7f0000000000\n"
+                + "sub alloc 1048576 => null\n"
+                + "sub free 0x7f0000100000 1048576\n"
+                + "chunk 1 size=256 requested=100 allocation_id=1\n"
+                + "stats num_allocs=1 bytes_in_use=256 peak_bytes_in_use=256 largest_alloc_size=256"
+                + " bytes_limit=1048576 bytes_reserved=0 peak_bytes_reserved=0 largest_free_block_bytes=0"
+                + " pool_bytes=1048576 peak_pool_bytes=1048576\n"
+                + "alloc 2 0 align=4096 freed_before=7 => null\n"
+                + "free 2\n"
+                + "frontier 5\n"
+                + "clear_stats\n"
+                + "free 1\n");
+    }
+
+    @Test
+    void writesWorkloadTraces() throws IOException {
+        TraceHeader workload = new TraceHeader("w", "workload: a test", 1 << 20, true, false, 0, false,
+                0x7f0000000000L, 1 << 26, 0, true);
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (TraceWriter w = TraceWriter.of(out, false)) {
+            w.header(workload);
+            w.workloadAlloc(1, 100, 64, 0);
+            w.workloadAlloc(2, 100, 256, 3);
+            w.free(1);
+            assertThatThrownBy(() -> w.alloc(3, 1, 64, 0, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> w.subAlloc(1, 0)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> w.chunk(1, 256, 1, 1)).isInstanceOf(IllegalStateException.class);
+        }
+        assertThat(out.toString(StandardCharsets.UTF_8)).endsWith(
+                "source workload: a test\n"
+                        + "options memory_limit=1048576 allow_growth=true garbage_collection=false"
+                        + " fragmentation_fraction=0 timing_counter=false\n"
+                        + "suballocator sim base=0x7f0000000000 capacity=67108864 gap=0 coalescing=true\n"
+                        + "alloc 1 100\nalloc 2 100 align=256 freed_before=3\nfree 1\n");
+    }
+
+    @Test
+    void gzipFilesAreRecognisedByName(@TempDir Path dir) throws IOException {
+        Path gz = dir.resolve("t.bfctrace.gz");
+        Path plain = dir.resolve("t.bfctrace");
+        for (Path p : new Path[] {gz, plain}) {
+            try (TraceWriter w = TraceWriter.create(p)) {
+                w.header(H);
+                for (int i = 1; i <= 50_000; i++) {
+                    w.alloc(i, i, 64, 0, 0);
+                }
+            }
+        }
+        byte[] gzBytes = Files.readAllBytes(gz);
+        assertThat(gzBytes[0] & 0xff).isEqualTo(0x1f);
+        assertThat(gzBytes[1] & 0xff).isEqualTo(0x8b);
+        assertThat(Files.readString(plain)).startsWith("bfctrace 1\n");
+        for (Path p : new Path[] {gz, plain}) {
+            try (TraceReader r = TraceReader.open(p)) {
+                assertThat(r.header()).isEqualTo(H);
+                long n = 0;
+                for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                    n++;
+                    assertThat(e.id()).isEqualTo(n);
+                }
+                assertThat(n).isEqualTo(50_000);
+            }
+        }
+    }
+
+    @Test
+    void headerComesFirstAndOnce() throws IOException {
+        try (TraceWriter w = TraceWriter.of(new ByteArrayOutputStream(), false)) {
+            assertThatThrownBy(() -> w.free(1)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("header");
+            w.header(H);
+            assertThatThrownBy(() -> w.header(H)).isInstanceOf(IllegalStateException.class);
+            assertThatThrownBy(() -> w.workloadAlloc(1, 1, 64, 0)).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void rejectsValuesTheReaderWouldReject() throws IOException {
+        try (TraceWriter w = TraceWriter.of(new ByteArrayOutputStream(), false)) {
+            w.header(H);
+            assertThatThrownBy(() -> w.alloc(-1, 1, 64, 0, 0)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("id=-1 (expected: >= 0)");
+            assertThatThrownBy(() -> w.alloc(1, 1, 48, 0, 0)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("alignment=48");
+            assertThatThrownBy(() -> w.subFree(0, 256)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> w.frontier(-1)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> w.comment("two\nlines")).isInstanceOf(IllegalArgumentException.class);
+        }
+    }
+
+    @Test
+    void closedWriterRejectsLines() throws IOException {
+        TraceWriter w = TraceWriter.of(new ByteArrayOutputStream(), true);
+        w.header(H);
+        w.close();
+        w.close();
+        w.flush();
+        assertThatThrownBy(() -> w.free(1)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void headerValidation() {
+        assertThatThrownBy(() -> new TraceHeader("", "s", 1, true, false, 0, false, 256, 256, 0, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new TraceHeader("n", "a\nb", 1, true, false, 0, false, 256, 256, 0, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new TraceHeader("n", "s", 0, true, false, 0, false, 256, 256, 0, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new TraceHeader("n", "s", 1, true, false, Double.NaN, false, 256, 256, 0, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new TraceHeader("n", "s", 1, true, false, 0, false, 100, 256, 0, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new TraceHeader("n", "s", 1, true, false, 0, false, 256, 0, 0, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new TraceHeader("n", "s", 1, true, false, 0, false, 256, 256, -1, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new TraceHeader("n", "s", 1, true, false, 0, false, 256, Long.MAX_VALUE, 0, true))
+                .isInstanceOf(IllegalArgumentException.class);
+        TraceHeader h = new TraceHeader("n", "s", 1 << 20, false, true, 0.01, true, 256, 256, 0, true);
+        assertThat(h.bfcOptions().allowRetryOnFailure()).isFalse();
+        assertThat(h.bfcOptions().allowGrowth()).isFalse();
+        assertThat(h.bfcOptions().garbageCollection()).isTrue();
+        assertThat(h.bfcOptions().fragmentationFraction()).isEqualTo(0.01);
+    }
+
+    @Test
+    void fractionFormatting() {
+        assertThat(LineBuffer.formatFraction(0)).isEqualTo("0");
+        assertThat(LineBuffer.formatFraction(0.01)).isEqualTo("0.01");
+        assertThat(LineBuffer.formatFraction(0.000001)).isEqualTo("0.000001");
+        assertThat(LineBuffer.formatFraction(1)).isEqualTo("1");
+        assertThat(LineBuffer.formatFraction(1e-10)).isEqualTo("0.0000000001");
+    }
+
+    @Test
+    void numberFormatting() {
+        assertThat(new LineBuffer(1).dec(0).ch(' ').dec(Long.MAX_VALUE).ch(' ').hex(1).ch(' ').hex(-1)
+                .ch(' ').address(0).toString())
+                .isEqualTo("0 9223372036854775807 0x1 0xffffffffffffffff null");
+    }
+}
