@@ -190,87 +190,138 @@ public final class ChunkTable {
         return count;
     }
 
-    /** @param h a handle @return upstream's {@code Chunk::in_use()} */
+    /**
+     * @param h a handle
+     * @return upstream's {@code Chunk::in_use()}
+     */
     public boolean inUse(int h) {
         return allocationId[h] != -1;
     }
 
-    /** @param h a handle @return the chunk's full size */
+    /**
+     * @param h a handle
+     * @return the chunk's full size
+     */
     public long size(int h) {
         return size[h];
     }
 
-    /** @param h a handle @param v the chunk's full size */
+    /**
+     * @param h a handle
+     * @param v the chunk's full size
+     */
     public void setSize(int h, long v) {
         size[h] = v;
     }
 
-    /** @param h a handle @return the size the client asked for */
+    /**
+     * @param h a handle
+     * @return the size the client asked for
+     */
     public long requestedSize(int h) {
         return requestedSize[h];
     }
 
-    /** @param h a handle @param v the size the client asked for */
+    /**
+     * @param h a handle
+     * @param v the size the client asked for
+     */
     public void setRequestedSize(int h, long v) {
         requestedSize[h] = v;
     }
 
-    /** @param h a handle @return the allocation id, -1 when free */
+    /**
+     * @param h a handle
+     * @return the allocation id, -1 when free
+     */
     public long allocationId(int h) {
         return allocationId[h];
     }
 
-    /** @param h a handle @param v the allocation id, -1 when free */
+    /**
+     * @param h a handle
+     * @param v the allocation id, -1 when free
+     */
     public void setAllocationId(int h, long v) {
         allocationId[h] = v;
     }
 
-    /** @param h a handle @return the chunk's start address */
+    /**
+     * @param h a handle
+     * @return the chunk's start address
+     */
     public long ptr(int h) {
         return ptr[h];
     }
 
-    /** @param h a handle @param v the chunk's start address */
+    /**
+     * @param h a handle
+     * @param v the chunk's start address
+     */
     public void setPtr(int h, long v) {
         ptr[h] = v;
     }
 
-    /** @param h a handle @return the physically preceding chunk, or {@link #INVALID_CHUNK_HANDLE} */
+    /**
+     * @param h a handle
+     * @return the physically preceding chunk, or {@link #INVALID_CHUNK_HANDLE}
+     */
     public int prev(int h) {
         return prev[h];
     }
 
-    /** @param h a handle @param v the physically preceding chunk */
+    /**
+     * @param h a handle
+     * @param v the physically preceding chunk
+     */
     public void setPrev(int h, int v) {
         prev[h] = v;
     }
 
-    /** @param h a handle @return the physically following chunk, or {@link #INVALID_CHUNK_HANDLE} */
+    /**
+     * @param h a handle
+     * @return the physically following chunk, or {@link #INVALID_CHUNK_HANDLE}
+     */
     public int next(int h) {
         return next[h];
     }
 
-    /** @param h a handle @param v the physically following chunk */
+    /**
+     * @param h a handle
+     * @param v the physically following chunk
+     */
     public void setNext(int h, int v) {
         next[h] = v;
     }
 
-    /** @param h a handle @return the bin the free chunk is in, or {@link #INVALID_BIN_NUM} */
+    /**
+     * @param h a handle
+     * @return the bin the free chunk is in, or {@link #INVALID_BIN_NUM}
+     */
     public int binNum(int h) {
         return binNum[h];
     }
 
-    /** @param h a handle @param v the bin the free chunk is in */
+    /**
+     * @param h a handle
+     * @param v the bin the free chunk is in
+     */
     public void setBinNum(int h, int v) {
         binNum[h] = v;
     }
 
-    /** @param h a handle @return the timing count when last freed (unsigned), 0 if none */
+    /**
+     * @param h a handle
+     * @return the timing count when last freed (unsigned), 0 if none
+     */
     public long freedAtCount(int h) {
         return freedAtCount[h];
     }
 
-    /** @param h a handle @param v the timing count when last freed */
+    /**
+     * @param h a handle
+     * @param v the timing count when last freed
+     */
     public void setFreedAtCount(int h, long v) {
         freedAtCount[h] = v;
     }

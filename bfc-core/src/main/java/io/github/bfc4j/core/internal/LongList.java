@@ -23,7 +23,10 @@ public final class LongList {
         elements[size++] = v;
     }
 
-    /** @param i a position in {@code [0, size)} @return the element there */
+    /**
+     * @param i a position in {@code [0, size)}
+     * @return the element there
+     */
     public long get(int i) {
         if (i >= size) {
             throw new IndexOutOfBoundsException("i=" + i + " (expected: < " + size + ")");
