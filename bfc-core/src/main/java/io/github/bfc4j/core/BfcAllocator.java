@@ -455,7 +455,7 @@ public final class BfcAllocator implements AutoCloseable {
             }
 
             // Out of memory.
-            if (dumpLogOnFailure) {
+            if (dumpLogOnFailure && LOG.isLoggable(Level.WARNING)) {
                 LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1}"
                         + " bytes (rounded to {2}).\nCurrent allocation summary follows.\n{3}\n{4}",
                         name, numBytes, roundedBytes, dumpMemoryLogLocked(roundedBytes),
