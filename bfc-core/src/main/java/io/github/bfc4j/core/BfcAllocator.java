@@ -1096,11 +1096,16 @@ public final class BfcAllocator implements AutoCloseable {
     public AllocatorStats getStats() {
         lock.lock();
         try {
-            return new AllocatorStats(numAllocs, bytesInUse, peakBytesInUse, largestAllocSize,
-                    memoryLimit, 0, 0, 0, poolBytes, peakPoolBytes);
+            return statsLocked();
         } finally {
             lock.unlock();
         }
+    }
+
+    /** Upstream's {@code stats_}: the three fields the classic version never sets are 0. */
+    private AllocatorStats statsLocked() {
+        return new AllocatorStats(numAllocs, bytesInUse, peakBytesInUse, largestAllocSize,
+                memoryLimit, 0, 0, 0, poolBytes, peakPoolBytes);
     }
 
     /**
@@ -1335,8 +1340,7 @@ public final class BfcAllocator implements AutoCloseable {
                 .append(memoryLimit).append(" available bytes: ").append(memoryLimit - poolBytes)
                 .append(" curr_region_allocation_bytes_: ").append(currRegionAllocationBytes)
                 .append('\n');
-        sb.append("Stats: \n").append(new AllocatorStats(numAllocs, bytesInUse, peakBytesInUse,
-                largestAllocSize, memoryLimit, 0, 0, 0, poolBytes, peakPoolBytes).debugString());
+        sb.append("Stats: \n").append(statsLocked().debugString());
         return sb.toString();
     }
 
