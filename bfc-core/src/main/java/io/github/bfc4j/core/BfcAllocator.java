@@ -9,6 +9,7 @@ package io.github.bfc4j.core;
 import io.github.bfc4j.core.internal.AllocationRegion;
 import io.github.bfc4j.core.internal.AllocatorRetry;
 import io.github.bfc4j.core.internal.ChunkTable;
+import io.github.bfc4j.core.internal.FreeChunkSet;
 import io.github.bfc4j.core.internal.IntDeque;
 import io.github.bfc4j.core.internal.LongList;
 import io.github.bfc4j.core.internal.RegionManager;
@@ -19,7 +20,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
@@ -187,11 +187,11 @@ public final class BfcAllocator implements AutoCloseable {
         final long binSize;
 
         /** Free chunks ordered by upstream's {@code ChunkComparator}: size, then address. */
-        final TreeSet<Integer> freeChunks;
+        final FreeChunkSet freeChunks;
 
         Bin(ChunkTable chunks, long binSize) {
             this.binSize = binSize;
-            this.freeChunks = new TreeSet<>((a, b) -> chunks.compare(a, b));
+            this.freeChunks = new FreeChunkSet(chunks);
         }
     }
 
@@ -475,17 +475,17 @@ public final class BfcAllocator implements AutoCloseable {
             // Search from the smallest chunk that fits roundedBytes: upstream scans the bin
             // from its start and skips smaller chunks; ceiling() starts where the first
             // candidate is, with the same (size, address) order.
-            final TreeSet<Integer> freeChunks = bins[binNum].freeChunks;
+            final FreeChunkSet freeChunks = bins[binNum].freeChunks;
             if (freeChunks.isEmpty()) {
                 continue;
             }
-            Integer candidate = freeChunks.ceiling(chunks.setProbe(roundedBytes, 0));
-            while (candidate != null) {
+            int candidate = freeChunks.ceiling(roundedBytes, 0);
+            while (candidate != FreeChunkSet.NONE) {
                 final int h = candidate;
                 assert !chunks.inUse(h);
                 if (freedBefore != 0
                         && Long.compareUnsigned(freedBefore, chunks.freedAtCount(h)) < 0) {
-                    candidate = freeChunks.higher(candidate);
+                    candidate = freeChunks.higher(h);
                     continue;
                 }
                 // We found an existing chunk that fits us that wasn't in use, so remove it from
@@ -820,14 +820,14 @@ public final class BfcAllocator implements AutoCloseable {
                 "InsertFreeChunkIntoBin of a chunk in use or already in a bin");
         final int binNum = binNumForSize(chunks.size(h));
         chunks.setBinNum(h, binNum);
-        bins[binNum].freeChunks.add(chunks.box(h));
+        bins[binNum].freeChunks.add(h);
     }
 
     /** Port of {@code BFCAllocator::RemoveFreeChunkIterFromBin}. Needs the lock. */
-    private void removeFreeChunkIterFromBinLocked(TreeSet<Integer> freeChunks, int h) {
+    private void removeFreeChunkIterFromBinLocked(FreeChunkSet freeChunks, int h) {
         check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
                 "RemoveFreeChunkIterFromBin of a chunk in use or in no bin");
-        freeChunks.remove(chunks.box(h));
+        freeChunks.remove(h);
         chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
     }
 
@@ -835,7 +835,7 @@ public final class BfcAllocator implements AutoCloseable {
     private void removeFreeChunkFromBinLocked(int h) {
         check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
                 "RemoveFreeChunkFromBin of a chunk in use or in no bin");
-        check(bins[chunks.binNum(h)].freeChunks.remove(chunks.box(h)), "Could not find chunk in bin");
+        check(bins[chunks.binNum(h)].freeChunks.remove(h), "Could not find chunk in bin");
         chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
     }
 
@@ -1182,7 +1182,7 @@ public final class BfcAllocator implements AutoCloseable {
                     requestedInUse[binNum] += chunks.requestedSize(h);
                     chunksInUse[binNum]++;
                 } else {
-                    check(bins[binNum].freeChunks.contains(chunks.box(h)), "free chunk not in its bin");
+                    check(bins[binNum].freeChunks.contains(h), "free chunk not in its bin");
                     check(chunks.binNum(h) == binNum, "free chunk's bin_num is not its size's bin");
                 }
                 h = chunks.next(h);
@@ -1304,7 +1304,7 @@ public final class BfcAllocator implements AutoCloseable {
         Bin b = bins[binNumForSize(numBytes)];
         sb.append("Bin for ").append(humanReadableNumBytes(numBytes)).append(" was ")
                 .append(humanReadableNumBytes(b.binSize)).append(", Chunk State: \n");
-        for (Integer h : b.freeChunks) {
+        for (int h = b.freeChunks.first(); h != FreeChunkSet.NONE; h = b.freeChunks.higher(h)) {
             sb.append(chunkDebugString(h, true)).append('\n');
         }
 
