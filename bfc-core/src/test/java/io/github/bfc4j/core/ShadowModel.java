@@ -250,12 +250,17 @@ final class ShadowModel implements AutoCloseable {
         }
     }
 
-    /** Frees everything, checks nothing is in use, closes, and checks the space is all free. */
-    @Override
-    public void close() {
+    /** Frees every live allocation, newest first. */
+    void freeAll() {
         while (!liveOrder.isEmpty()) {
             freeNth(liveOrder.size() - 1);
         }
+    }
+
+    /** Frees everything, checks nothing is in use, closes, and checks the space is all free. */
+    @Override
+    public void close() {
+        freeAll();
         if (allocator.getStats().bytesInUse() != 0) {
             throw new AssertionError("bytes_in_use=" + allocator.getStats().bytesInUse()
                     + " after every allocation was freed");
