@@ -1726,8 +1726,8 @@ public final class BfcAllocator implements AutoCloseable {
      *       chunk it makes safe once per side ({@code TryToCoalesce}), so when it makes two
      *       neighbours safe in one pass, the first absorbs the second and the free chunk beyond
      *       is left as a neighbour (the port keeps that, as it keeps every upstream decision);</li>
-     *   <li>a chunk in use is in no bin, has an allocation id below the next one (ids
-     *       distinct) and a requested size of at least 1 byte that rounds up to at most its
+     *   <li>a chunk in use is in no bin, has an allocation id below the next one and a
+     *       requested size of at least 1 byte that rounds up to at most its
      *       size; a free chunk is in exactly the bin its size maps to, and its {@code binNum}
      *       says so;</li>
      *   <li>every bin holds only free chunks of live regions that name it, in (size, address)
@@ -1791,8 +1791,6 @@ public final class BfcAllocator implements AutoCloseable {
         }
         final int handles = chunks.count();
         final boolean[] live = new boolean[handles];
-        final long[] ids = new long[handles];
-        int idCount = 0;
         int liveChunks = 0;
         int freeChunkCount = 0;
         long poolSum = 0;
@@ -1869,7 +1867,6 @@ public final class BfcAllocator implements AutoCloseable {
                         throw violation("chunk h=" + h + " at " + hex(ptr) + " of size " + size
                                 + " holds a request of " + requested + " bytes", r);
                     }
-                    ids[idCount++] = id;
                     inUseSum += size;
                 } else {
                     final int binNum = binNumForSize(size);
@@ -1937,12 +1934,6 @@ public final class BfcAllocator implements AutoCloseable {
         if (regionManager.handleCount() != liveChunks) {
             throw violation("the address map holds " + regionManager.handleCount()
                     + " addresses, the regions " + liveChunks + " chunks", -1);
-        }
-        java.util.Arrays.sort(ids, 0, idCount);
-        for (int i = 1; i < idCount; i++) {
-            if (ids[i] == ids[i - 1]) {
-                throw violation("two chunks in use have allocation id " + ids[i], -1);
-            }
         }
 
         if (bytesInUse != inUseSum) {
