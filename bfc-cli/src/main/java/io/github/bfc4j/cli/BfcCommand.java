@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         versionProvider = BfcCommand.VersionProvider.class,
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
-        subcommands = {VerifyCommand.class})
+        subcommands = {VerifyCommand.class, ReplayCommand.class, WhatIfCommand.class})
 public final class BfcCommand implements Runnable {
 
     @Spec
@@ -47,7 +47,7 @@ public final class BfcCommand implements Runnable {
      * @return a new command line
      */
     public static CommandLine commandLine() {
-        return new CommandLine(new BfcCommand());
+        return new CommandLine(new BfcCommand()).setParameterExceptionHandler(new UsageErrorHandler());
     }
 
     /**
