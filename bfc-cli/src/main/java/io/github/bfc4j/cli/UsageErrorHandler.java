@@ -7,6 +7,7 @@ package io.github.bfc4j.cli;
 import picocli.CommandLine;
 import picocli.CommandLine.IParameterExceptionHandler;
 import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.UnmatchedArgumentException;
 
 /**
  * Reports a command-line error (unknown option, missing parameter, bad boolean) as one line,
@@ -20,7 +21,11 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         CommandLine c = ex.getCommandLine();
         String name = c.getCommandSpec().qualifiedName(" ");
         String message = ex.getMessage() == null ? ex.toString() : ex.getMessage().replace('\n', ' ').trim();
-        c.getErr().println(name + ": " + message + " (see '" + name + " --help')");
+        String hint = "";
+        if (ex instanceof UnmatchedArgumentException u && !u.getSuggestions().isEmpty()) {
+            hint = " (did you mean " + String.join(" or ", u.getSuggestions()) + "?)";
+        }
+        c.getErr().println(name + ": " + message + hint + " (see '" + name + " --help')");
         c.getErr().flush();
         return CommandRunner.EXIT_USAGE;
     }
