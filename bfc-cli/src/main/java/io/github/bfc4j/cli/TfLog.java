@@ -170,6 +170,7 @@ final class TfLog {
                 if (p != 0) {
                     long[] before = live.get(p);
                     if (before != null) {
+                        checkDeallocLines();
                         throw new UsageException(file + " line " + n + ": AllocateRaw of '" + allocator
                                 + "' returned 0x" + Long.toHexString(p) + ", which is still allocated since line "
                                 + before[1] + " (a DeallocateRaw line is missing: was the log written with"
@@ -251,6 +252,11 @@ final class TfLog {
             throw new UsageException(file + " has no 'AllocateRaw " + allocator + "  <bytes> <ptr>' lines: write the"
                     + " log with TF_CPP_VMODULE=bfc_allocator=4 (and an allocator that is used)");
         }
+        checkDeallocLines();
+    }
+
+    /** Fails if the log has DeallocateRaw lines of the allocator but none with an address (VLOG 3 only). */
+    private void checkDeallocLines() {
         if (frees == 0 && deallocWithoutPtrLine != 0) {
             throw new UsageException(file + " line " + deallocWithoutPtrLine + ": DeallocateRaw lines without"
                     + " addresses; write the log with TF_CPP_VMODULE=bfc_allocator=4 to get the"
