@@ -21,7 +21,7 @@ import picocli.CommandLine.Spec;
         versionProvider = BfcCommand.VersionProvider.class,
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
         subcommands = {VerifyCommand.class, ReplayCommand.class, WhatIfCommand.class,
-            ImportTfLogCommand.class})
+            ImportTfLogCommand.class, ReportCommand.class})
 public final class BfcCommand implements Runnable {
 
     @Spec

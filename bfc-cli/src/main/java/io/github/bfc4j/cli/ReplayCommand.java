@@ -11,7 +11,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
-import picocli.CommandLine.Option;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -46,30 +46,8 @@ public final class ReplayCommand implements Callable<Integer> {
     @Parameters(paramLabel = "TRACE", description = "A trace (.bfctrace or .bfctrace.gz; workload or conformance).")
     private Path trace;
 
-    @Option(names = "--memory-limit", paramLabel = "SIZE", description = "The allocator's memory limit.")
-    private String memoryLimit;
-
-    @Option(names = "--allow-growth", arity = "0..1", fallbackValue = "true", paramLabel = "BOOL",
-            description = "Grow regions from 2 MiB, doubling (true/false).")
-    private Boolean allowGrowth;
-
-    @Option(names = "--garbage-collection", arity = "0..1", fallbackValue = "true", paramLabel = "BOOL",
-            description = "Give free regions back before failing (true/false).")
-    private Boolean garbageCollection;
-
-    @Option(names = "--fragmentation-fraction", paramLabel = "F",
-            description = "Split threshold as a fraction of the limit (0: upstream's 128 MiB).")
-    private String fragmentationFraction;
-
-    @Option(names = "--sub", paramLabel = "sim|host", defaultValue = "sim",
-            description = "Where regions come from: sim (simulated addresses, default) or host (real memory).")
-    private String sub;
-
-    @Option(names = {"-v", "--verbose"}, description = "Keep the allocator's log (its out-of-memory warnings).")
-    private boolean verbose;
-
-    @Option(names = "--debug", description = "Print stack traces of errors.")
-    private boolean debug;
+    @Mixin
+    private RunOptions options;
 
     /** Creates the command; picocli fills its fields. */
     public ReplayCommand() {
@@ -77,19 +55,8 @@ public final class ReplayCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        return CommandRunner.run(spec, debug, verbose, () -> {
-            // Options first: a bad value is reported before the trace is opened.
-            Long limit = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
-            Double fraction = fragmentationFraction == null ? null
-                    : RunConfig.parseFraction("--fragmentation-fraction", fragmentationFraction);
-            String subAllocator = RunConfig.parseSub(sub);
-            RunConfig d = RunConfig.of(RunConfig.header(trace));
-            RunConfig config = new RunConfig(
-                    limit == null ? d.memoryLimit() : limit,
-                    allowGrowth == null ? d.allowGrowth() : allowGrowth,
-                    garbageCollection == null ? d.garbageCollection() : garbageCollection,
-                    fraction == null ? d.fragmentationFraction() : fraction,
-                    subAllocator);
+        return CommandRunner.run(spec, options.debug, options.verbose, () -> {
+            RunConfig config = options.config(trace);
             WorkloadResult r = config.run(trace, null, "replay " + trace.getFileName());
             print(spec.commandLine().getOut(), trace, config, r);
             return r.oomCount() > 0 ? CommandRunner.EXIT_FAILED : CommandRunner.EXIT_OK;
