@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         versionProvider = BfcCommand.VersionProvider.class,
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
-        subcommands = {VerifyCommand.class, ReplayCommand.class, WhatIfCommand.class,
+        subcommands = {VerifyCommand.class, DemoCommand.class, ReplayCommand.class, WhatIfCommand.class,
             ImportTfLogCommand.class, ReportCommand.class})
 public final class BfcCommand implements Runnable {
 
