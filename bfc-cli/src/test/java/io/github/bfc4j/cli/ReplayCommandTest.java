@@ -118,4 +118,17 @@ class ReplayCommandTest {
         assertThat(cli.run("replay", bad, "--debug")).isEqualTo(2);
         assertThat(cli.err).contains("TraceFormatException").contains("\tat ");
     }
+
+    @Test
+    void realHostMemoryGivesTheSimsSummaryWhereRegionsNeverMerge() {
+        // gap 4096, no coalescing: the sim's regions behave as separate host mallocs do.
+        Path t = Cli.TRACES.resolve("nocoalesce-gap4k-gc.bfctrace");
+        assertThat(cli.run("replay", t)).isIn(0, 1);
+        String sim = cli.out;
+        int simStatus = cli.run("replay", t, "--sub", "host");
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out).contains("sub=host");
+        assertThat(cli.out.replace("sub=host", "sub=sim")).isEqualTo(sim);
+        assertThat(simStatus).isIn(0, 1);
+    }
 }

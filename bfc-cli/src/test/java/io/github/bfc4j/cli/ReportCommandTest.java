@@ -112,6 +112,25 @@ class ReportCommandTest {
     }
 
     @Test
+    void aMillionCallTraceGivesAFileUnder20MiBWithEveryFailureMarked() throws IOException {
+        // 1,050,000 calls; at 1 GiB instead of 4 GiB about twenty thousand allocations fail.
+        // (How long it takes is measured in docs/cli.md, not asserted here.)
+        Path t = Cli.TRACES.resolve("big-random-1m-s71.bfctrace.gz");
+        Path html = dir.resolve("big.html");
+        assertThat(cli.run("report", t, "-o", html, "--memory-limit", "1GiB")).isEqualTo(0);
+        assertThat(Files.size(html)).isLessThan(20L << 20);
+        String page = Files.readString(html);
+        long[] max = array(page, "\"max\":");
+        assertThat(max.length).isBetween(2000, 4000);
+        long[] ooms = array(page, "\"ooms\":{\"calls\":[");
+        assertThat(ooms.length).isGreaterThan(10_000);
+        assertThat(page).contains("<td>out of memory</td><td>" + ooms.length + ": line ");
+        for (int i = 1; i < ooms.length; i++) {
+            assertThat(ooms[i]).isGreaterThan(ooms[i - 1]);
+        }
+    }
+
+    @Test
     void errors() {
         assertThat(cli.run("report", OOM)).isEqualTo(2);
         assertThat(cli.err).contains("Missing required option: '--output=HTML'");
