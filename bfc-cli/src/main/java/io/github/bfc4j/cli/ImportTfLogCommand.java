@@ -149,6 +149,9 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                     name != null ? name : allocator + ": imported from " + fileName,
                     source, limit, growth, gc, 0, false, SIM_BASE, capacity, SIM_GAP, false);
             Path parent = output.toAbsolutePath().getParent();
+            if (parent == null || !Files.isDirectory(parent)) {
+                throw new UsageException("-o=" + output + " (expected: a file in an existing directory)");
+            }
             Path tmp = Files.createTempFile(parent, ".bfc-import-", ".tmp");
             try {
                 boolean gzip = output.getFileName().toString().endsWith(".gz");

@@ -141,6 +141,9 @@ public final class ReportCommand implements Callable<Integer> {
                             + (dropped > 0 ? " (more would make the file too large)" : "");
 
             Path parent = output.toAbsolutePath().getParent();
+            if (parent == null || !Files.isDirectory(parent)) {
+                throw new UsageException("-o=" + output + " (expected: a file in an existing directory)");
+            }
             Path tmp = Files.createTempFile(parent, ".bfc-report-", ".tmp");
             try {
                 try (Writer w = new BufferedWriter(new OutputStreamWriter(Files.newOutputStream(tmp),

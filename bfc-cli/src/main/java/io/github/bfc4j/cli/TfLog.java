@@ -266,6 +266,14 @@ final class TfLog {
 
     /** Known TensorFlow lines that state an allocator's memory limit. */
     private void statedLimit(String text, long n) {
+        try {
+            statedLimitOrThrow(text, n);
+        } catch (NumberFormatException e) {
+            // A line that only looks like one of these: it states nothing usable.
+        }
+    }
+
+    private void statedLimitOrThrow(String text, long n) {
         int i = text.indexOf("Using BFCAllocator with memory limit of ");
         if (i >= 0 && allocator.equals("bfc_cpu_allocator_for_gpu") && text.contains("ProcessState CPU allocator")) {
             String[] t = tokens(text.substring(i + "Using BFCAllocator with memory limit of ".length()));

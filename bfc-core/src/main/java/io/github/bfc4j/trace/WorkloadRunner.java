@@ -258,6 +258,29 @@ public final class WorkloadRunner {
             if (timingCounter) {
                 a.setTimingCounter(new SharedCounter());
             }
+            final WorkloadResult result;
+            try {
+                result = replay(a);
+            } catch (IOException | RuntimeException e) {
+                // Give the regions back (real memory, with a host sub-allocator) before failing.
+                try {
+                    a.close();
+                } catch (RuntimeException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+                throw e;
+            }
+            try {
+                a.close();
+            } catch (RuntimeException ex) {
+                throw new WorkloadException("end of trace: closing the allocator failed: " + ex, reader.lineNumber(),
+                        ex);
+            }
+            return result;
+        }
+
+        /** Makes every call of the trace on the allocator and measures. */
+        private WorkloadResult replay(BfcAllocator a) throws IOException {
             final WorkloadListener l = listener;
             final WorkloadStep s = step;
             s.allocator = a;
@@ -357,12 +380,6 @@ public final class WorkloadRunner {
                     l.afterCall(s);
                 }
                 calls++;
-            }
-            try {
-                a.close();
-            } catch (RuntimeException ex) {
-                throw new WorkloadException("end of trace: closing the allocator failed: " + ex, reader.lineNumber(),
-                        ex);
             }
             return new WorkloadResult(calls, allocations, peakBytesInUse, peakCall, peakLine, poolAtPeak,
                     largestFreeAtPeak, peakPool, regions, maxRegions, oomCalls.toArray(), oomLines.toArray(),

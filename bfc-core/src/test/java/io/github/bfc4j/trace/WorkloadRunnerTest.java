@@ -163,4 +163,19 @@ class WorkloadRunnerTest {
                     .extracting(e -> ((WorkloadException) e).lineNumber()).isEqualTo(6L);
         }
     }
+
+    @Test
+    void aTraceErrorMidwayGivesTheRegionsBack() throws IOException {
+        String broken = NAME + "source workload: broken\n" + OPTIONS + SUBALLOCATOR
+                + "alloc 1 131072\n"
+                + "free 2\n";  // line 7: an id no alloc line has
+        try (TraceReader reader = open(broken)) {
+            SimSubAllocator sim = WorkloadRunner.simFor(reader.header(), reader.header().memoryLimit());
+            WorkloadRunner runner = new WorkloadRunner(1 << 20, reader.header().bfcOptions(), sim);
+            assertThatThrownBy(() -> runner.run(reader))
+                    .isInstanceOf(TraceFormatException.class)
+                    .hasMessageContaining("line 7");
+            assertThat(sim.reservedBytes()).isZero();
+        }
+    }
 }
