@@ -45,13 +45,18 @@ class ReportChromiumTest {
 
     /** Runs chromium headless with the given arguments; returns {stdout, stderr}. */
     private String[] chromium(Path page, String... args) throws IOException, InterruptedException {
+        return chromium(page, false, args);
+    }
+
+    /** With {@code selfTest}, the page hovers its own charts and keeps the tooltips in attributes. */
+    private String[] chromium(Path page, boolean selfTest, String... args) throws IOException, InterruptedException {
         Assumptions.assumeTrue(chromium != null, "no chromium on the PATH (.ci/run installs Debian's chromium)");
         List<String> cmd = new ArrayList<>(List.of(chromium, "--headless", "--no-sandbox", "--disable-gpu",
                 "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update",
                 "--disable-sync", "--user-data-dir=" + Files.createTempDirectory(dir, "profile"),
                 "--enable-logging=stderr", "--v=0"));
         cmd.addAll(List.of(args));
-        cmd.add(page.toUri().toString());
+        cmd.add(page.toUri() + (selfTest ? "#selftest" : ""));
         Path out = dir.resolve("chromium.out");
         Path err = dir.resolve("chromium.err");
         Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
@@ -95,6 +100,26 @@ class ReportChromiumTest {
         chromium(html, "--screenshot=" + png, "--window-size=1280,1000", "--hide-scrollbars");
         assertThat(png).exists();
         assertThat(Files.size(png)).isGreaterThan(20_000); // a blank page is a few KiB
+    }
+
+    @Test
+    void hoveringAChunkShowsItsSizeRequestAllocationIdAndTraceLine() throws Exception {
+        Path trace = Cli.TRACES.resolve("oom-gc-random-256mib-s15.bfctrace");
+        Path html = report(trace, "hover.html");
+        String[] dom = chromium(html, true, "--dump-dom", "--virtual-time-budget=5000");
+        assertThat(dom[0]).contains("data-rendered=\"timeline,maps\"").contains("data-errors=\"0\"");
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("data-selftest-map=\"in use  0x[0-9a-f]+\nsize \\S+"
+                + " \\(([0-9,]+) bytes\\)\nrequested \\S+ \\(([0-9,]+) bytes\\)\nallocation id (\\d+)\ntrace line (\\d+)\"")
+                .matcher(dom[0]);
+        assertThat(m.find()).as(dom[0].lines().filter(l -> l.contains("selftest")).toList().toString()).isTrue();
+        long size = Long.parseLong(m.group(1).replace(",", ""));
+        long requested = Long.parseLong(m.group(2).replace(",", ""));
+        assertThat(size % 256).isZero();
+        assertThat(requested).isPositive().isLessThanOrEqualTo(size);
+        // The line named is an alloc line of the trace, of the requested size.
+        String line = Files.readAllLines(trace).get(Integer.parseInt(m.group(4)) - 1);
+        assertThat(line).startsWith("alloc ").contains(" " + requested + " ");
+        assertThat(dom[0]).containsPattern("data-selftest-timeline=\"calls [0-9,]+\u2013[0-9,]+\nin use ");
     }
 
     @Test
