@@ -156,6 +156,32 @@ class ImportTfLogCommandTest {
         assertThat(cli.err).contains("Missing required option: '--allocator=NAME'");
     }
 
+    @Test
+    void newerLogsGiveTheAlignment() throws IOException {
+        // Newer bfc_allocator.cc logs "AllocateRaw <name> <bytes> alignment=<n>" before the call.
+        String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
+        String log = p + "276] AllocateRaw GPU_0_bfc 1000 alignment=4096\n"
+                + p + "171] Extending allocation by 2.00MiB bytes for GPU_0_bfc.\n"
+                + p + "181] Allocated memory at 0x7f0000001000 to 0x7f0000201000\n"
+                + p + "323] AllocateRaw GPU_0_bfc  1000 0x7f0000001000\n"
+                + p + "276] AllocateRaw GPU_0_bfc 2000 alignment=64\n"
+                + p + "323] AllocateRaw GPU_0_bfc  2000 0x7f0000001400\n"
+                + p + "698] [mem-debug] DeallocateRaw,GPU_0_bfc,1000,0x7f0000001000,*** Begin stack trace ***\n"
+                + "\tframe\n*** End stack trace ***\n";
+        Path in = dir.resolve("new.log");
+        Files.writeString(in, log);
+        Path out = dir.resolve("new.bfctrace");
+        assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB",
+                "--with-expectations")).as(cli.err).isEqualTo(0);
+        List<String> body = Files.readAllLines(out).stream().filter(l -> !l.startsWith("#")).skip(5).toList();
+        assertThat(body).containsExactly(
+                "alloc 1 1000 align=4096 => 0x100000000",
+                "sub alloc 2097152 => 0x100000000",
+                "alloc 2 2000 => 0x100000400",
+                "free 1");
+        assertThat(cli.run("verify", out)).isEqualTo(0);
+    }
+
     private static String replaceLine(List<String> lines, int i, String replacement) {
         StringBuilder sb = new StringBuilder();
         for (int k = 0; k < lines.size(); k++) {

@@ -69,6 +69,19 @@ final class SyntheticTfLog {
                 return false;
             }
         };
+        // The allocator's out-of-memory warnings are expected here: keep the test output quiet.
+        java.util.logging.Logger bfcLogger = java.util.logging.Logger.getLogger("io.github.bfc4j");
+        java.util.logging.Level previous = bfcLogger.getLevel();
+        bfcLogger.setLevel(java.util.logging.Level.SEVERE);
+        try {
+            run(s, name, limit, logging, seed, calls);
+        } finally {
+            bfcLogger.setLevel(previous);
+        }
+        return s;
+    }
+
+    private static void run(SyntheticTfLog s, String name, long limit, SubAllocator logging, long seed, int calls) {
         Random random = new Random(seed);
         List<long[]> live = new ArrayList<>(); // {ptr, requested}
         try (BfcAllocator a = new BfcAllocator(logging, limit, name, BfcOptions.builder().allowGrowth(true)
@@ -109,6 +122,5 @@ final class SyntheticTfLog {
                 }
             }
         }
-        return s;
     }
 }
