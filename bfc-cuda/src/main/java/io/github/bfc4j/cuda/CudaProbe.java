@@ -106,7 +106,7 @@ public final class CudaProbe {
             driver = loader.get();
         } catch (UnsatisfiedLinkError | NoClassDefFoundError | ExceptionInInitializerError e) {
             return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA JNI library"
-                    + " could not be loaded (" + firstLine(e) + "); it needs the NVIDIA driver's"
+                    + " could not be loaded (" + linkFailure(e) + "); it needs the NVIDIA driver's"
                     + " libcuda.so.1 and the CUDA 12 runtime libcudart.so.12 (or"
                     + " org.bytedeco:cuda-redist), see docs/cuda.md.");
         } catch (CudaException e) {
@@ -140,6 +140,21 @@ public final class CudaProbe {
 
     private static Result unavailable(String presets, int driverVersion, String sentence) {
         return new Result(new CudaAvailability(presets, driverVersion, List.of(), sentence), null);
+    }
+
+    /**
+     * The most telling line of a load failure: JavaCPP's outer error says only "no jnicudart in
+     * java.library.path"; its cause names the library that is missing
+     * ({@code .../libjnicudart.so: libcuda.so.1: cannot open shared object file...}).
+     */
+    static String linkFailure(Throwable e) {
+        Throwable deepest = e;
+        while (deepest.getCause() != null && deepest.getCause() != deepest) {
+            deepest = deepest.getCause();
+        }
+        String m = firstLine(deepest);
+        int so = m.indexOf(".so: ");
+        return so >= 0 ? m.substring(so + ".so: ".length()) : m;
     }
 
     private static String firstLine(Throwable e) {

@@ -35,8 +35,8 @@ import java.util.TreeMap;
  *       the device read-write access. Consecutive blocks are adjacent, so
  *       {@link #supportsCoalescing()} is true and the BFC allocator merges them into one region.</li>
  *   <li>{@link #free} takes a run of whole adjacent mappings (one or several blocks), unmaps and
- *       releases them; if the run was at the end, the next block goes where it started (as
- *       upstream, a freed hole in the middle is not reused).</li>
+ *       releases them; if the run was at the end, the next block goes right after the highest
+ *       live mapping (as upstream, a freed hole in the middle is not reused).</li>
  *   <li>{@link #pause(boolean)} unmaps and releases the physical memory of every mapping, keeping
  *       the virtual addresses (and, if asked, a copy of the contents in pinned host memory);
  *       {@link #resume()} creates new physical memory and maps it at the same addresses. Each
@@ -236,8 +236,12 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
             mappings.remove(m.va);
         }
         // Move back the next_alloc_offset_ if this free was at the end.
+        // DEVIATION(port): upstream moves it back to the start of the freed run only; here it
+        // goes back to the end of the highest live mapping, so that runs freed in any order
+        // give the whole free tail back (upstream loses every hole below the last run freed).
         if (mappings.higherKey(ptr) == null) {
-            nextAllocOffset = ptr - base;
+            Map.Entry<Long, Mapping> last = mappings.lastEntry();
+            nextAllocOffset = last == null ? 0 : last.getKey() + last.getValue().bytes - base;
         }
     }
 
