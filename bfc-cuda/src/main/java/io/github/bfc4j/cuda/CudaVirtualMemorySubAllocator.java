@@ -185,6 +185,10 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         }
     }
 
+    /**
+     * DEVIATION(port): upstream logs every error and answers null; here only out-of-memory is
+     * "try less", any other CUDA error is thrown (docs/deviations.md C2).
+     */
     private static Block nullIfOutOfMemory(CudaException e) {
         if (e.isOutOfMemory()) {
             LOG.log(Level.DEBUG, "{0}", e.getMessage());
@@ -208,6 +212,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         if (closed) {
             throw new IllegalStateException("free after close: " + this);
         }
+        // DEVIATION(port): upstream logs and ignores a bad free; the SubAllocator contract
+        // throws and changes nothing (docs/deviations.md C3).
         Mapping first = mappings.get(ptr);
         if (first == null) {
             throw new IllegalArgumentException("Could not find GPU vmem mapping for address 0x"
@@ -238,7 +244,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         // Move back the next_alloc_offset_ if this free was at the end.
         // DEVIATION(port): upstream moves it back to the start of the freed run only; here it
         // goes back to the end of the highest live mapping, so that runs freed in any order
-        // give the whole free tail back (upstream loses every hole below the last run freed).
+        // give the whole free tail back (upstream loses every hole below the last run freed;
+        // docs/deviations.md C1).
         if (mappings.higherKey(ptr) == null) {
             Map.Entry<Long, Mapping> last = mappings.lastEntry();
             nextAllocOffset = last == null ? 0 : last.getKey() + last.getValue().bytes - base;
