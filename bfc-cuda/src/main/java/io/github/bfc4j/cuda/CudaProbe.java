@@ -104,11 +104,6 @@ public final class CudaProbe {
         CudaDriver driver;
         try {
             driver = loader.get();
-        } catch (UnsatisfiedLinkError | NoClassDefFoundError | ExceptionInInitializerError e) {
-            return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA JNI library"
-                    + " could not be loaded (" + linkFailure(e) + "); it needs the NVIDIA driver's"
-                    + " libcuda.so.1 and the CUDA 12 runtime libcudart.so.12 (or"
-                    + " org.bytedeco:cuda-redist), see docs/cuda.md.");
         } catch (CudaException e) {
             if (e.code() == CudaException.CUDA_ERROR_NO_DEVICE) {
                 return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA driver sees"
@@ -118,6 +113,17 @@ public final class CudaProbe {
             return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA driver could"
                     + " not be initialised (" + e.getMessage() + "); check that the NVIDIA"
                     + " driver is installed and supports CUDA 12.");
+        } catch (LinkageError e) {
+            // UnsatisfiedLinkError (a library is missing), NoClassDefFoundError (JavaCPP is
+            // missing, or a second try after a failed static initialiser),
+            // ExceptionInInitializerError.
+            return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA JNI library"
+                    + " could not be loaded (" + linkFailure(e) + "); it needs the NVIDIA driver's"
+                    + " libcuda.so.1 and the CUDA 12 runtime libcudart.so.12 (or"
+                    + " org.bytedeco:cuda-redist), see docs/cuda.md.");
+        } catch (RuntimeException e) {
+            return unavailable(presetsVersion, 0, "No usable CUDA GPU: loading the CUDA driver"
+                    + " failed (" + linkFailure(e) + ").");
         }
         int count;
         List<CudaDeviceInfo> devices = new ArrayList<>();

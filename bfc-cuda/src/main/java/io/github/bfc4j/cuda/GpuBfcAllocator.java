@@ -110,6 +110,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @param numBytes the size
      * @return the device address, or 0 if the memory cannot be had
      * @throws IllegalStateException if paused or closed
+     * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
      */
     public long allocateRaw(long alignment, long numBytes) {
         return allocateRaw(alignment, numBytes, true);
@@ -124,6 +125,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
      *     allow retry
      * @return the device address, or 0 if the memory cannot be had
      * @throws IllegalStateException if paused or closed
+     * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
      */
     public long allocateRaw(long alignment, long numBytes, boolean retryOnFailure) {
         if (paused) {

@@ -56,8 +56,13 @@ public final class GpuBfcAllocators {
         if (options.virtualMemory()) {
             long space = options.virtualAddressSpaceBytes() > 0 ? options.virtualAddressSpaceBytes() : limit;
             CudaVirtualMemorySubAllocator vmm = new CudaVirtualMemorySubAllocator(driver, deviceId, space);
-            return new GpuBfcAllocator(driver, deviceId, vmm, vmm, limit, name, bfcOptions,
-                    options.eventPollIntervalMicros());
+            try {
+                return new GpuBfcAllocator(driver, deviceId, vmm, vmm, limit, name, bfcOptions,
+                        options.eventPollIntervalMicros());
+            } catch (RuntimeException e) {
+                vmm.close(); // give the reservation back
+                throw e;
+            }
         }
         CudaDeviceSubAllocator device = new CudaDeviceSubAllocator(driver, deviceId);
         return new GpuBfcAllocator(driver, deviceId, device, null, limit, name, bfcOptions,

@@ -79,6 +79,15 @@ class CudaProbeTest {
     }
 
     @Test
+    void anyOtherLoadFailureIsASentenceToo() {
+        CudaProbe.Result r = CudaProbe.probe("v", () -> {
+            throw new IllegalStateException("cache directory not writable");
+        });
+        assertThat(r.availability().unavailableReason())
+                .isEqualTo("No usable CUDA GPU: loading the CUDA driver failed (cache directory not writable).");
+    }
+
+    @Test
     void zeroDevicesSaysSo() {
         SimulatedCudaDriver none = new SimulatedCudaDriver(List.of(), G);
         CudaProbe.Result r = CudaProbe.probe("v", () -> none);

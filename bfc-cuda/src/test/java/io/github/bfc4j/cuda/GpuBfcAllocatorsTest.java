@@ -123,6 +123,12 @@ class GpuBfcAllocatorsTest {
             assertThat(((CudaVirtualMemorySubAllocator) a.subAllocator()).reservedBytes()).isEqualTo(16 * G);
         }
         assertThat(driver.liveReservations()).isZero();
+        // The BFC allocator refuses a fraction whose threshold is 0 bytes: nothing stays reserved.
+        assertThatThrownBy(() -> GpuBfcAllocators.create(driver, 0, GpuBfcOptions.builder()
+                .environment(env(Map.of())).memoryLimitBytes(16 * G).virtualMemory(true)
+                .fragmentationFraction(1e-12).eventPollIntervalMicros(0).build()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("fragmentationFraction=");
+        assertThat(driver.liveReservations()).isZero();
         assertThatThrownBy(() -> GpuBfcAllocators.create(driver, 2, base))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("deviceId=2 (expected: 0..0, one of the 1 visible CUDA devices; see bfc cuda-info)");
