@@ -212,6 +212,13 @@ public interface CudaDriver {
     void eventDestroy(int device, long event);
 
     /**
+     * Waits for all work queued on the device's context ({@code cuCtxSynchronize}).
+     *
+     * @param device the ordinal
+     */
+    void contextSynchronize(int device);
+
+    /**
      * Copies device memory to host memory ({@code cuMemcpyDtoH}).
      *
      * @param device the ordinal

@@ -37,7 +37,8 @@ import java.util.TreeMap;
  *   <li>{@link #free} takes a run of whole adjacent mappings (one or several blocks), unmaps and
  *       releases them; if the run was at the end, the next block goes right after the highest
  *       live mapping (as upstream, a freed hole in the middle is not reused).</li>
- *   <li>{@link #pause(boolean)} unmaps and releases the physical memory of every mapping, keeping
+ *   <li>{@link #pause(boolean)} synchronizes the context, then unmaps and releases the physical
+ *       memory of every mapping, keeping
  *       the virtual addresses (and, if asked, a copy of the contents in pinned host memory);
  *       {@link #resume()} creates new physical memory and maps it at the same addresses. Each
  *       mapping converges on its own, so a pause or resume that failed half-way can simply be
@@ -265,7 +266,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
 
     /**
      * Releases the physical memory of every mapping, keeping the virtual addresses: the device
-     * memory becomes free for others while the allocator's addresses stay reserved. Until
+     * memory becomes free for others while the allocator's addresses stay reserved. Waits for
+     * all work queued on the device's context first ({@code cuCtxSynchronize}). Until
      * {@link #resume()}, {@link #alloc} throws and the addresses must not be touched.
      *
      * @param backupToHost whether to copy each mapping's contents to pinned host memory first,
@@ -279,6 +281,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
             throw new IllegalStateException("pause after close: " + this);
         }
         paused = true;
+        // No kernel may still use (or, with a backup, still write) the memory being released.
+        driver.contextSynchronize(deviceId);
         for (Mapping m : mappings.values()) {
             if (backupToHost && m.mapped && m.backupHostPtr == 0) {
                 long host = driver.hostAlloc(deviceId, m.bytes);

@@ -309,6 +309,12 @@ final class JavaCppCudaDriver implements CudaDriver {
     }
 
     @Override
+    public void contextSynchronize(int device) {
+        makeCurrent(device);
+        check(cudart.cuCtxSynchronize(), "cuCtxSynchronize() on device " + device);
+    }
+
+    @Override
     public void memcpyDtoH(int device, long hostPtr, long devicePtr, long bytes) {
         makeCurrent(device);
         check(cudart.cuMemcpyDtoH(new RawPointer(hostPtr), devicePtr, bytes), "cuMemcpyDtoH(dstHost=0x"

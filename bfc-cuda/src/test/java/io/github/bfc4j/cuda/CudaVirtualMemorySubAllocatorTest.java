@@ -137,6 +137,11 @@ class CudaVirtualMemorySubAllocatorTest {
         driver.writeDevice(a.ptr(), new byte[] {1, 2, 3});
         v.pause(false);
         assertThat(v.isPaused()).isTrue();
+        List<String> calls = driver.calls();
+        assertThat(calls.indexOf("contextSynchronize(device=0)"))
+                .as("the GPU has finished with the memory before it is unmapped")
+                .isGreaterThanOrEqualTo(0)
+                .isLessThan(calls.indexOf("memUnmap(ptr=0x" + Long.toHexString(a.ptr()) + ", bytes=" + G + ")"));
         assertThat(driver.deviceBytesUsed()).isZero();
         assertThat(driver.liveMappings()).isZero();
         assertThat(driver.liveReservations()).isEqualTo(1);

@@ -188,29 +188,29 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public String bindingsVersion() {
+    public synchronized String bindingsVersion() {
         return "simulated";
     }
 
     @Override
-    public int driverVersion() {
+    public synchronized int driverVersion() {
         return 12090;
     }
 
     @Override
-    public int deviceCount() {
+    public synchronized int deviceCount() {
         return devices.size();
     }
 
     @Override
-    public CudaDeviceInfo deviceInfo(int device) {
+    public synchronized CudaDeviceInfo deviceInfo(int device) {
         enter("deviceInfo", "device=" + device);
         checkDevice(device, "deviceInfo");
         return devices.get(device);
     }
 
     @Override
-    public CudaMemInfo memGetInfo(int device) {
+    public synchronized CudaMemInfo memGetInfo(int device) {
         enter("memGetInfo", "device=" + device);
         checkDevice(device, "memGetInfo");
         long total = devices.get(device).totalMemoryBytes();
@@ -226,7 +226,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public long memAlloc(int device, long bytes) {
+    public synchronized long memAlloc(int device, long bytes) {
         String args = "bytes=" + bytes;
         enter("memAlloc", args);
         checkDevice(device, "memAlloc");
@@ -239,7 +239,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void memFree(int device, long ptr) {
+    public synchronized void memFree(int device, long ptr) {
         enter("memFree", "ptr=0x" + Long.toHexString(ptr));
         byte[] b = deviceBlocks.remove(ptr);
         if (b == null) {
@@ -249,7 +249,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public long hostAlloc(int device, long bytes) {
+    public synchronized long hostAlloc(int device, long bytes) {
         enter("hostAlloc", "bytes=" + bytes);
         long ptr = nextHost;
         nextHost += ((bytes + 4095) & ~4095L) + 4096;
@@ -258,7 +258,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void hostFree(int device, long ptr) {
+    public synchronized void hostFree(int device, long ptr) {
         enter("hostFree", "ptr=0x" + Long.toHexString(ptr));
         if (hostBlocks.remove(ptr) == null) {
             throw error(CUDA_ERROR_INVALID_VALUE, "hostFree", "ptr=0x" + Long.toHexString(ptr));
@@ -266,13 +266,13 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public long allocationGranularity(int device) {
+    public synchronized long allocationGranularity(int device) {
         enter("allocationGranularity", "device=" + device);
         return granularity;
     }
 
     @Override
-    public long addressReserve(int device, long bytes, long alignment) {
+    public synchronized long addressReserve(int device, long bytes, long alignment) {
         String args = "bytes=" + bytes + ", alignment=" + alignment;
         enter("addressReserve", args);
         if (bytes <= 0 || bytes % granularity != 0) {
@@ -285,7 +285,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void addressFree(int device, long ptr, long bytes) {
+    public synchronized void addressFree(int device, long ptr, long bytes) {
         String args = "ptr=0x" + Long.toHexString(ptr) + ", bytes=" + bytes;
         enter("addressFree", args);
         Long size = reservations.get(ptr);
@@ -299,7 +299,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public long memCreate(int device, long bytes) {
+    public synchronized long memCreate(int device, long bytes) {
         String args = "bytes=" + bytes;
         enter("memCreate", args);
         checkDevice(device, "memCreate");
@@ -314,7 +314,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void memMap(int device, long ptr, long bytes, long handle) {
+    public synchronized void memMap(int device, long ptr, long bytes, long handle) {
         String args = "ptr=0x" + Long.toHexString(ptr) + ", bytes=" + bytes + ", handle=" + handle;
         enter("memMap", args);
         byte[] p = physical.get(handle);
@@ -331,7 +331,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void memSetAccess(int device, long ptr, long bytes) {
+    public synchronized void memSetAccess(int device, long ptr, long bytes) {
         String args = "ptr=0x" + Long.toHexString(ptr) + ", bytes=" + bytes;
         enter("memSetAccess", args);
         Long h = mappings.get(ptr);
@@ -341,7 +341,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void memUnmap(int device, long ptr, long bytes) {
+    public synchronized void memUnmap(int device, long ptr, long bytes) {
         String args = "ptr=0x" + Long.toHexString(ptr) + ", bytes=" + bytes;
         enter("memUnmap", args);
         Long h = mappings.get(ptr);
@@ -352,7 +352,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void memRelease(int device, long handle) {
+    public synchronized void memRelease(int device, long handle) {
         enter("memRelease", "handle=" + handle);
         if (mappings.containsValue(handle)) {
             // Real CUDA defers the release until unmapped; bfc-cuda always unmaps first.
@@ -366,7 +366,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public long eventCreate(int device) {
+    public synchronized long eventCreate(int device) {
         enter("eventCreate", "device=" + device);
         long e = nextEvent++;
         events.put(e, EventState.CREATED);
@@ -380,35 +380,41 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void eventRecord(int device, long event, long stream) {
+    public synchronized void eventRecord(int device, long event, long stream) {
         enter("eventRecord", "event=0x" + Long.toHexString(event) + ", stream=" + stream);
         requireEvent(event);
         events.put(event, EventState.PENDING);
     }
 
     @Override
-    public boolean eventQuery(int device, long event) {
+    public synchronized boolean eventQuery(int device, long event) {
         enter("eventQuery", "event=0x" + Long.toHexString(event));
         requireEvent(event);
         return events.get(event) != EventState.PENDING;
     }
 
     @Override
-    public void eventSynchronize(int device, long event) {
+    public synchronized void eventSynchronize(int device, long event) {
         enter("eventSynchronize", "event=0x" + Long.toHexString(event));
         requireEvent(event);
         events.put(event, EventState.COMPLETE);
     }
 
     @Override
-    public void eventDestroy(int device, long event) {
+    public synchronized void eventDestroy(int device, long event) {
         enter("eventDestroy", "event=0x" + Long.toHexString(event));
         requireEvent(event);
         events.remove(event);
     }
 
     @Override
-    public void memcpyDtoH(int device, long hostPtr, long devicePtr, long bytes) {
+    public synchronized void contextSynchronize(int device) {
+        enter("contextSynchronize", "device=" + device);
+        completeAllEvents();
+    }
+
+    @Override
+    public synchronized void memcpyDtoH(int device, long hostPtr, long devicePtr, long bytes) {
         enter("memcpyDtoH", "host=0x" + Long.toHexString(hostPtr) + ", device=0x" + Long.toHexString(devicePtr)
                 + ", bytes=" + bytes);
         Slice dst = hostSlice(hostPtr, bytes);
@@ -417,7 +423,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public void memcpyHtoD(int device, long devicePtr, long hostPtr, long bytes) {
+    public synchronized void memcpyHtoD(int device, long devicePtr, long hostPtr, long bytes) {
         enter("memcpyHtoD", "device=0x" + Long.toHexString(devicePtr) + ", host=0x" + Long.toHexString(hostPtr)
                 + ", bytes=" + bytes);
         Slice src = hostSlice(hostPtr, bytes);
