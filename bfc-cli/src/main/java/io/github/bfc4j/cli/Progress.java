@@ -24,7 +24,7 @@ final class Progress {
     private long lastDraw;
     private boolean drawn;
 
-    private Progress(PrintStream out, String label, long total) {
+    Progress(PrintStream out, String label, long total) {
         this.out = out;
         this.label = label;
         this.total = Math.max(1, total);
