@@ -11,8 +11,8 @@ package io.github.bfc4j.core.internal;
  * chunk handles, which libstdc++ implements as a red-black tree; so is this.
  *
  * <p>DEVIATION(port) (representation only, docs/deviations.md): the tree is intrusive. Its
- * links live in the {@link ChunkTable}, in primitive arrays indexed by the chunk handle
- * ({@code binLeft}, {@code binRight}, {@code binParent}, {@code binTag}), shared by every set of
+ * links live in the {@link ChunkTable}, in one {@code int[] binLinks} holding a 16-byte node
+ * per chunk handle (left, right, parent, tag: the set's id and the node's colour), shared by every set of
  * the table because a free chunk is in at most one bin. Adding, removing and searching create
  * no object (a {@code TreeSet<Integer>} created a 40-byte entry per insertion), and the order,
  * hence every decision of the allocator, is the same. The balancing is the textbook one
@@ -29,7 +29,8 @@ package io.github.bfc4j.core.internal;
  *                                     /
  *                       h9 (3072, 0x..8000) red
  *
- *  binLeft[h7] = h2, binRight[h7] = h5, binParent[h2] = h7, binTag[h9] = id(bin 3) << 1 | 1
+ *  binLinks[h7 * 4 ..] = {left h2, right h5, parent NONE, tag id(bin 3) << 1 | black}
+ *  binLinks[h9 * 4 ..] = {left NONE, right NONE, parent h5, tag id(bin 3) << 1 | red}
  * </pre>
  *
  * <p>The API speaks {@code int} handles only. Walk a set in order with
@@ -47,6 +48,12 @@ public final class FreeChunkSet {
 
     private static final int RED = 1;
 
+    // Offsets in a node of ChunkTable.binLinks.
+    static final int LEFT = 0;
+    static final int RIGHT = 1;
+    static final int PARENT = 2;
+    static final int TAG = 3;
+
     private final ChunkTable chunks;
     /** This set's tag for a black node; {@code | RED} for a red one. */
     private final int blackTag;
@@ -56,10 +63,8 @@ public final class FreeChunkSet {
     // The table's arrays, re-read after the table grows (sync()).
     private long[] size;
     private long[] ptr;
-    private int[] left;
-    private int[] right;
-    private int[] parent;
-    private int[] tag;
+    /** Per handle h, at h * 4: left child, right child, parent, tag (one 16-byte node). */
+    private int[] links;
 
     /** @param chunks the table whose sizes and addresses order the handles, and which holds the links */
     public FreeChunkSet(ChunkTable chunks) {
@@ -71,13 +76,10 @@ public final class FreeChunkSet {
     /** Re-reads the table's arrays if it has grown (they are replaced together). */
     private void sync() {
         ChunkTable c = chunks;
-        if (tag != c.binTag) {
+        if (links != c.binLinks) {
             size = c.size;
             ptr = c.ptr;
-            left = c.binLeft;
-            right = c.binRight;
-            parent = c.binParent;
-            tag = c.binTag;
+            links = c.binLinks;
         }
     }
 
@@ -100,9 +102,8 @@ public final class FreeChunkSet {
      */
     public boolean add(int h) {
         sync();
-        final int[] tag = this.tag;
-        if (tag[h] != 0) {
-            if ((tag[h] & ~RED) == blackTag) {
+        if (links[(h << 2) | TAG] != 0) {
+            if ((links[(h << 2) | TAG] & ~RED) == blackTag) {
                 return false;
             }
             throw new IllegalStateException("chunk handle " + h
@@ -117,23 +118,23 @@ public final class FreeChunkSet {
             xp = x;
             cmp = compare(s, p, x);
             if (cmp < 0) {
-                x = left[x];
+                x = links[(x << 2) | LEFT];
             } else if (cmp > 0) {
-                x = right[x];
+                x = links[(x << 2) | RIGHT];
             } else {
                 return false;
             }
         }
-        left[h] = NONE;
-        right[h] = NONE;
-        parent[h] = xp;
-        tag[h] = blackTag | RED;
+        links[(h << 2) | LEFT] = NONE;
+        links[(h << 2) | RIGHT] = NONE;
+        links[(h << 2) | PARENT] = xp;
+        links[(h << 2) | TAG] = blackTag | RED;
         if (xp == NONE) {
             root = h;
         } else if (cmp < 0) {
-            left[xp] = h;
+            links[(xp << 2) | LEFT] = h;
         } else {
-            right[xp] = h;
+            links[(xp << 2) | RIGHT] = h;
         }
         count++;
         fixAfterInsertion(h);
@@ -149,14 +150,14 @@ public final class FreeChunkSet {
     public boolean remove(int h) {
         sync();
         int z = h;
-        if ((tag[h] & ~RED) != blackTag) {
+        if ((links[(h << 2) | TAG] & ~RED) != blackTag) {
             z = find(size[h], ptr[h]);
             if (z == NONE) {
                 return false;
             }
         }
         delete(z);
-        tag[z] = 0;
+        links[(z << 2) | TAG] = 0;
         count--;
         return true;
     }
@@ -167,7 +168,7 @@ public final class FreeChunkSet {
      */
     public boolean contains(int h) {
         sync();
-        return (tag[h] & ~RED) == blackTag || find(size[h], ptr[h]) != NONE;
+        return (links[(h << 2) | TAG] & ~RED) == blackTag || find(size[h], ptr[h]) != NONE;
     }
 
     /**
@@ -179,17 +180,15 @@ public final class FreeChunkSet {
      */
     public int ceiling(long size, long ptr) {
         sync();
-        final int[] left = this.left;
-        final int[] right = this.right;
         int best = NONE;
         int x = root;
         while (x != NONE) {
             int cmp = compare(size, ptr, x);
             if (cmp < 0) {
                 best = x;
-                x = left[x];
+                x = links[(x << 2) | LEFT];
             } else if (cmp > 0) {
-                x = right[x];
+                x = links[(x << 2) | RIGHT];
             } else {
                 return x;
             }
@@ -204,7 +203,7 @@ public final class FreeChunkSet {
      */
     public int higher(int h) {
         sync();
-        if ((tag[h] & ~RED) == blackTag) {
+        if ((links[(h << 2) | TAG] & ~RED) == blackTag) {
             return successor(h);
         }
         final long s = size[h];
@@ -214,9 +213,9 @@ public final class FreeChunkSet {
         while (x != NONE) {
             if (compare(s, p, x) < 0) {
                 best = x;
-                x = left[x];
+                x = links[(x << 2) | LEFT];
             } else {
-                x = right[x];
+                x = links[(x << 2) | RIGHT];
             }
         }
         return best;
@@ -227,9 +226,8 @@ public final class FreeChunkSet {
         sync();
         int x = root;
         if (x != NONE) {
-            final int[] left = this.left;
-            while (left[x] != NONE) {
-                x = left[x];
+            while (links[(x << 2) | LEFT] != NONE) {
+                x = links[(x << 2) | LEFT];
             }
         }
         return x;
@@ -240,9 +238,8 @@ public final class FreeChunkSet {
         sync();
         int x = root;
         if (x != NONE) {
-            final int[] right = this.right;
-            while (right[x] != NONE) {
-                x = right[x];
+            while (links[(x << 2) | RIGHT] != NONE) {
+                x = links[(x << 2) | RIGHT];
             }
         }
         return x;
@@ -253,7 +250,7 @@ public final class FreeChunkSet {
         sync();
         for (int h = first(); h != NONE;) {
             int next = successor(h);
-            tag[h] = 0;
+            links[(h << 2) | TAG] = 0;
             h = next;
         }
         root = NONE;
@@ -278,9 +275,9 @@ public final class FreeChunkSet {
         while (x != NONE) {
             int cmp = compare(s, p, x);
             if (cmp < 0) {
-                x = left[x];
+                x = links[(x << 2) | LEFT];
             } else if (cmp > 0) {
-                x = right[x];
+                x = links[(x << 2) | RIGHT];
             } else {
                 return x;
             }
@@ -289,118 +286,106 @@ public final class FreeChunkSet {
     }
 
     private int successor(int x) {
-        final int[] left = this.left;
-        final int[] right = this.right;
-        final int[] parent = this.parent;
-        int r = right[x];
+        int r = links[(x << 2) | RIGHT];
         if (r != NONE) {
-            while (left[r] != NONE) {
-                r = left[r];
+            while (links[(r << 2) | LEFT] != NONE) {
+                r = links[(r << 2) | LEFT];
             }
             return r;
         }
-        int p = parent[x];
-        while (p != NONE && x == right[p]) {
+        int p = links[(x << 2) | PARENT];
+        while (p != NONE && x == links[(p << 2) | RIGHT]) {
             x = p;
-            p = parent[p];
+            p = links[(p << 2) | PARENT];
         }
         return p;
     }
 
     private boolean isRed(int x) {
-        return x != NONE && (tag[x] & RED) != 0;
+        return x != NONE && (links[(x << 2) | TAG] & RED) != 0;
     }
 
     private void setRed(int x) {
-        tag[x] |= RED;
+        links[(x << 2) | TAG] |= RED;
     }
 
     private void setBlack(int x) {
-        tag[x] &= ~RED;
+        links[(x << 2) | TAG] &= ~RED;
     }
 
     private void rotateLeft(int x) {
-        final int[] left = this.left;
-        final int[] right = this.right;
-        final int[] parent = this.parent;
-        int y = right[x];
-        int yl = left[y];
-        right[x] = yl;
+        int y = links[(x << 2) | RIGHT];
+        int yl = links[(y << 2) | LEFT];
+        links[(x << 2) | RIGHT] = yl;
         if (yl != NONE) {
-            parent[yl] = x;
+            links[(yl << 2) | PARENT] = x;
         }
-        int xp = parent[x];
-        parent[y] = xp;
+        int xp = links[(x << 2) | PARENT];
+        links[(y << 2) | PARENT] = xp;
         if (xp == NONE) {
             root = y;
-        } else if (left[xp] == x) {
-            left[xp] = y;
+        } else if (links[(xp << 2) | LEFT] == x) {
+            links[(xp << 2) | LEFT] = y;
         } else {
-            right[xp] = y;
+            links[(xp << 2) | RIGHT] = y;
         }
-        left[y] = x;
-        parent[x] = y;
+        links[(y << 2) | LEFT] = x;
+        links[(x << 2) | PARENT] = y;
     }
 
     private void rotateRight(int x) {
-        final int[] left = this.left;
-        final int[] right = this.right;
-        final int[] parent = this.parent;
-        int y = left[x];
-        int yr = right[y];
-        left[x] = yr;
+        int y = links[(x << 2) | LEFT];
+        int yr = links[(y << 2) | RIGHT];
+        links[(x << 2) | LEFT] = yr;
         if (yr != NONE) {
-            parent[yr] = x;
+            links[(yr << 2) | PARENT] = x;
         }
-        int xp = parent[x];
-        parent[y] = xp;
+        int xp = links[(x << 2) | PARENT];
+        links[(y << 2) | PARENT] = xp;
         if (xp == NONE) {
             root = y;
-        } else if (right[xp] == x) {
-            right[xp] = y;
+        } else if (links[(xp << 2) | RIGHT] == x) {
+            links[(xp << 2) | RIGHT] = y;
         } else {
-            left[xp] = y;
+            links[(xp << 2) | LEFT] = y;
         }
-        right[y] = x;
-        parent[x] = y;
+        links[(y << 2) | RIGHT] = x;
+        links[(x << 2) | PARENT] = y;
     }
 
     private void fixAfterInsertion(int x) {
-        final int[] left = this.left;
-        final int[] right = this.right;
-        final int[] parent = this.parent;
-        while (x != root && isRed(parent[x])) {
-            int xp = parent[x];
-            int xpp = parent[xp];
-            if (xp == left[xpp]) {
-                int y = right[xpp];
+        while (x != root && isRed(links[(x << 2) | PARENT])) {
+            int xp = links[(x << 2) | PARENT];
+            int xpp = links[(xp << 2) | PARENT];
+            if (xp == links[(xpp << 2) | LEFT]) {
+                int y = links[(xpp << 2) | RIGHT];
                 if (isRed(y)) {
                     setBlack(xp);
                     setBlack(y);
                     setRed(xpp);
                     x = xpp;
                 } else {
-                    if (x == right[xp]) {
+                    if (x == links[(xp << 2) | RIGHT]) {
                         x = xp;
                         rotateLeft(x);
-                        xp = parent[x];
+                        xp = links[(x << 2) | PARENT];
                     }
                     setBlack(xp);
                     setRed(xpp);
                     rotateRight(xpp);
                 }
             } else {
-                int y = left[xpp];
+                int y = links[(xpp << 2) | LEFT];
                 if (isRed(y)) {
                     setBlack(xp);
                     setBlack(y);
                     setRed(xpp);
                     x = xpp;
                 } else {
-                    if (x == left[xp]) {
+                    if (x == links[(xp << 2) | LEFT]) {
                         x = xp;
                         rotateRight(x);
-                        xp = parent[x];
+                        xp = links[(x << 2) | PARENT];
                     }
                     setBlack(xp);
                     setRed(xpp);
@@ -413,55 +398,51 @@ public final class FreeChunkSet {
 
     /** Replaces the subtree rooted at {@code u} by the one rooted at {@code v} (may be NONE). */
     private void transplant(int u, int v) {
-        int up = parent[u];
+        int up = links[(u << 2) | PARENT];
         if (up == NONE) {
             root = v;
-        } else if (u == left[up]) {
-            left[up] = v;
+        } else if (u == links[(up << 2) | LEFT]) {
+            links[(up << 2) | LEFT] = v;
         } else {
-            right[up] = v;
+            links[(up << 2) | RIGHT] = v;
         }
         if (v != NONE) {
-            parent[v] = up;
+            links[(v << 2) | PARENT] = up;
         }
     }
 
     /** Unlinks node {@code z} (CLRS RB-DELETE, tracking x's parent since there is no sentinel). */
     private void delete(int z) {
-        final int[] left = this.left;
-        final int[] right = this.right;
-        final int[] parent = this.parent;
-        final int[] tag = this.tag;
-        boolean removedBlack = (tag[z] & RED) == 0;
+        boolean removedBlack = (links[(z << 2) | TAG] & RED) == 0;
         int x;
         int xp;
-        if (left[z] == NONE) {
-            x = right[z];
-            xp = parent[z];
+        if (links[(z << 2) | LEFT] == NONE) {
+            x = links[(z << 2) | RIGHT];
+            xp = links[(z << 2) | PARENT];
             transplant(z, x);
-        } else if (right[z] == NONE) {
-            x = left[z];
-            xp = parent[z];
+        } else if (links[(z << 2) | RIGHT] == NONE) {
+            x = links[(z << 2) | LEFT];
+            xp = links[(z << 2) | PARENT];
             transplant(z, x);
         } else {
-            int y = right[z];
-            while (left[y] != NONE) {
-                y = left[y];
+            int y = links[(z << 2) | RIGHT];
+            while (links[(y << 2) | LEFT] != NONE) {
+                y = links[(y << 2) | LEFT];
             }
-            removedBlack = (tag[y] & RED) == 0;
-            x = right[y];
-            if (parent[y] == z) {
+            removedBlack = (links[(y << 2) | TAG] & RED) == 0;
+            x = links[(y << 2) | RIGHT];
+            if (links[(y << 2) | PARENT] == z) {
                 xp = y;
             } else {
-                xp = parent[y];
+                xp = links[(y << 2) | PARENT];
                 transplant(y, x);
-                right[y] = right[z];
-                parent[right[y]] = y;
+                links[(y << 2) | RIGHT] = links[(z << 2) | RIGHT];
+                links[(links[(y << 2) | RIGHT] << 2) | PARENT] = y;
             }
             transplant(z, y);
-            left[y] = left[z];
-            parent[left[y]] = y;
-            tag[y] = (tag[y] & ~RED) | (tag[z] & RED);
+            links[(y << 2) | LEFT] = links[(z << 2) | LEFT];
+            links[(links[(y << 2) | LEFT] << 2) | PARENT] = y;
+            links[(y << 2) | TAG] = (links[(y << 2) | TAG] & ~RED) | (links[(z << 2) | TAG] & RED);
         }
         if (removedBlack) {
             fixAfterDeletion(x, xp);
@@ -469,28 +450,25 @@ public final class FreeChunkSet {
     }
 
     private void fixAfterDeletion(int x, int xp) {
-        final int[] left = this.left;
-        final int[] right = this.right;
-        final int[] parent = this.parent;
         while (x != root && !isRed(x)) {
-            if (x == left[xp]) {
-                int w = right[xp];
+            if (x == links[(xp << 2) | LEFT]) {
+                int w = links[(xp << 2) | RIGHT];
                 if (isRed(w)) {
                     setBlack(w);
                     setRed(xp);
                     rotateLeft(xp);
-                    w = right[xp];
+                    w = links[(xp << 2) | RIGHT];
                 }
-                if (!isRed(left[w]) && !isRed(right[w])) {
+                if (!isRed(links[(w << 2) | LEFT]) && !isRed(links[(w << 2) | RIGHT])) {
                     setRed(w);
                     x = xp;
-                    xp = parent[x];
+                    xp = links[(x << 2) | PARENT];
                 } else {
-                    if (!isRed(right[w])) {
-                        setBlack(left[w]);
+                    if (!isRed(links[(w << 2) | RIGHT])) {
+                        setBlack(links[(w << 2) | LEFT]);
                         setRed(w);
                         rotateRight(w);
-                        w = right[xp];
+                        w = links[(xp << 2) | RIGHT];
                     }
                     if (isRed(xp)) {
                         setRed(w);
@@ -498,28 +476,28 @@ public final class FreeChunkSet {
                         setBlack(w);
                     }
                     setBlack(xp);
-                    setBlack(right[w]);
+                    setBlack(links[(w << 2) | RIGHT]);
                     rotateLeft(xp);
                     x = root;
                 }
             } else {
-                int w = left[xp];
+                int w = links[(xp << 2) | LEFT];
                 if (isRed(w)) {
                     setBlack(w);
                     setRed(xp);
                     rotateRight(xp);
-                    w = left[xp];
+                    w = links[(xp << 2) | LEFT];
                 }
-                if (!isRed(right[w]) && !isRed(left[w])) {
+                if (!isRed(links[(w << 2) | RIGHT]) && !isRed(links[(w << 2) | LEFT])) {
                     setRed(w);
                     x = xp;
-                    xp = parent[x];
+                    xp = links[(x << 2) | PARENT];
                 } else {
-                    if (!isRed(left[w])) {
-                        setBlack(right[w]);
+                    if (!isRed(links[(w << 2) | LEFT])) {
+                        setBlack(links[(w << 2) | RIGHT]);
                         setRed(w);
                         rotateLeft(w);
-                        w = left[xp];
+                        w = links[(xp << 2) | LEFT];
                     }
                     if (isRed(xp)) {
                         setRed(w);
@@ -527,7 +505,7 @@ public final class FreeChunkSet {
                         setBlack(w);
                     }
                     setBlack(xp);
-                    setBlack(left[w]);
+                    setBlack(links[(w << 2) | LEFT]);
                     rotateRight(xp);
                     x = root;
                 }
@@ -546,7 +524,7 @@ public final class FreeChunkSet {
      */
     int checkInvariants() {
         sync();
-        if (root != NONE && (parent[root] != NONE || isRed(root))) {
+        if (root != NONE && (links[(root << 2) | PARENT] != NONE || isRed(root))) {
             throw new IllegalStateException("root " + root + " has a parent or is red");
         }
         int[] n = new int[1];
@@ -562,15 +540,15 @@ public final class FreeChunkSet {
             return 1;
         }
         n[0]++;
-        if ((tag[x] & ~RED) != blackTag) {
-            throw new IllegalStateException("node " + x + " has tag " + tag[x]);
+        if ((links[(x << 2) | TAG] & ~RED) != blackTag) {
+            throw new IllegalStateException("node " + x + " has tag " + links[(x << 2) | TAG]);
         }
-        int l = left[x];
-        int r = right[x];
-        if (l != NONE && (parent[l] != x || chunks.compare(l, x) >= 0)) {
+        int l = links[(x << 2) | LEFT];
+        int r = links[(x << 2) | RIGHT];
+        if (l != NONE && (links[(l << 2) | PARENT] != x || chunks.compare(l, x) >= 0)) {
             throw new IllegalStateException("bad left child " + l + " of " + x);
         }
-        if (r != NONE && (parent[r] != x || chunks.compare(r, x) <= 0)) {
+        if (r != NONE && (links[(r << 2) | PARENT] != x || chunks.compare(r, x) <= 0)) {
             throw new IllegalStateException("bad right child " + r + " of " + x);
         }
         if (isRed(x) && (isRed(l) || isRed(r))) {
