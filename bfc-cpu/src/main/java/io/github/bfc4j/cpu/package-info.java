@@ -1,8 +1,7 @@
 /**
- * Host memory behind the allocator: an aligned off-heap {@code SubAllocator} and
- * Java views ({@code ByteBuffer}, JavaCPP {@code Pointer}) of allocated memory.
- *
- * <p>Not filled yet: this module builds so that the layout is in place; the
- * bfc-cpu issue fills it.
+ * Host memory behind the allocator: {@link io.github.bfc4j.cpu.AlignedHostSubAllocator}, aligned
+ * off-heap regions through JavaCPP. The Java views of allocated memory
+ * ({@code Allocation.asByteBuffer()}, {@code asPointer()}) live on bfc-core's
+ * {@code Allocation}; this module brings the native library they need.
  */
 package io.github.bfc4j.cpu;

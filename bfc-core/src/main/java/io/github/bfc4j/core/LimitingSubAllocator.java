@@ -1,0 +1,90 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.util.Objects;
+
+/**
+ * A sub-allocator that caps the bytes it obtains from another: a request that would take the
+ * total held above the cap fails ({@code null}), as a device with that much memory would.
+ * Useful to rehearse out-of-memory on a large machine, or to bound a host pool independently of
+ * the allocator's own memory limit.
+ *
+ * <p>Thread-safe when its upstream is: the count is updated under this object's monitor.
+ */
+public final class LimitingSubAllocator implements SubAllocator {
+
+    private final SubAllocator upstream;
+    private final long limitBytes;
+
+    /** Guarded by this. */
+    private long heldBytes;
+
+    /**
+     * @param upstream where the memory comes from
+     * @param limitBytes the most bytes held from {@code upstream} at once
+     * @throws IllegalArgumentException if {@code limitBytes} is negative
+     */
+    public LimitingSubAllocator(SubAllocator upstream, long limitBytes) {
+        this.upstream = Objects.requireNonNull(upstream, "upstream");
+        if (limitBytes < 0) {
+            throw new IllegalArgumentException("limitBytes=" + limitBytes + " (expected: >= 0)");
+        }
+        this.limitBytes = limitBytes;
+    }
+
+    @Override
+    public synchronized Block alloc(long alignment, long numBytes) {
+        if (numBytes > limitBytes - heldBytes) {
+            return null;
+        }
+        Block block = upstream.alloc(alignment, numBytes);
+        if (block == null) {
+            return null;
+        }
+        if (block.bytes() > limitBytes - heldBytes) {
+            // The upstream gave more than asked and the surplus does not fit under the cap.
+            upstream.free(block.ptr(), block.bytes());
+            return null;
+        }
+        heldBytes += block.bytes();
+        return block;
+    }
+
+    @Override
+    public synchronized void free(long ptr, long numBytes) {
+        if (numBytes > heldBytes) {
+            throw new IllegalArgumentException("free(ptr=0x" + Long.toHexString(ptr) + ", numBytes="
+                    + numBytes + "): more than the " + heldBytes + " bytes held from the upstream "
+                    + "(expected: a range this sub-allocator handed out)");
+        }
+        upstream.free(ptr, numBytes);
+        heldBytes -= numBytes;
+    }
+
+    @Override
+    public boolean supportsCoalescing() {
+        return upstream.supportsCoalescing();
+    }
+
+    @Override
+    public MemoryType memoryType() {
+        return upstream.memoryType();
+    }
+
+    /** @return the cap on bytes held from the upstream */
+    public long limitBytes() {
+        return limitBytes;
+    }
+
+    /** @return the bytes held from the upstream now */
+    public synchronized long heldBytes() {
+        return heldBytes;
+    }
+
+    @Override
+    public String toString() {
+        return "LimitingSubAllocator[limit=" + limitBytes + ", held=" + heldBytes() + ", upstream=" + upstream + "]";
+    }
+}
