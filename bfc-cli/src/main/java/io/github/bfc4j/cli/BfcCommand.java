@@ -20,7 +20,7 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         versionProvider = BfcCommand.VersionProvider.class,
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
-        subcommands = {VerifyCommand.class})
+        subcommands = {VerifyCommand.class, ServeCommand.class})
 public final class BfcCommand implements Runnable {
 
     @Spec
