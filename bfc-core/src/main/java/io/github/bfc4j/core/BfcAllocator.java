@@ -148,6 +148,15 @@ public final class BfcAllocator implements AutoCloseable {
     private final long maxInternalFragmentationBytes;
     private final AllocatorRetry retryHelper = new AllocatorRetry();
 
+    /** What {@link #close()} does with live allocations. */
+    private final ClosePolicy closePolicy;
+
+    /** Whether handles from {@link #allocate(long)} are watched for leaks. */
+    private final LeakDetection leakDetection;
+
+    /** Leaked allocations found and reclaimed; guarded by lock. */
+    private long leaksReclaimed;
+
     private final ReentrantLock lock = new ReentrantLock();
 
     /** Guarded by lock. */
@@ -217,6 +226,13 @@ public final class BfcAllocator implements AutoCloseable {
      *     fraction is positive but its threshold {@code (long) (fraction * totalMemory)} is 0
      */
     public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
+        this(subAllocator, totalMemory, name, opts, ClosePolicy.FORCE, LeakDetection.fromSystemProperty());
+    }
+
+    private BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts,
+            ClosePolicy closePolicy, LeakDetection leakDetection) {
+        this.closePolicy = Objects.requireNonNull(closePolicy, "closePolicy");
+        this.leakDetection = Objects.requireNonNull(leakDetection, "leakDetection");
         this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator");
         this.name = Objects.requireNonNull(name, "name");
         this.opts = Objects.requireNonNull(opts, "opts");
@@ -260,6 +276,279 @@ public final class BfcAllocator implements AutoCloseable {
             }
         }
         this.jfrAllocationSamplePeriod = opts.jfrAllocationSamplePeriod();
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // The Java-facing API: builder, Allocation handles, out-of-memory exceptions
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * A builder for an allocator, validating each option as it is set.
+     *
+     * <pre>{@code
+     * BfcAllocator allocator = BfcAllocator.builder()
+     *         .name("cpu_bfc")
+     *         .memoryLimit(1L << 30)
+     *         .subAllocator(new AlignedHostSubAllocator())
+     *         .build();
+     * }</pre>
+     *
+     * @return a builder with upstream's default options, {@link ClosePolicy#REFUSE} and leak
+     *     detection as the system property {@value LeakDetection#PROPERTY} says
+     */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Builds a {@link BfcAllocator}; see {@link BfcAllocator#builder()}. */
+    public static final class Builder {
+        private String name = "bfc";
+        private long memoryLimit = -1;
+        private SubAllocator subAllocator;
+        private BfcOptions.Builder options = BfcOptions.builder();
+        private ClosePolicy closePolicy = ClosePolicy.REFUSE;
+        private LeakDetection leakDetection;
+
+        private Builder() {
+        }
+
+        /**
+         * @param name the allocator's name, for messages and metrics ({@code "bfc"} if not set)
+         * @return this builder
+         * @throws IllegalArgumentException if the name is null or blank
+         */
+        public Builder name(String name) {
+            if (name == null || name.isBlank()) {
+                throw new IllegalArgumentException("name=" + (name == null ? "null" : "'" + name + "'")
+                        + " (expected: a non-empty name such as \"cpu_bfc\")");
+            }
+            this.name = name;
+            return this;
+        }
+
+        /**
+         * @param memoryLimit the most bytes the allocator may hold from its sub-allocator
+         *     (upstream's {@code total_memory}); required
+         * @return this builder
+         * @throws IllegalArgumentException if not positive
+         */
+        public Builder memoryLimit(long memoryLimit) {
+            if (memoryLimit <= 0) {
+                throw new IllegalArgumentException("memoryLimit=" + memoryLimit
+                        + " (expected: a number of bytes > 0, e.g. 1L << 30 for 1 GiB)");
+            }
+            this.memoryLimit = memoryLimit;
+            return this;
+        }
+
+        /**
+         * @param subAllocator where regions come from, e.g. bfc-cpu's
+         *     {@code AlignedHostSubAllocator}; required
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder subAllocator(SubAllocator subAllocator) {
+            if (subAllocator == null) {
+                throw new IllegalArgumentException("subAllocator=null (expected: a SubAllocator,"
+                        + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
+            }
+            this.subAllocator = subAllocator;
+            return this;
+        }
+
+        /**
+         * Sets every upstream option at once (replacing earlier calls of the option setters).
+         *
+         * @param options the options
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder options(BfcOptions options) {
+            if (options == null) {
+                throw new IllegalArgumentException("options=null (expected: BfcOptions, e.g. BfcOptions.builder().build())");
+            }
+            this.options = options.toBuilder();
+            return this;
+        }
+
+        /**
+         * @param allowGrowth see {@link BfcOptions#allowGrowth()} (default true)
+         * @return this builder
+         */
+        public Builder allowGrowth(boolean allowGrowth) {
+            options.allowGrowth(allowGrowth);
+            return this;
+        }
+
+        /**
+         * @param garbageCollection see {@link BfcOptions#garbageCollection()} (default false)
+         * @return this builder
+         */
+        public Builder garbageCollection(boolean garbageCollection) {
+            options.garbageCollection(garbageCollection);
+            return this;
+        }
+
+        /**
+         * @param allowRetryOnFailure see {@link BfcOptions#allowRetryOnFailure()} (default true)
+         * @return this builder
+         */
+        public Builder allowRetryOnFailure(boolean allowRetryOnFailure) {
+            options.allowRetryOnFailure(allowRetryOnFailure);
+            return this;
+        }
+
+        /**
+         * @param fragmentationFraction see {@link BfcOptions#fragmentationFraction()} (default 0)
+         * @return this builder
+         * @throws IllegalArgumentException if negative, NaN or infinite
+         */
+        public Builder fragmentationFraction(double fragmentationFraction) {
+            options.fragmentationFraction(fragmentationFraction);
+            return this;
+        }
+
+        /**
+         * @param closePolicy what {@link BfcAllocator#close()} does with live allocations
+         *     (default {@link ClosePolicy#REFUSE})
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder closePolicy(ClosePolicy closePolicy) {
+            if (closePolicy == null) {
+                throw new IllegalArgumentException("closePolicy=null (expected: REFUSE or FORCE)");
+            }
+            this.closePolicy = closePolicy;
+            return this;
+        }
+
+        /**
+         * @param leakDetection whether handles from {@link BfcAllocator#allocate(long)} are
+         *     watched for leaks (default: the system property {@value LeakDetection#PROPERTY})
+         * @return this builder
+         * @throws IllegalArgumentException if null
+         */
+        public Builder leakDetection(LeakDetection leakDetection) {
+            if (leakDetection == null) {
+                throw new IllegalArgumentException("leakDetection=null (expected: DISABLED, SIMPLE or PARANOID)");
+            }
+            this.leakDetection = leakDetection;
+            return this;
+        }
+
+        /**
+         * @return a new allocator; it obtains no memory until the first allocation
+         * @throws IllegalStateException if the memory limit or the sub-allocator was not set
+         * @throws IllegalArgumentException if the options do not fit together (see the
+         *     constructor), or the leak-detection system property is malformed
+         */
+        public BfcAllocator build() {
+            if (memoryLimit < 0) {
+                throw new IllegalStateException("memoryLimit is not set (expected: .memoryLimit(bytes),"
+                        + " the most memory the allocator may hold)");
+            }
+            if (subAllocator == null) {
+                throw new IllegalStateException("subAllocator is not set (expected: .subAllocator(...),"
+                        + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
+            }
+            LeakDetection leaks = leakDetection != null ? leakDetection : LeakDetection.fromSystemProperty();
+            return new BfcAllocator(subAllocator, memoryLimit, name, options.build(), closePolicy, leaks);
+        }
+    }
+
+    /** The alignment {@link #allocate(long)} asks for: upstream's {@code Allocator::kAllocatorAlignment}. */
+    public static final long ALLOCATION_ALIGNMENT = 64;
+
+    /**
+     * Allocates {@code bytes} and returns a handle that gives them back on {@link
+     * Allocation#close()}. Unlike {@link #allocateRaw(long, long)}, running out of memory is an
+     * exception, and the handle carries the sizes, the id and (for host memory) views. Creates
+     * the handle object; use {@code allocateRaw} where even that matters.
+     *
+     * @param bytes the size wanted, > 0
+     * @return the allocation
+     * @throws IllegalArgumentException if {@code bytes} is not positive
+     * @throws BfcOutOfMemoryException if the memory cannot be had (after upstream's retries,
+     *     when {@link BfcOptions#allowRetryOnFailure()} is on)
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public Allocation allocate(long bytes) {
+        if (bytes <= 0) {
+            throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '" + name + "'");
+        }
+        long ptr = allocateRaw(ALLOCATION_ALIGNMENT, bytes);
+        lock.lock();
+        try {
+            checkOpenLocked();
+            if (ptr == 0) {
+                throw outOfMemoryLocked(bytes);
+            }
+            int h = regionManager.getHandle(ptr);
+            return LeakGuard.newAllocation(this, leakDetection, ptr, chunks.size(h),
+                    chunks.requestedSize(h), chunks.allocationId(h));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private BfcOutOfMemoryException outOfMemoryLocked(long bytes) {
+        return new BfcOutOfMemoryException(name, bytes, bytes > MAX_ALLOCATION_BYTES ? bytes : roundedBytes(bytes),
+                bytesInUse, poolBytes, regionManager.regions().size(), memoryLimit,
+                largestFreeChunkLocked(), statsLocked());
+    }
+
+    /** The size of the largest free chunk, 0 if none: the last chunk of the highest non-empty bin. */
+    private long largestFreeChunkLocked() {
+        for (int b = NUM_BINS - 1; b >= 0; b--) {
+            int h = bins[b].freeChunks.last();
+            if (h != FreeChunkSet.NONE) {
+                return chunks.size(h);
+            }
+        }
+        return 0;
+    }
+
+    /** {@link Allocation#close()}: frees, unless the allocator was closed (by force) before. */
+    void deallocateForHandle(long ptr) {
+        if (deallocateRawInternal(ptr, true)) {
+            retryHelper.notifyDealloc();
+        }
+    }
+
+    /** {@link LeakGuard}: returns a leaked allocation's memory and counts it. */
+    void reclaimLeak(long ptr) {
+        if (deallocateRawInternal(ptr, true)) {
+            lock.lock();
+            try {
+                leaksReclaimed++;
+            } finally {
+                lock.unlock();
+            }
+            retryHelper.notifyDealloc();
+        }
+    }
+
+    /**
+     * @return how many {@link Allocation}s leak detection found unreachable without close and
+     *     reclaimed
+     */
+    public long leaksReclaimed() {
+        lock.lock();
+        try {
+            return leaksReclaimed;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** @return what {@link #close()} does with live allocations */
+    public ClosePolicy closePolicy() {
+        return closePolicy;
+    }
+
+    /** @return whether handles from {@link #allocate(long)} are watched for leaks */
+    public LeakDetection leakDetection() {
+        return leakDetection;
     }
 
     /**
@@ -772,17 +1061,25 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public void deallocateRaw(long ptr) {
-        deallocateRawInternal(ptr);
+        deallocateRawInternal(ptr, false);
         retryHelper.notifyDealloc();
     }
 
-    /** Port of {@code BFCAllocator::DeallocateRawInternal}. */
-    private void deallocateRawInternal(long ptr) {
+    /**
+     * Port of {@code BFCAllocator::DeallocateRawInternal}.
+     *
+     * @param quietIfClosed return false instead of throwing when the allocator is closed
+     * @return true if a chunk was freed
+     */
+    private boolean deallocateRawInternal(long ptr, boolean quietIfClosed) {
         if (ptr == 0) {
-            return;
+            return false;
         }
         lock.lock();
         try {
+            if (quietIfClosed && closed) {
+                return false;
+            }
             checkOpenLocked();
             // Find the chunk from the ptr.
             final int h = regionManager.getHandle(ptr);
@@ -802,6 +1099,7 @@ public final class BfcAllocator implements AutoCloseable {
             } else {
                 insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
             }
+            return true;
         } finally {
             lock.unlock();
         }
@@ -1783,10 +2081,15 @@ public final class BfcAllocator implements AutoCloseable {
     // ---------------------------------------------------------------------------------------
 
     /**
-     * Gives every region back to the sub-allocator, as upstream's destructor does, whether or
-     * not allocations are still live (their addresses become invalid). Idempotent. Afterwards
-     * allocation, deallocation and per-address queries throw {@link IllegalStateException};
-     * {@link #getStats()} still answers.
+     * Gives every region back to the sub-allocator, as upstream's destructor does. With
+     * allocations still live, it logs their count and bytes, then follows the
+     * {@link #closePolicy() close policy}: {@link ClosePolicy#REFUSE} throws and leaves the
+     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees the regions anyway (the live
+     * addresses become invalid). Idempotent once closed. Afterwards allocation, deallocation and
+     * per-address queries throw {@link IllegalStateException}; {@link #getStats()} still
+     * answers, and closing an {@link Allocation} does nothing.
+     *
+     * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
      */
     @Override
     public void close() {
@@ -1794,6 +2097,25 @@ public final class BfcAllocator implements AutoCloseable {
         try {
             if (closed) {
                 return;
+            }
+            long live = 0;
+            for (AllocationRegion region : regionManager.regions()) {
+                for (int h = regionManager.getHandle(region.ptr()); h != ChunkTable.INVALID_CHUNK_HANDLE; h = chunks.next(h)) {
+                    if (chunks.inUse(h)) {
+                        live++;
+                    }
+                }
+            }
+            if (live > 0) {
+                String what = "allocator '" + name + "' has " + live + " live allocation"
+                        + (live == 1 ? "" : "s") + " (" + humanReadableNumBytes(bytesInUse) + " in use)";
+                if (closePolicy == ClosePolicy.REFUSE) {
+                    LOG.log(Level.WARNING, "close() refused: {0}", what);
+                    throw new IllegalStateException("close() refused: " + what + ". Close (or deallocate)"
+                            + " them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
+                            + " free the memory under them anyway.");
+                }
+                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now and their addresses are invalid", what);
             }
             closed = true;
             for (AllocationRegion region : regionManager.regions()) {

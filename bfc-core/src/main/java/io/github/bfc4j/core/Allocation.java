@@ -1,0 +1,173 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import org.bytedeco.javacpp.BytePointer;
+
+/**
+ * One allocation from {@link BfcAllocator#allocate(long)}: its address and sizes, views of its
+ * memory, and {@link #close()} to give it back. Use it with try-with-resources:
+ *
+ * <pre>{@code
+ * try (Allocation a = allocator.allocate(4096)) {
+ *     ByteBuffer buf = a.asByteBuffer();
+ *     buf.putLong(0, 42);
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safe: {@link #close()} is idempotent and may race with itself. After close,
+ * {@link #address()}, {@link #asByteBuffer()} and {@link #asPointer()} throw
+ * {@link IllegalStateException}; the sizes and id stay readable. Views made before close are
+ * not (cannot be) invalidated: do not use them after close.
+ */
+public final class Allocation implements AutoCloseable {
+
+    private static final VarHandle CLOSED;
+
+    static {
+        try {
+            CLOSED = MethodHandles.lookup().findVarHandle(Allocation.class, "closed", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    private final BfcAllocator allocator;
+    private final long address;
+    private final long size;
+    private final long requestedSize;
+    private final long allocationId;
+    /** Null unless leak detection is on. */
+    private final LeakGuard guard;
+
+    @SuppressWarnings("unused") // through CLOSED
+    private volatile boolean closed;
+
+    Allocation(BfcAllocator allocator, long address, long size, long requestedSize, long allocationId,
+            LeakGuard guard) {
+        this.allocator = allocator;
+        this.address = address;
+        this.size = size;
+        this.requestedSize = requestedSize;
+        this.allocationId = allocationId;
+        this.guard = guard;
+    }
+
+    /**
+     * @return the start address
+     * @throws IllegalStateException if closed
+     */
+    public long address() {
+        checkOpen();
+        return address;
+    }
+
+    /** @return the bytes actually reserved for it (upstream's {@code AllocatedSize}, a multiple of 256) */
+    public long size() {
+        return size;
+    }
+
+    /** @return the bytes asked for (upstream's {@code RequestedSize}) */
+    public long requestedSize() {
+        return requestedSize;
+    }
+
+    /** @return the allocator's id for it, unique within the allocator (upstream's {@code AllocationId}) */
+    public long allocationId() {
+        return allocationId;
+    }
+
+    /** @return true once {@link #close()} was called (or the allocator was closed by force) */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** @return the allocator it came from */
+    public BfcAllocator allocator() {
+        return allocator;
+    }
+
+    /**
+     * A direct {@code ByteBuffer} over exactly the requested bytes, in native byte order, for
+     * host memory. Each call returns a new buffer (own position and limit) over the same memory.
+     * The buffer must not be used after {@link #close()}. With leak detection on, the memory is
+     * not reclaimed while any buffer from here is reachable.
+     *
+     * @return the view
+     * @throws IllegalStateException if closed, if the memory is not host memory, or if the
+     *     requested size exceeds what a {@code ByteBuffer} can span ({@code Integer.MAX_VALUE})
+     */
+    public ByteBuffer asByteBuffer() {
+        checkViewable();
+        if (requestedSize > Integer.MAX_VALUE) {
+            throw new IllegalStateException("allocation #" + allocationId + " has " + requestedSize
+                    + " bytes, more than a ByteBuffer can span (" + Integer.MAX_VALUE
+                    + "): use asPointer(), or allocate in pieces of at most 2 GiB");
+        }
+        ByteBuffer buffer = MemoryViews.byteBuffer(address, (int) requestedSize);
+        if (guard != null) {
+            guard.watch(buffer);
+        }
+        Reference.reachabilityFence(this);
+        return buffer;
+    }
+
+    /**
+     * A JavaCPP {@code BytePointer} over exactly the requested bytes (capacity and limit equal
+     * the requested size), for host memory. It has no deallocator of its own: closing or
+     * collecting it frees nothing. It keeps this allocation reachable (for leak detection)
+     * while it is reachable itself; pointers derived from it do not.
+     *
+     * @return the view
+     * @throws IllegalStateException if closed or if the memory is not host memory
+     */
+    public BytePointer asPointer() {
+        checkViewable();
+        return MemoryViews.pointer(address, requestedSize, this);
+    }
+
+    /**
+     * Gives the memory back to the allocator. Idempotent; does nothing if the allocator was
+     * already closed by force.
+     */
+    @Override
+    public void close() {
+        if (!CLOSED.compareAndSet(this, false, true)) {
+            return;
+        }
+        if (guard == null || guard.markClosed()) {
+            allocator.deallocateForHandle(address);
+        }
+        Reference.reachabilityFence(this);
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
+                    + " bytes at 0x" + Long.toHexString(address) + ") of allocator '" + allocator.name()
+                    + "' is closed: it must not be used after close()");
+        }
+    }
+
+    private void checkViewable() {
+        checkOpen();
+        MemoryType type = allocator.getMemoryType();
+        if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
+            throw new IllegalStateException("allocation #" + allocationId + " of allocator '"
+                    + allocator.name() + "' is " + type + " memory: only host memory (HOST_PAGEABLE,"
+                    + " HOST_PINNED) can be viewed from Java; use a host sub-allocator such as"
+                    + " bfc-cpu's AlignedHostSubAllocator, or copy the data to the host first");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Allocation[#" + allocationId + ", " + requestedSize + " bytes (" + size + " reserved) at 0x"
+                + Long.toHexString(address) + (closed ? ", closed" : "") + ", allocator '" + allocator.name() + "']";
+    }
+}

@@ -1,0 +1,117 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static io.github.bfc4j.core.BfcAllocator.humanReadableNumBytes;
+
+/**
+ * Thrown by {@link BfcAllocator#allocate(long)} when the memory cannot be had. The message reads
+ * like PyTorch's: what was asked, what is in use, what is reserved, the limit, the largest free
+ * chunk, and a hint when one applies. The same figures are fields, read under the allocator's
+ * lock at the moment of failure.
+ */
+public final class BfcOutOfMemoryException extends RuntimeException {
+
+    private static final long serialVersionUID = 1L;
+
+    private final String allocatorName;
+    private final long requestedBytes;
+    private final long roundedBytes;
+    private final long bytesInUse;
+    private final long reservedBytes;
+    private final int regionCount;
+    private final long memoryLimit;
+    private final long largestFreeChunkBytes;
+    private final transient AllocatorStats stats;
+
+    BfcOutOfMemoryException(String allocatorName, long requestedBytes, long roundedBytes,
+            long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
+            long largestFreeChunkBytes, AllocatorStats stats) {
+        super(message(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
+                regionCount, memoryLimit, largestFreeChunkBytes));
+        this.allocatorName = allocatorName;
+        this.requestedBytes = requestedBytes;
+        this.roundedBytes = roundedBytes;
+        this.bytesInUse = bytesInUse;
+        this.reservedBytes = reservedBytes;
+        this.regionCount = regionCount;
+        this.memoryLimit = memoryLimit;
+        this.largestFreeChunkBytes = largestFreeChunkBytes;
+        this.stats = stats;
+    }
+
+    private static String message(String name, long requested, long rounded, long inUse,
+            long reserved, int regions, long limit, long largestFree) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("Allocator '").append(name).append("' is out of memory: tried to allocate ")
+                .append(humanReadableNumBytes(requested));
+        if (rounded != requested) {
+            sb.append(" (rounded to ").append(humanReadableNumBytes(rounded)).append(')');
+        }
+        sb.append(". ").append(humanReadableNumBytes(inUse)).append(" is in use by live allocations, ")
+                .append(humanReadableNumBytes(reserved)).append(" is reserved from the sub-allocator in ")
+                .append(regions).append(regions == 1 ? " region" : " regions")
+                .append(", the memory limit is ").append(humanReadableNumBytes(limit))
+                .append(" and the largest free chunk is ").append(humanReadableNumBytes(largestFree)).append('.');
+        long freeInPool = reserved - inUse;
+        if (rounded > limit) {
+            sb.append(" The request alone is larger than the memory limit: raise memoryLimit or"
+                    + " allocate less at once.");
+        } else if (freeInPool >= rounded) {
+            sb.append(" ").append(humanReadableNumBytes(freeInPool)).append(" of the reserved memory"
+                    + " is free but no free chunk is large enough, so the pool is fragmented: free"
+                    + " long-lived allocations sooner, allocate large buffers first, or enable"
+                    + " garbageCollection so that wholly free regions are returned before growing.");
+        } else if (limit - reserved >= rounded) {
+            sb.append(" The limit leaves room for it, so the sub-allocator could not provide the"
+                    + " region: the host or device itself is out of memory.");
+        }
+        return sb.toString();
+    }
+
+    /** @return the allocator's name */
+    public String allocatorName() {
+        return allocatorName;
+    }
+
+    /** @return the bytes asked for */
+    public long requestedBytes() {
+        return requestedBytes;
+    }
+
+    /** @return the request rounded as the allocator rounds it (a multiple of 256) */
+    public long roundedBytes() {
+        return roundedBytes;
+    }
+
+    /** @return bytes in use by live allocations (upstream's {@code bytes_in_use}) */
+    public long bytesInUse() {
+        return bytesInUse;
+    }
+
+    /** @return bytes held from the sub-allocator in regions (upstream's {@code pool_bytes}) */
+    public long reservedBytes() {
+        return reservedBytes;
+    }
+
+    /** @return the number of regions held */
+    public int regionCount() {
+        return regionCount;
+    }
+
+    /** @return the allocator's memory limit */
+    public long memoryLimit() {
+        return memoryLimit;
+    }
+
+    /** @return the size of the largest free chunk, 0 if none */
+    public long largestFreeChunkBytes() {
+        return largestFreeChunkBytes;
+    }
+
+    /** @return upstream's statistics at the moment of failure */
+    public AllocatorStats stats() {
+        return stats;
+    }
+}

@@ -1,0 +1,99 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.lang.System.Logger.Level;
+import java.lang.ref.Cleaner;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Leak detection for one {@link Allocation}: the {@link Cleaner} action registered for the
+ * allocation and for each {@code ByteBuffer} view of it. When every registered object has become
+ * unreachable and the allocation was never closed, it reports the leak once and returns the
+ * memory. Holds no reference to the allocation or its views (that would keep them reachable).
+ */
+final class LeakGuard implements Runnable {
+
+    private static final System.Logger LOG = System.getLogger(LeakDetection.class.getName());
+
+    /** Created on first use, so that allocators without leak detection start no thread. */
+    private static final class CleanerHolder {
+        static final Cleaner CLEANER = Cleaner.create(r -> {
+            Thread t = new Thread(r, "bfc4j-leak-detector");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    private final BfcAllocator allocator;
+    private final long address;
+    private final long size;
+    private final long requestedSize;
+    private final long allocationId;
+    /** Where the allocation was made; null unless paranoid. */
+    private final Throwable site;
+
+    /** Registered objects not yet found unreachable. */
+    private final AtomicInteger reachable = new AtomicInteger(1);
+    private final AtomicBoolean done = new AtomicBoolean();
+
+    private LeakGuard(BfcAllocator allocator, long address, long size, long requestedSize,
+            long allocationId, Throwable site) {
+        this.allocator = allocator;
+        this.address = address;
+        this.size = size;
+        this.requestedSize = requestedSize;
+        this.allocationId = allocationId;
+        this.site = site;
+    }
+
+    /** Makes the handle for a fresh allocation, watched when {@code level} asks for it. */
+    static Allocation newAllocation(BfcAllocator allocator, LeakDetection level, long address,
+            long size, long requestedSize, long allocationId) {
+        if (level == LeakDetection.DISABLED) {
+            return new Allocation(allocator, address, size, requestedSize, allocationId, null);
+        }
+        Throwable site = level == LeakDetection.PARANOID
+                ? new Throwable("allocation #" + allocationId + " was made here") : null;
+        LeakGuard guard = new LeakGuard(allocator, address, size, requestedSize, allocationId, site);
+        Allocation allocation = new Allocation(allocator, address, size, requestedSize, allocationId, guard);
+        CleanerHolder.CLEANER.register(allocation, guard);
+        return allocation;
+    }
+
+    /** Also waits for {@code view} to become unreachable. The allocation must be reachable. */
+    void watch(Object view) {
+        reachable.incrementAndGet();
+        CleanerHolder.CLEANER.register(view, this);
+    }
+
+    /** @return true if the caller (close) is the one to free the memory */
+    boolean markClosed() {
+        return done.compareAndSet(false, true);
+    }
+
+    /** Called by the Cleaner once per registered object. */
+    @Override
+    public void run() {
+        if (reachable.decrementAndGet() != 0 || !done.compareAndSet(false, true)) {
+            return;
+        }
+        String message = "LEAK: allocation #" + allocationId + " of " + requestedSize + " bytes ("
+                + size + " reserved) at 0x" + Long.toHexString(address) + " from allocator '"
+                + allocator.name() + "' became unreachable without close(); its memory has been"
+                + " returned. Close every Allocation (try-with-resources) when done with it.";
+        if (site == null) {
+            message += " Run with -D" + LeakDetection.PROPERTY + "=paranoid to see where it was allocated.";
+        } else {
+            StringWriter w = new StringWriter();
+            site.printStackTrace(new PrintWriter(w));
+            message += "\n" + w;
+        }
+        LOG.log(Level.WARNING, message);
+        allocator.reclaimLeak(address);
+    }
+}

@@ -1,0 +1,163 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.LeakDetection;
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BooleanSupplier;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class LeakDetectionTest {
+
+    private static final long MIB = 1L << 20;
+
+    private final List<String> warnings = new CopyOnWriteArrayList<>();
+    private final Logger logger = Logger.getLogger(LeakDetection.class.getName());
+    private final Handler handler = new Handler() {
+        @Override
+        public void publish(LogRecord r) {
+            warnings.add(r.getMessage());
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+    };
+
+    @BeforeEach
+    void listen() {
+        logger.addHandler(handler);
+    }
+
+    @AfterEach
+    void stopListening() {
+        logger.removeHandler(handler);
+    }
+
+    private static BfcAllocator allocator(LeakDetection level) {
+        return BfcAllocator.builder().name("leaky").memoryLimit(64 * MIB)
+                .subAllocator(new AlignedHostSubAllocator()).leakDetection(level).build();
+    }
+
+    /** Runs the garbage collector until the condition holds, for at most 10 s. */
+    private static boolean gcUntil(BooleanSupplier condition) throws InterruptedException {
+        for (int i = 0; i < 200 && !condition.getAsBoolean(); i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        return condition.getAsBoolean();
+    }
+
+    private static void leak(BfcAllocator a, long bytes) {
+        a.allocate(bytes).asPointer().put(0, (byte) 1);
+    }
+
+    @Test
+    void anUnreachableUnclosedAllocationIsReportedOnceAndItsMemoryReturned() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.SIMPLE);
+        leak(a, 3000);
+        assertThat(gcUntil(() -> a.leaksReclaimed() == 1)).as("leak reclaimed").isTrue();
+        assertThat(a.getStats().bytesInUse()).isZero();
+        assertThat(warnings).hasSize(1);
+        assertThat(warnings.get(0)).startsWith("LEAK: allocation #1 of 3000 bytes (3072 reserved) at 0x")
+                .contains("from allocator 'leaky' became unreachable without close(); its memory has been returned.")
+                .endsWith("Run with -Dbfc4j.leakDetection=paranoid to see where it was allocated.");
+        a.close(); // nothing live any more, so the refusing policy lets it close
+    }
+
+    @Test
+    void paranoidReportsWhereTheAllocationWasMade() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.PARANOID);
+        leak(a, 100);
+        assertThat(gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
+        assertThat(warnings).singleElement().asString()
+                .contains("java.lang.Throwable: allocation #1 was made here")
+                .contains("LeakDetectionTest.leak(");
+        a.close();
+    }
+
+    @Test
+    void aReachableViewKeepsTheMemoryAlive() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.SIMPLE);
+        ByteBuffer view = a.allocate(MIB).asByteBuffer();
+        view.putLong(0, 42);
+        // The handle is gone, the view is not: once a marker leak is reclaimed (so the collector
+        // has been through), the viewed memory must still be allocated.
+        leak(a, 256);
+        assertThat(gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
+        assertThat(a.getStats().bytesInUse()).isEqualTo(MIB);
+        assertThat(view.getLong(0)).isEqualTo(42);
+        view = null;
+        assertThat(gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
+        assertThat(a.getStats().bytesInUse()).isZero();
+        a.close();
+    }
+
+    @Test
+    void closedAllocationsAreNeverReported() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.SIMPLE);
+        for (int i = 0; i < 100; i++) {
+            try (Allocation x = a.allocate(1000)) {
+                x.asByteBuffer().put(0, (byte) i);
+            }
+        }
+        leak(a, 256); // a marker: once it is reclaimed, the closed ones had their chance
+        assertThat(gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
+        assertThat(warnings).hasSize(1);
+        assertThat(a.getStats().bytesInUse()).isZero();
+        a.close();
+    }
+
+    @Test
+    void withDetectionOffAnUnclosedAllocationStaysAllocated() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.DISABLED);
+        BfcAllocator marker = allocator(LeakDetection.SIMPLE); // also named 'leaky'
+        leak(a, 1000);
+        leak(marker, 256);
+        assertThat(gcUntil(() -> marker.leaksReclaimed() == 1)).isTrue();
+        assertThat(a.leaksReclaimed()).isZero();
+        assertThat(a.getStats().bytesInUse()).isEqualTo(1024);
+        assertThat(warnings).singleElement().asString().contains("allocator 'leaky' became unreachable") // the marker
+                .contains("allocation #1 of 256 bytes");
+        marker.close();
+        assertThatThrownBy(a::close).hasMessageContaining("1 live allocation");
+    }
+
+    @Test
+    void theSystemPropertySetsTheDefaultAndIsValidated() {
+        String old = System.getProperty(LeakDetection.PROPERTY);
+        try {
+            System.setProperty(LeakDetection.PROPERTY, "Paranoid");
+            assertThat(LeakDetection.fromSystemProperty()).isEqualTo(LeakDetection.PARANOID);
+            System.setProperty(LeakDetection.PROPERTY, "sometimes");
+            assertThatThrownBy(() -> BfcAllocator.builder().memoryLimit(MIB).subAllocator(new AlignedHostSubAllocator()).build())
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("-Dbfc4j.leakDetection=sometimes (expected: disabled, simple or paranoid)");
+            System.clearProperty(LeakDetection.PROPERTY);
+            assertThat(LeakDetection.fromSystemProperty()).isEqualTo(LeakDetection.DISABLED);
+        } finally {
+            if (old == null) {
+                System.clearProperty(LeakDetection.PROPERTY);
+            } else {
+                System.setProperty(LeakDetection.PROPERTY, old);
+            }
+        }
+    }
+}
