@@ -481,7 +481,7 @@ public final class BfcAllocator implements AutoCloseable {
         try {
             checkOpenLocked();
             if (ptr == 0) {
-                throw outOfMemoryLocked(bytes);
+                throw outOfMemoryLocked(bytes, takeOomDump());
             }
             int h = regionManager.getHandle(ptr);
             return LeakGuard.newAllocation(this, leakDetection, ptr, chunks.size(h),
@@ -491,10 +491,11 @@ public final class BfcAllocator implements AutoCloseable {
         }
     }
 
-    private BfcOutOfMemoryException outOfMemoryLocked(long bytes) {
+    private BfcOutOfMemoryException outOfMemoryLocked(long bytes, OomDump dump) {
         return new BfcOutOfMemoryException(name, bytes, bytes > MAX_ALLOCATION_BYTES ? bytes : roundedBytes(bytes),
                 bytesInUse, poolBytes, regionManager.regions().size(), memoryLimit,
-                largestFreeChunkLocked(), statsLocked());
+                largestFreeChunkLocked(), statsLocked(), dump == null ? "" : dump.note(),
+                dump == null ? null : dump.file());
     }
 
     /** The size of the largest free chunk, 0 if none: the last chunk of the highest non-empty bin. */
@@ -1728,6 +1729,23 @@ public final class BfcAllocator implements AutoCloseable {
     /** Successive numbers for dump file names, so that two dumps never share a name. */
     private static final AtomicLong DUMP_SEQUENCE = new AtomicLong();
 
+    /**
+     * The dump of this thread's latest failed allocation, for {@link #allocate(long)}'s
+     * exception; set (or removed, when dumps are off) on every failure, so never stale.
+     */
+    private static final ThreadLocal<OomDump> LAST_OOM_DUMP = new ThreadLocal<>();
+
+    /** An out-of-memory dump: the sentence for messages, and the file (null if not written). */
+    private record OomDump(String note, String file) {
+    }
+
+    /** The dump of this thread's latest failure, consumed. */
+    private static OomDump takeOomDump() {
+        OomDump d = LAST_OOM_DUMP.get();
+        LAST_OOM_DUMP.remove();
+        return d;
+    }
+
     /** Copy of {@link BfcOptions#jfrAllocationSamplePeriod()}: 0 = no allocation events. */
     private final int jfrAllocationSamplePeriod;
 
@@ -1810,7 +1828,7 @@ public final class BfcAllocator implements AutoCloseable {
                 event.bytesInUse = bytesInUse;
                 event.poolBytes = poolBytes;
                 event.limitBytes = memoryLimit;
-                event.largestFreeChunkBytes = largestFreeChunkBytesLocked();
+                event.largestFreeChunkBytes = largestFreeChunkLocked();
             }
             if (dir != null && !closed) {
                 StringBuilder sb = new StringBuilder();
@@ -1827,6 +1845,7 @@ public final class BfcAllocator implements AutoCloseable {
             lock.unlock();
         }
         String note = "";
+        String written = null;
         if (dumpJson != null) {
             String fileName = "bfc-oom-" + name.replaceAll("[^A-Za-z0-9._-]", "_") + "-"
                     + System.currentTimeMillis() + "-" + DUMP_SEQUENCE.incrementAndGet() + ".json";
@@ -1834,8 +1853,9 @@ public final class BfcAllocator implements AutoCloseable {
             try {
                 Files.createDirectories(dir);
                 Files.writeString(file, dumpJson, StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
-                note = " Memory map and summary written to " + file.toAbsolutePath() + ".";
-                event.dumpFile = file.toAbsolutePath().toString();
+                written = file.toAbsolutePath().toString();
+                note = " Memory map and summary written to " + written + ".";
+                event.dumpFile = written;
             } catch (IOException | RuntimeException e) {
                 note = " Could not write the memory dump to " + file.toAbsolutePath() + ": " + e
                         + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable"
@@ -1844,6 +1864,11 @@ public final class BfcAllocator implements AutoCloseable {
         }
         if (event.isEnabled()) {
             event.commit();
+        }
+        if (note.isEmpty()) {
+            LAST_OOM_DUMP.remove();
+        } else {
+            LAST_OOM_DUMP.set(new OomDump(note, written));
         }
         return note;
     }
@@ -1863,7 +1888,7 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     private MemoryStats memoryStatsLocked() {
-        long largestFree = largestFreeChunkBytesLocked();
+        long largestFree = largestFreeChunkLocked();
         return new MemoryStats(bytesInUse, peakBytesInUse, allocatedBytesTotal, freedBytesTotal,
                 poolBytes, peakPoolBytes, reservedBytesTotal, releasedBytesTotal,
                 allocationsTotal - freesTotal, peakActiveAllocations, allocationsTotal, freesTotal,
@@ -1880,17 +1905,6 @@ public final class BfcAllocator implements AutoCloseable {
         return freeBytes <= 0 ? 0.0 : (double) (freeBytes - largestFree) / freeBytes;
     }
 
-    /** Upstream's {@code LargestFreeChunk}: the last chunk of the highest non-empty bin. */
-    private long largestFreeChunkBytesLocked() {
-        for (int b = NUM_BINS - 1; b >= 0; b--) {
-            int h = bins[b].freeChunks.last();
-            if (h != FreeChunkSet.NONE) {
-                return chunks.size(h);
-            }
-        }
-        return 0;
-    }
-
     /**
      * The largest free chunk: the largest request that can be served without extending.
      * Upstream's {@code LargestFreeChunk} (the classic {@code GetStats} leaves
@@ -1901,7 +1915,7 @@ public final class BfcAllocator implements AutoCloseable {
     public long largestFreeChunkBytes() {
         lock.lock();
         try {
-            return largestFreeChunkBytesLocked();
+            return largestFreeChunkLocked();
         } finally {
             lock.unlock();
         }
@@ -1960,7 +1974,7 @@ public final class BfcAllocator implements AutoCloseable {
     public double fragmentation() {
         lock.lock();
         try {
-            return fragmentation(poolBytes - bytesInUse, largestFreeChunkBytesLocked());
+            return fragmentation(poolBytes - bytesInUse, largestFreeChunkLocked());
         } finally {
             lock.unlock();
         }

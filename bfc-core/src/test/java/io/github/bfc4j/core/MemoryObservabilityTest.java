@@ -279,6 +279,39 @@ class MemoryObservabilityTest {
     }
 
     @Test
+    void allocateThrowsAnExceptionNamingTheDumpFile(@TempDir Path dir) throws Exception {
+        try (BfcAllocator a = sim(8 * MIB, gcNoRetry().dumpOnOomDirectory(dir).build())) {
+            assertThat(a.allocateRaw(256, 3 * MIB)).isNotZero();
+            // A raw failure first: its dump must not be confused with the next one's.
+            assertThat(a.allocateRaw(256, 7 * MIB)).isZero();
+            BfcOutOfMemoryException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    BfcOutOfMemoryException.class, () -> a.allocate(6 * MIB));
+            assertThat(e.dumpFile()).isNotNull();
+            assertThat(e.getMessage()).endsWith(" Memory map and summary written to " + e.dumpFile() + ".");
+            Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(Path.of(e.dumpFile())));
+            assertThat(num(doc.get("requestedBytes"))).isEqualTo(6 * MIB);
+            assertThat(a.memoryStats().oomsTotal()).isEqualTo(2);
+        }
+        try (BfcAllocator a = sim(8 * MIB, gcNoRetry().build())) {
+            BfcOutOfMemoryException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    BfcOutOfMemoryException.class, () -> a.allocate(16 * MIB));
+            assertThat(e.dumpFile()).as("no dump without the option").isNull();
+            assertThat(e.getMessage()).doesNotContain("Memory map");
+        }
+    }
+
+    @Test
+    void anUnwritableDumpDirectoryIsReportedNotThrown(@TempDir Path dir) throws Exception {
+        Path notADir = Files.writeString(dir.resolve("file"), "x");
+        try (BfcAllocator a = sim(8 * MIB, gcNoRetry().dumpOnOomDirectory(notADir).build())) {
+            BfcOutOfMemoryException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    BfcOutOfMemoryException.class, () -> a.allocate(16 * MIB));
+            assertThat(e.dumpFile()).isNull();
+            assertThat(e.getMessage()).contains("Could not write the memory dump to " + notADir.toAbsolutePath());
+        }
+    }
+
+    @Test
     void dumpDirectoryDefaultsToTheSystemProperty(@TempDir Path dir) {
         String old = System.getProperty("bfc4j.dumpOnOom");
         System.setProperty("bfc4j.dumpOnOom", dir.toString());
