@@ -48,6 +48,7 @@ class BfcAllocatorMetricsTest {
             new BfcAllocatorMetrics(a, "3", List.of(Tag.of("job", "test"))).bindTo(registry);
             List<Long> live = new ArrayList<>();
             for (int round = 0; round < 5; round++) {
+                assertThat(a.allocateRaw(256, 64 * MIB)).as("above the limit").isZero();
                 for (int i = 0; i < 200; i++) {
                     if (live.isEmpty() || rnd.nextBoolean()) {
                         long p = a.allocateRaw(256, 1 + rnd.nextInt(rnd.nextInt(10) == 0 ? 8 << 20 : 100_000));
@@ -88,7 +89,7 @@ class BfcAllocatorMetricsTest {
                 assertThat(value(e, "bfc_allocator_largest_free_chunk_bytes")).isEqualTo(a.largestFreeChunkBytes());
                 assertThat(value(e, "bfc_allocator_regions")).isEqualTo(a.regionCount());
             }
-            assertThat(a.memoryStats().oomsTotal()).as("the workload should fail some (seed %d)", seed).isPositive();
+            assertThat(a.memoryStats().oomsTotal()).as("seed %d", seed).isGreaterThanOrEqualTo(5);
         }
     }
 
