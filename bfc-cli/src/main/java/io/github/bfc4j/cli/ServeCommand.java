@@ -89,6 +89,10 @@ public final class ServeCommand implements Callable<Integer> {
             description = "Allocator name, the allocator.name tag (default: the trace's name, or 'host_bfc').")
     private String name;
 
+    /** Calls replayed over all passes, and when the first began: the pace of {@code --rate}. */
+    private long callsReplayed;
+    private long replayStartNanos;
+
     /** Creates the command; picocli fills its fields. */
     public ServeCommand() {
     }
@@ -152,13 +156,22 @@ public final class ServeCommand implements Callable<Integer> {
         out.flush();
 
         if (trace != null) {
+            replayStartNanos = System.nanoTime();
+            long lastPrintNanos = 0;
+            long pass = 0;
             do {
                 Map<Long, Long> live = new HashMap<>();
                 long calls = replay(allocator, live);
-                AllocatorStats s = allocator.getStats();
-                out.println("replayed " + calls + " calls: live=" + live.size() + " bytes_in_use="
-                        + s.bytesInUse() + " pool_bytes=" + s.poolBytes());
-                out.flush();
+                pass++;
+                long now = System.nanoTime();
+                if (pass == 1 || now - lastPrintNanos >= 10_000_000_000L) {
+                    // With --loop: one line every 10 s at most.
+                    AllocatorStats s = allocator.getStats();
+                    out.println("replayed " + calls + " calls: live=" + live.size() + " bytes_in_use="
+                            + s.bytesInUse() + " pool_bytes=" + s.poolBytes() + (loop ? " (pass " + pass + ")" : ""));
+                    out.flush();
+                    lastPrintNanos = now;
+                }
                 if (loop) {
                     for (long p : live.values()) {
                         allocator.deallocateRaw(p);
@@ -173,7 +186,6 @@ public final class ServeCommand implements Callable<Integer> {
     /** Replays the trace's calls once; returns the number of calls. */
     private long replay(BfcAllocator allocator, Map<Long, Long> live) throws IOException {
         long calls = 0;
-        long start = System.nanoTime();
         try (TraceReader reader = TraceReader.open(trace)) {
             for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
                 switch (e.kind()) {
@@ -199,10 +211,11 @@ public final class ServeCommand implements Callable<Integer> {
                     }
                 }
                 calls++;
-                if (rate > 0 && calls % 64 == 0) {
-                    long dueNanos = start + calls * 1_000_000_000L / rate;
+                callsReplayed++;
+                if (rate > 0) {
+                    long dueNanos = replayStartNanos + (long) (callsReplayed * 1e9 / rate);
                     long sleepNanos = dueNanos - System.nanoTime();
-                    if (sleepNanos > 0) {
+                    if (sleepNanos > 1_000_000) {
                         try {
                             Thread.sleep(sleepNanos / 1_000_000, (int) (sleepNanos % 1_000_000));
                         } catch (InterruptedException ie) {

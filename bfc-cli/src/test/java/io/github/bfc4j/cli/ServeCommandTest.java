@@ -72,6 +72,26 @@ class ServeCommandTest {
     }
 
     @Test
+    void loopKeepsReplayingAtTheGivenRate() throws Exception {
+        try (ServeProcess serve = new ServeProcess("--port", "0", "--trace", workloadTrace().toString(),
+                "--loop", "--rate", "300")) {
+            int port = serve.awaitPort();
+            serve.awaitReplayed();
+            double before = sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total");
+            long t0 = System.nanoTime();
+            Thread.sleep(1500);
+            String text = serve.get(port, "/metrics").body();
+            double seconds = (System.nanoTime() - t0) / 1e9;
+            double after = sample(text, "bfc_allocator_allocations_total");
+            // 8 of the trace's 12 calls are successful allocations: about 200 per second.
+            assertThat(after - before).as("allocations in %.2f s", seconds)
+                    .isPositive().isLessThan(300 * (seconds + 1));
+            assertThat(sample(text, "bfc_allocator_frees_total"))
+                    .isLessThanOrEqualTo(sample(text, "bfc_allocator_allocations_total"));
+        }
+    }
+
+    @Test
     void withoutATraceServesAnIdleAllocator() throws Exception {
         try (ServeProcess serve = new ServeProcess("--port", "0", "--name", "idle_bfc")) {
             int port = serve.awaitPort();

@@ -22,10 +22,13 @@ import java.util.Objects;
  * new BfcAllocatorMetrics(allocator).bindTo(registry);   // tags allocator.name, memory.type, device.id=0
  * }</pre>
  *
- * <p>Every meter reads the allocator when the registry is scraped ({@link BfcAllocator#memoryStats()},
- * one lock acquisition per meter); the allocator counts with plain fields under its own lock and
- * calls nothing of Micrometer's. The registry holds the allocator weakly (Micrometer's default):
- * once the allocator is unreachable its gauges read NaN.
+ * <p>The meters read the allocator when the registry is scraped: one
+ * {@link BfcAllocator#memoryStats()} snapshot (one lock acquisition) serves every meter of a
+ * scrape (of up to 1 s), so that the series of one scrape agree with each other (a meter read
+ * alone is at most 1 s stale; see {@link ScrapeSnapshot});
+ * the allocator counts with plain fields under its own lock and calls nothing of Micrometer's.
+ * The meters hold the allocator weakly (Micrometer's default): once it is unreachable they read
+ * NaN.
  */
 public final class BfcAllocatorMetrics implements MeterBinder {
 
@@ -77,15 +80,19 @@ public final class BfcAllocatorMetrics implements MeterBinder {
 
     @Override
     public void bindTo(MeterRegistry registry) {
+        ScrapeSnapshot snapshot = new ScrapeSnapshot(allocator, System::nanoTime);
         for (BfcAllocatorMeters m : BfcAllocatorMeters.values()) {
             if (m.getType() == Meter.Type.COUNTER) {
-                FunctionCounter.builder(m.getName(), allocator, a -> m.valueOf(a.memoryStats()))
+                FunctionCounter.builder(m.getName(), snapshot, s -> s.read(m))
                         .description(m.description())
                         .baseUnit(m.getBaseUnit())
                         .tags(tags)
                         .register(registry);
             } else {
-                Gauge.builder(m.getName(), allocator, a -> m.valueOf(a.memoryStats()))
+                // Strong: keeps the shared snapshot (which holds the allocator weakly) alive for
+                // the function counters too, which hold their object weakly.
+                Gauge.builder(m.getName(), snapshot, s -> s.read(m))
+                        .strongReference(true)
                         .description(m.description())
                         .baseUnit(m.getBaseUnit())
                         .tags(tags)
