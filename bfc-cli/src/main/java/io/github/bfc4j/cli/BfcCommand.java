@@ -13,14 +13,15 @@ import picocli.CommandLine.Spec;
 
 /**
  * The {@code bfc} command (the main class of {@code bfc-cli/target/bfc.jar}). Each subcommand is
- * its own class: {@link VerifyCommand} ({@code bfc verify FILE...}).
+ * its own class: {@link VerifyCommand} ({@code bfc verify FILE...}), {@link CudaInfoCommand}
+ * ({@code bfc cuda-info}).
  */
 @Command(
         name = "bfc",
         mixinStandardHelpOptions = true,
         versionProvider = BfcCommand.VersionProvider.class,
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
-        subcommands = {VerifyCommand.class, ServeCommand.class})
+        subcommands = {VerifyCommand.class, DemoCommand.class, CudaInfoCommand.class, ServeCommand.class})
 public final class BfcCommand implements Runnable {
 
     @Spec

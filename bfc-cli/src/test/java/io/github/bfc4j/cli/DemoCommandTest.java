@@ -1,0 +1,100 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import io.github.bfc4j.trace.TraceEvent;
+import io.github.bfc4j.trace.TraceHeader;
+import io.github.bfc4j.trace.TraceReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+class DemoCommandTest {
+
+    @TempDir
+    Path dir;
+
+    private String out;
+    private String err;
+
+    private int run(String... args) {
+        CommandLine cmd = BfcCommand.commandLine();
+        StringWriter o = new StringWriter();
+        StringWriter e = new StringWriter();
+        cmd.setOut(new PrintWriter(o));
+        cmd.setErr(new PrintWriter(e));
+        int code = cmd.execute(args);
+        out = o.toString();
+        err = e.toString();
+        return code;
+    }
+
+    /** The same calls on the simulated address space: the host replay must decide alike. */
+    private static long[] simulate() throws IOException {
+        try (InputStream in = DemoCommand.class.getResourceAsStream(DemoCommand.BUNDLED_TRACE);
+                TraceReader r = TraceReader.open(in, "bundled")) {
+            TraceHeader h = r.header();
+            BfcAllocator a = new BfcAllocator(new SimSubAllocator(1L << 40, 1L << 40, 4096, false), h.memoryLimit(),
+                    "sim", h.bfcOptions().toBuilder().allowRetryOnFailure(false).build());
+            Map<Long, Long> live = new HashMap<>();
+            long allocs = 0;
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                if (e.kind() == TraceEvent.Kind.ALLOC && e.bytes() > 0) {
+                    live.put(e.id(), a.allocateRaw(64, e.bytes()));
+                    allocs++;
+                } else if (e.kind() == TraceEvent.Kind.FREE && live.containsKey(e.id())) {
+                    a.deallocateRaw(live.remove(e.id()));
+                }
+            }
+            return new long[] {allocs, a.getStats().peakBytesInUse(), a.getStats().peakPoolBytes()};
+        }
+    }
+
+    @Test
+    void replaysTheBundledTrainingLoopOnRealMemoryAndSummarises() throws IOException {
+        long[] sim = simulate();
+        assertThat(run("demo")).isZero();
+        assertThat(err).isEmpty();
+        assertThat(out).startsWith("bfc demo: tf-resnet-train: small ResNet")
+                .contains("on real host memory (AlignedHostSubAllocator, 256-byte aligned regions), writing every allocated byte")
+                .containsPattern("  allocations +" + sim[0] + "\n")
+                .containsPattern("  frees +" + sim[0] + "\n")
+                .containsPattern("  out of memory +0\n")
+                .containsPattern("  peak in use +" + java.util.regex.Pattern.quote(BfcAllocator.humanReadableNumBytes(sim[1])))
+                .containsPattern("  peak reserved +" + java.util.regex.Pattern.quote(BfcAllocator.humanReadableNumBytes(sim[2])))
+                .containsPattern("  reserved at exit +0B  \\(all returned\\)");
+        assertThat(sim[0]).isGreaterThan(2000);
+    }
+
+    @Test
+    void aTraceWithALimitCountsItsOutOfMemoryAnswers() throws IOException {
+        Path t = dir.resolve("small.bfctrace");
+        Files.writeString(t, "bfctrace 1\nname small\nsource workload: test\n"
+                + "options memory_limit=1048576 allow_growth=true garbage_collection=false fragmentation_fraction=0 timing_counter=false\n"
+                + "suballocator sim base=0x100000000 capacity=2097152 gap=0 coalescing=false\n"
+                + "alloc 1 524288\nalloc 2 4194304\nalloc 3 1000\nfree 1\n");
+        assertThat(run("demo", "--trace", t.toString())).as("stderr: %s", err).isZero();
+        assertThat(out).containsPattern("  allocations +2\n").containsPattern("  out of memory +1\n")
+                .contains("(1 still live at the end, closed then)");
+    }
+
+    @Test
+    void aMissingTraceIsOneClearLine() {
+        assertThat(run("demo", "--trace", dir.resolve("nope.bfctrace").toString())).isEqualTo(2);
+        assertThat(err).isEqualTo("ERROR " + dir.resolve("nope.bfctrace") + ": no such file\n");
+    }
+}

@@ -1,0 +1,34 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.BfcAllocator;
+import java.nio.ByteBuffer;
+import org.junit.jupiter.api.Test;
+
+/** The host-memory example of README.md, as written there. */
+class ReadmeHostExampleTest {
+
+    @Test
+    void hostExampleBehavesAsTheReadmeSays() {
+        AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
+        try (BfcAllocator cpu = BfcAllocator.builder()
+                .name("cpu_bfc")
+                .memoryLimit(1L << 30)
+                .subAllocator(sub)
+                .build()) {
+            try (Allocation a = cpu.allocate(1000)) {
+                ByteBuffer buf = a.asByteBuffer();
+                assertThat(buf.capacity()).isEqualTo(1000);
+                buf.putLong(0, 42);
+                assertThat(a.asPointer().getLong(0)).isEqualTo(42);
+                assertThat(a.size()).isEqualTo(1024);
+            }
+        }
+        assertThat(sub.liveBytes()).isZero();
+    }
+}
