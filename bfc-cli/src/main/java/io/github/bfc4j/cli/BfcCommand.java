@@ -21,7 +21,9 @@ import picocli.CommandLine.Spec;
         mixinStandardHelpOptions = true,
         versionProvider = BfcCommand.VersionProvider.class,
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
-        subcommands = {VerifyCommand.class, DemoCommand.class, CudaInfoCommand.class, ServeCommand.class})
+        subcommands = {VerifyCommand.class, DemoCommand.class, CudaInfoCommand.class, ReplayCommand.class,
+            WhatIfCommand.class, ImportTfLogCommand.class, ReportCommand.class,
+            ServeCommand.class})
 public final class BfcCommand implements Runnable {
 
     @Spec
@@ -48,7 +50,7 @@ public final class BfcCommand implements Runnable {
      * @return a new command line
      */
     public static CommandLine commandLine() {
-        return new CommandLine(new BfcCommand());
+        return new CommandLine(new BfcCommand()).setParameterExceptionHandler(new UsageErrorHandler());
     }
 
     /**

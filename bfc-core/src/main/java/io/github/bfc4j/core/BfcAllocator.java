@@ -2091,6 +2091,86 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     // ---------------------------------------------------------------------------------------
+    // Memory introspection for tools (the bfc CLI's replay and report; issue 5). Cheap reads
+    // under the lock, none of them on the allocate/free path.
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * The bytes of chunks in use now (chunk sizes, not requests): {@code getStats().bytesInUse()}
+     * without building a stats object.
+     *
+     * @return the bytes in use
+     */
+    public long bytesInUse() {
+        lock.lock();
+        try {
+            return bytesInUse;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The total size of the regions held now: {@code getStats().poolBytes()} without building
+     * a stats object.
+     *
+     * @return the pool bytes
+     */
+    public long poolBytes() {
+        lock.lock();
+        try {
+            return poolBytes;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Receives the chunks of {@link #forEachChunk}, one call per chunk. */
+    @FunctionalInterface
+    public interface ChunkVisitor {
+        /**
+         * One chunk.
+         *
+         * @param region the region's index, in address order from 0
+         * @param regionPtr the region's start address
+         * @param regionBytes the region's size
+         * @param ptr the chunk's address
+         * @param bytes the chunk's size
+         * @param requestedBytes the bytes requested of a chunk in use (0 for a free chunk)
+         * @param allocationId the chunk's allocation id, -1 for a free chunk
+         */
+        void chunk(int region, long regionPtr, long regionBytes, long ptr, long bytes, long requestedBytes,
+                long allocationId);
+    }
+
+    /**
+     * Walks every chunk of every region, in address order, with the lock held: a snapshot of
+     * the memory map for tools. The visitor must not call back into this allocator.
+     *
+     * @param visitor receives each chunk
+     * @throws NullPointerException if {@code visitor} is null
+     */
+    public void forEachChunk(ChunkVisitor visitor) {
+        Objects.requireNonNull(visitor, "visitor");
+        lock.lock();
+        try {
+            final List<AllocationRegion> regions = regionManager.regions();
+            for (int r = 0; r < regions.size(); r++) {
+                AllocationRegion region = regions.get(r);
+                int h = regionManager.getHandle(region.ptr());
+                while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                    boolean inUse = chunks.inUse(h);
+                    visitor.chunk(r, region.ptr(), region.memorySize(), chunks.ptr(h), chunks.size(h),
+                            inUse ? chunks.requestedSize(h) : 0, inUse ? chunks.allocationId(h) : -1);
+                    h = chunks.next(h);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
     // Lifecycle
     // ---------------------------------------------------------------------------------------
 
