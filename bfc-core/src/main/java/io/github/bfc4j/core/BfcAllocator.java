@@ -2110,21 +2110,6 @@ public final class BfcAllocator implements AutoCloseable {
         }
     }
 
-    /**
-     * The total size of the regions held now: {@code getStats().poolBytes()} without building
-     * a stats object.
-     *
-     * @return the pool bytes
-     */
-    public long poolBytes() {
-        lock.lock();
-        try {
-            return poolBytes;
-        } finally {
-            lock.unlock();
-        }
-    }
-
     /** Receives the chunks of {@link #forEachChunk}, one call per chunk. */
     @FunctionalInterface
     public interface ChunkVisitor {

@@ -352,7 +352,7 @@ public final class WorkloadRunner {
                 if (kind == TraceEvent.Kind.ALLOC) {
                     // The pool changes only in an alloc (Extend, garbage collection of free regions).
                     if (counting.obtainedThisCall > 0 || options.garbageCollection()) {
-                        pool = a.poolBytes();
+                        pool = a.reservedBytes();
                         regions = a.regionCount();
                         maxRegions = Math.max(maxRegions, regions);
                         peakPool = Math.max(peakPool, pool);
