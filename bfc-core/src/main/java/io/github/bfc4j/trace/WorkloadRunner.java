@@ -7,7 +7,7 @@ package io.github.bfc4j.trace;
 import io.github.bfc4j.core.AllocationAttributes;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
-import io.github.bfc4j.core.MemoryType;
+import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
@@ -194,14 +194,12 @@ public final class WorkloadRunner {
     }
 
     /** Counts the regions the allocator obtains, so that extends are seen without a lookup per call. */
-    private static final class CountingSubAllocator implements SubAllocator {
-        private final SubAllocator upstream;
+    private static final class CountingSubAllocator extends ForwardingSubAllocator {
         int obtainedThisCall;
-        long obtainedBytesThisCall;
         final Longs obtainedBytes = new Longs();
 
         CountingSubAllocator(SubAllocator upstream) {
-            this.upstream = upstream;
+            super(upstream);
         }
 
         @Override
@@ -212,21 +210,6 @@ public final class WorkloadRunner {
                 obtainedBytes.add(b.bytes());
             }
             return b;
-        }
-
-        @Override
-        public void free(long ptr, long numBytes) {
-            upstream.free(ptr, numBytes);
-        }
-
-        @Override
-        public boolean supportsCoalescing() {
-            return upstream.supportsCoalescing();
-        }
-
-        @Override
-        public MemoryType memoryType() {
-            return upstream.memoryType();
         }
     }
 
