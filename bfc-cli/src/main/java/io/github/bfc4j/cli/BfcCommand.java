@@ -13,14 +13,17 @@ import picocli.CommandLine.Spec;
 
 /**
  * The {@code bfc} command (the main class of {@code bfc-cli/target/bfc.jar}). Each subcommand is
- * its own class: {@link VerifyCommand} ({@code bfc verify FILE...}).
+ * its own class: {@link VerifyCommand} ({@code bfc verify FILE...}), {@link CudaInfoCommand}
+ * ({@code bfc cuda-info}).
  */
 @Command(
         name = "bfc",
         mixinStandardHelpOptions = true,
         versionProvider = BfcCommand.VersionProvider.class,
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
-        subcommands = {VerifyCommand.class, DemoCommand.class})
+        subcommands = {VerifyCommand.class, DemoCommand.class, CudaInfoCommand.class, ReplayCommand.class,
+            WhatIfCommand.class, ImportTfLogCommand.class, ReportCommand.class,
+            ServeCommand.class})
 public final class BfcCommand implements Runnable {
 
     @Spec
@@ -47,7 +50,7 @@ public final class BfcCommand implements Runnable {
      * @return a new command line
      */
     public static CommandLine commandLine() {
-        return new CommandLine(new BfcCommand());
+        return new CommandLine(new BfcCommand()).setParameterExceptionHandler(new UsageErrorHandler());
     }
 
     /**

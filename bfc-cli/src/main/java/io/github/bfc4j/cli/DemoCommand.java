@@ -11,19 +11,15 @@ import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.LeakDetection;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.github.bfc4j.trace.TraceEvent;
-import io.github.bfc4j.trace.TraceFormatException;
 import io.github.bfc4j.trace.TraceHeader;
 import io.github.bfc4j.trace.TraceReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.logging.Level;
-import java.util.logging.Logger;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 import picocli.CommandLine.Command;
@@ -42,7 +38,7 @@ import picocli.CommandLine.Spec;
             "Replays a training loop recorded from TensorFlow 2.18 (a small ResNet, 20 steps; or --trace FILE)"
                     + " on real host memory through AlignedHostSubAllocator, writing every allocated byte,"
                     + " and prints a memory summary.",
-            "Exit status: 0 done, 2 the trace could not be read."
+            "Exit status: 0 done, 2 the trace could not be read, 1 the replay failed."
         })
 public final class DemoCommand implements Callable<Integer> {
 
@@ -60,28 +56,20 @@ public final class DemoCommand implements Callable<Integer> {
     public DemoCommand() {
     }
 
+    @Option(names = "--debug", description = "Print stack traces of errors.")
+    private boolean debug;
+
+    @Option(names = {"-v", "--verbose"}, description = "Keep the allocator's log output.")
+    private boolean verbose;
+
     @Override
     public Integer call() {
-        PrintWriter out = spec.commandLine().getOut();
-        PrintWriter err = spec.commandLine().getErr();
-        Logger bfcLogger = Logger.getLogger("io.github.bfc4j");
-        Level previousLevel = bfcLogger.getLevel();
-        bfcLogger.setLevel(Level.SEVERE); // the allocator's own out-of-memory warnings are counted below
-        try (TraceReader reader = open()) {
-            run(reader, out);
-            return 0;
-        } catch (TraceFormatException e) {
-            err.println("ERROR " + e.detail());
-        } catch (NoSuchFileException e) {
-            err.println("ERROR " + trace + ": no such file");
-        } catch (IOException e) {
-            err.println("ERROR " + trace + ": " + e.getMessage());
-        } finally {
-            bfcLogger.setLevel(previousLevel);
-            out.flush();
-            err.flush();
-        }
-        return 2;
+        return CommandRunner.run(spec, debug, verbose, () -> {
+            try (TraceReader reader = open()) {
+                run(reader, spec.commandLine().getOut());
+                return CommandRunner.EXIT_OK;
+            }
+        });
     }
 
     private TraceReader open() throws IOException {

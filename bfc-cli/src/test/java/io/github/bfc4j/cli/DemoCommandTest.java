@@ -13,35 +13,19 @@ import io.github.bfc4j.trace.TraceHeader;
 import io.github.bfc4j.trace.TraceReader;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 class DemoCommandTest {
 
     @TempDir
     Path dir;
 
-    private String out;
-    private String err;
-
-    private int run(String... args) {
-        CommandLine cmd = BfcCommand.commandLine();
-        StringWriter o = new StringWriter();
-        StringWriter e = new StringWriter();
-        cmd.setOut(new PrintWriter(o));
-        cmd.setErr(new PrintWriter(e));
-        int code = cmd.execute(args);
-        out = o.toString();
-        err = e.toString();
-        return code;
-    }
+    private final Cli cli = new Cli();
 
     /** The same calls on the simulated address space: the host replay must decide alike. */
     private static long[] simulate() throws IOException {
@@ -67,9 +51,9 @@ class DemoCommandTest {
     @Test
     void replaysTheBundledTrainingLoopOnRealMemoryAndSummarises() throws IOException {
         long[] sim = simulate();
-        assertThat(run("demo")).isZero();
-        assertThat(err).isEmpty();
-        assertThat(out).startsWith("bfc demo: tf-resnet-train: small ResNet")
+        assertThat(cli.run("demo")).isZero();
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out).startsWith("bfc demo: tf-resnet-train: small ResNet")
                 .contains("on real host memory (AlignedHostSubAllocator, 256-byte aligned regions), writing every allocated byte")
                 .containsPattern("  allocations +" + sim[0] + "\n")
                 .containsPattern("  frees +" + sim[0] + "\n")
@@ -87,14 +71,14 @@ class DemoCommandTest {
                 + "options memory_limit=1048576 allow_growth=true garbage_collection=false fragmentation_fraction=0 timing_counter=false\n"
                 + "suballocator sim base=0x100000000 capacity=2097152 gap=0 coalescing=false\n"
                 + "alloc 1 524288\nalloc 2 4194304\nalloc 3 1000\nfree 1\n");
-        assertThat(run("demo", "--trace", t.toString())).as("stderr: %s", err).isZero();
-        assertThat(out).containsPattern("  allocations +2\n").containsPattern("  out of memory +1\n")
+        assertThat(cli.run("demo", "--trace", t)).as("stderr: %s", cli.err).isZero();
+        assertThat(cli.out).containsPattern("  allocations +2\n").containsPattern("  out of memory +1\n")
                 .contains("(1 still live at the end, closed then)");
     }
 
     @Test
     void aMissingTraceIsOneClearLine() {
-        assertThat(run("demo", "--trace", dir.resolve("nope.bfctrace").toString())).isEqualTo(2);
-        assertThat(err).isEqualTo("ERROR " + dir.resolve("nope.bfctrace") + ": no such file\n");
+        assertThat(cli.run("demo", "--trace", dir.resolve("nope.bfctrace"))).isEqualTo(2);
+        assertThat(cli.err).isEqualTo("bfc demo: " + dir.resolve("nope.bfctrace") + ": no such file\n");
     }
 }

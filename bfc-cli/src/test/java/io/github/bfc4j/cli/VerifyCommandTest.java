@@ -8,14 +8,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.zip.GZIPOutputStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
-import picocli.CommandLine;
 
 class VerifyCommandTest {
 
@@ -44,20 +41,7 @@ class VerifyCommandTest {
     @TempDir
     Path dir;
 
-    private String out;
-    private String err;
-
-    private int run(String... args) {
-        CommandLine cmd = BfcCommand.commandLine();
-        StringWriter o = new StringWriter();
-        StringWriter e = new StringWriter();
-        cmd.setOut(new PrintWriter(o));
-        cmd.setErr(new PrintWriter(e));
-        int code = cmd.execute(args);
-        out = o.toString();
-        err = e.toString();
-        return code;
-    }
+    private final Cli cli = new Cli();
 
     private Path write(String name, String text) throws IOException {
         Path p = dir.resolve(name);
@@ -68,9 +52,9 @@ class VerifyCommandTest {
     @Test
     void passingTrace() throws IOException {
         Path good = write("good.bfctrace", GOOD);
-        assertThat(run("verify", good.toString())).isEqualTo(0);
-        assertThat(out.lines()).containsExactly("PASS " + good + " 4 calls", "1 passed, 0 failed");
-        assertThat(err).isEmpty();
+        assertThat(cli.run("verify", good.toString())).isEqualTo(0);
+        assertThat(cli.out.lines()).containsExactly("PASS " + good + " 4 calls", "1 passed, 0 failed");
+        assertThat(cli.err).isEmpty();
     }
 
     @Test
@@ -79,8 +63,8 @@ class VerifyCommandTest {
         try (GZIPOutputStream z = new GZIPOutputStream(Files.newOutputStream(gz))) {
             z.write(GOOD.getBytes(java.nio.charset.StandardCharsets.UTF_8));
         }
-        assertThat(run("verify", gz.toString())).isEqualTo(0);
-        assertThat(out.lines()).containsExactly("PASS " + gz + " 4 calls", "1 passed, 0 failed");
+        assertThat(cli.run("verify", gz.toString())).isEqualTo(0);
+        assertThat(cli.out.lines()).containsExactly("PASS " + gz + " 4 calls", "1 passed, 0 failed");
     }
 
     @Test
@@ -88,20 +72,20 @@ class VerifyCommandTest {
         // Surefire runs in the module's directory.
         Path tiny = Path.of("../conformance-tests/src/test/resources/traces/tiny-single.bfctrace");
         assertThat(tiny).exists();
-        assertThat(run("verify", tiny.toString())).isEqualTo(0);
-        assertThat(out.lines()).containsExactly("PASS " + tiny + " 13 calls", "1 passed, 0 failed");
+        assertThat(cli.run("verify", tiny.toString())).isEqualTo(0);
+        assertThat(cli.out.lines()).containsExactly("PASS " + tiny + " 13 calls", "1 passed, 0 failed");
     }
 
     @Test
     void failingTrace() throws IOException {
         Path good = write("good.bfctrace", GOOD);
         Path bad = write("bad.bfctrace", WRONG_ADDRESS);
-        assertThat(run("verify", good.toString(), bad.toString())).isEqualTo(1);
-        assertThat(out.lines()).containsExactly(
+        assertThat(cli.run("verify", good.toString(), bad.toString())).isEqualTo(1);
+        assertThat(cli.out.lines()).containsExactly(
                 "PASS " + good + " 4 calls",
                 "FAIL " + bad + " line 8: expected 0x7f0000000400, got 0x7f0000000100",
                 "1 passed, 1 failed");
-        assertThat(err).isEmpty();
+        assertThat(cli.err).isEmpty();
     }
 
     @Test
@@ -110,13 +94,13 @@ class VerifyCommandTest {
         Path malformed = write("malformed.bfctrace", MALFORMED);
         Path bad = write("bad.bfctrace", WRONG_ADDRESS);
         Path good = write("good.bfctrace", GOOD);
-        assertThat(run("verify", missing.toString(), malformed.toString(), bad.toString(), good.toString()))
+        assertThat(cli.run("verify", missing.toString(), malformed.toString(), bad.toString(), good.toString()))
                 .isEqualTo(2);
-        assertThat(out.lines()).containsExactly(
+        assertThat(cli.out.lines()).containsExactly(
                 "FAIL " + bad + " line 8: expected 0x7f0000000400, got 0x7f0000000100",
                 "PASS " + good + " 4 calls",
                 "1 passed, 3 failed");
-        assertThat(err.lines()).containsExactly(
+        assertThat(cli.err.lines()).containsExactly(
                 "ERROR " + missing + ": no such file",
                 "ERROR " + malformed + " line 6: found unknown key 'algn=64', expected align=<n> or freed_before=<n>");
     }
@@ -133,25 +117,25 @@ class VerifyCommandTest {
         }
         Path cut = dir.resolve("cut.bfctrace.gz");
         Files.write(cut, java.util.Arrays.copyOf(bytes.toByteArray(), bytes.size() / 2));
-        assertThat(run("verify", cut.toString())).isEqualTo(2);
-        assertThat(err).startsWith("ERROR " + cut + ": ");
-        assertThat(out.lines()).containsExactly("0 passed, 1 failed");
+        assertThat(cli.run("verify", cut.toString())).isEqualTo(2);
+        assertThat(cli.err).startsWith("ERROR " + cut + ": ");
+        assertThat(cli.out.lines()).containsExactly("0 passed, 1 failed");
     }
 
     @Test
     void usageErrors() {
-        assertThat(run("verify")).isEqualTo(2);
-        assertThat(err).contains("Missing required parameter");
-        assertThat(run()).isEqualTo(2);
-        assertThat(err).contains("Missing required subcommand");
-        assertThat(run("frobnicate")).isEqualTo(2);
+        assertThat(cli.run("verify")).isEqualTo(2);
+        assertThat(cli.err).contains("Missing required parameter");
+        assertThat(cli.run()).isEqualTo(2);
+        assertThat(cli.err).contains("Missing required subcommand");
+        assertThat(cli.run("frobnicate")).isEqualTo(2);
     }
 
     @Test
     void help() {
-        assertThat(run("--help")).isEqualTo(0);
-        assertThat(out).contains("verify");
-        assertThat(run("verify", "--help")).isEqualTo(0);
-        assertThat(out).contains("FILE").contains("Exit status");
+        assertThat(cli.run("--help")).isEqualTo(0);
+        assertThat(cli.out).contains("verify");
+        assertThat(cli.run("verify", "--help")).isEqualTo(0);
+        assertThat(cli.out).contains("FILE").contains("Exit status");
     }
 }

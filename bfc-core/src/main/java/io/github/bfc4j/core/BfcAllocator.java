@@ -13,10 +13,20 @@ import io.github.bfc4j.core.internal.FreeChunkSet;
 import io.github.bfc4j.core.internal.IntDeque;
 import io.github.bfc4j.core.internal.LongList;
 import io.github.bfc4j.core.internal.RegionManager;
+import io.github.bfc4j.core.jfr.AllocationSampleEvent;
+import io.github.bfc4j.core.jfr.OutOfMemoryEvent;
+import io.github.bfc4j.core.jfr.RegionExtendEvent;
+import io.github.bfc4j.core.jfr.RegionFreeEvent;
+import java.io.IOException;
 import java.lang.System.Logger.Level;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
@@ -267,6 +277,7 @@ public final class BfcAllocator implements AutoCloseable {
                 check(binNumForSize(binSize * 2) != b, "BinForSize(bin_size * 2)");
             }
         }
+        this.jfrAllocationSamplePeriod = opts.jfrAllocationSamplePeriod();
     }
 
     // ---------------------------------------------------------------------------------------
@@ -472,7 +483,7 @@ public final class BfcAllocator implements AutoCloseable {
         try {
             checkOpenLocked();
             if (ptr == 0) {
-                throw outOfMemoryLocked(bytes);
+                throw outOfMemoryLocked(bytes, takeOomDump());
             }
             int h = regionManager.getHandle(ptr);
             return LeakGuard.newAllocation(this, leakDetection, ptr, chunks.size(h),
@@ -482,10 +493,11 @@ public final class BfcAllocator implements AutoCloseable {
         }
     }
 
-    private BfcOutOfMemoryException outOfMemoryLocked(long bytes) {
+    private BfcOutOfMemoryException outOfMemoryLocked(long bytes, OomDump dump) {
         return new BfcOutOfMemoryException(name, bytes, bytes > MAX_ALLOCATION_BYTES ? bytes : roundedBytes(bytes),
                 bytesInUse, poolBytes, regionManager.regions().size(), memoryLimit,
-                largestFreeChunkLocked(), statsLocked());
+                largestFreeChunkLocked(), statsLocked(), dump == null ? "" : dump.note(),
+                dump == null ? null : dump.file());
     }
 
     /** The size of the largest free chunk, 0 if none: the last chunk of the highest non-empty bin. */
@@ -646,7 +658,8 @@ public final class BfcAllocator implements AutoCloseable {
         if (numBytes > MAX_ALLOCATION_BYTES) {
             // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
             LOG.log(Level.WARNING, "Allocator ({0}) cannot allocate {1} bytes: more than the"
-                    + " largest possible request of {2} bytes.", name, numBytes, MAX_ALLOCATION_BYTES);
+                    + " largest possible request of {2} bytes.{3}", name, numBytes,
+                    MAX_ALLOCATION_BYTES, recordOutOfMemory(numBytes));
             return 0;
         }
         if (!opts.allowRetryOnFailure() || !attr.retryOnFailure()) {
@@ -657,20 +670,29 @@ public final class BfcAllocator implements AutoCloseable {
             long freedByCount = freedByCount(attr);
             long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount);
             if (res == 0 && numBytes != 0) {
+                String dumpNote = recordOutOfMemory(numBytes);
                 int counterValue = FAILURE_LOG_COUNTER.get();
                 if (counterValue < MAX_FAILURE_LOGS) {
                     FAILURE_LOG_COUNTER.set(counterValue + 1);
                     LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate "
-                            + "{1} bytes with freed_by_count={2}.{3}", name, numBytes,
+                            + "{1} bytes with freed_by_count={2}.{3}{4}", name, numBytes,
                             Long.toUnsignedString(freedByCount), attr.retryOnFailure() ? ""
                                     : " The caller indicates that this is not a failure, but this"
                                     + " may mean that there could be performance gains if more"
-                                    + " memory were available.");
+                                    + " memory were available.", dumpNote);
                 }
             }
             return res;
         }
-        return allocateRawInternalWithRetry(alignment, numBytes, attr);
+        long r = allocateRawInternalWithRetry(alignment, numBytes, attr);
+        if (r == 0 && numBytes != 0) {
+            String dumpNote = recordOutOfMemory(numBytes);
+            if (!dumpNote.isEmpty()) {
+                LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1}"
+                        + " bytes after retrying.{2}", name, numBytes, dumpNote);
+            }
+        }
+        return r;
     }
 
     private static long freedByCount(AllocationAttributes attr) {
@@ -803,6 +825,12 @@ public final class BfcAllocator implements AutoCloseable {
                 bytesInUse += chunkSize;
                 peakBytesInUse = Math.max(peakBytesInUse, bytesInUse);
                 largestAllocSize = Math.max(largestAllocSize, chunkSize);
+                allocatedBytesTotal += chunkSize;
+                ++allocationsTotal;
+                peakActiveAllocations = Math.max(peakActiveAllocations, allocationsTotal - freesTotal);
+                if (jfrAllocationSamplePeriod != 0) {
+                    sampleAllocationLocked(h);
+                }
                 return chunks.ptr(h);
             }
         }
@@ -896,6 +924,7 @@ public final class BfcAllocator implements AutoCloseable {
 
         poolBytes += bytesReceived;
         peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
+        onRegionExtendLocked(memAddr, bytesReceived, roundedBytes);
         LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
                 + name + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
                 + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
@@ -1017,6 +1046,7 @@ public final class BfcAllocator implements AutoCloseable {
             // Deallocate the memory.
             subAllocator.free(region.ptr(), region.memorySize());
             poolBytes -= region.memorySize();
+            onRegionFreeLocked(region.ptr(), region.memorySize());
             regionManager.removeAllocationRegion(it);
         }
     }
@@ -1154,6 +1184,8 @@ public final class BfcAllocator implements AutoCloseable {
 
         // Update the stats.
         bytesInUse -= chunks.size(h);
+        ++freesTotal;
+        freedBytesTotal += chunks.size(h);
     }
 
     /**
@@ -1689,6 +1721,441 @@ public final class BfcAllocator implements AutoCloseable {
         }
         return String.format(java.util.Locale.ROOT, unit == 0 ? "%s%.1f%ciB" : "%s%.2f%ciB",
                 neg, numBytes / 1024.0, units.charAt(unit));
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Observability (not in upstream): counters, memory summary, memory map, OOM dumps, JFR.
+    // Counters are plain fields bumped under the lock on paths that exist anyway; everything
+    // else runs on demand or on the slow paths (extend, garbage collection, out of memory).
+    // ---------------------------------------------------------------------------------------
+
+    /** Successive numbers for dump file names, so that two dumps never share a name. */
+    private static final AtomicLong DUMP_SEQUENCE = new AtomicLong();
+
+    /**
+     * The dump of this thread's latest failed allocation, for {@link #allocate(long)}'s
+     * exception; set (or removed, when dumps are off) on every failure, so never stale.
+     */
+    private static final ThreadLocal<OomDump> LAST_OOM_DUMP = new ThreadLocal<>();
+
+    /** An out-of-memory dump: the sentence for messages, and the file (null if not written). */
+    private record OomDump(String note, String file) {
+    }
+
+    /** The dump of this thread's latest failure, consumed. */
+    private static OomDump takeOomDump() {
+        OomDump d = LAST_OOM_DUMP.get();
+        LAST_OOM_DUMP.remove();
+        return d;
+    }
+
+    /** Copy of {@link BfcOptions#jfrAllocationSamplePeriod()}: 0 = no allocation events. */
+    private final int jfrAllocationSamplePeriod;
+
+    // Guarded by lock: counted from creation, never reset (see MemoryStats).
+    private long allocationsTotal;
+    private long allocatedBytesTotal;
+    private long peakActiveAllocations;
+    private long freesTotal;
+    private long freedBytesTotal;
+    private long oomsTotal;
+    private long regionExtendsTotal;
+    private long reservedBytesTotal;
+    private long regionFreesTotal;
+    private long releasedBytesTotal;
+
+    /** Counts a region extend and emits its JFR event. Needs the lock. */
+    private void onRegionExtendLocked(long ptr, long bytes, long requestBytes) {
+        ++regionExtendsTotal;
+        reservedBytesTotal += bytes;
+        RegionExtendEvent event = new RegionExtendEvent();
+        if (event.isEnabled()) {
+            event.allocator = name;
+            event.ptr = ptr;
+            event.bytes = bytes;
+            event.requestBytes = requestBytes;
+            event.poolBytes = poolBytes;
+            event.commit();
+        }
+    }
+
+    /** Counts a region given back by garbage collection and emits its JFR event. Needs the lock. */
+    private void onRegionFreeLocked(long ptr, long bytes) {
+        ++regionFreesTotal;
+        releasedBytesTotal += bytes;
+        RegionFreeEvent event = new RegionFreeEvent();
+        if (event.isEnabled()) {
+            event.allocator = name;
+            event.ptr = ptr;
+            event.bytes = bytes;
+            event.poolBytes = poolBytes;
+            event.commit();
+        }
+    }
+
+    /** Emits an allocation sample for one in {@code jfrAllocationSamplePeriod}. Needs the lock. */
+    private void sampleAllocationLocked(int h) {
+        if (allocationsTotal % jfrAllocationSamplePeriod != 0) {
+            return;
+        }
+        AllocationSampleEvent event = new AllocationSampleEvent();
+        if (event.isEnabled()) {
+            event.allocator = name;
+            event.ptr = chunks.ptr(h);
+            event.requestedBytes = chunks.requestedSize(h);
+            event.chunkBytes = chunks.size(h);
+            event.allocationId = chunks.allocationId(h);
+            event.bytesInUse = bytesInUse;
+            event.commit();
+        }
+    }
+
+    /**
+     * Records a failed allocation (the raw API returned 0 for a non-zero request): counts it,
+     * emits the JFR event and, when {@link BfcOptions#dumpOnOomDirectory()} is set, writes the
+     * dump (written outside the lock).
+     *
+     * @return {@code ""} when dumps are off, else a sentence naming the dump file (or why it
+     *     could not be written), starting with a space, for the failure's message
+     */
+    private String recordOutOfMemory(long numBytes) {
+        final Path dir = opts.dumpOnOomDirectory();
+        String dumpJson = null;
+        final OutOfMemoryEvent event = new OutOfMemoryEvent();
+        lock.lock();
+        try {
+            ++oomsTotal;
+            if (dir != null || event.isEnabled()) {
+                event.allocator = name;
+                event.requestedBytes = numBytes;
+                event.bytesInUse = bytesInUse;
+                event.poolBytes = poolBytes;
+                event.limitBytes = memoryLimit;
+                event.largestFreeChunkBytes = largestFreeChunkLocked();
+            }
+            if (dir != null && !closed) {
+                StringBuilder sb = new StringBuilder();
+                sb.append("{\n\"schema\": \"bfc4j.oom-dump/1\",\n\"allocatorName\": ");
+                MemoryMap.string(sb, name);
+                sb.append(",\n\"requestedBytes\": ").append(numBytes)
+                        .append(",\n\"roundedBytes\": ").append(roundedBytes(Math.min(numBytes, MAX_ALLOCATION_BYTES)))
+                        .append(",\n\"summary\": ");
+                MemoryMap.string(sb, memorySummaryLocked());
+                sb.append(",\n\"memoryMap\": ").append(memoryMapLocked().toJson()).append("}\n");
+                dumpJson = sb.toString();
+            }
+        } finally {
+            lock.unlock();
+        }
+        String note = "";
+        String written = null;
+        if (dumpJson != null) {
+            String fileName = "bfc-oom-" + name.replaceAll("[^A-Za-z0-9._-]", "_") + "-"
+                    + System.currentTimeMillis() + "-" + DUMP_SEQUENCE.incrementAndGet() + ".json";
+            Path file = dir.resolve(fileName);
+            try {
+                Files.createDirectories(dir);
+                Files.writeString(file, dumpJson, StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
+                written = file.toAbsolutePath().toString();
+                note = " Memory map and summary written to " + written + ".";
+                event.dumpFile = written;
+            } catch (IOException | RuntimeException e) {
+                note = " Could not write the memory dump to " + file.toAbsolutePath() + ": " + e
+                        + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable"
+                        + " directory).";
+            }
+        }
+        if (event.isEnabled()) {
+            event.commit();
+        }
+        if (note.isEmpty()) {
+            LAST_OOM_DUMP.remove();
+        } else {
+            LAST_OOM_DUMP.set(new OomDump(note, written));
+        }
+        return note;
+    }
+
+    /**
+     * Every figure beyond upstream's statistics, read in one lock acquisition.
+     *
+     * @return a consistent snapshot
+     */
+    public MemoryStats memoryStats() {
+        lock.lock();
+        try {
+            return memoryStatsLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private MemoryStats memoryStatsLocked() {
+        long largestFree = largestFreeChunkLocked();
+        return new MemoryStats(bytesInUse, peakBytesInUse, allocatedBytesTotal, freedBytesTotal,
+                poolBytes, peakPoolBytes, reservedBytesTotal, releasedBytesTotal,
+                allocationsTotal - freesTotal, peakActiveAllocations, allocationsTotal, freesTotal,
+                oomsTotal, regionManager.regions().size(), regionExtendsTotal, regionFreesTotal,
+                largestFree, fragmentation(poolBytes - bytesInUse, largestFree), memoryLimit);
+    }
+
+    /**
+     * Upstream's {@code GetFragmentation}, defined as 0 when nothing is free.
+     *
+     * @return {@code (free - largestFree) / free}
+     */
+    private static double fragmentation(long freeBytes, long largestFree) {
+        return freeBytes <= 0 ? 0.0 : (double) (freeBytes - largestFree) / freeBytes;
+    }
+
+    /**
+     * The largest free chunk: the largest request that can be served without extending.
+     * Upstream's {@code LargestFreeChunk} (the classic {@code GetStats} leaves
+     * {@code largest_free_block_bytes} at 0, so {@link #getStats()} still reports 0).
+     *
+     * @return its size in bytes, 0 if no chunk is free
+     */
+    public long largestFreeChunkBytes() {
+        lock.lock();
+        try {
+            return largestFreeChunkLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Bytes of the regions held from the sub-allocator: upstream's pool bytes
+     * ({@code total_region_allocated_bytes_}), the same as {@link AllocatorStats#poolBytes()}.
+     *
+     * @return the reserved bytes
+     */
+    public long reservedBytes() {
+        lock.lock();
+        try {
+            return poolBytes;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The largest {@link #reservedBytes()} ever, the same as {@link AllocatorStats#peakPoolBytes()}.
+     *
+     * @return the peak reserved bytes
+     */
+    public long peakReservedBytes() {
+        lock.lock();
+        try {
+            return peakPoolBytes;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * The regions held now (ranges merged by a coalescing sub-allocator count once).
+     *
+     * @return the number of regions
+     */
+    public int regionCount() {
+        lock.lock();
+        try {
+            return regionManager.regions().size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Upstream's {@code GetFragmentation}: {@code 1 - largestFreeChunk / (reserved - inUse)},
+     * 0 when nothing is free. 0 means all free memory is one chunk; near 1, free memory is
+     * scattered in chunks much smaller than its sum.
+     *
+     * @return the ratio in {@code [0, 1)}
+     */
+    public double fragmentation() {
+        lock.lock();
+        try {
+            return fragmentation(poolBytes - bytesInUse, largestFreeChunkLocked());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A text report in the spirit of PyTorch's {@code torch.cuda.memory_summary()}: current,
+     * peak, total allocated and total freed for allocated bytes, reserved bytes, allocations
+     * and regions; out-of-memory failures; then upstream's per-bin lines (as in
+     * {@link #dumpMemoryLog}) and {@link #renderOccupancy()}. docs/observability.md shows one.
+     *
+     * @return the report, lines separated by {@code \n}
+     */
+    public String memorySummary() {
+        lock.lock();
+        try {
+            return memorySummaryLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private String memorySummaryLocked() {
+        final MemoryStats m = memoryStatsLocked();
+        final String rule = "|" + "=".repeat(75) + "|\n";
+        final String thin = "|" + "-".repeat(75) + "|\n";
+        final String row = "| %-21s | %10s | %10s | %10s | %10s |%n";
+        StringBuilder sb = new StringBuilder(4096);
+        sb.append(rule);
+        String title = "bfc4j memory summary: " + name + " (" + getMemoryType() + ")";
+        int pad = Math.max(0, 75 - title.length());
+        sb.append('|').append(" ".repeat(pad / 2)).append(title).append(" ".repeat(pad - pad / 2))
+                .append("|\n");
+        sb.append(thin);
+        sb.append(line(String.format(Locale.ROOT, "OOMs: %d  |  region extends: %d  |  region frees (GC): %d",
+                m.oomsTotal(), m.regionExtendsTotal(), m.regionFreesTotal())));
+        sb.append(rule);
+        sb.append(String.format(Locale.ROOT, row, "Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));
+        sb.append(thin);
+        sb.append(String.format(Locale.ROOT, row, "Allocated memory", humanReadableNumBytes(m.bytesInUse()),
+                humanReadableNumBytes(m.peakBytesInUse()), humanReadableNumBytes(m.allocatedBytesTotal()),
+                humanReadableNumBytes(m.freedBytesTotal())));
+        sb.append(String.format(Locale.ROOT, row, "Reserved memory", humanReadableNumBytes(m.reservedBytes()),
+                humanReadableNumBytes(m.peakReservedBytes()), humanReadableNumBytes(m.reservedBytesTotal()),
+                humanReadableNumBytes(m.releasedBytesTotal())));
+        sb.append(String.format(Locale.ROOT, row, "Allocations", m.activeAllocations(),
+                m.peakActiveAllocations(), m.allocationsTotal(), m.freesTotal()));
+        sb.append(String.format(Locale.ROOT, row, "Regions", m.regionCount(), "-",
+                m.regionExtendsTotal(), m.regionFreesTotal()));
+        sb.append(rule);
+        sb.append(line("Limit: " + humanReadableNumBytes(m.bytesLimit()) + "  Free in pool: "
+                + humanReadableNumBytes(m.freeBytesInPool()) + "  Largest free chunk: "
+                + humanReadableNumBytes(m.largestFreeChunkBytes())));
+        sb.append(line(String.format(Locale.ROOT, "Fragmentation: %.4f  (1 - largest free chunk / free in pool)",
+                m.fragmentation())));
+        sb.append(rule);
+        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
+        for (int binNum = 0; binNum < NUM_BINS; binNum++) {
+            BinDebugInfo info = binInfos.get(binNum);
+            sb.append("Bin (").append(info.binSize()).append("): \tTotal Chunks: ")
+                    .append(info.totalChunksInBin()).append(", Chunks in use: ")
+                    .append(info.totalChunksInUse()).append(". ")
+                    .append(humanReadableNumBytes(info.totalBytesInBin())).append(" allocated for chunks. ")
+                    .append(humanReadableNumBytes(info.totalBytesInUse())).append(" in use in bin. ")
+                    .append(humanReadableNumBytes(info.totalRequestedBytesInUse()))
+                    .append(" client-requested in use in bin.\n");
+        }
+        sb.append("Occupancy (* requested, x padding, _ free):\n")
+                .append(renderOccupancyLocked()).append('\n');
+        return sb.toString();
+    }
+
+    private static String line(String text) {
+        return String.format(Locale.ROOT, "| %-73s |%n", text);
+    }
+
+    /**
+     * A snapshot of every region and chunk, the per-bin summaries and the statistics: port of
+     * {@code BFCAllocator::RecordMemoryMap}. {@link MemoryMap#toJson()} serialises it.
+     *
+     * @return the immutable snapshot
+     */
+    public MemoryMap memoryMap() {
+        lock.lock();
+        try {
+            return memoryMapLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Port of {@code BFCAllocator::RecordMemoryMapInternal}. Needs the lock. */
+    private MemoryMap memoryMapLocked() {
+        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
+        for (int b = 0; b < NUM_BINS; b++) {
+            BinDebugInfo info = binInfos.get(b);
+            assert bins[b].freeChunks.size() == info.totalChunksInBin() - info.totalChunksInUse();
+        }
+        List<MemoryMap.Region> regions = new ArrayList<>(regionManager.regions().size());
+        for (AllocationRegion region : regionManager.regions()) {
+            List<MemoryMap.Chunk> list = new ArrayList<>();
+            int h = regionManager.getHandle(region.ptr());
+            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                boolean inUse = chunks.inUse(h);
+                list.add(new MemoryMap.Chunk(chunks.ptr(h), chunks.size(h), chunks.requestedSize(h),
+                        inUse, chunks.allocationId(h), chunks.binNum(h),
+                        timingCounter == null || inUse ? 0 : chunks.freedAtCount(h)));
+                h = chunks.next(h);
+            }
+            regions.add(new MemoryMap.Region(region.ptr(), region.memorySize(), list));
+        }
+        return new MemoryMap(name, getMemoryType(), statsLocked(), memoryStatsLocked(), binInfos,
+                regions);
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Memory introspection for tools (the bfc CLI's replay and report; issue 5). Cheap reads
+    // under the lock, none of them on the allocate/free path.
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * The bytes of chunks in use now (chunk sizes, not requests): {@code getStats().bytesInUse()}
+     * without building a stats object.
+     *
+     * @return the bytes in use
+     */
+    public long bytesInUse() {
+        lock.lock();
+        try {
+            return bytesInUse;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Receives the chunks of {@link #forEachChunk}, one call per chunk. */
+    @FunctionalInterface
+    public interface ChunkVisitor {
+        /**
+         * One chunk.
+         *
+         * @param region the region's index, in address order from 0
+         * @param regionPtr the region's start address
+         * @param regionBytes the region's size
+         * @param ptr the chunk's address
+         * @param bytes the chunk's size
+         * @param requestedBytes the bytes requested of a chunk in use (0 for a free chunk)
+         * @param allocationId the chunk's allocation id, -1 for a free chunk
+         */
+        void chunk(int region, long regionPtr, long regionBytes, long ptr, long bytes, long requestedBytes,
+                long allocationId);
+    }
+
+    /**
+     * Walks every chunk of every region, in address order, with the lock held: a snapshot of
+     * the memory map for tools. The visitor must not call back into this allocator.
+     *
+     * @param visitor receives each chunk
+     * @throws NullPointerException if {@code visitor} is null
+     */
+    public void forEachChunk(ChunkVisitor visitor) {
+        Objects.requireNonNull(visitor, "visitor");
+        lock.lock();
+        try {
+            final List<AllocationRegion> regions = regionManager.regions();
+            for (int r = 0; r < regions.size(); r++) {
+                AllocationRegion region = regions.get(r);
+                int h = regionManager.getHandle(region.ptr());
+                while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                    boolean inUse = chunks.inUse(h);
+                    visitor.chunk(r, region.ptr(), region.memorySize(), chunks.ptr(h), chunks.size(h),
+                            inUse ? chunks.requestedSize(h) : 0, inUse ? chunks.allocationId(h) : -1);
+                    h = chunks.next(h);
+                }
+            }
+        } finally {
+            lock.unlock();
+        }
     }
 
     // ---------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@
  */
 package io.github.bfc4j.core;
 
+import java.nio.file.Path;
+
 /**
  * The options of a {@link BfcAllocator}. Port of {@code BFCAllocator::Options}, with upstream's
  * defaults. Immutable; build with {@link #builder()}.
@@ -17,12 +19,16 @@ public final class BfcOptions {
     private final boolean allowRetryOnFailure;
     private final boolean garbageCollection;
     private final double fragmentationFraction;
+    private final Path dumpOnOomDirectory;
+    private final int jfrAllocationSamplePeriod;
 
     private BfcOptions(Builder b) {
         this.allowGrowth = b.allowGrowth;
         this.allowRetryOnFailure = b.allowRetryOnFailure;
         this.garbageCollection = b.garbageCollection;
         this.fragmentationFraction = b.fragmentationFraction;
+        this.dumpOnOomDirectory = b.dumpOnOomDirectory;
+        this.jfrAllocationSamplePeriod = b.jfrAllocationSamplePeriod;
     }
 
     /**
@@ -54,7 +60,9 @@ public final class BfcOptions {
                 .allowGrowth(allowGrowth)
                 .allowRetryOnFailure(allowRetryOnFailure)
                 .garbageCollection(garbageCollection)
-                .fragmentationFraction(fragmentationFraction);
+                .fragmentationFraction(fragmentationFraction)
+                .dumpOnOomDirectory(dumpOnOomDirectory)
+                .jfrAllocationSamplePeriod(jfrAllocationSamplePeriod);
     }
 
     /**
@@ -98,12 +106,36 @@ public final class BfcOptions {
         return fragmentationFraction;
     }
 
+    /**
+     * Where an out-of-memory failure writes its dump (the memory map as JSON and the memory
+     * summary, one file per failure, named in the log and in the exception). Not in upstream.
+     * Default: the system property {@code bfc4j.dumpOnOom}, else none.
+     *
+     * @return the directory, or {@code null} for no dumps
+     */
+    public Path dumpOnOomDirectory() {
+        return dumpOnOomDirectory;
+    }
+
+    /**
+     * Emit a JFR {@code io.github.bfc4j.AllocationSample} event for one in this many successful
+     * allocations; 0 (the default) emits none and costs one field test per allocation. Not in
+     * upstream. Default: the system property {@code bfc4j.jfr.allocationSamplePeriod}, else 0.
+     *
+     * @return the sampling period, 0 for off
+     */
+    public int jfrAllocationSamplePeriod() {
+        return jfrAllocationSamplePeriod;
+    }
+
     @Override
     public String toString() {
         return "BfcOptions{allowGrowth=" + allowGrowth
                 + ", allowRetryOnFailure=" + allowRetryOnFailure
                 + ", garbageCollection=" + garbageCollection
-                + ", fragmentationFraction=" + fragmentationFraction + '}';
+                + ", fragmentationFraction=" + fragmentationFraction
+                + ", dumpOnOomDirectory=" + dumpOnOomDirectory
+                + ", jfrAllocationSamplePeriod=" + jfrAllocationSamplePeriod + '}';
     }
 
     /** Builds {@link BfcOptions}; each setter validates its value. */
@@ -112,8 +144,60 @@ public final class BfcOptions {
         private boolean allowRetryOnFailure = true;
         private boolean garbageCollection = false;
         private double fragmentationFraction = 0;
+        private Path dumpOnOomDirectory = dumpOnOomProperty();
+        private int jfrAllocationSamplePeriod = samplePeriodProperty();
 
         private Builder() {
+        }
+
+        private static Path dumpOnOomProperty() {
+            String dir = System.getProperty("bfc4j.dumpOnOom");
+            return dir == null || dir.isEmpty() ? null : Path.of(dir);
+        }
+
+        private static int samplePeriodProperty() {
+            String v = System.getProperty("bfc4j.jfr.allocationSamplePeriod");
+            if (v == null || v.isEmpty()) {
+                return 0;
+            }
+            try {
+                int period = Integer.parseInt(v.trim());
+                if (period >= 0) {
+                    return period;
+                }
+            } catch (NumberFormatException e) {
+                // reported below
+            }
+            throw new IllegalArgumentException("-Dbfc4j.jfr.allocationSamplePeriod=" + v
+                    + " (expected: an integer >= 0; 0 turns allocation samples off)");
+        }
+
+        /**
+         * Sets {@link BfcOptions#dumpOnOomDirectory()}. The directory is created when the first
+         * dump is written.
+         *
+         * @param dumpOnOomDirectory the directory, or {@code null} for no dumps
+         * @return this builder
+         */
+        public Builder dumpOnOomDirectory(Path dumpOnOomDirectory) {
+            this.dumpOnOomDirectory = dumpOnOomDirectory;
+            return this;
+        }
+
+        /**
+         * Sets {@link BfcOptions#jfrAllocationSamplePeriod()}.
+         *
+         * @param jfrAllocationSamplePeriod one event per this many allocations, 0 for none
+         * @return this builder
+         * @throws IllegalArgumentException if the value is negative
+         */
+        public Builder jfrAllocationSamplePeriod(int jfrAllocationSamplePeriod) {
+            if (jfrAllocationSamplePeriod < 0) {
+                throw new IllegalArgumentException("jfrAllocationSamplePeriod="
+                        + jfrAllocationSamplePeriod + " (expected: >= 0; 0 turns samples off)");
+            }
+            this.jfrAllocationSamplePeriod = jfrAllocationSamplePeriod;
+            return this;
         }
 
         /**

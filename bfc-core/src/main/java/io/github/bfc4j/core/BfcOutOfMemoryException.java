@@ -9,7 +9,8 @@ import static io.github.bfc4j.core.BfcAllocator.humanReadableNumBytes;
  * Thrown by {@link BfcAllocator#allocate(long)} when the memory cannot be had. The message reads
  * like PyTorch's: what was asked, what is in use, what is reserved, the limit, the largest free
  * chunk, and a hint when one applies. The same figures are fields, read under the allocator's
- * lock at the moment of failure.
+ * lock at the moment of failure. When out-of-memory dumps are on
+ * ({@link BfcOptions#dumpOnOomDirectory()}), the message ends by naming the dump file.
  */
 public final class BfcOutOfMemoryException extends RuntimeException {
 
@@ -24,12 +25,26 @@ public final class BfcOutOfMemoryException extends RuntimeException {
     private final long memoryLimit;
     private final long largestFreeChunkBytes;
     private final transient AllocatorStats stats;
+    private final String dumpFile;
 
     BfcOutOfMemoryException(String allocatorName, long requestedBytes, long roundedBytes,
             long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
             long largestFreeChunkBytes, AllocatorStats stats) {
+        this(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes, regionCount,
+                memoryLimit, largestFreeChunkBytes, stats, "", null);
+    }
+
+    /**
+     * @param dumpNote {@code ""}, or a sentence (starting with a space) naming the dump file or
+     *     saying why it could not be written; appended to the message
+     * @param dumpFile the dump file's absolute path, or null
+     */
+    BfcOutOfMemoryException(String allocatorName, long requestedBytes, long roundedBytes,
+            long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
+            long largestFreeChunkBytes, AllocatorStats stats, String dumpNote, String dumpFile) {
         super(message(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
-                regionCount, memoryLimit, largestFreeChunkBytes));
+                regionCount, memoryLimit, largestFreeChunkBytes) + dumpNote);
+        this.dumpFile = dumpFile;
         this.allocatorName = allocatorName;
         this.requestedBytes = requestedBytes;
         this.roundedBytes = roundedBytes;
@@ -108,6 +123,16 @@ public final class BfcOutOfMemoryException extends RuntimeException {
     /** @return the size of the largest free chunk, 0 if none */
     public long largestFreeChunkBytes() {
         return largestFreeChunkBytes;
+    }
+
+    /**
+     * The out-of-memory dump written for this failure (memory map and summary as JSON, see
+     * docs/observability.md).
+     *
+     * @return the file's absolute path, or null if dumps are off or it could not be written
+     */
+    public String dumpFile() {
+        return dumpFile;
     }
 
     /** @return upstream's statistics at the moment of failure */

@@ -4,7 +4,6 @@
 package io.github.bfc4j.core;
 
 import java.util.Arrays;
-import java.util.Objects;
 import java.util.SplittableRandom;
 
 /**
@@ -22,9 +21,7 @@ import java.util.SplittableRandom;
  * </ul>
  * A call fails if any rule says so. Thread-safe: every method is synchronized.
  */
-public final class FaultInjectingSubAllocator implements SubAllocator {
-
-    private final SubAllocator upstream;
+public final class FaultInjectingSubAllocator extends ForwardingSubAllocator {
 
     /** Guarded by this. */
     private long[] failCalls = new long[0];
@@ -36,7 +33,7 @@ public final class FaultInjectingSubAllocator implements SubAllocator {
 
     /** @param upstream where the memory comes from when a call is not failed */
     public FaultInjectingSubAllocator(SubAllocator upstream) {
-        this.upstream = Objects.requireNonNull(upstream, "upstream");
+        super(upstream);
     }
 
     /**
@@ -117,21 +114,6 @@ public final class FaultInjectingSubAllocator implements SubAllocator {
             return null;
         }
         return upstream.alloc(alignment, numBytes);
-    }
-
-    @Override
-    public void free(long ptr, long numBytes) {
-        upstream.free(ptr, numBytes);
-    }
-
-    @Override
-    public boolean supportsCoalescing() {
-        return upstream.supportsCoalescing();
-    }
-
-    @Override
-    public MemoryType memoryType() {
-        return upstream.memoryType();
     }
 
     /** @return the {@code alloc} calls received so far, failed or not */

@@ -3,8 +3,6 @@
  */
 package io.github.bfc4j.core;
 
-import java.util.Objects;
-
 /**
  * A sub-allocator that caps the bytes it obtains from another: a request that would take the
  * total held above the cap fails ({@code null}), as a device with that much memory would.
@@ -13,9 +11,8 @@ import java.util.Objects;
  *
  * <p>Thread-safe when its upstream is: the count is updated under this object's monitor.
  */
-public final class LimitingSubAllocator implements SubAllocator {
+public final class LimitingSubAllocator extends ForwardingSubAllocator {
 
-    private final SubAllocator upstream;
     private final long limitBytes;
 
     /** Guarded by this. */
@@ -27,7 +24,7 @@ public final class LimitingSubAllocator implements SubAllocator {
      * @throws IllegalArgumentException if {@code limitBytes} is negative
      */
     public LimitingSubAllocator(SubAllocator upstream, long limitBytes) {
-        this.upstream = Objects.requireNonNull(upstream, "upstream");
+        super(upstream);
         if (limitBytes < 0) {
             throw new IllegalArgumentException("limitBytes=" + limitBytes + " (expected: >= 0)");
         }
@@ -61,16 +58,6 @@ public final class LimitingSubAllocator implements SubAllocator {
         }
         upstream.free(ptr, numBytes);
         heldBytes -= numBytes;
-    }
-
-    @Override
-    public boolean supportsCoalescing() {
-        return upstream.supportsCoalescing();
-    }
-
-    @Override
-    public MemoryType memoryType() {
-        return upstream.memoryType();
     }
 
     /** @return the cap on bytes held from the upstream */

@@ -4,7 +4,7 @@
  */
 package io.github.bfc4j.trace;
 
-import io.github.bfc4j.core.MemoryType;
+import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import java.util.Arrays;
 
@@ -13,18 +13,17 @@ import java.util.Arrays;
  * arrays, so recording creates no garbage once they are large enough), so that a replay can
  * compare them with a trace's {@code sub} lines.
  */
-final class RecordingSubAllocator implements SubAllocator {
+final class RecordingSubAllocator extends ForwardingSubAllocator {
     static final int ALLOC = 0;
     static final int FREE = 1;
 
-    private final SubAllocator upstream;
     private int[] kinds = new int[8];
     private long[] bytes = new long[8];
     private long[] ptrs = new long[8];
     private int size;
 
     RecordingSubAllocator(SubAllocator upstream) {
-        this.upstream = upstream;
+        super(upstream);
     }
 
     @Override
@@ -38,16 +37,6 @@ final class RecordingSubAllocator implements SubAllocator {
     public void free(long ptr, long numBytes) {
         record(FREE, numBytes, ptr);
         upstream.free(ptr, numBytes);
-    }
-
-    @Override
-    public boolean supportsCoalescing() {
-        return upstream.supportsCoalescing();
-    }
-
-    @Override
-    public MemoryType memoryType() {
-        return upstream.memoryType();
     }
 
     private void record(int kind, long numBytes, long ptr) {

@@ -24,8 +24,9 @@ import java.util.Arrays;
  * and {@code freedAtCount} (only {@code allocationId}, {@code binNum} and {@code next} are
  * reset), as upstream's {@code DeallocateChunk} does: the timestamp queue relies on it.
  *
- * <p>Each handle has one pre-boxed {@link Integer}, created with the handle, so that the bins'
- * {@code TreeSet}s never box on the allocation path. Arrays grow (doubling) on the slow path only.
+ * <p>The table also holds the links of the bins' trees ({@link FreeChunkSet}): a free chunk is
+ * in at most one bin, so one left/right/parent/tag entry per handle serves all 21 bins, and
+ * binning a chunk creates nothing. Arrays grow (doubling) on the slow path only.
  *
  * <p>Not thread-safe: guarded by the owning allocator's lock.
  */
@@ -37,32 +38,31 @@ public final class ChunkTable {
     /** Upstream's {@code kInvalidBinNum}. */
     public static final int INVALID_BIN_NUM = -1;
 
-    /**
-     * A pseudo-handle that compares as ({@link #setProbe probe size}, {@link #setProbe probe
-     * ptr}): used to search a bin with {@code TreeSet.ceiling} without creating anything.
-     */
-    public static final int PROBE_HANDLE = -2;
-
-    private static final Integer PROBE_BOX = PROBE_HANDLE;
-
-    private long[] size;
+    // size and ptr are package-private: FreeChunkSet orders its trees by them.
+    long[] size;
     private long[] requestedSize;
     private long[] allocationId;
-    private long[] ptr;
+    long[] ptr;
     private long[] freedAtCount;
     private int[] prev;
     private int[] next;
     private int[] binNum;
-    private Integer[] boxes;
+
+    // The bins' tree nodes, owned by FreeChunkSet (package-private for it): four ints per
+    // handle, at h * 4: left child, right child, parent (INVALID_CHUNK_HANDLE for none), and
+    // tag = (id of the set holding the handle << 1) | red, 0 when the handle is in no set.
+    // Interleaved so that a node is one 16-byte piece of a cache line: four separate arrays
+    // cost up to four cache misses per node visited (measured: docs/performance.md).
+    int[] binLinks;
+
+    /** The last id given to a {@link FreeChunkSet} of this table. */
+    private int lastSetId;
 
     /** Upstream's {@code chunks_.size()}: handles ever created. */
     private int count;
 
     /** Upstream's {@code free_chunks_list_}. */
     private int freeChunksList = INVALID_CHUNK_HANDLE;
-
-    private long probeSize;
-    private long probePtr;
 
     /**
      * Creates an empty table.
@@ -79,7 +79,7 @@ public final class ChunkTable {
         prev = new int[n];
         next = new int[n];
         binNum = new int[n];
-        boxes = new Integer[n];
+        binLinks = new int[4 * n];
     }
 
     /**
@@ -108,7 +108,7 @@ public final class ChunkTable {
         prev[h] = INVALID_CHUNK_HANDLE;
         next[h] = INVALID_CHUNK_HANDLE;
         binNum[h] = INVALID_BIN_NUM;
-        boxes[h] = Integer.valueOf(h);
+        binLinks[4 * h + FreeChunkSet.TAG] = 0;
         return h;
     }
 
@@ -141,48 +141,31 @@ public final class ChunkTable {
         prev = Arrays.copyOf(prev, n);
         next = Arrays.copyOf(next, n);
         binNum = Arrays.copyOf(binNum, n);
-        boxes = Arrays.copyOf(boxes, n);
+        binLinks = Arrays.copyOf(binLinks, 4 * n);
     }
 
     /**
      * Upstream's {@code ChunkComparator}: by size, then by address (both unsigned).
      *
-     * @param a a live handle or {@link #PROBE_HANDLE}
-     * @param b a live handle or {@link #PROBE_HANDLE}
+     * @param a a live handle
+     * @param b a live handle
      * @return negative, zero or positive as {@code a} sorts before, with or after {@code b}
      */
     public int compare(int a, int b) {
-        long sa = a == PROBE_HANDLE ? probeSize : size[a];
-        long sb = b == PROBE_HANDLE ? probeSize : size[b];
+        long sa = size[a];
+        long sb = size[b];
         if (sa != sb) {
             return Long.compareUnsigned(sa, sb);
         }
-        long pa = a == PROBE_HANDLE ? probePtr : ptr[a];
-        long pb = b == PROBE_HANDLE ? probePtr : ptr[b];
-        return Long.compareUnsigned(pa, pb);
+        return Long.compareUnsigned(ptr[a], ptr[b]);
     }
 
-    /**
-     * Sets what {@link #PROBE_HANDLE} compares as, and returns its box.
-     *
-     * @param probeSize the size the probe compares as
-     * @param probePtr the address the probe compares as
-     * @return the probe's box, to pass to {@code TreeSet.ceiling}
-     */
-    public Integer setProbe(long probeSize, long probePtr) {
-        this.probeSize = probeSize;
-        this.probePtr = probePtr;
-        return PROBE_BOX;
-    }
-
-    /**
-     * The handle's pre-boxed value.
-     *
-     * @param h a live handle
-     * @return the {@code Integer} to store in a bin for {@code h}
-     */
-    public Integer box(int h) {
-        return boxes[h];
+    /** @return a new id for a {@link FreeChunkSet} of this table, never 0 */
+    int newSetId() {
+        if (lastSetId == Integer.MAX_VALUE >>> 1) {
+            throw new IllegalStateException("too many FreeChunkSets on one ChunkTable");
+        }
+        return ++lastSetId;
     }
 
     /** @return handles ever created (upstream's {@code chunks_.size()}) */

@@ -5,16 +5,39 @@
  */
 package io.github.bfc4j.core.internal;
 
-import java.util.TreeSet;
-
 /**
  * The free chunks of one bin, ordered by upstream's {@code ChunkComparator}: size, then address
  * (both unsigned). Port of {@code BFCAllocator::Bin::FreeChunkSet}, an {@code std::set} of
- * chunk handles.
+ * chunk handles, which libstdc++ implements as a red-black tree; so is this.
  *
- * <p>The API speaks {@code int} handles only, so the representation behind it can change
- * without touching the allocator. Walk a set in order with
- * {@code for (int h = s.first(); h != NONE; h = s.higher(h))}.
+ * <p>DEVIATION(port) (representation only, docs/deviations.md): the tree is intrusive. Its
+ * links live in the {@link ChunkTable}, in one {@code int[] binLinks} holding a 16-byte node
+ * per chunk handle (left, right, parent, tag: the set's id and the node's colour), shared by every set of
+ * the table because a free chunk is in at most one bin. Adding, removing and searching create
+ * no object (a {@code TreeSet<Integer>} created a 40-byte entry per insertion), and the order,
+ * hence every decision of the allocator, is the same. The balancing is the textbook one
+ * (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as in {@code java.util.TreeMap}),
+ * except that deletion relinks the successor node instead of copying its key, since a node is
+ * its handle.
+ *
+ * <pre>
+ *  bin 3 (chunks of 2 KiB .. 4 KiB), ordered by (size, ptr):
+ *
+ *                 h7 (3072, 0x..1000) black
+ *                /                      \
+ *   h2 (2048, 0x..9000) black     h5 (3584, 0x..0400) black
+ *                                     /
+ *                       h9 (3072, 0x..8000) red
+ *
+ *  binLinks[h7 * 4 ..] = {left h2, right h5, parent NONE, tag id(bin 3) << 1 | black}
+ *  binLinks[h9 * 4 ..] = {left NONE, right NONE, parent h5, tag id(bin 3) << 1 | red}
+ * </pre>
+ *
+ * <p>The API speaks {@code int} handles only. Walk a set in order with
+ * {@code for (int h = s.first(); h != NONE; h = s.higher(h))}. As with a {@code TreeSet}, two
+ * handles with the same (size, address) are equal. A handle may be in only one set of a table
+ * at a time ({@link #add} throws otherwise), and its size and address must not change while it
+ * is in.
  *
  * <p>Not thread-safe: guarded by the owning allocator's lock.
  */
@@ -23,49 +46,129 @@ public final class FreeChunkSet {
     /** Returned where there is no such handle. */
     public static final int NONE = ChunkTable.INVALID_CHUNK_HANDLE;
 
-    private final ChunkTable chunks;
-    private final TreeSet<Integer> set;
+    private static final int RED = 1;
 
-    /** @param chunks the table whose sizes and addresses order the handles */
+    // Offsets in a node of ChunkTable.binLinks.
+    static final int LEFT = 0;
+    static final int RIGHT = 1;
+    static final int PARENT = 2;
+    static final int TAG = 3;
+
+    private final ChunkTable chunks;
+    /** This set's tag for a black node; {@code | RED} for a red one. */
+    private final int blackTag;
+    private int root = NONE;
+    private int count;
+
+    // The table's arrays, re-read after the table grows (sync()).
+    private long[] size;
+    private long[] ptr;
+    /** Per handle h, at h * 4: left child, right child, parent, tag (one 16-byte node). */
+    private int[] links;
+
+    /** @param chunks the table whose sizes and addresses order the handles, and which holds the links */
     public FreeChunkSet(ChunkTable chunks) {
         this.chunks = chunks;
-        this.set = new TreeSet<>(chunks::compare);
+        this.blackTag = chunks.newSetId() << 1;
+        sync();
+    }
+
+    /** Re-reads the table's arrays if it has grown (they are replaced together). */
+    private void sync() {
+        ChunkTable c = chunks;
+        if (links != c.binLinks) {
+            size = c.size;
+            ptr = c.ptr;
+            links = c.binLinks;
+        }
     }
 
     /** @return true if the set holds no chunk */
     public boolean isEmpty() {
-        return set.isEmpty();
+        return count == 0;
     }
 
     /** @return the number of chunks in the set */
     public int size() {
-        return set.size();
+        return count;
     }
 
     /**
      * Adds a chunk, ordered by its current size and address (neither may change while it is in).
      *
-     * @param h a live handle
-     * @return false if it was already in
+     * @param h a live handle, in no other set of this table
+     * @return false if it (or a chunk of the same size and address) was already in
+     * @throws IllegalStateException if {@code h} is in another set of the same table
      */
     public boolean add(int h) {
-        return set.add(chunks.box(h));
+        sync();
+        if (links[(h << 2) | TAG] != 0) {
+            if ((links[(h << 2) | TAG] & ~RED) == blackTag) {
+                return false;
+            }
+            throw new IllegalStateException("chunk handle " + h
+                    + " is already in another FreeChunkSet of this ChunkTable; remove it there first");
+        }
+        final long s = size[h];
+        final long p = ptr[h];
+        int x = root;
+        int xp = NONE;
+        int cmp = 0;
+        while (x != NONE) {
+            xp = x;
+            cmp = compare(s, p, x);
+            if (cmp < 0) {
+                x = links[(x << 2) | LEFT];
+            } else if (cmp > 0) {
+                x = links[(x << 2) | RIGHT];
+            } else {
+                return false;
+            }
+        }
+        links[(h << 2) | LEFT] = NONE;
+        links[(h << 2) | RIGHT] = NONE;
+        links[(h << 2) | PARENT] = xp;
+        links[(h << 2) | TAG] = blackTag | RED;
+        if (xp == NONE) {
+            root = h;
+        } else if (cmp < 0) {
+            links[(xp << 2) | LEFT] = h;
+        } else {
+            links[(xp << 2) | RIGHT] = h;
+        }
+        count++;
+        fixAfterInsertion(h);
+        return true;
     }
 
     /**
+     * Removes a chunk (or the chunk of the same size and address).
+     *
      * @param h a live handle
      * @return false if it was not in
      */
     public boolean remove(int h) {
-        return set.remove(chunks.box(h));
+        sync();
+        int z = h;
+        if ((links[(h << 2) | TAG] & ~RED) != blackTag) {
+            z = find(size[h], ptr[h]);
+            if (z == NONE) {
+                return false;
+            }
+        }
+        delete(z);
+        links[(z << 2) | TAG] = 0;
+        count--;
+        return true;
     }
 
     /**
      * @param h a live handle
-     * @return true if it is in
+     * @return true if it (or a chunk of the same size and address) is in
      */
     public boolean contains(int h) {
-        return set.contains(chunks.box(h));
+        sync();
+        return (links[(h << 2) | TAG] & ~RED) == blackTag || find(size[h], ptr[h]) != NONE;
     }
 
     /**
@@ -76,33 +179,386 @@ public final class FreeChunkSet {
      * @return its handle, or {@link #NONE}
      */
     public int ceiling(long size, long ptr) {
-        return unbox(set.ceiling(chunks.setProbe(size, ptr)));
+        sync();
+        int best = NONE;
+        int x = root;
+        while (x != NONE) {
+            int cmp = compare(size, ptr, x);
+            if (cmp < 0) {
+                best = x;
+                x = links[(x << 2) | LEFT];
+            } else if (cmp > 0) {
+                x = links[(x << 2) | RIGHT];
+            } else {
+                return x;
+            }
+        }
+        return best;
     }
 
     /**
-     * @param h a handle in the set
+     * @param h a handle in the set (or any live handle: the first chunk after its size and
+     *     address)
      * @return the next chunk after {@code h} in the order, or {@link #NONE}
      */
     public int higher(int h) {
-        return unbox(set.higher(chunks.box(h)));
+        sync();
+        if ((links[(h << 2) | TAG] & ~RED) == blackTag) {
+            return successor(h);
+        }
+        final long s = size[h];
+        final long p = ptr[h];
+        int best = NONE;
+        int x = root;
+        while (x != NONE) {
+            if (compare(s, p, x) < 0) {
+                best = x;
+                x = links[(x << 2) | LEFT];
+            } else {
+                x = links[(x << 2) | RIGHT];
+            }
+        }
+        return best;
     }
 
     /** @return the smallest chunk (lowest address among equals), or {@link #NONE} */
     public int first() {
-        return set.isEmpty() ? NONE : set.first();
+        sync();
+        int x = root;
+        if (x != NONE) {
+            while (links[(x << 2) | LEFT] != NONE) {
+                x = links[(x << 2) | LEFT];
+            }
+        }
+        return x;
     }
 
     /** @return the largest chunk (highest address among equals), or {@link #NONE} */
     public int last() {
-        return set.isEmpty() ? NONE : set.last();
+        sync();
+        int x = root;
+        if (x != NONE) {
+            while (links[(x << 2) | RIGHT] != NONE) {
+                x = links[(x << 2) | RIGHT];
+            }
+        }
+        return x;
     }
 
-    /** Removes every chunk. */
+    /** Removes every chunk (linear: each one's tag is reset). */
     public void clear() {
-        set.clear();
+        sync();
+        for (int h = first(); h != NONE;) {
+            int next = successor(h);
+            links[(h << 2) | TAG] = 0;
+            h = next;
+        }
+        root = NONE;
+        count = 0;
     }
 
-    private static int unbox(Integer h) {
-        return h == null ? NONE : h;
+    // ---------------------------------------------------------------------------------------
+    // The tree
+    // ---------------------------------------------------------------------------------------
+
+    /** Upstream's {@code ChunkComparator} of (s, p) against handle {@code x}. */
+    private int compare(long s, long p, int x) {
+        long sx = size[x];
+        if (s != sx) {
+            return Long.compareUnsigned(s, sx);
+        }
+        return Long.compareUnsigned(p, ptr[x]);
+    }
+
+    private int find(long s, long p) {
+        int x = root;
+        while (x != NONE) {
+            int cmp = compare(s, p, x);
+            if (cmp < 0) {
+                x = links[(x << 2) | LEFT];
+            } else if (cmp > 0) {
+                x = links[(x << 2) | RIGHT];
+            } else {
+                return x;
+            }
+        }
+        return NONE;
+    }
+
+    private int successor(int x) {
+        int r = links[(x << 2) | RIGHT];
+        if (r != NONE) {
+            while (links[(r << 2) | LEFT] != NONE) {
+                r = links[(r << 2) | LEFT];
+            }
+            return r;
+        }
+        int p = links[(x << 2) | PARENT];
+        while (p != NONE && x == links[(p << 2) | RIGHT]) {
+            x = p;
+            p = links[(p << 2) | PARENT];
+        }
+        return p;
+    }
+
+    private boolean isRed(int x) {
+        return x != NONE && (links[(x << 2) | TAG] & RED) != 0;
+    }
+
+    private void setRed(int x) {
+        links[(x << 2) | TAG] |= RED;
+    }
+
+    private void setBlack(int x) {
+        links[(x << 2) | TAG] &= ~RED;
+    }
+
+    private void rotateLeft(int x) {
+        int y = links[(x << 2) | RIGHT];
+        int yl = links[(y << 2) | LEFT];
+        links[(x << 2) | RIGHT] = yl;
+        if (yl != NONE) {
+            links[(yl << 2) | PARENT] = x;
+        }
+        int xp = links[(x << 2) | PARENT];
+        links[(y << 2) | PARENT] = xp;
+        if (xp == NONE) {
+            root = y;
+        } else if (links[(xp << 2) | LEFT] == x) {
+            links[(xp << 2) | LEFT] = y;
+        } else {
+            links[(xp << 2) | RIGHT] = y;
+        }
+        links[(y << 2) | LEFT] = x;
+        links[(x << 2) | PARENT] = y;
+    }
+
+    private void rotateRight(int x) {
+        int y = links[(x << 2) | LEFT];
+        int yr = links[(y << 2) | RIGHT];
+        links[(x << 2) | LEFT] = yr;
+        if (yr != NONE) {
+            links[(yr << 2) | PARENT] = x;
+        }
+        int xp = links[(x << 2) | PARENT];
+        links[(y << 2) | PARENT] = xp;
+        if (xp == NONE) {
+            root = y;
+        } else if (links[(xp << 2) | RIGHT] == x) {
+            links[(xp << 2) | RIGHT] = y;
+        } else {
+            links[(xp << 2) | LEFT] = y;
+        }
+        links[(y << 2) | RIGHT] = x;
+        links[(x << 2) | PARENT] = y;
+    }
+
+    private void fixAfterInsertion(int x) {
+        while (x != root && isRed(links[(x << 2) | PARENT])) {
+            int xp = links[(x << 2) | PARENT];
+            int xpp = links[(xp << 2) | PARENT];
+            if (xp == links[(xpp << 2) | LEFT]) {
+                int y = links[(xpp << 2) | RIGHT];
+                if (isRed(y)) {
+                    setBlack(xp);
+                    setBlack(y);
+                    setRed(xpp);
+                    x = xpp;
+                } else {
+                    if (x == links[(xp << 2) | RIGHT]) {
+                        x = xp;
+                        rotateLeft(x);
+                        xp = links[(x << 2) | PARENT];
+                    }
+                    setBlack(xp);
+                    setRed(xpp);
+                    rotateRight(xpp);
+                }
+            } else {
+                int y = links[(xpp << 2) | LEFT];
+                if (isRed(y)) {
+                    setBlack(xp);
+                    setBlack(y);
+                    setRed(xpp);
+                    x = xpp;
+                } else {
+                    if (x == links[(xp << 2) | LEFT]) {
+                        x = xp;
+                        rotateRight(x);
+                        xp = links[(x << 2) | PARENT];
+                    }
+                    setBlack(xp);
+                    setRed(xpp);
+                    rotateLeft(xpp);
+                }
+            }
+        }
+        setBlack(root);
+    }
+
+    /** Replaces the subtree rooted at {@code u} by the one rooted at {@code v} (may be NONE). */
+    private void transplant(int u, int v) {
+        int up = links[(u << 2) | PARENT];
+        if (up == NONE) {
+            root = v;
+        } else if (u == links[(up << 2) | LEFT]) {
+            links[(up << 2) | LEFT] = v;
+        } else {
+            links[(up << 2) | RIGHT] = v;
+        }
+        if (v != NONE) {
+            links[(v << 2) | PARENT] = up;
+        }
+    }
+
+    /** Unlinks node {@code z} (CLRS RB-DELETE, tracking x's parent since there is no sentinel). */
+    private void delete(int z) {
+        boolean removedBlack = (links[(z << 2) | TAG] & RED) == 0;
+        int x;
+        int xp;
+        if (links[(z << 2) | LEFT] == NONE) {
+            x = links[(z << 2) | RIGHT];
+            xp = links[(z << 2) | PARENT];
+            transplant(z, x);
+        } else if (links[(z << 2) | RIGHT] == NONE) {
+            x = links[(z << 2) | LEFT];
+            xp = links[(z << 2) | PARENT];
+            transplant(z, x);
+        } else {
+            int y = links[(z << 2) | RIGHT];
+            while (links[(y << 2) | LEFT] != NONE) {
+                y = links[(y << 2) | LEFT];
+            }
+            removedBlack = (links[(y << 2) | TAG] & RED) == 0;
+            x = links[(y << 2) | RIGHT];
+            if (links[(y << 2) | PARENT] == z) {
+                xp = y;
+            } else {
+                xp = links[(y << 2) | PARENT];
+                transplant(y, x);
+                links[(y << 2) | RIGHT] = links[(z << 2) | RIGHT];
+                links[(links[(y << 2) | RIGHT] << 2) | PARENT] = y;
+            }
+            transplant(z, y);
+            links[(y << 2) | LEFT] = links[(z << 2) | LEFT];
+            links[(links[(y << 2) | LEFT] << 2) | PARENT] = y;
+            links[(y << 2) | TAG] = (links[(y << 2) | TAG] & ~RED) | (links[(z << 2) | TAG] & RED);
+        }
+        if (removedBlack) {
+            fixAfterDeletion(x, xp);
+        }
+    }
+
+    private void fixAfterDeletion(int x, int xp) {
+        while (x != root && !isRed(x)) {
+            if (x == links[(xp << 2) | LEFT]) {
+                int w = links[(xp << 2) | RIGHT];
+                if (isRed(w)) {
+                    setBlack(w);
+                    setRed(xp);
+                    rotateLeft(xp);
+                    w = links[(xp << 2) | RIGHT];
+                }
+                if (!isRed(links[(w << 2) | LEFT]) && !isRed(links[(w << 2) | RIGHT])) {
+                    setRed(w);
+                    x = xp;
+                    xp = links[(x << 2) | PARENT];
+                } else {
+                    if (!isRed(links[(w << 2) | RIGHT])) {
+                        setBlack(links[(w << 2) | LEFT]);
+                        setRed(w);
+                        rotateRight(w);
+                        w = links[(xp << 2) | RIGHT];
+                    }
+                    if (isRed(xp)) {
+                        setRed(w);
+                    } else {
+                        setBlack(w);
+                    }
+                    setBlack(xp);
+                    setBlack(links[(w << 2) | RIGHT]);
+                    rotateLeft(xp);
+                    x = root;
+                }
+            } else {
+                int w = links[(xp << 2) | LEFT];
+                if (isRed(w)) {
+                    setBlack(w);
+                    setRed(xp);
+                    rotateRight(xp);
+                    w = links[(xp << 2) | LEFT];
+                }
+                if (!isRed(links[(w << 2) | RIGHT]) && !isRed(links[(w << 2) | LEFT])) {
+                    setRed(w);
+                    x = xp;
+                    xp = links[(x << 2) | PARENT];
+                } else {
+                    if (!isRed(links[(w << 2) | LEFT])) {
+                        setBlack(links[(w << 2) | RIGHT]);
+                        setRed(w);
+                        rotateLeft(w);
+                        w = links[(xp << 2) | LEFT];
+                    }
+                    if (isRed(xp)) {
+                        setRed(w);
+                    } else {
+                        setBlack(w);
+                    }
+                    setBlack(xp);
+                    setBlack(links[(w << 2) | LEFT]);
+                    rotateRight(xp);
+                    x = root;
+                }
+            }
+        }
+        if (x != NONE) {
+            setBlack(x);
+        }
+    }
+
+    /**
+     * Checks the red-black and order invariants and the size (for tests).
+     *
+     * @return the black height
+     * @throws IllegalStateException if an invariant is broken
+     */
+    int checkInvariants() {
+        sync();
+        if (root != NONE && (links[(root << 2) | PARENT] != NONE || isRed(root))) {
+            throw new IllegalStateException("root " + root + " has a parent or is red");
+        }
+        int[] n = new int[1];
+        int bh = check(root, n);
+        if (n[0] != count) {
+            throw new IllegalStateException("count " + count + " but " + n[0] + " nodes");
+        }
+        return bh;
+    }
+
+    private int check(int x, int[] n) {
+        if (x == NONE) {
+            return 1;
+        }
+        n[0]++;
+        if ((links[(x << 2) | TAG] & ~RED) != blackTag) {
+            throw new IllegalStateException("node " + x + " has tag " + links[(x << 2) | TAG]);
+        }
+        int l = links[(x << 2) | LEFT];
+        int r = links[(x << 2) | RIGHT];
+        if (l != NONE && (links[(l << 2) | PARENT] != x || chunks.compare(l, x) >= 0)) {
+            throw new IllegalStateException("bad left child " + l + " of " + x);
+        }
+        if (r != NONE && (links[(r << 2) | PARENT] != x || chunks.compare(r, x) <= 0)) {
+            throw new IllegalStateException("bad right child " + r + " of " + x);
+        }
+        if (isRed(x) && (isRed(l) || isRed(r))) {
+            throw new IllegalStateException("red node " + x + " has a red child");
+        }
+        int bl = check(l, n);
+        int br = check(r, n);
+        if (bl != br) {
+            throw new IllegalStateException("black heights differ under " + x);
+        }
+        return bl + (isRed(x) ? 0 : 1);
     }
 }

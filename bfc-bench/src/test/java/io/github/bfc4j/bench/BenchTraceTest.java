@@ -1,0 +1,63 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The benchmarks' inputs are right (no timing here: the figures come from JMH): a trace decodes
+ * into as many calls as it has {@code alloc}/{@code free} lines, every free names a slot
+ * allocated before it, and one replay pass runs on each implementation.
+ */
+class BenchTraceTest {
+
+    @Test
+    void decodesEveryCallAndFreesOnlyWhatWasAllocated() {
+        BenchTrace t = BenchTrace.load("tf-resnet-train");
+        // grep -c '^alloc\|^free' conformance-tests/src/test/resources/recorded/tf-resnet-train.bfctrace
+        assertThat(t.calls).isEqualTo(5226);
+        boolean[] live = new boolean[t.slots];
+        int allocs = 0;
+        for (int i = 0; i < t.calls; i++) {
+            int s = t.slot[i];
+            if (t.bytes[i] >= 0) {
+                assertThat(live[s]).as("call %d allocates into a live slot", i).isFalse();
+                live[s] = true;
+                allocs++;
+            } else {
+                assertThat(live[s]).as("call %d frees a slot not live", i).isTrue();
+                live[s] = false;
+            }
+        }
+        assertThat(allocs).isEqualTo(t.slots);
+        assertThat(t.header.memoryLimit()).isEqualTo(68719476736L);
+    }
+
+    @Test
+    void everyImplementationReplaysATraceTwice() {
+        for (String impl : new String[] {Impl.BFC4J, Impl.NETTY, Impl.MALLOC}) {
+            ReplayBenchmark b = new ReplayBenchmark();
+            b.impl = impl;
+            b.trace = "tf-resnet-train";
+            b.setUp(); // one full pass
+            BenchTrace t = BenchTrace.load("tf-resnet-train");
+            for (int i = 0; i < t.calls; i++) {
+                b.call();
+            }
+            b.tearDown();
+        }
+    }
+
+    @Test
+    void unknownTraceOrImplementationIsNamed() {
+        assertThatThrownBy(() -> BenchTrace.load("nope"))
+                .hasMessageContaining("trace=nope (expected: one of");
+        assertThatThrownBy(() -> Impl.create("jemalloc", 1, null))
+                .hasMessageContaining("impl=jemalloc (expected: bfc4j, netty or malloc)");
+    }
+}

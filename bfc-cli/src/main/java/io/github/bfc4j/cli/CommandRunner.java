@@ -1,0 +1,104 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import io.github.bfc4j.trace.TraceFormatException;
+import io.github.bfc4j.trace.WorkloadException;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.UncheckedIOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
+import java.nio.file.NoSuchFileException;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import picocli.CommandLine.Model.CommandSpec;
+
+/**
+ * Runs the body of a subcommand with the CLI's error rules: every error is one line on standard
+ * error, {@code bfc <command>: <what was wrong>}, and an exit status (2 for bad options and
+ * unreadable or malformed input, 1 for a failure of the run itself); the stack trace only with
+ * {@code --debug}. The allocator's own log (e.g. its out-of-memory warnings) is silenced unless
+ * {@code --verbose}.
+ */
+final class CommandRunner {
+
+    /** The exit status for success. */
+    static final int EXIT_OK = 0;
+    /** The exit status for a failure result (e.g. out of memory, an allocator exception). */
+    static final int EXIT_FAILED = 1;
+    /** The exit status for a usage error or unreadable input. */
+    static final int EXIT_USAGE = 2;
+
+    /** The body of a subcommand. */
+    interface Body {
+        /**
+         * Does the work.
+         *
+         * @return the exit status
+         * @throws Exception anything; reported as one line
+         */
+        int call() throws Exception;
+    }
+
+    private CommandRunner() {
+    }
+
+    /**
+     * Runs a body.
+     *
+     * @param spec the subcommand, for its name and output streams
+     * @param debug whether to print stack traces
+     * @param verbose whether to keep the allocator's log
+     * @param body the work
+     * @return the exit status
+     */
+    static int run(CommandSpec spec, boolean debug, boolean verbose, Body body) {
+        PrintWriter err = spec.commandLine().getErr();
+        String prefix = "bfc " + spec.name() + ": ";
+        Logger bfcLogger = Logger.getLogger("io.github.bfc4j");
+        Level previousLevel = bfcLogger.getLevel();
+        if (!verbose) {
+            bfcLogger.setLevel(Level.SEVERE);
+        }
+        try {
+            return body.call();
+        } catch (UsageException e) {
+            return fail(err, prefix + e.getMessage(), debug, e, EXIT_USAGE);
+        } catch (TraceFormatException e) {
+            return fail(err, prefix + e.getMessage(), debug, e, EXIT_USAGE);
+        } catch (NoSuchFileException e) {
+            return fail(err, prefix + e.getFile() + ": no such file", debug, e, EXIT_USAGE);
+        } catch (AccessDeniedException e) {
+            return fail(err, prefix + e.getFile() + ": permission denied", debug, e, EXIT_USAGE);
+        } catch (FileSystemException e) {
+            return fail(err, prefix + e.getFile() + ": " + (e.getReason() == null ? e : e.getReason()), debug, e,
+                    EXIT_USAGE);
+        } catch (IOException | UncheckedIOException e) {
+            return fail(err, prefix + e.getMessage(), debug, e, EXIT_USAGE);
+        } catch (WorkloadException e) {
+            return fail(err, prefix + e.getMessage(), debug, e, EXIT_FAILED);
+        } catch (OutOfMemoryError e) {
+            return fail(err, prefix + "the Java heap is too small for this trace; give more with"
+                    + " BFC_JAVA_OPTS=-Xmx4g", debug, e, EXIT_FAILED);
+        } catch (Exception e) {
+            return fail(err, prefix + "internal error: " + e + " (run with --debug for the stack trace)", debug, e,
+                    EXIT_FAILED);
+        } finally {
+            bfcLogger.setLevel(previousLevel);
+            spec.commandLine().getOut().flush();
+            err.flush();
+        }
+    }
+
+    private static int fail(PrintWriter err, String line, boolean debug, Throwable e, int status) {
+        err.println(line);
+        if (debug) {
+            e.printStackTrace(err);
+        }
+        err.flush();
+        return status;
+    }
+}

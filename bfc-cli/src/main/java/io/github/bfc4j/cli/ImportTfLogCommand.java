@@ -1,0 +1,227 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import io.github.bfc4j.trace.TraceHeader;
+import io.github.bfc4j.trace.TraceWriter;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code bfc import-tf-log LOG --allocator NAME -o TRACE}: converts the calls of one BFC
+ * allocator in a TensorFlow log ({@code TF_CPP_VMODULE=bfc_allocator=4}; see {@link TfLog} for
+ * the lines used) into a workload trace (docs/trace-format.md, "Workload traces"), or with
+ * {@code --with-expectations} into a trace whose expected addresses are TensorFlow's, moved region
+ * by region onto the simulated address space, as the recorded traces are. That is possible only
+ * when the log's regions were obtained at rising addresses; otherwise the command says so and
+ * writes nothing.
+ *
+ * <p>The header: the memory limit from {@code --memory-limit}, else from a TensorFlow line that
+ * states it (the ProcessState CPU allocator's {@code Using BFCAllocator with memory limit of <n>
+ * MB}, oneDNN's {@code MklCPUAllocator: Setting max_mem_bytes: <n>}); {@code allow_growth} from
+ * {@code --allow-growth}, else true when the first region is smaller than the limit;
+ * {@code garbage_collection} from {@code --garbage-collection} (default false); the sim space
+ * of the recorded traces (base {@code 0x100000000}, gap 4096, no coalescing).
+ *
+ * <p>Exit status: 0 written, 1 expected answers are impossible for this log, 2 bad options or
+ * an unreadable or unusable log (the message names the line).
+ */
+@Command(
+        name = "import-tf-log",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Converts the calls of one BFC allocator in a TensorFlow log (written with"
+                    + " TF_CPP_VMODULE=bfc_allocator=4) into a workload trace.",
+            "--with-expectations also writes TensorFlow's addresses moved onto the simulated space (only"
+                    + " possible when the log's regions were obtained at rising addresses).",
+            "Exit status: 0 written, 1 expectations impossible for this log, 2 bad options or an unusable log."
+        })
+public final class ImportTfLogCommand implements Callable<Integer> {
+
+    /** The sim space of imported traces, as the recorded traces use. */
+    static final long SIM_BASE = 0x100000000L;
+    static final long SIM_GAP = 4096;
+
+    @Spec
+    private CommandSpec spec;
+
+    @Parameters(paramLabel = "LOG", description = "The TensorFlow log (plain or gzip).")
+    private Path log;
+
+    @Option(names = "--allocator", required = true, paramLabel = "NAME",
+            description = "The BFC allocator's name, e.g. GPU_0_bfc, bfc_cpu_allocator_for_gpu, mklcpu.")
+    private String allocator;
+
+    @Option(names = {"-o", "--output"}, required = true, paramLabel = "TRACE",
+            description = "The trace to write (.bfctrace, or .bfctrace.gz to compress).")
+    private Path output;
+
+    @Option(names = "--memory-limit", paramLabel = "SIZE",
+            description = "The allocator's memory limit (default: what the log states, where it does).")
+    private String memoryLimit;
+
+    @Option(names = "--allow-growth", paramLabel = "BOOL",
+            description = "Default: true if the first region is smaller than the limit.")
+    private String allowGrowth;
+
+    @Option(names = "--garbage-collection", paramLabel = "BOOL", defaultValue = "false",
+            description = "Default: false.")
+    private String garbageCollection;
+
+    @Option(names = "--name", paramLabel = "TEXT", description = "The trace's name line.")
+    private String name;
+
+    @Option(names = "--with-expectations",
+            description = "Write TensorFlow's answers too (needs regions at rising addresses).")
+    private boolean withExpectations;
+
+    @Option(names = "--debug", description = "Print stack traces of errors.")
+    private boolean debug;
+
+    /** Creates the command; picocli fills its fields. */
+    public ImportTfLogCommand() {
+    }
+
+    @Override
+    public Integer call() {
+        return CommandRunner.run(spec, debug, false, () -> {
+            Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
+            Boolean growthOption = allowGrowth == null ? null : RunConfig.parseBoolean("--allow-growth", allowGrowth);
+            boolean gc = RunConfig.parseBoolean("--garbage-collection", garbageCollection);
+            TfLog tf = TfLog.read(log, allocator);
+            long limit;
+            String limitFrom;
+            if (limitOption != null) {
+                limit = limitOption;
+                limitFrom = "--memory-limit";
+            } else if (tf.statedLimit > 0) {
+                limit = tf.statedLimit;
+                limitFrom = "log " + tf.statedLimitLine;
+            } else {
+                throw new UsageException("--memory-limit is needed: " + log + " does not state the memory limit of '"
+                        + allocator + "' (give the device's memory given to TensorFlow, e.g. --memory-limit=14GiB)");
+            }
+            boolean growth;
+            String growthFrom;
+            if (growthOption != null) {
+                growth = growthOption;
+                growthFrom = "--allow-growth";
+            } else if (tf.regions.isEmpty()) {
+                growth = true;
+                growthFrom = "no region in the log";
+            } else {
+                long first = tf.regions.get(0)[1];
+                growth = first < limit;
+                growthFrom = "first region " + Sizes.format(first);
+            }
+            if (withExpectations) {
+                int falling = tf.firstFallingRegion();
+                if (falling >= 0) {
+                    long[] r = tf.regions.get(falling);
+                    long[] p = tf.regions.get(falling - 1);
+                    spec.commandLine().getErr().println("bfc import-tf-log: cannot write expectations: region "
+                            + (falling + 1) + " of '" + allocator + "' (log line " + r[2] + ", 0x" + Long.toHexString(r[0])
+                            + ") lies below region " + falling + " (0x" + Long.toHexString(p[0]) + "); expected"
+                            + " addresses can be mapped onto the sim only when regions were obtained at rising"
+                            + " addresses; import without --with-expectations for a workload trace");
+                    return CommandRunner.EXIT_FAILED;
+                }
+            }
+            long capacity = limit + SIM_GAP * Math.max(4096, tf.regions.size() + 1L);
+            String fileName = log.getFileName() == null ? log.toString() : log.getFileName().toString();
+            String source = (withExpectations ? "imported" : TraceHeader.WORKLOAD_SOURCE_PREFIX + " imported")
+                    + " from TensorFlow log " + fileName + ", BFCAllocator '" + allocator + "' (bfc import-tf-log"
+                    + (withExpectations ? ", regions moved onto the sim in the order obtained" : "") + ")";
+            TraceHeader header = new TraceHeader(
+                    name != null ? name : allocator + ": imported from " + fileName,
+                    source, limit, growth, gc, 0, false, SIM_BASE, capacity, SIM_GAP, false);
+            Path parent = output.toAbsolutePath().getParent();
+            if (parent == null || !Files.isDirectory(parent)) {
+                throw new UsageException("-o=" + output + " (expected: a file in an existing directory)");
+            }
+            Path tmp = Files.createTempFile(parent, ".bfc-import-", ".tmp");
+            try {
+                boolean gzip = output.getFileName().toString().endsWith(".gz");
+                try (TraceWriter w = TraceWriter.create(tmp, gzip)) {
+                    w.header(header);
+                    w.comment("imported by bfc import-tf-log from " + fileName + ": " + tf.allocs + " allocs, "
+                            + tf.frees + " frees, " + tf.nullFrees + " DeallocateRaw(nullptr) dropped, "
+                            + tf.regions.size() + " regions");
+                    w.comment("memory_limit from " + limitFrom + "; allow_growth from " + growthFrom
+                            + "; the log does not say the alignments of 2.18's AllocateRaw calls: 64 assumed");
+                    write(w, tf, header);
+                }
+                Files.move(tmp, output, StandardCopyOption.REPLACE_EXISTING);
+            } finally {
+                Files.deleteIfExists(tmp);
+            }
+            PrintWriter out = spec.commandLine().getOut();
+            out.println("wrote " + output + ": " + (withExpectations ? "trace with expected answers" : "workload trace")
+                    + ", " + tf.calls + " calls (" + tf.allocs + " allocs, " + tf.frees + " frees), "
+                    + tf.regions.size() + " regions in the log");
+            out.println("memory_limit=" + Sizes.format(limit) + " (from " + limitFrom + "), allow_growth=" + growth
+                    + " (from " + growthFrom + "), garbage_collection=" + gc);
+            return CommandRunner.EXIT_OK;
+        });
+    }
+
+    private void write(TraceWriter w, TfLog tf, TraceHeader header) throws IOException {
+        SimSubAllocator sim = withExpectations
+                ? new SimSubAllocator(header.simBase(), header.simCapacity(), header.simGap(), header.simCoalescing())
+                : null;
+        long[] simStart = new long[tf.regions.size()];
+        for (int i = 0; i < tf.calls; i++) {
+            if (tf.kind[i] == TfLog.FREE) {
+                w.free(tf.id[i]);
+                continue;
+            }
+            if (!withExpectations) {
+                w.workloadAlloc(tf.id[i], tf.bytes[i], tf.alignment[i], 0);
+                continue;
+            }
+            int first = tf.firstRegion[i];
+            for (int k = first; k < first + tf.regionCount[i]; k++) {
+                SubAllocator.Block b = sim.alloc(tf.alignment[i], tf.regions.get(k)[1]);
+                if (b == null) {
+                    throw new UsageException("the simulated space cannot hold region " + (k + 1) + " (log line "
+                            + tf.regions.get(k)[2] + "); give a larger --memory-limit");
+                }
+                simStart[k] = b.ptr();
+            }
+            w.alloc(tf.id[i], tf.bytes[i], tf.alignment[i], 0, mapped(tf, simStart, i));
+            for (int k = first; k < first + tf.regionCount[i]; k++) {
+                w.subAlloc(tf.regions.get(k)[1], simStart[k]);
+            }
+        }
+    }
+
+    /** The sim address of call i's result: the same offset in the region, in its sim place. */
+    private static long mapped(TfLog tf, long[] simStart, int i) {
+        long p = tf.ptr[i];
+        if (p == 0) {
+            return 0;
+        }
+        for (int k = 0; k < tf.regions.size(); k++) {
+            long[] r = tf.regions.get(k);
+            if (p >= r[0] && p < r[0] + r[1] && simStart[k] != 0) {
+                return simStart[k] + (p - r[0]);
+            }
+        }
+        throw new UsageException(tf.file + " line " + tf.line[i] + ": AllocateRaw returned 0x" + Long.toHexString(p)
+                + ", which lies in no region the log showed before it (expected answers need every 'Allocated"
+                + " memory at' line of '" + tf.allocator + "')");
+    }
+}

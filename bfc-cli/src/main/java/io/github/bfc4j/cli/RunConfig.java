@@ -1,0 +1,183 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.trace.TraceHeader;
+import io.github.bfc4j.trace.TraceReader;
+import io.github.bfc4j.trace.WorkloadListener;
+import io.github.bfc4j.trace.WorkloadResult;
+import io.github.bfc4j.trace.WorkloadRunner;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+
+/**
+ * What a trace is run under: the allocator's memory limit and options, and its sub-allocator.
+ * Each value defaults to the trace header's.
+ *
+ * @param memoryLimit the allocator's total memory
+ * @param allowGrowth {@code allow_growth}
+ * @param garbageCollection {@code garbage_collection}
+ * @param fragmentationFraction {@code fragmentation_fraction}
+ * @param sub {@code sim} (the header's simulated space, enlarged to fit the limit) or
+ *     {@code host} (real memory)
+ */
+record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollection, double fragmentationFraction,
+        String sub) {
+
+    /** The sub-allocators {@code --sub} accepts. */
+    static final String SUB_VALUES = "sim or host";
+
+    /**
+     * Parses {@code --sub}.
+     *
+     * @param value the option's value
+     * @return {@code sim} or {@code host}
+     * @throws UsageException for another value
+     */
+    static String parseSub(String value) {
+        String v = value.toLowerCase(Locale.ROOT);
+        if (!v.equals("sim") && !v.equals("host")) {
+            throw new UsageException("--sub=" + value + " (expected: " + SUB_VALUES + ")");
+        }
+        return v;
+    }
+
+    /**
+     * Parses a fragmentation fraction.
+     *
+     * @param option the option's name
+     * @param value a decimal in [0, 1]
+     * @return the fraction
+     * @throws UsageException if it is not a number in [0, 1]
+     */
+    static double parseFraction(String option, String value) {
+        double f;
+        try {
+            f = Double.parseDouble(value.trim());
+        } catch (NumberFormatException e) {
+            f = Double.NaN;
+        }
+        if (!(f >= 0 && f <= 1)) {
+            throw new UsageException(option + "=" + value + " (expected: a fraction from 0 to 1, like 0.01; 0 means"
+                    + " upstream's 128 MiB threshold)");
+        }
+        return f;
+    }
+
+    /**
+     * Parses a boolean option value.
+     *
+     * @param option the option's name
+     * @param value {@code true} or {@code false}
+     * @return the value
+     * @throws UsageException for anything else
+     */
+    static boolean parseBoolean(String option, String value) {
+        String v = value.trim().toLowerCase(Locale.ROOT);
+        if (v.equals("true")) {
+            return true;
+        }
+        if (v.equals("false")) {
+            return false;
+        }
+        throw new UsageException(option + "=" + value + " (expected: true or false)");
+    }
+
+    /**
+     * The header's own settings.
+     *
+     * @param h a trace header
+     * @return its memory limit and options, on the sim
+     */
+    static RunConfig of(TraceHeader h) {
+        return new RunConfig(h.memoryLimit(), h.allowGrowth(), h.garbageCollection(), h.fragmentationFraction(),
+                "sim");
+    }
+
+    /** The allocator options. */
+    BfcOptions bfcOptions() {
+        return BfcOptions.builder()
+                .allowGrowth(allowGrowth)
+                .garbageCollection(garbageCollection)
+                .fragmentationFraction(fragmentationFraction)
+                .allowRetryOnFailure(false)
+                .build();
+    }
+
+    /** One line: {@code memory_limit=16GiB allow_growth=true ... sub=sim}. */
+    String describe() {
+        return "memory_limit=" + Sizes.format(memoryLimit) + " allow_growth=" + allowGrowth + " garbage_collection="
+                + garbageCollection + " fragmentation_fraction=" + fraction(fragmentationFraction) + " sub=" + sub;
+    }
+
+    /** A fraction as short as it reads: {@code 0}, {@code 0.01}. */
+    static String fraction(double f) {
+        return f == 0 ? "0" : java.math.BigDecimal.valueOf(f).stripTrailingZeros().toPlainString();
+    }
+
+    /**
+     * The sub-allocator for a run of a trace with this header.
+     *
+     * @param h the trace's header
+     * @return a fresh sub-allocator
+     */
+    SubAllocator subAllocator(TraceHeader h) {
+        if (sub.equals("host")) {
+            return HostMemory.subAllocator();
+        }
+        return WorkloadRunner.simFor(h, memoryLimit);
+    }
+
+    /**
+     * Runs a trace file under this configuration.
+     *
+     * @param trace the trace (plain or gzip)
+     * @param listener sees every call, or null
+     * @param progressLabel what the progress bar says
+     * @return what was measured
+     * @throws IOException if the trace cannot be read or is malformed
+     */
+    WorkloadResult run(Path trace, WorkloadListener listener, String progressLabel) throws IOException {
+        Progress progress = Progress.start(progressLabel, Files.size(trace));
+        try (InputStream in = progress.track(Files.newInputStream(trace));
+                TraceReader reader = TraceReader.open(in, trace.toString())) {
+            TraceHeader h = reader.header();
+            return new WorkloadRunner(memoryLimit, bfcOptions(), subAllocator(h))
+                    .timingCounter(h.timingCounter())
+                    .name(allocatorName(h.name()))
+                    .listener(listener)
+                    .run(reader);
+        } finally {
+            progress.finish();
+        }
+    }
+
+    /** The trace's name up to the first ':' or space, as {@code bfc verify} names its allocator. */
+    private static String allocatorName(String traceName) {
+        int end = 0;
+        while (end < traceName.length() && traceName.charAt(end) != ':' && traceName.charAt(end) != ' ') {
+            end++;
+        }
+        return end == 0 ? "replay" : traceName.substring(0, end);
+    }
+
+    /**
+     * Reads only the header of a trace.
+     *
+     * @param trace the trace
+     * @return its header
+     * @throws IOException if it cannot be read or its header is malformed
+     */
+    static TraceHeader header(Path trace) throws IOException {
+        try (TraceReader reader = TraceReader.open(trace)) {
+            return reader.header();
+        }
+    }
+}

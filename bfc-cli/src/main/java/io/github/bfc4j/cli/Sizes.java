@@ -1,0 +1,116 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import java.util.Locale;
+
+/** Byte sizes on the command line: {@code 16GiB}, {@code 512MiB}, {@code 1048576}, and back. */
+final class Sizes {
+    private static final String EXPECTED = "a size like 16GiB, 512MiB or 1048576";
+    private static final String[] UNITS = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+
+    private Sizes() {
+    }
+
+    /**
+     * Parses a size: a whole number of bytes, or a number (decimals allowed) with a unit
+     * {@code B}, {@code K}/{@code KB}/{@code KiB}, {@code M}/{@code MB}/{@code MiB}, {@code G},
+     * {@code T}, {@code P} (all binary: 1K = 1024 bytes), any case.
+     *
+     * @param option the option's name, for the message
+     * @param text the value
+     * @return the bytes, at least 1
+     * @throws UsageException {@code option=text (expected: a size like ...)}
+     */
+    static long parse(String option, String text) {
+        String t = text.trim();
+        int end = 0;
+        while (end < t.length() && (Character.isDigit(t.charAt(end)) || t.charAt(end) == '.')) {
+            end++;
+        }
+        String number = t.substring(0, end);
+        String unit = t.substring(end).trim().toLowerCase(Locale.ROOT);
+        int shift;
+        switch (unit) {
+            case "":
+            case "b":
+                shift = 0;
+                break;
+            case "k": case "kb": case "kib":
+                shift = 10;
+                break;
+            case "m": case "mb": case "mib":
+                shift = 20;
+                break;
+            case "g": case "gb": case "gib":
+                shift = 30;
+                break;
+            case "t": case "tb": case "tib":
+                shift = 40;
+                break;
+            case "p": case "pb": case "pib":
+                shift = 50;
+                break;
+            default:
+                throw bad(option, text);
+        }
+        if (number.isEmpty() || number.chars().filter(c -> c == '.').count() > 1 || number.equals(".")) {
+            throw bad(option, text);
+        }
+        long bytes;
+        if (number.indexOf('.') < 0) {
+            try {
+                bytes = Long.parseLong(number);
+            } catch (NumberFormatException e) {
+                throw bad(option, text);
+            }
+            if (shift > 0 && bytes > (Long.MAX_VALUE >> shift)) {
+                throw bad(option, text);
+            }
+            bytes <<= shift;
+        } else {
+            if (shift == 0) {
+                throw bad(option, text);
+            }
+            double d = Double.parseDouble(number) * (1L << shift);
+            if (d >= Long.MAX_VALUE) {
+                throw bad(option, text);
+            }
+            bytes = (long) d;
+        }
+        if (bytes <= 0) {
+            throw new UsageException(option + "=" + text + " (expected: a size of at least 1 byte, like 16GiB)");
+        }
+        return bytes;
+    }
+
+    private static UsageException bad(String option, String text) {
+        return new UsageException(option + "=" + text + " (expected: " + EXPECTED + ")");
+    }
+
+    /**
+     * Formats a size the short way: {@code 16GiB}, {@code 1.50GiB}, {@code 512MiB}, {@code 300B}.
+     *
+     * @param bytes a byte count
+     * @return the size with a binary unit, exact when it is a whole number of that unit
+     */
+    static String format(long bytes) {
+        if (bytes < 0) {
+            return "-" + format(-bytes);
+        }
+        int u = 0;
+        while (u + 1 < UNITS.length && bytes >= (1L << (10 * (u + 1)))) {
+            u++;
+        }
+        if (u == 0) {
+            return bytes + "B";
+        }
+        long unit = 1L << (10 * u);
+        if (bytes % unit == 0) {
+            return (bytes / unit) + UNITS[u];
+        }
+        return String.format(Locale.ROOT, "%.2f%s", (double) bytes / unit, UNITS[u]);
+    }
+}

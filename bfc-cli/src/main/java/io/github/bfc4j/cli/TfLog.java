@@ -1,0 +1,363 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.zip.GZIPInputStream;
+
+/**
+ * The calls of one BFC allocator, read from a TensorFlow log written with
+ * {@code TF_CPP_VMODULE=bfc_allocator=4} (plain or gzip). The lines used are those of
+ * {@code bfc_allocator.cc} (TensorFlow 2.18, {@code xla/tsl/framework/bfc_allocator.cc}):
+ * <ul>
+ * <li>{@code AllocateRaw <name>  <bytes> <ptr>}: the result of an {@code AllocateRaw} (VLOG 3,
+ *     logged after the call; {@code 0} for null). The line logged before the call,
+ *     {@code AllocateRaw <name>  <bytes>} (newer versions: {@code AllocateRaw <name> <bytes>
+ *     alignment=<n>}), gives the alignment where it says it.</li>
+ * <li>{@code [mem-debug] DeallocateRaw,<name>,<requested>,<ptr>,<stack trace>}: a
+ *     {@code DeallocateRaw} (VLOG 4, logged before the call); the stack trace's lines that
+ *     follow are skipped, as is every line not from {@code bfc_allocator.cc}.</li>
+ * <li>{@code Extending allocation by <size> bytes for <name>.} then
+ *     {@code Allocated memory at <start> to <end>}: a region obtained from the sub-allocator
+ *     (VLOG 1), during the next {@code AllocateRaw} result of that allocator.</li>
+ * </ul>
+ * A {@code DeallocateRaw} of null is a no-op and is dropped. Ids are numbered 1, 2, 3, ... in
+ * the order of the {@code AllocateRaw} results.
+ */
+final class TfLog {
+
+    /** Kinds of call. */
+    static final int ALLOC = 0;
+    static final int FREE = 1;
+
+    private static final String MARK = "bfc_allocator.cc:";
+
+    final Path file;
+    final String allocator;
+    /** Allocator names in the order the log mentions them. */
+    final Set<String> names = new LinkedHashSet<>();
+    /** The memory limit a known TensorFlow line states for the allocator, 0 if none. */
+    long statedLimit;
+    String statedLimitLine;
+
+    // Calls, in log order.
+    int calls;
+    int[] kind = new int[1024];
+    long[] id = new long[1024];
+    long[] bytes = new long[1024];
+    long[] alignment = new long[1024];
+    long[] ptr = new long[1024];
+    long[] line = new long[1024];
+    /** Index of the first region obtained during the call, and how many. */
+    int[] firstRegion = new int[1024];
+    int[] regionCount = new int[1024];
+
+    // Regions, in the order obtained.
+    final List<long[]> regions = new ArrayList<>(); // {start, bytes, line}
+
+    long nullFrees;
+    long allocs;
+    long frees;
+    long deallocWithoutPtrLine;
+
+    private TfLog(Path file, String allocator) {
+        this.file = file;
+        this.allocator = allocator;
+    }
+
+    /**
+     * Reads the calls of one allocator.
+     *
+     * @param file the log (plain or gzip)
+     * @param allocator the allocator's name, e.g. {@code GPU_0_bfc}
+     * @return the calls
+     * @throws IOException if the log cannot be read
+     * @throws UsageException if a line of the allocator cannot be used (naming the line), the
+     *     allocator is not in the log (naming those that are), or the log lacks the lines needed
+     */
+    static TfLog read(Path file, String allocator) throws IOException {
+        TfLog log = new TfLog(file, allocator);
+        try (InputStream raw = Files.newInputStream(file);
+                BufferedReader r = new BufferedReader(new InputStreamReader(maybeGunzip(raw), StandardCharsets.UTF_8),
+                        1 << 16)) {
+            log.parse(r);
+        }
+        return log;
+    }
+
+    private static InputStream maybeGunzip(InputStream in) throws IOException {
+        BufferedInputStream b = new BufferedInputStream(in, 1 << 16);
+        b.mark(2);
+        int b0 = b.read();
+        int b1 = b.read();
+        b.reset();
+        return b0 == 0x1f && b1 == 0x8b ? new GZIPInputStream(b, 1 << 16) : b;
+    }
+
+    private void parse(BufferedReader r) throws IOException {
+        Map<Long, long[]> live = new HashMap<>(); // ptr -> {id, line}
+        long nextId = 1;
+        long pendingAlignment = 0;
+        long pendingAlignmentBytes = -1;
+        int pendingRegions = 0;
+        long extendingLine = 0; // an "Extending" line of this allocator waiting for its "Allocated memory at"
+        String lastExtendingName = null;
+        long n = 0;
+        for (String text = r.readLine(); text != null; text = r.readLine()) {
+            n++;
+            if (text.isEmpty() || text.charAt(0) == '\t' || text.charAt(0) == ' ') {
+                continue; // stack trace lines
+            }
+            statedLimit(text, n);
+            int at = text.indexOf(MARK);
+            if (at < 0) {
+                continue;
+            }
+            int close = text.indexOf("] ", at);
+            if (close < 0) {
+                continue;
+            }
+            String msg = text.substring(close + 2);
+            if (msg.startsWith("AllocateRaw ")) {
+                String[] t = tokens(msg.substring("AllocateRaw ".length()));
+                if (t.length < 2) {
+                    throw unusable(n, msg, "AllocateRaw <name>  <bytes> <ptr>");
+                }
+                names.add(t[0]);
+                if (!t[0].equals(allocator)) {
+                    continue;
+                }
+                long b = number(n, msg, t[1], "AllocateRaw <name>  <bytes> <ptr>");
+                if (t.length == 2 || t[2].startsWith("alignment=")) {
+                    // Logged before the call; newer versions say the alignment.
+                    if (t.length >= 3) {
+                        pendingAlignment = number(n, msg, t[2].substring("alignment=".length()),
+                                "AllocateRaw <name> <bytes> alignment=<n>");
+                        pendingAlignmentBytes = b;
+                    }
+                    continue;
+                }
+                if (t.length != 3) {
+                    throw unusable(n, msg, "AllocateRaw <name>  <bytes> <ptr>");
+                }
+                long p = pointer(n, msg, t[2]);
+                long align = 64;
+                if (pendingAlignmentBytes == b && pendingAlignment > 0
+                        && (pendingAlignment & (pendingAlignment - 1)) == 0) {
+                    align = pendingAlignment;
+                }
+                pendingAlignmentBytes = -1;
+                if (extendingLine != 0 && allocator.equals(lastExtendingName)) {
+                    throw new UsageException(file + " line " + extendingLine + ": 'Extending allocation' of '"
+                            + allocator + "' has no 'Allocated memory at <start> to <end>' line after it");
+                }
+                if (p != 0) {
+                    long[] before = live.get(p);
+                    if (before != null) {
+                        checkDeallocLines();
+                        throw new UsageException(file + " line " + n + ": AllocateRaw of '" + allocator
+                                + "' returned 0x" + Long.toHexString(p) + ", which is still allocated since line "
+                                + before[1] + " (a DeallocateRaw line is missing: was the log written with"
+                                + " TF_CPP_VMODULE=bfc_allocator=4?)");
+                    }
+                    live.put(p, new long[] {nextId, n});
+                }
+                add(ALLOC, nextId++, b, align, p, n);
+                firstRegion[calls - 1] = regions.size() - pendingRegions;
+                regionCount[calls - 1] = pendingRegions;
+                pendingRegions = 0;
+                allocs++;
+            } else if (msg.startsWith("[mem-debug] DeallocateRaw,")) {
+                String[] t = msg.substring("[mem-debug] DeallocateRaw,".length()).split(",", 4);
+                if (t.length < 3) {
+                    throw unusable(n, msg, "[mem-debug] DeallocateRaw,<name>,<requested>,<ptr>,...");
+                }
+                names.add(t[0]);
+                if (!t[0].equals(allocator)) {
+                    continue;
+                }
+                long p = pointer(n, msg, t[2]);
+                if (p == 0) {
+                    nullFrees++;
+                    continue;
+                }
+                long[] a = live.remove(p);
+                if (a == null) {
+                    throw new UsageException(file + " line " + n + ": DeallocateRaw of 0x" + Long.toHexString(p)
+                            + ", which no earlier AllocateRaw result line of '" + allocator + "' returned (is the"
+                            + " log cut at its start, or were lines of several threads interleaved?)");
+                }
+                add(FREE, a[0], 0, 0, p, n);
+                frees++;
+            } else if (msg.startsWith("DeallocateRaw ")) {
+                String[] t = tokens(msg.substring("DeallocateRaw ".length()));
+                if (t.length >= 1) {
+                    names.add(t[0]);
+                    if (t[0].equals(allocator) && deallocWithoutPtrLine == 0) {
+                        deallocWithoutPtrLine = n;
+                    }
+                }
+            } else if (msg.startsWith("Extending allocation by ")) {
+                int f = msg.lastIndexOf(" for ");
+                if (f < 0 || !msg.endsWith(".")) {
+                    throw unusable(n, msg, "Extending allocation by <size> bytes for <name>.");
+                }
+                String name = msg.substring(f + 5, msg.length() - 1);
+                names.add(name);
+                lastExtendingName = name;
+                extendingLine = name.equals(allocator) ? n : 0;
+            } else if (msg.startsWith("Allocated memory at ")) {
+                if (extendingLine == 0) {
+                    continue; // another allocator's region
+                }
+                String[] t = tokens(msg.substring("Allocated memory at ".length()));
+                if (t.length != 3 || !t[1].equals("to")) {
+                    throw unusable(n, msg, "Allocated memory at <start> to <end>");
+                }
+                long start = pointer(n, msg, t[0]);
+                long end = pointer(n, msg, t[2]);
+                if (start == 0 || end <= start) {
+                    throw unusable(n, msg, "Allocated memory at <start> to <end> with 0 < start < end");
+                }
+                regions.add(new long[] {start, end - start, n});
+                pendingRegions++;
+                extendingLine = 0;
+                lastExtendingName = null;
+            } else if (msg.startsWith("Creating new BFCAllocator named: ")) {
+                names.add(msg.substring("Creating new BFCAllocator named: ".length()).trim());
+            }
+        }
+        if (!names.contains(allocator) || allocs == 0) {
+            if (!names.contains(allocator)) {
+                throw new UsageException("--allocator=" + allocator + " (expected: an allocator of " + file + ": "
+                        + (names.isEmpty() ? "it names none; was it written with TF_CPP_VMODULE=bfc_allocator=4?"
+                                : String.join(", ", names)) + ")");
+            }
+            throw new UsageException(file + " has no 'AllocateRaw " + allocator + "  <bytes> <ptr>' lines: write the"
+                    + " log with TF_CPP_VMODULE=bfc_allocator=4 (and an allocator that is used)");
+        }
+        checkDeallocLines();
+    }
+
+    /** Fails if the log has DeallocateRaw lines of the allocator but none with an address (VLOG 3 only). */
+    private void checkDeallocLines() {
+        if (frees == 0 && deallocWithoutPtrLine != 0) {
+            throw new UsageException(file + " line " + deallocWithoutPtrLine + ": DeallocateRaw lines without"
+                    + " addresses; write the log with TF_CPP_VMODULE=bfc_allocator=4 to get the"
+                    + " '[mem-debug] DeallocateRaw' lines");
+        }
+    }
+
+    /** Known TensorFlow lines that state an allocator's memory limit. */
+    private void statedLimit(String text, long n) {
+        try {
+            statedLimitOrThrow(text, n);
+        } catch (NumberFormatException e) {
+            // A line that only looks like one of these: it states nothing usable.
+        }
+    }
+
+    private void statedLimitOrThrow(String text, long n) {
+        int i = text.indexOf("Using BFCAllocator with memory limit of ");
+        if (i >= 0 && allocator.equals("bfc_cpu_allocator_for_gpu") && text.contains("ProcessState CPU allocator")) {
+            String[] t = tokens(text.substring(i + "Using BFCAllocator with memory limit of ".length()));
+            if (t.length >= 2 && t[1].equals("MB")) {
+                statedLimit = Long.parseLong(t[0]) << 20;
+                statedLimitLine = "line " + n + ", ProcessState CPU allocator";
+            }
+        }
+        i = text.indexOf("MklCPUAllocator: Setting max_mem_bytes: ");
+        if (i >= 0 && allocator.equals("mklcpu")) {
+            statedLimit = Long.parseLong(text.substring(i + "MklCPUAllocator: Setting max_mem_bytes: ".length()).trim());
+            statedLimitLine = "line " + n + ", MklCPUAllocator max_mem_bytes";
+        }
+    }
+
+    private void add(int k, long callId, long b, long align, long p, long n) {
+        if (calls == kind.length) {
+            int c = calls * 2;
+            kind = Arrays.copyOf(kind, c);
+            id = Arrays.copyOf(id, c);
+            bytes = Arrays.copyOf(bytes, c);
+            alignment = Arrays.copyOf(alignment, c);
+            ptr = Arrays.copyOf(ptr, c);
+            line = Arrays.copyOf(line, c);
+            firstRegion = Arrays.copyOf(firstRegion, c);
+            regionCount = Arrays.copyOf(regionCount, c);
+        }
+        kind[calls] = k;
+        id[calls] = callId;
+        bytes[calls] = b;
+        alignment[calls] = align;
+        ptr[calls] = p;
+        line[calls] = n;
+        calls++;
+    }
+
+    private static String[] tokens(String s) {
+        return s.trim().split(" +");
+    }
+
+    private UsageException unusable(long n, String msg, String expected) {
+        String shown = msg.length() > 120 ? msg.substring(0, 120) + "..." : msg;
+        return new UsageException(file + " line " + n + ": cannot use '" + shown + "' (expected: " + expected + ")");
+    }
+
+    private long number(long n, String msg, String token, String expected) {
+        try {
+            long v = Long.parseLong(token);
+            if (v >= 0) {
+                return v;
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw unusable(n, msg, expected);
+    }
+
+    private long pointer(long n, String msg, String token) {
+        if (token.equals("0") || token.equals("(nil)") || token.equals("nullptr") || token.equals("0x0")) {
+            return 0;
+        }
+        if (token.startsWith("0x") && token.length() > 2 && token.length() <= 18) {
+            try {
+                return Long.parseUnsignedLong(token.substring(2), 16);
+            } catch (NumberFormatException e) {
+                // reported below
+            }
+        }
+        throw unusable(n, msg, "an address like 0x7f19f8135040, or 0 for null, in place of '" + token + "'");
+    }
+
+    /**
+     * Whether the regions were obtained at rising addresses (each one above the end of the one
+     * before), which expected answers need.
+     *
+     * @return the index of the first region that breaks the order, -1 if none does
+     */
+    int firstFallingRegion() {
+        for (int i = 1; i < regions.size(); i++) {
+            long[] prev = regions.get(i - 1);
+            if (regions.get(i)[0] < prev[0] + prev[1]) {
+                return i;
+            }
+        }
+        return -1;
+    }
+}

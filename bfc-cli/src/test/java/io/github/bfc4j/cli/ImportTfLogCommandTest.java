@@ -1,0 +1,192 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.trace.TraceEvent;
+import io.github.bfc4j.trace.TraceReader;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ImportTfLogCommandTest {
+    private static final long SEED = Long.getLong("bfc4j.test.seed", 20261121L);
+
+    private final Cli cli = new Cli();
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void theRealTensorFlowLogBecomesAWorkloadTrace() throws IOException {
+        Path out = dir.resolve("mlp.bfctrace.gz");
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", "bfc_cpu_allocator_for_gpu", "-o", out))
+                .isEqualTo(0);
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out.lines()).containsExactly(
+                "wrote " + out + ": workload trace, 232 calls (116 allocs, 116 frees), 4 regions in the log",
+                "memory_limit=64GiB (from log line 49, ProcessState CPU allocator), allow_growth=true"
+                        + " (from first region 2MiB), garbage_collection=false");
+        try (TraceReader r = TraceReader.open(out)) {
+            assertThat(r.header().isWorkload()).isTrue();
+            assertThat(r.header().memoryLimit()).isEqualTo(64L << 30);
+            int allocs = 0;
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                if (e.kind() == TraceEvent.Kind.ALLOC) {
+                    assertThat(e.answered()).isFalse();
+                    if (allocs == 0) {
+                        assertThat(e.bytes()).isEqualTo(4); // the log's first AllocateRaw: 4 bytes
+                    }
+                    allocs++;
+                }
+            }
+            assertThat(allocs).isEqualTo(116);
+        }
+        // Replayed, it reserves what TensorFlow reserved: "Total allocated bytes: 30.00MiB".
+        assertThat(cli.run("replay", out)).isEqualTo(0);
+        assertThat(cli.out).contains("peak reserved  30MiB (31457280 bytes)").contains("4 obtained");
+    }
+
+    @Test
+    void expectationsAreImpossibleForTheRealLogAndItSaysWhy() {
+        Path out = dir.resolve("x.bfctrace");
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", "mklcpu", "-o", out, "--with-expectations"))
+                .isEqualTo(1);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: cannot write expectations: region 2 of"
+                + " 'mklcpu' (log line 469, 0x7f195bdfe040) lies below region 1 (0x7f199c1fe040); expected addresses"
+                + " can be mapped onto the sim only when regions were obtained at rising addresses; import without"
+                + " --with-expectations for a workload trace");
+        assertThat(out).doesNotExist();
+    }
+
+    @Test
+    void aLogWithRisingRegionsGivesATraceThatVerifies() throws IOException {
+        System.out.println("ImportTfLogCommandTest seed " + SEED + " (-Dbfc4j.test.seed)");
+        // gap 0 here, 4096 in the sim of imported traces: the mapping moves every region.
+        SyntheticTfLog s = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 3000);
+        Path log = dir.resolve("gpu.log");
+        Files.writeString(log, s.log);
+        Path out = dir.resolve("gpu.bfctrace");
+        assertThat(cli.run("import-tf-log", log, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "64MiB",
+                "--with-expectations")).isEqualTo(0);
+        assertThat(cli.out).startsWith("wrote " + out + ": trace with expected answers, " + (s.allocs + s.frees)
+                + " calls (" + s.allocs + " allocs, " + s.frees + " frees)");
+        assertThat(s.nulls).isPositive();
+        assertThat(cli.run("verify", out)).isEqualTo(0);
+        assertThat(cli.out.lines()).containsExactly("PASS " + out + " " + (s.allocs + s.frees) + " calls",
+                "1 passed, 0 failed");
+        List<String> lines = Files.readAllLines(out);
+        assertThat(lines.get(2)).startsWith("source imported from TensorFlow log gpu.log, BFCAllocator 'GPU_0_bfc'");
+        // The first region lands at the sim's base, the next ones 4096 bytes (the gap) after the one before.
+        assertThat(lines.stream().filter(l -> l.startsWith("sub alloc ")).findFirst().orElseThrow())
+                .endsWith(" => 0x100000000");
+    }
+
+    @Test
+    void unknownAllocatorListsTheLogsAllocators() {
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: --allocator=GPU_0_bfc (expected: an allocator"
+                + " of " + Cli.TF_LOG + ": mklcpu, bfc_cpu_allocator_for_gpu)");
+    }
+
+    @Test
+    void unusableLinesAreNamed() throws IOException {
+        String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
+        List<String> lines = good.lines().toList();
+        int target = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains("] AllocateRaw GPU_0_bfc  ") && lines.get(i).matches(".*  \\d+ 0x[0-9a-f]+$")) {
+                target = i;
+                break;
+            }
+        }
+        assertThat(target).isPositive();
+        // A malformed byte count.
+        String bad = replaceLine(lines, target, lines.get(target).replaceFirst("  (\\d+) ", "  12x "));
+        Path log = dir.resolve("bad.log");
+        Files.writeString(log, bad);
+        assertThat(cli.run("import-tf-log", log, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"), "--memory-limit",
+                "64MiB")).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc import-tf-log: " + log + " line " + (target + 1) + ": cannot use"
+                + " 'AllocateRaw GPU_0_bfc  12x 0x");
+        assertThat(cli.err).endsWith("(expected: AllocateRaw <name>  <bytes> <ptr>)\n");
+        // A free of an address never allocated.
+        int free = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains("[mem-debug] DeallocateRaw,GPU_0_bfc,") && !lines.get(i).contains(",0,0,")) {
+                free = i;
+                break;
+            }
+        }
+        assertThat(free).isPositive();
+        Files.writeString(log, replaceLine(lines, free, lines.get(free).replaceFirst(",0x[0-9a-f]+,", ",0xdead00,")));
+        assertThat(cli.run("import-tf-log", log, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"), "--memory-limit",
+                "64MiB")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + log + " line " + (free + 1)
+                + ": DeallocateRaw of 0xdead00, which no earlier AllocateRaw result line of 'GPU_0_bfc' returned (is"
+                + " the log cut at its start, or were lines of several threads interleaved?)");
+        assertThat(dir.resolve("x")).doesNotExist();
+    }
+
+    @Test
+    void aLogWithoutMemDebugLinesOrLimitIsRefused() throws IOException {
+        String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
+        Path log = dir.resolve("level3.log");
+        Files.writeString(log, good.lines().filter(l -> !l.contains("[mem-debug]")).reduce("", (a, b) -> a + b + "\n"));
+        assertThat(cli.run("import-tf-log", log, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"), "--memory-limit",
+                "64MiB")).isEqualTo(2);
+        assertThat(cli.err).contains("DeallocateRaw lines without addresses; write the log with"
+                + " TF_CPP_VMODULE=bfc_allocator=4");
+        Path full = dir.resolve("full.log");
+        Files.writeString(full, good);
+        assertThat(cli.run("import-tf-log", full, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: --memory-limit is needed: " + full
+                + " does not state the memory limit of 'GPU_0_bfc' (give the device's memory given to TensorFlow,"
+                + " e.g. --memory-limit=14GiB)");
+        assertThat(cli.run("import-tf-log", dir.resolve("none.log"), "--allocator", "a", "-o", dir.resolve("x")))
+                .isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + dir.resolve("none.log") + ": no such file");
+        assertThat(cli.run("import-tf-log", full, "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err).contains("Missing required option: '--allocator=NAME'");
+    }
+
+    @Test
+    void newerLogsGiveTheAlignment() throws IOException {
+        // Newer bfc_allocator.cc logs "AllocateRaw <name> <bytes> alignment=<n>" before the call.
+        String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
+        String log = p + "276] AllocateRaw GPU_0_bfc 1000 alignment=4096\n"
+                + p + "171] Extending allocation by 2.00MiB bytes for GPU_0_bfc.\n"
+                + p + "181] Allocated memory at 0x7f0000001000 to 0x7f0000201000\n"
+                + p + "323] AllocateRaw GPU_0_bfc  1000 0x7f0000001000\n"
+                + p + "276] AllocateRaw GPU_0_bfc 2000 alignment=64\n"
+                + p + "323] AllocateRaw GPU_0_bfc  2000 0x7f0000001400\n"
+                + p + "698] [mem-debug] DeallocateRaw,GPU_0_bfc,1000,0x7f0000001000,*** Begin stack trace ***\n"
+                + "\tframe\n*** End stack trace ***\n";
+        Path in = dir.resolve("new.log");
+        Files.writeString(in, log);
+        Path out = dir.resolve("new.bfctrace");
+        assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB",
+                "--with-expectations")).as(cli.err).isEqualTo(0);
+        List<String> body = Files.readAllLines(out).stream().filter(l -> !l.startsWith("#")).skip(5).toList();
+        assertThat(body).containsExactly(
+                "alloc 1 1000 align=4096 => 0x100000000",
+                "sub alloc 2097152 => 0x100000000",
+                "alloc 2 2000 => 0x100000400",
+                "free 1");
+        assertThat(cli.run("verify", out)).isEqualTo(0);
+    }
+
+    private static String replaceLine(List<String> lines, int i, String replacement) {
+        StringBuilder sb = new StringBuilder();
+        for (int k = 0; k < lines.size(); k++) {
+            sb.append(k == i ? replacement : lines.get(k)).append('\n');
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,134 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ReplayCommandTest {
+    private final Cli cli = new Cli();
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void summaryOfABundledTraceWithOutOfMemory() {
+        // oom-too-large-nogc-256mib: requests larger than the 256 MiB device fail.
+        Path t = Cli.TRACES.resolve("oom-too-large-nogc-256mib.bfctrace");
+        assertThat(cli.run("replay", t)).isEqualTo(1);
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out).contains("trace          " + t + " (")
+                .contains("options        memory_limit=256MiB allow_growth=")
+                .contains("peak in use    ")
+                .contains("peak reserved  ")
+                .contains("fragmentation  ")
+                .contains("regions        ");
+        // Every OOM line the summary lists is an alloc line answered null in the trace.
+        String ooms = cli.out.lines().filter(l -> l.startsWith("out of memory")).findFirst().orElseThrow();
+        assertThat(ooms).matches("out of memory  [1-9][0-9]*: line .*");
+    }
+
+    @Test
+    void outOfMemoryLinesAreTheTracesNullAnswers() throws IOException {
+        Path t = Cli.TRACES.resolve("oom-fragmentation-nogc-64mib.bfctrace");
+        java.util.List<String> lines = Files.readAllLines(t);
+        StringBuilder expected = new StringBuilder();
+        int count = 0;
+        for (int i = 0; i < lines.size(); i++) {
+            String l = lines.get(i);
+            if (l.startsWith("alloc ") && l.endsWith("=> null") && !l.split(" ")[2].equals("0")) {
+                expected.append(count == 0 ? ": " : ", ").append("line ").append(i + 1).append(" (");
+                count++;
+            }
+        }
+        assertThat(count).isPositive();
+        assertThat(cli.run("replay", t)).isEqualTo(1);
+        String ooms = cli.out.lines().filter(l -> l.startsWith("out of memory")).findFirst().orElseThrow();
+        assertThat(ooms.replaceAll("\\([^)]*\\)", "(")).isEqualTo("out of memory  " + count + expected);
+    }
+
+    @Test
+    void aLargerLimitAvoidsTheFailures() {
+        Path t = Cli.TRACES.resolve("oom-too-large-nogc-256mib.bfctrace");
+        assertThat(cli.run("replay", t, "--memory-limit", "64GiB")).isEqualTo(0);
+        assertThat(cli.out).contains("memory_limit=64GiB").contains("out of memory  0");
+    }
+
+    @Test
+    void aRecordedTensorFlowTraceUnderItsOwnOptions() {
+        // tf-resnet-train-limit48mb: 48 MiB with growth; the regions it lists total 2+4+8+16+18 MiB.
+        Path t = Cli.RECORDED.resolve("tf-resnet-train-limit48mb.bfctrace");
+        assertThat(cli.run("replay", t, "--allow-growth")).isEqualTo(0);
+        assertThat(cli.out).contains("allow_growth=true").contains("out of memory  0")
+                .contains("peak reserved  48MiB (50331648 bytes)");
+    }
+
+    @Test
+    void optionErrorsAreOneLineWithExitStatus2() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        assertThat(cli.run("replay", t, "--memory-limit=12XB")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly(
+                "bfc replay: --memory-limit=12XB (expected: a size like 16GiB, 512MiB or 1048576)");
+        assertThat(cli.out).isEmpty();
+        assertThat(cli.run("replay", t, "--memory-limit=0")).isEqualTo(2);
+        assertThat(cli.err).contains("--memory-limit=0 (expected: a size of at least 1 byte");
+        assertThat(cli.run("replay", t, "--sub=gpu")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: --sub=gpu (expected: sim or host)");
+        assertThat(cli.run("replay", t, "--fragmentation-fraction=2")).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc replay: --fragmentation-fraction=2 (expected: a fraction from 0 to 1");
+        assertThat(cli.run("replay", t, "--allow-growth=yes")).isEqualTo(2);
+        assertThat(cli.err.lines()).hasSize(1);
+        assertThat(cli.err).contains("--allow-growth").contains("see 'bfc replay --help'");
+        assertThat(cli.run("replay", t, "--frobnicate")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly(
+                "bfc replay: Unknown option: '--frobnicate' (did you mean --fragmentation-fraction?)"
+                        + " (see 'bfc replay --help')");
+    }
+
+    @Test
+    void aThresholdOfZeroBytesIsAnErrorNotAStackTrace() {
+        // 1e-9 of 64 MiB is under one byte: the allocator refuses the option.
+        Path t = Cli.TRACES.resolve("random-growth-64mib-s1.bfctrace");
+        assertThat(cli.run("replay", t, "--fragmentation-fraction=0.000000001")).isEqualTo(1);
+        assertThat(cli.err.lines()).hasSize(1);
+        assertThat(cli.err).startsWith("bfc replay: creating the allocator failed: fragmentationFraction=");
+        assertThat(cli.err).doesNotContain("\tat ");
+    }
+
+    @Test
+    void unreadableAndMalformedTraces() throws IOException {
+        Path missing = dir.resolve("missing.bfctrace");
+        assertThat(cli.run("replay", missing)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: " + missing + ": no such file");
+        Path bad = dir.resolve("bad.bfctrace");
+        Files.writeString(bad, "bfctrace 1\nname x\nsource workload: t\noptions memory_limit=1048576"
+                + " allow_growth=true garbage_collection=false fragmentation_fraction=0 timing_counter=false\n"
+                + "suballocator sim base=0x7f0000000000 capacity=69206016 gap=0 coalescing=true\n"
+                + "alloc 1 100\nfree 2\n");
+        assertThat(cli.run("replay", bad)).isEqualTo(2);
+        assertThat(cli.err.lines()).hasSize(1);
+        assertThat(cli.err).startsWith("bfc replay: " + bad + " line 7: found ");
+        assertThat(cli.run("replay", bad, "--debug")).isEqualTo(2);
+        assertThat(cli.err).contains("TraceFormatException").contains("\tat ");
+    }
+
+    @Test
+    void realHostMemoryGivesTheSimsSummaryWhereRegionsNeverMerge() {
+        // gap 4096, no coalescing: the sim's regions behave as separate host mallocs do.
+        Path t = Cli.TRACES.resolve("nocoalesce-gap4k-gc.bfctrace");
+        assertThat(cli.run("replay", t)).isIn(0, 1);
+        String sim = cli.out;
+        int simStatus = cli.run("replay", t, "--sub", "host");
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out).contains("sub=host");
+        assertThat(cli.out.replace("sub=host", "sub=sim")).isEqualTo(sim);
+        assertThat(simStatus).isIn(0, 1);
+    }
+}

@@ -1,0 +1,144 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The report's content (its rendering in a browser: {@link ReportChromiumTest}). */
+class ReportCommandTest {
+    private final Cli cli = new Cli();
+
+    @TempDir
+    Path dir;
+
+    private static final Path OOM = Cli.TRACES.resolve("oom-gc-random-256mib-s15.bfctrace");
+
+    /** The numbers of a JSON array that follows {@code key} in the page's data. */
+    static long[] array(String html, String key) {
+        int at = html.indexOf(key);
+        assertThat(at).as(key).isNotNegative();
+        int open = html.indexOf('[', at);
+        int close = html.indexOf(']', open);
+        String body = html.substring(open + 1, close).trim();
+        if (body.isEmpty()) {
+            return new long[0];
+        }
+        String[] parts = body.split(",");
+        long[] v = new long[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            v[i] = Long.parseLong(parts[i]);
+        }
+        return v;
+    }
+
+    @Test
+    void everyOutOfMemoryFailureIsMarkedAndMapsAreTaken() throws IOException {
+        Path html = dir.resolve("r.html");
+        assertThat(cli.run("report", OOM, "-o", html)).isEqualTo(0);
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out).startsWith("wrote " + html + " (")
+                .contains("7724 calls").contains("21 occupancy maps").contains("279 out-of-memory failures marked");
+        String page = Files.readString(html);
+        // Self-contained: nothing is fetched at view time.
+        assertThat(page).doesNotContain("src=").doesNotContain("href=").doesNotContain("http://")
+                .doesNotContain("https://").doesNotContain("@import");
+        // The same failures, at the same lines, as bfc replay lists.
+        long[] oomLines = array(page, "\"ooms\":{\"calls\":[");
+        assertThat(oomLines).hasSize(279);
+        long[] lines = array(page.substring(page.indexOf("\"ooms\":")), "\"lines\":");
+        assertThat(lines).hasSize(279);
+        assertThat(cli.run("replay", OOM)).isEqualTo(1);
+        assertThat(cli.out).contains("279: line " + lines[0] + " (").contains(", line " + lines[19] + " (");
+        // The peak map comes first and shows the peak's bytes in use.
+        Matcher m = Pattern.compile("\"maps\":\\[\\{\"label\":\"peak in use\",\"call\":(\\d+),\"line\":(\\d+),"
+                + "\"inUse\":(\\d+)").matcher(page);
+        assertThat(m.find()).isTrue();
+        assertThat(m.group(2)).isEqualTo("3567");
+        assertThat(m.group(3)).isEqualTo("268430080");
+        assertThat(page).contains("\"label\":\"out of memory 1 of 279: 68.15MiB requested\"");
+        assertThat(page).contains("<td>peak in use</td><td>255.99MiB (268430080 bytes) at line 3567</td>");
+        assertThat(page).contains("<th>bin</th>");
+    }
+
+    @Test
+    void chunksInUseNameTheLineOfTheirAllocation() throws IOException {
+        // tiny-single: the peak map's chunks in use were allocated on alloc lines of the trace.
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path html = dir.resolve("tiny.html");
+        assertThat(cli.run("report", t, "-o", html)).isEqualTo(0);
+        String page = Files.readString(html);
+        String map = page.substring(page.indexOf("\"maps\":"));
+        long[] ids = array(map, "\"id\":");
+        long[] chunkLines = array(map, "\"line\":[");
+        long[] size = array(map, "\"size\":");
+        assertThat(ids).hasSameSizeAs(chunkLines).hasSameSizeAs(size);
+        java.util.List<String> trace = Files.readAllLines(t);
+        int inUse = 0;
+        for (int i = 0; i < ids.length; i++) {
+            if (ids[i] >= 0) {
+                inUse++;
+                assertThat(trace.get((int) chunkLines[i] - 1)).startsWith("alloc ");
+            } else {
+                assertThat(chunkLines[i]).isZero();
+            }
+        }
+        assertThat(inUse).isPositive();
+    }
+
+    @Test
+    void timelineIsDownsampledButKeepsThePeaks() throws IOException {
+        Path t = Cli.TRACES.resolve("random-growth-1gib-s3.bfctrace");
+        Path html = dir.resolve("t.html");
+        assertThat(cli.run("report", t, "-o", html, "--points", "50")).isEqualTo(0);
+        String page = Files.readString(html);
+        long[] max = array(page, "\"max\":");
+        long[] pool = array(page, "\"pool\":[");
+        assertThat(max.length).isBetween(50, 100);
+        assertThat(cli.run("replay", t)).isIn(0, 1);
+        long peakInUse = Long.parseLong(cli.out.replaceAll("(?s).*peak in use    \\S+ \\((\\d+) bytes\\).*", "$1"));
+        long peakReserved = Long.parseLong(cli.out.replaceAll("(?s).*peak reserved  \\S+ \\((\\d+) bytes\\).*", "$1"));
+        assertThat(java.util.Arrays.stream(max).max().orElseThrow()).isEqualTo(peakInUse);
+        assertThat(java.util.Arrays.stream(pool).max().orElseThrow()).isEqualTo(peakReserved);
+    }
+
+    @Test
+    void aMillionCallTraceGivesAFileUnder20MiBWithEveryFailureMarked() throws IOException {
+        // 1,050,000 calls; at 1 GiB instead of 4 GiB about twenty thousand allocations fail.
+        // (How long it takes is measured in docs/cli.md, not asserted here.)
+        Path t = Cli.TRACES.resolve("big-random-1m-s71.bfctrace.gz");
+        Path html = dir.resolve("big.html");
+        assertThat(cli.run("report", t, "-o", html, "--memory-limit", "1GiB")).isEqualTo(0);
+        assertThat(Files.size(html)).isLessThan(20L << 20);
+        String page = Files.readString(html);
+        long[] max = array(page, "\"max\":");
+        assertThat(max.length).isBetween(2000, 4000);
+        long[] ooms = array(page, "\"ooms\":{\"calls\":[");
+        assertThat(ooms.length).isGreaterThan(10_000);
+        assertThat(page).contains("<td>out of memory</td><td>" + ooms.length + ": line ");
+        for (int i = 1; i < ooms.length; i++) {
+            assertThat(ooms[i]).isGreaterThan(ooms[i - 1]);
+        }
+    }
+
+    @Test
+    void errors() {
+        assertThat(cli.run("report", OOM)).isEqualTo(2);
+        assertThat(cli.err).contains("Missing required option: '--output=HTML'");
+        assertThat(cli.run("report", OOM, "-o", dir.resolve("x.html"), "--points", "3")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc report: --points=3 (expected: 10 to 1000000)");
+        assertThat(cli.run("report", OOM, "-o", dir.resolve("no/such/dir/x.html"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + dir.resolve("no/such/dir/x.html")
+                + " (expected: a file in an existing directory)");
+        assertThat(dir.resolve("x.html")).doesNotExist();
+    }
+}

@@ -1,0 +1,52 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import org.junit.jupiter.api.Test;
+
+class SizesTest {
+
+    @Test
+    void parsesBinaryUnitsAndPlainBytes() {
+        assertThat(Sizes.parse("--x", "1048576")).isEqualTo(1L << 20);
+        assertThat(Sizes.parse("--x", "16GiB")).isEqualTo(16L << 30);
+        assertThat(Sizes.parse("--x", "16gb")).isEqualTo(16L << 30);
+        assertThat(Sizes.parse("--x", "16G")).isEqualTo(16L << 30);
+        assertThat(Sizes.parse("--x", "512MiB")).isEqualTo(512L << 20);
+        assertThat(Sizes.parse("--x", "64K")).isEqualTo(64L << 10);
+        assertThat(Sizes.parse("--x", "1.5GiB")).isEqualTo(3L << 29);
+        assertThat(Sizes.parse("--x", "2TiB")).isEqualTo(2L << 40);
+        assertThat(Sizes.parse("--x", "300B")).isEqualTo(300);
+        assertThat(Sizes.parse("--x", " 8GiB ")).isEqualTo(8L << 30);
+    }
+
+    @Test
+    void badSizesNameTheOptionAndWhatItExpects() {
+        for (String bad : new String[] {"12XB", "", "GiB", "1.2.3G", "-5", "1.5", "0x10", "99999999PiB",
+            "99999999999999999999"}) {
+            assertThatThrownBy(() -> Sizes.parse("--memory-limit", bad)).as(bad)
+                    .isInstanceOf(UsageException.class)
+                    .hasMessage("--memory-limit=" + bad + " (expected: a size like 16GiB, 512MiB or 1048576)");
+        }
+        assertThatThrownBy(() -> Sizes.parse("--memory-limit", "0GiB"))
+                .hasMessage("--memory-limit=0GiB (expected: a size of at least 1 byte, like 16GiB)");
+    }
+
+    @Test
+    void formatsExactUnitsShortAndOthersWithTwoDecimals() {
+        assertThat(Sizes.format(0)).isEqualTo("0B");
+        assertThat(Sizes.format(1023)).isEqualTo("1023B");
+        assertThat(Sizes.format(1024)).isEqualTo("1KiB");
+        assertThat(Sizes.format(16L << 30)).isEqualTo("16GiB");
+        assertThat(Sizes.format(3L << 29)).isEqualTo("1.50GiB");
+        assertThat(Sizes.format(268430080)).isEqualTo("255.99MiB");
+        for (String s : new String[] {"16GiB", "512MiB", "1KiB", "300B"}) {
+            assertThat(Sizes.format(Sizes.parse("--x", s))).isEqualTo(s);
+        }
+    }
+}

@@ -1,0 +1,60 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class WhatIfCommandTest {
+    private final Cli cli = new Cli();
+
+    private static final Path RESNET = Cli.RECORDED.resolve("tf-resnet-train-limit48mb.bfctrace");
+
+    @Test
+    void oneRowPerCombinationAndTheSmallestLimitThatFits() {
+        assertThat(cli.run("whatif", RESNET, "--memory-limit", "32MiB,48MiB,64MiB", "--allow-growth", "true,false"))
+                .isEqualTo(0);
+        List<String> lines = cli.out.lines().toList();
+        assertThat(lines).hasSize(1 + 6 + 1);
+        assertThat(lines.get(0)).startsWith("memory_limit  allow_growth garbage_collection fragmentation_fraction"
+                + " peak_in_use   peak_reserved   ooms first_oom_line fragmentation");
+        assertThat(lines.get(1)).startsWith("32MiB         true ");
+        assertThat(lines.get(2)).startsWith("32MiB         false ");
+        assertThat(lines.get(3)).startsWith("48MiB         true ");
+        assertThat(lines.get(6)).startsWith("64MiB         false ");
+        // 32 MiB is too small (the trace recorded TensorFlow at 48 MiB without a failure).
+        assertThat(lines.get(1).split(" +")[6]).isNotEqualTo("0");
+        assertThat(lines.get(3).split(" +")[6]).isEqualTo("0");
+        assertThat(lines.get(3).split(" +")[7]).isEqualTo("-");
+        // The 48 MiB growth row is TensorFlow's own run: 48 MiB reserved.
+        assertThat(lines.get(3).split(" +")[5]).isEqualTo("48MiB");
+        assertThat(lines.get(7)).isEqualTo("smallest memory limit without running out of memory: 48MiB"
+                + " (allow_growth=true garbage_collection=false fragmentation_fraction=0)");
+        assertThat(cli.err).isEmpty();
+    }
+
+    @Test
+    void theFirstOutOfMemoryLineMatchesReplay() {
+        assertThat(cli.run("whatif", RESNET, "--memory-limit", "32MiB")).isEqualTo(1);
+        String row = cli.out.lines().toList().get(1);
+        assertThat(cli.out).endsWith("every combination ran out of memory\n");
+        String firstOom = row.split(" +")[7];
+        assertThat(cli.run("replay", RESNET, "--memory-limit", "32MiB")).isEqualTo(1);
+        assertThat(cli.out).contains("out of memory  " + row.split(" +")[6] + ": line " + firstOom + " (");
+    }
+
+    @Test
+    void badValuesInAList() {
+        assertThat(cli.run("whatif", RESNET, "--memory-limit", "8GiB,lots")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly(
+                "bfc whatif: --memory-limit=lots (expected: a size like 16GiB, 512MiB or 1048576)");
+        assertThat(cli.run("whatif", RESNET, "--allow-growth", "true,maybe")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc whatif: --allow-growth=maybe (expected: true or false)");
+        assertThat(cli.out).isEmpty();
+    }
+}

@@ -1,0 +1,202 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Derived from TensorFlow's MemoryDump (bfc_memory_map.proto) and
+ * BFCAllocator::RecordMemoryMapInternal (Copyright 2015 The TensorFlow Authors),
+ * licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * An immutable snapshot of every region and chunk of a {@link BfcAllocator}, with per-bin
+ * summaries and the statistics, taken under the allocator's lock by
+ * {@link BfcAllocator#memoryMap()}. The counterpart of upstream's {@code MemoryDump}
+ * ({@code RecordMemoryMap}); chunks are grouped by region here, in address order, where
+ * upstream lists them flat in the same order.
+ *
+ * <p>{@link #toJson()} writes the document described in docs/observability.md
+ * (schema {@value #SCHEMA}).
+ *
+ * @param allocatorName the allocator's name
+ * @param memoryType the sub-allocator's memory type
+ * @param stats upstream's statistics ({@link BfcAllocator#getStats()})
+ * @param memoryStats bfc4j's figures ({@link BfcAllocator#memoryStats()})
+ * @param bins one summary per bin, bins 0 to 20 (upstream's {@code bin_summary})
+ * @param regions every region, in address order
+ */
+public record MemoryMap(
+        String allocatorName,
+        MemoryType memoryType,
+        AllocatorStats stats,
+        MemoryStats memoryStats,
+        List<BfcAllocator.BinDebugInfo> bins,
+        List<Region> regions) {
+
+    /** The {@code schema} value of {@link #toJson()}'s document. */
+    public static final String SCHEMA = "bfc4j.memory-map/1";
+
+    /**
+     * Checks and copies the lists.
+     *
+     * @throws NullPointerException if an argument is null
+     */
+    public MemoryMap {
+        Objects.requireNonNull(allocatorName, "allocatorName");
+        Objects.requireNonNull(memoryType, "memoryType");
+        Objects.requireNonNull(stats, "stats");
+        Objects.requireNonNull(memoryStats, "memoryStats");
+        bins = List.copyOf(bins);
+        regions = List.copyOf(regions);
+    }
+
+    /**
+     * A region held from the sub-allocator, and the chunks that tile it.
+     *
+     * @param ptr the start address
+     * @param size the size in bytes
+     * @param chunks its chunks, in address order; their sizes add up to {@code size}
+     */
+    public record Region(long ptr, long size, List<Chunk> chunks) {
+        /** Copies the list. */
+        public Region {
+            chunks = List.copyOf(chunks);
+        }
+    }
+
+    /**
+     * A chunk: upstream's {@code MemChunk}.
+     *
+     * @param ptr the start address
+     * @param size the chunk's size (a multiple of 256)
+     * @param requestedSize the size the caller asked for (for a free chunk: of its last use)
+     * @param inUse whether the chunk is allocated
+     * @param allocationId the allocation's id, -1 if free
+     * @param bin the bin holding the free chunk, -1 if in use
+     * @param freedAtCount the timing-counter stamp of a free chunk (unsigned), 0 if none or in use
+     */
+    public record Chunk(long ptr, long size, long requestedSize, boolean inUse, long allocationId,
+            int bin, long freedAtCount) {
+    }
+
+    /**
+     * The chunks of every region, in address order: upstream's flat {@code chunk} list.
+     *
+     * @return every chunk
+     */
+    public List<Chunk> chunks() {
+        return regions.stream().flatMap(r -> r.chunks().stream()).toList();
+    }
+
+    /**
+     * The snapshot as JSON (UTF-8 text, schema {@value #SCHEMA}, documented in
+     * docs/observability.md). Addresses are strings {@code "0x..."} (64-bit unsigned values do
+     * not survive a parser that reads numbers as doubles); every other number is an integer,
+     * except {@code fragmentation}.
+     *
+     * @return the JSON document, pretty-printed with one chunk per line
+     */
+    public String toJson() {
+        StringBuilder sb = new StringBuilder(256 + 160 * regions.size() * 4);
+        sb.append("{\n  \"schema\": ");
+        string(sb, SCHEMA);
+        sb.append(",\n  \"allocatorName\": ");
+        string(sb, allocatorName);
+        sb.append(",\n  \"memoryType\": ");
+        string(sb, memoryType.name());
+        sb.append(",\n  \"stats\": {\"numAllocs\": ").append(stats.numAllocs())
+                .append(", \"bytesInUse\": ").append(stats.bytesInUse())
+                .append(", \"peakBytesInUse\": ").append(stats.peakBytesInUse())
+                .append(", \"largestAllocSize\": ").append(stats.largestAllocSize())
+                .append(", \"bytesLimit\": ").append(stats.bytesLimit())
+                .append(", \"poolBytes\": ").append(stats.poolBytes())
+                .append(", \"peakPoolBytes\": ").append(stats.peakPoolBytes())
+                .append("},\n");
+        MemoryStats m = memoryStats;
+        sb.append("  \"memoryStats\": {\"bytesInUse\": ").append(m.bytesInUse())
+                .append(", \"peakBytesInUse\": ").append(m.peakBytesInUse())
+                .append(", \"allocatedBytesTotal\": ").append(m.allocatedBytesTotal())
+                .append(", \"freedBytesTotal\": ").append(m.freedBytesTotal())
+                .append(",\n    \"reservedBytes\": ").append(m.reservedBytes())
+                .append(", \"peakReservedBytes\": ").append(m.peakReservedBytes())
+                .append(", \"reservedBytesTotal\": ").append(m.reservedBytesTotal())
+                .append(", \"releasedBytesTotal\": ").append(m.releasedBytesTotal())
+                .append(",\n    \"activeAllocations\": ").append(m.activeAllocations())
+                .append(", \"peakActiveAllocations\": ").append(m.peakActiveAllocations())
+                .append(", \"allocationsTotal\": ").append(m.allocationsTotal())
+                .append(", \"freesTotal\": ").append(m.freesTotal())
+                .append(", \"oomsTotal\": ").append(m.oomsTotal())
+                .append(",\n    \"regionCount\": ").append(m.regionCount())
+                .append(", \"regionExtendsTotal\": ").append(m.regionExtendsTotal())
+                .append(", \"regionFreesTotal\": ").append(m.regionFreesTotal())
+                .append(", \"largestFreeChunkBytes\": ").append(m.largestFreeChunkBytes())
+                .append(", \"fragmentation\": ").append(m.fragmentation())
+                .append(", \"bytesLimit\": ").append(m.bytesLimit())
+                .append("},\n");
+        sb.append("  \"bins\": [");
+        for (int i = 0; i < bins.size(); i++) {
+            BfcAllocator.BinDebugInfo b = bins.get(i);
+            sb.append(i == 0 ? "\n" : ",\n");
+            sb.append("    {\"bin\": ").append(b.binNum())
+                    .append(", \"binSize\": ").append(b.binSize())
+                    .append(", \"totalBytesInUse\": ").append(b.totalBytesInUse())
+                    .append(", \"totalBytesInBin\": ").append(b.totalBytesInBin())
+                    .append(", \"totalRequestedBytesInUse\": ").append(b.totalRequestedBytesInUse())
+                    .append(", \"totalChunksInUse\": ").append(b.totalChunksInUse())
+                    .append(", \"totalChunksInBin\": ").append(b.totalChunksInBin()).append('}');
+        }
+        sb.append(bins.isEmpty() ? "],\n" : "\n  ],\n");
+        sb.append("  \"regions\": [");
+        for (int i = 0; i < regions.size(); i++) {
+            Region r = regions.get(i);
+            sb.append(i == 0 ? "\n" : ",\n");
+            sb.append("    {\"ptr\": \"0x").append(Long.toHexString(r.ptr()))
+                    .append("\", \"size\": ").append(r.size()).append(", \"chunks\": [");
+            for (int j = 0; j < r.chunks().size(); j++) {
+                Chunk c = r.chunks().get(j);
+                sb.append(j == 0 ? "\n" : ",\n");
+                sb.append("      {\"ptr\": \"0x").append(Long.toHexString(c.ptr()))
+                        .append("\", \"size\": ").append(c.size())
+                        .append(", \"requestedSize\": ").append(c.requestedSize())
+                        .append(", \"inUse\": ").append(c.inUse())
+                        .append(", \"allocationId\": ").append(c.allocationId())
+                        .append(", \"bin\": ").append(c.bin())
+                        .append(", \"freedAtCount\": ").append(Long.toUnsignedString(c.freedAtCount()))
+                        .append('}');
+            }
+            sb.append(r.chunks().isEmpty() ? "]}" : "\n    ]}");
+        }
+        sb.append(regions.isEmpty() ? "]\n}\n" : "\n  ]\n}\n");
+        return sb.toString();
+    }
+
+    /**
+     * Appends {@code s} as a JSON string (RFC 8259: quotes, backslash and control characters
+     * escaped).
+     *
+     * @param sb where to append
+     * @param s the text
+     */
+    static void string(StringBuilder sb, String s) {
+        sb.append('"');
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            switch (c) {
+                case '"' -> sb.append("\\\"");
+                case '\\' -> sb.append("\\\\");
+                case '\n' -> sb.append("\\n");
+                case '\r' -> sb.append("\\r");
+                case '\t' -> sb.append("\\t");
+                default -> {
+                    if (c < 0x20) {
+                        sb.append(String.format("\\u%04x", (int) c));
+                    } else {
+                        sb.append(c);
+                    }
+                }
+            }
+        }
+        sb.append('"');
+    }
+}

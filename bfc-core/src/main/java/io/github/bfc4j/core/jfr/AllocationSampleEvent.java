@@ -1,0 +1,51 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core.jfr;
+
+import jdk.jfr.Category;
+import jdk.jfr.DataAmount;
+import jdk.jfr.Description;
+import jdk.jfr.Event;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+import jdk.jfr.StackTrace;
+
+/**
+ * One in {@code jfrAllocationSamplePeriod} successful allocations (off unless that option is
+ * positive).
+ */
+@Name("io.github.bfc4j.AllocationSample")
+@Label("BFC Allocation Sample")
+@Category("bfc4j")
+@Description("A sampled successful allocation of a BFC allocator")
+@StackTrace(true)
+public final class AllocationSampleEvent extends Event {
+    /** The allocator's name. */
+    @Label("Allocator")
+    public String allocator;
+
+    /** The address returned. */
+    @Label("Address")
+    public long ptr;
+
+    /** The bytes requested. */
+    @Label("Requested Bytes")
+    @DataAmount
+    public long requestedBytes;
+
+    /** The chunk's size. */
+    @Label("Chunk Bytes")
+    @DataAmount
+    public long chunkBytes;
+
+    /** The allocation id. */
+    @Label("Allocation Id")
+    public long allocationId;
+
+    /** Bytes in use after the allocation. */
+    @Label("Bytes In Use")
+    @DataAmount
+    public long bytesInUse;
+}

@@ -1,0 +1,37 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core.jfr;
+
+import jdk.jfr.Category;
+import jdk.jfr.DataAmount;
+import jdk.jfr.Description;
+import jdk.jfr.Event;
+import jdk.jfr.Label;
+import jdk.jfr.Name;
+
+/** Garbage collection gave a free region back to the sub-allocator ({@code DeallocateRegions}). */
+@Name("io.github.bfc4j.RegionFree")
+@Label("BFC Region Free")
+@Category("bfc4j")
+@Description("A BFC allocator gave a free region back to its sub-allocator (garbage collection)")
+public final class RegionFreeEvent extends Event {
+    /** The allocator's name. */
+    @Label("Allocator")
+    public String allocator;
+
+    /** The region's start address. */
+    @Label("Address")
+    public long ptr;
+
+    /** The region's size. */
+    @Label("Bytes")
+    @DataAmount
+    public long bytes;
+
+    /** The pool (reserved bytes) after the free. */
+    @Label("Pool Bytes")
+    @DataAmount
+    public long poolBytes;
+}

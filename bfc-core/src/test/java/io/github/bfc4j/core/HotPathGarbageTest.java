@@ -1,0 +1,81 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.lang.management.ManagementFactory;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The allocate/free hot path creates no Java object in steady state: the current thread's
+ * allocated-bytes counter ({@code com.sun.management.ThreadMXBean}) must not move at all over
+ * a million warmed-up {@code allocateRaw}/{@code deallocateRaw} calls of mixed sizes (splits,
+ * merges, bin searches across bins, several live chunks). Deterministic and untimed; the JMH
+ * {@code -prof gc} figures in docs/performance.md are the same claim measured there.
+ */
+class HotPathGarbageTest {
+
+    private static final long BASE = 0x7f0000000000L;
+    private static final int LIVE = 64;
+    private static final int CALLS = 1_000_000;
+
+    @Test
+    void allocateAndFreeCreateNoObjectsInSteadyState() {
+        java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
+        assumeTrue(std instanceof com.sun.management.ThreadMXBean,
+                "this JVM has no com.sun.management.ThreadMXBean to count allocated bytes");
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) std;
+        assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
+                "this JVM does not count allocated bytes per thread");
+        long self = Thread.currentThread().getId();
+
+        // A fixed workload (sizes and which live slot to replace), generated before measuring.
+        Random rnd = new Random(6);
+        long[] sizes = new long[1 << 16];
+        int[] victims = new int[sizes.length];
+        for (int i = 0; i < sizes.length; i++) {
+            int kind = rnd.nextInt(10);
+            sizes[i] = kind < 6 ? 1 + rnd.nextInt(4096) // small: bins 0..4
+                    : kind < 9 ? 1 + rnd.nextInt(1 << 20) // up to 1 MiB
+                    : 1 + rnd.nextInt(16 << 20); // up to 16 MiB
+            victims[i] = rnd.nextInt(LIVE);
+        }
+        BfcOptions opts = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(false).build();
+        BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true), 1L << 30, "hot", opts);
+        long[] live = new long[LIVE];
+
+        run(a, live, sizes, victims, CALLS); // warm-up: the region exists, the JIT has compiled
+        long baseline = threads.getThreadAllocatedBytes(self);
+        long calibration = threads.getThreadAllocatedBytes(self) - baseline;
+        long before = threads.getThreadAllocatedBytes(self);
+        long calls = run(a, live, sizes, victims, CALLS);
+        long after = threads.getThreadAllocatedBytes(self);
+
+        assertThat(calls).as("allocations that succeeded").isEqualTo(CALLS);
+        assertThat(after - before - calibration)
+                .as("bytes of Java heap allocated by %d allocateRaw + deallocateRaw pairs", CALLS)
+                .isZero();
+        a.close();
+    }
+
+    /** Replaces a random live allocation by a new one, {@code n} times; returns the successes. */
+    private static long run(BfcAllocator a, long[] live, long[] sizes, int[] victims, int n) {
+        long ok = 0;
+        int mask = sizes.length - 1;
+        for (int i = 0; i < n; i++) {
+            int v = victims[i & mask];
+            a.deallocateRaw(live[v]);
+            live[v] = a.allocateRaw(256, sizes[i & mask], AllocationAttributes.NO_RETRY);
+            if (live[v] != 0) {
+                ok++;
+            }
+        }
+        return ok;
+    }
+}

@@ -1,0 +1,113 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.nio.file.Path;
+import java.util.List;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The JFR events appear in a real recording with the right fields. */
+class JfrEventsTest {
+
+    private static final long BASE = 0x7f0000000000L;
+    private static final long MIB = 1L << 20;
+
+    private static List<RecordedEvent> record(Path dir, Runnable work) throws Exception {
+        Path file = dir.resolve("bfc.jfr");
+        try (Recording r = new Recording()) {
+            for (String name : List.of("io.github.bfc4j.RegionExtend", "io.github.bfc4j.RegionFree",
+                    "io.github.bfc4j.OutOfMemory", "io.github.bfc4j.AllocationSample")) {
+                r.enable(name);
+            }
+            r.start();
+            work.run();
+            r.stop();
+            r.dump(file);
+        }
+        return RecordingFile.readAllEvents(file).stream()
+                .filter(e -> e.getEventType().getName().startsWith("io.github.bfc4j."))
+                .toList();
+    }
+
+    private static List<RecordedEvent> named(List<RecordedEvent> events, String name) {
+        return events.stream().filter(e -> e.getEventType().getName().equals(name)).toList();
+    }
+
+    @Test
+    void extendFreeAndOutOfMemoryEventsCarryTheirFields(@TempDir Path dir) throws Exception {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(true)
+                .dumpOnOomDirectory(dir.resolve("dumps")).build();
+        long[] seen = new long[2];
+        List<RecordedEvent> events = record(dir, () -> {
+            try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false),
+                    4 * MIB, "jfr_bfc", opts)) {
+                long p = a.allocateRaw(256, MIB);
+                seen[0] = p;
+                a.deallocateRaw(p);
+                long q = a.allocateRaw(256, 3 * MIB); // garbage-collects the 2 MiB region
+                seen[1] = q;
+                assertThat(a.allocateRaw(256, 3 * MIB)).isZero();
+            }
+        });
+        List<RecordedEvent> extends_ = named(events, "io.github.bfc4j.RegionExtend");
+        assertThat(extends_).hasSize(2);
+        assertThat(extends_.get(0).getString("allocator")).isEqualTo("jfr_bfc");
+        assertThat(extends_.get(0).getLong("ptr")).isEqualTo(seen[0]);
+        assertThat(extends_.get(0).getLong("bytes")).isEqualTo(2 * MIB);
+        assertThat(extends_.get(0).getLong("requestBytes")).isEqualTo(MIB);
+        assertThat(extends_.get(0).getLong("poolBytes")).isEqualTo(2 * MIB);
+        assertThat(extends_.get(1).getLong("ptr")).isEqualTo(seen[1]);
+        assertThat(extends_.get(1).getLong("requestBytes")).isEqualTo(3 * MIB);
+        assertThat(extends_.get(0).getStackTrace()).isNotNull();
+
+        List<RecordedEvent> frees = named(events, "io.github.bfc4j.RegionFree");
+        assertThat(frees).hasSize(1);
+        assertThat(frees.get(0).getLong("ptr")).isEqualTo(seen[0]);
+        assertThat(frees.get(0).getLong("bytes")).isEqualTo(2 * MIB);
+        assertThat(frees.get(0).getLong("poolBytes")).isZero();
+
+        List<RecordedEvent> ooms = named(events, "io.github.bfc4j.OutOfMemory");
+        assertThat(ooms).hasSize(1);
+        RecordedEvent oom = ooms.get(0);
+        assertThat(oom.getString("allocator")).isEqualTo("jfr_bfc");
+        assertThat(oom.getLong("requestedBytes")).isEqualTo(3 * MIB);
+        assertThat(oom.getLong("limitBytes")).isEqualTo(4 * MIB);
+        assertThat(oom.getLong("bytesInUse")).isEqualTo(extends_.get(1).getLong("bytes"));
+        assertThat(oom.getString("dumpFile")).startsWith(dir.resolve("dumps").toAbsolutePath().toString());
+
+        assertThat(named(events, "io.github.bfc4j.AllocationSample")).as("samples are off by default").isEmpty();
+    }
+
+    @Test
+    void allocationSamplesOneInPeriod(@TempDir Path dir) throws Exception {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).jfrAllocationSamplePeriod(3)
+                .dumpOnOomDirectory(null).build();
+        long[] ptrs = new long[7];
+        List<RecordedEvent> events = record(dir, () -> {
+            try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false),
+                    16 * MIB, "sampled_bfc", opts)) {
+                for (int i = 0; i < ptrs.length; i++) {
+                    ptrs[i] = a.allocateRaw(256, 1000 + i);
+                }
+            }
+        });
+        List<RecordedEvent> samples = named(events, "io.github.bfc4j.AllocationSample");
+        assertThat(samples).hasSize(2); // allocations 3 and 6
+        assertThat(samples.get(0).getLong("ptr")).isEqualTo(ptrs[2]);
+        assertThat(samples.get(0).getLong("requestedBytes")).isEqualTo(1002);
+        assertThat(samples.get(0).getLong("chunkBytes")).isEqualTo(1024);
+        assertThat(samples.get(0).getLong("allocationId")).isEqualTo(3);
+        assertThat(samples.get(0).getLong("bytesInUse")).isEqualTo(3 * 1024);
+        assertThat(samples.get(1).getLong("ptr")).isEqualTo(ptrs[5]);
+        assertThat(samples.get(1).getString("allocator")).isEqualTo("sampled_bfc");
+    }
+}

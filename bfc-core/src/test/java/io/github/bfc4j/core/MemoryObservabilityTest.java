@@ -1,0 +1,347 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The figures beyond upstream's stats ({@link MemoryStats}), the memory map and its JSON, the
+ * memory summary and the out-of-memory dump, checked against a shadow model and against each
+ * other.
+ */
+class MemoryObservabilityTest {
+
+    private static final long BASE = 0x7f0000000000L;
+    private static final long MIB = 1L << 20;
+
+    private static BfcAllocator sim(long limit, BfcOptions opts) {
+        return new BfcAllocator(new SimSubAllocator(BASE, 4 * limit, 0, false), limit, "obs_bfc", opts);
+    }
+
+    private static BfcOptions.Builder gcNoRetry() {
+        return BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(true)
+                .dumpOnOomDirectory(null);
+    }
+
+    @Test
+    void countersMatchAShadowModelAndTheMemoryMap() {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("MemoryObservabilityTest seed: -Dbfc4j.test.seed=" + seed);
+        Random rnd = new Random(seed);
+        try (BfcAllocator a = sim(48 * MIB, gcNoRetry().build())) {
+            List<Long> live = new ArrayList<>();
+            long allocs = 0;
+            long frees = 0;
+            long allocatedBytes = 0;
+            long freedBytes = 0;
+            long ooms = 0;
+            long peakActive = 0;
+            for (int step = 0; step < 3000; step++) {
+                if (step % 500 == 0) {
+                    assertThat(a.allocateRaw(256, 64 * MIB)).as("above the limit").isZero();
+                    ooms++;
+                }
+                if (step % 700 == 699) {
+                    // Free everything now and then, so that garbage collection has regions to free.
+                    for (long p : live) {
+                        freedBytes += a.allocatedSize(p);
+                        a.deallocateRaw(p);
+                        frees++;
+                    }
+                    live.clear();
+                } else if (live.isEmpty() || rnd.nextInt(100) < 55) {
+                    long n = rnd.nextInt(8) == 0 ? 1 + rnd.nextInt(12 << 20) : 1 + rnd.nextInt(64 << 10);
+                    long p = a.allocateRaw(256, n);
+                    if (p == 0) {
+                        ooms++;
+                    } else {
+                        live.add(p);
+                        allocs++;
+                        allocatedBytes += a.allocatedSize(p);
+                        peakActive = Math.max(peakActive, live.size());
+                    }
+                } else {
+                    long p = live.remove(rnd.nextInt(live.size()));
+                    freedBytes += a.allocatedSize(p);
+                    a.deallocateRaw(p);
+                    frees++;
+                }
+                if (step % 100 == 0 || step == 2999) {
+                    MemoryStats m = a.memoryStats();
+                    assertThat(m.allocationsTotal()).as("seed %d", seed).isEqualTo(allocs);
+                    assertThat(m.freesTotal()).isEqualTo(frees);
+                    assertThat(m.allocatedBytesTotal()).isEqualTo(allocatedBytes);
+                    assertThat(m.freedBytesTotal()).isEqualTo(freedBytes);
+                    assertThat(m.oomsTotal()).isEqualTo(ooms);
+                    assertThat(m.activeAllocations()).isEqualTo(live.size());
+                    assertThat(m.peakActiveAllocations()).isEqualTo(peakActive);
+                    assertThat(m.bytesInUse()).isEqualTo(allocatedBytes - freedBytes);
+                    checkAgainstMap(a, seed);
+                }
+            }
+        }
+    }
+
+    /** Every figure agrees with the chunks of the memory map and with getStats(). */
+    private static void checkAgainstMap(BfcAllocator a, long seed) {
+        MemoryMap map = a.memoryMap();
+        MemoryStats m = map.memoryStats();
+        AllocatorStats s = a.getStats();
+        assertThat(map.stats()).isEqualTo(s);
+        assertThat(s.bytesReserved()).as("getStats stays upstream's").isZero();
+        assertThat(s.largestFreeBlockBytes()).as("getStats stays upstream's").isZero();
+        long inUse = 0;
+        long reserved = 0;
+        long largestFree = 0;
+        long[] binBytes = new long[BfcAllocator.NUM_BINS];
+        long[] binChunks = new long[BfcAllocator.NUM_BINS];
+        for (MemoryMap.Region r : map.regions()) {
+            reserved += r.size();
+            long expectPtr = r.ptr();
+            for (MemoryMap.Chunk c : r.chunks()) {
+                assertThat(c.ptr()).as("chunks tile the region (seed %d)", seed).isEqualTo(expectPtr);
+                expectPtr += c.size();
+                int bin = BfcAllocator.binNumForSize(c.size());
+                binBytes[bin] += c.size();
+                binChunks[bin]++;
+                if (c.inUse()) {
+                    inUse += c.size();
+                    assertThat(c.bin()).isEqualTo(-1);
+                    assertThat(c.allocationId()).isEqualTo(a.allocationId(c.ptr())).isPositive();
+                    assertThat(c.requestedSize()).isEqualTo(a.requestedSize(c.ptr()));
+                } else {
+                    largestFree = Math.max(largestFree, c.size());
+                    assertThat(c.bin()).isEqualTo(bin);
+                    assertThat(c.allocationId()).isEqualTo(-1);
+                }
+            }
+            assertThat(expectPtr).isEqualTo(r.ptr() + r.size());
+        }
+        assertThat(m.bytesInUse()).isEqualTo(inUse).isEqualTo(s.bytesInUse());
+        assertThat(m.peakBytesInUse()).isEqualTo(s.peakBytesInUse());
+        assertThat(m.reservedBytes()).isEqualTo(reserved).isEqualTo(s.poolBytes())
+                .isEqualTo(a.reservedBytes());
+        assertThat(m.peakReservedBytes()).isEqualTo(s.peakPoolBytes()).isEqualTo(a.peakReservedBytes());
+        assertThat(m.reservedBytesTotal() - m.releasedBytesTotal()).isEqualTo(reserved);
+        assertThat(m.regionCount()).isEqualTo(map.regions().size()).isEqualTo(a.regionCount());
+        assertThat(m.largestFreeChunkBytes()).isEqualTo(largestFree).isEqualTo(a.largestFreeChunkBytes());
+        long free = reserved - inUse;
+        double frag = free == 0 ? 0 : (double) (free - largestFree) / free;
+        assertThat(m.fragmentation()).isEqualTo(frag).isEqualTo(a.fragmentation());
+        assertThat(m.regionExtendsTotal() - m.regionFreesTotal()).isGreaterThanOrEqualTo(m.regionCount());
+        assertThat(map.bins()).isEqualTo(a.getBinDebugInfo());
+        for (BfcAllocator.BinDebugInfo b : map.bins()) {
+            assertThat(b.totalBytesInBin()).isEqualTo(binBytes[b.binNum()]);
+            assertThat(b.totalChunksInBin()).isEqualTo(binChunks[b.binNum()]);
+        }
+    }
+
+    @Test
+    void garbageCollectionCountsRegionFrees() {
+        try (BfcAllocator a = sim(4 * MIB, gcNoRetry().build())) {
+            long p = a.allocateRaw(256, MIB);
+            a.deallocateRaw(p);
+            assertThat(a.memoryStats().regionExtendsTotal()).isEqualTo(1);
+            // 2 MiB held and free; 3 MiB fits only once the free region is given back.
+            assertThat(a.allocateRaw(256, 3 * MIB)).isNotZero();
+            MemoryStats m = a.memoryStats();
+            assertThat(m.regionFreesTotal()).isEqualTo(1);
+            assertThat(m.releasedBytesTotal()).isEqualTo(2 * MIB);
+            assertThat(m.regionExtendsTotal()).isEqualTo(2);
+            assertThat(m.reservedBytesTotal()).isEqualTo(2 * MIB + m.reservedBytes());
+            assertThat(m.regionCount()).isEqualTo(1);
+            assertThat(m.oomsTotal()).isZero();
+        }
+    }
+
+    @Test
+    void memoryMapJsonParsesAndHoldsTheSnapshot() {
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false), 16 * MIB,
+                "json \"quoted\"\tname", gcNoRetry().build())) {
+            long p1 = a.allocateRaw(256, 1000);
+            long p2 = a.allocateRaw(256, 3 * MIB);
+            a.allocateRaw(256, 5000);
+            a.deallocateRaw(p1);
+            MemoryMap map = a.memoryMap();
+            @SuppressWarnings("unchecked")
+            Map<String, Object> doc = (Map<String, Object>) TinyJson.parse(map.toJson());
+            assertThat(doc.get("schema")).isEqualTo(MemoryMap.SCHEMA);
+            assertThat(doc.get("allocatorName")).isEqualTo("json \"quoted\"\tname");
+            assertThat(doc.get("memoryType")).isEqualTo("UNKNOWN");
+            Map<?, ?> stats = (Map<?, ?>) doc.get("stats");
+            assertThat(num(stats.get("bytesInUse"))).isEqualTo(a.getStats().bytesInUse());
+            assertThat(num(stats.get("numAllocs"))).isEqualTo(3);
+            Map<?, ?> ms = (Map<?, ?>) doc.get("memoryStats");
+            assertThat(num(ms.get("freesTotal"))).isEqualTo(1);
+            assertThat(num(ms.get("largestFreeChunkBytes"))).isEqualTo(a.largestFreeChunkBytes());
+            assertThat(((BigDecimal) ms.get("fragmentation")).doubleValue()).isEqualTo(a.fragmentation());
+            assertThat((List<?>) doc.get("bins")).hasSize(BfcAllocator.NUM_BINS);
+            List<?> regions = (List<?>) doc.get("regions");
+            assertThat(regions).hasSize(map.regions().size());
+            int chunkIndex = 0;
+            for (int r = 0; r < regions.size(); r++) {
+                Map<?, ?> region = (Map<?, ?>) regions.get(r);
+                assertThat(region.get("ptr")).isEqualTo("0x" + Long.toHexString(map.regions().get(r).ptr()));
+                for (Object o : (List<?>) region.get("chunks")) {
+                    Map<?, ?> c = (Map<?, ?>) o;
+                    MemoryMap.Chunk expected = map.chunks().get(chunkIndex++);
+                    assertThat(c.get("ptr")).isEqualTo("0x" + Long.toHexString(expected.ptr()));
+                    assertThat(num(c.get("size"))).isEqualTo(expected.size());
+                    assertThat(num(c.get("requestedSize"))).isEqualTo(expected.requestedSize());
+                    assertThat(c.get("inUse")).isEqualTo(expected.inUse());
+                    assertThat(num(c.get("allocationId"))).isEqualTo(expected.allocationId());
+                    assertThat(num(c.get("bin"))).isEqualTo(expected.bin());
+                }
+            }
+            assertThat(chunkIndex).isEqualTo(map.chunks().size()).isGreaterThanOrEqualTo(4);
+            assertThat(map.chunks()).anySatisfy(c -> assertThat(c.ptr()).isEqualTo(p2));
+        }
+    }
+
+    @Test
+    void timestampedFreesShowTheirFreedAtCount() {
+        try (BfcAllocator a = sim(16 * MIB, gcNoRetry().build())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            long p = a.allocateRaw(256, 4096);
+            a.allocateRaw(256, 4096);
+            a.deallocateRaw(p);
+            MemoryMap.Chunk c = a.memoryMap().chunks().stream().filter(x -> x.ptr() == p).findFirst().orElseThrow();
+            assertThat(c.inUse()).isFalse();
+            assertThat(c.freedAtCount()).isPositive();
+        }
+    }
+
+    @Test
+    void summaryShowsTheFiguresBinsAndOccupancy() {
+        try (BfcAllocator a = sim(16 * MIB, gcNoRetry().build())) {
+            long p = a.allocateRaw(256, 1000);
+            a.allocateRaw(256, 512 << 10);
+            a.deallocateRaw(p);
+            assertThat(a.allocateRaw(256, 64 * MIB)).isZero();
+            String summary = a.memorySummary();
+            System.out.println(summary);
+            assertThat(summary).contains("bfc4j memory summary: obs_bfc (UNKNOWN)")
+                    .contains("OOMs: 1  |  region extends: 1  |  region frees (GC): 0")
+                    .containsPattern("\\| Allocated memory +\\| +512\\.0KiB \\| +513\\.0KiB \\| +513\\.0KiB \\| +1\\.0KiB \\|")
+                    .containsPattern("\\| Reserved memory +\\| +2\\.00MiB \\| +2\\.00MiB \\| +2\\.00MiB \\| +0B \\|")
+                    .containsPattern("\\| Allocations +\\| +1 \\| +2 \\| +2 \\| +1 \\|")
+                    .containsPattern("\\| Regions +\\| +1 \\| +- \\| +1 \\| +0 \\|")
+                    .contains("Bin (1024): \tTotal Chunks: 1, Chunks in use: 0.")
+                    .contains(a.renderOccupancy());
+            for (String line : summary.split("\n")) {
+                if (line.startsWith("|")) {
+                    assertThat(line).as("table lines are aligned").hasSize(77).endsWith("|");
+                }
+            }
+        }
+    }
+
+    @Test
+    void outOfMemoryWritesADumpAndCountsIt(@TempDir Path dir) throws Exception {
+        Path dumps = dir.resolve("dumps");
+        try (BfcAllocator a = sim(8 * MIB, gcNoRetry().dumpOnOomDirectory(dumps).build())) {
+            long p = a.allocateRaw(256, 3 * MIB);
+            assertThat(p).isNotZero();
+            assertThat(a.allocateRaw(256, 6 * MIB)).isZero();
+            assertThat(a.memoryStats().oomsTotal()).isEqualTo(1);
+            List<Path> files;
+            try (Stream<Path> list = Files.list(dumps)) {
+                files = list.toList();
+            }
+            assertThat(files).hasSize(1);
+            assertThat(files.get(0).getFileName().toString()).startsWith("bfc-oom-obs_bfc-").endsWith(".json");
+            Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(files.get(0)));
+            assertThat(doc.get("schema")).isEqualTo("bfc4j.oom-dump/1");
+            assertThat(num(doc.get("requestedBytes"))).isEqualTo(6 * MIB);
+            assertThat((String) doc.get("summary")).contains("OOMs: 1");
+            Map<?, ?> map = (Map<?, ?>) doc.get("memoryMap");
+            assertThat(map.get("schema")).isEqualTo(MemoryMap.SCHEMA);
+            Map<?, ?> stats = (Map<?, ?>) map.get("stats");
+            assertThat(num(stats.get("bytesInUse"))).isEqualTo(a.getStats().bytesInUse());
+            // A second failure writes a second file.
+            assertThat(a.allocateRaw(256, 7 * MIB)).isZero();
+            try (Stream<Path> list = Files.list(dumps)) {
+                assertThat(list.count()).isEqualTo(2);
+            }
+        }
+    }
+
+    @Test
+    void allocateThrowsAnExceptionNamingTheDumpFile(@TempDir Path dir) throws Exception {
+        try (BfcAllocator a = sim(8 * MIB, gcNoRetry().dumpOnOomDirectory(dir).build())) {
+            assertThat(a.allocateRaw(256, 3 * MIB)).isNotZero();
+            // A raw failure first: its dump must not be confused with the next one's.
+            assertThat(a.allocateRaw(256, 7 * MIB)).isZero();
+            BfcOutOfMemoryException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    BfcOutOfMemoryException.class, () -> a.allocate(6 * MIB));
+            assertThat(e.dumpFile()).isNotNull();
+            assertThat(e.getMessage()).endsWith(" Memory map and summary written to " + e.dumpFile() + ".");
+            Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(Path.of(e.dumpFile())));
+            assertThat(num(doc.get("requestedBytes"))).isEqualTo(6 * MIB);
+            assertThat(a.memoryStats().oomsTotal()).isEqualTo(2);
+        }
+        try (BfcAllocator a = sim(8 * MIB, gcNoRetry().build())) {
+            BfcOutOfMemoryException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    BfcOutOfMemoryException.class, () -> a.allocate(16 * MIB));
+            assertThat(e.dumpFile()).as("no dump without the option").isNull();
+            assertThat(e.getMessage()).doesNotContain("Memory map");
+        }
+    }
+
+    @Test
+    void anUnwritableDumpDirectoryIsReportedNotThrown(@TempDir Path dir) throws Exception {
+        Path notADir = Files.writeString(dir.resolve("file"), "x");
+        try (BfcAllocator a = sim(8 * MIB, gcNoRetry().dumpOnOomDirectory(notADir).build())) {
+            BfcOutOfMemoryException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    BfcOutOfMemoryException.class, () -> a.allocate(16 * MIB));
+            assertThat(e.dumpFile()).isNull();
+            assertThat(e.getMessage()).contains("Could not write the memory dump to " + notADir.toAbsolutePath());
+        }
+    }
+
+    @Test
+    void dumpDirectoryDefaultsToTheSystemProperty(@TempDir Path dir) {
+        String old = System.getProperty("bfc4j.dumpOnOom");
+        System.setProperty("bfc4j.dumpOnOom", dir.toString());
+        try {
+            assertThat(BfcOptions.builder().build().dumpOnOomDirectory()).isEqualTo(dir);
+        } finally {
+            if (old == null) {
+                System.clearProperty("bfc4j.dumpOnOom");
+            } else {
+                System.setProperty("bfc4j.dumpOnOom", old);
+            }
+        }
+        assertThat(BfcOptions.builder().dumpOnOomDirectory(null).build().dumpOnOomDirectory()).isNull();
+    }
+
+    @Test
+    void noDumpWithoutTheOption(@TempDir Path dir) throws Exception {
+        try (BfcAllocator a = sim(4 * MIB, gcNoRetry().build())) {
+            assertThat(a.allocateRaw(256, 8 * MIB)).isZero();
+            assertThat(a.memoryStats().oomsTotal()).isEqualTo(1);
+        }
+        try (Stream<Path> list = Files.list(dir)) {
+            assertThat(list.count()).isZero();
+        }
+    }
+
+    private static long num(Object o) {
+        return ((BigDecimal) o).longValueExact();
+    }
+}

@@ -1,0 +1,181 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.trace;
+
+import static io.github.bfc4j.trace.TraceReaderTest.NAME;
+import static io.github.bfc4j.trace.TraceReaderTest.OPTIONS;
+import static io.github.bfc4j.trace.TraceReaderTest.SUBALLOCATOR;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.within;
+
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Runs a hand-made workload whose memory is worked out by hand: limit 1 MiB with growth, so the
+ * first alloc obtains one 1 MiB region and every request below is a multiple of 128 KiB.
+ */
+class WorkloadRunnerTest {
+    private static final long K = 1024;
+
+    static final String WORKLOAD = NAME + "source workload: hand-made\n" + OPTIONS + SUBALLOCATOR
+            + "alloc 1 131072\n"     // 6: region of 1 MiB; [0,128K) in use
+            + "alloc 2 131072\n"     // 7: [128K,256K)
+            + "alloc 3 131072\n"     // 8
+            + "alloc 4 131072\n"     // 9
+            + "alloc 5 131072\n"     // 10: 640K in use, tail [640K,1M) free
+            + "free 2\n"             // 11: hole of 128K
+            + "free 4\n"             // 12: hole of 128K
+            + "alloc 6 262144\n"     // 13: takes the 384K tail unsplit: 768K in use (the peak); free: 2 x 128K
+            + "alloc 7 262144\n"     // 14: no 256K chunk and the limit is reached: out of memory
+            + "free 1\n"             // 15
+            + "alloc 8 0\n"          // 16: 0 bytes: null, not out of memory
+            + "free 8\n";            // 17
+
+    private static TraceReader open(String text) throws IOException {
+        return TraceReader.open(new ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8)), "t.bfctrace");
+    }
+
+    @Test
+    void measuresPeakFragmentationRegionsAndOutOfMemory() throws IOException {
+        WorkloadResult r;
+        try (TraceReader reader = open(WORKLOAD)) {
+            r = WorkloadRunner.forHeader(reader.header()).run(reader);
+        }
+        assertThat(r.calls()).isEqualTo(12);
+        assertThat(r.allocations()).isEqualTo(6);
+        assertThat(r.peakBytesInUse()).isEqualTo(768 * K);
+        assertThat(r.peakLine()).isEqualTo(13);
+        assertThat(r.peakCall()).isEqualTo(7);
+        assertThat(r.poolBytesAtPeak()).isEqualTo(1024 * K);
+        assertThat(r.freeBytesAtPeak()).isEqualTo(256 * K);
+        assertThat(r.largestFreeChunkAtPeak()).isEqualTo(128 * K);
+        assertThat(r.fragmentationAtPeak()).isCloseTo(0.5, within(1e-12));
+        assertThat(r.peakPoolBytes()).isEqualTo(1024 * K);
+        assertThat(r.regionsAtEnd()).isEqualTo(1);
+        assertThat(r.maxRegions()).isEqualTo(1);
+        assertThat(r.oomCount()).isEqualTo(1);
+        assertThat(r.oomLine(0)).isEqualTo(14);
+        assertThat(r.oomCall(0)).isEqualTo(8);
+        assertThat(r.oomBytes(0)).isEqualTo(256 * K);
+        assertThat(r.extendCount()).isEqualTo(1);
+        assertThat(r.extendLine(0)).isEqualTo(6);
+        assertThat(r.extendBytes(0)).isEqualTo(1024 * K);
+    }
+
+    @Test
+    void aLargerLimitUnderOtherOptionsAvoidsTheFailure() throws IOException {
+        WorkloadResult r;
+        try (TraceReader reader = open(WORKLOAD)) {
+            TraceHeader h = reader.header();
+            long limit = 4096 * K;
+            r = new WorkloadRunner(limit, h.bfcOptions(), WorkloadRunner.simFor(h, limit)).run(reader);
+        }
+        // Growth starts with a 2 MiB region, which holds everything.
+        assertThat(r.oomCount()).isZero();
+        assertThat(r.peakPoolBytes()).isEqualTo(2048 * K);
+        assertThat(r.peakBytesInUse()).isEqualTo(896 * K); // the 384K tail is split now: 384K + 256K + 256K
+        assertThat(r.peakLine()).isEqualTo(14);
+    }
+
+    @Test
+    void simForEnlargesTheSpaceOnlyForALargerLimit() throws IOException {
+        try (TraceReader reader = open(WORKLOAD)) {
+            TraceHeader h = reader.header();
+            assertThat(WorkloadRunner.simFor(h, h.memoryLimit()).capacity()).isEqualTo(h.simCapacity());
+            assertThat(WorkloadRunner.simFor(h, 1024).capacity()).isEqualTo(h.simCapacity());
+            SimSubAllocator big = WorkloadRunner.simFor(h, 1L << 40);
+            assertThat(big.capacity()).isEqualTo((1L << 40) + h.simGap() * WorkloadRunner.SIM_SLACK_REGIONS);
+            assertThat(big.base()).isEqualTo(h.simBase());
+        }
+    }
+
+    @Test
+    void answersInAConformanceTraceAreIgnored() throws IOException {
+        // Wrong addresses and a wrong null: the runner makes the calls and checks nothing.
+        String answered = NAME + "source test\n" + OPTIONS + SUBALLOCATOR
+                + "alloc 1 131072 => 0x7f0000001000\n"
+                + "alloc 2 2097152 => 0x7f0000100000\n"
+                + "stats bytes_in_use=1\n"
+                + "alloc 3 256 => null\n"
+                + "free 1\n";
+        WorkloadResult r;
+        try (TraceReader reader = open(answered)) {
+            r = WorkloadRunner.forHeader(reader.header()).run(reader);
+        }
+        assertThat(r.calls()).isEqualTo(4);
+        assertThat(r.oomCount()).isEqualTo(1);
+        assertThat(r.oomLine(0)).isEqualTo(7);
+        assertThat(r.allocations()).isEqualTo(2);
+    }
+
+    @Test
+    void theListenerSeesEveryCall() throws IOException {
+        List<String> seen = new ArrayList<>();
+        try (TraceReader reader = open(WORKLOAD)) {
+            WorkloadRunner.forHeader(reader.header())
+                    .listener(s -> seen.add(s.callIndex() + "@" + s.lineNumber() + " " + s.kind() + " inUse="
+                            + s.bytesInUse() / K + "K pool=" + s.poolBytes() / K + "K"
+                            + (s.outOfMemory() ? " OOM" : "") + (s.regionsObtained() > 0 ? " +region" : "")
+                            + " allocs=" + s.allocations()))
+                    .run(reader);
+        }
+        assertThat(seen).hasSize(12);
+        assertThat(seen.get(0)).isEqualTo("0@6 ALLOC inUse=128K pool=1024K +region allocs=1");
+        assertThat(seen.get(7)).isEqualTo("7@13 ALLOC inUse=768K pool=1024K allocs=6");
+        assertThat(seen.get(8)).isEqualTo("8@14 ALLOC inUse=768K pool=1024K OOM allocs=6");
+        assertThat(seen.get(9)).isEqualTo("9@15 FREE inUse=640K pool=1024K allocs=6");
+    }
+
+    @Test
+    void aThrowingSubAllocatorNamesTheLine() throws IOException {
+        SubAllocator broken = new SubAllocator() {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                throw new IllegalStateException("device lost");
+            }
+
+            @Override
+            public void free(long ptr, long numBytes) {
+            }
+
+            @Override
+            public boolean supportsCoalescing() {
+                return false;
+            }
+        };
+        try (TraceReader reader = open(WORKLOAD)) {
+            WorkloadRunner runner = new WorkloadRunner(1 << 20, BfcOptions.defaults(), broken);
+            assertThatThrownBy(() -> runner.run(reader))
+                    .isInstanceOf(WorkloadException.class)
+                    .hasMessageStartingWith("line 6 (alloc 1 131072): ")
+                    .hasMessageContaining("device lost")
+                    .extracting(e -> ((WorkloadException) e).lineNumber()).isEqualTo(6L);
+        }
+    }
+
+    @Test
+    void aTraceErrorMidwayGivesTheRegionsBack() throws IOException {
+        String broken = NAME + "source workload: broken\n" + OPTIONS + SUBALLOCATOR
+                + "alloc 1 131072\n"
+                + "free 2\n";  // line 7: an id no alloc line has
+        try (TraceReader reader = open(broken)) {
+            SimSubAllocator sim = WorkloadRunner.simFor(reader.header(), reader.header().memoryLimit());
+            WorkloadRunner runner = new WorkloadRunner(1 << 20, reader.header().bfcOptions(), sim);
+            assertThatThrownBy(() -> runner.run(reader))
+                    .isInstanceOf(TraceFormatException.class)
+                    .hasMessageContaining("line 7");
+            assertThat(sim.reservedBytes()).isZero();
+        }
+    }
+}

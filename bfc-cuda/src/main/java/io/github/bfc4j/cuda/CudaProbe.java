@@ -1,0 +1,188 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.function.Supplier;
+
+/**
+ * Finds out, once per JVM, whether CUDA can be used here: are JavaCPP's CUDA presets on the class
+ * path, does their JNI library load (it needs {@code libcuda.so.1} from the NVIDIA driver and
+ * {@code libcudart.so.12}), does {@code cuInit} succeed, how many devices are visible. Each
+ * failure becomes one sentence that says what is missing and what to do.
+ */
+public final class CudaProbe {
+
+    private static final String PRESETS_CLASS = "org.bytedeco.cuda.global.cudart";
+    private static final String PRESETS_POM_PROPERTIES = "/META-INF/maven/org.bytedeco/cuda/pom.properties";
+
+    private static final Object LOCK = new Object();
+    /** Guarded by LOCK. */
+    private static Result cached;
+
+    private CudaProbe() {
+    }
+
+    /**
+     * The probe's findings, computed on the first call and cached.
+     *
+     * @return what was found; never throws
+     */
+    public static CudaAvailability availability() {
+        return cachedResult().availability;
+    }
+
+    /**
+     * The real driver, for the sub-allocators' public constructors.
+     *
+     * @return the driver over JavaCPP's presets
+     * @throws CudaUnavailableException with the probe's sentence if CUDA is not usable here
+     */
+    static CudaDriver driver() {
+        Result r = cachedResult();
+        if (r.driver == null) {
+            throw new CudaUnavailableException(r.availability.unavailableReason());
+        }
+        return r.driver;
+    }
+
+    private static Result cachedResult() {
+        synchronized (LOCK) {
+            if (cached == null) {
+                String presets = presetsVersion();
+                cached = probe(presets, () -> JavaCppCudaDriver.load(presets));
+            }
+            return cached;
+        }
+    }
+
+    /** The presets' version from their jar's Maven metadata, or null if they are absent. */
+    static String presetsVersion() {
+        try {
+            Class.forName(PRESETS_CLASS, false, CudaProbe.class.getClassLoader());
+        } catch (ClassNotFoundException | LinkageError e) {
+            return null;
+        }
+        try (InputStream in = CudaProbe.class.getResourceAsStream(PRESETS_POM_PROPERTIES)) {
+            if (in != null) {
+                Properties p = new Properties();
+                p.load(in);
+                String v = p.getProperty("version");
+                if (v != null) {
+                    return v;
+                }
+            }
+        } catch (IOException e) {
+            // Fall through: the version is only informative.
+        }
+        return "unknown version";
+    }
+
+    /** A probe's outcome: what to report, and the driver when it is usable. */
+    record Result(CudaAvailability availability, CudaDriver driver) {
+    }
+
+    /**
+     * Runs the probe with the given way of loading a driver. Package-private so that the
+     * sentences can be tested without a GPU.
+     *
+     * @param presetsVersion the presets' version, or null if they are not on the class path
+     * @param loader loads the JNI library and calls {@code cuInit}
+     * @return the findings
+     */
+    static Result probe(String presetsVersion, Supplier<CudaDriver> loader) {
+        if (presetsVersion == null) {
+            return unavailable(null, 0, "No usable CUDA GPU: JavaCPP's CUDA presets"
+                    + " (org.bytedeco:cuda) are not on the class path; add them as docs/cuda.md says.");
+        }
+        CudaDriver driver;
+        try {
+            driver = loader.get();
+        } catch (CudaException e) {
+            if (e.code() == CudaException.CUDA_ERROR_NO_DEVICE) {
+                return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA driver sees"
+                        + " no device (" + e.getMessage() + "); check nvidia-smi and"
+                        + " CUDA_VISIBLE_DEVICES.");
+            }
+            return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA driver could"
+                    + " not be initialised (" + e.getMessage() + "); check that the NVIDIA"
+                    + " driver is installed and supports CUDA 12.");
+        } catch (LinkageError e) {
+            // UnsatisfiedLinkError (a library is missing), NoClassDefFoundError (JavaCPP is
+            // missing, or a second try after a failed static initialiser),
+            // ExceptionInInitializerError.
+            return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA JNI library"
+                    + " could not be loaded (" + linkFailure(e) + "); it needs the NVIDIA driver's"
+                    + " libcuda.so.1 and the CUDA 12 runtime libcudart.so.12 (or"
+                    + " org.bytedeco:cuda-redist), see docs/cuda.md.");
+        } catch (RuntimeException e) {
+            return unavailable(presetsVersion, 0, "No usable CUDA GPU: loading the CUDA driver"
+                    + " failed (" + linkFailure(e) + ").");
+        }
+        int count;
+        List<CudaDeviceInfo> devices = new ArrayList<>();
+        try {
+            count = driver.deviceCount();
+            for (int i = 0; i < count; i++) {
+                devices.add(driver.deviceInfo(i));
+            }
+        } catch (CudaException e) {
+            return unavailable(presetsVersion, driver.driverVersion(), "No usable CUDA GPU:"
+                    + " querying the devices failed (" + e.getMessage() + ").");
+        }
+        if (count == 0) {
+            return unavailable(presetsVersion, driver.driverVersion(), "No usable CUDA GPU: the"
+                    + " CUDA driver (" + versionString(driver.driverVersion()) + ") reports no"
+                    + " device; check nvidia-smi and CUDA_VISIBLE_DEVICES.");
+        }
+        return new Result(new CudaAvailability(presetsVersion, driver.driverVersion(), devices, null), driver);
+    }
+
+    private static Result unavailable(String presets, int driverVersion, String sentence) {
+        return new Result(new CudaAvailability(presets, driverVersion, List.of(), sentence), null);
+    }
+
+    /**
+     * The most telling line of a load failure: JavaCPP's outer error says only "no jnicudart in
+     * java.library.path"; its cause names the library that is missing
+     * ({@code .../libjnicudart.so: libcuda.so.1: cannot open shared object file...}).
+     */
+    static String linkFailure(Throwable e) {
+        Throwable deepest = e;
+        while (deepest.getCause() != null && deepest.getCause() != deepest) {
+            deepest = deepest.getCause();
+        }
+        String m = firstLine(deepest);
+        int so = m.indexOf(".so: ");
+        return so >= 0 ? m.substring(so + ".so: ".length()) : m;
+    }
+
+    private static String firstLine(Throwable e) {
+        String m = e.getMessage();
+        if (m == null) {
+            m = e.getClass().getSimpleName();
+        }
+        int nl = m.indexOf('\n');
+        m = (nl >= 0 ? m.substring(0, nl) : m).strip();
+        if (m.endsWith(".")) {
+            m = m.substring(0, m.length() - 1);
+        }
+        return m.length() > 300 ? m.substring(0, 300) + "..." : m;
+    }
+
+    /**
+     * A CUDA version number as text.
+     *
+     * @param version e.g. 12040
+     * @return e.g. {@code CUDA 12.4}
+     */
+    static String versionString(int version) {
+        return "CUDA " + version / 1000 + "." + (version % 1000) / 10;
+    }
+}

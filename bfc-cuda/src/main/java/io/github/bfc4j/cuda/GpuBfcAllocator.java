@@ -1,0 +1,499 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import io.github.bfc4j.core.AllocationAttributes;
+import io.github.bfc4j.core.AllocatorStats;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.MemoryType;
+import io.github.bfc4j.core.SharedCounter;
+import io.github.bfc4j.core.SubAllocator;
+import java.lang.System.Logger.Level;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A {@link BfcAllocator} over one GPU, made by {@link GpuBfcAllocators#create}, with
+ * stream-ordered frees and (over virtual memory) pause/resume.
+ *
+ * <h2>Stream-ordered frees</h2>
+ * {@link #deallocateRaw(long, long)} frees memory that kernels queued on a stream may still use.
+ * It records an event on the stream; the allocator's timing counter stamps the freed chunk with a
+ * count; until the event has completed, the chunk is only handed to allocations whose
+ * {@code freedByFunc} allows its count, and every allocation made here asks for the largest count
+ * whose events have all completed. Completed events advance the BFC allocator's safe frontier
+ * ({@code SetSafeFrontier}), after which the chunks coalesce as usual.
+ *
+ * <pre>
+ *  count:   1 (burnt)   2            3                 4
+ *  free:                free(a, s1)  free(b)           free(c, s2)
+ *  event:               e2 pending   none (immediate)  e4 done
+ *  safe count = 1: a, b, c are all held back (3 and 4 wait behind e2: in order)
+ *  e2 completes  -> safe count = 4, frontier 5: a, b, c reusable, coalesced on the next allocation
+ * </pre>
+ *
+ * <p>Events are polled on each allocation, by {@link #pollEvents()}, and by a background thread
+ * unless {@link GpuBfcOptions#eventPollIntervalMicros()} is 0. Before a region goes back to the
+ * driver (garbage collection, {@link #close()}), every pending event is waited for.
+ *
+ * <p>Allocate and free only through this class: the BFC allocator from {@link #allocator()} is
+ * for statistics; an allocation made on it directly would ignore the stamps.
+ *
+ * <p>Thread-safe, except that {@link #pause(boolean)}, {@link #resume()} and {@link #close()}
+ * must not run while another thread allocates or frees.
+ */
+public final class GpuBfcAllocator implements AutoCloseable {
+
+    private static final System.Logger LOG = System.getLogger(GpuBfcAllocator.class.getName());
+    private static final int EVENT_POOL_LIMIT = 1024;
+
+    private final CudaDriver driver;
+    private final int deviceId;
+    private final SubAllocator subAllocator;
+    private final CudaVirtualMemorySubAllocator vmm;
+    private final BfcAllocator bfc;
+    private final SharedCounter counter = new SharedCounter();
+    private final AllocationAttributes retryAttributes;
+    private final AllocationAttributes noRetryAttributes;
+
+    /** Serialises frees, so that the count read after a free is the one it stamped. */
+    private final Object freeLock = new Object();
+    /** Guards the pending queue and the event pool; taken under the BFC lock, never around it. */
+    private final Object pendingLock = new Object();
+    /** Guarded by pendingLock: a ring of (count, event) in free order; event 0 = already safe. */
+    private long[] pendingCounts = new long[64];
+    private long[] pendingEvents = new long[64];
+    private int pendingHead;
+    private int pendingSize;
+    /** Guarded by pendingLock: completed events ready for reuse. */
+    private final long[] eventPool = new long[EVENT_POOL_LIMIT];
+    private int eventPoolSize;
+    /** The largest count up to which every free is known safe. */
+    private volatile long safeCount;
+
+    private final Thread poller;
+    private final long pollIntervalNanos;
+    private volatile boolean paused;
+    private volatile boolean closed;
+
+    GpuBfcAllocator(CudaDriver driver, int deviceId, SubAllocator subAllocator,
+            CudaVirtualMemorySubAllocator vmm, long memoryLimit, String name, BfcOptions options,
+            long pollIntervalMicros) {
+        this.driver = driver;
+        this.deviceId = deviceId;
+        this.subAllocator = subAllocator;
+        this.vmm = vmm;
+        // Burn count 1: an allocation then always passes freedBefore >= 1, which no stamp
+        // (>= 2) satisfies until its event completes; freedBefore == 0 would mean "no
+        // constraint" to the BFC allocator.
+        this.safeCount = counter.next();
+        this.bfc = new BfcAllocator(new FencedSubAllocator(), memoryLimit, name, options);
+        bfc.setTimingCounter(counter);
+        this.retryAttributes = new AllocationAttributes(true, this::pollEvents);
+        this.noRetryAttributes = new AllocationAttributes(false, this::pollEvents);
+        this.pollIntervalNanos = pollIntervalMicros * 1000;
+        if (pollIntervalMicros > 0) {
+            poller = new Thread(this::pollLoop, "bfc-cuda-events-" + name);
+            poller.setDaemon(true);
+            poller.start();
+        } else {
+            poller = null;
+        }
+    }
+
+    /**
+     * Allocates device memory, retrying (if the options allow) while other threads free.
+     *
+     * @param alignment a power of two (addresses are always 256-aligned)
+     * @param numBytes the size
+     * @return the device address, or 0 if the memory cannot be had
+     * @throws IllegalStateException if paused or closed
+     * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
+     */
+    public long allocateRaw(long alignment, long numBytes) {
+        return allocateRaw(alignment, numBytes, true);
+    }
+
+    /**
+     * Allocates device memory.
+     *
+     * @param alignment a power of two (addresses are always 256-aligned)
+     * @param numBytes the size
+     * @param retryOnFailure whether a failure may wait (up to 10 s) for frees, when the options
+     *     allow retry
+     * @return the device address, or 0 if the memory cannot be had
+     * @throws IllegalStateException if paused or closed
+     * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
+     */
+    public long allocateRaw(long alignment, long numBytes, boolean retryOnFailure) {
+        if (paused) {
+            throw new IllegalStateException("allocator '" + bfc.name() + "' is paused; call resume() first");
+        }
+        return bfc.allocateRaw(alignment, numBytes, retryOnFailure ? retryAttributes : noRetryAttributes);
+    }
+
+    /**
+     * Frees memory that no queued GPU work uses any more (the caller has synchronised): it is
+     * reusable at once.
+     *
+     * @param ptr an address from {@link #allocateRaw}; 0 is a no-op
+     * @throws IllegalArgumentException if {@code ptr} is not a live allocation
+     * @throws IllegalStateException if closed
+     */
+    public void deallocateRaw(long ptr) {
+        if (ptr == 0) {
+            return;
+        }
+        synchronized (freeLock) {
+            bfc.deallocateRaw(ptr);
+            long count = counter.get();
+            boolean immediate;
+            synchronized (pendingLock) {
+                immediate = pendingSize == 0;
+                if (immediate) {
+                    safeCount = count;
+                } else {
+                    pushPendingLocked(count, 0);
+                }
+            }
+            if (immediate) {
+                bfc.setSafeFrontier(count + 1);
+            }
+        }
+    }
+
+    /**
+     * Frees memory that work already queued on {@code stream} may still use: records an event
+     * on the stream, and the memory is handed out again only once the event has completed.
+     *
+     * @param ptr an address from {@link #allocateRaw}; 0 is a no-op
+     * @param stream the {@code CUstream} the last use of the memory was queued on (0: the
+     *     default stream)
+     * @throws IllegalArgumentException if {@code ptr} is not a live allocation (no event is
+     *     left behind)
+     * @throws IllegalStateException if closed
+     * @throws CudaException if creating or recording the event fails (nothing is freed)
+     */
+    public void deallocateRaw(long ptr, long stream) {
+        if (ptr == 0) {
+            return;
+        }
+        checkOpen();
+        long event = takeEvent();
+        try {
+            driver.eventRecord(deviceId, event, stream);
+        } catch (CudaException e) {
+            driver.eventDestroy(deviceId, event);
+            throw e;
+        }
+        synchronized (freeLock) {
+            try {
+                bfc.deallocateRaw(ptr);
+            } catch (RuntimeException e) {
+                recycleEvent(event);
+                throw e;
+            }
+            long count = counter.get();
+            synchronized (pendingLock) {
+                pushPendingLocked(count, event);
+            }
+        }
+        if (poller != null) {
+            LockSupport.unpark(poller);
+        }
+    }
+
+    /**
+     * Checks the pending frees' events in order and advances the safe frontier past every free
+     * whose event (and every earlier one's) has completed. Called on each allocation.
+     *
+     * @return the largest count whose frees are all safe
+     * @throws CudaException if querying an event fails
+     */
+    public long pollEvents() {
+        long advanced = -1;
+        synchronized (pendingLock) {
+            while (pendingSize > 0) {
+                long event = pendingEvents[pendingHead];
+                if (event != 0) {
+                    if (!driver.eventQuery(deviceId, event)) {
+                        break;
+                    }
+                    recycleEventLocked(event);
+                }
+                advanced = pendingCounts[pendingHead];
+                pendingHead = (pendingHead + 1) % pendingCounts.length;
+                pendingSize--;
+            }
+            if (advanced >= 0) {
+                safeCount = advanced;
+            }
+        }
+        if (advanced >= 0) {
+            bfc.setSafeFrontier(advanced + 1);
+        }
+        return safeCount;
+    }
+
+    /**
+     * The number of stream-ordered frees whose memory is not yet known to be safe.
+     *
+     * @return the pending frees, including immediate frees queued behind them
+     */
+    public int pendingFrees() {
+        synchronized (pendingLock) {
+            return pendingSize;
+        }
+    }
+
+    /** Waits for every pending event (the memory behind them is about to go back). */
+    private void synchronizePendingEvents() {
+        synchronized (pendingLock) {
+            for (int i = 0; i < pendingSize; i++) {
+                long event = pendingEvents[(pendingHead + i) % pendingEvents.length];
+                if (event != 0) {
+                    driver.eventSynchronize(deviceId, event);
+                }
+            }
+        }
+    }
+
+    private void pushPendingLocked(long count, long event) {
+        if (pendingSize == pendingCounts.length) {
+            long[] c = new long[pendingSize * 2];
+            long[] e = new long[pendingSize * 2];
+            for (int i = 0; i < pendingSize; i++) {
+                c[i] = pendingCounts[(pendingHead + i) % pendingSize];
+                e[i] = pendingEvents[(pendingHead + i) % pendingSize];
+            }
+            pendingCounts = c;
+            pendingEvents = e;
+            pendingHead = 0;
+        }
+        int tail = (pendingHead + pendingSize) % pendingCounts.length;
+        pendingCounts[tail] = count;
+        pendingEvents[tail] = event;
+        pendingSize++;
+    }
+
+    private long takeEvent() {
+        synchronized (pendingLock) {
+            if (eventPoolSize > 0) {
+                return eventPool[--eventPoolSize];
+            }
+        }
+        return driver.eventCreate(deviceId);
+    }
+
+    private void recycleEvent(long event) {
+        synchronized (pendingLock) {
+            recycleEventLocked(event);
+        }
+    }
+
+    private void recycleEventLocked(long event) {
+        if (eventPoolSize < EVENT_POOL_LIMIT) {
+            eventPool[eventPoolSize++] = event;
+        } else {
+            driver.eventDestroy(deviceId, event);
+        }
+    }
+
+    private void pollLoop() {
+        while (!closed) {
+            boolean pending;
+            synchronized (pendingLock) {
+                pending = pendingSize > 0;
+            }
+            if (pending) {
+                try {
+                    pollEvents();
+                } catch (CudaException e) {
+                    LOG.log(Level.WARNING, "polling the events of stream-ordered frees of '" + bfc.name()
+                            + "' failed: " + e.getMessage());
+                }
+                LockSupport.parkNanos(this, pollIntervalNanos);
+            } else {
+                LockSupport.park(this);
+            }
+        }
+    }
+
+    /**
+     * Releases the device memory of every region while keeping its addresses (torch_memory_saver's
+     * pause): waits for pending frees' events, then unmaps and releases the physical memory.
+     * Allocations fail with {@link IllegalStateException} until {@link #resume()}; live
+     * allocations keep their addresses but must not be touched.
+     *
+     * @param backupToHost whether to copy the contents to pinned host memory so that
+     *     {@link #resume()} restores them; otherwise they are lost
+     * @throws IllegalStateException if the allocator was not made with virtual memory, or closed
+     * @throws CudaException if a call fails; calling {@code pause} again carries on
+     */
+    public void pause(boolean backupToHost) {
+        requireVirtualMemory("pause");
+        synchronized (freeLock) {
+            paused = true;
+            synchronizePendingEvents();
+            pollEvents();
+            vmm.pause(backupToHost);
+        }
+    }
+
+    /**
+     * Re-creates the device memory of every region at the same addresses (with the contents, if
+     * paused with a backup) and allows allocations again.
+     *
+     * @throws IllegalStateException if the allocator was not made with virtual memory, or closed
+     * @throws CudaException if a call fails (e.g. the memory was taken meanwhile); the allocator
+     *     stays paused and calling {@code resume} again carries on
+     */
+    public void resume() {
+        requireVirtualMemory("resume");
+        synchronized (freeLock) {
+            vmm.resume();
+            paused = false;
+        }
+    }
+
+    /**
+     * Whether {@link #pause(boolean)} holds.
+     *
+     * @return true while paused
+     */
+    public boolean isPaused() {
+        return paused;
+    }
+
+    private void requireVirtualMemory(String what) {
+        checkOpen();
+        if (vmm == null) {
+            throw new IllegalStateException(what + " needs virtual memory: allocator '" + bfc.name()
+                    + "' was made without it (expected: GpuBfcOptions.builder().virtualMemory(true))");
+        }
+    }
+
+    /**
+     * The underlying BFC allocator, for statistics and queries (allocate and free through this
+     * class).
+     *
+     * @return the allocator
+     */
+    public BfcAllocator allocator() {
+        return bfc;
+    }
+
+    /**
+     * The allocator's statistics.
+     *
+     * @return {@link BfcAllocator#getStats()}
+     */
+    public AllocatorStats getStats() {
+        return bfc.getStats();
+    }
+
+    /**
+     * Where regions come from.
+     *
+     * @return a {@link CudaDeviceSubAllocator} or {@link CudaVirtualMemorySubAllocator}
+     */
+    public SubAllocator subAllocator() {
+        return subAllocator;
+    }
+
+    /**
+     * The device.
+     *
+     * @return its ordinal
+     */
+    public int deviceId() {
+        return deviceId;
+    }
+
+    /**
+     * The memory limit.
+     *
+     * @return bytes
+     */
+    public long memoryLimit() {
+        return bfc.memoryLimit();
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("allocator '" + bfc.name() + "' is closed");
+        }
+    }
+
+    /**
+     * Waits for pending frees' events, gives every region back (live allocations become invalid),
+     * releases the reservation and the events. Idempotent.
+     *
+     * @throws CudaException if a call fails
+     */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        if (poller != null) {
+            LockSupport.unpark(poller);
+            try {
+                poller.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        synchronized (freeLock) {
+            synchronizePendingEvents();
+            pollEvents();
+            bfc.close();
+            if (vmm != null) {
+                vmm.close();
+            } else if (subAllocator instanceof CudaDeviceSubAllocator device) {
+                device.close();
+            }
+            synchronized (pendingLock) {
+                while (eventPoolSize > 0) {
+                    driver.eventDestroy(deviceId, eventPool[--eventPoolSize]);
+                }
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "GpuBfcAllocator[" + bfc.name() + " on device " + deviceId + ", limit " + bfc.memoryLimit()
+                + (vmm != null ? ", virtual memory" : "") + (paused ? ", paused" : "") + "]";
+    }
+
+    /**
+     * The sub-allocator as the BFC allocator sees it: a region goes back to the driver only
+     * after every pending stream-ordered free's event has completed.
+     */
+    private final class FencedSubAllocator implements SubAllocator {
+        @Override
+        public Block alloc(long alignment, long numBytes) {
+            return subAllocator.alloc(alignment, numBytes);
+        }
+
+        @Override
+        public void free(long ptr, long numBytes) {
+            synchronizePendingEvents();
+            subAllocator.free(ptr, numBytes);
+        }
+
+        @Override
+        public boolean supportsCoalescing() {
+            return subAllocator.supportsCoalescing();
+        }
+
+        @Override
+        public MemoryType memoryType() {
+            return subAllocator.memoryType();
+        }
+    }
+}

@@ -1,0 +1,145 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The probe's sentences (with loaders that fail the ways a machine without a GPU fails), and,
+ * on a machine without a usable GPU (CI), that every public way to reach the GPU throws
+ * {@link CudaUnavailableException} with the probe's sentence.
+ */
+class CudaProbeTest {
+
+    private static final long G = 64 << 10;
+
+    @Test
+    void missingPresetsAreNamed() {
+        CudaProbe.Result r = CudaProbe.probe(null, () -> {
+            throw new AssertionError("must not load without the presets");
+        });
+        assertThat(r.availability().isUsable()).isFalse();
+        assertThat(r.availability().unavailableReason())
+                .isEqualTo("No usable CUDA GPU: JavaCPP's CUDA presets (org.bytedeco:cuda) are not on"
+                        + " the class path; add them as docs/cuda.md says.");
+        assertThat(r.driver()).isNull();
+    }
+
+    @Test
+    void aJniLibraryThatDoesNotLoadIsNamedWithItsFirstLine() {
+        CudaProbe.Result r = CudaProbe.probe("12.9-9.10-1.5.12", () -> {
+            throw new UnsatisfiedLinkError("no jnicudart in java.library.path\nsecond line");
+        });
+        CudaAvailability a = r.availability();
+        assertThat(a.presetsVersion()).isEqualTo("12.9-9.10-1.5.12");
+        assertThat(a.unavailableReason()).isEqualTo("No usable CUDA GPU: the CUDA JNI library could not"
+                + " be loaded (no jnicudart in java.library.path); it needs the NVIDIA driver's"
+                + " libcuda.so.1 and the CUDA 12 runtime libcudart.so.12 (or org.bytedeco:cuda-redist),"
+                + " see docs/cuda.md.");
+    }
+
+    @Test
+    void theMissingLibraryBehindJavaCppsErrorIsNamed() {
+        UnsatisfiedLinkError outer = new UnsatisfiedLinkError("no jnicudart in java.library.path: /usr/lib");
+        outer.initCause(new UnsatisfiedLinkError("/root/.javacpp/cache/cuda.jar/org/bytedeco/cuda/"
+                + "linux-x86_64/libjnicudart.so: libcuda.so.1: cannot open shared object file: No such file"
+                + " or directory"));
+        CudaProbe.Result r = CudaProbe.probe("v", () -> {
+            throw outer;
+        });
+        assertThat(r.availability().unavailableReason()).startsWith("No usable CUDA GPU: the CUDA JNI"
+                + " library could not be loaded (libcuda.so.1: cannot open shared object file: No such file"
+                + " or directory); it needs");
+    }
+
+    @Test
+    void noDeviceFromCuInitSaysSo() {
+        CudaProbe.Result r = CudaProbe.probe("v", () -> {
+            throw new CudaException(100, "CUDA_ERROR_NO_DEVICE", "cuInit(flags=0)");
+        });
+        assertThat(r.availability().unavailableReason()).isEqualTo("No usable CUDA GPU: the CUDA driver"
+                + " sees no device (cuInit(flags=0) failed: CUDA_ERROR_NO_DEVICE (100)); check nvidia-smi"
+                + " and CUDA_VISIBLE_DEVICES.");
+    }
+
+    @Test
+    void anotherCuInitFailureSaysTheDriverFailed() {
+        CudaProbe.Result r = CudaProbe.probe("v", () -> {
+            throw new CudaException(35, "CUDA_ERROR_INSUFFICIENT_DRIVER", "cuInit(flags=0)");
+        });
+        assertThat(r.availability().unavailableReason()).startsWith("No usable CUDA GPU: the CUDA driver"
+                + " could not be initialised (cuInit(flags=0) failed: CUDA_ERROR_INSUFFICIENT_DRIVER (35))");
+    }
+
+    @Test
+    void anyOtherLoadFailureIsASentenceToo() {
+        CudaProbe.Result r = CudaProbe.probe("v", () -> {
+            throw new IllegalStateException("cache directory not writable");
+        });
+        assertThat(r.availability().unavailableReason())
+                .isEqualTo("No usable CUDA GPU: loading the CUDA driver failed (cache directory not writable).");
+    }
+
+    @Test
+    void zeroDevicesSaysSo() {
+        SimulatedCudaDriver none = new SimulatedCudaDriver(List.of(), G);
+        CudaProbe.Result r = CudaProbe.probe("v", () -> none);
+        assertThat(r.availability().unavailableReason()).isEqualTo("No usable CUDA GPU: the CUDA driver"
+                + " (CUDA 12.9) reports no device; check nvidia-smi and CUDA_VISIBLE_DEVICES.");
+        assertThat(r.availability().driverVersion()).isEqualTo(12090);
+    }
+
+    @Test
+    void devicesAreListedWhenUsable() {
+        SimulatedCudaDriver two = new SimulatedCudaDriver(List.of(
+                new CudaDeviceInfo(0, "A", 16 * G, 9, 0, true),
+                new CudaDeviceInfo(1, "B", 8 * G, 7, 5, false)), G);
+        CudaProbe.Result r = CudaProbe.probe("v", () -> two);
+        assertThat(r.availability().isUsable()).isTrue();
+        assertThat(r.availability().devices()).extracting(CudaDeviceInfo::name).containsExactly("A", "B");
+        assertThat(r.driver()).isSameAs(two);
+    }
+
+    @Test
+    void theRealProbeIsCachedAndNeverThrows() {
+        CudaAvailability a = CudaProbe.availability();
+        assertThat(CudaProbe.availability()).isSameAs(a);
+        // The presets are a dependency of this module, so they are on the test class path.
+        assertThat(a.presetsVersion()).isEqualTo("12.9-9.10-1.5.12");
+        System.out.println("CudaProbe.availability() here: " + a);
+    }
+
+    @Test
+    void withoutAUsableGpuEveryWayInThrowsTheProbesSentence() {
+        CudaAvailability a = CudaProbe.availability();
+        assumeFalse(a.isUsable(), "this machine has a usable GPU: the no-GPU path cannot be tested here");
+        String sentence = a.unavailableReason();
+        assertThat(sentence).startsWith("No usable CUDA GPU: ").endsWith(".");
+        assertThatThrownBy(() -> new CudaDeviceSubAllocator(0))
+                .isInstanceOf(CudaUnavailableException.class).hasMessage(sentence);
+        assertThatThrownBy(() -> new CudaHostSubAllocator(0))
+                .isInstanceOf(CudaUnavailableException.class).hasMessage(sentence);
+        assertThatThrownBy(() -> new CudaVirtualMemorySubAllocator(0, 1 << 30))
+                .isInstanceOf(CudaUnavailableException.class).hasMessage(sentence);
+        assertThatThrownBy(() -> GpuBfcAllocators.create(0, GpuBfcOptions.defaults()))
+                .isInstanceOf(CudaUnavailableException.class).hasMessage(sentence);
+    }
+
+    @Test
+    void cudaExceptionCarriesCodeNameAndCall() {
+        CudaException e = new CudaException(2, "CUDA_ERROR_OUT_OF_MEMORY", "cuMemCreate(size=2097152, device=0, flags=0)");
+        assertThat(e).hasMessage("cuMemCreate(size=2097152, device=0, flags=0) failed: CUDA_ERROR_OUT_OF_MEMORY (2)");
+        assertThat(e.code()).isEqualTo(2);
+        assertThat(e.errorName()).isEqualTo("CUDA_ERROR_OUT_OF_MEMORY");
+        assertThat(e.call()).isEqualTo("cuMemCreate(size=2097152, device=0, flags=0)");
+        assertThat(e.isOutOfMemory()).isTrue();
+        assertThat(new CudaException(1, "CUDA_ERROR_INVALID_VALUE", "x()").isOutOfMemory()).isFalse();
+    }
+}

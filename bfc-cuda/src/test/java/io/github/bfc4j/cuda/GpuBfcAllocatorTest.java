@@ -1,0 +1,236 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Stream-ordered frees (events, timing counter, safe frontier), the fence before regions go back,
+ * and pause/resume through {@link GpuBfcAllocator}, against the simulated driver.
+ */
+class GpuBfcAllocatorTest {
+
+    private static final long G = 64 << 10;
+    private static final long MIB = 1 << 20;
+    private static final long STREAM = 0x5eed;
+
+    private final SimulatedCudaDriver driver = new SimulatedCudaDriver(256 * G, G);
+
+    private static GpuBfcOptions.Builder options() {
+        return GpuBfcOptions.builder().environment(Map.<String, String>of()::get).eventPollIntervalMicros(0);
+    }
+
+    private GpuBfcAllocator create(GpuBfcOptions.Builder b) {
+        return GpuBfcAllocators.create(driver, 0, b.build());
+    }
+
+    @Test
+    void memoryFreedOnAStreamIsNotReusedUntilItsEventCompletes() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB))) {
+            long p = a.allocateRaw(256, 1024);
+            a.deallocateRaw(p, STREAM);
+            assertThat(a.pendingFrees()).isEqualTo(1);
+            assertThat(driver.pendingEvents()).hasSize(1);
+            assertThat(driver.calls()).contains("eventRecord(event=0x"
+                    + Long.toHexString(driver.pendingEvents().get(0)) + ", stream=" + STREAM + ")");
+            long q = a.allocateRaw(256, 1024);
+            assertThat(q).as("a kernel may still read p").isNotEqualTo(p).isNotZero();
+            assertThat(a.pollEvents()).isEqualTo(1);
+
+            driver.completeAllEvents();
+            long r = a.allocateRaw(256, 1024);
+            assertThat(r).as("p is safe once its event completed").isEqualTo(p);
+            assertThat(a.pendingFrees()).isZero();
+        }
+        assertThat(driver.liveEvents()).isZero();
+        assertThat(driver.deviceBytesUsed()).isZero();
+    }
+
+    @Test
+    void anImmediateFreeIsReusableAtOnce() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB))) {
+            long p = a.allocateRaw(256, 1024);
+            a.deallocateRaw(p);
+            assertThat(a.allocateRaw(256, 1024)).isEqualTo(p);
+            assertThat(driver.liveEvents()).isZero();
+        }
+    }
+
+    @Test
+    void safetyAdvancesInFreeOrderBehindAPendingEvent() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB))) {
+            long p1 = a.allocateRaw(256, 1024);
+            long guard1 = a.allocateRaw(256, 1024);
+            long p2 = a.allocateRaw(256, 2048);
+            long guard2 = a.allocateRaw(256, 1024);
+            long p3 = a.allocateRaw(256, 4096);
+            a.allocateRaw(256, 1024);
+            a.deallocateRaw(p1, STREAM);
+            a.deallocateRaw(p2);
+            a.deallocateRaw(p3, STREAM + 1);
+            List<Long> events = driver.pendingEvents();
+            assertThat(events).hasSize(2);
+            // The second event completes first: nothing is safe while the first is pending.
+            driver.completeEvent(events.get(1));
+            a.pollEvents();
+            assertThat(a.pendingFrees()).isEqualTo(3);
+            assertThat(a.allocateRaw(256, 2048)).isNotIn(p1, p2, p3);
+            driver.completeEvent(events.get(0));
+            assertThat(a.pollEvents()).isGreaterThanOrEqualTo(4);
+            assertThat(a.pendingFrees()).isZero();
+            assertThat(a.allocateRaw(256, 4096)).isEqualTo(p3);
+            assertThat(a.allocateRaw(256, 2048)).isEqualTo(p2);
+            assertThat(a.allocateRaw(256, 1024)).isEqualTo(p1);
+            a.deallocateRaw(guard1);
+            a.deallocateRaw(guard2);
+        }
+    }
+
+    @Test
+    void eventsAreReused() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB))) {
+            for (int i = 0; i < 100; i++) {
+                long p = a.allocateRaw(256, 4096);
+                a.deallocateRaw(p, STREAM);
+                driver.completeAllEvents();
+                a.pollEvents();
+            }
+            assertThat(driver.calls()).filteredOn(c -> c.startsWith("eventCreate")).hasSize(1);
+        }
+        assertThat(driver.liveEvents()).isZero();
+    }
+
+    @Test
+    void aFailedRecordFreesNothingAndLeaksNoEvent() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB))) {
+            long p = a.allocateRaw(256, 1024);
+            driver.failNext("eventRecord", 400);
+            assertThatThrownBy(() -> a.deallocateRaw(p, STREAM)).isInstanceOf(CudaException.class)
+                    .hasMessageContaining("eventRecord(");
+            assertThat(driver.liveEvents()).isZero();
+            assertThat(a.allocator().getStats().bytesInUse()).isEqualTo(1024);
+            assertThatThrownBy(() -> a.deallocateRaw(p + 256, STREAM))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("was not allocated by allocator 'GPU_0_bfc'");
+            assertThat(a.pendingFrees()).isZero();
+            a.deallocateRaw(p, STREAM);
+            assertThat(a.pendingFrees()).isEqualTo(1);
+        }
+        assertThat(driver.liveEvents()).isZero();
+    }
+
+    @Test
+    void regionsGoBackOnlyAfterPendingEventsAreWaitedFor() {
+        GpuBfcOptions.Builder b = options().memoryLimitBytes(MIB).allowGrowth(false)
+                .garbageCollection(true).allowRetryOnFailure(false);
+        try (GpuBfcAllocator a = create(b)) {
+            long p = a.allocateRaw(256, MIB / 2);
+            a.deallocateRaw(p, STREAM);
+            // Only garbage collection can serve this: the pool is full and p is held back.
+            long q = a.allocateRaw(256, MIB);
+            assertThat(q).isNotZero();
+            List<String> calls = driver.calls();
+            int sync = indexOf(calls, "eventSynchronize(");
+            int free = indexOf(calls, "memFree(");
+            assertThat(sync).isGreaterThanOrEqualTo(0).isLessThan(free);
+        }
+        assertThat(driver.liveDeviceBlocks()).isZero();
+    }
+
+    private static int indexOf(List<String> calls, String prefix) {
+        for (int i = 0; i < calls.size(); i++) {
+            if (calls.get(i).startsWith(prefix)) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    @Test
+    void closeWaitsForPendingEventsBeforeFreeingRegions() {
+        GpuBfcAllocator a = create(options().memoryLimitBytes(MIB));
+        long p = a.allocateRaw(256, 4096);
+        a.deallocateRaw(p, STREAM);
+        a.close();
+        List<String> calls = driver.calls();
+        assertThat(indexOf(calls, "eventSynchronize(")).isLessThan(indexOf(calls, "memFree("));
+        assertThat(driver.liveEvents()).isZero();
+        assertThat(driver.liveDeviceBlocks()).isZero();
+        a.close();
+        assertThatThrownBy(() -> a.deallocateRaw(p, STREAM)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void virtualMemoryRegionsCoalesceAcrossSubAllocatorBlocks() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(8 * MIB).virtualMemory(true))) {
+            long p = a.allocateRaw(256, MIB / 4); // first region: 2 MiB, split: 1.75 MiB stay free
+            long q = a.allocateRaw(256, 3 * MIB);  // extends by 4 MiB right after the first region
+            assertThat(q).as("one free chunk spanning both blocks").isEqualTo(p + MIB / 4);
+            assertThat(a.getStats().poolBytes()).isEqualTo(6 * MIB);
+        }
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(8 * MIB))) {
+            long p = a.allocateRaw(256, MIB / 4);
+            long q = a.allocateRaw(256, 3 * MIB);
+            assertThat(q).as("cuMemAlloc blocks do not coalesce").isNotEqualTo(p + MIB / 4);
+        }
+    }
+
+    @Test
+    void pauseAndResumeKeepAddressesAndWithBackupTheContents() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB).virtualMemory(true))) {
+            long p = a.allocateRaw(256, 4096);
+            long q = a.allocateRaw(256, 4096);
+            a.deallocateRaw(q, STREAM);
+            driver.writeDevice(p, new byte[] {42, 43});
+            a.pause(true);
+            assertThat(a.isPaused()).isTrue();
+            assertThat(driver.deviceBytesUsed()).isZero();
+            assertThat(a.pendingFrees()).as("pause waits for pending frees").isZero();
+            assertThatThrownBy(() -> a.allocateRaw(256, 4096)).isInstanceOf(IllegalStateException.class)
+                    .hasMessage("allocator 'GPU_0_bfc' is paused; call resume() first");
+            a.resume();
+            assertThat(driver.readDevice(p, 2)).containsExactly(42, 43);
+            assertThat(a.allocateRaw(256, 4096)).isEqualTo(q);
+            a.deallocateRaw(p);
+        }
+        assertThat(driver.deviceBytesUsed()).isZero();
+        assertThat(driver.liveHostBlocks()).isZero();
+    }
+
+    @Test
+    void pauseNeedsVirtualMemory() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(MIB))) {
+            assertThatThrownBy(() -> a.pause(false)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("virtualMemory(true)");
+            assertThatThrownBy(a::resume).isInstanceOf(IllegalStateException.class);
+        }
+    }
+
+    @Test
+    void theBackgroundPollerWakesAnAllocationWaitingForAStreamFree() throws Exception {
+        GpuBfcOptions.Builder b = options().memoryLimitBytes(MIB).allowGrowth(false)
+                .garbageCollection(false).eventPollIntervalMicros(50);
+        try (GpuBfcAllocator a = create(b)) {
+            long p = a.allocateRaw(256, MIB);
+            a.deallocateRaw(p, STREAM);
+            long start = System.nanoTime();
+            CompletableFuture<Long> waiting = CompletableFuture.supplyAsync(() -> a.allocateRaw(256, MIB));
+            Thread.sleep(50);
+            assertThat(waiting).isNotDone();
+            driver.completeAllEvents();
+            assertThat(waiting.get(9, TimeUnit.SECONDS)).isEqualTo(p);
+            // Well before AllocatorRetry's 10 s deadline: woken by the poller, not by timing out.
+            assertThat(System.nanoTime() - start).isLessThan(TimeUnit.SECONDS.toNanos(9));
+            assertThat(a.pendingFrees()).isZero();
+        }
+    }
+}

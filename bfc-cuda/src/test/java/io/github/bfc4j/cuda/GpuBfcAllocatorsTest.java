@@ -1,0 +1,136 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.MemoryType;
+import java.util.Map;
+import java.util.function.Function;
+import org.junit.jupiter.api.Test;
+
+/** How {@link GpuBfcAllocators} resolves options, environment and memory limit, as GPUBFCAllocator. */
+class GpuBfcAllocatorsTest {
+
+    private static final long G = 64 << 10;
+
+    private static Function<String, String> env(Map<String, String> vars) {
+        return vars::get;
+    }
+
+    @Test
+    void allowGrowthIsOverriddenOnlyByExactlyTrueOrFalse() {
+        Function<String, String> unset = env(Map.of());
+        assertThat(GpuBfcAllocators.getAllowGrowthValue(true, unset)).isTrue();
+        assertThat(GpuBfcAllocators.getAllowGrowthValue(false, unset)).isFalse();
+        Function<String, String> f = env(Map.of("TF_FORCE_GPU_ALLOW_GROWTH", "false"));
+        assertThat(GpuBfcAllocators.getAllowGrowthValue(true, f)).isFalse();
+        Function<String, String> t = env(Map.of("TF_FORCE_GPU_ALLOW_GROWTH", "true"));
+        assertThat(GpuBfcAllocators.getAllowGrowthValue(false, t)).isTrue();
+        // Upstream compares with strcmp: "TRUE", "1" and "" are not parsed, the original stays.
+        for (String bad : new String[] {"TRUE", "1", "", " true"}) {
+            Function<String, String> b = env(Map.of("TF_FORCE_GPU_ALLOW_GROWTH", bad));
+            assertThat(GpuBfcAllocators.getAllowGrowthValue(false, b)).as(bad).isFalse();
+            assertThat(GpuBfcAllocators.getAllowGrowthValue(true, b)).as(bad).isTrue();
+        }
+    }
+
+    @Test
+    void garbageCollectionDefaultsToTrueAndOnlyExactlyFalseDisablesIt() {
+        assertThat(GpuBfcAllocators.getGarbageCollectionValue(env(Map.of()))).isTrue();
+        assertThat(GpuBfcAllocators.getGarbageCollectionValue(
+                env(Map.of("TF_ENABLE_GPU_GARBAGE_COLLECTION", "false")))).isFalse();
+        assertThat(GpuBfcAllocators.getGarbageCollectionValue(
+                env(Map.of("TF_ENABLE_GPU_GARBAGE_COLLECTION", "true")))).isTrue();
+        assertThat(GpuBfcAllocators.getGarbageCollectionValue(
+                env(Map.of("TF_ENABLE_GPU_GARBAGE_COLLECTION", "no")))).isTrue();
+    }
+
+    @Test
+    void bfcOptionsFollowGpuBfcAllocator() {
+        Map<String, String> vars = Map.of("TF_FORCE_GPU_ALLOW_GROWTH", "false",
+                "TF_ENABLE_GPU_GARBAGE_COLLECTION", "false");
+        BfcOptions fromEnv = GpuBfcAllocators.bfcOptions(GpuBfcOptions.builder()
+                .allowGrowth(true).allowRetryOnFailure(false).fragmentationFraction(0.25)
+                .environment(env(vars)).build());
+        assertThat(fromEnv.allowGrowth()).isFalse();
+        assertThat(fromEnv.garbageCollection()).isFalse();
+        assertThat(fromEnv.allowRetryOnFailure()).isFalse();
+        assertThat(fromEnv.fragmentationFraction()).isEqualTo(0.25);
+        // An explicit garbage_collection wins over the environment, as upstream's optional.
+        BfcOptions explicit = GpuBfcAllocators.bfcOptions(GpuBfcOptions.builder()
+                .garbageCollection(true).environment(env(vars)).build());
+        assertThat(explicit.garbageCollection()).isTrue();
+        BfcOptions defaults = GpuBfcAllocators.bfcOptions(GpuBfcOptions.builder()
+                .environment(env(Map.of())).build());
+        assertThat(defaults.allowGrowth()).isTrue();
+        assertThat(defaults.garbageCollection()).isTrue();
+        assertThat(defaults.allowRetryOnFailure()).isTrue();
+    }
+
+    @Test
+    void memoryLimitIsAFractionOfFreeMemoryOrAbsolute() {
+        CudaMemInfo info = new CudaMemInfo(1000_000, 4000_000);
+        assertThat(GpuBfcAllocators.memoryLimit(info, GpuBfcOptions.defaults())).isEqualTo(1000_000 & ~255L);
+        assertThat(GpuBfcAllocators.memoryLimit(info, GpuBfcOptions.builder().memoryFraction(0.5).build()))
+                .isEqualTo(500_000 & ~255L);
+        assertThat(GpuBfcAllocators.memoryLimit(info, GpuBfcOptions.builder().memoryLimitBytes(3 << 20).build()))
+                .isEqualTo(3 << 20);
+        // The last of the two settings wins.
+        assertThat(GpuBfcAllocators.memoryLimit(info, GpuBfcOptions.builder().memoryLimitBytes(3 << 20)
+                .memoryFraction(0.5).build())).isEqualTo(500_000 & ~255L);
+        assertThatThrownBy(() -> GpuBfcAllocators.memoryLimit(new CudaMemInfo(100, 4000),
+                GpuBfcOptions.defaults())).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("leaves no memory");
+    }
+
+    @Test
+    void badOptionsSayWhatWasExpected() {
+        assertThatThrownBy(() -> GpuBfcOptions.builder().memoryFraction(0))
+                .hasMessage("memoryFraction=0.0 (expected: a fraction in (0, 1] of the device's free memory)");
+        assertThatThrownBy(() -> GpuBfcOptions.builder().memoryFraction(1.5))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> GpuBfcOptions.builder().memoryLimitBytes(0))
+                .hasMessageStartingWith("memoryLimitBytes=0 (expected: > 0");
+        assertThatThrownBy(() -> GpuBfcOptions.builder().fragmentationFraction(-1))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> GpuBfcOptions.builder().eventPollIntervalMicros(-1))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> GpuBfcOptions.builder().virtualAddressSpaceBytes(-1))
+                .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void createUsesFreeMemoryNameAndTheChosenSubAllocator() {
+        SimulatedCudaDriver driver = new SimulatedCudaDriver(64 * G, G);
+        GpuBfcOptions base = GpuBfcOptions.builder().environment(env(Map.of()))
+                .memoryFraction(0.5).eventPollIntervalMicros(0).build();
+        try (GpuBfcAllocator a = GpuBfcAllocators.create(driver, 0, base)) {
+            assertThat(a.allocator().name()).isEqualTo("GPU_0_bfc");
+            assertThat(a.memoryLimit()).isEqualTo(32 * G);
+            assertThat(a.subAllocator()).isInstanceOf(CudaDeviceSubAllocator.class);
+            assertThat(a.allocator().getMemoryType()).isEqualTo(MemoryType.DEVICE);
+            assertThat(a.allocator().options().garbageCollection()).isTrue();
+        }
+        GpuBfcOptions vm = GpuBfcOptions.builder().environment(env(Map.of())).memoryLimitBytes(16 * G)
+                .virtualMemory(true).eventPollIntervalMicros(0).build();
+        try (GpuBfcAllocator a = GpuBfcAllocators.create(driver, 0, vm)) {
+            assertThat(a.subAllocator()).isInstanceOf(CudaVirtualMemorySubAllocator.class);
+            assertThat(((CudaVirtualMemorySubAllocator) a.subAllocator()).reservedBytes()).isEqualTo(16 * G);
+        }
+        assertThat(driver.liveReservations()).isZero();
+        // The BFC allocator refuses a fraction whose threshold is 0 bytes: nothing stays reserved.
+        assertThatThrownBy(() -> GpuBfcAllocators.create(driver, 0, GpuBfcOptions.builder()
+                .environment(env(Map.of())).memoryLimitBytes(16 * G).virtualMemory(true)
+                .fragmentationFraction(1e-12).eventPollIntervalMicros(0).build()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("fragmentationFraction=");
+        assertThat(driver.liveReservations()).isZero();
+        assertThatThrownBy(() -> GpuBfcAllocators.create(driver, 2, base))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("deviceId=2 (expected: 0..0, one of the 1 visible CUDA devices; see bfc cuda-info)");
+    }
+}

@@ -1,0 +1,181 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.SubAllocatorContractTest;
+import io.github.bfc4j.core.SubAllocator.Block;
+import java.util.Map;
+import java.util.Random;
+import org.bytedeco.javacpp.BytePointer;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The real calls on a real device (run with {@code mvn -Pgpu verify}; skipped, with the probe's
+ * sentence, where no usable GPU is). Device 0 is used. Not run by the bfc4j authors: no machine
+ * of theirs has a GPU.
+ */
+@Tag("gpu")
+class RealGpuTest {
+
+    private static final long MIB = 1 << 20;
+
+    /** Skips the calling test, naming what is missing, unless a usable GPU is here. */
+    static CudaDriver requireGpu() {
+        CudaAvailability a = CudaProbe.availability();
+        assumeTrue(a.isUsable(), () -> "skipped: " + a.unavailableReason());
+        return CudaProbe.driver();
+    }
+
+    private static byte[] pattern(int n, long seed) {
+        byte[] b = new byte[n];
+        new Random(seed).nextBytes(b);
+        return b;
+    }
+
+    private static void upload(CudaDriver d, long devicePtr, byte[] data) {
+        try (BytePointer host = new BytePointer(data.length)) {
+            host.put(data);
+            d.memcpyHtoD(0, devicePtr, host.address(), data.length);
+        }
+    }
+
+    private static byte[] download(CudaDriver d, long devicePtr, int n) {
+        try (BytePointer host = new BytePointer(n)) {
+            d.memcpyDtoH(0, host.address(), devicePtr, n);
+            byte[] out = new byte[n];
+            host.get(out);
+            return out;
+        }
+    }
+
+    @Test
+    void probeListsTheDevices() {
+        requireGpu();
+        CudaAvailability a = CudaProbe.availability();
+        assertThat(a.devices()).isNotEmpty();
+        assertThat(a.devices().get(0).totalMemoryBytes()).isPositive();
+        assertThat(a.driverVersion()).isGreaterThanOrEqualTo(12000);
+    }
+
+    @Test
+    void deviceMemoryHoldsWhatIsCopiedIn() {
+        CudaDriver d = requireGpu();
+        CudaDeviceSubAllocator sub = new CudaDeviceSubAllocator(0);
+        Block b = sub.alloc(256, 4 * MIB);
+        byte[] data = pattern(4096, 1);
+        upload(d, b.ptr() + MIB, data);
+        assertThat(download(d, b.ptr() + MIB, data.length)).isEqualTo(data);
+        sub.free(b.ptr(), b.bytes());
+        sub.close();
+    }
+
+    @Test
+    void virtualMemoryBlocksAreAdjacentAndSurvivePauseWithBackup() {
+        CudaDriver d = requireGpu();
+        assumeTrue(d.deviceInfo(0).virtualMemoryManagement(), "skipped: GPU 0 has no virtual memory management");
+        try (CudaVirtualMemorySubAllocator v = new CudaVirtualMemorySubAllocator(0, 256 * MIB)) {
+            Block a = v.alloc(256, 1);
+            Block b = v.alloc(256, v.granularity() + 1);
+            assertThat(a.bytes()).isEqualTo(v.granularity());
+            assertThat(b.ptr()).isEqualTo(a.ptr() + a.bytes());
+            byte[] data = pattern(Math.toIntExact(2 * v.granularity()), 2);
+            // One copy across the boundary between the two physical allocations.
+            upload(d, a.ptr() + a.bytes() - v.granularity() / 2, data);
+            long freeBefore = d.memGetInfo(0).freeBytes();
+            v.pause(true);
+            assertThat(d.memGetInfo(0).freeBytes()).isGreaterThan(freeBefore);
+            v.resume();
+            assertThat(download(d, a.ptr() + a.bytes() - v.granularity() / 2, data.length)).isEqualTo(data);
+            v.free(a.ptr(), a.bytes() + b.bytes());
+        }
+    }
+
+    @Test
+    void streamOrderedFreeOnTheDefaultStreamBecomesReusable() throws InterruptedException {
+        requireGpu();
+        GpuBfcOptions o = GpuBfcOptions.builder().memoryLimitBytes(64 * MIB)
+                .environment(Map.<String, String>of()::get).build();
+        try (GpuBfcAllocator a = GpuBfcAllocators.create(0, o)) {
+            long p = a.allocateRaw(256, MIB);
+            a.deallocateRaw(p, 0);
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (a.pendingFrees() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(1);
+            }
+            assertThat(a.pendingFrees()).isZero();
+            assertThat(a.allocateRaw(256, MIB)).isEqualTo(p);
+        }
+    }
+
+    @Test
+    void gpuAllocatorOverVirtualMemoryCoalescesPausesAndResumes() {
+        CudaDriver d = requireGpu();
+        assumeTrue(d.deviceInfo(0).virtualMemoryManagement(), "skipped: GPU 0 has no virtual memory management");
+        GpuBfcOptions o = GpuBfcOptions.builder().memoryLimitBytes(64 * MIB).virtualMemory(true)
+                .environment(Map.<String, String>of()::get).build();
+        try (GpuBfcAllocator a = GpuBfcAllocators.create(0, o)) {
+            long p = a.allocateRaw(256, MIB / 4);
+            long q = a.allocateRaw(256, 3 * MIB);
+            assertThat(q).isEqualTo(p + MIB / 4);
+            byte[] data = pattern(Math.toIntExact(3 * MIB), 3);
+            upload(d, q, data);
+            a.pause(true);
+            a.resume();
+            assertThat(download(d, q, data.length)).isEqualTo(data);
+            a.deallocateRaw(q);
+            a.deallocateRaw(p);
+        }
+    }
+
+    /** bfc-core's sub-allocator contract on the real device. */
+    @Nested
+    class DeviceContract extends SubAllocatorContractTest {
+        @Override
+        protected SubAllocator newSubAllocator(long capacityHintBytes) {
+            requireGpu();
+            return new CudaDeviceSubAllocator(0);
+        }
+
+        @Override
+        protected long maxHonouredAlignment() {
+            return 256;
+        }
+    }
+
+    /** bfc-core's sub-allocator contract on the real device, pinned host memory. */
+    @Nested
+    class HostContract extends SubAllocatorContractTest {
+        @Override
+        protected SubAllocator newSubAllocator(long capacityHintBytes) {
+            requireGpu();
+            return new CudaHostSubAllocator(0);
+        }
+    }
+
+    /** bfc-core's sub-allocator contract on the real device, virtual memory. */
+    @Nested
+    class VirtualMemoryContract extends SubAllocatorContractTest {
+        @Override
+        protected SubAllocator newSubAllocator(long capacityHintBytes) {
+            CudaDriver d = requireGpu();
+            assumeTrue(d.deviceInfo(0).virtualMemoryManagement(), "skipped: GPU 0 has no virtual memory management");
+            long g = d.allocationGranularity(0);
+            return new CudaVirtualMemorySubAllocator(0, capacityHintBytes + MAX_LIVE_BLOCKS * g);
+        }
+
+        @Override
+        protected void close(SubAllocator subAllocator) {
+            if (subAllocator != null) { // null when the test was skipped
+                ((CudaVirtualMemorySubAllocator) subAllocator).close();
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.micrometer;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.AllocatorStats;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.MemoryStats;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The binder's meters, scraped through Micrometer's real Prometheus registry: the text parses,
+ * and every documented series is there with the tags and the value the allocator reports.
+ */
+class BfcAllocatorMetricsTest {
+
+    private static final long BASE = 0x7f0000000000L;
+    private static final long MIB = 1L << 20;
+
+    private static BfcAllocator sim(String name) {
+        return new BfcAllocator(new SimSubAllocator(BASE, 256 * MIB, 0, false), 32 * MIB, name,
+                BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(true)
+                        .dumpOnOomDirectory(null).build());
+    }
+
+    @Test
+    void scrapeHoldsEverySeriesWithTheAllocatorsValues() {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("BfcAllocatorMetricsTest seed: -Dbfc4j.test.seed=" + seed);
+        Random rnd = new Random(seed);
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = sim("gpu_0_bfc")) {
+            new BfcAllocatorMetrics(a, "3", List.of(Tag.of("job", "test"))).bindTo(registry);
+            List<Long> live = new ArrayList<>();
+            for (int round = 0; round < 5; round++) {
+                assertThat(a.allocateRaw(256, 64 * MIB)).as("above the limit").isZero();
+                for (int i = 0; i < 200; i++) {
+                    if (live.isEmpty() || rnd.nextBoolean()) {
+                        long p = a.allocateRaw(256, 1 + rnd.nextInt(rnd.nextInt(10) == 0 ? 8 << 20 : 100_000));
+                        if (p != 0) {
+                            live.add(p);
+                        }
+                    } else {
+                        a.deallocateRaw(live.remove(rnd.nextInt(live.size())));
+                    }
+                }
+                String text = registry.scrape();
+                if (round == 0) {
+                    System.out.println(text);
+                }
+                PrometheusText.Exposition e = PrometheusText.parse(text);
+                AllocatorStats s = a.getStats();
+                MemoryStats m = a.memoryStats();
+                for (BfcAllocatorMeters meter : BfcAllocatorMeters.values()) {
+                    List<PrometheusText.Sample> found = e.named(meter.prometheusName());
+                    assertThat(found).as("series %s (seed %d)", meter.prometheusName(), seed).hasSize(1);
+                    PrometheusText.Sample sample = found.get(0);
+                    assertThat(sample.labels()).containsExactlyInAnyOrderEntriesOf(Map.of(
+                            "allocator_name", "gpu_0_bfc", "memory_type", "sim", "device_id", "3",
+                            "job", "test"));
+                    assertThat(sample.value()).as("%s (seed %d)", meter, seed).isEqualTo(meter.valueOf(m));
+                    assertThat(e.types()).containsEntry(meter.prometheusName(),
+                            meter.getType() == Meter.Type.COUNTER ? "counter" : "gauge");
+                }
+                // The required names, against upstream's GetStats().
+                assertThat(value(e, "bfc_allocator_memory_used_bytes")).isEqualTo(s.bytesInUse());
+                assertThat(value(e, "bfc_allocator_memory_peak_bytes")).isEqualTo(s.peakBytesInUse());
+                assertThat(value(e, "bfc_allocator_memory_limit_bytes")).isEqualTo(s.bytesLimit());
+                assertThat(value(e, "bfc_allocator_pool_size_bytes")).isEqualTo(s.poolBytes());
+                assertThat(value(e, "bfc_allocator_pool_peak_bytes")).isEqualTo(s.peakPoolBytes());
+                assertThat(value(e, "bfc_allocator_allocations_total")).isEqualTo(s.numAllocs());
+                assertThat(value(e, "bfc_allocator_oom_total")).isEqualTo(m.oomsTotal());
+                assertThat(value(e, "bfc_allocator_fragmentation_ratio")).isEqualTo(a.fragmentation());
+                assertThat(value(e, "bfc_allocator_largest_free_chunk_bytes")).isEqualTo(a.largestFreeChunkBytes());
+                assertThat(value(e, "bfc_allocator_regions")).isEqualTo(a.regionCount());
+            }
+            assertThat(a.memoryStats().oomsTotal()).as("seed %d", seed).isGreaterThanOrEqualTo(5);
+        }
+    }
+
+    private static double value(PrometheusText.Exposition e, String name) {
+        List<PrometheusText.Sample> s = e.named(name);
+        assertThat(s).as(name).hasSize(1);
+        return s.get(0).value();
+    }
+
+    @Test
+    void twoAllocatorsAreTwoSetsOfSeries() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = sim("a"); BfcAllocator b = sim("b")) {
+            new BfcAllocatorMetrics(a).bindTo(registry);
+            new BfcAllocatorMetrics(b).bindTo(registry);
+            a.allocateRaw(256, 1000);
+            PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
+            List<PrometheusText.Sample> used = e.named("bfc_allocator_memory_used_bytes");
+            assertThat(used).hasSize(2);
+            assertThat(used).anySatisfy(s -> {
+                assertThat(s.labels()).containsEntry("allocator_name", "a").containsEntry("device_id", "0");
+                assertThat(s.value()).isEqualTo(1024);
+            });
+            assertThat(used).anySatisfy(s -> {
+                assertThat(s.labels()).containsEntry("allocator_name", "b");
+                assertThat(s.value()).isZero();
+            });
+        }
+    }
+
+    @Test
+    void docsListEveryMeterWithItsPrometheusName() throws Exception {
+        Path doc = Path.of("..", "docs", "metrics.md");
+        String md = Files.readString(doc);
+        for (BfcAllocatorMeters m : BfcAllocatorMeters.values()) {
+            assertThat(md).as("docs/metrics.md lists %s", m)
+                    .containsPattern("\\| `" + m.getName().replace(".", "\\.") + "` \\| `"
+                            + m.prometheusName() + "` \\|");
+        }
+    }
+}
