@@ -16,6 +16,7 @@ import net.jqwik.api.RandomDistribution;
 import net.jqwik.api.Tuple;
 import net.jqwik.api.lifecycle.AddLifecycleHook;
 import net.jqwik.api.lifecycle.AfterContainer;
+import net.jqwik.api.lifecycle.PropagationMode;
 import net.jqwik.api.lifecycle.AroundPropertyHook;
 import net.jqwik.api.lifecycle.PropertyExecutionResult;
 import net.jqwik.api.lifecycle.PropertyExecutor;
@@ -32,7 +33,8 @@ import net.jqwik.api.lifecycle.PropertyLifecycleContext;
  * with {@code -Djqwik.tries.default=N}. jqwik prints each property's seed; rerun one with
  * {@code -Dbfc4j.test.seed=SEED}.
  */
-@AddLifecycleHook(BfcAllocatorPropertyTest.SeedFromSystemProperty.class)
+@AddLifecycleHook(value = BfcAllocatorPropertyTest.SeedFromSystemProperty.class,
+        propagateTo = PropagationMode.ALL_DESCENDANTS)
 class BfcAllocatorPropertyTest {
 
     private static final AtomicLong CALLS = new AtomicLong();
