@@ -152,7 +152,7 @@ final class ShadowModel implements AutoCloseable {
             }
         } else {
             long size = allocator.allocatedSize(p);
-            if (size < BfcAllocator.roundedBytes(bytes) || size % 256 != 0) {
+            if (size < BfcAllocator.roundedBytes(bytes) || size % 256 != 0 || p % 256 != 0) {
                 throw new AssertionError("allocation of " + bytes + " bytes at 0x"
                         + Long.toHexString(p) + " has size " + size);
             }
