@@ -68,8 +68,10 @@ import java.util.function.LongSupplier;
  *       passed on to the sub-allocator).</li>
  *   <li>A free chunk is in exactly one bin, the one {@link #binNumForSize} names; a chunk in
  *       use is in none.</li>
- *   <li>No two adjacent chunks are both free, unless one of them carries a timestamp
- *       ({@code freedAtCount > 0}).</li>
+ *   <li>No two adjacent chunks are both free, unless the allocator ever had a timing counter:
+ *       a stamped chunk ({@code freedAtCount > 0}) is not coalesced until it is safe, and even
+ *       then upstream's {@code MergeTimestampedChunks} merges each chunk once per side, so two
+ *       chunks made safe in one pass can stay neighbours (see {@link #checkInvariants()}).</li>
  *   <li>The region manager maps the start address of every live chunk, and nothing else, to
  *       its handle.</li>
  * </ul>
@@ -774,7 +776,7 @@ public final class BfcAllocator implements AutoCloseable {
             }
             return 0;
         } finally {
-            lock.unlock();
+            unlockAfterCall();
         }
     }
 
@@ -1102,7 +1104,7 @@ public final class BfcAllocator implements AutoCloseable {
             }
             return true;
         } finally {
-            lock.unlock();
+            unlockAfterCall();
         }
     }
 
@@ -1235,6 +1237,7 @@ public final class BfcAllocator implements AutoCloseable {
         lock.lock();
         try {
             timingCounter = sc;
+            timingCounterEverSet |= sc != null;
         } finally {
             lock.unlock();
         }
@@ -2153,6 +2156,331 @@ public final class BfcAllocator implements AutoCloseable {
         } finally {
             lock.unlock();
         }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Invariant checking
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * Whether {@link #allocateRaw} and {@link #deallocateRaw} run {@link #checkInvariants()}
+     * after every call ({@code -Dbfc4j.checkInvariants=true}). Read once; when false the check
+     * folds away (a {@code static final} constant) and costs nothing.
+     */
+    private static final boolean CHECK_INVARIANTS = Boolean.getBoolean("bfc4j.checkInvariants");
+
+    /**
+     * Guarded by lock. Whether {@link #setTimingCounter} was ever given a counter: from then on
+     * two free neighbours without timestamps are possible (see {@link #checkInvariants()}).
+     */
+    private boolean timingCounterEverSet;
+
+    /** At most this many chunks of one region are listed in a violation's dump. */
+    private static final int DUMP_MAX_CHUNKS = 200;
+
+    /**
+     * Checks every structural invariant of the allocator, under its lock, in time linear in the
+     * number of chunks (plus the bins' ordered walk). The checks:
+     * <ul>
+     *   <li>regions are sorted by address, do not overlap and have positive sizes that are
+     *       multiples of 256;</li>
+     *   <li>the chunks of each region tile it without gap or overlap, starting at the
+     *       region's start; {@code prev} and {@code next} agree with the address order; no
+     *       chunk appears twice;</li>
+     *   <li>no two adjacent chunks are both free, unless the allocator ever had a timing
+     *       counter: a stamped chunk ({@code freedAtCount != 0}) is not coalesced until it is
+     *       safe, and then upstream's {@code MergeTimestampedChunks} coalesces each
+     *       chunk it makes safe once per side ({@code TryToCoalesce}), so when it makes two
+     *       neighbours safe in one pass, the first absorbs the second and the free chunk beyond
+     *       is left as a neighbour (the port keeps that, as it keeps every upstream decision);</li>
+     *   <li>a chunk in use is in no bin, has an allocation id below the next one and a
+     *       requested size of at least 1 byte that rounds up to at most its
+     *       size; a free chunk is in exactly the bin its size maps to, and its {@code binNum}
+     *       says so;</li>
+     *   <li>every bin holds only free chunks of live regions that name it, in (size, address)
+     *       order, and the bins together hold exactly the free chunks;</li>
+     *   <li>the region manager maps every chunk's start address to its handle, and nothing
+     *       else;</li>
+     *   <li>the statistics equal what the chunks add up to: {@code bytesInUse} is the sum of
+     *       the sizes of chunks in use, {@code poolBytes} the sum of the region sizes, the
+     *       peaks are at least the current values, {@code numAllocs} is at most the number of
+     *       allocation ids handed out.</li>
+     * </ul>
+     * A closed allocator must hold no region, chunk address or binned chunk.
+     *
+     * <p>Run after every call with {@code -Dbfc4j.checkInvariants=true}; costs nothing when that
+     * is off.
+     *
+     * @throws BfcInvariantViolation on the first invariant that does not hold, with a dump of the
+     *     offending region (each chunk: handle, address, size, requested size, in use,
+     *     allocation id, bin, prev, next, timestamp)
+     */
+    public void checkInvariants() {
+        lock.lock();
+        try {
+            checkInvariantsLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Releases the lock at the end of {@code allocateRawInternal} and
+     * {@code deallocateRawInternal}, checking the invariants first when
+     * {@code -Dbfc4j.checkInvariants=true}. The lock is released even if the check throws.
+     */
+    private void unlockAfterCall() {
+        try {
+            if (CHECK_INVARIANTS) {
+                checkInvariantsLocked();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** See {@link #checkInvariants()}. Needs the lock. */
+    private void checkInvariantsLocked() {
+        final ChunkTable chunks = this.chunks;
+        final List<AllocationRegion> regions = regionManager.regions();
+        if (closed) {
+            if (!regions.isEmpty() || regionManager.handleCount() != 0) {
+                throw violation("closed, but still holds " + regions.size() + " regions and "
+                        + regionManager.handleCount() + " chunk addresses", -1);
+            }
+            for (int b = 0; b < NUM_BINS; b++) {
+                if (!bins[b].freeChunks.isEmpty()) {
+                    throw violation("closed, but bin " + b + " still holds "
+                            + bins[b].freeChunks.size() + " chunks", -1);
+                }
+            }
+            return;
+        }
+        final int handles = chunks.count();
+        final boolean[] live = new boolean[handles];
+        int liveChunks = 0;
+        int freeChunkCount = 0;
+        long poolSum = 0;
+        long inUseSum = 0;
+        long prevRegionEnd = 0;
+        for (int r = 0; r < regions.size(); r++) {
+            final AllocationRegion region = regions.get(r);
+            final long start = region.ptr();
+            final long end = region.endPtr();
+            if (region.memorySize() <= 0 || region.memorySize() % MIN_ALLOCATION_SIZE != 0
+                    || end - start != region.memorySize()) {
+                throw violation("region " + r + " has size " + region.memorySize()
+                        + " (expected: a positive multiple of 256 equal to end - start)", r);
+            }
+            if (r > 0 && Long.compareUnsigned(start, prevRegionEnd) < 0) {
+                throw violation("region " + r + " starts at " + hex(start)
+                        + ", before the previous region ends at " + hex(prevRegionEnd)
+                        + " (regions must be sorted and disjoint)", r);
+            }
+            prevRegionEnd = end;
+            poolSum += region.memorySize();
+
+            long cursor = start;
+            int prevH = ChunkTable.INVALID_CHUNK_HANDLE;
+            int h = regionManager.getHandle(start);
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
+                throw violation("no chunk starts at the region's start " + hex(start), r);
+            }
+            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+                if (h < 0 || h >= handles) {
+                    throw violation("handle " + h + " after " + hex(cursor)
+                            + " is not a handle of the chunk table (" + handles + " handles)", r);
+                }
+                if (live[h]) {
+                    throw violation("chunk h=" + h + " is reached twice (a cycle, or shared by"
+                            + " two regions)", r);
+                }
+                live[h] = true;
+                liveChunks++;
+                final long ptr = chunks.ptr(h);
+                final long size = chunks.size(h);
+                if (chunks.prev(h) != prevH) {
+                    throw violation("chunk h=" + h + " at " + hex(ptr) + " has prev="
+                            + chunks.prev(h) + ", but follows h=" + prevH, r);
+                }
+                if (ptr != cursor) {
+                    throw violation("chunk h=" + h + " starts at " + hex(ptr) + ", but the chunk"
+                            + " before it ends at " + hex(cursor) + " (chunks must tile the"
+                            + " region without gap or overlap)", r);
+                }
+                if (size <= 0 || size % MIN_ALLOCATION_SIZE != 0
+                        || Long.compareUnsigned(size, end - cursor) > 0) {
+                    throw violation("chunk h=" + h + " at " + hex(ptr) + " has size " + size
+                            + " (expected: a positive multiple of 256 within the region, at most "
+                            + (end - cursor) + ")", r);
+                }
+                if (regionManager.getHandle(ptr) != h) {
+                    throw violation("the address map gives " + regionManager.getHandle(ptr)
+                            + " for " + hex(ptr) + ", where chunk h=" + h + " starts", r);
+                }
+                if (chunks.inUse(h)) {
+                    final long id = chunks.allocationId(h);
+                    final long requested = chunks.requestedSize(h);
+                    if (chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM) {
+                        throw violation("chunk h=" + h + " at " + hex(ptr) + " is in use but has"
+                                + " bin_num=" + chunks.binNum(h), r);
+                    }
+                    if (id <= 0 || id >= nextAllocationId) {
+                        throw violation("chunk h=" + h + " at " + hex(ptr) + " has allocation id "
+                                + id + " (expected: 1 to " + (nextAllocationId - 1) + ")", r);
+                    }
+                    if (requested <= 0 || requested > MAX_ALLOCATION_BYTES
+                            || roundedBytes(requested) > size) {
+                        throw violation("chunk h=" + h + " at " + hex(ptr) + " of size " + size
+                                + " holds a request of " + requested + " bytes", r);
+                    }
+                    inUseSum += size;
+                } else {
+                    final int binNum = binNumForSize(size);
+                    if (chunks.binNum(h) != binNum) {
+                        throw violation("free chunk h=" + h + " at " + hex(ptr) + " of size " + size
+                                + " has bin_num=" + chunks.binNum(h) + " (expected: " + binNum + ")", r);
+                    }
+                    if (!bins[binNum].freeChunks.contains(h)) {
+                        throw violation("free chunk h=" + h + " at " + hex(ptr) + " is not in bin "
+                                + binNum, r);
+                    }
+                    if (!timingCounterEverSet && prevH != ChunkTable.INVALID_CHUNK_HANDLE
+                            && !chunks.inUse(prevH)) {
+                        throw violation("free chunks h=" + prevH + " at " + hex(chunks.ptr(prevH))
+                                + " and h=" + h + " at " + hex(ptr) + " are adjacent and not"
+                                + " coalesced (no timing counter was ever set)", r);
+                    }
+                    freeChunkCount++;
+                }
+                cursor += size;
+                prevH = h;
+                h = chunks.next(h);
+            }
+            if (cursor != end) {
+                throw violation("the chunks of region " + r + " end at " + hex(cursor)
+                        + ", the region at " + hex(end), r);
+            }
+        }
+
+        int binned = 0;
+        for (int b = 0; b < NUM_BINS; b++) {
+            final FreeChunkSet set = bins[b].freeChunks;
+            int before = ChunkTable.INVALID_CHUNK_HANDLE;
+            int inThisBin = 0;
+            for (int h = set.first(); h != FreeChunkSet.NONE; h = set.higher(h)) {
+                if (++binned > freeChunkCount) {
+                    throw violation("the bins hold more chunks than the " + freeChunkCount
+                            + " free chunks of the regions (bin " + b + ")", -1);
+                }
+                if (h < 0 || h >= handles || !live[h]) {
+                    throw violation("bin " + b + " holds h=" + h + ", which is no chunk of any"
+                            + " region", -1);
+                }
+                if (chunks.inUse(h) || chunks.binNum(h) != b) {
+                    throw violation("bin " + b + " holds chunk h=" + h + " at " + hex(chunks.ptr(h))
+                            + " with in_use=" + chunks.inUse(h) + ", bin_num=" + chunks.binNum(h),
+                            regionManager.regionIndexFor(chunks.ptr(h)));
+                }
+                if (before != ChunkTable.INVALID_CHUNK_HANDLE && chunks.compare(before, h) >= 0) {
+                    throw violation("bin " + b + " is out of (size, address) order at h=" + h,
+                            regionManager.regionIndexFor(chunks.ptr(h)));
+                }
+                before = h;
+                inThisBin++;
+            }
+            if (inThisBin != set.size()) {
+                throw violation("bin " + b + " says it holds " + set.size() + " chunks, its walk"
+                        + " finds " + inThisBin, -1);
+            }
+        }
+        if (binned != freeChunkCount) {
+            throw violation("the bins hold " + binned + " chunks, the regions "
+                    + freeChunkCount + " free chunks", -1);
+        }
+        if (regionManager.handleCount() != liveChunks) {
+            throw violation("the address map holds " + regionManager.handleCount()
+                    + " addresses, the regions " + liveChunks + " chunks", -1);
+        }
+
+        if (bytesInUse != inUseSum) {
+            throw violation("stats say bytes_in_use=" + bytesInUse + ", the chunks in use add up"
+                    + " to " + inUseSum, -1);
+        }
+        if (poolBytes != poolSum) {
+            throw violation("stats say pool_bytes=" + poolBytes + ", the regions add up to "
+                    + poolSum, -1);
+        }
+        if (peakBytesInUse < bytesInUse || peakPoolBytes < poolBytes) {
+            throw violation("a peak is below its current value: peak_bytes_in_use="
+                    + peakBytesInUse + " < bytes_in_use=" + bytesInUse + " or peak_pool_bytes="
+                    + peakPoolBytes + " < pool_bytes=" + poolBytes, -1);
+        }
+        if (numAllocs < 0 || numAllocs > nextAllocationId - 1 || largestAllocSize < 0) {
+            throw violation("stats say num_allocs=" + numAllocs + ", largest_alloc_size="
+                    + largestAllocSize + ", but only " + (nextAllocationId - 1)
+                    + " allocation ids were handed out", -1);
+        }
+    }
+
+    /**
+     * The exception for a broken invariant, with a dump of region {@code r} (or of every
+     * region when {@code r < 0}). Safe to call on a corrupt structure: every walk is bounded.
+     */
+    private BfcInvariantViolation violation(String what, int r) {
+        StringBuilder dump = new StringBuilder();
+        List<AllocationRegion> regions = regionManager.regions();
+        if (r >= 0 && r < regions.size()) {
+            dumpRegionLocked(dump, r);
+        } else {
+            for (int i = 0; i < regions.size(); i++) {
+                dumpRegionLocked(dump, i);
+            }
+            dump.append("stats: num_allocs=").append(numAllocs).append(" bytes_in_use=")
+                    .append(bytesInUse).append(" peak_bytes_in_use=").append(peakBytesInUse)
+                    .append(" pool_bytes=").append(poolBytes).append(" peak_pool_bytes=")
+                    .append(peakPoolBytes).append(" next_allocation_id=").append(nextAllocationId)
+                    .append('\n');
+        }
+        return new BfcInvariantViolation("allocator '" + name + "': " + what, dump.toString());
+    }
+
+    /** Appends one line per chunk of region {@code r}, at most {@link #DUMP_MAX_CHUNKS}. */
+    private void dumpRegionLocked(StringBuilder dump, int r) {
+        AllocationRegion region = regionManager.regions().get(r);
+        dump.append("region ").append(r).append(" [").append(hex(region.ptr())).append(", ")
+                .append(hex(region.endPtr())).append("), ").append(region.memorySize())
+                .append(" bytes:\n");
+        int h = regionManager.getHandle(region.ptr());
+        int listed = 0;
+        while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+            if (h < 0 || h >= chunks.count()) {
+                dump.append("  h=").append(h).append(" (not a handle)\n");
+                return;
+            }
+            if (listed++ == DUMP_MAX_CHUNKS) {
+                dump.append("  ... (more chunks not listed)\n");
+                return;
+            }
+            dump.append("  h=").append(h).append(" ptr=").append(hex(chunks.ptr(h)))
+                    .append(" size=").append(chunks.size(h))
+                    .append(" requested=").append(chunks.requestedSize(h))
+                    .append(" in_use=").append(chunks.inUse(h))
+                    .append(" id=").append(chunks.allocationId(h))
+                    .append(" bin=").append(chunks.binNum(h))
+                    .append(" prev=").append(chunks.prev(h))
+                    .append(" next=").append(chunks.next(h))
+                    .append(" freed_at=").append(Long.toUnsignedString(chunks.freedAtCount(h)))
+                    .append('\n');
+            if (Long.compareUnsigned(chunks.ptr(h), region.endPtr()) >= 0) {
+                return;
+            }
+            h = chunks.next(h);
+        }
+    }
+
+    private static String hex(long address) {
+        return "0x" + Long.toHexString(address);
     }
 
     // ---------------------------------------------------------------------------------------

@@ -309,6 +309,139 @@ class BfcAllocatorTest {
     }
 
     @Test
+    void everyRejectedMisuseLeavesTheAllocatorConsistent() {
+        // A loaded allocator: several regions, free and used chunks, stamped frees.
+        SimSubAllocator sim = new SimSubAllocator(BASE, 64 * MIB, 0, true);
+        BfcOptions opts = BfcOptions.builder().allowGrowth(true).garbageCollection(true)
+                .allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(sim, 16 * MIB, "misuse", opts)) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            List<Long> live = new ArrayList<>();
+            for (int i = 0; i < 40; i++) {
+                live.add(a.allocateRaw(64, 1000L + 37_000L * i));
+            }
+            long freed = live.remove(3);
+            a.deallocateRaw(freed);
+            a.deallocateRaw(live.remove(10));
+            a.checkInvariants();
+            AllocatorStats before = a.getStats();
+            List<Runnable> misuse = List.of(
+                    () -> a.deallocateRaw(freed),                       // double free
+                    () -> a.deallocateRaw(live.get(0) + 256),           // inside an allocation
+                    () -> a.deallocateRaw(0x1234),                      // foreign
+                    () -> a.deallocateRaw(-BASE),                       // foreign, negative
+                    () -> a.allocateRaw(64, -1),                        // negative size
+                    () -> a.allocateRaw(64, Long.MIN_VALUE),
+                    () -> a.allocateRaw(0, 256),                        // alignment not a power of two
+                    () -> a.allocateRaw(-64, 256),
+                    () -> a.allocateRaw(3 << 10, 256),
+                    () -> a.allocateRaw(Long.MIN_VALUE, 256));
+            for (Runnable call : misuse) {
+                assertThatThrownBy(call::run).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageMatching("(?s).*(0x[0-9a-f]+ was not allocated by allocator 'misuse'"
+                                + "|numBytes=-?\\d+ \\(expected: >= 0\\)|alignment=-?\\d+ \\(expected: a power of two\\)).*");
+                a.checkInvariants();
+                assertThat(a.getStats()).isEqualTo(before);
+            }
+            // Sizes that can never be served fail with 0 (the raw API's null) and change nothing
+            // in use, whatever path they take (limit check, back-off, garbage collection).
+            for (long huge : new long[] {16 * MIB + 1, Long.MAX_VALUE / 2, Long.MAX_VALUE / 2 + 1,
+                    BfcAllocator.MAX_ALLOCATION_BYTES + 1, Long.MAX_VALUE}) {
+                assertThat(a.allocateRaw(64, huge)).as("allocateRaw(%d)", huge).isZero();
+                a.checkInvariants();
+                assertThat(a.getStats().bytesInUse()).isEqualTo(before.bytesInUse());
+                assertThat(a.getStats().numAllocs()).isEqualTo(before.numAllocs());
+            }
+            // Later calls work, and everything can be freed.
+            long p = a.allocateRaw(64, 5000);
+            assertThat(p).isNotZero();
+            a.deallocateRaw(p);
+            for (long q : live) {
+                a.deallocateRaw(q);
+            }
+            a.checkInvariants();
+            assertThat(a.getStats().bytesInUse()).isZero();
+        }
+        assertThat(sim.reservedBytes()).isZero();
+    }
+
+    @Test
+    void hugeRequestsUnderAHugeLimitBackOffAndFailCleanly() {
+        // Limit Long.MAX_VALUE: the region target saturates instead of overflowing, the
+        // sub-allocator refuses, back-off ends, and the answer is 0.
+        SimSubAllocator sim = new SimSubAllocator(BASE, 1L << 40, 0, true);
+        BfcOptions opts = BfcOptions.builder().allowGrowth(true).garbageCollection(true)
+                .allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(sim, Long.MAX_VALUE, "huge", opts)) {
+            long p = a.allocateRaw(64, MIB);
+            for (long huge : new long[] {Long.MAX_VALUE / 2, Long.MAX_VALUE / 2 + 1,
+                    BfcAllocator.MAX_ALLOCATION_BYTES, Long.MAX_VALUE}) {
+                assertThat(a.allocateRaw(64, huge)).as("allocateRaw(%d)", huge).isZero();
+                a.checkInvariants();
+            }
+            assertThat(a.allocateRaw(64, 1L << 30)).isNotZero();
+            a.deallocateRaw(p);
+            a.checkInvariants();
+        }
+        assertThat(sim.reservedBytes()).isZero();
+    }
+
+    @Test
+    void freesRacingACloseEitherSucceedOrSeeAClosedAllocator() throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("freesRacingACloseEitherSucceedOrSeeAClosedAllocator seed: " + seed);
+        java.util.Random rnd = new java.util.Random(seed);
+        int raced = 0;
+        for (int round = 0; round < 20; round++) {
+            SimSubAllocator sim = new SimSubAllocator(BASE, 64 * MIB, 0, true);
+            // The public constructor's close policy is FORCE: close() frees live memory.
+            BfcAllocator a = new BfcAllocator(sim, 32 * MIB, "racing", noRetry());
+            List<Long> live = new ArrayList<>();
+            for (int i = 0; i < 2000; i++) {
+                live.add(a.allocateRaw(64, 256 + rnd.nextInt(8000)));
+            }
+            java.util.concurrent.atomic.AtomicInteger freedOk = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicInteger sawClosed = new java.util.concurrent.atomic.AtomicInteger();
+            java.util.concurrent.atomic.AtomicReference<Throwable> unexpected = new java.util.concurrent.atomic.AtomicReference<>();
+            CountDownLatch go = new CountDownLatch(1);
+            Thread freer = new Thread(() -> {
+                try {
+                    go.await();
+                    for (long p : live) {
+                        try {
+                            a.deallocateRaw(p);
+                            freedOk.incrementAndGet();
+                        } catch (IllegalStateException e) {
+                            assertThat(e).hasMessageContaining("allocator 'racing' is closed");
+                            sawClosed.incrementAndGet();
+                        }
+                    }
+                } catch (Throwable e) {
+                    unexpected.set(e);
+                }
+            });
+            freer.start();
+            go.countDown();
+            Thread.sleep(rnd.nextInt(3));
+            a.close();
+            freer.join();
+            if (unexpected.get() != null) {
+                throw new AssertionError("seed " + seed + ", round " + round, unexpected.get());
+            }
+            assertThat(freedOk.get() + sawClosed.get()).isEqualTo(live.size());
+            if (freedOk.get() > 0 && sawClosed.get() > 0) {
+                raced++;
+            }
+            a.checkInvariants();
+            assertThat(sim.reservedBytes()).isZero();
+            assertThatThrownBy(() -> a.allocateRaw(64, 256)).isInstanceOf(IllegalStateException.class);
+        }
+        System.out.println("freesRacingACloseEitherSucceedOrSeeAClosedAllocator: " + raced
+                + " of 20 rounds had frees on both sides of the close");
+    }
+
+    @Test
     void humanReadableNumBytesMatchesTensorFlow() {
         assertThat(BfcAllocator.humanReadableNumBytes(0)).isEqualTo("0B");
         assertThat(BfcAllocator.humanReadableNumBytes(1023)).isEqualTo("1023B");
