@@ -4,7 +4,10 @@
  */
 package io.github.bfc4j.cli;
 
+import io.github.bfc4j.core.BfcInvariantViolation;
+import io.github.bfc4j.trace.WorkloadException;
 import io.github.bfc4j.trace.WorkloadResult;
+import io.github.bfc4j.trace.WorkloadStep;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -12,6 +15,7 @@ import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -49,6 +53,11 @@ public final class ReplayCommand implements Callable<Integer> {
     @Mixin
     private RunOptions options;
 
+    @Option(names = "--check-invariants",
+            description = "Check the allocator's invariants (BfcAllocator.checkInvariants) after every call;"
+                    + " stop at the first violation with its line and a dump of the region (exit 1).")
+    private boolean checkInvariants;
+
     /** Creates the command; picocli fills its fields. */
     public ReplayCommand() {
     }
@@ -57,10 +66,24 @@ public final class ReplayCommand implements Callable<Integer> {
     public Integer call() {
         return CommandRunner.run(spec, options.debug, options.verbose, () -> {
             RunConfig config = options.config(trace);
-            WorkloadResult r = config.run(trace, null, "replay " + trace.getFileName());
+            WorkloadResult r = config.run(trace, checkInvariants ? ReplayCommand::checkInvariants : null,
+                    "replay " + trace.getFileName());
             print(spec.commandLine().getOut(), trace, config, r);
+            if (checkInvariants) {
+                spec.commandLine().getOut().println("invariants     held after each of the " + r.calls() + " calls");
+            }
             return r.oomCount() > 0 ? CommandRunner.EXIT_FAILED : CommandRunner.EXIT_OK;
         });
+    }
+
+    /** The {@code --check-invariants} listener: a violation ends the replay, naming the line. */
+    static void checkInvariants(WorkloadStep step) {
+        try {
+            step.allocator().checkInvariants();
+        } catch (BfcInvariantViolation v) {
+            throw new WorkloadException("line " + step.lineNumber() + " (" + step.kind().name().toLowerCase(Locale.ROOT)
+                    + "): the allocator's invariants do not hold: " + v.getMessage(), step.lineNumber(), v);
+        }
     }
 
     /** Prints the summary. */

@@ -131,4 +131,41 @@ class ReplayCommandTest {
         assertThat(cli.out.replace("sub=host", "sub=sim")).isEqualTo(sim);
         assertThat(simStatus).isIn(0, 1);
     }
+
+    @Test
+    void checkInvariantsRunsTheCheckerAfterEveryCall() {
+        Path t = Cli.RECORDED.resolve("tf-resnet-train.bfctrace");
+        assertThat(cli.run("replay", "--check-invariants", t)).as(cli.err).isZero();
+        String calls = cli.out.lines().filter(l -> l.startsWith("trace ")).findFirst().orElseThrow()
+                .replaceAll(".*\\((\\d+) calls\\)$", "$1");
+        assertThat(cli.out).contains("invariants     held after each of the " + calls + " calls");
+        assertThat(Long.parseLong(calls)).isGreaterThan(5000);
+    }
+
+    @Test
+    void aViolationStopsTheReplayNamingTheLine() throws Exception {
+        // Corrupt the allocator's bytes_in_use after the 10th call, as a bug would, and let the
+        // --check-invariants listener find it.
+        java.lang.reflect.Field inUse = io.github.bfc4j.core.BfcAllocator.class.getDeclaredField("bytesInUse");
+        inUse.setAccessible(true);
+        Path t = Cli.RECORDED.resolve("tf-resnet-train.bfctrace");
+        try (io.github.bfc4j.trace.TraceReader r = io.github.bfc4j.trace.TraceReader.open(t)) {
+            io.github.bfc4j.trace.WorkloadRunner runner = io.github.bfc4j.trace.WorkloadRunner.forHeader(r.header())
+                    .listener(step -> {
+                        if (step.callIndex() == 10) {
+                            try {
+                                inUse.setLong(step.allocator(), inUse.getLong(step.allocator()) + 256);
+                            } catch (IllegalAccessException e) {
+                                throw new AssertionError(e);
+                            }
+                        }
+                        ReplayCommand.checkInvariants(step);
+                    });
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> runner.run(r))
+                    .isInstanceOf(io.github.bfc4j.trace.WorkloadException.class)
+                    .hasMessageStartingWith("line ")
+                    .hasMessageContaining("the allocator's invariants do not hold: ")
+                    .hasMessageContaining("bytes_in_use");
+        }
+    }
 }
