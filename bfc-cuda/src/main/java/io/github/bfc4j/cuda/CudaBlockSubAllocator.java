@@ -1,0 +1,120 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Derived from TensorFlow's DeviceMemAllocator and HostMemoryAllocator
+ * (Copyright 2019 The TensorFlow Authors), licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import io.github.bfc4j.core.SubAllocator;
+import java.lang.System.Logger.Level;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * A sub-allocator of separate CUDA blocks, one driver allocation per region, each freed with the
+ * matching call: the bookkeeping shared by {@link CudaDeviceSubAllocator} and
+ * {@link CudaHostSubAllocator}. Blocks are not contiguous, so {@link #supportsCoalescing()} is
+ * false, as upstream. Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock.
+ */
+abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseable
+        permits CudaDeviceSubAllocator, CudaHostSubAllocator {
+
+    private static final System.Logger LOG = System.getLogger(CudaBlockSubAllocator.class.getName());
+
+    final CudaDriver driver;
+    final int deviceId;
+    /** Live blocks: address to size. */
+    private final Map<Long, Long> live = new HashMap<>();
+
+    CudaBlockSubAllocator(CudaDriver driver, int deviceId) {
+        this.driver = driver;
+        this.deviceId = GpuBfcAllocators.checkDeviceId(driver, deviceId);
+    }
+
+    /** The driver's allocation call; throws {@link CudaException}. */
+    abstract long driverAlloc(long numBytes);
+
+    /** The matching free; throws {@link CudaException}. */
+    abstract void driverFree(long ptr);
+
+    /** Whose blocks these are, for messages: "device 0's sub-allocator". */
+    abstract String owner();
+
+    /**
+     * Allocates one block; {@code alignment} is not passed on (as upstream: the driver's blocks
+     * are aligned to at least 256 bytes).
+     *
+     * @return the block, or {@code null} if the memory cannot be had
+     * @throws CudaException for any other CUDA error
+     */
+    @Override
+    public final Block alloc(long alignment, long numBytes) {
+        if (numBytes <= 0) {
+            return null;
+        }
+        long ptr;
+        try {
+            ptr = driverAlloc(numBytes);
+        } catch (CudaException e) {
+            if (e.isOutOfMemory()) {
+                LOG.log(Level.DEBUG, "{0}", e.getMessage());
+                return null;
+            }
+            throw e;
+        }
+        live.put(ptr, numBytes);
+        return new Block(ptr, numBytes);
+    }
+
+    /**
+     * Frees one block.
+     *
+     * @throws IllegalArgumentException if {@code ptr} is not a live block of exactly
+     *     {@code numBytes} bytes; nothing changes
+     * @throws CudaException if the driver's free fails
+     */
+    @Override
+    public final void free(long ptr, long numBytes) {
+        Long bytes = live.get(ptr);
+        if (bytes == null || bytes != numBytes) {
+            throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes
+                    + "): " + (bytes == null ? "not a live block" : "the block has " + bytes + " bytes")
+                    + " of " + owner() + " (expected: an address and size returned by alloc, freed once)");
+        }
+        driverFree(ptr);
+        live.remove(ptr);
+    }
+
+    /** Separate driver blocks are not adjacent: false, as upstream. */
+    @Override
+    public final boolean supportsCoalescing() {
+        return false;
+    }
+
+    /**
+     * The device whose context makes the calls.
+     *
+     * @return the ordinal
+     */
+    public final int deviceId() {
+        return deviceId;
+    }
+
+    /**
+     * Frees every block still live (their addresses become invalid). Idempotent.
+     *
+     * @throws CudaException if a free fails
+     */
+    @Override
+    public final void close() {
+        for (var it = live.entrySet().iterator(); it.hasNext();) {
+            driverFree(it.next().getKey());
+            it.remove();
+        }
+    }
+
+    @Override
+    public final String toString() {
+        return getClass().getSimpleName() + "[" + owner() + ", " + live.size() + " blocks]";
+    }
+}
