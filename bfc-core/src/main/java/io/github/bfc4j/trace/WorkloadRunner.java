@@ -10,9 +10,9 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.internal.LongList;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.IOException;
-import java.util.Arrays;
 import java.util.Objects;
 import java.util.function.LongSupplier;
 
@@ -176,27 +176,10 @@ public final class WorkloadRunner {
         }
     }
 
-    /** A growable {@code long[]}. */
-    private static final class Longs {
-        long[] values = new long[16];
-        int size;
-
-        void add(long v) {
-            if (size == values.length) {
-                values = Arrays.copyOf(values, size * 2);
-            }
-            values[size++] = v;
-        }
-
-        long[] toArray() {
-            return Arrays.copyOf(values, size);
-        }
-    }
-
     /** Counts the regions the allocator obtains, so that extends are seen without a lookup per call. */
     private static final class CountingSubAllocator extends ForwardingSubAllocator {
         int obtainedThisCall;
-        final Longs obtainedBytes = new Longs();
+        final LongList obtainedBytes = new LongList(16);
 
         CountingSubAllocator(SubAllocator upstream) {
             super(upstream);
@@ -220,11 +203,11 @@ public final class WorkloadRunner {
         private final FreedBefore freedBefore = new FreedBefore();
         private final AllocationAttributes freedBeforeAttributes = new AllocationAttributes(false, freedBefore);
         private final WorkloadStep step = new WorkloadStep();
-        private final Longs oomCalls = new Longs();
-        private final Longs oomLines = new Longs();
-        private final Longs oomBytes = new Longs();
-        private final Longs extendCalls = new Longs();
-        private final Longs extendLines = new Longs();
+        private final LongList oomCalls = new LongList(16);
+        private final LongList oomLines = new LongList(16);
+        private final LongList oomBytes = new LongList(16);
+        private final LongList extendCalls = new LongList(16);
+        private final LongList extendLines = new LongList(16);
         private final CountingSubAllocator counting = new CountingSubAllocator(subAllocator);
 
         Run(TraceReader reader) {

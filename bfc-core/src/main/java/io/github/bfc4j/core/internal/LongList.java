@@ -39,6 +39,11 @@ public final class LongList {
         return size;
     }
 
+    /** @return a copy of the elements, in order */
+    public long[] toArray() {
+        return Arrays.copyOf(elements, size);
+    }
+
     /** Removes every element. */
     public void clear() {
         size = 0;
