@@ -5,6 +5,7 @@
  */
 package io.github.bfc4j.cuda;
 
+import io.github.bfc4j.core.BfcOptions;
 import java.util.Objects;
 import java.util.function.Function;
 
@@ -223,10 +224,7 @@ public final class GpuBfcOptions {
          * @throws IllegalArgumentException if negative, NaN or infinite
          */
         public Builder fragmentationFraction(double fragmentationFraction) {
-            if (!(fragmentationFraction >= 0) || Double.isInfinite(fragmentationFraction)) {
-                throw new IllegalArgumentException("fragmentationFraction=" + fragmentationFraction
-                        + " (expected: a finite value >= 0; 0 means upstream's 128 MiB threshold)");
-            }
+            BfcOptions.builder().fragmentationFraction(fragmentationFraction); // bfc-core's check and message
             this.fragmentationFraction = fragmentationFraction;
             return this;
         }
