@@ -1,0 +1,186 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.tensorflow;
+
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.cpu.AlignedHostSubAllocator;
+import java.io.PrintStream;
+import java.util.Arrays;
+import java.util.Locale;
+import org.tensorflow.Graph;
+import org.tensorflow.Result;
+import org.tensorflow.Session;
+import org.tensorflow.ndarray.Shape;
+import org.tensorflow.ndarray.buffer.DataBuffers;
+import org.tensorflow.op.Ops;
+import org.tensorflow.op.core.Placeholder;
+import org.tensorflow.types.TFloat32;
+
+/**
+ * Runs {@code softmax(x W + b)} in TensorFlow Java on tensors whose buffers come from bfc4j,
+ * prints the result beside the same computed in plain Java, and bfc4j's memory summary.
+ *
+ * <p>{@code --compare N} also times N runs each of feeding bfc4j-backed tensors and TensorFlow's
+ * own ({@code TFloat32.tensorOf}) on a larger graph, alternating, and prints the median latencies.
+ * See docs/integrations.md for the command.
+ */
+public final class TensorFlowExample {
+
+    private TensorFlowExample() {
+    }
+
+    /**
+     * @param args none, or {@code --compare N} (N > 0) to time both kinds of input tensor
+     * @throws Exception if TensorFlow fails
+     */
+    public static void main(String[] args) throws Exception {
+        int compare = 0;
+        if (args.length == 2 && args[0].equals("--compare")) {
+            compare = Integer.parseInt(args[1]);
+        }
+        if (compare < 0 || (args.length != 0 && compare == 0)) {
+            throw new IllegalArgumentException("arguments=" + Arrays.toString(args)
+                    + " (expected: none, or --compare N with N > 0)");
+        }
+        run(System.out, compare);
+    }
+
+    static void run(PrintStream out, int compare) {
+        try (BfcAllocator cpu = BfcAllocator.builder()
+                .name("tf_inputs")
+                .memoryLimit(256L << 20)
+                .subAllocator(new AlignedHostSubAllocator())
+                .build()) {
+            BfcTensors tensors = new BfcTensors(cpu);
+            softmaxExample(out, tensors);
+            if (compare > 0) {
+                compareLatency(out, tensors, compare);
+            }
+            out.println();
+            out.println("bfc4j tensors made: " + tensors.tensorsCreated() + ", buffers given back by TensorFlow: "
+                    + tensors.buffersReturned() + ", still held: " + tensors.liveBuffers());
+            out.println("bytes in use after closing everything: " + cpu.bytesInUse());
+        }
+    }
+
+    private static void softmaxExample(PrintStream out, BfcTensors tensors) {
+        int batch = 3;
+        int in = 4;
+        int classes = 3;
+        float[] x = new float[batch * in];
+        float[] w = new float[in * classes];
+        float[] b = new float[classes];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (i % 7 - 3) * 0.25f;
+        }
+        for (int i = 0; i < w.length; i++) {
+            w[i] = ((i * 5) % 11 - 5) * 0.1f;
+        }
+        for (int i = 0; i < b.length; i++) {
+            b[i] = 0.1f * i;
+        }
+        try (Graph g = new Graph(); Session s = new Session(g)) {
+            Ops tf = Ops.create(g);
+            Placeholder<TFloat32> xIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(-1, in)));
+            Placeholder<TFloat32> wIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(in, classes)));
+            Placeholder<TFloat32> bIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(classes)));
+            var probs = tf.nn.softmax(tf.math.add(tf.linalg.matMul(xIn, wIn), bIn));
+            try (TFloat32 xt = tensors.ofFloats(Shape.of(batch, in), x);
+                 TFloat32 wt = tensors.ofFloats(Shape.of(in, classes), w);
+                 TFloat32 bt = tensors.ofFloats(Shape.of(classes), b)) {
+                out.println("Inputs x " + xt.shape() + ", W " + wt.shape() + ", b " + bt.shape()
+                        + " live in bfc4j memory at 0x" + Long.toHexString(BfcTensors.dataAddress(xt)) + ", 0x"
+                        + Long.toHexString(BfcTensors.dataAddress(wt)) + ", 0x"
+                        + Long.toHexString(BfcTensors.dataAddress(bt)));
+                out.println();
+                out.println(tensors.allocator().memorySummary());
+                try (Result r = s.runner().feed(xIn, xt).feed(wIn, wt).feed(bIn, bt).fetch(probs).run()) {
+                    TFloat32 p = (TFloat32) r.get(0);
+                    double[] expected = Reference.softmaxAffine(x, w, b, batch, in, classes);
+                    double maxDiff = 0;
+                    out.println("softmax(x W + b), TensorFlow vs plain Java:");
+                    for (int i = 0; i < batch; i++) {
+                        StringBuilder tfRow = new StringBuilder();
+                        StringBuilder javaRow = new StringBuilder();
+                        for (int j = 0; j < classes; j++) {
+                            float v = p.getFloat(i, j);
+                            tfRow.append(String.format(Locale.ROOT, " %.6f", v));
+                            javaRow.append(String.format(Locale.ROOT, " %.6f", expected[i * classes + j]));
+                            maxDiff = Math.max(maxDiff, Math.abs(v - expected[i * classes + j]));
+                        }
+                        out.println("  row " + i + ": TensorFlow" + tfRow + " | Java" + javaRow);
+                    }
+                    out.println(String.format(Locale.ROOT, "max |TensorFlow - Java| = %.3g", maxDiff));
+                }
+            }
+        }
+    }
+
+    /**
+     * Times create-fill-run-close of the input x on {@code softmax(x W + b)} with x 64x512,
+     * W 512x256: bfc4j-backed x against {@code TFloat32.tensorOf}, alternating, after a warm-up.
+     * W and b are fed as tensors of the same kind as x.
+     */
+    private static void compareLatency(PrintStream out, BfcTensors tensors, int n) {
+        int batch = 64;
+        int in = 512;
+        int classes = 256;
+        float[] x = new float[batch * in];
+        float[] w = new float[in * classes];
+        float[] b = new float[classes];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (i % 13 - 6) * 0.01f;
+        }
+        for (int i = 0; i < w.length; i++) {
+            w[i] = (i % 17 - 8) * 0.001f;
+        }
+        try (Graph g = new Graph(); Session s = new Session(g)) {
+            Ops tf = Ops.create(g);
+            Placeholder<TFloat32> xIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(-1, in)));
+            Placeholder<TFloat32> wIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(in, classes)));
+            Placeholder<TFloat32> bIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(classes)));
+            var probs = tf.nn.softmax(tf.math.add(tf.linalg.matMul(xIn, wIn), bIn));
+            Shape xShape = Shape.of(batch, in);
+            try (TFloat32 wBfc = tensors.ofFloats(Shape.of(in, classes), w);
+                 TFloat32 bBfc = tensors.ofFloats(Shape.of(classes), b);
+                 TFloat32 wTf = TFloat32.tensorOf(Shape.of(in, classes), DataBuffers.of(w, true, false));
+                 TFloat32 bTf = TFloat32.tensorOf(Shape.of(classes), DataBuffers.of(b, true, false))) {
+                long[] bfc = new long[n];
+                long[] own = new long[n];
+                int warmUp = Math.max(10, n / 10);
+                float sink = 0;
+                for (int i = -warmUp; i < n; i++) {
+                    // Alternate which goes first, so that neither always runs on a warmer cache.
+                    for (int k = 0; k < 2; k++) {
+                        boolean useBfc = (k == 0) == (i % 2 == 0);
+                        long t0 = System.nanoTime();
+                        try (TFloat32 xt = useBfc ? tensors.ofFloats(xShape, x)
+                                : TFloat32.tensorOf(xShape, DataBuffers.of(x, true, false));
+                             Result r = s.runner().feed(xIn, xt).feed(wIn, useBfc ? wBfc : wTf)
+                                     .feed(bIn, useBfc ? bBfc : bTf).fetch(probs).run()) {
+                            sink += ((TFloat32) r.get(0)).getFloat(0, 0);
+                        }
+                        long t = System.nanoTime() - t0;
+                        if (i >= 0) {
+                            (useBfc ? bfc : own)[i] = t;
+                        }
+                    }
+                }
+                out.println();
+                out.println("Latency of create x + run softmax(x W + b) + close, x 64x512, W 512x256, " + n
+                        + " runs each, alternating (check " + sink + "):");
+                out.println(String.format(Locale.ROOT, "  bfc4j-backed inputs:        median %8.1f us, p90 %8.1f us",
+                        percentile(bfc, 50) / 1e3, percentile(bfc, 90) / 1e3));
+                out.println(String.format(Locale.ROOT, "  TFloat32.tensorOf inputs:   median %8.1f us, p90 %8.1f us",
+                        percentile(own, 50) / 1e3, percentile(own, 90) / 1e3));
+            }
+        }
+    }
+
+    private static double percentile(long[] values, int p) {
+        long[] sorted = values.clone();
+        Arrays.sort(sorted);
+        return sorted[(int) Math.min(sorted.length - 1, (long) sorted.length * p / 100)];
+    }
+}
