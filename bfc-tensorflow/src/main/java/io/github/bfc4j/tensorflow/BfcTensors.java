@@ -15,6 +15,7 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.nio.ByteBuffer;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -101,6 +102,10 @@ public final class BfcTensors {
 
     /** A fixed-size TensorFlow type: its {@code DataType} and bytes per element. */
     private record DType(DataType dataType, int byteSize) {
+        /** The number of elements of a shape that {@link #checkShape} accepted. */
+        long elements(Shape shape) {
+            return BfcTensors.byteSize(shape, this) / byteSize;
+        }
     }
 
     private static final Map<Class<? extends TType>, DType> TYPES = types();
@@ -116,7 +121,7 @@ public final class BfcTensors {
         m.put(TBool.class, new DType(DataType.DT_BOOL, 1));
         m.put(TFloat16.class, new DType(DataType.DT_HALF, 2));
         m.put(TBfloat16.class, new DType(DataType.DT_BFLOAT16, 2));
-        return Map.copyOf(m);
+        return Collections.unmodifiableMap(m);
     }
 
     /** A buffer TensorFlow holds: whose it is and the allocation to close when TensorFlow drops it. */
@@ -239,12 +244,7 @@ public final class BfcTensors {
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public TFloat32 ofFloats(Shape shape, float... values) {
-        Objects.requireNonNull(values, "values");
-        checkShape(TFloat32.class, shape);
-        if (values.length != shape.size()) {
-            throw new IllegalArgumentException("values.length=" + values.length + " (expected: " + shape.size()
-                    + ", the number of elements of shape " + shape + ")");
-        }
+        checkValues(TFloat32.class, shape, Objects.requireNonNull(values, "values").length);
         return create(TFloat32.class, shape, buffer -> buffer.asFloatBuffer().put(values));
     }
 
@@ -262,12 +262,7 @@ public final class BfcTensors {
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public TInt32 ofInts(Shape shape, int... values) {
-        Objects.requireNonNull(values, "values");
-        checkShape(TInt32.class, shape);
-        if (values.length != shape.size()) {
-            throw new IllegalArgumentException("values.length=" + values.length + " (expected: " + shape.size()
-                    + ", the number of elements of shape " + shape + ")");
-        }
+        checkValues(TInt32.class, shape, Objects.requireNonNull(values, "values").length);
         return create(TInt32.class, shape, buffer -> buffer.asIntBuffer().put(values));
     }
 
@@ -356,13 +351,30 @@ public final class BfcTensors {
             throw new IllegalArgumentException("shape=" + shape + " (expected: a fully known shape, no -1"
                     + " dimension; a tensor's size must be known to allocate it)");
         }
+        byteSize(shape, dtype);
+        return dtype;
+    }
+
+    private static void checkValues(Class<? extends TType> type, Shape shape, int length) {
+        long elements = checkShape(type, shape).elements(shape);
+        if (length != elements) {
+            throw new IllegalArgumentException("values.length=" + length + " (expected: " + elements
+                    + ", the number of elements of shape " + shape + ")");
+        }
+    }
+
+    /** The shape's size in bytes, computed without overflow ({@code Shape.size()} may wrap). */
+    private static long byteSize(Shape shape, DType dtype) {
         try {
-            Math.multiplyExact(shape.size(), dtype.byteSize());
+            long bytes = dtype.byteSize();
+            for (int i = 0; i < shape.numDimensions(); i++) {
+                bytes = Math.multiplyExact(bytes, shape.get(i));
+            }
+            return bytes;
         } catch (ArithmeticException e) {
             throw new IllegalArgumentException("shape=" + shape + " (expected: at most " + Long.MAX_VALUE
-                    + " bytes of " + type.getSimpleName() + ")", e);
+                    + " bytes of " + dtype.dataType() + ")", e);
         }
-        return dtype;
     }
 
     private static String simpleNames() {
@@ -377,7 +389,7 @@ public final class BfcTensors {
     private <T extends TType> T create(Class<T> type, Shape shape, Consumer<ByteBuffer> fill) {
         DType dtype = checkShape(type, shape);
         TensorFlowAccess.check();
-        long bytes = shape.size() * dtype.byteSize();
+        long bytes = byteSize(shape, dtype);
         Allocation allocation;
         try {
             // allocate(0) is refused; an empty tensor gets one byte, and TensorFlow is told 0.
