@@ -14,7 +14,6 @@ import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
-import java.nio.ByteBuffer;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -31,6 +30,7 @@ import org.tensorflow.TensorMapper;
 import org.tensorflow.internal.c_api.Deallocator_Pointer_long_Pointer;
 import org.tensorflow.internal.c_api.TF_Tensor;
 import org.tensorflow.ndarray.Shape;
+import org.tensorflow.ndarray.buffer.DataBuffers;
 import org.tensorflow.proto.DataType;
 import org.tensorflow.types.TBfloat16;
 import org.tensorflow.types.TBool;
@@ -199,7 +199,7 @@ public final class BfcTensors {
      *     cannot be reached (module path without {@code --add-opens})
      */
     public <T extends TType> T tensorOf(Class<T> type, Shape shape) {
-        return create(type, shape, null);
+        return create(type, shape);
     }
 
     /**
@@ -219,7 +219,7 @@ public final class BfcTensors {
      */
     public <T extends TType> T tensorOf(Class<T> type, Shape shape, Consumer<? super T> init) {
         Objects.requireNonNull(init, "init");
-        T tensor = create(type, shape, null);
+        T tensor = create(type, shape);
         try {
             init.accept(tensor);
         } catch (Throwable t) {
@@ -230,8 +230,8 @@ public final class BfcTensors {
     }
 
     /**
-     * A {@link TFloat32} of the given shape holding {@code values} in row-major order, copied in
-     * with one bulk copy before TensorFlow sees the buffer.
+     * A {@link TFloat32} of the given shape holding {@code values} in row-major order (copied in
+     * by TensorFlow Java's own bulk copy, as {@code TFloat32.tensorOf(shape, DataBuffers.of(values))}).
      *
      * @param shape a fully known shape
      * @param values exactly {@code shape.size()} values
@@ -245,7 +245,7 @@ public final class BfcTensors {
      */
     public TFloat32 ofFloats(Shape shape, float... values) {
         checkValues(TFloat32.class, shape, Objects.requireNonNull(values, "values").length);
-        return create(TFloat32.class, shape, buffer -> buffer.asFloatBuffer().put(values));
+        return tensorOf(TFloat32.class, shape, t -> t.copyFrom(DataBuffers.of(values, true, false)));
     }
 
     /**
@@ -263,7 +263,7 @@ public final class BfcTensors {
      */
     public TInt32 ofInts(Shape shape, int... values) {
         checkValues(TInt32.class, shape, Objects.requireNonNull(values, "values").length);
-        return create(TInt32.class, shape, buffer -> buffer.asIntBuffer().put(values));
+        return tensorOf(TInt32.class, shape, t -> t.copyFrom(DataBuffers.of(values, true, false)));
     }
 
     /** @return the tensors made here so far */
@@ -385,8 +385,8 @@ public final class BfcTensors {
         return sb.toString();
     }
 
-    /** Allocates, fills (if {@code fill} is given, before TensorFlow sees it), wraps, types. */
-    private <T extends TType> T create(Class<T> type, Shape shape, Consumer<ByteBuffer> fill) {
+    /** Allocates, wraps, types. */
+    private <T extends TType> T create(Class<T> type, Shape shape) {
         DType dtype = checkShape(type, shape);
         TensorFlowAccess.check();
         long bytes = byteSize(shape, dtype);
@@ -405,14 +405,6 @@ public final class BfcTensors {
                     + Long.toHexString(address) + ", not aligned to " + TENSORFLOW_ALIGNMENT
                     + " bytes: TF_NewTensor would copy it; use a sub-allocator whose regions are aligned"
                     + " to at least " + TENSORFLOW_ALIGNMENT + " bytes (AlignedHostSubAllocator is)");
-        }
-        if (fill != null && bytes > 0) {
-            try {
-                fill.accept(allocation.asByteBuffer());
-            } catch (Throwable t) {
-                allocation.close();
-                throw t;
-            }
         }
         return wrap(type, shape, dtype, allocation, bytes);
     }
@@ -438,13 +430,13 @@ public final class BfcTensors {
                     + shape + " over " + bytes + " bytes");
         }
         handle.withDeallocator();
-        long tensorData = TF_TensorData(handle).address();
-        if (tensorData != address) {
-            // TF_NewTensor copied the buffer (and already gave the original back).
+        if (!OWNED.containsKey(address)) {
+            // TF_NewTensor copied the buffer into memory of its own and called the deallocator at
+            // once, which unregistered it (cheaper to see here than with TF_TensorData's JNI call).
             handle.delete();
             throw new IllegalStateException("TF_NewTensor copied the buffer at 0x" + Long.toHexString(address)
-                    + " to 0x" + Long.toHexString(tensorData) + " instead of using it; TensorFlow needs "
-                    + "more alignment than " + TENSORFLOW_ALIGNMENT + " bytes here");
+                    + " instead of using it; TensorFlow needs more alignment than " + TENSORFLOW_ALIGNMENT
+                    + " bytes here");
         }
         RawTensor raw;
         try {

@@ -118,9 +118,10 @@ public final class TensorFlowExample {
     }
 
     /**
-     * Times create-fill-run-close of the input x on {@code softmax(x W + b)} with x 64x512,
-     * W 512x256: bfc4j-backed x against {@code TFloat32.tensorOf}, alternating, after a warm-up.
-     * W and b are fed as tensors of the same kind as x.
+     * Times {@code softmax(x W + b)} with x 64x512, W 512x256 on bfc4j-backed inputs against
+     * TensorFlow's own ({@code TFloat32.tensorOf}), alternating, after a warm-up: first creating,
+     * filling, running and closing x each time; then running only, on inputs made once. W and b
+     * are of the same kind as x.
      */
     private static void compareLatency(PrintStream out, BfcTensors tensors, int n) {
         int batch = 64;
@@ -144,38 +145,62 @@ public final class TensorFlowExample {
             Shape xShape = Shape.of(batch, in);
             try (TFloat32 wBfc = tensors.ofFloats(Shape.of(in, classes), w);
                  TFloat32 bBfc = tensors.ofFloats(Shape.of(classes), b);
+                 TFloat32 xBfc = tensors.ofFloats(xShape, x);
                  TFloat32 wTf = TFloat32.tensorOf(Shape.of(in, classes), DataBuffers.of(w, true, false));
-                 TFloat32 bTf = TFloat32.tensorOf(Shape.of(classes), DataBuffers.of(b, true, false))) {
-                long[] bfc = new long[n];
-                long[] own = new long[n];
-                int warmUp = Math.max(10, n / 10);
-                float sink = 0;
-                for (int i = -warmUp; i < n; i++) {
-                    // Alternate which goes first, so that neither always runs on a warmer cache.
-                    for (int k = 0; k < 2; k++) {
-                        boolean useBfc = (k == 0) == (i % 2 == 0);
-                        long t0 = System.nanoTime();
-                        try (TFloat32 xt = useBfc ? tensors.ofFloats(xShape, x)
-                                : TFloat32.tensorOf(xShape, DataBuffers.of(x, true, false));
-                             Result r = s.runner().feed(xIn, xt).feed(wIn, useBfc ? wBfc : wTf)
-                                     .feed(bIn, useBfc ? bBfc : bTf).fetch(probs).run()) {
-                            sink += ((TFloat32) r.get(0)).getFloat(0, 0);
-                        }
-                        long t = System.nanoTime() - t0;
-                        if (i >= 0) {
-                            (useBfc ? bfc : own)[i] = t;
-                        }
+                 TFloat32 bTf = TFloat32.tensorOf(Shape.of(classes), DataBuffers.of(b, true, false));
+                 TFloat32 xTf = TFloat32.tensorOf(xShape, DataBuffers.of(x, true, false))) {
+                float[] sink = new float[1];
+                long[][] createRun = timeAlternating(n, useBfc -> {
+                    try (TFloat32 xt = useBfc ? tensors.ofFloats(xShape, x)
+                            : TFloat32.tensorOf(xShape, DataBuffers.of(x, true, false));
+                         Result r = s.runner().feed(xIn, xt).feed(wIn, useBfc ? wBfc : wTf)
+                                 .feed(bIn, useBfc ? bBfc : bTf).fetch(probs).run()) {
+                        sink[0] += ((TFloat32) r.get(0)).getFloat(0, 0);
                     }
-                }
+                });
+                long[][] runOnly = timeAlternating(n, useBfc -> {
+                    try (Result r = s.runner().feed(xIn, useBfc ? xBfc : xTf).feed(wIn, useBfc ? wBfc : wTf)
+                            .feed(bIn, useBfc ? bBfc : bTf).fetch(probs).run()) {
+                        sink[0] += ((TFloat32) r.get(0)).getFloat(0, 0);
+                    }
+                });
                 out.println();
-                out.println("Latency of create x + run softmax(x W + b) + close, x 64x512, W 512x256, " + n
-                        + " runs each, alternating (check " + sink + "):");
-                out.println(String.format(Locale.ROOT, "  bfc4j-backed inputs:        median %8.1f us, p90 %8.1f us",
-                        percentile(bfc, 50) / 1e3, percentile(bfc, 90) / 1e3));
-                out.println(String.format(Locale.ROOT, "  TFloat32.tensorOf inputs:   median %8.1f us, p90 %8.1f us",
-                        percentile(own, 50) / 1e3, percentile(own, 90) / 1e3));
+                out.println("Latency of softmax(x W + b), x 64x512, W 512x256, " + n
+                        + " runs of each kind, alternating (check " + sink[0] + "):");
+                printMedians(out, "create x + run + close", createRun);
+                printMedians(out, "run only (inputs made once)", runOnly);
             }
         }
+    }
+
+    private interface Step {
+        void run(boolean useBfc);
+    }
+
+    /** Times {@code step} n times for each kind, alternating which goes first; [0] bfc4j, [1] TensorFlow's. */
+    private static long[][] timeAlternating(int n, Step step) {
+        long[][] times = new long[2][n];
+        int warmUp = Math.max(10, n / 10);
+        for (int i = -warmUp; i < n; i++) {
+            for (int k = 0; k < 2; k++) {
+                boolean useBfc = (k == 0) == (i % 2 == 0);
+                long t0 = System.nanoTime();
+                step.run(useBfc);
+                long t = System.nanoTime() - t0;
+                if (i >= 0) {
+                    times[useBfc ? 0 : 1][i] = t;
+                }
+            }
+        }
+        return times;
+    }
+
+    private static void printMedians(PrintStream out, String what, long[][] times) {
+        out.println("  " + what + ":");
+        out.println(String.format(Locale.ROOT, "    bfc4j-backed inputs:       median %8.1f us, p90 %8.1f us",
+                percentile(times[0], 50) / 1e3, percentile(times[0], 90) / 1e3));
+        out.println(String.format(Locale.ROOT, "    TFloat32.tensorOf inputs:  median %8.1f us, p90 %8.1f us",
+                percentile(times[1], 50) / 1e3, percentile(times[1], 90) / 1e3));
     }
 
     private static double percentile(long[] values, int p) {

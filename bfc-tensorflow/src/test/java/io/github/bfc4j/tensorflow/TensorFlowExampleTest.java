@@ -43,10 +43,11 @@ class TensorFlowExampleTest {
         assertThat(out).contains("bfc4j memory summary: tf_inputs (HOST_PAGEABLE)");
         assertThat(out).containsPattern("\\| Allocations\\s+\\|\\s+3 \\|");
         // The latency comparison ran (its figures are not checked: timing is no unit test's business).
-        assertThat(out).containsPattern("bfc4j-backed inputs: +median +[0-9.]+ us");
-        assertThat(out).containsPattern("TFloat32.tensorOf inputs: +median +[0-9.]+ us");
-        // 3 inputs, then W, b and (10 warm-up + 3) inputs x of the comparison.
-        assertThat(out).contains("bfc4j tensors made: 18, buffers given back by TensorFlow: 18, still held: 0");
+        assertThat(out).containsPattern("create x \\+ run \\+ close:\\s+bfc4j-backed inputs: +median +[0-9.]+ us, p90"
+                + " +[0-9.]+ us\\s+TFloat32.tensorOf inputs: +median +[0-9.]+ us");
+        assertThat(out).containsPattern("run only \\(inputs made once\\):\\s+bfc4j-backed inputs: +median +[0-9.]+ us");
+        // 3 inputs, then the comparison's W, b and x made once, and (10 warm-up + 3) x made per run.
+        assertThat(out).contains("bfc4j tensors made: 19, buffers given back by TensorFlow: 19, still held: 0");
         assertThat(out).contains("bytes in use after closing everything: 0");
     }
 
