@@ -9,6 +9,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOutOfMemoryException;
+import io.github.bfc4j.core.ForwardingSubAllocator;
+import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.util.ArrayList;
@@ -176,6 +178,33 @@ class BfcTensorsTest {
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("cannot make a TFloat32 tensor of shape [2] (8 bytes): allocator 'small' is closed");
             assertThat(smallTensors.tensorsCreated()).isZero();
+        }
+    }
+
+    @Test
+    void memoryTensorFlowWouldCopyIsRefused() {
+        // Regions 32 bytes past a 256-byte boundary: TF_NewTensor would copy (EIGEN_MAX_ALIGN_BYTES 64).
+        SubAllocator offset = new ForwardingSubAllocator(new AlignedHostSubAllocator()) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                Block b = upstream.alloc(alignment, numBytes + 256);
+                return b == null ? null : new Block(b.ptr() + 32, b.bytes() - 256);
+            }
+
+            @Override
+            public void free(long ptr, long numBytes) {
+                upstream.free(ptr - 32, numBytes + 256);
+            }
+        };
+        try (BfcAllocator misaligned = BfcAllocator.builder().name("misaligned").memoryLimit(8L << 20)
+                .subAllocator(offset).build()) {
+            BfcTensors misalignedTensors = new BfcTensors(misaligned);
+            assertThatThrownBy(() -> misalignedTensors.ofFloats(Shape.of(2), 1f, 2f))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("allocator 'misaligned' returned 0x")
+                    .hasMessageContaining("not aligned to 64 bytes: TF_NewTensor would copy it");
+            assertThat(misaligned.bytesInUse()).isZero();
+            assertThat(misalignedTensors.liveBuffers()).isZero();
         }
     }
 
