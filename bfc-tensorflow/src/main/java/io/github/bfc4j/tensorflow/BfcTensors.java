@@ -171,8 +171,8 @@ public final class BfcTensors {
     }
 
     /**
-     * A tensor of the given type and shape over a new bfc4j allocation, uninitialized (as
-     * TensorFlow's {@code Tensor.of(type, shape)}: the bytes are whatever the memory held).
+     * A tensor of the given type and shape over a new bfc4j allocation, uninitialized: the bytes
+     * are whatever the memory held (bfc4j reuses freed memory).
      *
      * <p>Supported types: every fixed-size type of TensorFlow Java: {@code TFloat32},
      * {@code TFloat64}, {@code TInt32}, {@code TInt64}, {@code TUint8}, {@code TUint16},
