@@ -438,21 +438,9 @@ public final class BfcTensors {
                     + " instead of using it; TensorFlow needs more alignment than " + TENSORFLOW_ALIGNMENT
                     + " bytes here");
         }
-        RawTensor raw;
-        try {
-            raw = TensorFlowAccess.fromHandle(handle);
-        } catch (Throwable t) {
-            handle.delete();
-            throw t;
-        }
-        try {
-            T tensor = type.cast(TensorFlowAccess.asTypedTensor(raw));
-            tensorsCreated.incrementAndGet();
-            return tensor;
-        } catch (Throwable t) {
-            raw.close();
-            throw t;
-        }
+        T tensor = type.cast(TensorFlowAccess.typedTensor(handle));
+        tensorsCreated.incrementAndGet();
+        return tensor;
     }
 
     /** Takes a buffer back after a failed creation, unless TensorFlow already gave it back. */
@@ -554,24 +542,28 @@ public final class BfcTensors {
             }
         }
 
-        static RawTensor fromHandle(TF_Tensor handle) {
+        /** The typed tensor over {@code handle}, which it takes over; deletes the handle on failure. */
+        static TType typedTensor(TF_Tensor handle) {
+            RawTensor raw;
             try {
-                return (RawTensor) FROM_HANDLE.invokeExact(handle);
-            } catch (RuntimeException | Error e) {
-                throw e;
+                raw = (RawTensor) FROM_HANDLE.invokeExact(handle);
             } catch (Throwable t) {
-                throw new IllegalStateException(t);
+                handle.delete();
+                throw unchecked(t);
+            }
+            try {
+                return (TType) AS_TYPED_TENSOR.invokeExact(raw);
+            } catch (Throwable t) {
+                raw.close();
+                throw unchecked(t);
             }
         }
 
-        static TType asTypedTensor(RawTensor raw) {
-            try {
-                return (TType) AS_TYPED_TENSOR.invokeExact(raw);
-            } catch (RuntimeException | Error e) {
+        private static RuntimeException unchecked(Throwable t) {
+            if (t instanceof Error e) {
                 throw e;
-            } catch (Throwable t) {
-                throw new IllegalStateException(t);
             }
+            return t instanceof RuntimeException r ? r : new IllegalStateException(t);
         }
     }
 }

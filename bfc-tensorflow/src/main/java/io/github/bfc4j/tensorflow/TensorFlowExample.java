@@ -13,8 +13,6 @@ import org.tensorflow.Result;
 import org.tensorflow.Session;
 import org.tensorflow.ndarray.Shape;
 import org.tensorflow.ndarray.buffer.DataBuffers;
-import org.tensorflow.op.Ops;
-import org.tensorflow.op.core.Placeholder;
 import org.tensorflow.types.TFloat32;
 
 /**
@@ -68,24 +66,14 @@ public final class TensorFlowExample {
         int batch = 3;
         int in = 4;
         int classes = 3;
-        float[] x = new float[batch * in];
-        float[] w = new float[in * classes];
+        float[] x = SoftmaxModel.pattern(batch * in, 1, 7, 0.25f);
+        float[] w = SoftmaxModel.pattern(in * classes, 5, 11, 0.1f);
         float[] b = new float[classes];
-        for (int i = 0; i < x.length; i++) {
-            x[i] = (i % 7 - 3) * 0.25f;
-        }
-        for (int i = 0; i < w.length; i++) {
-            w[i] = ((i * 5) % 11 - 5) * 0.1f;
-        }
         for (int i = 0; i < b.length; i++) {
             b[i] = 0.1f * i;
         }
         try (Graph g = new Graph(); Session s = new Session(g)) {
-            Ops tf = Ops.create(g);
-            Placeholder<TFloat32> xIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(-1, in)));
-            Placeholder<TFloat32> wIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(in, classes)));
-            Placeholder<TFloat32> bIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(classes)));
-            var probs = tf.nn.softmax(tf.math.add(tf.linalg.matMul(xIn, wIn), bIn));
+            SoftmaxModel model = new SoftmaxModel(g, in, classes);
             try (TFloat32 xt = tensors.ofFloats(Shape.of(batch, in), x);
                  TFloat32 wt = tensors.ofFloats(Shape.of(in, classes), w);
                  TFloat32 bt = tensors.ofFloats(Shape.of(classes), b)) {
@@ -95,7 +83,7 @@ public final class TensorFlowExample {
                         + Long.toHexString(BfcTensors.dataAddress(bt)));
                 out.println();
                 out.println(tensors.allocator().memorySummary());
-                try (Result r = s.runner().feed(xIn, xt).feed(wIn, wt).feed(bIn, bt).fetch(probs).run()) {
+                try (Result r = model.run(s, xt, wt, bt)) {
                     TFloat32 p = (TFloat32) r.get(0);
                     double[] expected = Reference.softmaxAffine(x, w, b, batch, in, classes);
                     double maxDiff = 0;
@@ -127,21 +115,11 @@ public final class TensorFlowExample {
         int batch = 64;
         int in = 512;
         int classes = 256;
-        float[] x = new float[batch * in];
-        float[] w = new float[in * classes];
+        float[] x = SoftmaxModel.pattern(batch * in, 1, 13, 0.01f);
+        float[] w = SoftmaxModel.pattern(in * classes, 1, 17, 0.001f);
         float[] b = new float[classes];
-        for (int i = 0; i < x.length; i++) {
-            x[i] = (i % 13 - 6) * 0.01f;
-        }
-        for (int i = 0; i < w.length; i++) {
-            w[i] = (i % 17 - 8) * 0.001f;
-        }
         try (Graph g = new Graph(); Session s = new Session(g)) {
-            Ops tf = Ops.create(g);
-            Placeholder<TFloat32> xIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(-1, in)));
-            Placeholder<TFloat32> wIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(in, classes)));
-            Placeholder<TFloat32> bIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(classes)));
-            var probs = tf.nn.softmax(tf.math.add(tf.linalg.matMul(xIn, wIn), bIn));
+            SoftmaxModel model = new SoftmaxModel(g, in, classes);
             Shape xShape = Shape.of(batch, in);
             try (TFloat32 wBfc = tensors.ofFloats(Shape.of(in, classes), w);
                  TFloat32 bBfc = tensors.ofFloats(Shape.of(classes), b);
@@ -153,14 +131,12 @@ public final class TensorFlowExample {
                 long[][] createRun = timeAlternating(n, useBfc -> {
                     try (TFloat32 xt = useBfc ? tensors.ofFloats(xShape, x)
                             : TFloat32.tensorOf(xShape, DataBuffers.of(x, true, false));
-                         Result r = s.runner().feed(xIn, xt).feed(wIn, useBfc ? wBfc : wTf)
-                                 .feed(bIn, useBfc ? bBfc : bTf).fetch(probs).run()) {
+                         Result r = model.run(s, xt, useBfc ? wBfc : wTf, useBfc ? bBfc : bTf)) {
                         sink[0] += ((TFloat32) r.get(0)).getFloat(0, 0);
                     }
                 });
                 long[][] runOnly = timeAlternating(n, useBfc -> {
-                    try (Result r = s.runner().feed(xIn, useBfc ? xBfc : xTf).feed(wIn, useBfc ? wBfc : wTf)
-                            .feed(bIn, useBfc ? bBfc : bTf).fetch(probs).run()) {
+                    try (Result r = model.run(s, useBfc ? xBfc : xTf, useBfc ? wBfc : wTf, useBfc ? bBfc : bTf)) {
                         sink[0] += ((TFloat32) r.get(0)).getFloat(0, 0);
                     }
                 });

@@ -263,8 +263,7 @@ class BfcTensorsTest {
 
     @Test
     void closedInShuffledOrderTogetherWithAliasingOutputs() {
-        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
-        System.out.println("closedInShuffledOrderTogetherWithAliasingOutputs seed=" + seed + " (-Dbfc4j.test.seed)");
+        long seed = Seeds.seed("closedInShuffledOrderTogetherWithAliasingOutputs");
         Random random = new Random(seed);
         List<AutoCloseable> open = new ArrayList<>();
         try (Graph g = new Graph(); Session s = new Session(g)) {

@@ -37,8 +37,7 @@ class GraphTest {
 
     @Test
     void matMulAddSoftmaxMatchesPlainJavaForSeveralBatchSizes() {
-        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
-        System.out.println("matMulAddSoftmaxMatchesPlainJavaForSeveralBatchSizes seed=" + seed + " (-Dbfc4j.test.seed)");
+        long seed = Seeds.seed("matMulAddSoftmaxMatchesPlainJavaForSeveralBatchSizes");
         Random random = new Random(seed);
         int in = 16;
         int out = 10;
@@ -46,18 +45,14 @@ class GraphTest {
         float[] b = randoms(random, out, 0.5f);
         try (BfcAllocator cpu = hostAllocator(); Graph g = new Graph(); Session s = new Session(g)) {
             BfcTensors tensors = new BfcTensors(cpu);
-            Ops tf = Ops.create(g);
-            Placeholder<TFloat32> xIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(-1, in)));
-            Placeholder<TFloat32> wIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(in, out)));
-            Placeholder<TFloat32> bIn = tf.placeholder(TFloat32.class, Placeholder.shape(Shape.of(out)));
-            var probs = tf.nn.softmax(tf.math.add(tf.linalg.matMul(xIn, wIn), bIn));
+            SoftmaxModel model = new SoftmaxModel(g, in, out);
             try (TFloat32 wt = tensors.ofFloats(Shape.of(in, out), w);
                  TFloat32 bt = tensors.ofFloats(Shape.of(out), b)) {
                 for (int batch : List.of(1, 4, 17, 64, 3)) {
                     float[] x = randoms(random, batch * in, 2f);
                     double[] expected = Reference.softmaxAffine(x, w, b, batch, in, out);
                     try (TFloat32 xt = tensors.ofFloats(Shape.of(batch, in), x);
-                         Result r = s.runner().feed(xIn, xt).feed(wIn, wt).feed(bIn, bt).fetch(probs).run()) {
+                         Result r = model.run(s, xt, wt, bt)) {
                         TFloat32 p = (TFloat32) r.get(0);
                         assertThat(p.shape()).isEqualTo(Shape.of(batch, out));
                         for (int i = 0; i < batch; i++) {
@@ -83,8 +78,7 @@ class GraphTest {
      */
     @Test
     void logisticRegressionTrainsLikePlainJavaGradientDescent() {
-        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
-        System.out.println("logisticRegressionTrainsLikePlainJavaGradientDescent seed=" + seed + " (-Dbfc4j.test.seed)");
+        long seed = Seeds.seed("logisticRegressionTrainsLikePlainJavaGradientDescent");
         Random random = new Random(seed);
         int n = 64;
         int d = 3;
