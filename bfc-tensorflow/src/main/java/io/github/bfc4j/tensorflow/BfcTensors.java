@@ -266,7 +266,11 @@ public final class BfcTensors {
         return tensorOf(TInt32.class, shape, t -> t.copyFrom(DataBuffers.of(values, true, false)));
     }
 
-    /** @return the tensors made here so far */
+    /**
+     * @return the buffers handed to TensorFlow so far: one per tensor made (a creation that
+     *     fails inside TensorFlow counts too, its buffer counted as returned); always
+     *     {@link #buffersReturned()} + {@link #liveBuffers()} when nothing is in progress
+     */
     public long tensorsCreated() {
         return tensorsCreated.get();
     }
@@ -412,6 +416,7 @@ public final class BfcTensors {
     private <T extends TType> T wrap(Class<T> type, Shape shape, DType dtype, Allocation allocation, long bytes) {
         long address = allocation.address();
         Pointer data = allocation.asPointer();
+        tensorsCreated.incrementAndGet();
         liveBuffers.incrementAndGet();
         OWNED.put(address, new Owned(this, allocation));
         TF_Tensor handle;
@@ -438,9 +443,13 @@ public final class BfcTensors {
                     + " instead of using it; TensorFlow needs more alignment than " + TENSORFLOW_ALIGNMENT
                     + " bytes here");
         }
-        T tensor = type.cast(TensorFlowAccess.typedTensor(handle));
-        tensorsCreated.incrementAndGet();
-        return tensor;
+        TType tensor = TensorFlowAccess.typedTensor(handle);
+        if (!type.isInstance(tensor)) {
+            tensor.close();
+            throw new IllegalStateException("TensorFlow Java made a " + tensor.getClass().getName() + " for "
+                    + dtype.dataType() + ", not a " + type.getName());
+        }
+        return type.cast(tensor);
     }
 
     /** Takes a buffer back after a failed creation, unless TensorFlow already gave it back. */
