@@ -1,0 +1,578 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.tensorflow;
+
+import static org.tensorflow.internal.c_api.global.tensorflow.TF_NewTensor;
+import static org.tensorflow.internal.c_api.global.tensorflow.TF_TensorData;
+
+import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOutOfMemoryException;
+import io.github.bfc4j.core.MemoryType;
+import java.lang.System.Logger.Level;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerScope;
+import org.tensorflow.RawTensor;
+import org.tensorflow.SparseTensor;
+import org.tensorflow.Tensor;
+import org.tensorflow.TensorMapper;
+import org.tensorflow.internal.c_api.Deallocator_Pointer_long_Pointer;
+import org.tensorflow.internal.c_api.TF_Tensor;
+import org.tensorflow.ndarray.Shape;
+import org.tensorflow.ndarray.buffer.DataBuffers;
+import org.tensorflow.proto.DataType;
+import org.tensorflow.types.TBfloat16;
+import org.tensorflow.types.TBool;
+import org.tensorflow.types.TFloat16;
+import org.tensorflow.types.TFloat32;
+import org.tensorflow.types.TFloat64;
+import org.tensorflow.types.TInt32;
+import org.tensorflow.types.TInt64;
+import org.tensorflow.types.TString;
+import org.tensorflow.types.TUint16;
+import org.tensorflow.types.TUint8;
+import org.tensorflow.types.family.TType;
+
+/**
+ * TensorFlow Java tensors whose buffers come from a {@link BfcAllocator}: ordinary typed tensors
+ * ({@link TFloat32}, {@link TInt32}, ...) to feed to {@code Session.runner()}, read, write and
+ * close as any other, but whose data lives in memory that bfc4j allocated and gets back.
+ *
+ * <pre>{@code
+ * try (BfcAllocator cpu = BfcAllocator.builder().memoryLimit(1L << 30)
+ *         .subAllocator(new AlignedHostSubAllocator()).build()) {
+ *     BfcTensors tensors = new BfcTensors(cpu);
+ *     try (TFloat32 x = tensors.ofFloats(Shape.of(2, 3), 1, 2, 3, 4, 5, 6);
+ *          Result r = session.runner().feed(input, x).fetch(output).run()) {
+ *         ...
+ *     }
+ * }
+ * }</pre>
+ *
+ * <p><b>How:</b> each tensor's buffer is an {@link Allocation} of the allocator, handed to
+ * TensorFlow's C API {@code TF_NewTensor} with a deallocator callback. TensorFlow counts the
+ * references to the buffer (the Java tensor, tensors inside a running session, session outputs
+ * that alias it, e.g. through {@code Identity}); when the last one goes, it calls the
+ * deallocator, which closes the allocation. So the memory goes back to bfc4j exactly when
+ * TensorFlow drops it, which may be later than the Java tensor's {@code close()}.
+ *
+ * <p><b>Which thread:</b> the deallocator runs on whichever thread drops the last reference: the
+ * thread that closes the tensor (the usual case), one of TensorFlow's own threads, JavaCPP's
+ * deallocator thread when an unclosed tensor is garbage collected, or the creating thread inside
+ * {@code TF_NewTensor}. It never throws into native code: a failure inside it is logged (logger
+ * {@code io.github.bfc4j.tensorflow.BfcTensors}, ERROR) and counted ({@link #callbackFailures()}).
+ *
+ * <p><b>No copy:</b> {@code TF_NewTensor} copies a buffer that is not aligned to Eigen's
+ * {@code EIGEN_MAX_ALIGN_BYTES} (64 in TensorFlow Java 1.1.0's build) into memory of its own and
+ * frees the original at once. bfc4j's allocations are aligned to 256 bytes on
+ * {@code AlignedHostSubAllocator}; every tensor is checked: its data address is the allocation's.
+ *
+ * <p><b>Lifetime:</b> the allocator must outlive every tensor made here, and the tensors that
+ * TensorFlow derives from them. An allocator with {@code ClosePolicy.REFUSE} (the builder's
+ * default) refuses to close while TensorFlow holds a buffer; one closed by force frees memory that
+ * TensorFlow may still read. {@link #liveBuffers()} says how many buffers TensorFlow holds.
+ *
+ * <p><b>Scope:</b> only the buffers of tensors made here come from bfc4j. TensorFlow's
+ * intermediates and outputs come from TensorFlow's own allocators (its CPU and GPU devices take no
+ * outside allocator), except outputs that alias an input buffer.
+ *
+ * <p>Thread-safe. The {@code RawTensor}-from-handle step uses TensorFlow Java's package-private
+ * {@code RawTensor.fromHandle} (reflection; see {@link #tensorOf(Class, Shape)}).
+ */
+public final class BfcTensors {
+
+    /**
+     * The alignment {@code TF_NewTensor} needs to take a buffer without copying it:
+     * {@code EIGEN_MAX_ALIGN_BYTES} of TensorFlow Java 1.1.0's native build.
+     */
+    public static final long TENSORFLOW_ALIGNMENT = 64;
+
+    private static final System.Logger LOG = System.getLogger(BfcTensors.class.getName());
+
+    /** A fixed-size TensorFlow type: its {@code DataType} and bytes per element. */
+    private record DType(DataType dataType, int byteSize) {
+        /** The number of elements of a shape that {@link #checkShape} accepted. */
+        long elements(Shape shape) {
+            return BfcTensors.byteSize(shape, this) / byteSize;
+        }
+    }
+
+    private static final Map<Class<? extends TType>, DType> TYPES = types();
+
+    private static Map<Class<? extends TType>, DType> types() {
+        Map<Class<? extends TType>, DType> m = new LinkedHashMap<>();
+        m.put(TFloat32.class, new DType(DataType.DT_FLOAT, 4));
+        m.put(TFloat64.class, new DType(DataType.DT_DOUBLE, 8));
+        m.put(TInt32.class, new DType(DataType.DT_INT32, 4));
+        m.put(TInt64.class, new DType(DataType.DT_INT64, 8));
+        m.put(TUint8.class, new DType(DataType.DT_UINT8, 1));
+        m.put(TUint16.class, new DType(DataType.DT_UINT16, 2));
+        m.put(TBool.class, new DType(DataType.DT_BOOL, 1));
+        m.put(TFloat16.class, new DType(DataType.DT_HALF, 2));
+        m.put(TBfloat16.class, new DType(DataType.DT_BFLOAT16, 2));
+        return Collections.unmodifiableMap(m);
+    }
+
+    /** A buffer TensorFlow holds: whose it is and the allocation to close when TensorFlow drops it. */
+    private record Owned(BfcTensors owner, Allocation allocation) {
+    }
+
+    /**
+     * Every buffer handed to TensorFlow and not yet given back, by data address (unique among live
+     * host allocations). The deallocator finds its allocation here.
+     */
+    private static final ConcurrentHashMap<Long, Owned> OWNED = new ConcurrentHashMap<>();
+
+    /** Deallocator calls for an address not in {@link #OWNED}, or failing outside any owner. */
+    private static final AtomicLong STRAY_CALLBACK_FAILURES = new AtomicLong();
+
+    /**
+     * The one deallocator for every tensor. Static and retained, so that it stays valid as long
+     * as the class is loaded (TensorFlow may call it after every Java reference is gone).
+     */
+    private static final Deallocator_Pointer_long_Pointer DEALLOCATOR = new Releaser().retainReference();
+
+    private final BfcAllocator allocator;
+    private final AtomicLong tensorsCreated = new AtomicLong();
+    private final AtomicLong buffersReturned = new AtomicLong();
+    private final AtomicLong liveBuffers = new AtomicLong();
+    private final AtomicLong callbackFailures = new AtomicLong();
+
+    /**
+     * @param allocator where the tensors' buffers come from; host memory (e.g. over bfc-cpu's
+     *     {@code AlignedHostSubAllocator}), since TensorFlow's C API tensors live on the host
+     * @throws NullPointerException if {@code allocator} is null
+     * @throws IllegalArgumentException if the allocator's memory is not host memory
+     */
+    public BfcTensors(BfcAllocator allocator) {
+        this.allocator = Objects.requireNonNull(allocator, "allocator");
+        MemoryType type = allocator.getMemoryType();
+        if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
+            throw new IllegalArgumentException("allocator '" + allocator.name() + "' has memoryType=" + type
+                    + " (expected: HOST_PAGEABLE or HOST_PINNED, e.g. over new AlignedHostSubAllocator()):"
+                    + " TensorFlow Java's tensors hold host memory");
+        }
+    }
+
+    /** @return the allocator the buffers come from */
+    public BfcAllocator allocator() {
+        return allocator;
+    }
+
+    /**
+     * A tensor of the given type and shape over a new bfc4j allocation, uninitialized: the bytes
+     * are whatever the memory held (bfc4j reuses freed memory).
+     *
+     * <p>Supported types: every fixed-size type of TensorFlow Java: {@code TFloat32},
+     * {@code TFloat64}, {@code TInt32}, {@code TInt64}, {@code TUint8}, {@code TUint16},
+     * {@code TBool}, {@code TFloat16}, {@code TBfloat16}. {@code TString} is not: its elements
+     * are variable-length structures that TensorFlow allocates itself.
+     *
+     * <p>The typed tensor is made through TensorFlow Java's package-private
+     * {@code RawTensor.fromHandle(TF_Tensor)}, reached by reflection, since TensorFlow Java 1.1.0
+     * has no public way to turn a {@code TF_Tensor} into a {@code Tensor}. On the class path this
+     * needs nothing; on the module path, open the package:
+     * {@code --add-opens tensorflow/org.tensorflow=ALL-UNNAMED}.
+     *
+     * @param type the tensor type, e.g. {@code TFloat32.class}
+     * @param shape a fully known shape ({@code Shape.scalar()} for a scalar)
+     * @param <T> the tensor type
+     * @return the tensor; close it when done (TensorFlow returns the buffer to bfc4j when it
+     *     drops its last reference)
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if the type is not supported, the shape is not fully known
+     *     or its size in bytes overflows a {@code long}
+     * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
+     * @throws IllegalStateException if the allocator is closed
+     * @throws UnsupportedOperationException if TensorFlow Java's {@code RawTensor.fromHandle}
+     *     cannot be reached (module path without {@code --add-opens})
+     */
+    public <T extends TType> T tensorOf(Class<T> type, Shape shape) {
+        return create(type, shape);
+    }
+
+    /**
+     * As {@link #tensorOf(Class, Shape)}, then {@code init} fills the tensor. If {@code init}
+     * throws, the tensor is closed (its buffer returned) and the exception propagates.
+     *
+     * @param type the tensor type, e.g. {@code TInt32.class}
+     * @param shape a fully known shape
+     * @param init writes the initial values, e.g. {@code t -> t.setInt(7, 0, 1)}
+     * @param <T> the tensor type
+     * @return the initialized tensor
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException as {@link #tensorOf(Class, Shape)}
+     * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
+     * @throws IllegalStateException if the allocator is closed
+     * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
+     */
+    public <T extends TType> T tensorOf(Class<T> type, Shape shape, Consumer<? super T> init) {
+        Objects.requireNonNull(init, "init");
+        T tensor = create(type, shape);
+        try {
+            init.accept(tensor);
+        } catch (Throwable t) {
+            tensor.close();
+            throw t;
+        }
+        return tensor;
+    }
+
+    /**
+     * A {@link TFloat32} of the given shape holding {@code values} in row-major order (copied in
+     * by TensorFlow Java's own bulk copy, as {@code TFloat32.tensorOf(shape, DataBuffers.of(values))}).
+     *
+     * @param shape a fully known shape
+     * @param values exactly {@code shape.size()} values
+     * @return the tensor
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if the number of values is not the shape's size, or as
+     *     {@link #tensorOf(Class, Shape)}
+     * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
+     * @throws IllegalStateException if the allocator is closed
+     * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
+     */
+    public TFloat32 ofFloats(Shape shape, float... values) {
+        checkValues(TFloat32.class, shape, Objects.requireNonNull(values, "values").length);
+        return tensorOf(TFloat32.class, shape, t -> t.copyFrom(DataBuffers.of(values, true, false)));
+    }
+
+    /**
+     * A {@link TInt32} of the given shape holding {@code values} in row-major order.
+     *
+     * @param shape a fully known shape
+     * @param values exactly {@code shape.size()} values
+     * @return the tensor
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if the number of values is not the shape's size, or as
+     *     {@link #tensorOf(Class, Shape)}
+     * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
+     * @throws IllegalStateException if the allocator is closed
+     * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
+     */
+    public TInt32 ofInts(Shape shape, int... values) {
+        checkValues(TInt32.class, shape, Objects.requireNonNull(values, "values").length);
+        return tensorOf(TInt32.class, shape, t -> t.copyFrom(DataBuffers.of(values, true, false)));
+    }
+
+    /**
+     * @return the buffers handed to TensorFlow so far: one per tensor made (a creation that
+     *     fails inside TensorFlow counts too, its buffer counted as returned); always
+     *     {@link #buffersReturned()} + {@link #liveBuffers()} when nothing is in progress
+     */
+    public long tensorsCreated() {
+        return tensorsCreated.get();
+    }
+
+    /**
+     * @return the buffers TensorFlow has given back (deallocator calls, plus buffers taken back
+     *     after a failed creation); equals {@link #tensorsCreated()} once TensorFlow holds none
+     */
+    public long buffersReturned() {
+        return buffersReturned.get();
+    }
+
+    /** @return the buffers made here that TensorFlow still holds */
+    public long liveBuffers() {
+        return liveBuffers.get();
+    }
+
+    /**
+     * @return deallocator calls for this instance's buffers that failed to give the memory back
+     *     (e.g. the allocation was freed behind the tensor's back through the raw API); each is
+     *     logged. 0 in correct use.
+     */
+    public long callbackFailures() {
+        return callbackFailures.get();
+    }
+
+    /**
+     * @return deallocator calls, process-wide, that matched no buffer of any instance or failed
+     *     outside one; each is logged. 0 in correct use.
+     */
+    public static long strayCallbackFailures() {
+        return STRAY_CALLBACK_FAILURES.get();
+    }
+
+    /**
+     * The address of a tensor's data ({@code TF_TensorData}), e.g. to see that a session output
+     * aliases an input's buffer.
+     *
+     * @param tensor an open dense tensor
+     * @return the native address of its first byte
+     * @throws NullPointerException if {@code tensor} is null
+     * @throws IllegalStateException if the tensor is closed
+     */
+    public static long dataAddress(Tensor tensor) {
+        Objects.requireNonNull(tensor, "tensor");
+        return TF_TensorData(Handles.of(tensor.asRawTensor())).address();
+    }
+
+    /**
+     * Whether a tensor's data is a buffer made here: true for the tensors this instance made and
+     * for tensors TensorFlow made that share such a buffer.
+     *
+     * @param tensor an open dense tensor
+     * @return whether its data belongs to this instance
+     * @throws NullPointerException if {@code tensor} is null
+     * @throws IllegalStateException if the tensor is closed
+     */
+    public boolean owns(Tensor tensor) {
+        Owned owned = OWNED.get(dataAddress(tensor));
+        return owned != null && owned.owner == this;
+    }
+
+    /** The allocation behind a buffer made here, or null: for tests. */
+    Allocation allocationOf(Tensor tensor) {
+        Owned owned = OWNED.get(dataAddress(tensor));
+        return owned != null && owned.owner == this ? owned.allocation : null;
+    }
+
+    private static DType checkShape(Class<? extends TType> type, Shape shape) {
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(shape, "shape");
+        DType dtype = TYPES.get(type);
+        if (dtype == null) {
+            String why = type == TString.class
+                    ? "TString elements are variable-length structures that TensorFlow allocates itself;"
+                            + " make string tensors with TString.tensorOf"
+                    : "only TensorFlow Java's fixed-size types";
+            throw new IllegalArgumentException("type=" + type.getName() + " (expected: one of "
+                    + simpleNames() + "; " + why + ")");
+        }
+        if (shape.isUnknown() || shape.hasUnknownDimension()) {
+            throw new IllegalArgumentException("shape=" + shape + " (expected: a fully known shape, no -1"
+                    + " dimension; a tensor's size must be known to allocate it)");
+        }
+        byteSize(shape, dtype);
+        return dtype;
+    }
+
+    private static void checkValues(Class<? extends TType> type, Shape shape, int length) {
+        long elements = checkShape(type, shape).elements(shape);
+        if (length != elements) {
+            throw new IllegalArgumentException("values.length=" + length + " (expected: " + elements
+                    + ", the number of elements of shape " + shape + ")");
+        }
+    }
+
+    /** The shape's size in bytes, computed without overflow ({@code Shape.size()} may wrap). */
+    private static long byteSize(Shape shape, DType dtype) {
+        try {
+            long bytes = dtype.byteSize();
+            for (int i = 0; i < shape.numDimensions(); i++) {
+                bytes = Math.multiplyExact(bytes, shape.get(i));
+            }
+            return bytes;
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException("shape=" + shape + " (expected: at most " + Long.MAX_VALUE
+                    + " bytes of " + dtype.dataType() + ")", e);
+        }
+    }
+
+    private static String simpleNames() {
+        StringBuilder sb = new StringBuilder();
+        for (Class<?> c : TYPES.keySet()) {
+            sb.append(sb.length() == 0 ? "" : ", ").append(c.getSimpleName());
+        }
+        return sb.toString();
+    }
+
+    /** Allocates, wraps, types. */
+    private <T extends TType> T create(Class<T> type, Shape shape) {
+        DType dtype = checkShape(type, shape);
+        TensorFlowAccess.check();
+        long bytes = byteSize(shape, dtype);
+        Allocation allocation;
+        try {
+            // allocate(0) is refused; an empty tensor gets one byte, and TensorFlow is told 0.
+            allocation = allocator.allocate(Math.max(1, bytes));
+        } catch (IllegalStateException e) {
+            throw new IllegalStateException("cannot make a " + type.getSimpleName() + " tensor of shape " + shape
+                    + " (" + bytes + " bytes): " + e.getMessage(), e);
+        }
+        long address = allocation.address();
+        if ((address & (TENSORFLOW_ALIGNMENT - 1)) != 0) {
+            allocation.close();
+            throw new IllegalStateException("allocator '" + allocator.name() + "' returned 0x"
+                    + Long.toHexString(address) + ", not aligned to " + TENSORFLOW_ALIGNMENT
+                    + " bytes: TF_NewTensor would copy it; use a sub-allocator whose regions are aligned"
+                    + " to at least " + TENSORFLOW_ALIGNMENT + " bytes (AlignedHostSubAllocator is)");
+        }
+        return wrap(type, shape, dtype, allocation, bytes);
+    }
+
+    private <T extends TType> T wrap(Class<T> type, Shape shape, DType dtype, Allocation allocation, long bytes) {
+        long address = allocation.address();
+        Pointer data = allocation.asPointer();
+        tensorsCreated.incrementAndGet();
+        liveBuffers.incrementAndGet();
+        OWNED.put(address, new Owned(this, allocation));
+        TF_Tensor handle;
+        try {
+            handle = TF_NewTensor(dtype.dataType().getNumber(), shape.asArray(), shape.numDimensions(),
+                    data, bytes, DEALLOCATOR, null);
+        } catch (Throwable t) {
+            takeBack(address);
+            throw t;
+        }
+        if (handle == null || handle.isNull()) {
+            // TF_NewTensor refuses a buffer too small for the shape; it may have called the
+            // deallocator already, so take the buffer back only if it is still registered.
+            takeBack(address);
+            throw new IllegalStateException("TF_NewTensor refused a " + type.getSimpleName() + " tensor of shape "
+                    + shape + " over " + bytes + " bytes");
+        }
+        handle.withDeallocator();
+        if (!OWNED.containsKey(address)) {
+            // TF_NewTensor copied the buffer into memory of its own and called the deallocator at
+            // once, which unregistered it (cheaper to see here than with TF_TensorData's JNI call).
+            handle.delete();
+            throw new IllegalStateException("TF_NewTensor copied the buffer at 0x" + Long.toHexString(address)
+                    + " instead of using it; TensorFlow needs more alignment than " + TENSORFLOW_ALIGNMENT
+                    + " bytes here");
+        }
+        TType tensor = TensorFlowAccess.typedTensor(handle);
+        if (!type.isInstance(tensor)) {
+            tensor.close();
+            throw new IllegalStateException("TensorFlow Java made a " + tensor.getClass().getName() + " for "
+                    + dtype.dataType() + ", not a " + type.getName());
+        }
+        return type.cast(tensor);
+    }
+
+    /** Takes a buffer back after a failed creation, unless TensorFlow already gave it back. */
+    private void takeBack(long address) {
+        Owned owned = OWNED.remove(address);
+        if (owned != null) {
+            returned(owned);
+        }
+    }
+
+    private static void returned(Owned owned) {
+        BfcTensors owner = owned.owner;
+        owner.liveBuffers.decrementAndGet();
+        owner.buffersReturned.incrementAndGet();
+        try {
+            owned.allocation.close();
+        } catch (Throwable t) {
+            owner.callbackFailures.incrementAndGet();
+            LOG.log(Level.ERROR, "could not give " + owned.allocation + " back to allocator '"
+                    + owner.allocator.name() + "' after TensorFlow dropped it", t);
+        }
+    }
+
+    /** TensorFlow's deallocator: gives the buffer back to bfc4j; never throws into native code. */
+    private static final class Releaser extends Deallocator_Pointer_long_Pointer {
+        @Override
+        public void call(Pointer data, long len, Pointer arg) {
+            try {
+                long address = data == null ? 0 : data.address();
+                Owned owned = OWNED.remove(address);
+                if (owned == null) {
+                    STRAY_CALLBACK_FAILURES.incrementAndGet();
+                    LOG.log(Level.ERROR, "TensorFlow gave back 0x" + Long.toHexString(address) + " (" + len
+                            + " bytes), which is no bfc4j tensor buffer; ignored");
+                    return;
+                }
+                returned(owned);
+            } catch (Throwable t) {
+                try {
+                    STRAY_CALLBACK_FAILURES.incrementAndGet();
+                    LOG.log(Level.ERROR, "TensorFlow tensor deallocator failed", t);
+                } catch (Throwable ignored) {
+                    // Nothing may cross into native code, not even a failure to log.
+                }
+            }
+        }
+    }
+
+    /** Reaches TensorMapper's protected {@code nativeHandle(RawTensor)}: public API, by subclassing. */
+    private static final class Handles extends TensorMapper<TType> {
+        static TF_Tensor of(RawTensor raw) {
+            return nativeHandle(raw);
+        }
+
+        @Override
+        protected TType mapDense(RawTensor tensor) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        protected SparseTensor<TType> mapSparse(TInt64 indices, TType values, TInt64 denseShape, PointerScope scope) {
+            throw new UnsupportedOperationException();
+        }
+    }
+
+    /**
+     * TensorFlow Java's package-private {@code RawTensor.fromHandle(TF_Tensor)} and
+     * {@code RawTensor.asTypedTensor()}: how TensorFlow Java itself turns session outputs into
+     * typed tensors. Looked up once.
+     */
+    private static final class TensorFlowAccess {
+        private static final MethodHandle FROM_HANDLE;
+        private static final MethodHandle AS_TYPED_TENSOR;
+        private static final Throwable FAILURE;
+
+        static {
+            MethodHandle fromHandle = null;
+            MethodHandle asTyped = null;
+            Throwable failure = null;
+            try {
+                MethodHandles.Lookup lookup = MethodHandles.privateLookupIn(RawTensor.class, MethodHandles.lookup());
+                fromHandle = lookup.findStatic(RawTensor.class, "fromHandle",
+                        MethodType.methodType(RawTensor.class, TF_Tensor.class));
+                asTyped = lookup.findVirtual(RawTensor.class, "asTypedTensor", MethodType.methodType(TType.class));
+            } catch (ReflectiveOperationException | RuntimeException e) {
+                failure = e;
+            }
+            FROM_HANDLE = fromHandle;
+            AS_TYPED_TENSOR = asTyped;
+            FAILURE = failure;
+        }
+
+        static void check() {
+            if (FAILURE != null) {
+                throw new UnsupportedOperationException("cannot reach TensorFlow Java's RawTensor.fromHandle(TF_Tensor),"
+                        + " which turns a native tensor into a Java one (" + FAILURE + "): on the module path,"
+                        + " run with --add-opens tensorflow/org.tensorflow=ALL-UNNAMED (or this module's name);"
+                        + " with a TensorFlow Java other than 1.1.0, check that the method still exists", FAILURE);
+            }
+        }
+
+        /** The typed tensor over {@code handle}, which it takes over; deletes the handle on failure. */
+        static TType typedTensor(TF_Tensor handle) {
+            RawTensor raw;
+            try {
+                raw = (RawTensor) FROM_HANDLE.invokeExact(handle);
+            } catch (Throwable t) {
+                handle.delete();
+                throw unchecked(t);
+            }
+            try {
+                return (TType) AS_TYPED_TENSOR.invokeExact(raw);
+            } catch (Throwable t) {
+                raw.close();
+                throw unchecked(t);
+            }
+        }
+
+        private static RuntimeException unchecked(Throwable t) {
+            if (t instanceof Error e) {
+                throw e;
+            }
+            return t instanceof RuntimeException r ? r : new IllegalStateException(t);
+        }
+    }
+}

@@ -1,0 +1,361 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.tensorflow;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOutOfMemoryException;
+import io.github.bfc4j.core.ForwardingSubAllocator;
+import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import io.github.bfc4j.cpu.AlignedHostSubAllocator;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.tensorflow.Graph;
+import org.tensorflow.Result;
+import org.tensorflow.Session;
+import org.tensorflow.Tensor;
+import org.tensorflow.exceptions.TFInvalidArgumentException;
+import org.tensorflow.ndarray.Shape;
+import org.tensorflow.op.Ops;
+import org.tensorflow.op.core.Placeholder;
+import org.tensorflow.types.TBfloat16;
+import org.tensorflow.types.TBool;
+import org.tensorflow.types.TFloat16;
+import org.tensorflow.types.TFloat32;
+import org.tensorflow.types.TFloat64;
+import org.tensorflow.types.TInt32;
+import org.tensorflow.types.TInt64;
+import org.tensorflow.types.TString;
+import org.tensorflow.types.TUint16;
+import org.tensorflow.types.TUint8;
+import org.tensorflow.types.family.TType;
+
+/** Tensors over bfc4j memory: types, no copy, bad input, and every buffer given back. */
+class BfcTensorsTest {
+
+    private static final List<Class<? extends TType>> TYPES = List.of(TFloat32.class, TFloat64.class, TInt32.class,
+            TInt64.class, TUint8.class, TUint16.class, TBool.class, TFloat16.class, TBfloat16.class);
+
+    private BfcAllocator cpu;
+    private BfcTensors tensors;
+
+    @BeforeEach
+    void setUp() {
+        cpu = BfcAllocator.builder().name("tf_test").memoryLimit(64L << 20)
+                .subAllocator(new AlignedHostSubAllocator()).build();
+        tensors = new BfcTensors(cpu);
+    }
+
+    @AfterEach
+    void everyBufferReturned() {
+        assertThat(tensors.liveBuffers()).as("buffers TensorFlow still holds").isZero();
+        assertThat(cpu.bytesInUse()).as("bfc4j bytes in use").isZero();
+        cpu.close(); // REFUSE: throws if anything is still allocated
+    }
+
+    @Test
+    void everyFixedSizeTypeMatchesTensorFlowsOwnTensorAndUsesTheAllocationWithoutCopy() {
+        Shape shape = Shape.of(3, 5);
+        for (Class<? extends TType> type : TYPES) {
+            try (TType ours = tensors.tensorOf(type, shape); TType theirs = Tensor.of(type, shape)) {
+                assertThat(ours).as(type.getSimpleName()).isInstanceOf(type);
+                assertThat(ours.dataType()).as(type.getSimpleName()).isEqualTo(theirs.dataType());
+                assertThat(ours.numBytes()).as(type.getSimpleName()).isEqualTo(theirs.numBytes());
+                assertThat(ours.shape()).isEqualTo(shape);
+                Allocation a = tensors.allocationOf(ours);
+                assertThat(a).as("allocation behind " + type.getSimpleName()).isNotNull();
+                assertThat(BfcTensors.dataAddress(ours)).as("no copy: the tensor's data is the allocation")
+                        .isEqualTo(a.address());
+                assertThat(a.address() % BfcTensors.TENSORFLOW_ALIGNMENT).isZero();
+                assertThat(a.requestedSize()).isEqualTo(theirs.numBytes());
+                assertThat(tensors.owns(ours)).isTrue();
+                assertThat(tensors.owns(theirs)).isFalse();
+            }
+        }
+        assertThat(tensors.tensorsCreated()).isEqualTo(TYPES.size());
+        assertThat(tensors.buffersReturned()).isEqualTo(TYPES.size());
+    }
+
+    @Test
+    void valuesWrittenAreWhatTensorFlowReads() {
+        try (TFloat32 f = tensors.ofFloats(Shape.of(2, 2), 1.5f, -2f, 3.25f, 4f);
+             TInt32 i = tensors.ofInts(Shape.of(3), 7, -8, 9);
+             TFloat64 d = tensors.tensorOf(TFloat64.class, Shape.of(2), t -> t.setDouble(0.125, 0).setDouble(-1e300, 1));
+             TBool b = tensors.tensorOf(TBool.class, Shape.scalar(), t -> t.setBoolean(true));
+             TUint8 u = tensors.tensorOf(TUint8.class, Shape.of(1), t -> t.setByte((byte) 200, 0))) {
+            assertThat(f.getFloat(1, 0)).isEqualTo(3.25f);
+            assertThat(f.getFloat(0, 1)).isEqualTo(-2f);
+            assertThat(i.getInt(1)).isEqualTo(-8);
+            assertThat(d.getDouble(1)).isEqualTo(-1e300);
+            assertThat(b.getBoolean()).isTrue();
+            assertThat(u.getByte(0) & 0xff).isEqualTo(200);
+            // TensorFlow reads the same bytes: x + x computed by TensorFlow.
+            try (Graph g = new Graph(); Session s = new Session(g)) {
+                Ops tf = Ops.create(g);
+                Placeholder<TFloat32> x = tf.placeholder(TFloat32.class);
+                try (Result r = s.runner().feed(x, f).fetch(tf.math.add(x, x)).run()) {
+                    TFloat32 y = (TFloat32) r.get(0);
+                    assertThat(y.getFloat(1, 0)).isEqualTo(6.5f);
+                    assertThat(y.getFloat(0, 1)).isEqualTo(-4f);
+                }
+            }
+        }
+    }
+
+    @Test
+    void emptyAndScalarTensors() {
+        try (TFloat32 empty = tensors.tensorOf(TFloat32.class, Shape.of(0, 4));
+             TInt64 scalar = tensors.tensorOf(TInt64.class, Shape.scalar(), t -> t.setLong(Long.MIN_VALUE))) {
+            assertThat(empty.numBytes()).isZero();
+            assertThat(empty.shape().size()).isZero();
+            assertThat(scalar.getLong()).isEqualTo(Long.MIN_VALUE);
+            assertThat(scalar.numBytes()).isEqualTo(8);
+        }
+        assertThat(tensors.buffersReturned()).isEqualTo(2);
+    }
+
+    @Test
+    void badInputSaysWhatWasWrong() {
+        assertThatThrownBy(() -> tensors.tensorOf(TString.class, Shape.of(2)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("type=org.tensorflow.types.TString (expected: one of TFloat32")
+                .hasMessageContaining("variable-length");
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.of(-1, 3)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("shape=[-1, 3] (expected: a fully known shape");
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.unknown()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("expected: a fully known shape");
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat64.class, Shape.of(1L << 40, 1L << 30)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("shape=[1099511627776, 1073741824] (expected: at most");
+        assertThatThrownBy(() -> tensors.ofFloats(Shape.of(2, 2), 1f, 2f, 3f))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("values.length=3 (expected: 4, the number of elements of shape [2, 2])");
+        assertThatThrownBy(() -> tensors.ofInts(Shape.of(2), 1, 2, 3))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("values.length=3 (expected: 2, the number of elements of shape [2])");
+        assertThatThrownBy(() -> tensors.tensorOf(null, Shape.of(1))).isInstanceOf(NullPointerException.class)
+                .hasMessage("type");
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, null)).isInstanceOf(NullPointerException.class)
+                .hasMessage("shape");
+        assertThatThrownBy(() -> new BfcTensors(null)).isInstanceOf(NullPointerException.class);
+        try (BfcAllocator sim = new BfcAllocator(new SimSubAllocator(1L << 40, 1L << 30, 0, true), 1L << 30, "sim",
+                io.github.bfc4j.core.BfcOptions.builder().build())) {
+            assertThatThrownBy(() -> new BfcTensors(sim)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("allocator 'sim' has memoryType=UNKNOWN (expected: HOST_PAGEABLE or HOST_PINNED");
+        }
+        assertThat(tensors.tensorsCreated()).isZero();
+        assertThat(cpu.bytesInUse()).isZero();
+    }
+
+    @Test
+    void outOfMemoryAndClosedAllocatorAreClearAndLeakNothing() {
+        try (BfcAllocator small = BfcAllocator.builder().name("small").memoryLimit(4L << 20)
+                .allowRetryOnFailure(false).subAllocator(new AlignedHostSubAllocator()).build()) {
+            BfcTensors smallTensors = new BfcTensors(small);
+            assertThatThrownBy(() -> smallTensors.tensorOf(TFloat32.class, Shape.of(2048, 1024)))
+                    .isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining("Allocator 'small' is out of memory");
+            assertThat(smallTensors.liveBuffers()).isZero();
+            assertThat(small.bytesInUse()).isZero();
+            small.close();
+            assertThatThrownBy(() -> smallTensors.ofFloats(Shape.of(2), 1f, 2f))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("cannot make a TFloat32 tensor of shape [2] (8 bytes): allocator 'small' is closed");
+            assertThat(smallTensors.tensorsCreated()).isZero();
+        }
+    }
+
+    @Test
+    void memoryTensorFlowWouldCopyIsRefused() {
+        // Regions 32 bytes past a 256-byte boundary: TF_NewTensor would copy (EIGEN_MAX_ALIGN_BYTES 64).
+        SubAllocator offset = new ForwardingSubAllocator(new AlignedHostSubAllocator()) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                Block b = upstream.alloc(alignment, numBytes + 256);
+                return b == null ? null : new Block(b.ptr() + 32, b.bytes() - 256);
+            }
+
+            @Override
+            public void free(long ptr, long numBytes) {
+                upstream.free(ptr - 32, numBytes + 256);
+            }
+        };
+        try (BfcAllocator misaligned = BfcAllocator.builder().name("misaligned").memoryLimit(8L << 20)
+                .subAllocator(offset).build()) {
+            BfcTensors misalignedTensors = new BfcTensors(misaligned);
+            assertThatThrownBy(() -> misalignedTensors.ofFloats(Shape.of(2), 1f, 2f))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("allocator 'misaligned' returned 0x")
+                    .hasMessageContaining("not aligned to 64 bytes: TF_NewTensor would copy it");
+            assertThat(misaligned.bytesInUse()).isZero();
+            assertThat(misalignedTensors.liveBuffers()).isZero();
+        }
+    }
+
+    @Test
+    void initThatThrowsGivesTheBufferBack() {
+        assertThatThrownBy(() -> tensors.tensorOf(TInt32.class, Shape.of(4), t -> {
+            throw new IllegalStateException("boom");
+        })).isInstanceOf(IllegalStateException.class).hasMessage("boom");
+        assertThat(tensors.tensorsCreated()).isEqualTo(1);
+        assertThat(tensors.buffersReturned()).isEqualTo(1);
+    }
+
+    @Test
+    void tensorFlowKeepsTheBufferAliveAfterTheJavaTensorIsClosed() {
+        try (Graph g = new Graph(); Session s = new Session(g)) {
+            Ops tf = Ops.create(g);
+            Placeholder<TFloat32> x = tf.placeholder(TFloat32.class);
+            TFloat32 in = tensors.ofFloats(Shape.of(2, 3), 1, 2, 3, 4, 5, 6);
+            long address = BfcTensors.dataAddress(in);
+            Result r = s.runner().feed(x, in).fetch(tf.identity(x)).run();
+            TFloat32 out = (TFloat32) r.get(0);
+            // Identity forwards the input buffer: the output is the same bfc4j memory.
+            assertThat(BfcTensors.dataAddress(out)).isEqualTo(address);
+            assertThat(tensors.owns(out)).isTrue();
+            in.close();
+            assertThat(tensors.liveBuffers()).as("held by the session's output").isEqualTo(1);
+            assertThat(tensors.buffersReturned()).isZero();
+            assertThat(cpu.bytesInUse()).isEqualTo(256);
+            assertThat(out.getFloat(1, 2)).isEqualTo(6f);
+            r.close();
+            assertThat(tensors.buffersReturned()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aFailedRunLeavesNothingBehind() {
+        try (Graph g = new Graph(); Session s = new Session(g)) {
+            Ops tf = Ops.create(g);
+            Placeholder<TFloat32> a = tf.placeholder(TFloat32.class);
+            Placeholder<TFloat32> b = tf.placeholder(TFloat32.class);
+            var product = tf.linalg.matMul(a, b);
+            try (TFloat32 at = tensors.ofFloats(Shape.of(2, 3), new float[6]);
+                 TFloat32 bt = tensors.ofFloats(Shape.of(2, 3), new float[6])) {
+                assertThatThrownBy(() -> s.runner().feed(a, at).feed(b, bt).fetch(product).run())
+                        .isInstanceOf(TFInvalidArgumentException.class)
+                        .hasMessageContaining("Matrix size-incompatible");
+                // The session still works with the same tensors afterwards.
+                try (Result r = s.runner().feed(a, at).feed(b, bt).fetch(tf.linalg.matMul(a, b,
+                        org.tensorflow.op.linalg.MatMul.transposeB(true))).run()) {
+                    assertThat(r.get(0).shape()).isEqualTo(Shape.of(2, 2));
+                }
+            }
+        }
+        assertThat(tensors.buffersReturned()).isEqualTo(tensors.tensorsCreated()).isEqualTo(2);
+    }
+
+    @Test
+    void closedInShuffledOrderTogetherWithAliasingOutputs() {
+        long seed = Seeds.seed("closedInShuffledOrderTogetherWithAliasingOutputs");
+        Random random = new Random(seed);
+        List<AutoCloseable> open = new ArrayList<>();
+        try (Graph g = new Graph(); Session s = new Session(g)) {
+            Ops tf = Ops.create(g);
+            Placeholder<TFloat32> x = tf.placeholder(TFloat32.class);
+            var identity = tf.identity(x);
+            var doubled = tf.math.add(x, x);
+            for (int i = 0; i < 40; i++) {
+                Class<? extends TType> type = TYPES.get(random.nextInt(TYPES.size()));
+                Shape shape = Shape.of(1 + random.nextInt(50), 1 + random.nextInt(50));
+                if (random.nextInt(3) == 0) {
+                    TFloat32 in = tensors.tensorOf(TFloat32.class, shape, t -> t.setFloat(3f, 0, 0));
+                    open.add(in);
+                    Result r = s.runner().feed(x, in).fetch(identity).fetch(doubled).run();
+                    assertThat(((TFloat32) r.get(1)).getFloat(0, 0)).isEqualTo(6f);
+                    open.add(r);
+                } else {
+                    open.add(tensors.tensorOf(type, shape));
+                }
+            }
+        }
+        Collections.shuffle(open, random);
+        long made = tensors.tensorsCreated();
+        for (AutoCloseable c : open) {
+            try {
+                c.close();
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }
+        assertThat(tensors.buffersReturned()).as("seed " + seed).isEqualTo(made).isEqualTo(40);
+        assertThat(tensors.callbackFailures()).isZero();
+    }
+
+    @Test
+    void anUnclosedTensorIsGivenBackWhenGarbageCollected() throws InterruptedException {
+        makeAndDrop();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (tensors.buffersReturned() < 1 && System.nanoTime() < deadline) {
+            System.gc();
+            Thread.sleep(20);
+        }
+        assertThat(tensors.buffersReturned()).as("given back by JavaCPP's deallocator after GC").isEqualTo(1);
+    }
+
+    private void makeAndDrop() {
+        TFloat32 dropped = tensors.ofFloats(Shape.of(16), new float[16]);
+        assertThat(dropped.getFloat(3)).isZero();
+    }
+
+    @Test
+    void manyThreadsMakeRunAndClose() throws Exception {
+        try (Graph g = new Graph(); Session s = new Session(g)) {
+            Ops tf = Ops.create(g);
+            Placeholder<TFloat32> x = tf.placeholder(TFloat32.class);
+            var sum = tf.reduceSum(x, tf.constant(new int[] {0, 1}));
+            ExecutorService pool = Executors.newFixedThreadPool(4);
+            try {
+                List<Future<?>> done = new ArrayList<>();
+                for (int t = 0; t < 4; t++) {
+                    int id = t;
+                    done.add(pool.submit(() -> {
+                        for (int i = 0; i < 50; i++) {
+                            int n = 1 + (id * 50 + i) % 37;
+                            float[] values = new float[n * 3];
+                            java.util.Arrays.fill(values, 0.5f);
+                            try (TFloat32 in = tensors.ofFloats(Shape.of(n, 3), values);
+                                 Result r = s.runner().feed(x, in).fetch(sum).run()) {
+                                assertThat(((TFloat32) r.get(0)).getFloat()).isEqualTo(n * 1.5f);
+                            }
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : done) {
+                    f.get(60, TimeUnit.SECONDS);
+                }
+            } finally {
+                pool.shutdown();
+            }
+        }
+        assertThat(tensors.buffersReturned()).isEqualTo(tensors.tensorsCreated()).isEqualTo(200);
+    }
+
+    @Test
+    void aFailureInsideTheDeallocatorIsCountedAndNeverThrown() {
+        TFloat32 t = tensors.ofFloats(Shape.of(4), 1, 2, 3, 4);
+        Allocation a = tensors.allocationOf(t);
+        cpu.deallocateRaw(a.address()); // misuse: freed behind the tensor's back
+        t.close(); // the deallocator's free now fails: logged and counted, not thrown into TensorFlow
+        assertThat(tensors.callbackFailures()).isEqualTo(1);
+        assertThat(tensors.buffersReturned()).isEqualTo(1);
+        assertThat(BfcTensors.strayCallbackFailures()).isZero();
+    }
+}
