@@ -32,7 +32,7 @@ final class OrtInference implements AutoCloseable {
     private final RunOptions runOptions = new RunOptions();
 
     /**
-     * Creates a session.
+     * Creates a session on the CPU.
      *
      * @param env             the ORT environment
      * @param onnx            the serialized model
@@ -40,9 +40,24 @@ final class OrtInference implements AutoCloseable {
      *                        {@link BfcOrtAllocator} ({@value BfcOrtAllocator#USE_ENV_ALLOCATORS})
      */
     OrtInference(Env env, byte[] onnx, boolean useEnvAllocators) {
+        this(env, onnx, useEnvAllocators, null);
+    }
+
+    /**
+     * Creates a session, on the CUDA provider if {@code cuda} is not null.
+     *
+     * @param env             the ORT environment
+     * @param onnx            the serialized model
+     * @param useEnvAllocators whether CPU memory comes from the registered {@link BfcOrtAllocator}
+     * @param cuda            the CUDA provider with bfc4j device memory, or null for CPU only
+     */
+    OrtInference(Env env, byte[] onnx, boolean useEnvAllocators, BfcCudaProvider cuda) {
         options = new SessionOptions();
         if (useEnvAllocators) {
             BfcOrtAllocator.useEnvAllocators(options);
+        }
+        if (cuda != null) {
+            cuda.appendTo(options);
         }
         model = new BytePointer(onnx);
         Session s;

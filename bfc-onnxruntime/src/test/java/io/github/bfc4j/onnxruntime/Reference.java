@@ -88,9 +88,13 @@ final class Reference {
     }
 
     static void assertClose(float[] actual, float[] expected, String what) {
+        assertClose(actual, expected, TOLERANCE, what);
+    }
+
+    static void assertClose(float[] actual, float[] expected, float tolerance, String what) {
         assertThat(actual).as(what + ": length").hasSameSizeAs(expected);
         for (int i = 0; i < expected.length; i++) {
-            assertThat(actual[i]).as(what + "[" + i + "]").isCloseTo(expected[i], within(TOLERANCE));
+            assertThat(actual[i]).as(what + "[" + i + "]").isCloseTo(expected[i], within(tolerance));
         }
     }
 }
