@@ -2,6 +2,7 @@ package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.bytedeco.onnxruntime.global.onnxruntime.ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARNING;
 
 import io.github.bfc4j.core.BfcAllocator;
@@ -17,6 +18,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.onnxruntime.Env;
+import org.bytedeco.onnxruntime.Value;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -123,6 +125,21 @@ class BfcOrtAllocatorTest {
                     Reference.assertClose(y, Reference.conv(model, x, batch), "run " + i + " batch " + batch);
                 }
                 assertThat(bfc.memoryStats().allocationsTotal() - created).isGreaterThanOrEqualTo(25);
+            }
+            assertThat(bfc.bytesInUse()).isZero();
+            assertThat(ort.liveAllocations()).isZero();
+        }
+    }
+
+    @Test
+    void inputTensorsCanBeMadeInBfcMemoryToo() {
+        try (BfcAllocator bfc = hostAllocator("ort_inputs", 8 << 20);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            try (Value x = Value.CreateTensor(ort.ortAllocator(), new long[] {4, 100}, 2,
+                    ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)) {
+                long address = x.GetTensorMutableDataFloat().address();
+                assertThat(bfc.requestedSize(address)).isEqualTo(4 * 100 * 4);
+                assertThat(ort.liveAllocations()).isEqualTo(1);
             }
             assertThat(bfc.bytesInUse()).isZero();
             assertThat(ort.liveAllocations()).isZero();
