@@ -10,8 +10,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.bytedeco.javacpp.BytePointer;
@@ -57,7 +55,7 @@ import org.bytedeco.onnxruntime.StringVector;
  *
  * <h2>Memory and errors</h2>
  * Alloc answers null when bfc4j cannot serve the request (ORT then fails the call with
- * {@code ORT_ENFORCE(p != nullptr)}); the reason is kept in {@link #lastError()}. Free returns the
+ * {@code ORT_ENFORCE(p != nullptr)}); the reason is kept in {@link #stats()}. Free returns the
  * memory at once ({@link GpuBfcAllocator#deallocateRaw(long)}): ORT issues all of a session's
  * work on one stream, so memory reused by a later allocation is only touched by work queued
  * after the earlier work, as with ORT's own arena. Empty-cache (ORT calls it after freeing a
@@ -96,13 +94,7 @@ public final class BfcCudaProvider implements AutoCloseable {
     private final OrtCUDAProviderOptionsV2 options;
     private final Map<String, String> providerOptions;
     private volatile boolean closed;
-    private final LongAdder allocCalls = new LongAdder();
-    private final LongAdder freeCalls = new LongAdder();
-    private final LongAdder emptyCacheCalls = new LongAdder();
-    private final LongAdder failedAllocs = new LongAdder();
-    private final LongAdder callbackErrors = new LongAdder();
-    private final AtomicLong liveAllocations = new AtomicLong();
-    private volatile String lastError;
+    private final OrtCallbackStats.Counters counters = new OrtCallbackStats.Counters();
 
     private BfcCudaProvider(DeviceMemory memory, Slot slot, OrtApi api, OrtCUDAProviderOptionsV2 options,
             Map<String, String> providerOptions) {
@@ -281,39 +273,13 @@ public final class BfcCudaProvider implements AutoCloseable {
         return providerOptions;
     }
 
-    /** @return alloc calls from ORT so far */
-    public long allocCalls() {
-        return allocCalls.sum();
-    }
-
-    /** @return free calls from ORT so far (null pointers included) */
-    public long freeCalls() {
-        return freeCalls.sum();
-    }
-
-    /** @return empty-cache calls from ORT so far */
-    public long emptyCacheCalls() {
-        return emptyCacheCalls.sum();
-    }
-
-    /** @return alloc calls answered with null for a non-zero size */
-    public long failedAllocs() {
-        return failedAllocs.sum();
-    }
-
-    /** @return exceptions caught in a callback (each logged) */
-    public long callbackErrors() {
-        return callbackErrors.sum();
-    }
-
-    /** @return allocations handed to ORT and not yet freed */
-    public long liveAllocations() {
-        return liveAllocations.get();
-    }
-
-    /** @return the last failed allocation's or callback error's reason, or null */
-    public String lastError() {
-        return lastError;
+    /**
+     * How ORT's calls into the three functions went so far ({@code reserveCalls} is always 0).
+     *
+     * @return a snapshot of the counters
+     */
+    public OrtCallbackStats stats() {
+        return counters.snapshot();
     }
 
     /**
@@ -328,7 +294,7 @@ public final class BfcCudaProvider implements AutoCloseable {
             if (closed) {
                 return;
             }
-            long live = liveAllocations.get();
+            long live = counters.liveAllocations.get();
             if (live > 0) {
                 throw new IllegalStateException("close() refused: ONNX Runtime's CUDA provider still holds " + live
                         + " allocation" + (live == 1 ? "" : "s") + " from '" + memory.name()
@@ -353,22 +319,22 @@ public final class BfcCudaProvider implements AutoCloseable {
     // ---------------------------------------------------------------------------------------
 
     private Pointer alloc(long size) {
-        allocCalls.increment();
+        counters.allocCalls.increment();
         if (size == 0) {
             return null;
         }
         if (closed) {
-            failedAllocs.increment();
+            counters.failedAllocs.increment();
             error("alloc(" + size + ") after BfcCudaProvider over '" + memory.name() + "' was closed", null);
             return null;
         }
         long ptr = memory.allocate(size);
         if (ptr == 0) {
-            failedAllocs.increment();
-            lastError = "'" + memory.name() + "' could not allocate " + size + " bytes";
+            counters.failedAllocs.increment();
+            counters.lastError = "'" + memory.name() + "' could not allocate " + size + " bytes";
             return null;
         }
-        liveAllocations.incrementAndGet();
+        counters.liveAllocations.incrementAndGet();
         return new BytePointer() {
             {
                 address = ptr;
@@ -377,18 +343,16 @@ public final class BfcCudaProvider implements AutoCloseable {
     }
 
     private void free(long ptr) {
-        freeCalls.increment();
+        counters.freeCalls.increment();
         if (ptr == 0) {
             return;
         }
         memory.free(ptr);
-        liveAllocations.decrementAndGet();
+        counters.liveAllocations.decrementAndGet();
     }
 
     private void error(String message, Throwable t) {
-        callbackErrors.increment();
-        lastError = message;
-        LOG.log(Level.SEVERE, message, t);
+        counters.error(LOG, message, t);
     }
 
     /** Reads the C function pointer JavaCPP stores first in a callback's native struct. */
@@ -441,7 +405,7 @@ public final class BfcCudaProvider implements AutoCloseable {
                 return (BytePointer) p.alloc(size);
             } catch (Throwable t) {
                 if (p != null) {
-                    p.failedAllocs.increment();
+                    p.counters.failedAllocs.increment();
                     p.error("gpu_external_alloc(" + size + ") on '" + p.memory.name() + "' failed: " + t, t);
                 }
                 return null;
@@ -489,7 +453,7 @@ public final class BfcCudaProvider implements AutoCloseable {
         public BytePointer call() {
             BfcCudaProvider p = slot.owner;
             if (p != null) {
-                p.emptyCacheCalls.increment();
+                p.counters.emptyCacheCalls.increment();
             }
             return null;
         }

@@ -10,8 +10,6 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.MemoryType;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.bytedeco.javacpp.BytePointer;
@@ -62,7 +60,7 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  * ONNX Runtime asked for 8.00MiB; ...}). Answering null is not an option: ORT 1.22 does not
  * check a custom allocator's result and writes to it. {@code Free} and {@code Info} never throw:
  * a free that bfc4j rejects is logged (logger {@code io.github.bfc4j.onnxruntime.BfcOrtAllocator})
- * and counted in {@link #callbackErrors()}. With {@code allowRetryOnFailure} on (the builder's
+ * and counted in {@link #stats()}. With {@code allowRetryOnFailure} on (the builder's
  * default) a failed allocation waits up to 10 s for frees, inside ORT's call: build the allocator
  * with
  * {@code allowRetryOnFailure(false)} unless several sessions share it.
@@ -102,13 +100,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
     private final long structAddress;
 
     private volatile boolean closed;
-    private final LongAdder allocCalls = new LongAdder();
-    private final LongAdder reserveCalls = new LongAdder();
-    private final LongAdder freeCalls = new LongAdder();
-    private final LongAdder failedAllocs = new LongAdder();
-    private final LongAdder callbackErrors = new LongAdder();
-    private final AtomicLong liveAllocations = new AtomicLong();
-    private volatile String lastError;
+    private final OrtCallbackStats.Counters counters = new OrtCallbackStats.Counters();
 
     private BfcOrtAllocator(BfcAllocator bfc, OrtApi api, OrtEnv env, OrtMemoryInfo memoryInfo,
             OrtAllocator struct) {
@@ -237,69 +229,12 @@ public final class BfcOrtAllocator implements AutoCloseable {
     }
 
     /**
-     * {@code Alloc} calls from ORT so far (not counting {@code Reserve}).
+     * How ORT's calls into this allocator went so far.
      *
-     * @return the count
+     * @return a snapshot of the counters
      */
-    public long allocCalls() {
-        return allocCalls.sum();
-    }
-
-    /**
-     * {@code Reserve} calls from ORT so far (ORT reserves memory for weights; bfc4j serves them
-     * like any allocation).
-     *
-     * @return the count
-     */
-    public long reserveCalls() {
-        return reserveCalls.sum();
-    }
-
-    /**
-     * {@code Free} calls from ORT so far (null pointers included).
-     *
-     * @return the count
-     */
-    public long freeCalls() {
-        return freeCalls.sum();
-    }
-
-    /**
-     * {@code Alloc} or {@code Reserve} calls that failed (ORT got an exception): out of memory,
-     * or after {@link #close()}.
-     *
-     * @return the count
-     */
-    public long failedAllocs() {
-        return failedAllocs.sum();
-    }
-
-    /**
-     * Exceptions caught in a callback (a free that bfc4j rejected, an allocation after close, an
-     * unexpected error); each was logged.
-     *
-     * @return the count
-     */
-    public long callbackErrors() {
-        return callbackErrors.sum();
-    }
-
-    /**
-     * Allocations handed to ORT and not yet freed by it.
-     *
-     * @return the count
-     */
-    public long liveAllocations() {
-        return liveAllocations.get();
-    }
-
-    /**
-     * The last callback error's message, or null if there was none.
-     *
-     * @return the message
-     */
-    public String lastError() {
-        return lastError;
+    public OrtCallbackStats stats() {
+        return counters.snapshot();
     }
 
     /**
@@ -326,7 +261,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
             if (closed) {
                 return;
             }
-            long live = liveAllocations.get();
+            long live = counters.liveAllocations.get();
             if (live > 0) {
                 throw new IllegalStateException("close() refused: ONNX Runtime still holds " + live
                         + " allocation" + (live == 1 ? "" : "s") + " from allocator '" + bfc.name()
@@ -349,7 +284,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
     @Override
     public String toString() {
         return "BfcOrtAllocator[" + bfc.name() + (closed ? ", closed" : "") + ", live allocations "
-                + liveAllocations.get() + "]";
+                + counters.liveAllocations.get() + "]";
     }
 
     // ---------------------------------------------------------------------------------------
@@ -357,12 +292,12 @@ public final class BfcOrtAllocator implements AutoCloseable {
     // ---------------------------------------------------------------------------------------
 
     private Pointer alloc(long size, boolean reserve) {
-        (reserve ? reserveCalls : allocCalls).increment();
+        (reserve ? counters.reserveCalls : counters.allocCalls).increment();
         if (size <= 0) {
             return null;   // as ORT's CPUAllocator: nothing for 0 bytes
         }
         if (closed) {
-            failedAllocs.increment();
+            counters.failedAllocs.increment();
             String message = (reserve ? "Reserve(" : "Alloc(") + size + ") called after BfcOrtAllocator '"
                     + bfc.name() + "' was closed: a session created while it was registered is still"
                     + " running. Close sessions before the allocator.";
@@ -371,7 +306,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
         }
         long ptr = bfc.allocateRaw(ALIGNMENT, size);
         if (ptr == 0) {
-            failedAllocs.increment();
+            counters.failedAllocs.increment();
             MemoryStats s = bfc.memoryStats();
             throw new AllocationFailure("allocator '" + bfc.name() + "' is out of memory: ONNX Runtime asked for "
                     + BfcAllocator.humanReadableNumBytes(size) + "; " + BfcAllocator.humanReadableNumBytes(s.bytesInUse())
@@ -379,23 +314,21 @@ public final class BfcOrtAllocator implements AutoCloseable {
                     + BfcAllocator.humanReadableNumBytes(s.bytesLimit()) + ", largest free chunk "
                     + BfcAllocator.humanReadableNumBytes(s.largestFreeChunkBytes()));
         }
-        liveAllocations.incrementAndGet();
+        counters.liveAllocations.incrementAndGet();
         return new Address(ptr);
     }
 
     private void free(Pointer p) {
-        freeCalls.increment();
+        counters.freeCalls.increment();
         if (p == null || p.isNull()) {
             return;
         }
         bfc.deallocateRaw(p.address());
-        liveAllocations.decrementAndGet();
+        counters.liveAllocations.decrementAndGet();
     }
 
     private void error(String message, Throwable t) {
-        callbackErrors.increment();
-        lastError = message;
-        LOG.log(Level.SEVERE, message, t);
+        counters.error(LOG, message, t);
     }
 
     private static BfcOrtAllocator find(OrtAllocator self) {
@@ -454,7 +387,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
         } catch (Throwable t) {
             String message = (reserve ? "Reserve(" : "Alloc(") + size + ") failed: " + t;
             if (a != null) {
-                a.failedAllocs.increment();
+                a.counters.failedAllocs.increment();
                 a.error(message, t);
             } else {
                 orphanError("Alloc", self, t);

@@ -87,13 +87,13 @@ public final class OnnxRuntimeExample {
                     }
                     out.println(line + "  -> class " + best);
                 }
-                out.println("ORT called the allocator: Alloc " + ort.allocCalls() + ", Reserve " + ort.reserveCalls()
-                        + ", Free " + ort.freeCalls() + "; " + ort.liveAllocations()
+                out.println("ORT called the allocator: Alloc " + ort.stats().allocCalls() + ", Reserve " + ort.stats().reserveCalls()
+                        + ", Free " + ort.stats().freeCalls() + "; " + ort.stats().liveAllocations()
                         + " allocations live (the session's weights)");
                 out.println(bfc.memorySummary());
             }
             out.println("After closing the session: " + BfcAllocator.humanReadableNumBytes(bfc.bytesInUse())
-                    + " in use, " + ort.liveAllocations() + " allocations live");
+                    + " in use, " + ort.stats().liveAllocations() + " allocations live");
         }
     }
 
@@ -113,8 +113,8 @@ public final class OnnxRuntimeExample {
             compareModel(out, env, "MLP 256-1024-10, batch 32", mlp.onnx(), 32, new long[] {32, 256}, rounds);
             compareModel(out, env, "Conv 3->16 3x3 + Relu, 32x32, batch 8", conv.onnx(), 8,
                     new long[] {8, 3, 32, 32}, rounds);
-            out.println("bfc4j: Alloc " + ort.allocCalls() + ", Reserve " + ort.reserveCalls() + ", Free "
-                    + ort.freeCalls() + ", peak in use " + BfcAllocator.humanReadableNumBytes(bfc.memoryStats().peakBytesInUse()));
+            out.println("bfc4j: Alloc " + ort.stats().allocCalls() + ", Reserve " + ort.stats().reserveCalls() + ", Free "
+                    + ort.stats().freeCalls() + ", peak in use " + BfcAllocator.humanReadableNumBytes(bfc.memoryStats().peakBytesInUse()));
         }
     }
 

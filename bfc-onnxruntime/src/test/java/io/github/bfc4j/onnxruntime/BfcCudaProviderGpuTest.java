@@ -37,7 +37,7 @@ class BfcCudaProviderGpuTest {
                 BfcCudaProvider cuda = BfcCudaProvider.create(gpu)) {
             MemoryStats before = gpu.allocator().memoryStats();
             try (OrtInference session = new OrtInference(env, model.onnx(), false, cuda)) {
-                assertThat(cuda.allocCalls()).as("weights copied to the device through bfc4j").isPositive();
+                assertThat(cuda.stats().allocCalls()).as("weights copied to the device through bfc4j").isPositive();
                 for (int i = 0; i < 30; i++) {
                     int batch = 1 + random.nextInt(128);
                     float[] x = Reference.random(random, batch * model.inputs());
@@ -47,13 +47,13 @@ class BfcCudaProviderGpuTest {
                 // Every device allocation of the session went through bfc4j (ORT's external
                 // allocator never asks for 0 bytes).
                 assertThat(gpu.allocator().memoryStats().allocationsTotal() - before.allocationsTotal())
-                        .isEqualTo(cuda.allocCalls() - cuda.failedAllocs());
-                System.out.println(cuda.allocCalls() + " allocations, " + cuda.freeCalls() + " frees, "
-                        + cuda.emptyCacheCalls() + " empty-cache calls\n" + gpu.allocator().memorySummary());
+                        .isEqualTo(cuda.stats().allocCalls() - cuda.stats().failedAllocs());
+                System.out.println(cuda.stats().allocCalls() + " allocations, " + cuda.stats().freeCalls() + " frees, "
+                        + cuda.stats().emptyCacheCalls() + " empty-cache calls\n" + gpu.allocator().memorySummary());
             }
-            assertThat(cuda.liveAllocations()).isZero();
+            assertThat(cuda.stats().liveAllocations()).isZero();
             assertThat(gpu.allocator().bytesInUse()).isEqualTo(before.bytesInUse());
-            assertThat(cuda.callbackErrors()).isZero();
+            assertThat(cuda.stats().callbackErrors()).isZero();
         }
     }
 }

@@ -123,10 +123,10 @@ class BfcCudaProviderTest {
                 BytePointer p = alloc.call(new OrtCustomOp(at(5000)));
                 assertThat(p).isNotNull();
                 assertThat(bfc.requestedSize(p.address())).as("the size arrived as the argument").isEqualTo(5000);
-                assertThat(provider.liveAllocations()).isEqualTo(1);
+                assertThat(provider.stats().liveAllocations()).isEqualTo(1);
                 assertThat(alloc.call(new OrtCustomOp(at(64L << 20)))).as("out of memory: null").isNull();
-                assertThat(provider.failedAllocs()).isEqualTo(1);
-                assertThat(provider.lastError()).isEqualTo("'device_stand_in' could not allocate 67108864 bytes");
+                assertThat(provider.stats().failedAllocs()).isEqualTo(1);
+                assertThat(provider.stats().lastError()).isEqualTo("'device_stand_in' could not allocate 67108864 bytes");
                 assertThat(alloc.call(null)).as("0 bytes").isNull();
 
                 assertThatThrownBy(provider::close).isInstanceOf(IllegalStateException.class)
@@ -134,12 +134,12 @@ class BfcCudaProviderTest {
                 free.call(p);
                 assertThat(bfc.bytesInUse()).isZero();
                 free.call(at(0x1000));   // not ours: logged, counted, not thrown
-                assertThat(provider.callbackErrors()).isEqualTo(1);
-                assertThat(provider.lastError()).contains("gpu_external_free(0x1000) on 'device_stand_in' failed");
+                assertThat(provider.stats().callbackErrors()).isEqualTo(1);
+                assertThat(provider.stats().lastError()).contains("gpu_external_free(0x1000) on 'device_stand_in' failed");
                 emptyCache.call();
-                assertThat(provider.emptyCacheCalls()).isEqualTo(1);
-                assertThat(provider.allocCalls()).isEqualTo(3);
-                assertThat(provider.freeCalls()).isEqualTo(2);
+                assertThat(provider.stats().emptyCacheCalls()).isEqualTo(1);
+                assertThat(provider.stats().allocCalls()).isEqualTo(3);
+                assertThat(provider.stats().freeCalls()).isEqualTo(2);
             } finally {
                 provider.close();
             }

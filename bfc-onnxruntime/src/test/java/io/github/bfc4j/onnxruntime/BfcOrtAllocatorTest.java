@@ -92,18 +92,18 @@ class BfcOrtAllocatorTest {
                 // At least the output of every run came from bfc4j, and every call of ORT's
                 // reached it: nothing else allocates from this allocator.
                 assertThat(ran.allocationsTotal() - created.allocationsTotal()).isGreaterThanOrEqualTo(runs);
-                assertThat(ran.allocationsTotal()).isEqualTo(ort.allocCalls() + ort.reserveCalls() - ort.failedAllocs());
+                assertThat(ran.allocationsTotal()).isEqualTo(ort.stats().allocCalls() + ort.stats().reserveCalls() - ort.stats().failedAllocs());
                 // Between runs only the session's own tensors are live.
                 assertThat(ran.bytesInUse()).isEqualTo(created.bytesInUse());
-                System.out.println("mlp: " + ort + ", Alloc " + ort.allocCalls() + ", Reserve " + ort.reserveCalls()
-                        + ", Free " + ort.freeCalls() + "\n" + bfc.memorySummary());
+                System.out.println("mlp: " + ort + ", Alloc " + ort.stats().allocCalls() + ", Reserve " + ort.stats().reserveCalls()
+                        + ", Free " + ort.stats().freeCalls() + "\n" + bfc.memorySummary());
             }
             MemoryStats after = bfc.memoryStats();
             assertThat(after.bytesInUse()).isEqualTo(before.bytesInUse());
             assertThat(after.activeAllocations()).isZero();
             assertThat(after.freesTotal()).isEqualTo(after.allocationsTotal());
-            assertThat(ort.liveAllocations()).isZero();
-            assertThat(ort.callbackErrors()).isZero();
+            assertThat(ort.stats().liveAllocations()).isZero();
+            assertThat(ort.stats().callbackErrors()).isZero();
             bfc.checkInvariants();
         }
     }
@@ -127,7 +127,7 @@ class BfcOrtAllocatorTest {
                 assertThat(bfc.memoryStats().allocationsTotal() - created).isGreaterThanOrEqualTo(25);
             }
             assertThat(bfc.bytesInUse()).isZero();
-            assertThat(ort.liveAllocations()).isZero();
+            assertThat(ort.stats().liveAllocations()).isZero();
         }
     }
 
@@ -139,10 +139,10 @@ class BfcOrtAllocatorTest {
                     ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)) {
                 long address = x.GetTensorMutableDataFloat().address();
                 assertThat(bfc.requestedSize(address)).isEqualTo(4 * 100 * 4);
-                assertThat(ort.liveAllocations()).isEqualTo(1);
+                assertThat(ort.stats().liveAllocations()).isEqualTo(1);
             }
             assertThat(bfc.bytesInUse()).isZero();
-            assertThat(ort.liveAllocations()).isZero();
+            assertThat(ort.stats().liveAllocations()).isZero();
         }
     }
 
@@ -155,7 +155,7 @@ class BfcOrtAllocatorTest {
             float[] x = Reference.random(new Random(1), 3 * 16);
             Reference.assertClose(session.run(x, 3, 16), Reference.mlp(model, x, 3), "ORT's own allocator");
             assertThat(bfc.memoryStats().allocationsTotal()).isZero();
-            assertThat(ort.allocCalls() + ort.reserveCalls()).isZero();
+            assertThat(ort.stats().allocCalls() + ort.stats().reserveCalls()).isZero();
         }
     }
 
@@ -190,8 +190,8 @@ class BfcOrtAllocatorTest {
                         .isGreaterThanOrEqualTo((long) threads * runsPerThread);
             }
             assertThat(bfc.bytesInUse()).isZero();
-            assertThat(ort.liveAllocations()).isZero();
-            assertThat(ort.callbackErrors()).isZero();
+            assertThat(ort.stats().liveAllocations()).isZero();
+            assertThat(ort.stats().callbackErrors()).isZero();
             bfc.checkInvariants();
         } finally {
             pool.shutdownNow();
@@ -211,7 +211,7 @@ class BfcOrtAllocatorTest {
                 assertThatThrownBy(() -> session.run(big, 4096, model.inputs()))
                         .isInstanceOf(RuntimeException.class)
                         .satisfies(e -> System.out.println("ORT's error: " + e.getMessage()));
-                assertThat(ort.failedAllocs()).isPositive();
+                assertThat(ort.stats().failedAllocs()).isPositive();
                 assertThat(bfc.memoryStats().oomsTotal()).isPositive();
                 assertThat(bfc.bytesInUse()).as("nothing of the failed run is left").isEqualTo(inUse);
                 // The same session and allocator go on working.
@@ -231,9 +231,9 @@ class BfcOrtAllocatorTest {
             assertThatThrownBy(() -> new OrtInference(env, model.onnx(), true))
                     .isInstanceOf(RuntimeException.class)
                     .hasMessageContaining("bfc4j: allocator 'ort_weights' is out of memory");
-            assertThat(ort.failedAllocs()).isPositive();
+            assertThat(ort.stats().failedAllocs()).isPositive();
             assertThat(bfc.bytesInUse()).isZero();
-            assertThat(ort.liveAllocations()).isZero();
+            assertThat(ort.stats().liveAllocations()).isZero();
         }
     }
 
@@ -307,7 +307,7 @@ class BfcOrtAllocatorTest {
             assertThat(p.address() % BfcOrtAllocator.ALIGNMENT).isZero();
             assertThat(bfc.requestedSize(p.address())).isEqualTo(1000);
             assertThat(bfc.requestedSize(r.address())).isEqualTo(3000);
-            assertThat(ort.liveAllocations()).isEqualTo(2);
+            assertThat(ort.stats().liveAllocations()).isEqualTo(2);
             assertThat(struct.Alloc().call(struct, 0)).as("0 bytes: null, as ORT's CPU allocator").isNull();
 
             // Out of memory: thrown as a C++ exception (as ORT's own allocators do), which
@@ -315,8 +315,8 @@ class BfcOrtAllocatorTest {
             // lost on this path: the presets only translate Ort::Exception).
             assertThatThrownBy(() -> struct.Alloc().call(struct, 64L << 20))
                     .isInstanceOf(RuntimeException.class);
-            assertThat(ort.failedAllocs()).isEqualTo(1);
-            assertThat(ort.callbackErrors()).isZero();
+            assertThat(ort.stats().failedAllocs()).isEqualTo(1);
+            assertThat(ort.stats().callbackErrors()).isZero();
 
             // A free bfc4j rejects (never allocated) is logged and counted, not thrown.
             struct.Free().call(struct, new Pointer() {
@@ -324,9 +324,9 @@ class BfcOrtAllocatorTest {
                     address = 0x1000;
                 }
             });
-            assertThat(ort.callbackErrors()).isEqualTo(1);
-            assertThat(ort.lastError()).contains("Free(0x1000) on 'callbacks' failed");
-            assertThat(ort.liveAllocations()).isEqualTo(2);
+            assertThat(ort.stats().callbackErrors()).isEqualTo(1);
+            assertThat(ort.stats().lastError()).contains("Free(0x1000) on 'callbacks' failed");
+            assertThat(ort.stats().liveAllocations()).isEqualTo(2);
 
             struct.Free().call(struct, p);
             assertThatThrownBy(ort::close).isInstanceOf(IllegalStateException.class);
@@ -336,7 +336,7 @@ class BfcOrtAllocatorTest {
 
             // After close: allocation fails with a clear error.
             assertThatThrownBy(() -> struct.Alloc().call(struct, 100)).isInstanceOf(RuntimeException.class);
-            assertThat(ort.lastError()).contains("Alloc(100) called after BfcOrtAllocator 'callbacks' was closed");
+            assertThat(ort.stats().lastError()).contains("Alloc(100) called after BfcOrtAllocator 'callbacks' was closed");
             assertThat(bfc.bytesInUse()).isZero();
         }
     }
