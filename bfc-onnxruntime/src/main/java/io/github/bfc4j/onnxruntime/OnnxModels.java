@@ -88,7 +88,8 @@ public final class OnnxModels {
     }
 
     /**
-     * Builds an MLP with weights drawn from {@code new Random(seed)}, uniform in [-1, 1).
+     * Builds an MLP with weights drawn from {@code new Random(seed)}, uniform in
+     * [-1/sqrt(fan-in), 1/sqrt(fan-in)) (fan-in: the inputs of the layer; biases likewise).
      *
      * @param inputs  features per example, at least 1
      * @param hidden  hidden units, at least 1
@@ -102,10 +103,10 @@ public final class OnnxModels {
         checkPositive("hidden", hidden);
         checkPositive("classes", classes);
         Random random = new Random(seed);
-        float[] w1 = uniform(random, inputs * hidden);
-        float[] b1 = uniform(random, hidden);
-        float[] w2 = uniform(random, hidden * classes);
-        float[] b2 = uniform(random, classes);
+        float[] w1 = uniform(random, inputs * hidden, inputs);
+        float[] b1 = uniform(random, hidden, inputs);
+        float[] w2 = uniform(random, hidden * classes, hidden);
+        float[] b2 = uniform(random, classes, hidden);
         OnnxProtoWriter graph = new OnnxProtoWriter()
                 .message(GRAPH_NODE, node("matmul1", "MatMul", "X", "W1", "H0"))
                 .message(GRAPH_NODE, node("add1", "Add", "H0", "B1", "H1"))
@@ -125,7 +126,7 @@ public final class OnnxModels {
 
     /**
      * Builds a 3x3 convolution with ReLU, weights drawn from {@code new Random(seed)}, uniform in
-     * [-1, 1).
+     * [-1/sqrt(fan-in), 1/sqrt(fan-in)) with fan-in {@code 9 * inChannels} (biases likewise).
      *
      * @param inChannels  input channels, at least 1
      * @param outChannels output channels, at least 1
@@ -141,8 +142,8 @@ public final class OnnxModels {
         checkPositive("height", height);
         checkPositive("width", width);
         Random random = new Random(seed);
-        float[] w = uniform(random, outChannels * inChannels * 9);
-        float[] b = uniform(random, outChannels);
+        float[] w = uniform(random, outChannels * inChannels * 9, inChannels * 9);
+        float[] b = uniform(random, outChannels, inChannels * 9);
         OnnxProtoWriter conv = node("conv", "Conv", "X", "W", "B", "C")
                 .message(NODE_ATTRIBUTE, intsAttribute("kernel_shape", 3, 3))
                 .message(NODE_ATTRIBUTE, intsAttribute("pads", 1, 1, 1, 1))
@@ -210,10 +211,11 @@ public final class OnnxModels {
                 .message(VALUE_INFO_TYPE, new OnnxProtoWriter().message(TYPE_TENSOR_TYPE, tensorType));
     }
 
-    private static float[] uniform(Random random, int n) {
+    private static float[] uniform(Random random, int n, int fanIn) {
+        float scale = (float) (1 / Math.sqrt(fanIn));
         float[] a = new float[n];
         for (int i = 0; i < n; i++) {
-            a[i] = random.nextFloat() * 2 - 1;
+            a[i] = (random.nextFloat() * 2 - 1) * scale;
         }
         return a;
     }
