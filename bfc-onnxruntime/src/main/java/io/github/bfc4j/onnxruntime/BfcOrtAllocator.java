@@ -50,8 +50,8 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  * us about.
  *
  * <h2>Threads and errors</h2>
- * ORT calls the callbacks from the thread that runs the session and from its intra-op thread
- * pool; JavaCPP attaches those threads to the JVM. An allocation that cannot be served (out of
+ * ORT may call the callbacks from the thread that runs the session or from its intra-op
+ * thread pool; JavaCPP attaches such threads to the JVM. An allocation that cannot be served (out of
  * memory, allocator closed) is answered the way ORT's own CPU allocators answer it: by throwing.
  * The callback throws a Java exception whose message starts with {@code bfc4j:}; JavaCPP turns
  * it into a C++ {@code std::exception} with that message, and ORT returns it as the error of the
@@ -62,8 +62,7 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  * a free that bfc4j rejects is logged (logger {@code io.github.bfc4j.onnxruntime.BfcOrtAllocator})
  * and counted in {@link #stats()}. With {@code allowRetryOnFailure} on (the builder's
  * default) a failed allocation waits up to 10 s for frees, inside ORT's call: build the allocator
- * with
- * {@code allowRetryOnFailure(false)} unless several sessions share it.
+ * with {@code allowRetryOnFailure(false)} unless several sessions share it.
  */
 public final class BfcOrtAllocator implements AutoCloseable {
 
