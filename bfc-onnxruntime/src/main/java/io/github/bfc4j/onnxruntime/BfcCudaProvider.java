@@ -1,0 +1,461 @@
+package io.github.bfc4j.onnxruntime;
+
+import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_API_VERSION;
+import static org.bytedeco.onnxruntime.global.onnxruntime.OrtGetApiBase;
+
+import io.github.bfc4j.cuda.CudaAvailability;
+import io.github.bfc4j.cuda.CudaProbe;
+import io.github.bfc4j.cuda.GpuBfcAllocator;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.FunctionPointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
+import org.bytedeco.onnxruntime.OrtApi;
+import org.bytedeco.onnxruntime.OrtCUDAProviderOptionsV2;
+import org.bytedeco.onnxruntime.OrtCustomOp;
+import org.bytedeco.onnxruntime.OrtThreadWorkerFn;
+import org.bytedeco.onnxruntime.SessionOptionsImpl;
+import org.bytedeco.onnxruntime.StringVector;
+
+/**
+ * ONNX Runtime's CUDA execution provider taking its device memory from a bfc4j
+ * {@link GpuBfcAllocator}, through the provider options {@code gpu_external_alloc},
+ * {@code gpu_external_free} and {@code gpu_external_empty_cache} (the addresses of C functions,
+ * as decimal strings; ORT then uses its {@code CUDAExternalAllocator} instead of its own arena).
+ *
+ * <pre>{@code
+ * try (GpuBfcAllocator gpu = GpuBfcAllocators.create(0, GpuBfcOptions.builder().build());
+ *      BfcCudaProvider cuda = BfcCudaProvider.create(gpu)) {
+ *     SessionOptions options = cuda.appendTo(new SessionOptions());
+ *     ... // sessions; close them before cuda and gpu
+ * }
+ * }</pre>
+ *
+ * <p>Needs a CUDA-enabled ONNX Runtime: the presets' {@code linux-x86_64-gpu} natives (with
+ * {@code -Dorg.bytedeco.javacpp.platform.extension=-gpu}), a GPU and its driver. Without them
+ * {@link #create} throws and {@link #unavailableReason()} says what is missing.
+ *
+ * <h2>How the callbacks are made</h2>
+ * The three options take plain C functions ({@code void* (size_t)}, {@code void (void*)},
+ * {@code void (void)}) with no context argument, so each binding needs its own native function.
+ * They are JavaCPP callbacks of three of the presets' callback classes whose C signatures are
+ * call-compatible on x86-64 and AArch64 (one integer-class argument in the first register, the
+ * result in the return register): {@code const char* (OrtCustomOp*)} for alloc (the size arrives
+ * as a pointer-typed argument), {@code void (void*)} for free, {@code const char* (void)} for
+ * empty-cache (ORT ignores the result). The address handed to ORT is the C function JavaCPP made
+ * for the callback: the first field of the object the callback's {@code address()} points to
+ * (JavaCPP's generated callback struct). JavaCPP has at most 10 native functions per callback
+ * class, so at most 10 providers can be open at a time.
+ *
+ * <h2>Memory and errors</h2>
+ * Alloc answers null when bfc4j cannot serve the request (ORT then fails the call with
+ * {@code ORT_ENFORCE(p != nullptr)}); the reason is kept in {@link #stats()}. Free returns the
+ * memory at once ({@link GpuBfcAllocator#deallocateRaw(long)}): ORT issues all of a session's
+ * work on one stream, so memory reused by a later allocation is only touched by work queued
+ * after the earlier work, as with ORT's own arena. Empty-cache (ORT calls it after freeing a
+ * buffer it reserved for weights) does nothing: the BFC allocator keeps its regions, and gives
+ * wholly free ones back when an allocation would fail if garbage collection is on (the GPU
+ * default).
+ */
+public final class BfcCudaProvider implements AutoCloseable {
+
+    /** ORT's name of the CUDA execution provider. */
+    public static final String CUDA_EXECUTION_PROVIDER = "CUDAExecutionProvider";
+
+    /** JavaCPP's default number of native functions per callback class. */
+    static final int MAX_OPEN = 10;
+
+    private static final Logger LOG = Logger.getLogger(BfcCudaProvider.class.getName());
+
+    /** The callback slots made so far, each bound to at most one open provider. Class lock. */
+    private static final List<Slot> SLOTS = new ArrayList<>();
+
+    /** Device memory as the callbacks need it: {@link GpuBfcAllocator} or a test's stand-in. */
+    interface DeviceMemory {
+        /** @return the address, 0 if it cannot be had */
+        long allocate(long bytes);
+
+        void free(long ptr);
+
+        int deviceId();
+
+        String name();
+    }
+
+    private final DeviceMemory memory;
+    private final Slot slot;
+    private final OrtApi api;
+    private final OrtCUDAProviderOptionsV2 options;
+    private final Map<String, String> providerOptions;
+    private volatile boolean closed;
+    private final OrtCallbackStats.Counters counters = new OrtCallbackStats.Counters();
+
+    private BfcCudaProvider(DeviceMemory memory, Slot slot, OrtApi api, OrtCUDAProviderOptionsV2 options,
+            Map<String, String> providerOptions) {
+        this.memory = memory;
+        this.slot = slot;
+        this.api = api;
+        this.options = options;
+        this.providerOptions = providerOptions;
+    }
+
+    /**
+     * Why the CUDA provider cannot run on bfc4j memory here, or null if it can: the ONNX Runtime
+     * build lacks the CUDA execution provider, or bfc-cuda's probe finds no usable GPU.
+     *
+     * @return one sentence, or null
+     */
+    public static String unavailableReason() {
+        String ort = ortReason();
+        if (ort != null) {
+            return ort;
+        }
+        CudaAvailability cuda = CudaProbe.availability();
+        return cuda.isUsable() ? null : cuda.unavailableReason();
+    }
+
+    /**
+     * Creates CUDA provider options ({@code OrtCUDAProviderOptionsV2}) for {@code gpu}'s device
+     * whose device memory comes from {@code gpu}.
+     *
+     * @param gpu a bfc4j GPU allocator; keep it open while sessions use the provider
+     * @return the provider options; close after the sessions
+     * @throws IllegalArgumentException if {@code gpu} is null
+     * @throws IllegalStateException if ONNX Runtime has no CUDA execution provider here, or
+     *     {@value #MAX_OPEN} providers are open
+     * @throws OrtCallException if ORT rejects the options
+     */
+    public static BfcCudaProvider create(GpuBfcAllocator gpu) {
+        if (gpu == null) {
+            throw new IllegalArgumentException("gpu=null (expected: a GpuBfcAllocator from GpuBfcAllocators.create)");
+        }
+        return create(new DeviceMemory() {
+            @Override
+            public long allocate(long bytes) {
+                return gpu.allocateRaw(BfcOrtAllocator.ALIGNMENT, bytes);
+            }
+
+            @Override
+            public void free(long ptr) {
+                gpu.deallocateRaw(ptr);
+            }
+
+            @Override
+            public int deviceId() {
+                return gpu.deviceId();
+            }
+
+            @Override
+            public String name() {
+                return gpu.allocator().name();
+            }
+        });
+    }
+
+    static BfcCudaProvider create(DeviceMemory memory) {
+        String reason = ortReason();
+        if (reason != null) {
+            throw new IllegalStateException(reason);
+        }
+        return bind(memory, OrtGetApiBase().GetApi().call(ORT_API_VERSION));
+    }
+
+    /**
+     * Binds a callback slot to {@code memory} and makes the ORT options; without checking that
+     * ORT has the CUDA provider (the tests' way to the slot logic).
+     */
+    static synchronized BfcCudaProvider bind(DeviceMemory memory, OrtApi api) {
+        Slot slot = freeSlot();
+        Map<String, String> values = new LinkedHashMap<>();
+        values.put("device_id", Integer.toString(memory.deviceId()));
+        values.put("gpu_external_alloc", Long.toUnsignedString(slot.allocFunction()));
+        values.put("gpu_external_free", Long.toUnsignedString(slot.freeFunction()));
+        values.put("gpu_external_empty_cache", Long.toUnsignedString(slot.emptyCacheFunction()));
+        OrtCUDAProviderOptionsV2 options = null;
+        if (api != null) {
+            PointerPointer<Pointer> out = new PointerPointer<>(1);
+            PointerPointer<BytePointer> keys = new PointerPointer<>(values.keySet().toArray(new String[0]));
+            PointerPointer<BytePointer> vals = new PointerPointer<>(values.values().toArray(new String[0]));
+            try {
+                OrtCallException.check(api, api.CreateCUDAProviderOptions(out), "CreateCUDAProviderOptions");
+                options = new OrtCUDAProviderOptionsV2(out.get(0));
+                OrtCallException.check(api, api.UpdateCUDAProviderOptions(options, keys, vals, values.size()),
+                        "UpdateCUDAProviderOptions(" + values + ")");
+            } catch (RuntimeException e) {
+                if (options != null) {
+                    api.ReleaseCUDAProviderOptions().call(options);
+                }
+                throw e;
+            } finally {
+                out.close();
+                keys.close();
+                vals.close();
+            }
+        }
+        BfcCudaProvider p = new BfcCudaProvider(memory, slot, api, options, Map.copyOf(values));
+        slot.owner = p;
+        return p;
+    }
+
+    private static String ortReason() {
+        List<String> providers = new ArrayList<>();
+        try (StringVector v = org.bytedeco.onnxruntime.global.onnxruntime.GetAvailableProviders()) {
+            for (long i = 0; i < v.size(); i++) {
+                providers.add(v.get(i).getString());
+            }
+        }
+        if (providers.contains(CUDA_EXECUTION_PROVIDER)) {
+            return null;
+        }
+        return "This ONNX Runtime build has no " + CUDA_EXECUTION_PROVIDER + " (it has " + providers
+                + "): add org.bytedeco:onnxruntime with classifier linux-x86_64-gpu and run with"
+                + " -Dorg.bytedeco.javacpp.platform.extension=-gpu (mvn -Pgpu does both for bfc-onnxruntime),"
+                + " see docs/integrations.md.";
+    }
+
+    private static Slot freeSlot() {
+        for (Slot s : SLOTS) {
+            if (s.owner == null) {
+                return s;
+            }
+        }
+        if (SLOTS.size() >= MAX_OPEN) {
+            throw new IllegalStateException(MAX_OPEN + " BfcCudaProviders are open (JavaCPP has " + MAX_OPEN
+                    + " native functions per callback class); close one first");
+        }
+        Slot s = new Slot();
+        s.allocFunction();   // fails if another user took JavaCPP's native functions of these classes
+        s.freeFunction();
+        s.emptyCacheFunction();
+        SLOTS.add(s);
+        return s;
+    }
+
+    /**
+     * Appends the CUDA execution provider with these options to {@code sessionOptions}
+     * ({@code SessionOptionsAppendExecutionProvider_CUDA_V2}).
+     *
+     * @param sessionOptions the presets' session options
+     * @param <T>            their type
+     * @return {@code sessionOptions}
+     * @throws IllegalStateException if this provider is closed
+     */
+    public <T extends SessionOptionsImpl> T appendTo(T sessionOptions) {
+        checkOpen();
+        sessionOptions.AppendExecutionProvider_CUDA_V2(options);
+        return sessionOptions;
+    }
+
+    /**
+     * The native provider options, e.g. to append them yourself.
+     *
+     * @return them; valid until {@link #close()}
+     * @throws IllegalStateException if closed
+     */
+    public OrtCUDAProviderOptionsV2 options() {
+        checkOpen();
+        return options;
+    }
+
+    /**
+     * The provider options set, as passed to {@code UpdateCUDAProviderOptions}: {@code device_id}
+     * and the three function addresses.
+     *
+     * @return key to value, in that order
+     */
+    public Map<String, String> providerOptions() {
+        return providerOptions;
+    }
+
+    /**
+     * How ORT's calls into the three functions went so far ({@code reserveCalls} is always 0).
+     *
+     * @return a snapshot of the counters
+     */
+    public OrtCallbackStats stats() {
+        return counters.snapshot();
+    }
+
+    /**
+     * Releases the ORT options and frees the callback slot for another provider. The GPU
+     * allocator stays open. Idempotent.
+     *
+     * @throws IllegalStateException if ORT still holds memory from it (close the sessions first)
+     */
+    @Override
+    public void close() {
+        synchronized (BfcCudaProvider.class) {
+            if (closed) {
+                return;
+            }
+            long live = counters.liveAllocations.get();
+            if (live > 0) {
+                throw new IllegalStateException("close() refused: ONNX Runtime's CUDA provider still holds " + live
+                        + " allocation" + (live == 1 ? "" : "s") + " from '" + memory.name()
+                        + "'. Close the sessions and their OrtValues first.");
+            }
+            closed = true;
+            slot.owner = null;
+            if (options != null) {
+                api.ReleaseCUDAProviderOptions().call(options);
+            }
+        }
+    }
+
+    private void checkOpen() {
+        if (closed) {
+            throw new IllegalStateException("BfcCudaProvider over '" + memory.name() + "' is closed");
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Callbacks
+    // ---------------------------------------------------------------------------------------
+
+    private Pointer alloc(long size) {
+        counters.allocCalls.increment();
+        if (size == 0) {
+            return null;
+        }
+        if (closed) {
+            counters.failedAllocs.increment();
+            error("alloc(" + size + ") after BfcCudaProvider over '" + memory.name() + "' was closed", null);
+            return null;
+        }
+        long ptr = memory.allocate(size);
+        if (ptr == 0) {
+            counters.failedAllocs.increment();
+            counters.lastError = "'" + memory.name() + "' could not allocate " + size + " bytes";
+            return null;
+        }
+        counters.liveAllocations.incrementAndGet();
+        return new BytePointer() {
+            {
+                address = ptr;
+            }
+        };
+    }
+
+    private void free(long ptr) {
+        counters.freeCalls.increment();
+        if (ptr == 0) {
+            return;
+        }
+        memory.free(ptr);
+        counters.liveAllocations.decrementAndGet();
+    }
+
+    private void error(String message, Throwable t) {
+        counters.error(LOG, message, t);
+    }
+
+    /** Reads the C function pointer JavaCPP stores first in a callback's native struct. */
+    static long functionAddress(FunctionPointer callback) {
+        Pointer function = new PointerPointer<Pointer>(callback).get(0);
+        if (function == null || function.isNull()) {
+            throw new IllegalStateException("JavaCPP has no free native function left for callback class "
+                    + callback.getClass().getSuperclass().getName() + " (" + MAX_OPEN + " per class)");
+        }
+        return function.address();
+    }
+
+    /** One set of three callbacks (one native function each), bound to an open provider or free. */
+    static final class Slot {
+        volatile BfcCudaProvider owner;
+        final AllocFunction alloc = new AllocFunction(this);
+        final FreeFunction free = new FreeFunction(this);
+        final EmptyCacheFunction emptyCache = new EmptyCacheFunction(this);
+
+        long allocFunction() {
+            return functionAddress(alloc);
+        }
+
+        long freeFunction() {
+            return functionAddress(free);
+        }
+
+        long emptyCacheFunction() {
+            return functionAddress(emptyCache);
+        }
+    }
+
+    /** {@code void* alloc(size_t)}, as {@code const char* (OrtCustomOp*)}: the size is the "pointer". */
+    static final class AllocFunction extends OrtCustomOp.GetExecutionProviderType_OrtCustomOp {
+        private final Slot slot;
+
+        AllocFunction(Slot slot) {
+            this.slot = slot;
+        }
+
+        @Override
+        public BytePointer call(OrtCustomOp sizeAsPointer) {
+            long size = sizeAsPointer == null ? 0 : sizeAsPointer.address();
+            BfcCudaProvider p = slot.owner;
+            try {
+                if (p == null) {
+                    LOG.log(Level.SEVERE, "gpu_external_alloc({0}) on a closed BfcCudaProvider slot", size);
+                    return null;
+                }
+                return (BytePointer) p.alloc(size);
+            } catch (Throwable t) {
+                if (p != null) {
+                    p.counters.failedAllocs.increment();
+                    p.error("gpu_external_alloc(" + size + ") on '" + p.memory.name() + "' failed: " + t, t);
+                }
+                return null;
+            }
+        }
+    }
+
+    /** {@code void free(void*)}. */
+    static final class FreeFunction extends OrtThreadWorkerFn {
+        private final Slot slot;
+
+        FreeFunction(Slot slot) {
+            this.slot = slot;
+        }
+
+        @Override
+        public void call(Pointer ptr) {
+            long address = ptr == null ? 0 : ptr.address();
+            BfcCudaProvider p = slot.owner;
+            try {
+                if (p == null) {
+                    LOG.log(Level.SEVERE, "gpu_external_free(0x{0}) on a closed BfcCudaProvider slot: not returned",
+                            Long.toHexString(address));
+                    return;
+                }
+                p.free(address);
+            } catch (Throwable t) {
+                if (p != null) {
+                    p.error("gpu_external_free(0x" + Long.toHexString(address) + ") on '" + p.memory.name()
+                            + "' failed, the memory is not returned: " + t, t);
+                }
+            }
+        }
+    }
+
+    /** {@code void empty_cache(void)}, as {@code const char* (void)} whose result ORT ignores. */
+    static final class EmptyCacheFunction extends OrtApi.BytePointer_GetBuildInfoString {
+        private final Slot slot;
+
+        EmptyCacheFunction(Slot slot) {
+            this.slot = slot;
+        }
+
+        @Override
+        public BytePointer call() {
+            BfcCudaProvider p = slot.owner;
+            if (p != null) {
+                p.counters.emptyCacheCalls.increment();
+            }
+            return null;
+        }
+    }
+}

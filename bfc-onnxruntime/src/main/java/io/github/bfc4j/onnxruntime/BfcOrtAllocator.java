@@ -1,0 +1,475 @@
+package io.github.bfc4j.onnxruntime;
+
+import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_API_VERSION;
+import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARNING;
+import static org.bytedeco.onnxruntime.global.onnxruntime.OrtDeviceAllocator;
+import static org.bytedeco.onnxruntime.global.onnxruntime.OrtGetApiBase;
+import static org.bytedeco.onnxruntime.global.onnxruntime.OrtMemTypeDefault;
+
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.MemoryStats;
+import io.github.bfc4j.core.MemoryType;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
+import org.bytedeco.onnxruntime.OrtAllocator;
+import org.bytedeco.onnxruntime.OrtApi;
+import org.bytedeco.onnxruntime.OrtEnv;
+import org.bytedeco.onnxruntime.OrtMemoryInfo;
+import org.bytedeco.onnxruntime.SessionOptionsImpl;
+
+/**
+ * An ONNX Runtime {@code OrtAllocator} whose memory comes from a bfc4j {@link BfcAllocator},
+ * registered with ORT's environment so that sessions created with
+ * {@value #USE_ENV_ALLOCATORS}{@code =1} take their CPU memory from it (weights, intermediate
+ * tensors, outputs).
+ *
+ * <pre>{@code
+ * try (BfcAllocator bfc = BfcAllocator.builder().name("ort_cpu").memoryLimit(1L << 30)
+ *          .allowRetryOnFailure(false).subAllocator(new AlignedHostSubAllocator()).build();
+ *      BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+ *     SessionOptions options = BfcOrtAllocator.useEnvAllocators(new SessionOptions());
+ *     Session session = new Session(env, modelBytes, modelBytes.capacity(), options);
+ *     ... // run, close outputs and the session
+ * }
+ * }</pre>
+ *
+ * <h2>Lifecycle</h2>
+ * ORT keeps one environment per process; {@link #register} takes a reference to it of its own
+ * (released on {@link #close()}), so it does not matter in which order the caller's
+ * {@code Env} and this object are closed. Only one {@code BfcOrtAllocator} can be registered at
+ * a time. {@link #close()} refuses while ORT still holds memory from it (sessions or output
+ * values not yet released); after a successful close it is unregistered and every later
+ * {@code Alloc} fails (see below) with an error logged, so a session that outlives it fails with
+ * an error instead of touching freed memory. The native
+ * {@code OrtAllocator} and {@code OrtMemoryInfo} (a few dozen bytes) are kept for the life of
+ * the process: a session made while it was registered keeps a pointer to them that nothing tells
+ * us about.
+ *
+ * <h2>Threads and errors</h2>
+ * ORT may call the callbacks from the thread that runs the session or from its intra-op
+ * thread pool; JavaCPP attaches such threads to the JVM. An allocation that cannot be served (out of
+ * memory, allocator closed) is answered the way ORT's own CPU allocators answer it: by throwing.
+ * The callback throws a Java exception whose message starts with {@code bfc4j:}; JavaCPP turns
+ * it into a C++ {@code std::exception} with that message, and ORT returns it as the error of the
+ * {@code Run} or session creation that allocated (e.g. {@code Non-zero status code returned
+ * while running FusedGemm node. ... Status Message: bfc4j: allocator 'ort' is out of memory:
+ * ONNX Runtime asked for 8.00MiB; ...}). Answering null is not an option: ORT 1.22 does not
+ * check a custom allocator's result and writes to it. {@code Free} and {@code Info} never throw:
+ * a free that bfc4j rejects is logged (logger {@code io.github.bfc4j.onnxruntime.BfcOrtAllocator})
+ * and counted in {@link #stats()}. With {@code allowRetryOnFailure} on (the builder's
+ * default) a failed allocation waits up to 10 s for frees, inside ORT's call: build the allocator
+ * with {@code allowRetryOnFailure(false)} unless several sessions share it.
+ */
+public final class BfcOrtAllocator implements AutoCloseable {
+
+    /** The session config entry that makes a session use the environment's allocators. */
+    public static final String USE_ENV_ALLOCATORS = "session.use_env_allocators";
+
+    /** ORT's CPU allocator aligns to 64 bytes (MLAS); BFC chunks are 256-byte aligned anyway. */
+    static final long ALIGNMENT = 64;
+
+    private static final Logger LOG = Logger.getLogger(BfcOrtAllocator.class.getName());
+
+    /** The one registered and open instance, or null. Guarded by the class lock. */
+    private static BfcOrtAllocator registered;
+
+    /**
+     * Every instance ever created, open or closed; the callbacks find theirs by the address of
+     * the native struct. Copy-on-write under the class lock; read without a lock.
+     */
+    private static volatile BfcOrtAllocator[] instances = new BfcOrtAllocator[0];
+
+    // JavaCPP has a fixed number of native thunks per callback class (10 by default), so the
+    // callbacks are created once and shared by every instance. Created on first register, after
+    // the presets' native library is loaded.
+    private static AllocCallback allocCallback;
+    private static FreeCallback freeCallback;
+    private static InfoCallback infoCallback;
+    private static ReserveCallback reserveCallback;
+
+    private final BfcAllocator bfc;
+    private final OrtApi api;
+    private final OrtEnv env;
+    private final OrtMemoryInfo memoryInfo;
+    private final OrtAllocator struct;
+    private final long structAddress;
+
+    private volatile boolean closed;
+    private final OrtCallbackStats.Counters counters = new OrtCallbackStats.Counters();
+
+    private BfcOrtAllocator(BfcAllocator bfc, OrtApi api, OrtEnv env, OrtMemoryInfo memoryInfo,
+            OrtAllocator struct) {
+        this.bfc = bfc;
+        this.api = api;
+        this.env = env;
+        this.memoryInfo = memoryInfo;
+        this.struct = struct;
+        this.structAddress = struct.address();
+    }
+
+    /**
+     * Creates an {@code OrtAllocator} over {@code bfc} and registers it with ORT's environment
+     * ({@code OrtApi::RegisterAllocator}) for CPU memory ({@code OrtMemoryInfo} "Cpu", device
+     * allocator, default memory type).
+     *
+     * @param bfc a bfc4j allocator over host memory with close policy {@code REFUSE}
+     * @return the registered allocator; close it after the sessions that use it
+     * @throws IllegalArgumentException if {@code bfc} is null, not over host memory, or has
+     *     close policy {@code FORCE} (closing it would free memory ORT still uses)
+     * @throws IllegalStateException if another {@code BfcOrtAllocator} is registered and open
+     * @throws OrtCallException if ORT refuses (e.g. another CPU allocator was registered with
+     *     {@code CreateAndRegisterAllocator})
+     */
+    public static synchronized BfcOrtAllocator register(BfcAllocator bfc) {
+        if (bfc == null) {
+            throw new IllegalArgumentException("bfc=null (expected: a BfcAllocator over host memory)");
+        }
+        MemoryType type = bfc.getMemoryType();
+        if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
+            throw new IllegalArgumentException("memoryType=" + type + " of allocator '" + bfc.name()
+                    + "' (expected: HOST_PAGEABLE or HOST_PINNED: ORT's CPU kernels read and write"
+                    + " the memory, e.g. use AlignedHostSubAllocator)");
+        }
+        if (bfc.closePolicy() == ClosePolicy.FORCE) {
+            throw new IllegalArgumentException("closePolicy=FORCE of allocator '" + bfc.name()
+                    + "' (expected: REFUSE: closing it while ORT holds memory would free memory under"
+                    + " ORT's tensors; build it with BfcAllocator.builder())");
+        }
+        if (registered != null) {
+            throw new IllegalStateException("a BfcOrtAllocator over '" + registered.bfc.name()
+                    + "' is already registered with ONNX Runtime's environment; close it first"
+                    + " (ORT shares one CPU allocator per environment)");
+        }
+        ensureCallbacks();
+        OrtApi api = OrtGetApiBase().GetApi().call(ORT_API_VERSION);
+        PointerPointer<Pointer> out = new PointerPointer<>(1);
+        BytePointer logId = new BytePointer("bfc4j");
+        try {
+            // ORT's environment is a per-process singleton: CreateEnv hands out a counted
+            // reference to the existing one (or creates it with these settings).
+            OrtCallException.check(api, api.CreateEnv(ORT_LOGGING_LEVEL_WARNING, logId, out), "CreateEnv");
+            OrtEnv env = new OrtEnv(out.get(0));
+            out.put(0, (Pointer) null);
+            OrtMemoryInfo info;
+            try {
+                OrtCallException.check(api, api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, out),
+                        "CreateCpuMemoryInfo");
+                info = new OrtMemoryInfo(out.get(0));
+            } catch (RuntimeException e) {
+                api.ReleaseEnv(env);
+                throw e;
+            }
+            OrtAllocator struct = new OrtAllocator();
+            struct.version(ORT_API_VERSION)
+                    .Alloc(allocCallback)
+                    .Free(freeCallback)
+                    .Info(infoCallback)
+                    .Reserve(reserveCallback);
+            BfcOrtAllocator a = new BfcOrtAllocator(bfc, api, env, info, struct);
+            publish(a);
+            try {
+                OrtCallException.check(api, api.RegisterAllocator(env, struct), "RegisterAllocator");
+            } catch (RuntimeException e) {
+                a.closed = true;
+                api.ReleaseEnv(env);
+                throw e;
+            }
+            registered = a;
+            return a;
+        } finally {
+            out.close();
+            logId.close();
+        }
+    }
+
+    /**
+     * Sets {@value #USE_ENV_ALLOCATORS} to {@code 1}, so that a session created with these
+     * options takes its CPU memory from the registered allocator.
+     *
+     * @param options session options (the presets' {@code SessionOptions})
+     * @param <T>     their type
+     * @return {@code options}
+     */
+    public static <T extends SessionOptionsImpl> T useEnvAllocators(T options) {
+        options.AddConfigEntry(USE_ENV_ALLOCATORS, "1");
+        return options;
+    }
+
+    /**
+     * The bfc4j allocator behind this one.
+     *
+     * @return it
+     */
+    public BfcAllocator allocator() {
+        return bfc;
+    }
+
+    /**
+     * The native {@code OrtAllocator}, e.g. for {@code Value.CreateTensor(OrtAllocator, ...)} to
+     * make a tensor in bfc4j memory directly. Valid for the life of the process.
+     *
+     * @return the struct
+     */
+    public OrtAllocator ortAllocator() {
+        return struct;
+    }
+
+    /**
+     * The memory info the allocator reports: CPU, device allocator, default memory type.
+     *
+     * @return it
+     */
+    public OrtMemoryInfo memoryInfo() {
+        return memoryInfo;
+    }
+
+    /**
+     * How ORT's calls into this allocator went so far.
+     *
+     * @return a snapshot of the counters
+     */
+    public OrtCallbackStats stats() {
+        return counters.snapshot();
+    }
+
+    /**
+     * Whether {@link #close()} has succeeded.
+     *
+     * @return true once closed
+     */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /**
+     * Unregisters the allocator ({@code OrtApi::UnregisterAllocator}) and releases this object's
+     * reference to ORT's environment. Sessions created afterwards with
+     * {@value #USE_ENV_ALLOCATORS} use ORT's own allocator. The bfc4j allocator stays open (close
+     * it yourself). Idempotent.
+     *
+     * @throws IllegalStateException if ORT still holds memory from this allocator (release the
+     *     sessions and output values first); the allocator then stays registered and open
+     */
+    @Override
+    public void close() {
+        synchronized (BfcOrtAllocator.class) {
+            if (closed) {
+                return;
+            }
+            long live = counters.liveAllocations.get();
+            if (live > 0) {
+                throw new IllegalStateException("close() refused: ONNX Runtime still holds " + live
+                        + " allocation" + (live == 1 ? "" : "s") + " from allocator '" + bfc.name()
+                        + "' (" + BfcAllocator.humanReadableNumBytes(bfc.bytesInUse()) + " in use)."
+                        + " Release the sessions and the OrtValues they returned first.");
+            }
+            closed = true;
+            registered = null;
+            try {
+                OrtCallException.check(api, api.UnregisterAllocator(env, memoryInfo), "UnregisterAllocator");
+            } catch (OrtCallException e) {
+                LOG.log(Level.WARNING, "Allocator ''{0}'' was no longer registered with ONNX Runtime: {1}",
+                        new Object[] {bfc.name(), e.getMessage()});
+            } finally {
+                api.ReleaseEnv(env);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "BfcOrtAllocator[" + bfc.name() + (closed ? ", closed" : "") + ", live allocations "
+                + counters.liveAllocations.get() + "]";
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Callbacks: called by ORT on its threads; nothing thrown may leave them.
+    // ---------------------------------------------------------------------------------------
+
+    private Pointer alloc(long size, boolean reserve) {
+        (reserve ? counters.reserveCalls : counters.allocCalls).increment();
+        if (size <= 0) {
+            return null;   // as ORT's CPUAllocator: nothing for 0 bytes
+        }
+        if (closed) {
+            counters.failedAllocs.increment();
+            String message = (reserve ? "Reserve(" : "Alloc(") + size + ") called after BfcOrtAllocator '"
+                    + bfc.name() + "' was closed: a session created while it was registered is still"
+                    + " running. Close sessions before the allocator.";
+            error(message, null);
+            throw new AllocationFailure(message);
+        }
+        long ptr = bfc.allocateRaw(ALIGNMENT, size);
+        if (ptr == 0) {
+            counters.failedAllocs.increment();
+            MemoryStats s = bfc.memoryStats();
+            throw new AllocationFailure("allocator '" + bfc.name() + "' is out of memory: ONNX Runtime asked for "
+                    + BfcAllocator.humanReadableNumBytes(size) + "; " + BfcAllocator.humanReadableNumBytes(s.bytesInUse())
+                    + " in use, " + BfcAllocator.humanReadableNumBytes(s.reservedBytes()) + " reserved, limit "
+                    + BfcAllocator.humanReadableNumBytes(s.bytesLimit()) + ", largest free chunk "
+                    + BfcAllocator.humanReadableNumBytes(s.largestFreeChunkBytes()));
+        }
+        counters.liveAllocations.incrementAndGet();
+        return new Address(ptr);
+    }
+
+    private void free(Pointer p) {
+        counters.freeCalls.increment();
+        if (p == null || p.isNull()) {
+            return;
+        }
+        bfc.deallocateRaw(p.address());
+        counters.liveAllocations.decrementAndGet();
+    }
+
+    private void error(String message, Throwable t) {
+        counters.error(LOG, message, t);
+    }
+
+    private static BfcOrtAllocator find(OrtAllocator self) {
+        long address = self == null ? 0 : self.address();
+        for (BfcOrtAllocator a : instances) {
+            if (a.structAddress == address) {
+                return a;
+            }
+        }
+        return null;
+    }
+
+    private static void publish(BfcOrtAllocator a) {
+        BfcOrtAllocator[] old = instances;
+        BfcOrtAllocator[] grown = java.util.Arrays.copyOf(old, old.length + 1);
+        grown[old.length] = a;
+        instances = grown;
+    }
+
+    private static void ensureCallbacks() {
+        if (allocCallback == null) {
+            allocCallback = new AllocCallback();
+            freeCallback = new FreeCallback();
+            infoCallback = new InfoCallback();
+            reserveCallback = new ReserveCallback();
+        }
+    }
+
+    /** Logs an error that has no instance to be counted on. */
+    private static void orphanError(String what, OrtAllocator self, Throwable t) {
+        try {
+            LOG.log(Level.SEVERE, what + " for an OrtAllocator at 0x"
+                    + Long.toHexString(self == null ? 0 : self.address()) + " that bfc4j does not know", t);
+        } catch (Throwable ignored) {
+            // Logging failed too; nothing may reach native code.
+        }
+    }
+
+    /**
+     * Allocates for ORT. A failure is thrown, as ORT's own CPU allocators do ({@code
+     * std::bad_alloc}, {@code OnnxRuntimeException}): JavaCPP turns the Java exception into a C++
+     * exception with the same message, which ORT catches and returns as the error of the call
+     * that allocated. ORT does not check for null: a null answer would be written to.
+     */
+    private static Pointer allocOrReserve(OrtAllocator self, long size, boolean reserve) {
+        BfcOrtAllocator a = null;
+        try {
+            a = find(self);
+            if (a == null) {
+                orphanError(reserve ? "Reserve" : "Alloc", self, null);
+                throw new AllocationFailure("no BfcOrtAllocator for this OrtAllocator");
+            }
+            return a.alloc(size, reserve);
+        } catch (AllocationFailure e) {
+            throw e;
+        } catch (Throwable t) {
+            String message = (reserve ? "Reserve(" : "Alloc(") + size + ") failed: " + t;
+            if (a != null) {
+                a.counters.failedAllocs.increment();
+                a.error(message, t);
+            } else {
+                orphanError("Alloc", self, t);
+            }
+            throw new AllocationFailure(message);
+        }
+    }
+
+    /**
+     * An allocation that could not be served, thrown to ORT through JavaCPP (see
+     * {@link #allocOrReserve}). Its {@code toString()}, which becomes the C++ exception's
+     * {@code what()}, is the message alone.
+     */
+    private static final class AllocationFailure extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        AllocationFailure(String message) {
+            super("bfc4j: " + message, null, false, false);
+        }
+
+        @Override
+        public String toString() {
+            return getMessage();
+        }
+    }
+
+    /** A pointer to a given address, returned to ORT from the callbacks. */
+    private static final class Address extends Pointer {
+        Address(long ptr) {
+            address = ptr;
+        }
+    }
+
+    private static final class AllocCallback extends OrtAllocator.Alloc_OrtAllocator_long {
+        @Override
+        public Pointer call(OrtAllocator self, long size) {
+            return allocOrReserve(self, size, false);
+        }
+    }
+
+    private static final class ReserveCallback extends OrtAllocator.Reserve_OrtAllocator_long {
+        @Override
+        public Pointer call(OrtAllocator self, long size) {
+            return allocOrReserve(self, size, true);
+        }
+    }
+
+    private static final class FreeCallback extends OrtAllocator.Free_OrtAllocator_Pointer {
+        @Override
+        public void call(OrtAllocator self, Pointer p) {
+            BfcOrtAllocator a = null;
+            try {
+                a = find(self);
+                if (a == null) {
+                    orphanError("Free", self, null);
+                    return;
+                }
+                a.free(p);
+            } catch (Throwable t) {
+                if (a != null) {
+                    a.error("Free(0x" + Long.toHexString(p == null ? 0 : p.address()) + ") on '"
+                            + a.bfc.name() + "' failed, the memory is not returned: " + t, t);
+                } else {
+                    orphanError("Free", self, t);
+                }
+            }
+        }
+    }
+
+    private static final class InfoCallback extends OrtAllocator.Info_OrtAllocator {
+        @Override
+        public OrtMemoryInfo call(OrtAllocator self) {
+            try {
+                BfcOrtAllocator a = find(self);
+                if (a == null) {
+                    orphanError("Info", self, null);
+                    return null;
+                }
+                return a.memoryInfo;
+            } catch (Throwable t) {
+                orphanError("Info", self, t);
+                return null;
+            }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+package io.github.bfc4j.onnxruntime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.cuda.CudaProbe;
+import io.github.bfc4j.cuda.CudaUnavailableException;
+import io.github.bfc4j.cuda.GpuBfcAllocators;
+import io.github.bfc4j.cuda.GpuBfcOptions;
+import java.util.ArrayList;
+import java.util.List;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
+import org.bytedeco.onnxruntime.OrtApi;
+import org.bytedeco.onnxruntime.OrtCustomOp;
+import org.bytedeco.onnxruntime.OrtThreadWorkerFn;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The CUDA provider wiring without a GPU: what fails and how, and the three C functions called
+ * through the addresses ORT would be given (host memory from a BFC allocator stands in for the
+ * device).
+ */
+class BfcCudaProviderTest {
+
+    /** Host memory behind the callbacks, as a GPU allocator would be. */
+    private static BfcCudaProvider.DeviceMemory hostStandIn(BfcAllocator bfc) {
+        return new BfcCudaProvider.DeviceMemory() {
+            @Override
+            public long allocate(long bytes) {
+                return bfc.allocateRaw(BfcOrtAllocator.ALIGNMENT, bytes);
+            }
+
+            @Override
+            public void free(long ptr) {
+                bfc.deallocateRaw(ptr);
+            }
+
+            @Override
+            public int deviceId() {
+                return 0;
+            }
+
+            @Override
+            public String name() {
+                return bfc.name();
+            }
+        };
+    }
+
+    /** Native cells the wrappers below point into: kept reachable, else JavaCPP frees them. */
+    private final List<PointerPointer<Pointer>> cells = new ArrayList<>();
+
+    /**
+     * What ORT holds: a C function address. JavaCPP calls a function through a struct whose first
+     * field it is, so the wrapper gets a cell holding the address.
+     */
+    private PointerPointer<Pointer> function(String decimalAddress) {
+        PointerPointer<Pointer> cell = new PointerPointer<Pointer>(1).put(0, at(Long.parseUnsignedLong(decimalAddress)));
+        cells.add(cell);
+        return cell;
+    }
+
+    private static Pointer at(long value) {
+        return new Pointer() {
+            {
+                address = value;
+            }
+        };
+    }
+
+    @Test
+    void withoutACudaBuildOfOnnxRuntimeCreateSaysWhatIsMissing() {
+        assertThat(org.bytedeco.onnxruntime.global.onnxruntime.GetAvailableProviders().get())
+                .as("the default natives are ORT's CPU build")
+                .noneMatch(p -> p.getString().equals(BfcCudaProvider.CUDA_EXECUTION_PROVIDER));
+        String reason = BfcCudaProvider.unavailableReason();
+        System.out.println("unavailableReason: " + reason);
+        assertThat(reason)
+                .startsWith("This ONNX Runtime build has no CUDAExecutionProvider (it has [")
+                .contains("CPUExecutionProvider")
+                .contains("classifier linux-x86_64-gpu")
+                .contains("-Dorg.bytedeco.javacpp.platform.extension=-gpu");
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("stand_in", 8 << 20)) {
+            assertThatThrownBy(() -> BfcCudaProvider.create(hostStandIn(bfc)))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage(reason);
+        }
+        assertThatThrownBy(() -> BfcCudaProvider.create((io.github.bfc4j.cuda.GpuBfcAllocator) null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("gpu=null (expected:");
+    }
+
+    @Test
+    void withoutAGpuTheGpuAllocatorItselfCannotBeMade() {
+        if (CudaProbe.availability().isUsable()) {
+            return;   // a GPU machine: nothing to check here (the gpu-tagged test runs instead)
+        }
+        assertThatThrownBy(() -> GpuBfcAllocators.create(0, GpuBfcOptions.builder().build()))
+                .isInstanceOf(CudaUnavailableException.class)
+                .hasMessageStartingWith("No usable CUDA GPU");
+    }
+
+    @Test
+    void theThreeFunctionsOrtWouldCallReachTheAllocator() {
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("device_stand_in", 8 << 20)) {
+            BfcCudaProvider provider = BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null);
+            try {
+                var options = provider.providerOptions();
+                assertThat(options).containsOnlyKeys("device_id", "gpu_external_alloc", "gpu_external_free",
+                        "gpu_external_empty_cache");
+                assertThat(options.get("device_id")).isEqualTo("0");
+                assertThat(List.of(options.get("gpu_external_alloc"), options.get("gpu_external_free"),
+                        options.get("gpu_external_empty_cache"))).doesNotHaveDuplicates().doesNotContain("0");
+
+                // Call the raw C functions at those addresses, as ORT's CUDAExternalAllocator would.
+                var alloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(function(options.get("gpu_external_alloc")));
+                var free = new OrtThreadWorkerFn(function(options.get("gpu_external_free")));
+                var emptyCache = new OrtApi.BytePointer_GetBuildInfoString(function(options.get("gpu_external_empty_cache")));
+
+                BytePointer p = alloc.call(new OrtCustomOp(at(5000)));
+                assertThat(p).isNotNull();
+                assertThat(bfc.requestedSize(p.address())).as("the size arrived as the argument").isEqualTo(5000);
+                assertThat(provider.stats().liveAllocations()).isEqualTo(1);
+                assertThat(alloc.call(new OrtCustomOp(at(64L << 20)))).as("out of memory: null").isNull();
+                assertThat(provider.stats().failedAllocs()).isEqualTo(1);
+                assertThat(provider.stats().lastError()).isEqualTo("'device_stand_in' could not allocate 67108864 bytes");
+                assertThat(alloc.call(null)).as("0 bytes").isNull();
+
+                assertThatThrownBy(provider::close).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("still holds 1 allocation from 'device_stand_in'");
+                free.call(p);
+                assertThat(bfc.bytesInUse()).isZero();
+                free.call(at(0x1000));   // not ours: logged, counted, not thrown
+                assertThat(provider.stats().callbackErrors()).isEqualTo(1);
+                assertThat(provider.stats().lastError()).contains("gpu_external_free(0x1000) on 'device_stand_in' failed");
+                emptyCache.call();
+                assertThat(provider.stats().emptyCacheCalls()).isEqualTo(1);
+                assertThat(provider.stats().allocCalls()).isEqualTo(3);
+                assertThat(provider.stats().freeCalls()).isEqualTo(2);
+            } finally {
+                provider.close();
+            }
+            // A closed provider's functions answer null and return nothing.
+            var alloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(
+                    function(provider.providerOptions().get("gpu_external_alloc")));
+            assertThat(alloc.call(new OrtCustomOp(at(100)))).isNull();
+            assertThat(bfc.bytesInUse()).isZero();
+            assertThatThrownBy(provider::options).isInstanceOf(IllegalStateException.class)
+                    .hasMessage("BfcCudaProvider over 'device_stand_in' is closed");
+        }
+    }
+
+    @Test
+    void atMostTenOpenAtATimeAndClosedSlotsAreReused() {
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("slots", 8 << 20)) {
+            List<BfcCudaProvider> open = new ArrayList<>();
+            try {
+                for (int i = 0; i < BfcCudaProvider.MAX_OPEN; i++) {
+                    open.add(BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null));
+                }
+                assertThatThrownBy(() -> BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null))
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessageStartingWith("10 BfcCudaProviders are open");
+                String freed = open.get(3).providerOptions().get("gpu_external_alloc");
+                open.remove(3).close();
+                BfcCudaProvider again = BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null);
+                open.add(again);
+                assertThat(again.providerOptions().get("gpu_external_alloc")).isEqualTo(freed);
+            } finally {
+                for (BfcCudaProvider p : open) {
+                    p.close();
+                }
+            }
+        }
+    }
+}
