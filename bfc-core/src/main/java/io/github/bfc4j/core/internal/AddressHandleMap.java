@@ -12,10 +12,10 @@ import java.util.Arrays;
  * <pre>
  *  offset in the region = [ piece: bits 63..16 | slot: bits 15..8 | bits 7..0 ]
  *
- *  region.dir (one int per 64 KiB piece)        pages (256 int slots + a count), pooled
+ *  region.dir (one int per 64 KiB piece)        pages (256 int slots), pooled; counts[]
  *  [ 0 | h+1 | ~0 | 0 | ~1 | 0 | ... ]
- *         |     |         `---------------&gt;  page 1: [ h+1 0 0 ... 0   | 1 ]
- *         |     `-------------------------&gt;  page 0: [ 0 0 h+1 ... h+1 | 2 ]
+ *         |     |         `---------------&gt;  page 1: [ h+1 0 0 ... 0   ]  counts[1] = 1
+ *         |     `-------------------------&gt;  page 0: [ 0 0 h+1 ... h+1 ]  counts[0] = 2
  *         `- one chunk start in the piece: its handle, inline (no page)
  * </pre>
  *
@@ -46,7 +46,10 @@ import java.util.Arrays;
  *
  * <p>Measured against the open-addressing hash of addresses it replaces (load at most 1/2,
  * 24-48 bytes per chunk, so that a region cut into 256-byte chunks cost 96-192 MiB per GiB):
- * docs/performance.md, "Java heap held by the allocator's metadata". Not thread-safe.
+ * docs/performance.md, "Java heap held by the allocator's metadata" ({@code MetadataFootprint}).
+ * The lookup alone is as fast as the hash's ({@code AddressLookup}); whole replays of
+ * big-random-1m measured about 10% slower with this map alone (12 JVMs each), won back by the
+ * bins' first-chunk cache ({@link FreeChunkSet#ceilingSize}). Not thread-safe.
  */
 public final class AddressHandleMap {
     /** Bytes per slot: upstream's {@code kMinAllocationSize}. */
@@ -58,14 +61,17 @@ public final class AddressHandleMap {
     static final int PIECE_SHIFT = SLOT_SHIFT + PAGE_BITS;
     private static final int PAGE_SLOTS = 1 << PAGE_BITS;
     private static final int PAGE_MASK = PAGE_SLOTS - 1;
-    /** Index of the page's count of used slots, after the slots. */
-    private static final int COUNT = PAGE_SLOTS;
-    private static final long PAGE_HEAP_BYTES = 16 + 4L * (PAGE_SLOTS + 1);
+    private static final long PAGE_HEAP_BYTES = 16 + 4L * PAGE_SLOTS;
 
     private final ChunkTable chunks;
 
     /** The pages by index; a free index keeps its empty page (the pool) unless trimmed. */
     private int[][] store = new int[16][];
+    /**
+     * Used slots per page, by index. Not in the page itself: a count at the page's end is
+     * another cache line to miss on every put and remove (measured: docs/performance.md).
+     */
+    private int[] counts = new int[16];
     /** Indexes of store ever used. */
     private int storeCount;
     /** Free indexes of store, a stack. */
@@ -150,7 +156,7 @@ public final class AddressHandleMap {
             final int[] page = store[index];
             page[singleSlot] = v;
             page[slot] = h + 1;
-            page[COUNT] = 2;
+            counts[index] = 2;
             dir[d] = ~index;
             size++;
             return;
@@ -161,7 +167,7 @@ public final class AddressHandleMap {
             throw sharedSlot(address, chunks.ptr[old - 1]);
         }
         if (old == 0) {
-            page[COUNT]++;
+            counts[~v]++;
             size++;
         }
         page[slot] = h + 1;
@@ -196,7 +202,7 @@ public final class AddressHandleMap {
         }
         page[slot] = 0;
         size--;
-        if (--page[COUNT] == 0) {
+        if (--counts[~v] == 0) {
             free[freeCount++] = ~v;
             dir[d] = 0;
         }
@@ -224,6 +230,7 @@ public final class AddressHandleMap {
     /** Removes every entry and lets the pages go (the regions are forgotten too). */
     public void clear() {
         store = new int[16][];
+        counts = new int[16];
         storeCount = 0;
         free = new int[16];
         freeCount = 0;
@@ -243,7 +250,7 @@ public final class AddressHandleMap {
 
     /** @return bytes of heap held by the pages (pooled ones included) and their index */
     public long heapBytes() {
-        return pagesHeld * PAGE_HEAP_BYTES + 4L * (store.length + free.length);
+        return pagesHeld * PAGE_HEAP_BYTES + 4L * (store.length + counts.length + free.length);
     }
 
     /** @return the index of an empty page in {@link #store} */
@@ -253,7 +260,7 @@ public final class AddressHandleMap {
         }
         final int index = free[--freeCount];
         if (store[index] == null) {
-            store[index] = new int[PAGE_SLOTS + 1];
+            store[index] = new int[PAGE_SLOTS];
             pagesHeld++;
         }
         return index;
@@ -270,10 +277,11 @@ public final class AddressHandleMap {
         if (storeCount + n > store.length) {
             int capacity = Math.max(storeCount + n, store.length * 2);
             store = Arrays.copyOf(store, capacity);
+            counts = Arrays.copyOf(counts, capacity);
             free = Arrays.copyOf(free, capacity);
         }
         for (int j = 0; j < n; j++) {
-            store[storeCount] = new int[PAGE_SLOTS + 1];
+            store[storeCount] = new int[PAGE_SLOTS];
             free[freeCount++] = storeCount++;
         }
         pagesHeld += n;

@@ -62,6 +62,8 @@ public final class FreeChunkSet {
      * The smallest chunk (lowest address among equals), kept up to date as libstdc++'s
      * {@code std::set} keeps its leftmost node for {@code begin()}: {@link #first()} and the
      * usual hit of {@link #ceilingSize} are then one read instead of a walk down the tree.
+     * Measured: {@code CpuTimeReplay} of big-random-1m, 12 JVMs alternated, median 197 ns per
+     * call without, 183 with (docs/performance.md).
      */
     private int min = NONE;
     private int count;
