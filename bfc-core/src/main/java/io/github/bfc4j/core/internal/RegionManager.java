@@ -33,6 +33,16 @@ public final class RegionManager {
      */
     private AllocationRegion lastRegion;
 
+    // The regions again, as primitive arrays for regionFor's scan (rebuilt by reindex() on the
+    // slow path, whenever a region is added, extended or removed). A scan of a few contiguous
+    // longs instead of a binary search through the list's objects: measured on
+    // tf-resnet-train (4 regions, addresses spread over all of them), docs/performance.md.
+    private long[] starts = new long[0];
+    private long[] sizes = new long[0];
+    private AllocationRegion[] byIndex = new AllocationRegion[0];
+    /** Up to this many regions are scanned; above, regionFor searches by halves. */
+    private static final int SCAN_LIMIT = 8;
+
     /**
      * @param chunks the allocator's chunk table (the address map checks chunk starts in it)
      */
@@ -66,6 +76,18 @@ public final class RegionManager {
      */
     public void addAllocationRegion(long ptr, long memorySize) {
         regions.add(upperBound(ptr), new AllocationRegion(ptr, memorySize));
+        reindex();
+    }
+
+    private void reindex() {
+        int n = regions.size();
+        starts = new long[n];
+        sizes = new long[n];
+        byIndex = regions.toArray(new AllocationRegion[n]);
+        for (int i = 0; i < n; i++) {
+            starts[i] = byIndex[i].ptr();
+            sizes[i] = byIndex[i].memorySize();
+        }
     }
 
     /**
@@ -83,10 +105,12 @@ public final class RegionManager {
             AllocationRegion preceding = regions.get(entry - 1);
             if (preceding.endPtr() == ptr) {
                 preceding.extend(memorySize);
+                reindex();
                 return preceding;
             }
         }
         regions.add(entry, new AllocationRegion(ptr, memorySize));
+        reindex();
         return null;
     }
 
@@ -99,6 +123,7 @@ public final class RegionManager {
         if (regions.remove(index) == lastRegion) {
             lastRegion = null;
         }
+        reindex();
         // The region's chunks are deleted: let their empty address-map pages go.
         handles.trimPool();
     }
@@ -120,6 +145,19 @@ public final class RegionManager {
         AllocationRegion r = lastRegion;
         if (r != null && Long.compareUnsigned(p - r.ptr(), r.memorySize()) < 0) {
             return r;
+        }
+        final AllocationRegion[] all = byIndex;
+        if (all.length <= SCAN_LIMIT) {
+            final long[] s = starts;
+            final long[] z = sizes;
+            for (int i = 0; i < all.length; i++) {
+                if (Long.compareUnsigned(p - s[i], z[i]) < 0) {
+                    r = all[i];
+                    lastRegion = r;
+                    return r;
+                }
+            }
+            return null;
         }
         int i = regionIndexFor(p);
         if (i < 0) {
@@ -184,6 +222,7 @@ public final class RegionManager {
     public void clear() {
         regions.clear();
         lastRegion = null;
+        reindex();
         handles.clear();
     }
 }
