@@ -165,7 +165,7 @@ public final class BfcAllocator implements AutoCloseable {
     private final ChunkTable chunks = new ChunkTable(1024);
 
     /** Guarded by lock. */
-    private final RegionManager regionManager = new RegionManager();
+    private final RegionManager regionManager = new RegionManager(chunks);
 
     /** Guarded by lock. Bin {@code i} holds free chunks of size {@code >= 256 << i}. */
     private final Bin[] bins = new Bin[NUM_BINS];
@@ -786,13 +786,14 @@ public final class BfcAllocator implements AutoCloseable {
         // First identify the first bin that could satisfy roundedBytes.
         for (; binNum < NUM_BINS; binNum++) {
             // Search from the smallest chunk that fits roundedBytes: upstream scans the bin
-            // from its start and skips smaller chunks; ceiling() starts where the first
-            // candidate is, with the same (size, address) order.
+            // from its start and skips smaller chunks; ceilingSize() starts where the first
+            // candidate is, with the same (size, address) order: the bin's first chunk when it
+            // fits (O(1), as upstream's begin()), else a walk down the tree.
             final FreeChunkSet freeChunks = bins[binNum].freeChunks;
             if (freeChunks.isEmpty()) {
                 continue;
             }
-            int candidate = freeChunks.ceiling(roundedBytes, 0);
+            int candidate = freeChunks.ceilingSize(roundedBytes);
             while (candidate != FreeChunkSet.NONE) {
                 final int h = candidate;
                 assert !chunks.inUse(h);

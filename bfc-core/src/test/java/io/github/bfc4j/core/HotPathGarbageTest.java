@@ -33,6 +33,10 @@ class HotPathGarbageTest {
         com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) std;
         assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
                 "this JVM does not count allocated bytes per thread");
+        // -Dtest=HotPathGarbageTest also runs it in the check-invariants execution, whose
+        // checks allocate (on purpose: they build diagnostics).
+        assumeTrue(!Boolean.getBoolean("bfc4j.checkInvariants"),
+                "checkInvariants() after every call allocates; the claim is about the plain hot path");
         long self = Thread.currentThread().getId();
 
         // A fixed workload (sizes and which live slot to replace), generated before measuring.
