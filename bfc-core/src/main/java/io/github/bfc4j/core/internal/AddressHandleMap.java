@@ -31,8 +31,9 @@ import java.util.Arrays;
  *       directory per GiB of region (no case costs more per GiB), against upstream's 32 MiB;
  *   <li>a region of chunks of 64 KiB or more costs its directory only (64 KiB per GiB), and
  *       never a page;
- *   <li>the lookup is upstream's: find the region (a binary search, after a check of the region
- *       found last), then index its directory and page; no hashing and no probing. For an
+ *   <li>the lookup is upstream's: find the region (the region found last, else a scan of up to
+ *       eight regions' bounds, else a binary search), then index its directory and page; no
+ *       hashing and no probing. For an
  *       address 256-byte aligned in its region (every chunk start is, unless a sub-allocator
  *       handed out an odd-sized block) a page's slot answers alone, as upstream's slot does.
  *       An inline handle is confirmed against the chunk's address ({@code ChunkTable.ptr}),

@@ -29,7 +29,7 @@ public final class RegionManager {
 
     /**
      * The region found last: most lookups fall in it (one region without growth; the newest
-     * with growth), so the binary search is skipped. Null when none.
+     * with growth), so the scan or search is skipped. Null when none.
      */
     private AllocationRegion lastRegion;
 
