@@ -48,10 +48,11 @@ import java.util.Arrays;
  * <p>Measured against the open-addressing hash of addresses it replaces (load at most 1/2,
  * 24-48 bytes per chunk, so that a region cut into 256-byte chunks cost 96-192 MiB per GiB):
  * docs/performance.md, "Java heap held by the allocator's metadata" ({@code MetadataFootprint}).
- * The lookup alone is as fast as the hash's ({@code AddressLookup}); whole replays (12 JVMs
- * each, with the bins' first-chunk cache and RegionManager's region scan) are as fast as with
- * the hash on big-random-1m and infer-qwen, and 9% slower on tf-resnet-train, whose four
- * regions make every lookup find its region first, as upstream's does. Not thread-safe.
+ * The lookup alone is as fast as the hash's in one region ({@code AddressLookup}), and slower
+ * with many regions reached in random order (57 against 36 ns with 12), since it must find the
+ * region first, as upstream's does; whole replays (12 JVMs each, with the bins' first-chunk
+ * cache and RegionManager's region scan) are as fast as with the hash on big-random-1m and
+ * infer-qwen, and 9% slower on tf-resnet-train (four regions). Not thread-safe.
  */
 public final class AddressHandleMap {
     /** Bytes per slot: upstream's {@code kMinAllocationSize}. */
