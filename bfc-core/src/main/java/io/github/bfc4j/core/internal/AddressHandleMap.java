@@ -7,66 +7,87 @@ import java.util.Arrays;
 
 /**
  * Maps the start address of every live chunk to its handle: upstream's
- * {@code AllocationRegion::handles_} (one handle per 256-byte slot of a region), made sparse.
+ * {@code AllocationRegion::handles_} (one handle per 256-byte slot of a region), made sparse
+ * and shared by all regions.
  *
  * <pre>
- *  offset in the region = [ piece: bits 63..16 | slot: bits 15..8 | bits 7..0 ]
+ *  address = [ piece: bits 63..16 | slot: bits 15..8 | bits 7..0 ]
  *
- *  region.dir (one int per 64 KiB piece)        pages (256 int slots), pooled; counts[]
- *  [ 0 | h+1 | ~0 | 0 | ~1 | 0 | ... ]
- *         |     |         `---------------&gt;  page 1: [ h+1 0 0 ... 0   ]  counts[1] = 1
- *         |     `-------------------------&gt;  page 0: [ 0 0 h+1 ... h+1 ]  counts[0] = 2
- *         `- one chunk start in the piece: its handle, inline (no page)
+ *  table (open addressing on the piece)     pages (256 int slots), pooled; counts[]
+ *  [ piece a: h+1 | - | piece b: ~1 | piece c: ~0 | - ]
+ *                          |             `------------&gt; page 0: [ 0 0 h+1 ... h+1 ]  counts[0] = 2
+ *                          `--------------------------&gt; page 1: [ h+1 0 0 ... 0   ]  counts[1] = 1
+ *   piece a: one chunk start in the piece, its handle inline (no page)
  * </pre>
  *
  * <p>Upstream keeps an 8-byte handle for every 256-byte slot of every region: 32 MiB of host
  * memory per GiB of region, zero-filled when the region is added (1.7 s for one 80 GiB
  * region). Here a slot is a 4-byte {@code int} (handle + 1, 0 for none), and slots exist only
- * in <em>pages</em> of 256 slots (one 64 KiB piece of a region, 1 KiB of heap) where at least
- * two chunks start; a piece where one chunk starts keeps its handle inline in the region's
- * directory ({@link AllocationRegion#dir}, 4 bytes per 64 KiB: 64 KiB per GiB). So:
+ * in <em>pages</em> of 256 slots (one 64 KiB piece of the address space, 1 KiB of heap) where
+ * at least two chunks start; a piece where one chunk starts keeps its handle inline in the
+ * table. The table is one open-addressing hash table for all regions, keyed by the absolute
+ * piece ({@code address >>> 16}; linear probing, backward-shift deletion, at most half full,
+ * Fibonacci hashing), 16 bytes per entry, so at most 32 bytes per 64 KiB piece where a chunk
+ * starts: 512 KiB per GiB. So:
  *
  * <ul>
  *   <li>the worst case, every 256-byte slot a chunk start, costs 16 MiB of pages plus the
- *       directory per GiB of region (no case costs more per GiB), against upstream's 32 MiB;
- *   <li>a region of chunks of 64 KiB or more costs its directory only (64 KiB per GiB), and
- *       never a page;
- *   <li>the lookup is upstream's: find the region (the region found last, else a scan of up to
- *       eight regions' bounds, else a binary search), then index its directory and page; no
- *       hashing and no probing. For an
- *       address 256-byte aligned in its region (every chunk start is, unless a sub-allocator
- *       handed out an odd-sized block) a page's slot answers alone, as upstream's slot does.
- *       An inline handle is confirmed against the chunk's address ({@code ChunkTable.ptr}),
- *       since it does not say which slot of its piece it is in.
+ *       table per GiB (no case costs more per GiB), against upstream's 32 MiB;
+ *   <li>chunks of 64 KiB or more cost their table entries only, and never a page;
+ *   <li>the lookup finds no region: it hashes the piece, probes (one entry, usually) and
+ *       indexes the page, whatever the number of regions; an address outside every region
+ *       has no entry. A slot is the address's absolute slot ({@code (address >>> 8) & 255}):
+ *       chunk starts at least 256 bytes apart never share one. While every chunk start is
+ *       256-byte aligned (unless a sub-allocator handed out an odd-sized block or an unaligned
+ *       region) a page's slot answers alone, as upstream's slot does; otherwise, and for an
+ *       inline handle (which does not say which slot of its piece it is in), the handle is
+ *       confirmed against the chunk's address ({@code ChunkTable.ptr}).
  * </ul>
  *
  * <p>A page is taken from a pool when a second chunk start arrives in its piece and goes back
  * to the pool when its last one leaves (a page down to one start stays a page: finding that
- * start would mean scanning it), so the steady state creates nothing; {@link #trimPool()} lets
- * the pooled pages go (on the slow path, when a region is given back).
+ * start would mean scanning it), so the steady state creates nothing; the table grows (doubles)
+ * with the most pieces ever used and does not shrink. {@link #trimPool()} lets the pooled pages
+ * go (on the slow path, when a region is given back).
  *
- * <p>Measured against the open-addressing hash of addresses it replaces (load at most 1/2,
- * 24-48 bytes per chunk, so that a region cut into 256-byte chunks cost 96-192 MiB per GiB):
- * docs/performance.md, "Java heap held by the allocator's metadata" ({@code MetadataFootprint}).
- * The lookup alone is as fast as the hash's in one region ({@code AddressLookup}), and slower
- * with many regions reached in random order (57 against 36 ns with 12), since it must find the
- * region first, as upstream's does; whole replays (12 JVMs each, with the bins' first-chunk
- * cache and RegionManager's region scan) are as fast as with the hash on big-random-1m and
- * infer-qwen, and 9% slower on tf-resnet-train (four regions). Not thread-safe.
+ * <p>Measured against the open-addressing hash of addresses of the first versions (24-48 bytes
+ * per chunk, so that a region cut into 256-byte chunks cost 96-192 MiB per GiB) and the
+ * per-region directories it replaces: docs/performance.md, "Java heap held by the allocator's
+ * metadata" ({@code MetadataFootprint}) and "The lookup, before and after"
+ * ({@code AddressLookup}). Not thread-safe.
  */
 public final class AddressHandleMap {
     /** Bytes per slot: upstream's {@code kMinAllocationSize}. */
     static final int SLOT_BYTES = 256;
     private static final int SLOT_SHIFT = 8;
-    /** log2 of the slots per page: 256 slots, one 64 KiB piece of a region per page. */
+    /** log2 of the slots per page: 256 slots, one 64 KiB piece of the address space per page. */
     private static final int PAGE_BITS = 8;
-    /** log2 of the bytes of region per directory entry (and page). */
+    /** log2 of the bytes of address space per table entry (and page). */
     static final int PIECE_SHIFT = SLOT_SHIFT + PAGE_BITS;
+    /** The low bits of an address below its piece: a key is {@code address | PIECE_LOW}. */
+    private static final long PIECE_LOW = (1L << PIECE_SHIFT) - 1;
     private static final int PAGE_SLOTS = 1 << PAGE_BITS;
     private static final int PAGE_MASK = PAGE_SLOTS - 1;
     private static final long PAGE_HEAP_BYTES = 16 + 4L * PAGE_SLOTS;
+    private static final long GOLDEN = 0x9E3779B97F4A7C15L;
+    /** Entries of an empty table (a power of two). */
+    private static final int MIN_CAPACITY = 64;
 
     private final ChunkTable chunks;
+
+    /**
+     * The open-addressing table of pieces, two longs per entry so that a probe reads one cache
+     * line: {@code table[2i]} the key (the piece's last address, {@code address | PIECE_LOW},
+     * never 0; 0 for an empty entry), {@code table[2i + 1]} the value ({@code h + 1} inline or
+     * {@code ~index} of a page). Linear probing, backward-shift deletion, at most half full.
+     */
+    private long[] table;
+    /** Entries minus one (a power of two minus one). */
+    private int mask;
+    /** 64 - log2(entries): Fibonacci hashing keeps the top bits. */
+    private int shift;
+    /** Pieces in the table. */
+    private int pieces;
 
     /** The pages by index; a free index keeps its empty page (the pool) unless trimmed. */
     private int[][] store = new int[16][];
@@ -87,37 +108,80 @@ public final class AddressHandleMap {
     private int size;
 
     /**
-     * @param chunks the table whose {@code ptr} confirms an inline handle
+     * Whether every chunk start recorded since the last {@link #clear()} was 256-byte aligned:
+     * then an address that is not cannot be a chunk start, and a page's slot answers alone (no
+     * check against the chunk's address). False from the first start that is not (a region
+     * that does not start on 256 bytes, or one extended by a block of an odd size).
+     */
+    private boolean aligned = true;
+
+    /**
+     * @param chunks the table whose {@code ptr} confirms a handle
      */
     public AddressHandleMap(ChunkTable chunks) {
         this.chunks = chunks;
+        allocate(MIN_CAPACITY);
     }
 
-    private static int slotOf(long offset) {
-        return (int) (offset >>> SLOT_SHIFT) & PAGE_MASK;
+    private void allocate(int capacity) {
+        table = new long[2 * capacity];
+        mask = capacity - 1;
+        shift = 64 - Integer.numberOfTrailingZeros(capacity);
+        pieces = 0;
+    }
+
+    private int home(long key) {
+        return (int) (((key >>> PIECE_SHIFT) * GOLDEN) >>> shift);
+    }
+
+    private static int slotOf(long address) {
+        return (int) (address >>> SLOT_SHIFT) & PAGE_MASK;
+    }
+
+    /** @return the entry of {@code key}, or the empty entry where it would go, as {@code ~i} */
+    private int find(long key) {
+        final long[] t = table;
+        final int m = mask;
+        for (int i = home(key); ; i = (i + 1) & m) {
+            final long k = t[2 * i];
+            if (k == key) {
+                return i;
+            }
+            if (k == 0) {
+                return ~i;
+            }
+        }
     }
 
     /**
      * The handle of the chunk starting at {@code address}.
      *
-     * @param r the region holding {@code address}
-     * @param address an address in {@code r}
+     * @param address any address
      * @return the handle, or {@link ChunkTable#INVALID_CHUNK_HANDLE} if no chunk starts there
      */
-    public int get(AllocationRegion r, long address) {
-        final long offset = address - r.ptr();
-        final int v = r.dir[(int) (offset >>> PIECE_SHIFT)];
+    public int get(long address) {
+        final long key = address | PIECE_LOW;
+        final long[] t = table;
+        final int m = mask;
+        int v;
+        for (int i = home(key); ; i = (i + 1) & m) {
+            final long k = t[2 * i];
+            if (k == key) {
+                v = (int) t[2 * i + 1];
+                break;
+            }
+            if (k == 0) {
+                return ChunkTable.INVALID_CHUNK_HANDLE;
+            }
+        }
         if (v > 0) {
             return chunks.ptr[v - 1] == address ? v - 1 : ChunkTable.INVALID_CHUNK_HANDLE;
         }
-        if (v == 0) {
+        final boolean exact = aligned;
+        if (exact && (address & (SLOT_BYTES - 1)) != 0) {
             return ChunkTable.INVALID_CHUNK_HANDLE;
         }
-        final boolean exact = r.exactSlots;
-        if (exact && (offset & (SLOT_BYTES - 1)) != 0) {
-            return ChunkTable.INVALID_CHUNK_HANDLE;
-        }
-        final int h = store[~v][slotOf(offset)] - 1;
+        final int h = store[~v][slotOf(address)] - 1;
         if (h < 0 || (!exact && chunks.ptr[h] != address)) {
             return ChunkTable.INVALID_CHUNK_HANDLE;
         }
@@ -128,29 +192,33 @@ public final class AddressHandleMap {
      * Records the handle of the chunk starting at {@code address}, replacing the chunk that
      * started there before, if any.
      *
-     * @param r the region holding {@code address}
-     * @param address an address in {@code r}, 256-byte aligned in it: {@code chunks.ptr(h)}
-     *     (BfcAllocator.checkInvariants() catches a caller that breaks this)
+     * @param address {@code chunks.ptr(h)} (BfcAllocator.checkInvariants() catches a caller
+     *     that breaks this)
      * @param h the handle
+     * @throws IllegalStateException if another chunk starts less than 256 bytes away, in the
+     *     same 256-byte slot (docs/deviations.md #11); nothing is changed then
      */
-    public void put(AllocationRegion r, long address, int h) {
-        final long offset = address - r.ptr();
-        final int[] dir = r.dir;
-        final int d = (int) (offset >>> PIECE_SHIFT);
-        final int v = dir[d];
-        if (v == 0) {
-            dir[d] = h + 1;
-            size++;
+    public void put(long address, int h) {
+        final long key = address | PIECE_LOW;
+        final int i = find(key);
+        if (i < 0) {
+            table[2 * ~i] = key;
+            table[2 * ~i + 1] = h + 1;
+            noteStart(address);
+            if (++pieces * 2 > mask + 1) {
+                rehash(2 * (mask + 1));
+            }
             return;
         }
-        final int slot = slotOf(offset);
+        final int v = (int) table[2 * i + 1];
+        final int slot = slotOf(address);
         if (v > 0) {
             final long single = chunks.ptr[v - 1];
             if (single == address) {
-                dir[d] = h + 1;
+                table[2 * i + 1] = h + 1;
                 return;
             }
-            final int singleSlot = slotOf(single - r.ptr());
+            final int singleSlot = slotOf(single);
             if (singleSlot == slot) {
                 throw sharedSlot(address, single);
             }
@@ -160,8 +228,8 @@ public final class AddressHandleMap {
             page[singleSlot] = v;
             page[slot] = h + 1;
             counts[index] = 2;
-            dir[d] = ~index;
-            size++;
+            table[2 * i + 1] = ~index;
+            noteStart(address);
             return;
         }
         final int[] page = store[~v];
@@ -171,34 +239,38 @@ public final class AddressHandleMap {
         }
         if (old == 0) {
             counts[~v]++;
-            size++;
+            noteStart(address);
         }
         page[slot] = h + 1;
+    }
+
+    private void noteStart(long address) {
+        size++;
+        if ((address & (SLOT_BYTES - 1)) != 0) {
+            aligned = false;
+        }
     }
 
     /**
      * Forgets the chunk starting at {@code address}, if any.
      *
-     * @param r the region holding {@code address}
-     * @param address an address in {@code r}
+     * @param address any address
      */
-    public void remove(AllocationRegion r, long address) {
-        final long offset = address - r.ptr();
-        final int[] dir = r.dir;
-        final int d = (int) (offset >>> PIECE_SHIFT);
-        final int v = dir[d];
+    public void remove(long address) {
+        final int i = find(address | PIECE_LOW);
+        if (i < 0) {
+            return;
+        }
+        final int v = (int) table[2 * i + 1];
         if (v > 0) {
             if (chunks.ptr[v - 1] == address) {
-                dir[d] = 0;
+                delete(i);
                 size--;
             }
             return;
         }
-        if (v == 0) {
-            return;
-        }
         final int[] page = store[~v];
-        final int slot = slotOf(offset);
+        final int slot = slotOf(address);
         final int old = page[slot];
         if (old == 0 || chunks.ptr[old - 1] != address) {
             return;
@@ -207,7 +279,43 @@ public final class AddressHandleMap {
         size--;
         if (--counts[~v] == 0) {
             free[freeCount++] = ~v;
-            dir[d] = 0;
+            delete(i);
+        }
+    }
+
+    /** Empties entry {@code i}: backward-shift deletion (later entries of its run move up). */
+    private void delete(int i) {
+        final long[] t = table;
+        final int m = mask;
+        int hole = i;
+        for (int j = (hole + 1) & m; ; j = (j + 1) & m) {
+            final long k = t[2 * j];
+            if (k == 0) {
+                break;
+            }
+            final int home = home(k);
+            // The entry at j may move to the hole unless its home is in (hole, j], cyclically.
+            if (((j - home) & m) >= ((j - hole) & m)) {
+                t[2 * hole] = k;
+                t[2 * hole + 1] = t[2 * j + 1];
+                hole = j;
+            }
+        }
+        t[2 * hole] = 0;
+        t[2 * hole + 1] = 0;
+        pieces--;
+    }
+
+    private void rehash(int capacity) {
+        final long[] old = table;
+        allocate(capacity);
+        for (int j = 0; j < old.length; j += 2) {
+            if (old[j] != 0) {
+                final int i = ~find(old[j]);
+                table[2 * i] = old[j];
+                table[2 * i + 1] = old[j + 1];
+                pieces++;
+            }
         }
     }
 
@@ -230,8 +338,19 @@ public final class AddressHandleMap {
         return size;
     }
 
+    /** @return the number of 64 KiB pieces where a chunk starts (the table's entries) */
+    int pieceCount() {
+        return pieces;
+    }
+
+    /** @return the table's capacity in entries */
+    int capacity() {
+        return mask + 1;
+    }
+
     /** Removes every entry and lets the pages go (the regions are forgotten too). */
     public void clear() {
+        allocate(MIN_CAPACITY);
         store = new int[16][];
         counts = new int[16];
         storeCount = 0;
@@ -239,6 +358,7 @@ public final class AddressHandleMap {
         freeCount = 0;
         pagesHeld = 0;
         size = 0;
+        aligned = true;
     }
 
     /** Lets the pooled empty pages go (slow path: a region was given back). */
@@ -251,9 +371,10 @@ public final class AddressHandleMap {
         }
     }
 
-    /** @return bytes of heap held by the pages (pooled ones included) and their index */
+    /** @return bytes of heap held by the table, the pages (pooled ones included) and their index */
     public long heapBytes() {
-        return pagesHeld * PAGE_HEAP_BYTES + 4L * (store.length + counts.length + free.length);
+        return 16 + 8L * table.length + pagesHeld * PAGE_HEAP_BYTES
+                + 4L * (store.length + counts.length + free.length);
     }
 
     /** @return the index of an empty page in {@link #store} */
