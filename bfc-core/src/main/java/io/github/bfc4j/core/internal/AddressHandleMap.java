@@ -8,53 +8,60 @@ import java.util.Arrays;
 /**
  * Maps the start address of every live chunk to its handle: upstream's
  * {@code AllocationRegion::handles_} (one handle per 256-byte slot of a region), made sparse
- * and shared by all regions.
+ * and keyed by absolute address, so that no region is searched.
  *
  * <pre>
- *  address = [ piece: bits 63..16 | slot: bits 15..8 | bits 7..0 ]
+ *  address = [ block: bits 63..30 | piece: bits 29..16 | slot: bits 15..8 | bits 7..0 ]
  *
- *  table (open addressing on the piece)     pages (256 int slots), pooled; counts[]
- *  [ piece a: h+1 | - | piece b: ~1 | piece c: ~0 | - ]
- *                          |             `------------&gt; page 0: [ 0 0 h+1 ... h+1 ]  counts[0] = 2
- *                          `--------------------------&gt; page 1: [ h+1 0 0 ... 0   ]  counts[1] = 1
- *   piece a: one chunk start in the piece, its handle inline (no page)
+ *  blocks (open addressing on address &gt;&gt;&gt; 30)
+ *  [ - | block b | - | - ]
+ *           |
+ *           v  directory of block b (one int per 64 KiB piece)   pages (256 int slots), pooled
+ *  [ 0 | h+1 | ~0 | 0 | ~1 | 0 | ... ]
+ *         |     |         `---------------&gt;  page 1: [ h+1 0 0 ... 0   ]  counts[1] = 1
+ *         |     `-------------------------&gt;  page 0: [ 0 0 h+1 ... h+1 ]  counts[0] = 2
+ *         `- one chunk start in the piece: its handle, inline (no page)
  * </pre>
  *
  * <p>Upstream keeps an 8-byte handle for every 256-byte slot of every region: 32 MiB of host
  * memory per GiB of region, zero-filled when the region is added (1.7 s for one 80 GiB
- * region). Here a slot is a 4-byte {@code int} (handle + 1, 0 for none), and slots exist only
- * in <em>pages</em> of 256 slots (one 64 KiB piece of the address space, 1 KiB of heap) where
- * at least two chunks start; a piece where one chunk starts keeps its handle inline in the
- * table. The table is one open-addressing hash table for all regions, keyed by the absolute
- * piece ({@code address >>> 16}; linear probing, backward-shift deletion, at most half full,
- * Fibonacci hashing), 16 bytes per entry, so at most 32 bytes per 64 KiB piece where a chunk
- * starts: 512 KiB per GiB. So:
+ * region), and finds the region first. Here a slot is a 4-byte {@code int} (handle + 1, 0 for
+ * none), and slots exist only in <em>pages</em> of 256 slots (one 64 KiB piece of the address
+ * space, 1 KiB of heap) where at least two chunks start; a piece where one chunk starts keeps
+ * its handle inline in its directory. A directory covers one GiB <em>block</em> of the
+ * address space (16,384 entries, 64 KiB of heap), is created when the first chunk starts in
+ * its block and dropped by {@link #trimPool()} once empty; the blocks are found through a
+ * small open-addressing table keyed by {@code address >>> 30} (linear probing, at most a
+ * quarter full, Fibonacci hashing: a few entries that stay in the L1 cache and one probe as a
+ * rule), whatever the number of regions. So:
  *
  * <ul>
  *   <li>the worst case, every 256-byte slot a chunk start, costs 16 MiB of pages plus the
- *       table per GiB (no case costs more per GiB), against upstream's 32 MiB;
- *   <li>chunks of 64 KiB or more cost their table entries only, and never a page;
- *   <li>the lookup finds no region: it hashes the piece, probes (one entry, usually) and
- *       indexes the page, whatever the number of regions; an address outside every region
- *       has no entry. A slot is the address's absolute slot ({@code (address >>> 8) & 255}):
- *       chunk starts at least 256 bytes apart never share one. While every chunk start is
- *       256-byte aligned (unless a sub-allocator handed out an odd-sized block or an unaligned
- *       region) a page's slot answers alone, as upstream's slot does; otherwise, and for an
- *       inline handle (which does not say which slot of its piece it is in), the handle is
- *       confirmed against the chunk's address ({@code ChunkTable.ptr}).
+ *       directory (64 KiB) per GiB (no case costs more per GiB), against upstream's 32 MiB;
+ *       a small region costs the directory of each GiB block it touches (at most two);
+ *   <li>chunks of 64 KiB or more cost their directory only, and never a page;
+ *   <li>the lookup: the block (hash, one probe), its directory, the page's slot; an address
+ *       outside every region has no block or an empty entry. A slot is the address's
+ *       absolute slot ({@code (address >>> 8) & 255}): chunk starts at least 256 bytes apart
+ *       never share one. While every chunk start is 256-byte aligned (unless a sub-allocator
+ *       handed out an odd-sized block or an unaligned region) a page's slot answers alone, as
+ *       upstream's slot does; otherwise, and for an inline handle (which does not say which
+ *       slot of its piece it is in), the handle is confirmed against the chunk's address
+ *       ({@code ChunkTable.ptr}).
  * </ul>
  *
  * <p>A page is taken from a pool when a second chunk start arrives in its piece and goes back
  * to the pool when its last one leaves (a page down to one start stays a page: finding that
- * start would mean scanning it), so the steady state creates nothing; the table grows (doubles)
- * with the most pieces ever used and does not shrink. {@link #trimPool()} lets the pooled pages
- * go (on the slow path, when a region is given back).
+ * start would mean scanning it), so the steady state creates nothing; {@link #trimPool()} lets
+ * the pooled pages and the empty directories go (on the slow path, when a region is given
+ * back).
  *
  * <p>Measured against the open-addressing hash of addresses of the first versions (24-48 bytes
- * per chunk, so that a region cut into 256-byte chunks cost 96-192 MiB per GiB) and the
- * per-region directories it replaces: docs/performance.md, "Java heap held by the allocator's
- * metadata" ({@code MetadataFootprint}) and "The lookup, before and after"
- * ({@code AddressLookup}). Not thread-safe.
+ * per chunk, so that a region cut into 256-byte chunks cost 96-192 MiB per GiB), against a
+ * directory per region (found by a search of the regions: slower with many regions reached in
+ * random order) and against one open-addressing table of all pieces (slower replays):
+ * docs/performance.md, "Java heap held by the allocator's metadata" ({@code MetadataFootprint})
+ * and "The lookup, before and after" ({@code AddressLookup}). Not thread-safe.
  */
 public final class AddressHandleMap {
     /** Bytes per slot: upstream's {@code kMinAllocationSize}. */
@@ -62,32 +69,37 @@ public final class AddressHandleMap {
     private static final int SLOT_SHIFT = 8;
     /** log2 of the slots per page: 256 slots, one 64 KiB piece of the address space per page. */
     private static final int PAGE_BITS = 8;
-    /** log2 of the bytes of address space per table entry (and page). */
+    /** log2 of the bytes of address space per directory entry (and page). */
     static final int PIECE_SHIFT = SLOT_SHIFT + PAGE_BITS;
-    /** The low bits of an address below its piece: a key is {@code address | PIECE_LOW}. */
-    private static final long PIECE_LOW = (1L << PIECE_SHIFT) - 1;
+    /** log2 of the bytes of address space per directory: 1 GiB. */
+    static final int BLOCK_SHIFT = 30;
+    private static final int DIR_ENTRIES = 1 << (BLOCK_SHIFT - PIECE_SHIFT);
+    private static final int DIR_MASK = DIR_ENTRIES - 1;
     private static final int PAGE_SLOTS = 1 << PAGE_BITS;
     private static final int PAGE_MASK = PAGE_SLOTS - 1;
     private static final long PAGE_HEAP_BYTES = 16 + 4L * PAGE_SLOTS;
+    private static final long DIR_HEAP_BYTES = 16 + 4L * DIR_ENTRIES;
     private static final long GOLDEN = 0x9E3779B97F4A7C15L;
-    /** Entries of an empty table (a power of two). */
-    private static final int MIN_CAPACITY = 64;
+    /** Entries of an empty block table (a power of two). */
+    private static final int MIN_CAPACITY = 16;
 
     private final ChunkTable chunks;
 
     /**
-     * The open-addressing table of pieces, two longs per entry so that a probe reads one cache
-     * line: {@code table[2i]} the key (the piece's last address, {@code address | PIECE_LOW},
-     * never 0; 0 for an empty entry), {@code table[2i + 1]} the value ({@code h + 1} inline or
-     * {@code ~index} of a page). Linear probing, backward-shift deletion, at most half full.
+     * The open-addressing table of blocks (1 GiB of address space each, where a chunk starts):
+     * {@code keys[i]} is {@code (address >>> 30) + 1} (never 0; 0 for an empty entry),
+     * {@code dirs[i]} its directory and {@code used[i]} the directory's non-zero entries.
+     * Linear probing, at most a quarter full (a few entries: it stays in the L1 cache).
      */
-    private long[] table;
+    private long[] keys;
+    private int[][] dirs;
+    private int[] used;
     /** Entries minus one (a power of two minus one). */
     private int mask;
     /** 64 - log2(entries): Fibonacci hashing keeps the top bits. */
     private int shift;
-    /** Pieces in the table. */
-    private int pieces;
+    /** Blocks in the table. */
+    private int blocks;
 
     /** The pages by index; a free index keeps its empty page (the pool) unless trimmed. */
     private int[][] store = new int[16][];
@@ -124,31 +136,37 @@ public final class AddressHandleMap {
     }
 
     private void allocate(int capacity) {
-        table = new long[2 * capacity];
+        keys = new long[capacity];
+        dirs = new int[capacity][];
+        used = new int[capacity];
         mask = capacity - 1;
         shift = 64 - Integer.numberOfTrailingZeros(capacity);
-        pieces = 0;
+        blocks = 0;
     }
 
     private int home(long key) {
-        return (int) (((key >>> PIECE_SHIFT) * GOLDEN) >>> shift);
+        return (int) ((key * GOLDEN) >>> shift);
     }
 
     private static int slotOf(long address) {
         return (int) (address >>> SLOT_SHIFT) & PAGE_MASK;
     }
 
-    /** @return the entry of {@code key}, or the empty entry where it would go, as {@code ~i} */
-    private int find(long key) {
-        final long[] t = table;
-        final int m = mask;
-        for (int i = home(key); ; i = (i + 1) & m) {
-            final long k = t[2 * i];
-            if (k == key) {
+    private static int pieceOf(long address) {
+        return (int) (address >>> PIECE_SHIFT) & DIR_MASK;
+    }
+
+    /** @return the block table's entry of {@code address}'s block, or -1 */
+    private int find(long address) {
+        final long key = (address >>> BLOCK_SHIFT) + 1;
+        final long[] k = keys;
+        for (int i = home(key); ; i = (i + 1) & mask) {
+            final long ki = k[i];
+            if (ki == key) {
                 return i;
             }
-            if (k == 0) {
-                return ~i;
+            if (ki == 0) {
+                return -1;
             }
         }
     }
@@ -160,22 +178,16 @@ public final class AddressHandleMap {
      * @return the handle, or {@link ChunkTable#INVALID_CHUNK_HANDLE} if no chunk starts there
      */
     public int get(long address) {
-        final long key = address | PIECE_LOW;
-        final long[] t = table;
-        final int m = mask;
-        int v;
-        for (int i = home(key); ; i = (i + 1) & m) {
-            final long k = t[2 * i];
-            if (k == key) {
-                v = (int) t[2 * i + 1];
-                break;
-            }
-            if (k == 0) {
-                return ChunkTable.INVALID_CHUNK_HANDLE;
-            }
+        final int b = find(address);
+        if (b < 0) {
+            return ChunkTable.INVALID_CHUNK_HANDLE;
         }
+        final int v = dirs[b][pieceOf(address)];
         if (v > 0) {
             return chunks.ptr[v - 1] == address ? v - 1 : ChunkTable.INVALID_CHUNK_HANDLE;
+        }
+        if (v == 0) {
+            return ChunkTable.INVALID_CHUNK_HANDLE;
         }
         final boolean exact = aligned;
         if (exact && (address & (SLOT_BYTES - 1)) != 0) {
@@ -199,23 +211,24 @@ public final class AddressHandleMap {
      *     same 256-byte slot (docs/deviations.md #11); nothing is changed then
      */
     public void put(long address, int h) {
-        final long key = address | PIECE_LOW;
-        final int i = find(key);
-        if (i < 0) {
-            table[2 * ~i] = key;
-            table[2 * ~i + 1] = h + 1;
+        int b = find(address);
+        if (b < 0) {
+            b = addBlock(address);
+        }
+        final int[] dir = dirs[b];
+        final int d = pieceOf(address);
+        final int v = dir[d];
+        if (v == 0) {
+            dir[d] = h + 1;
+            used[b]++;
             noteStart(address);
-            if (++pieces * 2 > mask + 1) {
-                rehash(2 * (mask + 1));
-            }
             return;
         }
-        final int v = (int) table[2 * i + 1];
         final int slot = slotOf(address);
         if (v > 0) {
             final long single = chunks.ptr[v - 1];
             if (single == address) {
-                table[2 * i + 1] = h + 1;
+                dir[d] = h + 1;
                 return;
             }
             final int singleSlot = slotOf(single);
@@ -228,7 +241,7 @@ public final class AddressHandleMap {
             page[singleSlot] = v;
             page[slot] = h + 1;
             counts[index] = 2;
-            table[2 * i + 1] = ~index;
+            dir[d] = ~index;
             noteStart(address);
             return;
         }
@@ -257,16 +270,22 @@ public final class AddressHandleMap {
      * @param address any address
      */
     public void remove(long address) {
-        final int i = find(address | PIECE_LOW);
-        if (i < 0) {
+        final int b = find(address);
+        if (b < 0) {
             return;
         }
-        final int v = (int) table[2 * i + 1];
+        final int[] dir = dirs[b];
+        final int d = pieceOf(address);
+        final int v = dir[d];
         if (v > 0) {
             if (chunks.ptr[v - 1] == address) {
-                delete(i);
+                dir[d] = 0;
+                used[b]--;
                 size--;
             }
+            return;
+        }
+        if (v == 0) {
             return;
         }
         final int[] page = store[~v];
@@ -279,42 +298,48 @@ public final class AddressHandleMap {
         size--;
         if (--counts[~v] == 0) {
             free[freeCount++] = ~v;
-            delete(i);
+            dir[d] = 0;
+            used[b]--;
         }
     }
 
-    /** Empties entry {@code i}: backward-shift deletion (later entries of its run move up). */
-    private void delete(int i) {
-        final long[] t = table;
-        final int m = mask;
-        int hole = i;
-        for (int j = (hole + 1) & m; ; j = (j + 1) & m) {
-            final long k = t[2 * j];
-            if (k == 0) {
-                break;
-            }
-            final int home = home(k);
-            // The entry at j may move to the hole unless its home is in (hole, j], cyclically.
-            if (((j - home) & m) >= ((j - hole) & m)) {
-                t[2 * hole] = k;
-                t[2 * hole + 1] = t[2 * j + 1];
-                hole = j;
-            }
+    /**
+     * Adds the block of {@code address} with an empty directory (slow path: the first chunk
+     * start in a GiB of address space, when a region is added there).
+     *
+     * @return its entry
+     */
+    private int addBlock(long address) {
+        if ((blocks + 1) * 4 > mask + 1) {
+            rebuild(2 * (mask + 1), false);
         }
-        t[2 * hole] = 0;
-        t[2 * hole + 1] = 0;
-        pieces--;
+        final long key = (address >>> BLOCK_SHIFT) + 1;
+        int i = home(key);
+        while (keys[i] != 0) {
+            i = (i + 1) & mask;
+        }
+        keys[i] = key;
+        dirs[i] = new int[DIR_ENTRIES];
+        blocks++;
+        return i;
     }
 
-    private void rehash(int capacity) {
-        final long[] old = table;
+    /** Rehashes the block table into {@code capacity} entries, dropping empty blocks if asked. */
+    private void rebuild(int capacity, boolean dropEmpty) {
+        final long[] oldKeys = keys;
+        final int[][] oldDirs = dirs;
+        final int[] oldUsed = used;
         allocate(capacity);
-        for (int j = 0; j < old.length; j += 2) {
-            if (old[j] != 0) {
-                final int i = ~find(old[j]);
-                table[2 * i] = old[j];
-                table[2 * i + 1] = old[j + 1];
-                pieces++;
+        for (int j = 0; j < oldKeys.length; j++) {
+            if (oldKeys[j] != 0 && !(dropEmpty && oldUsed[j] == 0)) {
+                int i = home(oldKeys[j]);
+                while (keys[i] != 0) {
+                    i = (i + 1) & mask;
+                }
+                keys[i] = oldKeys[j];
+                dirs[i] = oldDirs[j];
+                used[i] = oldUsed[j];
+                blocks++;
             }
         }
     }
@@ -338,17 +363,17 @@ public final class AddressHandleMap {
         return size;
     }
 
-    /** @return the number of 64 KiB pieces where a chunk starts (the table's entries) */
-    int pieceCount() {
-        return pieces;
+    /** @return the number of GiB blocks of address space with a directory */
+    int blockCount() {
+        return blocks;
     }
 
-    /** @return the table's capacity in entries */
+    /** @return the block table's capacity in entries */
     int capacity() {
         return mask + 1;
     }
 
-    /** Removes every entry and lets the pages go (the regions are forgotten too). */
+    /** Removes every entry and lets the directories and pages go (the regions are forgotten too). */
     public void clear() {
         allocate(MIN_CAPACITY);
         store = new int[16][];
@@ -361,7 +386,10 @@ public final class AddressHandleMap {
         aligned = true;
     }
 
-    /** Lets the pooled empty pages go (slow path: a region was given back). */
+    /**
+     * Lets the pooled empty pages and the empty directories go (slow path: a region was given
+     * back).
+     */
     public void trimPool() {
         for (int j = 0; j < freeCount; j++) {
             if (store[free[j]] != null) {
@@ -369,11 +397,12 @@ public final class AddressHandleMap {
                 pagesHeld--;
             }
         }
+        rebuild(mask + 1, true);
     }
 
-    /** @return bytes of heap held by the table, the pages (pooled ones included) and their index */
+    /** @return bytes of heap held by the directories, the pages (pooled ones included) and their index */
     public long heapBytes() {
-        return 16 + 8L * table.length + pagesHeld * PAGE_HEAP_BYTES
+        return blocks * DIR_HEAP_BYTES + 16L * keys.length + pagesHeld * PAGE_HEAP_BYTES
                 + 4L * (store.length + counts.length + free.length);
     }
 

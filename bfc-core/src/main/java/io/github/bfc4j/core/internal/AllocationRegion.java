@@ -9,7 +9,7 @@ package io.github.bfc4j.core.internal;
  * A range of memory obtained from the sub-allocator (or several adjacent ranges merged into one
  * when the sub-allocator supports coalescing). Port of {@code BFCAllocator::AllocationRegion},
  * without its per-256-byte-slot handle array: the handles of all regions are in one
- * {@link AddressHandleMap}, keyed by address.
+ * {@link AddressHandleMap}, keyed by absolute address.
  */
 public final class AllocationRegion {
     private final long ptr;

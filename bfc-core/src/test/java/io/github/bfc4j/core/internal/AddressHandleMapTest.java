@@ -36,7 +36,7 @@ class AddressHandleMapTest {
         // Four regions of 4 MiB, one not 256-byte aligned, and two adjacent ones that share a
         // 64 KiB piece; chunk starts 256-byte multiples from the region's start, dense enough
         // that pieces go from inline to paged, pages fill, empty and come back from the pool,
-        // and the table grows from 64 entries to 512.
+        // and the block table grows (five GiB blocks).
         AllocationRegion[] regions = new AllocationRegion[6];
         for (int r = 0; r < 4; r++) {
             regions[r] = new AllocationRegion(BASE + ((long) r << 32) + (r == 3 ? 0x40 : 0), 1L << 22);
@@ -89,12 +89,13 @@ class AddressHandleMapTest {
         for (long key : keys) {
             map.remove(key);
         }
-        assertThat(map.capacity()).as("the table grew").isGreaterThanOrEqualTo(512);
         assertThat(map.size()).isZero();
-        assertThat(map.pieceCount()).as("every piece gone from the table").isZero();
         for (AllocationRegion region : regions) {
             assertThat(map.get(region.ptr())).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
         }
+        assertThat(map.blockCount()).as("regions 4 and 5 share a GiB block").isEqualTo(5);
+        map.trimPool();
+        assertThat(map.blockCount()).as("empty directories dropped").isZero();
     }
 
     @Test
@@ -152,7 +153,7 @@ class AddressHandleMapTest {
         }
         map.clear();
         assertThat(map.size()).isZero();
-        assertThat(map.heapBytes()).as("an empty table of 64 entries and the page index").isLessThan(1500);
+        assertThat(map.heapBytes()).as("an empty block table and the page index").isLessThan(1500);
     }
 
     @Test
@@ -167,7 +168,8 @@ class AddressHandleMapTest {
             long p = BASE + 256L * i;
             map.put(p, chunkAt(chunks, p));
         }
-        assertThat(map.heapBytes()).isBetween(4L * slots, 5L * slots);
+        // Plus the GiB block's directory (4 B per 64 KiB).
+        assertThat(map.heapBytes()).isBetween(4L * slots + 65536, 5L * slots + 65536);
     }
 
     @Test
@@ -176,8 +178,10 @@ class AddressHandleMapTest {
         ChunkTable chunks = new ChunkTable(16);
         AddressHandleMap map = new AddressHandleMap(chunks);
         AllocationRegion region = new AllocationRegion(BASE, 1L << 30);
+        map.put(BASE, chunkAt(chunks, BASE));
         long empty = map.heapBytes();
-        for (int i = 0; i < 16; i++) {
+        assertThat(empty).as("the GiB block's directory, 4 B per 64 KiB").isBetween(65536L, 65536L + 1024);
+        for (int i = 1; i < 16; i++) {
             long p = BASE + (16L << 20) * i;
             map.put(p, chunkAt(chunks, p));
         }
@@ -223,92 +227,94 @@ class AddressHandleMapTest {
         assertThat(map.heapBytes()).isLessThan(full - 64 * 1024);
     }
 
-    /** The table's home entry of a piece, as AddressHandleMap computes it (Fibonacci hashing). */
+    /** The block table's home entry of an address, as AddressHandleMap computes it. */
     private static int home(long address, int capacity) {
-        return (int) (((address >>> 16) * 0x9E3779B97F4A7C15L) >>> (64 - Integer.numberOfTrailingZeros(capacity)));
+        return (int) ((((address >>> 30) + 1) * 0x9E3779B97F4A7C15L) >>> (64 - Integer.numberOfTrailingZeros(capacity)));
     }
 
     @Test
-    void deletionShiftsBackAcrossTheTablesEnd() {
+    void blocksWhoseHomesCollideAcrossTheTablesEndAreAllFound() {
         ChunkTable chunks = new ChunkTable(16);
         AddressHandleMap map = new AddressHandleMap(chunks);
         int capacity = map.capacity();
-        // Three pieces whose home is the last entry (they fill it and wrap to entries 0 and 1),
-        // then one whose home is entry 0 (it lands in 2), one chunk start each.
-        List<Long> last = new ArrayList<>();
-        long zero = 0;
-        for (long piece = 1; last.size() < 3 || zero == 0; piece++) {
-            long p = BASE + (piece << 16);
-            int home = home(p, capacity);
-            if (home == capacity - 1 && last.size() < 3) {
-                last.add(p);
-            } else if (home == 0 && zero == 0) {
-                zero = p;
+        // Three GiB blocks whose home is the last entry: they fill it and wrap to entries 0, 1.
+        List<Long> starts = new ArrayList<>();
+        for (long block = 1; starts.size() < 3; block++) {
+            long p = BASE + (block << 30);
+            if (home(p, capacity) == capacity - 1) {
+                starts.add(p);
             }
         }
-        List<Long> all = new ArrayList<>(last);
-        all.add(zero);
-        Map<Long, Integer> handles = new HashMap<>();
-        for (long p : all) {
-            int h = chunkAt(chunks, p);
-            map.put(p, h);
-            handles.put(p, h);
-        }
-        assertThat(map.capacity()).as("no growth: the probe runs stay as built").isEqualTo(capacity);
-        // Remove the first of the wrapped run: the two after it and the piece of home 0 must
-        // move back across the end of the table, and stay found.
-        for (long gone : all) {
-            map.remove(gone);
-            handles.remove(gone);
-            assertThat(map.get(gone)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        for (int round = 0; round < 2; round++) {
+            Map<Long, Integer> handles = new HashMap<>();
+            for (int j = 0; j < starts.size(); j++) {
+                long p = starts.get(round == 0 ? j : starts.size() - 1 - j);
+                int h = chunkAt(chunks, p);
+                map.put(p, h);
+                handles.put(p, h);
+                int h2 = chunkAt(chunks, p + 512);
+                map.put(p + 512, h2);
+                handles.put(p + 512, h2);
+            }
+            assertThat(map.capacity()).as("no growth: the probe run stays as built").isEqualTo(capacity);
+            assertThat(map.blockCount()).isEqualTo(3);
             for (Map.Entry<Long, Integer> e : handles.entrySet()) {
-                assertThat(map.get(e.getKey())).as("0x%x after removing 0x%x", e.getKey(), gone).isEqualTo(e.getValue());
+                assertThat(map.get(e.getKey())).as("round %d, 0x%x", round, e.getKey()).isEqualTo(e.getValue());
+                assertThat(map.get(e.getKey() + 256)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
             }
-            assertThat(map.pieceCount()).isEqualTo(handles.size());
+            // Empty the first block of the run and drop it: the two after it are rehashed.
+            map.remove(starts.get(0));
+            map.remove(starts.get(0) + 512);
+            map.trimPool();
+            assertThat(map.blockCount()).isEqualTo(2);
+            assertThat(map.get(starts.get(0))).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+            for (Map.Entry<Long, Integer> e : handles.entrySet()) {
+                if (e.getKey() - starts.get(0) >= 1024) {
+                    assertThat(map.get(e.getKey())).as("round %d, 0x%x", round, e.getKey()).isEqualTo(e.getValue());
+                }
+            }
+            for (long p : starts.subList(1, 3)) {
+                map.remove(p);
+                map.remove(p + 512);
+            }
+            map.trimPool();
+            assertThat(map.blockCount()).isZero();
+            assertThat(map.size()).isZero();
         }
-        // And in another order: the piece of home 0 first, then the middle of the run.
-        for (long p : all) {
-            map.put(p, chunkAt(chunks, p));
-        }
-        map.remove(zero);
-        map.remove(last.get(1));
-        assertThat(map.get(last.get(0))).isNotEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
-        assertThat(map.get(last.get(2))).isNotEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
-        assertThat(chunks.ptr(map.get(last.get(2)))).isEqualTo(last.get(2));
     }
 
     @Test
-    void theTableGrowsAndKeepsEveryEntry() {
+    void theBlockTableGrowsAndKeepsEveryEntry() {
         ChunkTable chunks = new ChunkTable(16);
         AddressHandleMap map = new AddressHandleMap(chunks);
         int before = map.capacity();
-        // 10,000 pieces of 4 GiB of address space in two regions, one chunk start each, then
-        // a second start in every other piece (a page).
+        // 300 GiB blocks of address space, in two ranges far apart, one to three chunk starts
+        // in each (inline and paged pieces).
         Map<Long, Integer> handles = new HashMap<>();
-        for (int i = 0; i < 10_000; i++) {
-            long p = BASE + ((long) (i % 2) << 40) + ((long) i << 16) + ((i % 7) << 8);
-            int h = chunkAt(chunks, p);
-            map.put(p, h);
-            handles.put(p, h);
-            if (i % 2 == 0) {
-                int h2 = chunkAt(chunks, p + 0x8000);
-                map.put(p + 0x8000, h2);
-                handles.put(p + 0x8000, h2);
+        for (int i = 0; i < 300; i++) {
+            long p = BASE + ((long) (i % 2) << 44) + ((long) i << 30) + ((long) (i % 7) << 16);
+            for (int j = 0; j <= i % 3; j++) {
+                long q = p + 4096L * j;
+                int h = chunkAt(chunks, q);
+                map.put(q, h);
+                handles.put(q, h);
             }
-            assertThat(map.capacity()).as("at most half full").isGreaterThanOrEqualTo(2 * map.pieceCount());
+            assertThat(map.capacity()).as("at most a quarter full").isGreaterThanOrEqualTo(4 * map.blockCount());
         }
         assertThat(map.capacity()).isGreaterThan(before);
-        assertThat(map.pieceCount()).isEqualTo(10_000);
-        assertThat(map.size()).isEqualTo(15_000);
+        assertThat(map.blockCount()).isEqualTo(300);
+        assertThat(map.size()).isEqualTo(handles.size());
         for (Map.Entry<Long, Integer> e : handles.entrySet()) {
             assertThat(map.get(e.getKey())).isEqualTo(e.getValue());
             assertThat(map.get(e.getKey() + 256)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+            assertThat(map.get(e.getKey() + (1L << 36))).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
         }
         for (long p : handles.keySet()) {
             map.remove(p);
         }
         assertThat(map.size()).isZero();
-        assertThat(map.pieceCount()).isZero();
+        map.trimPool();
+        assertThat(map.blockCount()).isZero();
     }
 
     @Test
