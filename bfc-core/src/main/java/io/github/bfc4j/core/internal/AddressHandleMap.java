@@ -373,7 +373,7 @@ public final class AddressHandleMap {
         return mask + 1;
     }
 
-    /** Removes every entry and lets the directories and pages go (the regions are forgotten too). */
+    /** Removes every entry, lets the directories and pages go (the regions are forgotten too). */
     public void clear() {
         allocate(MIN_CAPACITY);
         store = new int[16][];
@@ -400,7 +400,10 @@ public final class AddressHandleMap {
         rebuild(mask + 1, true);
     }
 
-    /** @return bytes of heap held by the directories, the pages (pooled ones included) and their index */
+    /**
+     * @return bytes of heap held by the directories, the block table, the pages (pooled ones
+     *     included) and their index
+     */
     public long heapBytes() {
         return blocks * DIR_HEAP_BYTES + 16L * keys.length + pagesHeld * PAGE_HEAP_BYTES
                 + 4L * (store.length + counts.length + free.length);

@@ -15,11 +15,12 @@ import java.util.List;
  *
  * <p>Upstream answers {@code get_handle(p)} from the per-region slot array of the region
  * containing {@code p}; here from directories per GiB of address space and pages of slots
- * shared by all regions ({@link AddressHandleMap}), with no search for the region. The answers are the same:
- * upstream sets a slot only where a chunk starts ({@code set_handle}) and clears it when the
- * chunk is deleted ({@code erase}), and deleting a region deletes every chunk in it first. For
- * an address outside every region upstream aborts ({@code LOG(FATAL)}) or reads out of bounds;
- * here it has no entry, so the answer is "no handle" ({@link ChunkTable#INVALID_CHUNK_HANDLE}).
+ * shared by all regions ({@link AddressHandleMap}), with no search for the region. The
+ * answers are the same: upstream sets a slot only where a chunk starts ({@code set_handle})
+ * and clears it when the chunk is deleted ({@code erase}), and deleting a region deletes
+ * every chunk in it first. For an address outside every region upstream aborts
+ * ({@code LOG(FATAL)}) or reads out of bounds; here it has no entry, so the answer is "no
+ * handle" ({@link ChunkTable#INVALID_CHUNK_HANDLE}).
  *
  * <p>Not thread-safe: guarded by the owning allocator's lock.
  */
