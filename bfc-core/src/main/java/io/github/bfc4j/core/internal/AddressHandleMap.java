@@ -7,12 +7,16 @@ import java.util.Arrays;
 
 /**
  * Maps the start address of every live chunk to its handle: upstream's
- * {@code AllocationRegion::handles_} (one handle per 256-byte slot of a region), made sparse.
+ * {@code AllocationRegion::handles_} (one handle per 256-byte slot of a region), made sparse
+ * and keyed by absolute address, so that no region is searched.
  *
  * <pre>
- *  offset in the region = [ piece: bits 63..16 | slot: bits 15..8 | bits 7..0 ]
+ *  address = [ block: bits 63..30 | piece: bits 29..16 | slot: bits 15..8 | bits 7..0 ]
  *
- *  region.dir (one int per 64 KiB piece)        pages (256 int slots), pooled; counts[]
+ *  blocks (open addressing on address &gt;&gt;&gt; 30)
+ *  [ - | block b | - | - ]
+ *           |
+ *           v  directory of block b (one int per 64 KiB piece)   pages (256 int slots), pooled
  *  [ 0 | h+1 | ~0 | 0 | ~1 | 0 | ... ]
  *         |     |         `---------------&gt;  page 1: [ h+1 0 0 ... 0   ]  counts[1] = 1
  *         |     `-------------------------&gt;  page 0: [ 0 0 h+1 ... h+1 ]  counts[0] = 2
@@ -21,52 +25,81 @@ import java.util.Arrays;
  *
  * <p>Upstream keeps an 8-byte handle for every 256-byte slot of every region: 32 MiB of host
  * memory per GiB of region, zero-filled when the region is added (1.7 s for one 80 GiB
- * region). Here a slot is a 4-byte {@code int} (handle + 1, 0 for none), and slots exist only
- * in <em>pages</em> of 256 slots (one 64 KiB piece of a region, 1 KiB of heap) where at least
- * two chunks start; a piece where one chunk starts keeps its handle inline in the region's
- * directory ({@link AllocationRegion#dir}, 4 bytes per 64 KiB: 64 KiB per GiB). So:
+ * region), and finds the region first. Here a slot is a 4-byte {@code int} (handle + 1, 0 for
+ * none), and slots exist only in <em>pages</em> of 256 slots (one 64 KiB piece of the address
+ * space, 1 KiB of heap) where at least two chunks start; a piece where one chunk starts keeps
+ * its handle inline in its directory. A directory covers one GiB <em>block</em> of the
+ * address space (16,384 entries, 64 KiB of heap), is created when the first chunk starts in
+ * its block and dropped by {@link #trimPool()} once empty; the blocks are found through a
+ * small open-addressing table keyed by {@code address >>> 30} (linear probing, at most a
+ * quarter full, Fibonacci hashing: a few entries that stay in the L1 cache and one probe as a
+ * rule), whatever the number of regions. So:
  *
  * <ul>
  *   <li>the worst case, every 256-byte slot a chunk start, costs 16 MiB of pages plus the
- *       directory per GiB of region (no case costs more per GiB), against upstream's 32 MiB;
- *   <li>a region of chunks of 64 KiB or more costs its directory only (64 KiB per GiB), and
- *       never a page;
- *   <li>the lookup is upstream's: find the region (the region found last, else a scan of up to
- *       eight regions' bounds, else a binary search), then index its directory and page; no
- *       hashing and no probing. For an
- *       address 256-byte aligned in its region (every chunk start is, unless a sub-allocator
- *       handed out an odd-sized block) a page's slot answers alone, as upstream's slot does.
- *       An inline handle is confirmed against the chunk's address ({@code ChunkTable.ptr}),
- *       since it does not say which slot of its piece it is in.
+ *       directory (64 KiB) per GiB (no case costs more per GiB), against upstream's 32 MiB;
+ *       a small region costs the directory of each GiB block it touches (at most two);
+ *   <li>chunks of 64 KiB or more cost their directory only, and never a page;
+ *   <li>the lookup: the block (hash, one probe), its directory, the page's slot; an address
+ *       outside every region has no block or an empty entry. A slot is the address's
+ *       absolute slot ({@code (address >>> 8) & 255}): chunk starts at least 256 bytes apart
+ *       never share one. While every chunk start is 256-byte aligned (unless a sub-allocator
+ *       handed out an odd-sized block or an unaligned region) a page's slot answers alone, as
+ *       upstream's slot does; otherwise, and for an inline handle (which does not say which
+ *       slot of its piece it is in), the handle is confirmed against the chunk's address
+ *       ({@code ChunkTable.ptr}).
  * </ul>
  *
  * <p>A page is taken from a pool when a second chunk start arrives in its piece and goes back
  * to the pool when its last one leaves (a page down to one start stays a page: finding that
  * start would mean scanning it), so the steady state creates nothing; {@link #trimPool()} lets
- * the pooled pages go (on the slow path, when a region is given back).
+ * the pooled pages and the empty directories go (on the slow path, when a region is given
+ * back).
  *
- * <p>Measured against the open-addressing hash of addresses it replaces (load at most 1/2,
- * 24-48 bytes per chunk, so that a region cut into 256-byte chunks cost 96-192 MiB per GiB):
- * docs/performance.md, "Java heap held by the allocator's metadata" ({@code MetadataFootprint}).
- * The lookup alone is as fast as the hash's in one region ({@code AddressLookup}), and slower
- * with many regions reached in random order (57 against 36 ns with 12), since it must find the
- * region first, as upstream's does; whole replays (12 JVMs each, with the bins' first-chunk
- * cache and RegionManager's region scan) are as fast as with the hash on big-random-1m and
- * infer-qwen, and 9% slower on tf-resnet-train (four regions). Not thread-safe.
+ * <p>Measured against the open-addressing hash of addresses of the first versions (24-48 bytes
+ * per chunk, so that a region cut into 256-byte chunks cost 96-192 MiB per GiB), against a
+ * directory per region (found by a search of the regions: slower with many regions reached in
+ * random order) and against one open-addressing table of all pieces (slower replays):
+ * docs/performance.md, "Java heap held by the allocator's metadata" ({@code MetadataFootprint})
+ * and "The lookup, before and after" ({@code AddressLookup}). Not thread-safe.
  */
 public final class AddressHandleMap {
     /** Bytes per slot: upstream's {@code kMinAllocationSize}. */
     static final int SLOT_BYTES = 256;
     private static final int SLOT_SHIFT = 8;
-    /** log2 of the slots per page: 256 slots, one 64 KiB piece of a region per page. */
+    /** log2 of the slots per page: 256 slots, one 64 KiB piece of the address space per page. */
     private static final int PAGE_BITS = 8;
-    /** log2 of the bytes of region per directory entry (and page). */
+    /** log2 of the bytes of address space per directory entry (and page). */
     static final int PIECE_SHIFT = SLOT_SHIFT + PAGE_BITS;
+    /** log2 of the bytes of address space per directory: 1 GiB. */
+    static final int BLOCK_SHIFT = 30;
+    private static final int DIR_ENTRIES = 1 << (BLOCK_SHIFT - PIECE_SHIFT);
+    private static final int DIR_MASK = DIR_ENTRIES - 1;
     private static final int PAGE_SLOTS = 1 << PAGE_BITS;
     private static final int PAGE_MASK = PAGE_SLOTS - 1;
     private static final long PAGE_HEAP_BYTES = 16 + 4L * PAGE_SLOTS;
+    private static final long DIR_HEAP_BYTES = 16 + 4L * DIR_ENTRIES;
+    private static final long GOLDEN = 0x9E3779B97F4A7C15L;
+    /** Entries of an empty block table (a power of two). */
+    private static final int MIN_CAPACITY = 16;
 
     private final ChunkTable chunks;
+
+    /**
+     * The open-addressing table of blocks (1 GiB of address space each, where a chunk starts):
+     * {@code keys[i]} is {@code (address >>> 30) + 1} (never 0; 0 for an empty entry),
+     * {@code dirs[i]} its directory and {@code used[i]} the directory's non-zero entries.
+     * Linear probing, at most a quarter full (a few entries: it stays in the L1 cache).
+     */
+    private long[] keys;
+    private int[][] dirs;
+    private int[] used;
+    /** Entries minus one (a power of two minus one). */
+    private int mask;
+    /** 64 - log2(entries): Fibonacci hashing keeps the top bits. */
+    private int shift;
+    /** Blocks in the table. */
+    private int blocks;
 
     /** The pages by index; a free index keeps its empty page (the pool) unless trimmed. */
     private int[][] store = new int[16][];
@@ -87,37 +120,80 @@ public final class AddressHandleMap {
     private int size;
 
     /**
-     * @param chunks the table whose {@code ptr} confirms an inline handle
+     * Whether every chunk start recorded since the last {@link #clear()} was 256-byte aligned:
+     * then an address that is not cannot be a chunk start, and a page's slot answers alone (no
+     * check against the chunk's address). False from the first start that is not (a region
+     * that does not start on 256 bytes, or one extended by a block of an odd size).
+     */
+    private boolean aligned = true;
+
+    /**
+     * @param chunks the table whose {@code ptr} confirms a handle
      */
     public AddressHandleMap(ChunkTable chunks) {
         this.chunks = chunks;
+        allocate(MIN_CAPACITY);
     }
 
-    private static int slotOf(long offset) {
-        return (int) (offset >>> SLOT_SHIFT) & PAGE_MASK;
+    private void allocate(int capacity) {
+        keys = new long[capacity];
+        dirs = new int[capacity][];
+        used = new int[capacity];
+        mask = capacity - 1;
+        shift = 64 - Integer.numberOfTrailingZeros(capacity);
+        blocks = 0;
+    }
+
+    private int home(long key) {
+        return (int) ((key * GOLDEN) >>> shift);
+    }
+
+    private static int slotOf(long address) {
+        return (int) (address >>> SLOT_SHIFT) & PAGE_MASK;
+    }
+
+    private static int pieceOf(long address) {
+        return (int) (address >>> PIECE_SHIFT) & DIR_MASK;
+    }
+
+    /** @return the block table's entry of {@code address}'s block, or -1 */
+    private int find(long address) {
+        final long key = (address >>> BLOCK_SHIFT) + 1;
+        final long[] k = keys;
+        for (int i = home(key); ; i = (i + 1) & mask) {
+            final long ki = k[i];
+            if (ki == key) {
+                return i;
+            }
+            if (ki == 0) {
+                return -1;
+            }
+        }
     }
 
     /**
      * The handle of the chunk starting at {@code address}.
      *
-     * @param r the region holding {@code address}
-     * @param address an address in {@code r}
+     * @param address any address
      * @return the handle, or {@link ChunkTable#INVALID_CHUNK_HANDLE} if no chunk starts there
      */
-    public int get(AllocationRegion r, long address) {
-        final long offset = address - r.ptr();
-        final int v = r.dir[(int) (offset >>> PIECE_SHIFT)];
+    public int get(long address) {
+        final int b = find(address);
+        if (b < 0) {
+            return ChunkTable.INVALID_CHUNK_HANDLE;
+        }
+        final int v = dirs[b][pieceOf(address)];
         if (v > 0) {
             return chunks.ptr[v - 1] == address ? v - 1 : ChunkTable.INVALID_CHUNK_HANDLE;
         }
         if (v == 0) {
             return ChunkTable.INVALID_CHUNK_HANDLE;
         }
-        final boolean exact = r.exactSlots;
-        if (exact && (offset & (SLOT_BYTES - 1)) != 0) {
+        final boolean exact = aligned;
+        if (exact && (address & (SLOT_BYTES - 1)) != 0) {
             return ChunkTable.INVALID_CHUNK_HANDLE;
         }
-        final int h = store[~v][slotOf(offset)] - 1;
+        final int h = store[~v][slotOf(address)] - 1;
         if (h < 0 || (!exact && chunks.ptr[h] != address)) {
             return ChunkTable.INVALID_CHUNK_HANDLE;
         }
@@ -128,29 +204,34 @@ public final class AddressHandleMap {
      * Records the handle of the chunk starting at {@code address}, replacing the chunk that
      * started there before, if any.
      *
-     * @param r the region holding {@code address}
-     * @param address an address in {@code r}, 256-byte aligned in it: {@code chunks.ptr(h)}
-     *     (BfcAllocator.checkInvariants() catches a caller that breaks this)
+     * @param address {@code chunks.ptr(h)} (BfcAllocator.checkInvariants() catches a caller
+     *     that breaks this)
      * @param h the handle
+     * @throws IllegalStateException if another chunk starts less than 256 bytes away, in the
+     *     same 256-byte slot (docs/deviations.md #11); nothing is changed then
      */
-    public void put(AllocationRegion r, long address, int h) {
-        final long offset = address - r.ptr();
-        final int[] dir = r.dir;
-        final int d = (int) (offset >>> PIECE_SHIFT);
+    public void put(long address, int h) {
+        int b = find(address);
+        if (b < 0) {
+            b = addBlock(address);
+        }
+        final int[] dir = dirs[b];
+        final int d = pieceOf(address);
         final int v = dir[d];
         if (v == 0) {
             dir[d] = h + 1;
-            size++;
+            used[b]++;
+            noteStart(address);
             return;
         }
-        final int slot = slotOf(offset);
+        final int slot = slotOf(address);
         if (v > 0) {
             final long single = chunks.ptr[v - 1];
             if (single == address) {
                 dir[d] = h + 1;
                 return;
             }
-            final int singleSlot = slotOf(single - r.ptr());
+            final int singleSlot = slotOf(single);
             if (singleSlot == slot) {
                 throw sharedSlot(address, single);
             }
@@ -161,7 +242,7 @@ public final class AddressHandleMap {
             page[slot] = h + 1;
             counts[index] = 2;
             dir[d] = ~index;
-            size++;
+            noteStart(address);
             return;
         }
         final int[] page = store[~v];
@@ -171,25 +252,35 @@ public final class AddressHandleMap {
         }
         if (old == 0) {
             counts[~v]++;
-            size++;
+            noteStart(address);
         }
         page[slot] = h + 1;
+    }
+
+    private void noteStart(long address) {
+        size++;
+        if ((address & (SLOT_BYTES - 1)) != 0) {
+            aligned = false;
+        }
     }
 
     /**
      * Forgets the chunk starting at {@code address}, if any.
      *
-     * @param r the region holding {@code address}
-     * @param address an address in {@code r}
+     * @param address any address
      */
-    public void remove(AllocationRegion r, long address) {
-        final long offset = address - r.ptr();
-        final int[] dir = r.dir;
-        final int d = (int) (offset >>> PIECE_SHIFT);
+    public void remove(long address) {
+        final int b = find(address);
+        if (b < 0) {
+            return;
+        }
+        final int[] dir = dirs[b];
+        final int d = pieceOf(address);
         final int v = dir[d];
         if (v > 0) {
             if (chunks.ptr[v - 1] == address) {
                 dir[d] = 0;
+                used[b]--;
                 size--;
             }
             return;
@@ -198,7 +289,7 @@ public final class AddressHandleMap {
             return;
         }
         final int[] page = store[~v];
-        final int slot = slotOf(offset);
+        final int slot = slotOf(address);
         final int old = page[slot];
         if (old == 0 || chunks.ptr[old - 1] != address) {
             return;
@@ -208,6 +299,48 @@ public final class AddressHandleMap {
         if (--counts[~v] == 0) {
             free[freeCount++] = ~v;
             dir[d] = 0;
+            used[b]--;
+        }
+    }
+
+    /**
+     * Adds the block of {@code address} with an empty directory (slow path: the first chunk
+     * start in a GiB of address space, when a region is added there).
+     *
+     * @return its entry
+     */
+    private int addBlock(long address) {
+        if ((blocks + 1) * 4 > mask + 1) {
+            rebuild(2 * (mask + 1), false);
+        }
+        final long key = (address >>> BLOCK_SHIFT) + 1;
+        int i = home(key);
+        while (keys[i] != 0) {
+            i = (i + 1) & mask;
+        }
+        keys[i] = key;
+        dirs[i] = new int[DIR_ENTRIES];
+        blocks++;
+        return i;
+    }
+
+    /** Rehashes the block table into {@code capacity} entries, dropping empty blocks if asked. */
+    private void rebuild(int capacity, boolean dropEmpty) {
+        final long[] oldKeys = keys;
+        final int[][] oldDirs = dirs;
+        final int[] oldUsed = used;
+        allocate(capacity);
+        for (int j = 0; j < oldKeys.length; j++) {
+            if (oldKeys[j] != 0 && !(dropEmpty && oldUsed[j] == 0)) {
+                int i = home(oldKeys[j]);
+                while (keys[i] != 0) {
+                    i = (i + 1) & mask;
+                }
+                keys[i] = oldKeys[j];
+                dirs[i] = oldDirs[j];
+                used[i] = oldUsed[j];
+                blocks++;
+            }
         }
     }
 
@@ -230,8 +363,19 @@ public final class AddressHandleMap {
         return size;
     }
 
-    /** Removes every entry and lets the pages go (the regions are forgotten too). */
+    /** @return the number of GiB blocks of address space with a directory */
+    int blockCount() {
+        return blocks;
+    }
+
+    /** @return the block table's capacity in entries */
+    int capacity() {
+        return mask + 1;
+    }
+
+    /** Removes every entry, lets the directories and pages go (the regions are forgotten too). */
     public void clear() {
+        allocate(MIN_CAPACITY);
         store = new int[16][];
         counts = new int[16];
         storeCount = 0;
@@ -239,9 +383,13 @@ public final class AddressHandleMap {
         freeCount = 0;
         pagesHeld = 0;
         size = 0;
+        aligned = true;
     }
 
-    /** Lets the pooled empty pages go (slow path: a region was given back). */
+    /**
+     * Lets the pooled empty pages and the empty directories go (slow path: a region was given
+     * back).
+     */
     public void trimPool() {
         for (int j = 0; j < freeCount; j++) {
             if (store[free[j]] != null) {
@@ -249,11 +397,16 @@ public final class AddressHandleMap {
                 pagesHeld--;
             }
         }
+        rebuild(mask + 1, true);
     }
 
-    /** @return bytes of heap held by the pages (pooled ones included) and their index */
+    /**
+     * @return bytes of heap held by the directories, the block table, the pages (pooled ones
+     *     included) and their index
+     */
     public long heapBytes() {
-        return pagesHeld * PAGE_HEAP_BYTES + 4L * (store.length + counts.length + free.length);
+        return blocks * DIR_HEAP_BYTES + 16L * keys.length + pagesHeld * PAGE_HEAP_BYTES
+                + 4L * (store.length + counts.length + free.length);
     }
 
     /** @return the index of an empty page in {@link #store} */

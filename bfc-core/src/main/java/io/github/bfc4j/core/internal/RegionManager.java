@@ -14,11 +14,13 @@ import java.util.List;
  * start address to its handle. Port of {@code BFCAllocator::RegionManager}.
  *
  * <p>Upstream answers {@code get_handle(p)} from the per-region slot array of the region
- * containing {@code p}; here from the region's sparse directory and the pages of slots of
- * {@link AddressHandleMap}. The answers are the same: upstream sets a slot only where a chunk
- * starts ({@code set_handle}) and clears it when the chunk is deleted ({@code erase}), and
- * deleting a region deletes every chunk in it first. For an address outside every region upstream aborts ({@code LOG(FATAL)}) or reads out
- * of bounds; here the answer is "no handle" ({@link ChunkTable#INVALID_CHUNK_HANDLE}).
+ * containing {@code p}; here from directories per GiB of address space and pages of slots
+ * shared by all regions ({@link AddressHandleMap}), with no search for the region. The
+ * answers are the same: upstream sets a slot only where a chunk starts ({@code set_handle})
+ * and clears it when the chunk is deleted ({@code erase}), and deleting a region deletes
+ * every chunk in it first. For an address outside every region upstream aborts
+ * ({@code LOG(FATAL)}) or reads out of bounds; here it has no entry, so the answer is "no
+ * handle" ({@link ChunkTable#INVALID_CHUNK_HANDLE}).
  *
  * <p>Not thread-safe: guarded by the owning allocator's lock.
  */
@@ -26,22 +28,6 @@ public final class RegionManager {
     private final ArrayList<AllocationRegion> regions = new ArrayList<>();
     private final List<AllocationRegion> regionsView = Collections.unmodifiableList(regions);
     private final AddressHandleMap handles;
-
-    /**
-     * The region found last: most lookups fall in it (one region without growth; the newest
-     * with growth), so the scan or search is skipped. Null when none.
-     */
-    private AllocationRegion lastRegion;
-
-    // The regions again, as primitive arrays for regionFor's scan (rebuilt by reindex() on the
-    // slow path, whenever a region is added, extended or removed). A scan of a few contiguous
-    // longs instead of a binary search through the list's objects: measured on
-    // tf-resnet-train (4 regions, addresses spread over all of them), docs/performance.md.
-    private long[] starts = new long[0];
-    private long[] sizes = new long[0];
-    private AllocationRegion[] byIndex = new AllocationRegion[0];
-    /** Up to this many regions are scanned; above, regionFor searches by halves. */
-    private static final int SCAN_LIMIT = 8;
 
     /**
      * @param chunks the allocator's chunk table (the address map checks chunk starts in it)
@@ -76,18 +62,6 @@ public final class RegionManager {
      */
     public void addAllocationRegion(long ptr, long memorySize) {
         regions.add(upperBound(ptr), new AllocationRegion(ptr, memorySize));
-        reindex();
-    }
-
-    private void reindex() {
-        int n = regions.size();
-        starts = new long[n];
-        sizes = new long[n];
-        byIndex = regions.toArray(new AllocationRegion[n]);
-        for (int i = 0; i < n; i++) {
-            starts[i] = byIndex[i].ptr();
-            sizes[i] = byIndex[i].memorySize();
-        }
     }
 
     /**
@@ -105,12 +79,10 @@ public final class RegionManager {
             AllocationRegion preceding = regions.get(entry - 1);
             if (preceding.endPtr() == ptr) {
                 preceding.extend(memorySize);
-                reindex();
                 return preceding;
             }
         }
         regions.add(entry, new AllocationRegion(ptr, memorySize));
-        reindex();
         return null;
     }
 
@@ -120,10 +92,7 @@ public final class RegionManager {
      * @param index the region's position in {@link #regions()}
      */
     public void removeAllocationRegion(int index) {
-        if (regions.remove(index) == lastRegion) {
-            lastRegion = null;
-        }
-        reindex();
+        regions.remove(index);
         // The region's chunks are deleted: let their empty address-map pages go.
         handles.trimPool();
     }
@@ -136,50 +105,19 @@ public final class RegionManager {
      *     {@link ChunkTable#INVALID_CHUNK_HANDLE}
      */
     public int getHandle(long p) {
-        final AllocationRegion r = regionFor(p);
-        return r == null ? ChunkTable.INVALID_CHUNK_HANDLE : handles.get(r, p);
-    }
-
-    /** Upstream's {@code RegionFor}, or null (not a fatal error) for an address outside. */
-    private AllocationRegion regionFor(long p) {
-        AllocationRegion r = lastRegion;
-        if (r != null && Long.compareUnsigned(p - r.ptr(), r.memorySize()) < 0) {
-            return r;
-        }
-        final AllocationRegion[] all = byIndex;
-        if (all.length <= SCAN_LIMIT) {
-            final long[] s = starts;
-            final long[] z = sizes;
-            for (int i = 0; i < all.length; i++) {
-                if (Long.compareUnsigned(p - s[i], z[i]) < 0) {
-                    r = all[i];
-                    lastRegion = r;
-                    return r;
-                }
-            }
-            return null;
-        }
-        int i = regionIndexFor(p);
-        if (i < 0) {
-            return null;
-        }
-        r = regions.get(i);
-        lastRegion = r;
-        return r;
+        return handles.get(p);
     }
 
     /**
      * Port of {@code RegionManager::set_handle}.
      *
-     * @param p the start address of a chunk inside a region
+     * @param p the start address of a chunk inside a region (not checked here: upstream's
+     *     {@code RegionFor} would abort; BfcAllocator.checkInvariants() catches an entry
+     *     without a chunk)
      * @param h its handle
      */
     public void setHandle(long p, int h) {
-        final AllocationRegion r = regionFor(p);
-        if (r == null) {
-            throw new IllegalStateException("no region holds 0x" + Long.toHexString(p));
-        }
-        handles.put(r, p, h);
+        handles.put(p, h);
     }
 
     /**
@@ -188,10 +126,7 @@ public final class RegionManager {
      * @param p the start address of a deleted chunk
      */
     public void erase(long p) {
-        final AllocationRegion r = regionFor(p);
-        if (r != null) {
-            handles.remove(r, p);
-        }
+        handles.remove(p);
     }
 
     /**
@@ -221,8 +156,6 @@ public final class RegionManager {
     /** Forgets every region and handle. */
     public void clear() {
         regions.clear();
-        lastRegion = null;
-        reindex();
         handles.clear();
     }
 }

@@ -33,26 +33,27 @@ class AddressHandleMapTest {
         Random rnd = new Random(seed);
         ChunkTable chunks = new ChunkTable(16);
         AddressHandleMap map = new AddressHandleMap(chunks);
-        // Four regions of 4 MiB, one not 256-byte aligned; chunk starts 256-byte multiples
-        // from the region's start, dense enough that pieces go from inline to paged, pages fill,
-        // empty and come back from the pool.
-        AllocationRegion[] regions = new AllocationRegion[4];
-        for (int r = 0; r < regions.length; r++) {
+        // Four regions of 4 MiB, one not 256-byte aligned, and two adjacent ones that share a
+        // 64 KiB piece; chunk starts 256-byte multiples from the region's start, dense enough
+        // that pieces go from inline to paged, pages fill, empty and come back from the pool,
+        // and the block table grows (five GiB blocks).
+        AllocationRegion[] regions = new AllocationRegion[6];
+        for (int r = 0; r < 4; r++) {
             regions[r] = new AllocationRegion(BASE + ((long) r << 32) + (r == 3 ? 0x40 : 0), 1L << 22);
         }
+        regions[4] = new AllocationRegion(BASE + (4L << 32), 0x108000);
+        regions[5] = new AllocationRegion(regions[4].endPtr(), 1L << 20);
         Map<Long, Integer> shadow = new HashMap<>();
-        Map<Long, AllocationRegion> regionOf = new HashMap<>();
         List<Long> keys = new ArrayList<>();
         for (int i = 0; i < 200_000; i++) {
             int op = rnd.nextInt(10);
             if (op < 5 || keys.isEmpty()) {
                 AllocationRegion region = regions[rnd.nextInt(regions.length)];
-                long key = region.ptr() + ((long) rnd.nextInt(1 << 14) << 8);
+                long key = region.ptr() + ((long) rnd.nextInt((int) (region.memorySize() >>> 8)) << 8);
                 Integer old = shadow.get(key);
                 int h = chunkAt(chunks, key);
-                map.put(region, key, h);
+                map.put(key, h);
                 shadow.put(key, h);
-                regionOf.put(key, region);
                 if (old == null) {
                     keys.add(key);
                 } else {
@@ -63,39 +64,38 @@ class AddressHandleMapTest {
                 long key = keys.get(idx);
                 keys.set(idx, keys.get(keys.size() - 1));
                 keys.remove(keys.size() - 1);
-                map.remove(regionOf.get(key), key);
+                map.remove(key);
                 chunks.deallocateChunk(shadow.remove(key));
             } else {
                 long key = keys.get(rnd.nextInt(keys.size()));
-                AllocationRegion region = regionOf.get(key);
-                assertThat(map.get(region, key)).as("seed %d, key 0x%x", seed, key).isEqualTo(shadow.get(key));
-                if (key + 256 < region.endPtr()) {
-                    assertThat(map.get(region, key + 256)).as("seed %d", seed)
-                            .isEqualTo(shadow.getOrDefault(key + 256, ChunkTable.INVALID_CHUNK_HANDLE));
-                }
-                // Same slot, not a chunk start: no handle.
-                assertThat(map.get(region, key + 16)).as("seed %d", seed).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
-                if (key - 16 >= region.ptr()) {
-                    assertThat(map.get(region, key - 16)).as("seed %d", seed).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
-                }
+                assertThat(map.get(key + 256)).as("seed %d", seed)
+                        .isEqualTo(shadow.getOrDefault(key + 256, ChunkTable.INVALID_CHUNK_HANDLE));
+                // Inside the chunk's first 256 bytes (same slot or the one before): no handle.
+                assertThat(map.get(key + 16)).as("seed %d", seed).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+                assertThat(map.get(key - 16)).as("seed %d", seed).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+                assertThat(map.get(key + (1L << 44))).as("seed %d, no region there", seed)
+                        .isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
             }
             if (i % 50_000 == 0) {
                 for (Map.Entry<Long, Integer> e : shadow.entrySet()) {
-                    assertThat(map.get(regionOf.get(e.getKey()), e.getKey())).as("seed %d", seed).isEqualTo(e.getValue());
+                    assertThat(map.get(e.getKey())).as("seed %d", seed).isEqualTo(e.getValue());
                 }
             }
             assertThat(map.size()).isEqualTo(shadow.size());
         }
         for (Map.Entry<Long, Integer> e : shadow.entrySet()) {
-            assertThat(map.get(regionOf.get(e.getKey()), e.getKey())).as("seed %d", seed).isEqualTo(e.getValue());
+            assertThat(map.get(e.getKey())).as("seed %d", seed).isEqualTo(e.getValue());
         }
         for (long key : keys) {
-            map.remove(regionOf.get(key), key);
+            map.remove(key);
         }
         assertThat(map.size()).isZero();
         for (AllocationRegion region : regions) {
-            assertThat(region.dir).as("every piece empty again").containsOnly(0);
+            assertThat(map.get(region.ptr())).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
         }
+        assertThat(map.blockCount()).as("regions 4 and 5 share a GiB block").isEqualTo(5);
+        map.trimPool();
+        assertThat(map.blockCount()).as("empty directories dropped").isZero();
     }
 
     @Test
@@ -104,13 +104,14 @@ class AddressHandleMapTest {
         AddressHandleMap map = new AddressHandleMap(chunks);
         AllocationRegion region = new AllocationRegion(BASE, 1 << 20);
         int h = chunkAt(chunks, BASE + 0x1000);
-        map.put(region, BASE + 0x1000, h);
-        map.remove(region, BASE + 0x1010);
-        map.remove(region, BASE + 0x1100);
-        map.remove(region, BASE + 0x20000);
+        map.put(BASE + 0x1000, h);
+        map.remove(BASE + 0x1010);
+        map.remove(BASE + 0x1100);
+        map.remove(BASE + 0x20000);
+        map.remove(BASE - 0x1000);
         assertThat(map.size()).isOne();
-        assertThat(map.get(region, BASE + 0x1000)).isEqualTo(h);
-        assertThat(map.get(region, BASE + 0x1100)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.get(BASE + 0x1000)).isEqualTo(h);
+        assertThat(map.get(BASE + 0x1100)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
     }
 
     @Test
@@ -122,25 +123,24 @@ class AddressHandleMapTest {
         AllocationRegion region = new AllocationRegion(BASE, 65536 + 100);
         long odd = BASE + 65536 + 100;
         region.extend(1 << 20);
-        assertThat(region.exactSlots).isFalse();
         int a = chunkAt(chunks, odd - 356);
         int b = chunkAt(chunks, odd);
         int c = chunkAt(chunks, odd + 256);
-        map.put(region, odd - 356, a);
-        map.put(region, odd, b);
-        map.put(region, odd + 256, c);
-        assertThat(map.get(region, odd - 356)).isEqualTo(a);
-        assertThat(map.get(region, odd)).isEqualTo(b);
-        assertThat(map.get(region, odd + 256)).isEqualTo(c);
-        assertThat(map.get(region, odd - 100 + 256)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
-        assertThat(map.get(region, odd + 1)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        map.put(odd - 356, a);
+        map.put(odd, b);
+        map.put(odd + 256, c);
+        assertThat(map.get(odd - 356)).isEqualTo(a);
+        assertThat(map.get(odd)).isEqualTo(b);
+        assertThat(map.get(odd + 256)).isEqualTo(c);
+        assertThat(map.get(odd - 100 + 256)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.get(odd + 1)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
         // A chunk of 100 bytes before odd (a split with a tiny fragmentation threshold) would
         // share odd's slot: refused, nothing changed.
         int tiny = chunkAt(chunks, odd - 100);
-        assertThatThrownBy(() -> map.put(region, odd - 100, tiny))
+        assertThatThrownBy(() -> map.put(odd - 100, tiny))
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("share a 256-byte slot");
         assertThat(map.size()).isEqualTo(3);
-        assertThat(map.get(region, odd)).isEqualTo(b);
+        assertThat(map.get(odd)).isEqualTo(b);
     }
 
     @Test
@@ -149,11 +149,11 @@ class AddressHandleMapTest {
         AddressHandleMap map = new AddressHandleMap(chunks);
         AllocationRegion region = new AllocationRegion(BASE, 1 << 20);
         for (int i = 1; i <= 100; i++) {
-            map.put(region, BASE + i * 256L, chunkAt(chunks, BASE + i * 256L));
+            map.put(BASE + i * 256L, chunkAt(chunks, BASE + i * 256L));
         }
         map.clear();
         assertThat(map.size()).isZero();
-        assertThat(map.heapBytes()).isLessThan(1024);
+        assertThat(map.heapBytes()).as("an empty block table and the page index").isLessThan(1500);
     }
 
     @Test
@@ -166,9 +166,10 @@ class AddressHandleMapTest {
         AllocationRegion region = new AllocationRegion(BASE, 256L * slots);
         for (int i = 0; i < slots; i++) {
             long p = BASE + 256L * i;
-            map.put(region, p, chunkAt(chunks, p));
+            map.put(p, chunkAt(chunks, p));
         }
-        assertThat(map.heapBytes() + region.dirHeapBytes()).isBetween(4L * slots, 5L * slots);
+        // Plus the GiB block's directory (4 B per 64 KiB).
+        assertThat(map.heapBytes()).isBetween(4L * slots + 65536, 5L * slots + 65536);
     }
 
     @Test
@@ -177,19 +178,21 @@ class AddressHandleMapTest {
         ChunkTable chunks = new ChunkTable(16);
         AddressHandleMap map = new AddressHandleMap(chunks);
         AllocationRegion region = new AllocationRegion(BASE, 1L << 30);
+        map.put(BASE, chunkAt(chunks, BASE));
         long empty = map.heapBytes();
-        for (int i = 0; i < 16; i++) {
+        assertThat(empty).as("the GiB block's directory, 4 B per 64 KiB").isBetween(65536L, 65536L + 1024);
+        for (int i = 1; i < 16; i++) {
             long p = BASE + (16L << 20) * i;
-            map.put(region, p, chunkAt(chunks, p));
+            map.put(p, chunkAt(chunks, p));
         }
         assertThat(map.heapBytes()).isEqualTo(empty);
-        assertThat(map.get(region, BASE + 256)).as("same piece, no chunk start").isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.get(BASE + 256)).as("same piece, no chunk start").isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
         long second = BASE + 4096;
         int h = chunkAt(chunks, second);
-        map.put(region, second, h);
+        map.put(second, h);
         assertThat(map.heapBytes()).as("a second start in the piece takes a page").isGreaterThan(empty);
-        assertThat(map.get(region, second)).isEqualTo(h);
-        assertThat(map.get(region, BASE)).isZero();
+        assertThat(map.get(second)).isEqualTo(h);
+        assertThat(map.get(BASE)).isZero();
     }
 
     @Test
@@ -200,27 +203,131 @@ class AddressHandleMapTest {
         long spread = 1L << 20; // two chunk starts per 1 MiB: a page each
         for (int i = 0; i < 64; i++) {
             long p = BASE + spread * i;
-            map.put(region, p, chunkAt(chunks, p));
-            map.put(region, p + 512, chunkAt(chunks, p + 512));
+            map.put(p, chunkAt(chunks, p));
+            map.put(p + 512, chunkAt(chunks, p + 512));
         }
         long full = map.heapBytes();
         for (int i = 0; i < 64; i++) {
-            map.remove(region, BASE + spread * i);
-            map.remove(region, BASE + spread * i + 512);
+            map.remove(BASE + spread * i);
+            map.remove(BASE + spread * i + 512);
         }
         long emptied = map.heapBytes();
         assertThat(emptied).as("empty pages stay pooled").isGreaterThanOrEqualTo(full);
         for (int i = 0; i < 64; i++) {
             long p = BASE + spread * i + 256;
-            map.put(region, p, chunkAt(chunks, p));
-            map.put(region, p + 512, chunkAt(chunks, p + 512));
+            map.put(p, chunkAt(chunks, p));
+            map.put(p + 512, chunkAt(chunks, p + 512));
         }
         assertThat(map.heapBytes()).as("pooled pages reused").isEqualTo(emptied);
         for (int i = 0; i < 64; i++) {
-            map.remove(region, BASE + spread * i + 256);
-            map.remove(region, BASE + spread * i + 768);
+            map.remove(BASE + spread * i + 256);
+            map.remove(BASE + spread * i + 768);
         }
         map.trimPool();
         assertThat(map.heapBytes()).isLessThan(full - 64 * 1024);
+    }
+
+    /** The block table's home entry of an address, as AddressHandleMap computes it. */
+    private static int home(long address, int capacity) {
+        return (int) ((((address >>> 30) + 1) * 0x9E3779B97F4A7C15L) >>> (64 - Integer.numberOfTrailingZeros(capacity)));
+    }
+
+    @Test
+    void blocksWhoseHomesCollideAcrossTheTablesEndAreAllFound() {
+        ChunkTable chunks = new ChunkTable(16);
+        AddressHandleMap map = new AddressHandleMap(chunks);
+        int capacity = map.capacity();
+        // Three GiB blocks whose home is the last entry: they fill it and wrap to entries 0, 1.
+        List<Long> starts = new ArrayList<>();
+        for (long block = 1; starts.size() < 3; block++) {
+            long p = BASE + (block << 30);
+            if (home(p, capacity) == capacity - 1) {
+                starts.add(p);
+            }
+        }
+        for (int round = 0; round < 2; round++) {
+            Map<Long, Integer> handles = new HashMap<>();
+            for (int j = 0; j < starts.size(); j++) {
+                long p = starts.get(round == 0 ? j : starts.size() - 1 - j);
+                int h = chunkAt(chunks, p);
+                map.put(p, h);
+                handles.put(p, h);
+                int h2 = chunkAt(chunks, p + 512);
+                map.put(p + 512, h2);
+                handles.put(p + 512, h2);
+            }
+            assertThat(map.capacity()).as("no growth: the probe run stays as built").isEqualTo(capacity);
+            assertThat(map.blockCount()).isEqualTo(3);
+            for (Map.Entry<Long, Integer> e : handles.entrySet()) {
+                assertThat(map.get(e.getKey())).as("round %d, 0x%x", round, e.getKey()).isEqualTo(e.getValue());
+                assertThat(map.get(e.getKey() + 256)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+            }
+            // Empty the first block of the run and drop it: the two after it are rehashed.
+            map.remove(starts.get(0));
+            map.remove(starts.get(0) + 512);
+            map.trimPool();
+            assertThat(map.blockCount()).isEqualTo(2);
+            assertThat(map.get(starts.get(0))).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+            for (Map.Entry<Long, Integer> e : handles.entrySet()) {
+                if (e.getKey() - starts.get(0) >= 1024) {
+                    assertThat(map.get(e.getKey())).as("round %d, 0x%x", round, e.getKey()).isEqualTo(e.getValue());
+                }
+            }
+            for (long p : starts.subList(1, 3)) {
+                map.remove(p);
+                map.remove(p + 512);
+            }
+            map.trimPool();
+            assertThat(map.blockCount()).isZero();
+            assertThat(map.size()).isZero();
+        }
+    }
+
+    @Test
+    void theBlockTableGrowsAndKeepsEveryEntry() {
+        ChunkTable chunks = new ChunkTable(16);
+        AddressHandleMap map = new AddressHandleMap(chunks);
+        int before = map.capacity();
+        // 300 GiB blocks of address space, in two ranges far apart, one to three chunk starts
+        // in each (inline and paged pieces).
+        Map<Long, Integer> handles = new HashMap<>();
+        for (int i = 0; i < 300; i++) {
+            long p = BASE + ((long) (i % 2) << 44) + ((long) i << 30) + ((long) (i % 7) << 16);
+            for (int j = 0; j <= i % 3; j++) {
+                long q = p + 4096L * j;
+                int h = chunkAt(chunks, q);
+                map.put(q, h);
+                handles.put(q, h);
+            }
+            assertThat(map.capacity()).as("at most a quarter full").isGreaterThanOrEqualTo(4 * map.blockCount());
+        }
+        assertThat(map.capacity()).isGreaterThan(before);
+        assertThat(map.blockCount()).isEqualTo(300);
+        assertThat(map.size()).isEqualTo(handles.size());
+        for (Map.Entry<Long, Integer> e : handles.entrySet()) {
+            assertThat(map.get(e.getKey())).isEqualTo(e.getValue());
+            assertThat(map.get(e.getKey() + 256)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+            assertThat(map.get(e.getKey() + (1L << 36))).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        }
+        for (long p : handles.keySet()) {
+            map.remove(p);
+        }
+        assertThat(map.size()).isZero();
+        map.trimPool();
+        assertThat(map.blockCount()).isZero();
+    }
+
+    @Test
+    void addressesOutsideEveryChunkHaveNoHandle() {
+        ChunkTable chunks = new ChunkTable(16);
+        AddressHandleMap map = new AddressHandleMap(chunks);
+        assertThat(map.get(0)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.get(-1)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        int h = chunkAt(chunks, BASE);
+        map.put(BASE, h);
+        assertThat(map.get(BASE | 0xFFFF)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.get(BASE + 0x10000)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.get(BASE - 0x10000)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.get(BASE)).isEqualTo(h);
     }
 }
