@@ -65,14 +65,14 @@ import java.util.Arrays;
  */
 public final class AddressHandleMap {
     /** Bytes per slot: upstream's {@code kMinAllocationSize}. */
-    static final int SLOT_BYTES = 256;
+    private static final int SLOT_BYTES = 256;
     private static final int SLOT_SHIFT = 8;
     /** log2 of the slots per page: 256 slots, one 64 KiB piece of the address space per page. */
     private static final int PAGE_BITS = 8;
     /** log2 of the bytes of address space per directory entry (and page). */
-    static final int PIECE_SHIFT = SLOT_SHIFT + PAGE_BITS;
+    private static final int PIECE_SHIFT = SLOT_SHIFT + PAGE_BITS;
     /** log2 of the bytes of address space per directory: 1 GiB. */
-    static final int BLOCK_SHIFT = 30;
+    private static final int BLOCK_SHIFT = 30;
     private static final int DIR_ENTRIES = 1 << (BLOCK_SHIFT - PIECE_SHIFT);
     private static final int DIR_MASK = DIR_ENTRIES - 1;
     private static final int PAGE_SLOTS = 1 << PAGE_BITS;
@@ -314,13 +314,19 @@ public final class AddressHandleMap {
             rebuild(2 * (mask + 1), false);
         }
         final long key = (address >>> BLOCK_SHIFT) + 1;
+        final int i = emptyEntry(key);
+        keys[i] = key;
+        dirs[i] = new int[DIR_ENTRIES];
+        blocks++;
+        return i;
+    }
+
+    /** @return the first empty entry of the block table on {@code key}'s probe sequence */
+    private int emptyEntry(long key) {
         int i = home(key);
         while (keys[i] != 0) {
             i = (i + 1) & mask;
         }
-        keys[i] = key;
-        dirs[i] = new int[DIR_ENTRIES];
-        blocks++;
         return i;
     }
 
@@ -332,10 +338,7 @@ public final class AddressHandleMap {
         allocate(capacity);
         for (int j = 0; j < oldKeys.length; j++) {
             if (oldKeys[j] != 0 && !(dropEmpty && oldUsed[j] == 0)) {
-                int i = home(oldKeys[j]);
-                while (keys[i] != 0) {
-                    i = (i + 1) & mask;
-                }
+                final int i = emptyEntry(oldKeys[j]);
                 keys[i] = oldKeys[j];
                 dirs[i] = oldDirs[j];
                 used[i] = oldUsed[j];
