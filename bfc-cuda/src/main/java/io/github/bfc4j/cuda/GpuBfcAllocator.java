@@ -429,9 +429,11 @@ public final class GpuBfcAllocator implements AutoCloseable {
 
     /**
      * Waits for pending frees' events, gives every region back (live allocations become invalid),
-     * releases the reservation and the events. Idempotent.
+     * destroys the events, then closes the sub-allocator (the reservation and the retain of the
+     * device's primary context go back). Every step is attempted even when an earlier one failed.
+     * Idempotent: a second call does nothing.
      *
-     * @throws CudaException if a call fails
+     * @throws CudaException the first call that failed, the later failures suppressed by it
      */
     @Override
     public void close() {
@@ -447,21 +449,61 @@ public final class GpuBfcAllocator implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+        RuntimeException failure = null;
         synchronized (freeLock) {
-            synchronizePendingEvents();
-            pollEvents();
-            bfc.close();
-            if (vmm != null) {
-                vmm.close();
-            } else if (subAllocator instanceof CudaDeviceSubAllocator device) {
-                device.close();
+            try {
+                synchronizePendingEvents();
+                pollEvents();
+            } catch (RuntimeException e) {
+                failure = Failures.add(failure, e);
             }
-            synchronized (pendingLock) {
-                while (eventPoolSize > 0) {
-                    driver.eventDestroy(deviceId, eventPool[--eventPoolSize]);
+            try {
+                bfc.close();
+            } catch (RuntimeException e) {
+                failure = Failures.add(failure, e);
+            }
+            // Events before the sub-allocator: destroying one needs the context it releases.
+            failure = destroyEvents(failure);
+            try {
+                if (vmm != null) {
+                    vmm.close();
+                } else if (subAllocator instanceof CudaBlockSubAllocator blocks) {
+                    blocks.close();
                 }
+            } catch (RuntimeException e) {
+                failure = Failures.add(failure, e);
             }
         }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /** Destroys the pooled events and any still pending (their frees are moot now). */
+    private RuntimeException destroyEvents(RuntimeException failure) {
+        synchronized (pendingLock) {
+            while (pendingSize > 0) {
+                long event = pendingEvents[pendingHead];
+                pendingHead = (pendingHead + 1) % pendingEvents.length;
+                pendingSize--;
+                if (event != 0) {
+                    failure = destroyEvent(event, failure);
+                }
+            }
+            while (eventPoolSize > 0) {
+                failure = destroyEvent(eventPool[--eventPoolSize], failure);
+            }
+        }
+        return failure;
+    }
+
+    private RuntimeException destroyEvent(long event, RuntimeException failure) {
+        try {
+            driver.eventDestroy(deviceId, event);
+        } catch (RuntimeException e) {
+            failure = Failures.add(failure, e);
+        }
+        return failure;
     }
 
     @Override
