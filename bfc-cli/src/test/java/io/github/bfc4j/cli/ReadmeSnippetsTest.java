@@ -13,12 +13,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Set;
-import java.util.jar.Attributes;
-import java.util.jar.JarFile;
-import java.util.jar.Manifest;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.tools.Diagnostic;
@@ -93,7 +88,11 @@ class ReadmeSnippetsTest {
         DiagnosticCollector<JavaFileObject> diagnostics = new DiagnosticCollector<>();
         try (StandardJavaFileManager files = javac.getStandardFileManager(diagnostics, null, StandardCharsets.UTF_8)) {
             files.setLocationFromPaths(StandardLocation.CLASS_OUTPUT, List.of(classes));
-            List<String> options = List.of("-classpath", String.join(File.pathSeparator, testClassPath()),
+            StringBuilder classPath = new StringBuilder();
+            for (Path entry : TestClassPath.entries()) {
+                classPath.append(classPath.length() == 0 ? "" : File.pathSeparator).append(entry);
+            }
+            List<String> options = List.of("-classpath", classPath.toString(),
                     "-proc:none", "--release", "17");
             boolean compiled = javac.getTask(null, files, diagnostics, options, null, sources).call();
             StringBuilder report = new StringBuilder();
@@ -128,29 +127,5 @@ class ReadmeSnippetsTest {
             }
         }
         assertThat(md).contains("`" + version + "`");
-    }
-
-    /**
-     * The test class path as javac needs it: the JVM's, with the manifest {@code Class-Path} of
-     * each jar on it expanded (Surefire may put only a manifest jar there).
-     */
-    private static List<String> testClassPath() throws IOException {
-        Set<String> out = new LinkedHashSet<>();
-        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
-            out.add(entry);
-            if (entry.endsWith(".jar") && new File(entry).isFile()) {
-                try (JarFile jar = new JarFile(entry)) {
-                    Manifest manifest = jar.getManifest();
-                    String classPath = manifest == null ? null
-                            : manifest.getMainAttributes().getValue(Attributes.Name.CLASS_PATH);
-                    if (classPath != null) {
-                        for (String element : classPath.trim().split("\\s+")) {
-                            out.add(Path.of(new File(entry).toURI().resolve(element)).toString());
-                        }
-                    }
-                }
-            }
-        }
-        return new ArrayList<>(out);
     }
 }

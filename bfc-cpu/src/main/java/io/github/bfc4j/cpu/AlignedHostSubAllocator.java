@@ -24,7 +24,8 @@ import org.bytedeco.javacpp.Pointer;
  * most 32 MiB) with {@code mmap} and unmaps them on {@code free}; smaller blocks may be served
  * from the heap, whose free pages {@code malloc_trim(0)} returns (JavaCPP's
  * {@code Pointer.trimMemory}, reached by reflection since it is private; skipped where a JavaCPP
- * version lacks it). A trim walks every free chunk of every malloc arena, so it costs from
+ * version lacks it and, on the module path, unless JavaCPP's package is opened to this module:
+ * {@code --add-opens org.bytedeco.javacpp/org.bytedeco.javacpp=io.github.bfc4j.cpu}). A trim walks every free chunk of every malloc arena, so it costs from
  * microseconds to milliseconds even when there is nothing to return: it runs once at least
  * {@code trimThresholdBytes} have been freed since the last one ({@value
  * #DEFAULT_TRIM_THRESHOLD_BYTES} bytes by default; {@link #TRIM_ON_EVERY_FREE},
