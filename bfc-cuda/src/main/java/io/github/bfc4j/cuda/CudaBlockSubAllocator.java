@@ -127,21 +127,11 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
         closed = true;
         RuntimeException failure = null;
         for (long ptr : live.keySet()) {
-            try {
-                driverFree(ptr);
-            } catch (RuntimeException e) {
-                failure = Failures.add(failure, e);
-            }
+            failure = Failures.attempt(failure, () -> driverFree(ptr));
         }
         live.clear();
-        try {
-            driver.releasePrimaryContext(deviceId);
-        } catch (RuntimeException e) {
-            failure = Failures.add(failure, e);
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        failure = Failures.attempt(failure, () -> driver.releasePrimaryContext(deviceId));
+        Failures.throwIfAny(failure);
     }
 
     @Override

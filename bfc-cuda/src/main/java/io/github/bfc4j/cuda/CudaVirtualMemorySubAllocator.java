@@ -456,44 +456,19 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         RuntimeException failure = null;
         for (Mapping m : mappings.values()) {
             if (m.mapped) {
-                try {
-                    driver.memUnmap(deviceId, m.va, m.bytes);
-                    m.mapped = false;
-                } catch (RuntimeException e) {
-                    failure = Failures.add(failure, e);
-                }
+                failure = Failures.attempt(failure, () -> driver.memUnmap(deviceId, m.va, m.bytes));
             }
             if (m.handle != 0) {
-                try {
-                    driver.memRelease(deviceId, m.handle);
-                    m.handle = 0;
-                } catch (RuntimeException e) {
-                    failure = Failures.add(failure, e);
-                }
+                failure = Failures.attempt(failure, () -> driver.memRelease(deviceId, m.handle));
             }
             if (m.backupHostPtr != 0) {
-                try {
-                    driver.hostFree(deviceId, m.backupHostPtr);
-                    m.backupHostPtr = 0;
-                } catch (RuntimeException e) {
-                    failure = Failures.add(failure, e);
-                }
+                failure = Failures.attempt(failure, () -> driver.hostFree(deviceId, m.backupHostPtr));
             }
         }
         mappings.clear();
-        try {
-            driver.addressFree(deviceId, base, sizeBytes);
-        } catch (RuntimeException e) {
-            failure = Failures.add(failure, e);
-        }
-        try {
-            driver.releasePrimaryContext(deviceId);
-        } catch (RuntimeException e) {
-            failure = Failures.add(failure, e);
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        failure = Failures.attempt(failure, () -> driver.addressFree(deviceId, base, sizeBytes));
+        failure = Failures.attempt(failure, () -> driver.releasePrimaryContext(deviceId));
+        Failures.throwIfAny(failure);
     }
 
     @Override

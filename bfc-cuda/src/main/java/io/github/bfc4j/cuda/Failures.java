@@ -30,4 +30,32 @@ final class Failures {
         }
         return first;
     }
+
+    /**
+     * Runs one step of a clean-up, collecting its failure.
+     *
+     * @param first the first failure so far, or null if none
+     * @param step the step
+     * @return the first failure after the step, or null if none
+     */
+    static RuntimeException attempt(RuntimeException first, Runnable step) {
+        try {
+            step.run();
+            return first;
+        } catch (RuntimeException e) {
+            return add(first, e);
+        }
+    }
+
+    /**
+     * Ends a clean-up.
+     *
+     * @param first the first failure, or null if none
+     * @throws RuntimeException {@code first}, if not null
+     */
+    static void throwIfAny(RuntimeException first) {
+        if (first != null) {
+            throw first;
+        }
+    }
 }

@@ -468,31 +468,23 @@ public final class GpuBfcAllocator implements AutoCloseable {
         }
         RuntimeException failure = null;
         synchronized (freeLock) {
-            try {
+            failure = Failures.attempt(failure, () -> {
                 synchronizePendingEvents();
                 pollEvents();
-            } catch (RuntimeException e) {
-                failure = Failures.add(failure, e);
-            }
-            try {
-                bfc.close();
-            } catch (RuntimeException e) {
-                failure = Failures.add(failure, e);
-            }
+            });
+            failure = Failures.attempt(failure, bfc::close);
             // Events before the sub-allocator: destroying one needs the context it releases.
             failure = destroyEvents(failure);
-            try {
-                if (vmm != null) {
-                    vmm.close();
-                } else if (subAllocator instanceof CudaBlockSubAllocator blocks) {
-                    blocks.close();
-                }
-            } catch (RuntimeException e) {
-                failure = Failures.add(failure, e);
-            }
+            failure = Failures.attempt(failure, this::closeSubAllocator);
         }
-        if (failure != null) {
-            throw failure;
+        Failures.throwIfAny(failure);
+    }
+
+    private void closeSubAllocator() {
+        if (vmm != null) {
+            vmm.close();
+        } else if (subAllocator instanceof CudaBlockSubAllocator blocks) {
+            blocks.close();
         }
     }
 
@@ -504,21 +496,13 @@ public final class GpuBfcAllocator implements AutoCloseable {
                 pendingHead = (pendingHead + 1) % pendingEvents.length;
                 pendingSize--;
                 if (event != 0) {
-                    failure = destroyEvent(event, failure);
+                    failure = Failures.attempt(failure, () -> driver.eventDestroy(deviceId, event));
                 }
             }
             while (eventPoolSize > 0) {
-                failure = destroyEvent(eventPool[--eventPoolSize], failure);
+                long event = eventPool[--eventPoolSize];
+                failure = Failures.attempt(failure, () -> driver.eventDestroy(deviceId, event));
             }
-        }
-        return failure;
-    }
-
-    private RuntimeException destroyEvent(long event, RuntimeException failure) {
-        try {
-            driver.eventDestroy(deviceId, event);
-        } catch (RuntimeException e) {
-            failure = Failures.add(failure, e);
         }
         return failure;
     }

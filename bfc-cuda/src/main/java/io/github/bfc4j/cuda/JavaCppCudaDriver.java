@@ -197,14 +197,7 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     /** Releases a query's retain; throws the query's failure, else the release's, else returns. */
     private <T> T releaseAfterQuery(int device, T result, RuntimeException failure) {
-        try {
-            releasePrimaryContext(device);
-        } catch (RuntimeException e) {
-            failure = Failures.add(failure, e);
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        Failures.throwIfAny(Failures.attempt(failure, () -> releasePrimaryContext(device)));
         return result;
     }
 
