@@ -151,6 +151,18 @@ class PrimaryContextTest {
     }
 
     @Test
+    void anAllocatorWhoseCreateCannotReleaseItsOwnRetainIsClosedNotReturned() {
+        // The first release during a successful create is create's own (the simulated queries
+        // take no retain): it fails after the allocator was made.
+        driver.failNext("releasePrimaryContext", 999);
+        assertThatThrownBy(() -> GpuBfcAllocators.create(driver, 0, options().memoryLimitBytes(MIB).build()))
+                .isInstanceOf(CudaException.class).hasMessageContaining("releasePrimaryContext(");
+        assertThat(driver.retainedContexts()).as("create's retain counts as released, the allocator's by its close")
+                .isZero();
+        assertThat(driver.calls()).filteredOn(c -> c.startsWith("releasePrimaryContext")).hasSize(2);
+    }
+
+    @Test
     void aCloseThatFailsStillReleasesTheRetain() {
         CudaDeviceSubAllocator device = new CudaDeviceSubAllocator(driver, 0);
         Block a = device.alloc(256, 4096);
