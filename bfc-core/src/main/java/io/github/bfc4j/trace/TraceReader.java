@@ -7,6 +7,7 @@ package io.github.bfc4j.trace;
 import java.io.BufferedInputStream;
 import java.io.Closeable;
 import java.io.EOFException;
+import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -175,7 +176,8 @@ public final class TraceReader implements Closeable {
 
     /**
      * Opens a trace file and reads its header. The file is gzip-decompressed if it starts with
-     * the gzip magic bytes.
+     * the gzip magic bytes. It is opened once and read from start to end, so a named pipe
+     * works too.
      *
      * @param path the trace file
      * @return a reader positioned after the header
@@ -184,6 +186,11 @@ public final class TraceReader implements Closeable {
      * @throws IOException if the file cannot be read
      */
     public static TraceReader open(Path path) throws IOException {
+        if (Files.exists(path) && !Files.isRegularFile(path) && !Files.isDirectory(path)) {
+            // A named pipe or a device: Files.newInputStream's available() seeks, which a pipe
+            // refuses ("Illegal seek"); FileInputStream asks the pipe instead.
+            return open(new FileInputStream(path.toFile()), path.toString());
+        }
         return open(Files.newInputStream(path), path.toString());
     }
 

@@ -7,6 +7,7 @@ package io.github.bfc4j.trace;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -336,6 +337,36 @@ class TraceReaderTest {
         assertThat(e).isNotNull().isNotInstanceOf(TraceFormatException.class);
         assertThat(e.getMessage()).startsWith("cut.bfctrace.gz line ").endsWith(": the gzip data ends early: the file"
                 + " is truncated (or still being written); check it with 'gzip -t'");
+    }
+
+    @Test
+    void readsANamedPipe(@TempDir Path dir) throws Exception {
+        // Files.newInputStream's available() seeks, and a pipe refuses that ("Illegal seek").
+        Path fifo = dir.resolve("t.fifo");
+        Process mkfifo;
+        try {
+            mkfifo = new ProcessBuilder("mkfifo", fifo.toString()).start();
+        } catch (IOException e) {
+            assumeTrue(false, "no mkfifo here: " + e.getMessage());
+            return;
+        }
+        assumeTrue(mkfifo.waitFor() == 0 && Files.exists(fifo), "mkfifo failed");
+        byte[] text = (HEADER + "alloc 1 1 => 0x7f0000000000\nfree 1\n").getBytes(StandardCharsets.UTF_8);
+        Thread writer = new Thread(() -> {
+            try {
+                Files.write(fifo, text);
+            } catch (IOException e) {
+                // the reader failed; its assertion says why
+            }
+        });
+        writer.setDaemon(true);
+        writer.start();
+        try (TraceReader r = TraceReader.open(fifo)) {
+            assertThat(r.next().kind()).isEqualTo(TraceEvent.Kind.ALLOC);
+            assertThat(r.next().kind()).isEqualTo(TraceEvent.Kind.FREE);
+            assertThat(r.next()).isNull();
+        }
+        writer.join(10_000);
     }
 
     @Test
