@@ -9,6 +9,7 @@ package io.github.bfc4j.core;
 import io.github.bfc4j.core.internal.AllocationRegion;
 import io.github.bfc4j.core.internal.AllocatorRetry;
 import io.github.bfc4j.core.internal.ChunkTable;
+import io.github.bfc4j.core.internal.ChunkWalk;
 import io.github.bfc4j.core.internal.FreeChunkSet;
 import io.github.bfc4j.core.internal.IntDeque;
 import io.github.bfc4j.core.internal.LongList;
@@ -166,6 +167,12 @@ public final class BfcAllocator implements AutoCloseable {
 
     /** Guarded by lock. */
     private final RegionManager regionManager = new RegionManager(chunks);
+
+    /**
+     * Guarded by lock. The walk of extend and garbage collection, reused so that they create
+     * nothing; everything else walks with a cursor of its own.
+     */
+    private final ChunkWalk walk = new ChunkWalk(chunks, regionManager);
 
     /** Guarded by lock. Bin {@code i} holds free chunks of size {@code >= 256 << i}. */
     private final Bin[] bins = new Bin[NUM_BINS];
@@ -950,10 +957,10 @@ public final class BfcAllocator implements AutoCloseable {
 
         // If the region was extended, link its last chunk to the new chunk.
         if (maybeExtendedRegion != null) {
-            int prev = regionManager.getHandle(maybeExtendedRegion.ptr());
             // Find the last recorded chunk in the extended region.
-            while (chunks.next(prev) != ChunkTable.INVALID_CHUNK_HANDLE) {
-                prev = chunks.next(prev);
+            int prev = ChunkTable.INVALID_CHUNK_HANDLE;
+            for (walk.region(regionManager.regions().indexOf(maybeExtendedRegion)); walk.next(); ) {
+                prev = walk.handle();
             }
             chunks.setPrev(h, prev);
             chunks.setNext(prev, h);
@@ -984,19 +991,16 @@ public final class BfcAllocator implements AutoCloseable {
         final boolean[] free = new boolean[regions.size()];
         long totalFreeBytes = 0;
         for (int i = 0; i < regions.size(); i++) {
-            AllocationRegion region = regions.get(i);
-            int h = regionManager.getHandle(region.ptr());
             boolean anyUse = false;
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (chunks.inUse(h)) {
+            for (walk.region(i); walk.next(); ) {
+                if (walk.inUse()) {
                     anyUse = true;
                     break;
                 }
-                h = chunks.next(h);
             }
             if (!anyUse) {
                 free[i] = true;
-                totalFreeBytes += region.memorySize();
+                totalFreeBytes += walk.regionBytes();
             }
         }
 
@@ -1033,15 +1037,13 @@ public final class BfcAllocator implements AutoCloseable {
                 continue;
             }
             AllocationRegion region = regions.get(it);
-            // Remove all chunk registrations from bins.
-            int h = regionManager.getHandle(region.ptr());
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM) {
-                    removeFreeChunkFromBinLocked(h);
+            // Remove all chunk registrations from bins (the walk has read the next chunk
+            // before the current one is deleted).
+            for (walk.region(it); walk.next(); ) {
+                if (walk.binNum() != ChunkTable.INVALID_BIN_NUM) {
+                    removeFreeChunkFromBinLocked(walk.handle());
                 }
-                int hToDelete = h;
-                h = chunks.next(h);
-                deleteChunkLocked(hToDelete);
+                deleteChunkLocked(walk.handle());
             }
 
             // Deallocate the memory.
@@ -1505,21 +1507,17 @@ public final class BfcAllocator implements AutoCloseable {
         long[] requestedInUse = new long[NUM_BINS];
         long[] chunksInUse = new long[NUM_BINS];
         long[] chunksInBin = new long[NUM_BINS];
-        for (AllocationRegion region : regionManager.regions()) {
-            int h = regionManager.getHandle(region.ptr());
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                int binNum = binNumForSize(chunks.size(h));
-                bytesInBin[binNum] += chunks.size(h);
-                chunksInBin[binNum]++;
-                if (chunks.inUse(h)) {
-                    bytesInUseByBin[binNum] += chunks.size(h);
-                    requestedInUse[binNum] += chunks.requestedSize(h);
-                    chunksInUse[binNum]++;
-                } else {
-                    check(bins[binNum].freeChunks.contains(h), "free chunk not in its bin");
-                    check(chunks.binNum(h) == binNum, "free chunk's bin_num is not its size's bin");
-                }
-                h = chunks.next(h);
+        for (ChunkWalk c = new ChunkWalk(chunks, regionManager).all(); c.next(); ) {
+            int binNum = binNumForSize(c.size());
+            bytesInBin[binNum] += c.size();
+            chunksInBin[binNum]++;
+            if (c.inUse()) {
+                bytesInUseByBin[binNum] += c.size();
+                requestedInUse[binNum] += c.requestedSize();
+                chunksInUse[binNum]++;
+            } else {
+                check(bins[binNum].freeChunks.contains(c.handle()), "free chunk not in its bin");
+                check(c.binNum() == binNum, "free chunk's bin_num is not its size's bin");
             }
         }
         List<BinDebugInfo> infos = new ArrayList<>(NUM_BINS);
@@ -1562,25 +1560,23 @@ public final class BfcAllocator implements AutoCloseable {
         renderRegion(rendered, resolution, totalRegionSize, 0, 0, 0, totalRegionSize, '_');
 
         long regionOffset = 0;
-        for (AllocationRegion region : regionManager.regions()) {
-            int h = regionManager.getHandle(region.ptr());
+        ChunkWalk c = new ChunkWalk(chunks, regionManager);
+        for (int r = 0; r < regionManager.regions().size(); r++) {
             // Then render each chunk left to right.
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (chunks.inUse(h)) {
+            for (c.region(r); c.next(); ) {
+                if (c.inUse()) {
                     // Render the wasted space.
-                    long wasted = chunks.size(h) - chunks.requestedSize(h);
+                    long wasted = c.size() - c.requestedSize();
                     if (wasted > 0) {
                         renderRegion(rendered, resolution, totalRegionSize,
-                                regionOffset + chunks.requestedSize(h), region.ptr(),
-                                chunks.ptr(h), wasted, 'x');
+                                regionOffset + c.requestedSize(), c.regionPtr(), c.ptr(), wasted, 'x');
                     }
                     // Then the occupied space.
-                    renderRegion(rendered, resolution, totalRegionSize, regionOffset, region.ptr(),
-                            chunks.ptr(h), chunks.requestedSize(h), '*');
+                    renderRegion(rendered, resolution, totalRegionSize, regionOffset, c.regionPtr(),
+                            c.ptr(), c.requestedSize(), '*');
                 }
-                h = chunks.next(h);
             }
-            regionOffset += region.memorySize();
+            regionOffset += c.regionBytes();
         }
         return new String(rendered);
     }
@@ -1644,21 +1640,21 @@ public final class BfcAllocator implements AutoCloseable {
 
         // The chunks in use, summarised by size.
         Map<Long, Integer> inUseBySize = new TreeMap<>();
-        for (AllocationRegion region : regionManager.regions()) {
-            sb.append("Next region of size ").append(region.memorySize()).append('\n');
-            int h = regionManager.getHandle(region.ptr());
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (chunks.inUse(h)) {
-                    inUseBySize.merge(chunks.size(h), 1, Integer::sum);
+        ChunkWalk c = new ChunkWalk(chunks, regionManager);
+        for (int r = 0; r < regionManager.regions().size(); r++) {
+            c.region(r);
+            sb.append("Next region of size ").append(c.regionBytes()).append('\n');
+            while (c.next()) {
+                if (c.inUse()) {
+                    inUseBySize.merge(c.size(), 1, Integer::sum);
                 }
-                sb.append(chunks.inUse(h) ? "InUse" : "Free ").append(" at ")
-                        .append(Long.toHexString(chunks.ptr(h))).append(" of size ")
-                        .append(chunks.size(h)).append(" next ").append(chunks.next(h));
+                sb.append(c.inUse() ? "InUse" : "Free ").append(" at ")
+                        .append(Long.toHexString(c.ptr())).append(" of size ")
+                        .append(c.size()).append(" next ").append(c.nextHandle());
                 if (timingCounter != null) {
-                    sb.append(" freed_at_count ").append(Long.toUnsignedString(chunks.freedAtCount(h)));
+                    sb.append(" freed_at_count ").append(Long.toUnsignedString(c.freedAtCount()));
                 }
                 sb.append('\n');
-                h = chunks.next(h);
             }
         }
         sb.append("     Summary of in-use Chunks by size: \n");
@@ -2078,17 +2074,16 @@ public final class BfcAllocator implements AutoCloseable {
             assert bins[b].freeChunks.size() == info.totalChunksInBin() - info.totalChunksInUse();
         }
         List<MemoryMap.Region> regions = new ArrayList<>(regionManager.regions().size());
-        for (AllocationRegion region : regionManager.regions()) {
+        ChunkWalk c = new ChunkWalk(chunks, regionManager);
+        for (int r = 0; r < regionManager.regions().size(); r++) {
             List<MemoryMap.Chunk> list = new ArrayList<>();
-            int h = regionManager.getHandle(region.ptr());
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                boolean inUse = chunks.inUse(h);
-                list.add(new MemoryMap.Chunk(chunks.ptr(h), chunks.size(h), chunks.requestedSize(h),
-                        inUse, chunks.allocationId(h), chunks.binNum(h),
-                        timingCounter == null || inUse ? 0 : chunks.freedAtCount(h)));
-                h = chunks.next(h);
+            for (c.region(r); c.next(); ) {
+                boolean inUse = c.inUse();
+                list.add(new MemoryMap.Chunk(c.ptr(), c.size(), c.requestedSize(), inUse,
+                        c.allocationId(), c.binNum(),
+                        timingCounter == null || inUse ? 0 : c.freedAtCount()));
             }
-            regions.add(new MemoryMap.Region(region.ptr(), region.memorySize(), list));
+            regions.add(new MemoryMap.Region(c.regionPtr(), c.regionBytes(), list));
         }
         return new MemoryMap(name, getMemoryType(), statsLocked(), memoryStatsLocked(), binInfos,
                 regions);
@@ -2143,16 +2138,10 @@ public final class BfcAllocator implements AutoCloseable {
         Objects.requireNonNull(visitor, "visitor");
         lock.lock();
         try {
-            final List<AllocationRegion> regions = regionManager.regions();
-            for (int r = 0; r < regions.size(); r++) {
-                AllocationRegion region = regions.get(r);
-                int h = regionManager.getHandle(region.ptr());
-                while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                    boolean inUse = chunks.inUse(h);
-                    visitor.chunk(r, region.ptr(), region.memorySize(), chunks.ptr(h), chunks.size(h),
-                            inUse ? chunks.requestedSize(h) : 0, inUse ? chunks.allocationId(h) : -1);
-                    h = chunks.next(h);
-                }
+            for (ChunkWalk c = new ChunkWalk(chunks, regionManager).all(); c.next(); ) {
+                boolean inUse = c.inUse();
+                visitor.chunk(c.regionIndex(), c.regionPtr(), c.regionBytes(), c.ptr(), c.size(),
+                        inUse ? c.requestedSize() : 0, inUse ? c.allocationId() : -1);
             }
         } finally {
             lock.unlock();
@@ -2264,6 +2253,7 @@ public final class BfcAllocator implements AutoCloseable {
         long poolSum = 0;
         long inUseSum = 0;
         long prevRegionEnd = 0;
+        final ChunkWalk c = new ChunkWalk(chunks, regionManager);
         for (int r = 0; r < regions.size(); r++) {
             final AllocationRegion region = regions.get(r);
             final long start = region.ptr();
@@ -2283,11 +2273,11 @@ public final class BfcAllocator implements AutoCloseable {
 
             long cursor = start;
             int prevH = ChunkTable.INVALID_CHUNK_HANDLE;
-            int h = regionManager.getHandle(start);
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
+            if (!c.region(r).next()) {
                 throw violation("no chunk starts at the region's start " + hex(start), r);
             }
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+            do {
+                final int h = c.handle();
                 if (h < 0 || h >= handles) {
                     throw violation("handle " + h + " after " + hex(cursor)
                             + " is not a handle of the chunk table (" + handles + " handles)", r);
@@ -2298,11 +2288,11 @@ public final class BfcAllocator implements AutoCloseable {
                 }
                 live[h] = true;
                 liveChunks++;
-                final long ptr = chunks.ptr(h);
-                final long size = chunks.size(h);
-                if (chunks.prev(h) != prevH) {
+                final long ptr = c.ptr();
+                final long size = c.size();
+                if (c.prevHandle() != prevH) {
                     throw violation("chunk h=" + h + " at " + hex(ptr) + " has prev="
-                            + chunks.prev(h) + ", but follows h=" + prevH, r);
+                            + c.prevHandle() + ", but follows h=" + prevH, r);
                 }
                 if (ptr != cursor) {
                     throw violation("chunk h=" + h + " starts at " + hex(ptr) + ", but the chunk"
@@ -2319,12 +2309,12 @@ public final class BfcAllocator implements AutoCloseable {
                     throw violation("the address map gives " + regionManager.getHandle(ptr)
                             + " for " + hex(ptr) + ", where chunk h=" + h + " starts", r);
                 }
-                if (chunks.inUse(h)) {
-                    final long id = chunks.allocationId(h);
-                    final long requested = chunks.requestedSize(h);
-                    if (chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM) {
+                if (c.inUse()) {
+                    final long id = c.allocationId();
+                    final long requested = c.requestedSize();
+                    if (c.binNum() != ChunkTable.INVALID_BIN_NUM) {
                         throw violation("chunk h=" + h + " at " + hex(ptr) + " is in use but has"
-                                + " bin_num=" + chunks.binNum(h), r);
+                                + " bin_num=" + c.binNum(), r);
                     }
                     if (id <= 0 || id >= nextAllocationId) {
                         throw violation("chunk h=" + h + " at " + hex(ptr) + " has allocation id "
@@ -2338,9 +2328,9 @@ public final class BfcAllocator implements AutoCloseable {
                     inUseSum += size;
                 } else {
                     final int binNum = binNumForSize(size);
-                    if (chunks.binNum(h) != binNum) {
+                    if (c.binNum() != binNum) {
                         throw violation("free chunk h=" + h + " at " + hex(ptr) + " of size " + size
-                                + " has bin_num=" + chunks.binNum(h) + " (expected: " + binNum + ")", r);
+                                + " has bin_num=" + c.binNum() + " (expected: " + binNum + ")", r);
                     }
                     if (!bins[binNum].freeChunks.contains(h)) {
                         throw violation("free chunk h=" + h + " at " + hex(ptr) + " is not in bin "
@@ -2356,8 +2346,7 @@ public final class BfcAllocator implements AutoCloseable {
                 }
                 cursor += size;
                 prevH = h;
-                h = chunks.next(h);
-            }
+            } while (c.next());
             if (cursor != end) {
                 throw violation("the chunks of region " + r + " end at " + hex(cursor)
                         + ", the region at " + hex(end), r);
@@ -2448,13 +2437,13 @@ public final class BfcAllocator implements AutoCloseable {
 
     /** Appends one line per chunk of region {@code r}, at most {@link #DUMP_MAX_CHUNKS}. */
     private void dumpRegionLocked(StringBuilder dump, int r) {
-        AllocationRegion region = regionManager.regions().get(r);
-        dump.append("region ").append(r).append(" [").append(hex(region.ptr())).append(", ")
-                .append(hex(region.endPtr())).append("), ").append(region.memorySize())
+        ChunkWalk c = new ChunkWalk(chunks, regionManager).region(r);
+        dump.append("region ").append(r).append(" [").append(hex(c.regionPtr())).append(", ")
+                .append(hex(c.regionEnd())).append("), ").append(c.regionBytes())
                 .append(" bytes:\n");
-        int h = regionManager.getHandle(region.ptr());
         int listed = 0;
-        while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
+        while (c.next()) {
+            final int h = c.handle();
             if (h < 0 || h >= chunks.count()) {
                 dump.append("  h=").append(h).append(" (not a handle)\n");
                 return;
@@ -2463,20 +2452,19 @@ public final class BfcAllocator implements AutoCloseable {
                 dump.append("  ... (more chunks not listed)\n");
                 return;
             }
-            dump.append("  h=").append(h).append(" ptr=").append(hex(chunks.ptr(h)))
-                    .append(" size=").append(chunks.size(h))
-                    .append(" requested=").append(chunks.requestedSize(h))
-                    .append(" in_use=").append(chunks.inUse(h))
-                    .append(" id=").append(chunks.allocationId(h))
-                    .append(" bin=").append(chunks.binNum(h))
-                    .append(" prev=").append(chunks.prev(h))
-                    .append(" next=").append(chunks.next(h))
-                    .append(" freed_at=").append(Long.toUnsignedString(chunks.freedAtCount(h)))
+            dump.append("  h=").append(h).append(" ptr=").append(hex(c.ptr()))
+                    .append(" size=").append(c.size())
+                    .append(" requested=").append(c.requestedSize())
+                    .append(" in_use=").append(c.inUse())
+                    .append(" id=").append(c.allocationId())
+                    .append(" bin=").append(c.binNum())
+                    .append(" prev=").append(c.prevHandle())
+                    .append(" next=").append(c.nextHandle())
+                    .append(" freed_at=").append(Long.toUnsignedString(c.freedAtCount()))
                     .append('\n');
-            if (Long.compareUnsigned(chunks.ptr(h), region.endPtr()) >= 0) {
+            if (Long.compareUnsigned(c.ptr(), c.regionEnd()) >= 0) {
                 return;
             }
-            h = chunks.next(h);
         }
     }
 
@@ -2507,11 +2495,9 @@ public final class BfcAllocator implements AutoCloseable {
                 return;
             }
             long live = 0;
-            for (AllocationRegion region : regionManager.regions()) {
-                for (int h = regionManager.getHandle(region.ptr()); h != ChunkTable.INVALID_CHUNK_HANDLE; h = chunks.next(h)) {
-                    if (chunks.inUse(h)) {
-                        live++;
-                    }
+            for (ChunkWalk c = new ChunkWalk(chunks, regionManager).all(); c.next(); ) {
+                if (c.inUse()) {
+                    live++;
                 }
             }
             if (live > 0) {
