@@ -111,13 +111,13 @@ public final class BfcAllocator implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(BfcAllocator.class.getName());
 
     /** Upstream's {@code kMinAllocationBits}. */
-    public static final int MIN_ALLOCATION_BITS = 8;
+    public static final int MIN_ALLOCATION_BITS = BfcPort.MIN_ALLOCATION_BITS;
 
     /** Upstream's {@code kMinAllocationSize}: every chunk size is a multiple of it. */
-    public static final long MIN_ALLOCATION_SIZE = 1L << MIN_ALLOCATION_BITS;
+    public static final long MIN_ALLOCATION_SIZE = BfcPort.MIN_ALLOCATION_SIZE;
 
     /** Upstream's {@code kNumBins}. */
-    public static final int NUM_BINS = 21;
+    public static final int NUM_BINS = BfcPort.NUM_BINS;
 
     /**
      * The largest request that is served by the algorithm: {@code 2^62} bytes. DEVIATION(port):
@@ -126,7 +126,7 @@ public final class BfcAllocator implements AutoCloseable {
      * versions reject them as here); in Java they would overflow the rounding and the region
      * doubling, and no memory that large exists.
      */
-    public static final long MAX_ALLOCATION_BYTES = 1L << 62;
+    public static final long MAX_ALLOCATION_BYTES = BfcPort.MAX_ALLOCATION_BYTES;
 
     /** Upstream's default split threshold when {@code fragmentation_fraction} is 0. */
     private static final long DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES = 128L << 20;
@@ -208,6 +208,9 @@ public final class BfcAllocator implements AutoCloseable {
 
     /** Guarded by lock. */
     private boolean closed;
+
+    /** The invariant checker, reading this allocator through its view. */
+    private final InvariantChecker checker = new InvariantChecker(new View());
 
     /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
     private static final class Bin {
@@ -595,7 +598,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the size rounded up to a multiple of {@link #MIN_ALLOCATION_SIZE}
      */
     public static long roundedBytes(long bytes) {
-        return ((bytes + MIN_ALLOCATION_SIZE - 1) >>> MIN_ALLOCATION_BITS) << MIN_ALLOCATION_BITS;
+        return BfcPort.roundedBytes(bytes);
     }
 
     /**
@@ -605,9 +608,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the bin that a free chunk of this size belongs to
      */
     public static int binNumForSize(long bytes) {
-        long v = Math.max(bytes, 256) >>> MIN_ALLOCATION_BITS;
-        int b = Math.min(NUM_BINS - 1, 63 - Long.numberOfLeadingZeros(v));
-        return b;
+        return BfcPort.binNumForSize(bytes);
     }
 
     /**
@@ -617,7 +618,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the smallest chunk size the bin holds
      */
     static long binNumToSize(int index) {
-        return 256L << index;
+        return BfcPort.binNumToSize(index);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -2165,9 +2166,6 @@ public final class BfcAllocator implements AutoCloseable {
      */
     private boolean timingCounterEverSet;
 
-    /** At most this many chunks of one region are listed in a violation's dump. */
-    private static final int DUMP_MAX_CHUNKS = 200;
-
     /**
      * Checks every structural invariant of the allocator, under its lock, in time linear in the
      * number of chunks (plus the bins' ordered walk). The checks:
@@ -2208,7 +2206,7 @@ public final class BfcAllocator implements AutoCloseable {
     public void checkInvariants() {
         lock.lock();
         try {
-            checkInvariantsLocked();
+            checker.checkLocked();
         } finally {
             lock.unlock();
         }
@@ -2222,254 +2220,11 @@ public final class BfcAllocator implements AutoCloseable {
     private void unlockAfterCall() {
         try {
             if (CHECK_INVARIANTS) {
-                checkInvariantsLocked();
+                checker.checkLocked();
             }
         } finally {
             lock.unlock();
         }
-    }
-
-    /** See {@link #checkInvariants()}. Needs the lock. */
-    private void checkInvariantsLocked() {
-        final ChunkTable chunks = this.chunks;
-        final List<AllocationRegion> regions = regionManager.regions();
-        if (closed) {
-            if (!regions.isEmpty() || regionManager.handleCount() != 0) {
-                throw violation("closed, but still holds " + regions.size() + " regions and "
-                        + regionManager.handleCount() + " chunk addresses", -1);
-            }
-            for (int b = 0; b < NUM_BINS; b++) {
-                if (!bins[b].freeChunks.isEmpty()) {
-                    throw violation("closed, but bin " + b + " still holds "
-                            + bins[b].freeChunks.size() + " chunks", -1);
-                }
-            }
-            return;
-        }
-        final int handles = chunks.count();
-        final boolean[] live = new boolean[handles];
-        int liveChunks = 0;
-        int freeChunkCount = 0;
-        long poolSum = 0;
-        long inUseSum = 0;
-        long prevRegionEnd = 0;
-        final ChunkWalk c = new ChunkWalk(chunks, regionManager);
-        for (int r = 0; r < regions.size(); r++) {
-            final AllocationRegion region = regions.get(r);
-            final long start = region.ptr();
-            final long end = region.endPtr();
-            if (region.memorySize() <= 0 || region.memorySize() % MIN_ALLOCATION_SIZE != 0
-                    || end - start != region.memorySize()) {
-                throw violation("region " + r + " has size " + region.memorySize()
-                        + " (expected: a positive multiple of 256 equal to end - start)", r);
-            }
-            if (r > 0 && Long.compareUnsigned(start, prevRegionEnd) < 0) {
-                throw violation("region " + r + " starts at " + hex(start)
-                        + ", before the previous region ends at " + hex(prevRegionEnd)
-                        + " (regions must be sorted and disjoint)", r);
-            }
-            prevRegionEnd = end;
-            poolSum += region.memorySize();
-
-            long cursor = start;
-            int prevH = ChunkTable.INVALID_CHUNK_HANDLE;
-            if (!c.region(r).next()) {
-                throw violation("no chunk starts at the region's start " + hex(start), r);
-            }
-            do {
-                final int h = c.handle();
-                if (h < 0 || h >= handles) {
-                    throw violation("handle " + h + " after " + hex(cursor)
-                            + " is not a handle of the chunk table (" + handles + " handles)", r);
-                }
-                if (live[h]) {
-                    throw violation("chunk h=" + h + " is reached twice (a cycle, or shared by"
-                            + " two regions)", r);
-                }
-                live[h] = true;
-                liveChunks++;
-                final long ptr = c.ptr();
-                final long size = c.size();
-                if (c.prevHandle() != prevH) {
-                    throw violation("chunk h=" + h + " at " + hex(ptr) + " has prev="
-                            + c.prevHandle() + ", but follows h=" + prevH, r);
-                }
-                if (ptr != cursor) {
-                    throw violation("chunk h=" + h + " starts at " + hex(ptr) + ", but the chunk"
-                            + " before it ends at " + hex(cursor) + " (chunks must tile the"
-                            + " region without gap or overlap)", r);
-                }
-                if (size <= 0 || size % MIN_ALLOCATION_SIZE != 0
-                        || Long.compareUnsigned(size, end - cursor) > 0) {
-                    throw violation("chunk h=" + h + " at " + hex(ptr) + " has size " + size
-                            + " (expected: a positive multiple of 256 within the region, at most "
-                            + (end - cursor) + ")", r);
-                }
-                if (regionManager.getHandle(ptr) != h) {
-                    throw violation("the address map gives " + regionManager.getHandle(ptr)
-                            + " for " + hex(ptr) + ", where chunk h=" + h + " starts", r);
-                }
-                if (c.inUse()) {
-                    final long id = c.allocationId();
-                    final long requested = c.requestedSize();
-                    if (c.binNum() != ChunkTable.INVALID_BIN_NUM) {
-                        throw violation("chunk h=" + h + " at " + hex(ptr) + " is in use but has"
-                                + " bin_num=" + c.binNum(), r);
-                    }
-                    if (id <= 0 || id >= nextAllocationId) {
-                        throw violation("chunk h=" + h + " at " + hex(ptr) + " has allocation id "
-                                + id + " (expected: 1 to " + (nextAllocationId - 1) + ")", r);
-                    }
-                    if (requested <= 0 || requested > MAX_ALLOCATION_BYTES
-                            || roundedBytes(requested) > size) {
-                        throw violation("chunk h=" + h + " at " + hex(ptr) + " of size " + size
-                                + " holds a request of " + requested + " bytes", r);
-                    }
-                    inUseSum += size;
-                } else {
-                    final int binNum = binNumForSize(size);
-                    if (c.binNum() != binNum) {
-                        throw violation("free chunk h=" + h + " at " + hex(ptr) + " of size " + size
-                                + " has bin_num=" + c.binNum() + " (expected: " + binNum + ")", r);
-                    }
-                    if (!bins[binNum].freeChunks.contains(h)) {
-                        throw violation("free chunk h=" + h + " at " + hex(ptr) + " is not in bin "
-                                + binNum, r);
-                    }
-                    if (!timingCounterEverSet && prevH != ChunkTable.INVALID_CHUNK_HANDLE
-                            && !chunks.inUse(prevH)) {
-                        throw violation("free chunks h=" + prevH + " at " + hex(chunks.ptr(prevH))
-                                + " and h=" + h + " at " + hex(ptr) + " are adjacent and not"
-                                + " coalesced (no timing counter was ever set)", r);
-                    }
-                    freeChunkCount++;
-                }
-                cursor += size;
-                prevH = h;
-            } while (c.next());
-            if (cursor != end) {
-                throw violation("the chunks of region " + r + " end at " + hex(cursor)
-                        + ", the region at " + hex(end), r);
-            }
-        }
-
-        int binned = 0;
-        for (int b = 0; b < NUM_BINS; b++) {
-            final FreeChunkSet set = bins[b].freeChunks;
-            int before = ChunkTable.INVALID_CHUNK_HANDLE;
-            int inThisBin = 0;
-            for (int h = set.first(); h != FreeChunkSet.NONE; h = set.higher(h)) {
-                if (++binned > freeChunkCount) {
-                    throw violation("the bins hold more chunks than the " + freeChunkCount
-                            + " free chunks of the regions (bin " + b + ")", -1);
-                }
-                if (h < 0 || h >= handles || !live[h]) {
-                    throw violation("bin " + b + " holds h=" + h + ", which is no chunk of any"
-                            + " region", -1);
-                }
-                if (chunks.inUse(h) || chunks.binNum(h) != b) {
-                    throw violation("bin " + b + " holds chunk h=" + h + " at " + hex(chunks.ptr(h))
-                            + " with in_use=" + chunks.inUse(h) + ", bin_num=" + chunks.binNum(h),
-                            regionManager.regionIndexFor(chunks.ptr(h)));
-                }
-                if (before != ChunkTable.INVALID_CHUNK_HANDLE && chunks.compare(before, h) >= 0) {
-                    throw violation("bin " + b + " is out of (size, address) order at h=" + h,
-                            regionManager.regionIndexFor(chunks.ptr(h)));
-                }
-                before = h;
-                inThisBin++;
-            }
-            if (inThisBin != set.size()) {
-                throw violation("bin " + b + " says it holds " + set.size() + " chunks, its walk"
-                        + " finds " + inThisBin, -1);
-            }
-        }
-        if (binned != freeChunkCount) {
-            throw violation("the bins hold " + binned + " chunks, the regions "
-                    + freeChunkCount + " free chunks", -1);
-        }
-        if (regionManager.handleCount() != liveChunks) {
-            throw violation("the address map holds " + regionManager.handleCount()
-                    + " addresses, the regions " + liveChunks + " chunks", -1);
-        }
-
-        if (bytesInUse != inUseSum) {
-            throw violation("stats say bytes_in_use=" + bytesInUse + ", the chunks in use add up"
-                    + " to " + inUseSum, -1);
-        }
-        if (poolBytes != poolSum) {
-            throw violation("stats say pool_bytes=" + poolBytes + ", the regions add up to "
-                    + poolSum, -1);
-        }
-        if (peakBytesInUse < bytesInUse || peakPoolBytes < poolBytes) {
-            throw violation("a peak is below its current value: peak_bytes_in_use="
-                    + peakBytesInUse + " < bytes_in_use=" + bytesInUse + " or peak_pool_bytes="
-                    + peakPoolBytes + " < pool_bytes=" + poolBytes, -1);
-        }
-        if (numAllocs < 0 || numAllocs > nextAllocationId - 1 || largestAllocSize < 0) {
-            throw violation("stats say num_allocs=" + numAllocs + ", largest_alloc_size="
-                    + largestAllocSize + ", but only " + (nextAllocationId - 1)
-                    + " allocation ids were handed out", -1);
-        }
-    }
-
-    /**
-     * The exception for a broken invariant, with a dump of region {@code r} (or of every
-     * region when {@code r < 0}). Safe to call on a corrupt structure: every walk is bounded.
-     */
-    private BfcInvariantViolation violation(String what, int r) {
-        StringBuilder dump = new StringBuilder();
-        List<AllocationRegion> regions = regionManager.regions();
-        if (r >= 0 && r < regions.size()) {
-            dumpRegionLocked(dump, r);
-        } else {
-            for (int i = 0; i < regions.size(); i++) {
-                dumpRegionLocked(dump, i);
-            }
-            dump.append("stats: num_allocs=").append(numAllocs).append(" bytes_in_use=")
-                    .append(bytesInUse).append(" peak_bytes_in_use=").append(peakBytesInUse)
-                    .append(" pool_bytes=").append(poolBytes).append(" peak_pool_bytes=")
-                    .append(peakPoolBytes).append(" next_allocation_id=").append(nextAllocationId)
-                    .append('\n');
-        }
-        return new BfcInvariantViolation("allocator '" + name + "': " + what, dump.toString());
-    }
-
-    /** Appends one line per chunk of region {@code r}, at most {@link #DUMP_MAX_CHUNKS}. */
-    private void dumpRegionLocked(StringBuilder dump, int r) {
-        ChunkWalk c = new ChunkWalk(chunks, regionManager).region(r);
-        dump.append("region ").append(r).append(" [").append(hex(c.regionPtr())).append(", ")
-                .append(hex(c.regionEnd())).append("), ").append(c.regionBytes())
-                .append(" bytes:\n");
-        int listed = 0;
-        while (c.next()) {
-            final int h = c.handle();
-            if (h < 0 || h >= chunks.count()) {
-                dump.append("  h=").append(h).append(" (not a handle)\n");
-                return;
-            }
-            if (listed++ == DUMP_MAX_CHUNKS) {
-                dump.append("  ... (more chunks not listed)\n");
-                return;
-            }
-            dump.append("  h=").append(h).append(" ptr=").append(hex(c.ptr()))
-                    .append(" size=").append(c.size())
-                    .append(" requested=").append(c.requestedSize())
-                    .append(" in_use=").append(c.inUse())
-                    .append(" id=").append(c.allocationId())
-                    .append(" bin=").append(c.binNum())
-                    .append(" prev=").append(c.prevHandle())
-                    .append(" next=").append(c.nextHandle())
-                    .append(" freed_at=").append(Long.toUnsignedString(c.freedAtCount()))
-                    .append('\n');
-            if (Long.compareUnsigned(c.ptr(), c.regionEnd()) >= 0) {
-                return;
-            }
-        }
-    }
-
-    private static String hex(long address) {
-        return "0x" + Long.toHexString(address);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -2542,6 +2297,129 @@ public final class BfcAllocator implements AutoCloseable {
 
     private static long maxUnsigned(long a, long b) {
         return Long.compareUnsigned(a, b) >= 0 ? a : b;
+    }
+
+    /** The read-only view of this allocator's state for its collaborators. */
+    private final class View implements PortView {
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public long memoryLimit() {
+            return memoryLimit;
+        }
+
+        @Override
+        public MemoryType memoryType() {
+            return subAllocator.memoryType();
+        }
+
+        @Override
+        public ChunkWalk walk() {
+            return new ChunkWalk(chunks, regionManager);
+        }
+
+        @Override
+        public boolean closed() {
+            return closed;
+        }
+
+        @Override
+        public AllocatorStats stats() {
+            return statsLocked();
+        }
+
+        @Override
+        public long bytesInUse() {
+            return bytesInUse;
+        }
+
+        @Override
+        public long poolBytes() {
+            return poolBytes;
+        }
+
+        @Override
+        public long peakPoolBytes() {
+            return peakPoolBytes;
+        }
+
+        @Override
+        public long nextAllocationId() {
+            return nextAllocationId;
+        }
+
+        @Override
+        public long currRegionAllocationBytes() {
+            return currRegionAllocationBytes;
+        }
+
+        @Override
+        public boolean timingCounterSet() {
+            return timingCounter != null;
+        }
+
+        @Override
+        public boolean timingCounterEverSet() {
+            return timingCounterEverSet;
+        }
+
+        @Override
+        public long largestFreeChunk() {
+            return largestFreeChunkLocked();
+        }
+
+        @Override
+        public double fragmentation() {
+            return BfcAllocator.fragmentation(poolBytes - bytesInUse, largestFreeChunkLocked());
+        }
+
+        @Override
+        public int regionCount() {
+            return regionManager.regions().size();
+        }
+
+        @Override
+        public int handleCount() {
+            return chunks.count();
+        }
+
+        @Override
+        public int handleAt(long ptr) {
+            return regionManager.getHandle(ptr);
+        }
+
+        @Override
+        public int addressMapSize() {
+            return regionManager.handleCount();
+        }
+
+        @Override
+        public int regionIndexFor(long ptr) {
+            return regionManager.regionIndexFor(ptr);
+        }
+
+        @Override
+        public int binChunkCount(int binNum) {
+            return bins[binNum].freeChunks.size();
+        }
+
+        @Override
+        public int binFirst(int binNum) {
+            return bins[binNum].freeChunks.first();
+        }
+
+        @Override
+        public int binHigher(int binNum, int h) {
+            return bins[binNum].freeChunks.higher(h);
+        }
+
+        @Override
+        public boolean binContains(int binNum, int h) {
+            return bins[binNum].freeChunks.contains(h);
+        }
     }
 
     @Override

@@ -38,6 +38,7 @@ public final class ChunkWalk {
     private int regionIndex;
     private long regionPtr;
     private long regionBytes;
+    private long regionEnd;
     private int current = ChunkTable.INVALID_CHUNK_HANDLE;
     private int following = ChunkTable.INVALID_CHUNK_HANDLE;
 
@@ -99,6 +100,7 @@ public final class ChunkWalk {
         regionIndex = r;
         regionPtr = region.ptr();
         regionBytes = region.memorySize();
+        regionEnd = region.endPtr();
         following = regionManager.getHandle(regionPtr);
     }
 
@@ -143,7 +145,7 @@ public final class ChunkWalk {
 
     /** @return the address one past the current region's end */
     public long regionEnd() {
-        return regionPtr + regionBytes;
+        return regionEnd;
     }
 
     /** @return the current chunk's handle */
