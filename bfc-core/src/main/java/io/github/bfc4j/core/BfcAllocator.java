@@ -212,6 +212,9 @@ public final class BfcAllocator implements AutoCloseable {
     /** The invariant checker, reading this allocator through its view. */
     private final InvariantChecker checker = new InvariantChecker(new View());
 
+    /** Upstream's debug queries, reading this allocator through its view. */
+    private final DebugQueries debug = new DebugQueries(new View());
+
     /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
     private static final class Bin {
         /** All chunks in this bin have {@code >= binSize} bytes. */
@@ -779,8 +782,8 @@ public final class BfcAllocator implements AutoCloseable {
             if (dumpLogOnFailure && LOG.isLoggable(Level.WARNING)) {
                 LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1}"
                         + " bytes (rounded to {2}).\nCurrent allocation summary follows.\n{3}\n{4}",
-                        name, numBytes, roundedBytes, dumpMemoryLogLocked(roundedBytes),
-                        renderOccupancyLocked());
+                        name, numBytes, roundedBytes, debug.dumpMemoryLogLocked(roundedBytes),
+                        debug.renderOccupancyLocked());
             }
             return 0;
         } finally {
@@ -1496,37 +1499,10 @@ public final class BfcAllocator implements AutoCloseable {
     public List<BinDebugInfo> getBinDebugInfo() {
         lock.lock();
         try {
-            return getBinDebugInfoLocked();
+            return debug.getBinDebugInfoLocked();
         } finally {
             lock.unlock();
         }
-    }
-
-    private List<BinDebugInfo> getBinDebugInfoLocked() {
-        long[] bytesInUseByBin = new long[NUM_BINS];
-        long[] bytesInBin = new long[NUM_BINS];
-        long[] requestedInUse = new long[NUM_BINS];
-        long[] chunksInUse = new long[NUM_BINS];
-        long[] chunksInBin = new long[NUM_BINS];
-        for (ChunkWalk c = new ChunkWalk(chunks, regionManager).all(); c.next(); ) {
-            int binNum = binNumForSize(c.size());
-            bytesInBin[binNum] += c.size();
-            chunksInBin[binNum]++;
-            if (c.inUse()) {
-                bytesInUseByBin[binNum] += c.size();
-                requestedInUse[binNum] += c.requestedSize();
-                chunksInUse[binNum]++;
-            } else {
-                check(bins[binNum].freeChunks.contains(c.handle()), "free chunk not in its bin");
-                check(c.binNum() == binNum, "free chunk's bin_num is not its size's bin");
-            }
-        }
-        List<BinDebugInfo> infos = new ArrayList<>(NUM_BINS);
-        for (int b = 0; b < NUM_BINS; b++) {
-            infos.add(new BinDebugInfo(b, binNumToSize(b), bytesInUseByBin[b], bytesInBin[b],
-                    requestedInUse[b], chunksInUse[b], chunksInBin[b]));
-        }
-        return Collections.unmodifiableList(infos);
     }
 
     /**
@@ -1539,60 +1515,9 @@ public final class BfcAllocator implements AutoCloseable {
     public String renderOccupancy() {
         lock.lock();
         try {
-            return renderOccupancyLocked();
+            return debug.renderOccupancyLocked();
         } finally {
             lock.unlock();
-        }
-    }
-
-    private String renderOccupancyLocked() {
-        final int resolution = 100;
-        char[] rendered = new char[resolution];
-
-        long totalRegionSize = 0;
-        for (AllocationRegion region : regionManager.regions()) {
-            totalRegionSize += region.memorySize();
-        }
-        if (totalRegionSize == 0) {
-            return "<allocator contains no memory>";
-        }
-
-        // Start out with everything empty.
-        renderRegion(rendered, resolution, totalRegionSize, 0, 0, 0, totalRegionSize, '_');
-
-        long regionOffset = 0;
-        ChunkWalk c = new ChunkWalk(chunks, regionManager);
-        for (int r = 0; r < regionManager.regions().size(); r++) {
-            // Then render each chunk left to right.
-            for (c.region(r); c.next(); ) {
-                if (c.inUse()) {
-                    // Render the wasted space.
-                    long wasted = c.size() - c.requestedSize();
-                    if (wasted > 0) {
-                        renderRegion(rendered, resolution, totalRegionSize,
-                                regionOffset + c.requestedSize(), c.regionPtr(), c.ptr(), wasted, 'x');
-                    }
-                    // Then the occupied space.
-                    renderRegion(rendered, resolution, totalRegionSize, regionOffset, c.regionPtr(),
-                            c.ptr(), c.requestedSize(), '*');
-                }
-            }
-            regionOffset += c.regionBytes();
-        }
-        return new String(rendered);
-    }
-
-    /** Port of upstream's {@code RenderRegion}. */
-    private static void renderRegion(char[] rendered, int resolution, long totalRenderSize,
-            long offset, long basePtr, long ptr, long size, char c) {
-        // Products in double: (offset * 100) could overflow a long for exabyte-sized pools.
-        int startLocation = (int) (((double) (ptr - basePtr + offset) * resolution) / totalRenderSize);
-        int endLocation = (int) (((double) (ptr + size - 1 - basePtr + offset) * resolution)
-                / totalRenderSize);
-        startLocation = Math.max(0, Math.min(resolution - 1, startLocation));
-        endLocation = Math.max(0, Math.min(resolution - 1, endLocation));
-        for (int i = startLocation; i <= endLocation; ++i) {
-            rendered[i] = c;
         }
     }
 
@@ -1607,88 +1532,10 @@ public final class BfcAllocator implements AutoCloseable {
     public String dumpMemoryLog(long numBytes) {
         lock.lock();
         try {
-            return dumpMemoryLogLocked(numBytes);
+            return debug.dumpMemoryLogLocked(numBytes);
         } finally {
             lock.unlock();
         }
-    }
-
-    private String dumpMemoryLogLocked(long numBytes) {
-        StringBuilder sb = new StringBuilder();
-        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
-        sb.append("BFCAllocator dump for ").append(name).append('\n');
-        for (int binNum = 0; binNum < NUM_BINS; binNum++) {
-            Bin b = bins[binNum];
-            BinDebugInfo info = binInfos.get(binNum);
-            check(b.freeChunks.size() == info.totalChunksInBin() - info.totalChunksInUse(),
-                    "bin " + binNum + " holds a chunk that is not free");
-            sb.append("Bin (").append(b.binSize).append("): \tTotal Chunks: ")
-                    .append(info.totalChunksInBin()).append(", Chunks in use: ")
-                    .append(info.totalChunksInUse()).append(". ")
-                    .append(humanReadableNumBytes(info.totalBytesInBin())).append(" allocated for chunks. ")
-                    .append(humanReadableNumBytes(info.totalBytesInUse())).append(" in use in bin. ")
-                    .append(humanReadableNumBytes(info.totalRequestedBytesInUse()))
-                    .append(" client-requested in use in bin.\n");
-        }
-
-        // The bin we would have liked to allocate in, for analysis of fragmentation.
-        Bin b = bins[binNumForSize(numBytes)];
-        sb.append("Bin for ").append(humanReadableNumBytes(numBytes)).append(" was ")
-                .append(humanReadableNumBytes(b.binSize)).append(", Chunk State: \n");
-        for (int h = b.freeChunks.first(); h != FreeChunkSet.NONE; h = b.freeChunks.higher(h)) {
-            sb.append(chunkDebugString(h, true)).append('\n');
-        }
-
-        // The chunks in use, summarised by size.
-        Map<Long, Integer> inUseBySize = new TreeMap<>();
-        ChunkWalk c = new ChunkWalk(chunks, regionManager);
-        for (int r = 0; r < regionManager.regions().size(); r++) {
-            c.region(r);
-            sb.append("Next region of size ").append(c.regionBytes()).append('\n');
-            while (c.next()) {
-                if (c.inUse()) {
-                    inUseBySize.merge(c.size(), 1, Integer::sum);
-                }
-                sb.append(c.inUse() ? "InUse" : "Free ").append(" at ")
-                        .append(Long.toHexString(c.ptr())).append(" of size ")
-                        .append(c.size()).append(" next ").append(c.nextHandle());
-                if (timingCounter != null) {
-                    sb.append(" freed_at_count ").append(Long.toUnsignedString(c.freedAtCount()));
-                }
-                sb.append('\n');
-            }
-        }
-        sb.append("     Summary of in-use Chunks by size: \n");
-        long totalBytes = 0;
-        for (Map.Entry<Long, Integer> e : inUseBySize.entrySet()) {
-            long bytes = e.getKey() * e.getValue();
-            sb.append(e.getValue()).append(" Chunks of size ").append(e.getKey())
-                    .append(" totalling ").append(humanReadableNumBytes(bytes)).append('\n');
-            totalBytes += bytes;
-        }
-        sb.append("Sum Total of in-use chunks: ").append(humanReadableNumBytes(totalBytes)).append('\n');
-        sb.append("Total bytes in pool: ").append(poolBytes).append(" memory_limit_: ")
-                .append(memoryLimit).append(" available bytes: ").append(memoryLimit - poolBytes)
-                .append(" curr_region_allocation_bytes_: ").append(currRegionAllocationBytes)
-                .append('\n');
-        sb.append("Stats: \n").append(statsLocked().debugString());
-        return sb.toString();
-    }
-
-    /** Port of {@code BFCAllocator::Chunk::DebugString}. */
-    private String chunkDebugString(int h, boolean recurse) {
-        StringBuilder dbg = new StringBuilder();
-        dbg.append("  Size: ").append(humanReadableNumBytes(chunks.size(h)))
-                .append(" | Requested Size: ").append(humanReadableNumBytes(chunks.requestedSize(h)))
-                .append(" | in_use: ").append(chunks.inUse(h) ? 1 : 0)
-                .append(" | bin_num: ").append(chunks.binNum(h));
-        if (recurse && chunks.prev(h) != ChunkTable.INVALID_CHUNK_HANDLE) {
-            dbg.append(", prev: ").append(chunkDebugString(chunks.prev(h), false));
-        }
-        if (recurse && chunks.next(h) != ChunkTable.INVALID_CHUNK_HANDLE) {
-            dbg.append(", next: ").append(chunkDebugString(chunks.next(h), false));
-        }
-        return dbg.toString();
     }
 
     /**
@@ -1699,26 +1546,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the count with a binary unit
      */
     public static String humanReadableNumBytes(long numBytes) {
-        if (numBytes == Long.MIN_VALUE) {
-            // Special case for a number whose negation is not representable.
-            return "-8E";
-        }
-        String neg = numBytes < 0 ? "-" : "";
-        if (numBytes < 0) {
-            numBytes = -numBytes;
-        }
-        if (numBytes < 1024) {
-            // No fractions for bytes.
-            return neg + numBytes + "B";
-        }
-        final String units = "KMGTPE";
-        int unit = 0;
-        while (numBytes >= 1024L * 1024) {
-            numBytes /= 1024;
-            ++unit;
-        }
-        return String.format(java.util.Locale.ROOT, unit == 0 ? "%s%.1f%ciB" : "%s%.2f%ciB",
-                neg, numBytes / 1024.0, units.charAt(unit));
+        return DebugQueries.humanReadableNumBytes(numBytes);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -2032,19 +1860,11 @@ public final class BfcAllocator implements AutoCloseable {
         sb.append(line(String.format(Locale.ROOT, "Fragmentation: %.4f  (1 - largest free chunk / free in pool)",
                 m.fragmentation())));
         sb.append(rule);
-        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
-        for (int binNum = 0; binNum < NUM_BINS; binNum++) {
-            BinDebugInfo info = binInfos.get(binNum);
-            sb.append("Bin (").append(info.binSize()).append("): \tTotal Chunks: ")
-                    .append(info.totalChunksInBin()).append(", Chunks in use: ")
-                    .append(info.totalChunksInUse()).append(". ")
-                    .append(humanReadableNumBytes(info.totalBytesInBin())).append(" allocated for chunks. ")
-                    .append(humanReadableNumBytes(info.totalBytesInUse())).append(" in use in bin. ")
-                    .append(humanReadableNumBytes(info.totalRequestedBytesInUse()))
-                    .append(" client-requested in use in bin.\n");
+        for (BinDebugInfo info : debug.getBinDebugInfoLocked()) {
+            DebugQueries.appendBinLine(sb, info);
         }
         sb.append("Occupancy (* requested, x padding, _ free):\n")
-                .append(renderOccupancyLocked()).append('\n');
+                .append(debug.renderOccupancyLocked()).append('\n');
         return sb.toString();
     }
 
@@ -2069,7 +1889,7 @@ public final class BfcAllocator implements AutoCloseable {
 
     /** Port of {@code BFCAllocator::RecordMemoryMapInternal}. Needs the lock. */
     private MemoryMap memoryMapLocked() {
-        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
+        List<BinDebugInfo> binInfos = debug.getBinDebugInfoLocked();
         for (int b = 0; b < NUM_BINS; b++) {
             BinDebugInfo info = binInfos.get(b);
             assert bins[b].freeChunks.size() == info.totalChunksInBin() - info.totalChunksInUse();

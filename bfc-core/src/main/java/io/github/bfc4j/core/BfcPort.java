@@ -45,4 +45,11 @@ final class BfcPort {
     static long binNumToSize(int index) {
         return 256L << index;
     }
+
+    /** Upstream's {@code CHECK}: an always-on check of an internal invariant. */
+    static void check(boolean condition, String what) {
+        if (!condition) {
+            throw new IllegalStateException("BFC allocator invariant violated: " + what);
+        }
+    }
 }
