@@ -14,10 +14,7 @@ import io.github.bfc4j.core.internal.FreeChunkSet;
 import io.github.bfc4j.core.internal.IntDeque;
 import io.github.bfc4j.core.internal.LongList;
 import io.github.bfc4j.core.internal.RegionManager;
-import io.github.bfc4j.core.jfr.AllocationSampleEvent;
 import io.github.bfc4j.core.jfr.OutOfMemoryEvent;
-import io.github.bfc4j.core.jfr.RegionExtendEvent;
-import io.github.bfc4j.core.jfr.RegionFreeEvent;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.charset.StandardCharsets;
@@ -209,11 +206,14 @@ public final class BfcAllocator implements AutoCloseable {
     /** Guarded by lock. */
     private boolean closed;
 
+    /** This allocator's state as its collaborators read it. */
+    private final PortView view = new View();
+
     /** The invariant checker, reading this allocator through its view. */
-    private final InvariantChecker checker = new InvariantChecker(new View());
+    private final InvariantChecker checker = new InvariantChecker(view);
 
     /** Upstream's debug queries, reading this allocator through its view. */
-    private final DebugQueries debug = new DebugQueries(new View());
+    private final DebugQueries debug = new DebugQueries(view);
 
     /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
     private static final class Bin {
@@ -290,7 +290,7 @@ public final class BfcAllocator implements AutoCloseable {
                 check(binNumForSize(binSize * 2) != b, "BinForSize(bin_size * 2)");
             }
         }
-        this.jfrAllocationSamplePeriod = opts.jfrAllocationSamplePeriod();
+        listen(PortListener.of(new JfrRecorder(view, opts.jfrAllocationSamplePeriod())));
     }
 
     // ---------------------------------------------------------------------------------------
@@ -837,12 +837,7 @@ public final class BfcAllocator implements AutoCloseable {
                 bytesInUse += chunkSize;
                 peakBytesInUse = Math.max(peakBytesInUse, bytesInUse);
                 largestAllocSize = Math.max(largestAllocSize, chunkSize);
-                allocatedBytesTotal += chunkSize;
-                ++allocationsTotal;
-                peakActiveAllocations = Math.max(peakActiveAllocations, allocationsTotal - freesTotal);
-                if (jfrAllocationSamplePeriod != 0) {
-                    sampleAllocationLocked(h);
-                }
+                onAllocatedLocked(h, chunkSize);
                 return chunks.ptr(h);
             }
         }
@@ -936,7 +931,7 @@ public final class BfcAllocator implements AutoCloseable {
 
         poolBytes += bytesReceived;
         peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
-        onRegionExtendLocked(memAddr, bytesReceived, roundedBytes);
+        onRegionObtainedLocked(memAddr, bytesReceived, roundedBytes);
         LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
                 + name + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
                 + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
@@ -1053,7 +1048,7 @@ public final class BfcAllocator implements AutoCloseable {
             // Deallocate the memory.
             subAllocator.free(region.ptr(), region.memorySize());
             poolBytes -= region.memorySize();
-            onRegionFreeLocked(region.ptr(), region.memorySize());
+            onRegionReturnedLocked(region.ptr(), region.memorySize());
             regionManager.removeAllocationRegion(it);
         }
     }
@@ -1100,6 +1095,7 @@ public final class BfcAllocator implements AutoCloseable {
                         + ". Free each address returned by allocateRaw exactly once.");
             }
 
+            onFreeLocked(h);
             markFreeLocked(h);
 
             // Consider coalescing it.
@@ -1191,8 +1187,6 @@ public final class BfcAllocator implements AutoCloseable {
 
         // Update the stats.
         bytesInUse -= chunks.size(h);
-        ++freesTotal;
-        freedBytesTotal += chunks.size(h);
     }
 
     /**
@@ -1575,64 +1569,57 @@ public final class BfcAllocator implements AutoCloseable {
         return d;
     }
 
-    /** Copy of {@link BfcOptions#jfrAllocationSamplePeriod()}: 0 = no allocation events. */
-    private final int jfrAllocationSamplePeriod;
+    /** Guarded by lock: the counters beyond upstream's stats, bumped at the event points. */
+    private final MemoryCounters counters = new MemoryCounters();
 
-    // Guarded by lock: counted from creation, never reset (see MemoryStats).
-    private long allocationsTotal;
-    private long allocatedBytesTotal;
-    private long peakActiveAllocations;
-    private long freesTotal;
-    private long freedBytesTotal;
-    private long oomsTotal;
-    private long regionExtendsTotal;
-    private long reservedBytesTotal;
-    private long regionFreesTotal;
-    private long releasedBytesTotal;
+    /** Guarded by lock: who listens at the event points, never null. */
+    private PortListener listener = PortListener.NONE;
 
-    /** Counts a region extend and emits its JFR event. Needs the lock. */
-    private void onRegionExtendLocked(long ptr, long bytes, long requestBytes) {
-        ++regionExtendsTotal;
-        reservedBytesTotal += bytes;
-        RegionExtendEvent event = new RegionExtendEvent();
-        if (event.isEnabled()) {
-            event.allocator = name;
-            event.ptr = ptr;
-            event.bytes = bytes;
-            event.requestBytes = requestBytes;
-            event.poolBytes = poolBytes;
-            event.commit();
+    /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
+    private PortListener callListener;
+
+    /** Installs the listener of the event points (replacing the last one). */
+    private void listen(PortListener l) {
+        lock.lock();
+        try {
+            listener = l;
+            callListener = l.listensToCalls() ? l : null;
+        } finally {
+            lock.unlock();
         }
     }
 
-    /** Counts a region given back by garbage collection and emits its JFR event. Needs the lock. */
-    private void onRegionFreeLocked(long ptr, long bytes) {
-        ++regionFreesTotal;
-        releasedBytesTotal += bytes;
-        RegionFreeEvent event = new RegionFreeEvent();
-        if (event.isEnabled()) {
-            event.allocator = name;
-            event.ptr = ptr;
-            event.bytes = bytes;
-            event.poolBytes = poolBytes;
-            event.commit();
+    // Event points (not in upstream): what the port tells beyond stats_. The counters are
+    // always bumped (plain fields); the listener is told where one is installed. Allocations
+    // and frees cost one null check when nothing listens to them.
+
+    /** A region was obtained from the sub-allocator. Needs the lock. */
+    private void onRegionObtainedLocked(long ptr, long bytes, long requestBytes) {
+        counters.regionObtained(bytes);
+        listener.regionObtainedLocked(ptr, bytes, requestBytes);
+    }
+
+    /** A region was given back by garbage collection. Needs the lock. */
+    private void onRegionReturnedLocked(long ptr, long bytes) {
+        counters.regionReturned(bytes);
+        listener.regionReturnedLocked(ptr, bytes);
+    }
+
+    /** Chunk {@code h} of {@code chunkBytes} was allocated. Needs the lock. */
+    private void onAllocatedLocked(int h, long chunkBytes) {
+        counters.allocated(chunkBytes);
+        final PortListener l = callListener;
+        if (l != null) {
+            l.allocatedLocked(h);
         }
     }
 
-    /** Emits an allocation sample for one in {@code jfrAllocationSamplePeriod}. Needs the lock. */
-    private void sampleAllocationLocked(int h) {
-        if (allocationsTotal % jfrAllocationSamplePeriod != 0) {
-            return;
-        }
-        AllocationSampleEvent event = new AllocationSampleEvent();
-        if (event.isEnabled()) {
-            event.allocator = name;
-            event.ptr = chunks.ptr(h);
-            event.requestedBytes = chunks.requestedSize(h);
-            event.chunkBytes = chunks.size(h);
-            event.allocationId = chunks.allocationId(h);
-            event.bytesInUse = bytesInUse;
-            event.commit();
+    /** Chunk {@code h}, in use, is being freed. Needs the lock. */
+    private void onFreeLocked(int h) {
+        counters.freed(chunks.size(h));
+        final PortListener l = callListener;
+        if (l != null) {
+            l.freedLocked(h);
         }
     }
 
@@ -1650,7 +1637,7 @@ public final class BfcAllocator implements AutoCloseable {
         final OutOfMemoryEvent event = new OutOfMemoryEvent();
         lock.lock();
         try {
-            ++oomsTotal;
+            counters.outOfMemory();
             if (dir != null || event.isEnabled()) {
                 event.allocator = name;
                 event.requestedBytes = numBytes;
@@ -1718,10 +1705,12 @@ public final class BfcAllocator implements AutoCloseable {
 
     private MemoryStats memoryStatsLocked() {
         long largestFree = largestFreeChunkLocked();
-        return new MemoryStats(bytesInUse, peakBytesInUse, allocatedBytesTotal, freedBytesTotal,
-                poolBytes, peakPoolBytes, reservedBytesTotal, releasedBytesTotal,
-                allocationsTotal - freesTotal, peakActiveAllocations, allocationsTotal, freesTotal,
-                oomsTotal, regionManager.regions().size(), regionExtendsTotal, regionFreesTotal,
+        final MemoryCounters c = counters;
+        return new MemoryStats(bytesInUse, peakBytesInUse, c.allocatedBytesTotal(), c.freedBytesTotal(),
+                poolBytes, peakPoolBytes, c.reservedBytesTotal(), c.releasedBytesTotal(),
+                c.allocationsTotal() - c.freesTotal(), c.peakActiveAllocations(), c.allocationsTotal(),
+                c.freesTotal(), c.oomsTotal(), regionManager.regions().size(), c.regionExtendsTotal(),
+                c.regionFreesTotal(),
                 largestFree, fragmentation(poolBytes - bytesInUse, largestFree), memoryLimit);
     }
 
@@ -2194,6 +2183,11 @@ public final class BfcAllocator implements AutoCloseable {
         @Override
         public double fragmentation() {
             return BfcAllocator.fragmentation(poolBytes - bytesInUse, largestFreeChunkLocked());
+        }
+
+        @Override
+        public MemoryCounters counters() {
+            return counters;
         }
 
         @Override

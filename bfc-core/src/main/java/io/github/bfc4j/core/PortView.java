@@ -62,6 +62,9 @@ interface PortView {
     /** @return upstream's {@code GetFragmentation()}, 0 when nothing is free */
     double fragmentation();
 
+    /** @return the counters beyond upstream's statistics, bumped at the port's event points */
+    MemoryCounters counters();
+
     /** @return the number of regions held */
     int regionCount();
 
