@@ -215,6 +215,9 @@ public final class BfcAllocator implements AutoCloseable {
     /** Upstream's debug queries, reading this allocator through its view. */
     private final DebugQueries debug = new DebugQueries(view);
 
+    /** The memory stats, summary and map, reading this allocator through its view. */
+    private final MemoryReports reports = new MemoryReports(view, debug);
+
     /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
     private static final class Bin {
         /** All chunks in this bin have {@code >= binSize} bytes. */
@@ -1653,8 +1656,8 @@ public final class BfcAllocator implements AutoCloseable {
                 sb.append(",\n\"requestedBytes\": ").append(numBytes)
                         .append(",\n\"roundedBytes\": ").append(roundedBytes(Math.min(numBytes, MAX_ALLOCATION_BYTES)))
                         .append(",\n\"summary\": ");
-                MemoryMap.string(sb, memorySummaryLocked());
-                sb.append(",\n\"memoryMap\": ").append(memoryMapLocked().toJson()).append("}\n");
+                MemoryMap.string(sb, reports.memorySummaryLocked());
+                sb.append(",\n\"memoryMap\": ").append(reports.memoryMapLocked().toJson()).append("}\n");
                 dumpJson = sb.toString();
             }
         } finally {
@@ -1697,30 +1700,10 @@ public final class BfcAllocator implements AutoCloseable {
     public MemoryStats memoryStats() {
         lock.lock();
         try {
-            return memoryStatsLocked();
+            return reports.memoryStatsLocked();
         } finally {
             lock.unlock();
         }
-    }
-
-    private MemoryStats memoryStatsLocked() {
-        long largestFree = largestFreeChunkLocked();
-        final MemoryCounters c = counters;
-        return new MemoryStats(bytesInUse, peakBytesInUse, c.allocatedBytesTotal(), c.freedBytesTotal(),
-                poolBytes, peakPoolBytes, c.reservedBytesTotal(), c.releasedBytesTotal(),
-                c.allocationsTotal() - c.freesTotal(), c.peakActiveAllocations(), c.allocationsTotal(),
-                c.freesTotal(), c.oomsTotal(), regionManager.regions().size(), c.regionExtendsTotal(),
-                c.regionFreesTotal(),
-                largestFree, fragmentation(poolBytes - bytesInUse, largestFree), memoryLimit);
-    }
-
-    /**
-     * Upstream's {@code GetFragmentation}, defined as 0 when nothing is free.
-     *
-     * @return {@code (free - largestFree) / free}
-     */
-    private static double fragmentation(long freeBytes, long largestFree) {
-        return freeBytes <= 0 ? 0.0 : (double) (freeBytes - largestFree) / freeBytes;
     }
 
     /**
@@ -1792,7 +1775,7 @@ public final class BfcAllocator implements AutoCloseable {
     public double fragmentation() {
         lock.lock();
         try {
-            return fragmentation(poolBytes - bytesInUse, largestFreeChunkLocked());
+            return view.fragmentation();
         } finally {
             lock.unlock();
         }
@@ -1809,56 +1792,10 @@ public final class BfcAllocator implements AutoCloseable {
     public String memorySummary() {
         lock.lock();
         try {
-            return memorySummaryLocked();
+            return reports.memorySummaryLocked();
         } finally {
             lock.unlock();
         }
-    }
-
-    private String memorySummaryLocked() {
-        final MemoryStats m = memoryStatsLocked();
-        final String rule = "|" + "=".repeat(75) + "|\n";
-        final String thin = "|" + "-".repeat(75) + "|\n";
-        final String row = "| %-21s | %10s | %10s | %10s | %10s |%n";
-        StringBuilder sb = new StringBuilder(4096);
-        sb.append(rule);
-        String title = "bfc4j memory summary: " + name + " (" + getMemoryType() + ")";
-        int pad = Math.max(0, 75 - title.length());
-        sb.append('|').append(" ".repeat(pad / 2)).append(title).append(" ".repeat(pad - pad / 2))
-                .append("|\n");
-        sb.append(thin);
-        sb.append(line(String.format(Locale.ROOT, "OOMs: %d  |  region extends: %d  |  region frees (GC): %d",
-                m.oomsTotal(), m.regionExtendsTotal(), m.regionFreesTotal())));
-        sb.append(rule);
-        sb.append(String.format(Locale.ROOT, row, "Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));
-        sb.append(thin);
-        sb.append(String.format(Locale.ROOT, row, "Allocated memory", humanReadableNumBytes(m.bytesInUse()),
-                humanReadableNumBytes(m.peakBytesInUse()), humanReadableNumBytes(m.allocatedBytesTotal()),
-                humanReadableNumBytes(m.freedBytesTotal())));
-        sb.append(String.format(Locale.ROOT, row, "Reserved memory", humanReadableNumBytes(m.reservedBytes()),
-                humanReadableNumBytes(m.peakReservedBytes()), humanReadableNumBytes(m.reservedBytesTotal()),
-                humanReadableNumBytes(m.releasedBytesTotal())));
-        sb.append(String.format(Locale.ROOT, row, "Allocations", m.activeAllocations(),
-                m.peakActiveAllocations(), m.allocationsTotal(), m.freesTotal()));
-        sb.append(String.format(Locale.ROOT, row, "Regions", m.regionCount(), "-",
-                m.regionExtendsTotal(), m.regionFreesTotal()));
-        sb.append(rule);
-        sb.append(line("Limit: " + humanReadableNumBytes(m.bytesLimit()) + "  Free in pool: "
-                + humanReadableNumBytes(m.freeBytesInPool()) + "  Largest free chunk: "
-                + humanReadableNumBytes(m.largestFreeChunkBytes())));
-        sb.append(line(String.format(Locale.ROOT, "Fragmentation: %.4f  (1 - largest free chunk / free in pool)",
-                m.fragmentation())));
-        sb.append(rule);
-        for (BinDebugInfo info : debug.getBinDebugInfoLocked()) {
-            DebugQueries.appendBinLine(sb, info);
-        }
-        sb.append("Occupancy (* requested, x padding, _ free):\n")
-                .append(debug.renderOccupancyLocked()).append('\n');
-        return sb.toString();
-    }
-
-    private static String line(String text) {
-        return String.format(Locale.ROOT, "| %-73s |%n", text);
     }
 
     /**
@@ -1870,33 +1807,10 @@ public final class BfcAllocator implements AutoCloseable {
     public MemoryMap memoryMap() {
         lock.lock();
         try {
-            return memoryMapLocked();
+            return reports.memoryMapLocked();
         } finally {
             lock.unlock();
         }
-    }
-
-    /** Port of {@code BFCAllocator::RecordMemoryMapInternal}. Needs the lock. */
-    private MemoryMap memoryMapLocked() {
-        List<BinDebugInfo> binInfos = debug.getBinDebugInfoLocked();
-        for (int b = 0; b < NUM_BINS; b++) {
-            BinDebugInfo info = binInfos.get(b);
-            assert bins[b].freeChunks.size() == info.totalChunksInBin() - info.totalChunksInUse();
-        }
-        List<MemoryMap.Region> regions = new ArrayList<>(regionManager.regions().size());
-        ChunkWalk c = new ChunkWalk(chunks, regionManager);
-        for (int r = 0; r < regionManager.regions().size(); r++) {
-            List<MemoryMap.Chunk> list = new ArrayList<>();
-            for (c.region(r); c.next(); ) {
-                boolean inUse = c.inUse();
-                list.add(new MemoryMap.Chunk(c.ptr(), c.size(), c.requestedSize(), inUse,
-                        c.allocationId(), c.binNum(),
-                        timingCounter == null || inUse ? 0 : c.freedAtCount()));
-            }
-            regions.add(new MemoryMap.Region(c.regionPtr(), c.regionBytes(), list));
-        }
-        return new MemoryMap(name, getMemoryType(), statsLocked(), memoryStatsLocked(), binInfos,
-                regions);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -2182,7 +2096,9 @@ public final class BfcAllocator implements AutoCloseable {
 
         @Override
         public double fragmentation() {
-            return BfcAllocator.fragmentation(poolBytes - bytesInUse, largestFreeChunkLocked());
+            // Upstream's GetFragmentation, defined as 0 when nothing is free.
+            final long freeBytes = poolBytes - bytesInUse;
+            return freeBytes <= 0 ? 0.0 : (double) (freeBytes - largestFreeChunkLocked()) / freeBytes;
         }
 
         @Override
