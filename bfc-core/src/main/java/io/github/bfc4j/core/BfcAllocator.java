@@ -218,6 +218,9 @@ public final class BfcAllocator implements AutoCloseable {
     /** The memory stats, summary and map, reading this allocator through its view. */
     private final MemoryReports reports = new MemoryReports(view, debug);
 
+    /** Reports out-of-memory failures, from the event point. */
+    private final OutOfMemoryReporter oomReporter;
+
     /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
     private static final class Bin {
         /** All chunks in this bin have {@code >= binSize} bytes. */
@@ -293,7 +296,8 @@ public final class BfcAllocator implements AutoCloseable {
                 check(binNumForSize(binSize * 2) != b, "BinForSize(bin_size * 2)");
             }
         }
-        listen(PortListener.of(new JfrRecorder(view, opts.jfrAllocationSamplePeriod())));
+        this.oomReporter = new OutOfMemoryReporter(view, reports, debug, opts.dumpOnOomDirectory());
+        listen(PortListener.of(new JfrRecorder(view, opts.jfrAllocationSamplePeriod()), oomReporter));
     }
 
     // ---------------------------------------------------------------------------------------
@@ -495,25 +499,19 @@ public final class BfcAllocator implements AutoCloseable {
             throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '" + name + "'");
         }
         long ptr = allocateRaw(ALLOCATION_ALIGNMENT, bytes);
+        if (ptr == 0) {
+            // The figures of the moment of failure, taken under the lock in the failing call.
+            throw oomReporter.exceptionForLastFailure(bytes);
+        }
         lock.lock();
         try {
             checkOpenLocked();
-            if (ptr == 0) {
-                throw outOfMemoryLocked(bytes, takeOomDump());
-            }
             int h = regionManager.getHandle(ptr);
             return LeakGuard.newAllocation(this, leakDetection, ptr, chunks.size(h),
                     chunks.requestedSize(h), chunks.allocationId(h));
         } finally {
             lock.unlock();
         }
-    }
-
-    private BfcOutOfMemoryException outOfMemoryLocked(long bytes, OomDump dump) {
-        return new BfcOutOfMemoryException(name, bytes, bytes > MAX_ALLOCATION_BYTES ? bytes : roundedBytes(bytes),
-                bytesInUse, poolBytes, regionManager.regions().size(), memoryLimit,
-                largestFreeChunkLocked(), statsLocked(), dump == null ? "" : dump.note(),
-                dump == null ? null : dump.file());
     }
 
     /** The size of the largest free chunk, 0 if none: the last chunk of the highest non-empty bin. */
@@ -671,9 +669,16 @@ public final class BfcAllocator implements AutoCloseable {
         }
         if (numBytes > MAX_ALLOCATION_BYTES) {
             // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
+            lock.lock();
+            try {
+                checkOpenLocked();
+                onOutOfMemoryLocked(numBytes, numBytes, false);
+            } finally {
+                lock.unlock();
+            }
             LOG.log(Level.WARNING, "Allocator ({0}) cannot allocate {1} bytes: more than the"
-                    + " largest possible request of {2} bytes.{3}", name, numBytes,
-                    MAX_ALLOCATION_BYTES, recordOutOfMemory(numBytes));
+                    + " largest possible request of {2} bytes.", name, numBytes, MAX_ALLOCATION_BYTES);
+            listener.outOfMemoryReported(numBytes);
             return 0;
         }
         if (!opts.allowRetryOnFailure() || !attr.retryOnFailure()) {
@@ -682,29 +687,25 @@ public final class BfcAllocator implements AutoCloseable {
             boolean dumpLogOnFailure = !opts.allowRetryOnFailure() && attr.retryOnFailure()
                     && FAILURE_LOG_COUNTER.get() < MAX_FAILURE_LOGS;
             long freedByCount = freedByCount(attr);
-            long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount);
+            long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount, true);
             if (res == 0 && numBytes != 0) {
-                String dumpNote = recordOutOfMemory(numBytes);
                 int counterValue = FAILURE_LOG_COUNTER.get();
                 if (counterValue < MAX_FAILURE_LOGS) {
                     FAILURE_LOG_COUNTER.set(counterValue + 1);
                     LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate "
-                            + "{1} bytes with freed_by_count={2}.{3}{4}", name, numBytes,
+                            + "{1} bytes with freed_by_count={2}.{3}", name, numBytes,
                             Long.toUnsignedString(freedByCount), attr.retryOnFailure() ? ""
                                     : " The caller indicates that this is not a failure, but this"
                                     + " may mean that there could be performance gains if more"
-                                    + " memory were available.", dumpNote);
+                                    + " memory were available.");
                 }
+                listener.outOfMemoryReported(numBytes);
             }
             return res;
         }
         long r = allocateRawInternalWithRetry(alignment, numBytes, attr);
         if (r == 0 && numBytes != 0) {
-            String dumpNote = recordOutOfMemory(numBytes);
-            if (!dumpNote.isEmpty()) {
-                LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1}"
-                        + " bytes after retrying.{2}", name, numBytes, dumpNote);
-            }
+            listener.outOfMemoryReported(numBytes);
         }
         return r;
     }
@@ -718,18 +719,25 @@ public final class BfcAllocator implements AutoCloseable {
     private long allocateRawInternalWithRetry(long alignment, long numBytes,
             AllocationAttributes attr) {
         // Fast path: try once to allocate without getting the retry helper involved.
-        long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr));
+        long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false);
         if (r != 0) {
             return r;
         }
+        // The retry helper's verbose attempt is its last.
         return retryHelper.allocateRaw(
-                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr)),
+                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v),
                 MAX_MILLIS_TO_WAIT, alignment, numBytes);
     }
 
-    /** Port of {@code BFCAllocator::AllocateRawInternal}. */
+    /**
+     * Port of {@code BFCAllocator::AllocateRawInternal}.
+     *
+     * @param lastAttempt not in upstream: whether a failure here is the failure of the
+     *     {@code AllocateRaw} (false for the attempts that the retry repeats); only then is the
+     *     out-of-memory event point reached
+     */
     private long allocateRawInternal(long alignment, long numBytes, boolean dumpLogOnFailure,
-            long freedBefore) {
+            long freedBefore, boolean lastAttempt) {
         if (numBytes == 0) {
             return 0;
         }
@@ -781,12 +789,13 @@ public final class BfcAllocator implements AutoCloseable {
                 }
             }
 
-            // Out of memory.
-            if (dumpLogOnFailure && LOG.isLoggable(Level.WARNING)) {
-                LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1}"
-                        + " bytes (rounded to {2}).\nCurrent allocation summary follows.\n{3}\n{4}",
-                        name, numBytes, roundedBytes, debug.dumpMemoryLogLocked(roundedBytes),
-                        debug.renderOccupancyLocked());
+            // We searched all bins for an existing free chunk to use and couldn't find one: out
+            // of memory. Upstream writes its memory map here (MaybeWriteMemoryMap) and, if
+            // dumpLogOnFailure, logs DumpMemoryLog and RenderOccupancy: the out-of-memory event
+            // point, where the report's picture is taken under this lock.
+            assert lastAttempt || !dumpLogOnFailure;
+            if (lastAttempt) {
+                onOutOfMemoryLocked(numBytes, roundedBytes, dumpLogOnFailure);
             }
             return 0;
         } finally {
@@ -1552,26 +1561,6 @@ public final class BfcAllocator implements AutoCloseable {
     // else runs on demand or on the slow paths (extend, garbage collection, out of memory).
     // ---------------------------------------------------------------------------------------
 
-    /** Successive numbers for dump file names, so that two dumps never share a name. */
-    private static final AtomicLong DUMP_SEQUENCE = new AtomicLong();
-
-    /**
-     * The dump of this thread's latest failed allocation, for {@link #allocate(long)}'s
-     * exception; set (or removed, when dumps are off) on every failure, so never stale.
-     */
-    private static final ThreadLocal<OomDump> LAST_OOM_DUMP = new ThreadLocal<>();
-
-    /** An out-of-memory dump: the sentence for messages, and the file (null if not written). */
-    private record OomDump(String note, String file) {
-    }
-
-    /** The dump of this thread's latest failure, consumed. */
-    private static OomDump takeOomDump() {
-        OomDump d = LAST_OOM_DUMP.get();
-        LAST_OOM_DUMP.remove();
-        return d;
-    }
-
     /** Guarded by lock: the counters beyond upstream's stats, bumped at the event points. */
     private final MemoryCounters counters = new MemoryCounters();
 
@@ -1617,6 +1606,15 @@ public final class BfcAllocator implements AutoCloseable {
         }
     }
 
+    /**
+     * The last attempt of an allocation failed (with the lock held since it looked for a
+     * chunk). Needs the lock.
+     */
+    private void onOutOfMemoryLocked(long numBytes, long roundedBytes, boolean dumpLogOnFailure) {
+        counters.outOfMemory();
+        listener.outOfMemoryLocked(numBytes, roundedBytes, dumpLogOnFailure);
+    }
+
     /** Chunk {@code h}, in use, is being freed. Needs the lock. */
     private void onFreeLocked(int h) {
         counters.freed(chunks.size(h));
@@ -1624,72 +1622,6 @@ public final class BfcAllocator implements AutoCloseable {
         if (l != null) {
             l.freedLocked(h);
         }
-    }
-
-    /**
-     * Records a failed allocation (the raw API returned 0 for a non-zero request): counts it,
-     * emits the JFR event and, when {@link BfcOptions#dumpOnOomDirectory()} is set, writes the
-     * dump (written outside the lock).
-     *
-     * @return {@code ""} when dumps are off, else a sentence naming the dump file (or why it
-     *     could not be written), starting with a space, for the failure's message
-     */
-    private String recordOutOfMemory(long numBytes) {
-        final Path dir = opts.dumpOnOomDirectory();
-        String dumpJson = null;
-        final OutOfMemoryEvent event = new OutOfMemoryEvent();
-        lock.lock();
-        try {
-            counters.outOfMemory();
-            if (dir != null || event.isEnabled()) {
-                event.allocator = name;
-                event.requestedBytes = numBytes;
-                event.bytesInUse = bytesInUse;
-                event.poolBytes = poolBytes;
-                event.limitBytes = memoryLimit;
-                event.largestFreeChunkBytes = largestFreeChunkLocked();
-            }
-            if (dir != null && !closed) {
-                StringBuilder sb = new StringBuilder();
-                sb.append("{\n\"schema\": \"bfc4j.oom-dump/1\",\n\"allocatorName\": ");
-                MemoryMap.string(sb, name);
-                sb.append(",\n\"requestedBytes\": ").append(numBytes)
-                        .append(",\n\"roundedBytes\": ").append(roundedBytes(Math.min(numBytes, MAX_ALLOCATION_BYTES)))
-                        .append(",\n\"summary\": ");
-                MemoryMap.string(sb, reports.memorySummaryLocked());
-                sb.append(",\n\"memoryMap\": ").append(reports.memoryMapLocked().toJson()).append("}\n");
-                dumpJson = sb.toString();
-            }
-        } finally {
-            lock.unlock();
-        }
-        String note = "";
-        String written = null;
-        if (dumpJson != null) {
-            String fileName = "bfc-oom-" + name.replaceAll("[^A-Za-z0-9._-]", "_") + "-"
-                    + System.currentTimeMillis() + "-" + DUMP_SEQUENCE.incrementAndGet() + ".json";
-            Path file = dir.resolve(fileName);
-            try {
-                Files.createDirectories(dir);
-                Files.writeString(file, dumpJson, StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
-                written = file.toAbsolutePath().toString();
-                note = " Memory map and summary written to " + written + ".";
-                event.dumpFile = written;
-            } catch (IOException | RuntimeException e) {
-                note = " Could not write the memory dump to " + file.toAbsolutePath() + ": " + e
-                        + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable"
-                        + " directory).";
-            }
-        }
-        if (event.isEnabled()) {
-            event.commit();
-        }
-        if (note.isEmpty()) {
-            LAST_OOM_DUMP.remove();
-        } else {
-            LAST_OOM_DUMP.set(new OomDump(note, written));
-        }
-        return note;
     }
 
     /**
