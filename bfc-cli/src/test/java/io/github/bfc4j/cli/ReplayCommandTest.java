@@ -146,7 +146,9 @@ class ReplayCommandTest {
     void aViolationStopsTheReplayNamingTheLine() throws Exception {
         // Corrupt the allocator's bytes_in_use after the 10th call, as a bug would, and let the
         // --check-invariants listener find it.
-        java.lang.reflect.Field inUse = io.github.bfc4j.core.BfcAllocator.class.getDeclaredField("bytesInUse");
+        java.lang.reflect.Field port = io.github.bfc4j.core.BfcAllocator.class.getDeclaredField("port");
+        port.setAccessible(true);
+        java.lang.reflect.Field inUse = port.getType().getDeclaredField("bytesInUse");
         inUse.setAccessible(true);
         Path t = Cli.RECORDED.resolve("tf-resnet-train.bfctrace");
         try (io.github.bfc4j.trace.TraceReader r = io.github.bfc4j.trace.TraceReader.open(t)) {
@@ -154,7 +156,8 @@ class ReplayCommandTest {
                     .listener(step -> {
                         if (step.callIndex() == 10) {
                             try {
-                                inUse.setLong(step.allocator(), inUse.getLong(step.allocator()) + 256);
+                                Object p = port.get(step.allocator());
+                                inUse.setLong(p, inUse.getLong(p) + 256);
                             } catch (IllegalAccessException e) {
                                 throw new AssertionError(e);
                             }

@@ -6,106 +6,46 @@
  */
 package io.github.bfc4j.core;
 
-import io.github.bfc4j.core.internal.AllocationRegion;
-import io.github.bfc4j.core.internal.AllocatorRetry;
-import io.github.bfc4j.core.internal.ChunkTable;
 import io.github.bfc4j.core.internal.ChunkWalk;
-import io.github.bfc4j.core.internal.FreeChunkSet;
-import io.github.bfc4j.core.internal.IntDeque;
-import io.github.bfc4j.core.internal.LongList;
-import io.github.bfc4j.core.internal.RegionManager;
-import io.github.bfc4j.core.jfr.OutOfMemoryEvent;
-import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
-import java.util.Locale;
-import java.util.Map;
 import java.util.Objects;
-import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.LongSupplier;
 
 /**
- * A memory allocator that implements best-fit with coalescing (BFC): a line-for-line port, in
- * behaviour, of TensorFlow's classic {@code BFCAllocator} (the version without spatial
- * partitioning). Every decision (which address, which sub-allocator call, which statistic) is
- * TensorFlow's; the conformance traces prove it call for call.
+ * A memory allocator that implements best-fit with coalescing (BFC): a port, in behaviour, of
+ * TensorFlow's classic {@code BFCAllocator} (the version without spatial partitioning). Every
+ * decision (which address, which sub-allocator call, which statistic) is TensorFlow's; the
+ * conformance traces prove it call for call. Memory comes from a {@link SubAllocator} in
+ * regions, is cut into chunks that are multiples of 256 bytes, and free chunks wait in 21 bins
+ * by size; docs/architecture.md describes the algorithm, docs/porting-map.md maps every
+ * upstream function to its Java counterpart.
  *
- * <h2>Terms</h2>
- * <ul>
- *   <li><b>region</b>: a range obtained from the {@link SubAllocator} in one {@code alloc}
- *       (or several adjacent ones merged, when the sub-allocator supports coalescing).</li>
- *   <li><b>chunk</b>: a piece of a region, either wholly in use (one allocation) or wholly
- *       free. The chunks of a region tile it without gaps and are linked by {@code prev} and
- *       {@code next} in address order. Chunk metadata lives in {@link ChunkTable}, indexed by
- *       an {@code int} handle.</li>
- *   <li><b>bin</b>: one of 21 sets of free chunks. Bin {@code i} holds free chunks of size
- *       {@code >= 256 << i} (bin 20: everything from 256 MiB up), ordered by (size, address).</li>
- * </ul>
+ * <pre>{@code
+ * try (BfcAllocator allocator = BfcAllocator.builder()
+ *         .name("cpu_bfc")
+ *         .memoryLimit(1L << 30)
+ *         .subAllocator(new AlignedHostSubAllocator())
+ *         .build();
+ *      Allocation a = allocator.allocate(4096)) {
+ *     a.asByteBuffer().putLong(0, 42);
+ * }
+ * }</pre>
  *
- * <pre>
- *  region 0x7f0000000000 ................................................ 0x7f0000400000
- *  | chunk A in use | chunk B free | chunk C in use | chunk D free                      |
- *  |  1 KiB         |  3 KiB       |  2 KiB         |  4 MiB - 6 KiB                    |
- *       prev/next:  A <-> B <-> C <-> D
+ * <p>Two ways to allocate: {@link #allocate(long)} returns an {@link Allocation} handle and
+ * throws {@link BfcOutOfMemoryException} when the memory cannot be had; upstream's
+ * {@link #allocateRaw(long, long)} and {@link #deallocateRaw(long)} work on addresses, return 0
+ * on failure and create no Java object. Beyond upstream's queries and {@link #getStats()}, the
+ * allocator reports {@link #memoryStats()}, {@link #memorySummary()}, {@link #memoryMap()},
+ * JFR events and, on request, out-of-memory dumps (docs/observability.md), and checks its own
+ * invariants ({@link #checkInvariants()}).
  *
- *  bins:  0 [256, 512)   1 [512, 1K)   2 [1K, 2K)   3 [2K, 4K): {B}   ...   13 [2M, 4M)  14: {D} ...
- * </pre>
- *
- * <h2>Invariants</h2>
- * <ul>
- *   <li>Sizes and chunk addresses are multiples of 256 (the {@code alignment} argument is only
- *       passed on to the sub-allocator).</li>
- *   <li>A free chunk is in exactly one bin, the one {@link #binNumForSize} names; a chunk in
- *       use is in none.</li>
- *   <li>No two adjacent chunks are both free, unless the allocator ever had a timing counter:
- *       a stamped chunk ({@code freedAtCount > 0}) is not coalesced until it is safe, and even
- *       then upstream's {@code MergeTimestampedChunks} merges each chunk once per side, so two
- *       chunks made safe in one pass can stay neighbours (see {@link #checkInvariants()}).</li>
- *   <li>The region manager maps the start address of every live chunk, and nothing else, to
- *       its handle.</li>
- * </ul>
- *
- * <h2>Algorithm, by method</h2>
- * <ul>
- *   <li>{@code allocateRawInternal}: round up to 256 ({@link #roundedBytes}); merge
- *       timestamped chunks that became safe; {@code findChunkPtr}; else {@code extend} and
- *       find again; else (no timestamp constraint) force-merge timestamped chunks and find
- *       again; else {@code deallocateFreeRegions} and {@code extend} once more; else fail
- *       (return 0).</li>
- *   <li>{@code findChunkPtr}: from the request's bin upwards, the first free chunk (smallest
- *       size, then lowest address) that is large enough (and freed no later than
- *       {@code freed_before}). It is split ({@code splitChunk}) if it is at least twice the
- *       request or the waste would reach the fragmentation threshold.</li>
- *   <li>{@code extend}: asks the sub-allocator for {@code min(region target, limit - pool)},
- *       doubling the target first until it covers the request, backing off by 0.9 (computed in
- *       {@code float}) while the sub-allocator refuses, then doubling the target for next
- *       time. The new range becomes one free chunk, merged with the tail of the region it
- *       extends when the sub-allocator supports coalescing.</li>
- *   <li>{@code deallocateRawInternal}: marks the chunk free and coalesces it with free
- *       neighbours ({@code tryToCoalesce}); with a timing counter the chunk is stamped, binned
- *       uncoalesced and queued until {@link #setSafeFrontier} passes its stamp.</li>
- *   <li>{@code deallocateFreeRegions} (garbage collection): gives every region without a chunk
- *       in use back to the sub-allocator, so that it can hand out one larger region.</li>
- * </ul>
- *
- * <p>Thread-safe: every method takes one lock, as upstream. Fields marked "guarded by lock"
- * are only touched with it held; methods ending in {@code Locked} need it held.
- *
- * <p>Deliberate differences from upstream are marked {@code DEVIATION(port)} and listed in
- * docs/deviations.md.
+ * <p>Thread-safe: every method takes one lock, as upstream. Deliberate differences from
+ * upstream are listed in docs/deviations.md.
  */
 public final class BfcAllocator implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger(BfcAllocator.class.getName());
+    private static final System.Logger LOG = System.getLogger(BfcPort.LOGGER_NAME);
 
     /** Upstream's {@code kMinAllocationBits}. */
     public static final int MIN_ALLOCATION_BITS = BfcPort.MIN_ALLOCATION_BITS;
@@ -125,28 +65,26 @@ public final class BfcAllocator implements AutoCloseable {
      */
     public static final long MAX_ALLOCATION_BYTES = BfcPort.MAX_ALLOCATION_BYTES;
 
-    /** Upstream's default split threshold when {@code fragmentation_fraction} is 0. */
-    private static final long DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES = 128L << 20;
+    /** The alignment {@link #allocate(long)} asks for: upstream's {@code Allocator::kAllocatorAlignment}. */
+    public static final long ALLOCATION_ALIGNMENT = 64;
 
-    /** Upstream's {@code kBackpedalFactor}, a {@code float}: the product is single precision. */
-    private static final float BACKPEDAL_FACTOR = 0.9f;
+    /** Upstream's algorithm and state. */
+    private final BfcPort port;
 
-    /** Upstream's {@code kMaxMillisToWait} of {@code AllocateRawInternalWithRetry}. */
-    private static final long MAX_MILLIS_TO_WAIT = 10_000;
+    /** The port's state, read-only, as the collaborators below read it. */
+    private final PortView view;
 
-    /** Upstream's {@code kMaxFailureLogs}, counted per process like its static counter. */
-    private static final int MAX_FAILURE_LOGS = 10;
+    /** Upstream's debug queries. */
+    private final DebugQueries debug;
 
-    private static final AtomicInteger FAILURE_LOG_COUNTER = new AtomicInteger();
+    /** The memory stats, summary and map. */
+    private final MemoryReports reports;
 
-    // Structures immutable after construction.
-    private final BfcOptions opts;
-    private final long memoryLimit;
-    private final boolean coalesceRegions;
-    private final SubAllocator subAllocator;
-    private final String name;
-    private final long maxInternalFragmentationBytes;
-    private final AllocatorRetry retryHelper = new AllocatorRetry();
+    /** The out-of-memory reports, for {@link #allocate(long)}'s exception. */
+    private final OutOfMemoryReporter oomReporter;
+
+    /** The invariant checker. */
+    private final InvariantChecker checker;
 
     /** What {@link #close()} does with live allocations. */
     private final ClosePolicy closePolicy;
@@ -154,86 +92,8 @@ public final class BfcAllocator implements AutoCloseable {
     /** Whether handles from {@link #allocate(long)} are watched for leaks. */
     private final LeakDetection leakDetection;
 
-    /** Leaked allocations found and reclaimed; guarded by lock. */
-    private long leaksReclaimed;
-
-    private final ReentrantLock lock = new ReentrantLock();
-
-    /** Guarded by lock. */
-    private final ChunkTable chunks = new ChunkTable(1024);
-
-    /** Guarded by lock. */
-    private final RegionManager regionManager = new RegionManager(chunks);
-
-    /**
-     * Guarded by lock. The walk of extend and garbage collection, reused so that they create
-     * nothing; everything else walks with a cursor of its own.
-     */
-    private final ChunkWalk walk = new ChunkWalk(chunks, regionManager);
-
-    /** Guarded by lock. Bin {@code i} holds free chunks of size {@code >= 256 << i}. */
-    private final Bin[] bins = new Bin[NUM_BINS];
-
-    /** Guarded by lock. Upstream's {@code timestamped_chunks_}. */
-    private IntDeque timestampedChunks = new IntDeque(64);
-
-    /** Guarded by lock. Scratch queue of {@code mergeTimestampedChunksLocked}. */
-    private IntDeque newTsQueue = new IntDeque(64);
-
-    /** Guarded by lock. Scratch list of {@code mergeTimestampedChunksLocked}. */
-    private final LongList toMerge = new LongList(64);
-
-    /** Upstream's {@code safe_frontier_} (unsigned). */
-    private final AtomicLong safeFrontier = new AtomicLong();
-
-    /** Guarded by lock. Upstream's {@code timing_counter_}. */
-    private SharedCounter timingCounter;
-
-    /** Guarded by lock. Upstream's {@code curr_region_allocation_bytes_}. */
-    private long currRegionAllocationBytes;
-
-    /** Guarded by lock. Upstream's {@code next_allocation_id_}. */
-    private long nextAllocationId = 1;
-
-    // Guarded by lock: upstream's stats_.
-    private long numAllocs;
-    private long bytesInUse;
-    private long peakBytesInUse;
-    private long largestAllocSize;
-    private long poolBytes;
-    private long peakPoolBytes;
-
-    /** Guarded by lock. */
-    private boolean closed;
-
-    /** This allocator's state as its collaborators read it. */
-    private final PortView view = new View();
-
-    /** The invariant checker, reading this allocator through its view. */
-    private final InvariantChecker checker = new InvariantChecker(view);
-
-    /** Upstream's debug queries, reading this allocator through its view. */
-    private final DebugQueries debug = new DebugQueries(view);
-
-    /** The memory stats, summary and map, reading this allocator through its view. */
-    private final MemoryReports reports = new MemoryReports(view, debug);
-
-    /** Reports out-of-memory failures, from the event point. */
-    private final OutOfMemoryReporter oomReporter;
-
-    /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
-    private static final class Bin {
-        /** All chunks in this bin have {@code >= binSize} bytes. */
-        final long binSize;
-
-        /** Free chunks ordered by upstream's {@code ChunkComparator}: size, then address. */
-        final FreeChunkSet freeChunks;
-
-        Bin(ChunkTable chunks, long binSize) {
-            this.binSize = binSize;
-            this.freeChunks = new FreeChunkSet(chunks);
-        }
-    }
+    /** Leaked allocations found and reclaimed. */
+    private final AtomicLong leaksReclaimed = new AtomicLong();
 
     /**
      * Port of {@code BFCAllocator::BFCAllocator}.
@@ -254,54 +114,18 @@ public final class BfcAllocator implements AutoCloseable {
             ClosePolicy closePolicy, LeakDetection leakDetection) {
         this.closePolicy = Objects.requireNonNull(closePolicy, "closePolicy");
         this.leakDetection = Objects.requireNonNull(leakDetection, "leakDetection");
-        this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator");
-        this.name = Objects.requireNonNull(name, "name");
-        this.opts = Objects.requireNonNull(opts, "opts");
-        if (totalMemory < 0) {
-            throw new IllegalArgumentException("totalMemory=" + totalMemory + " (expected: >= 0)");
-        }
-        double fraction = opts.fragmentationFraction();
-        if (fraction > 0.0) {
-            long threshold = (long) (fraction * totalMemory);
-            if (threshold <= 0) {
-                // DEVIATION(port): upstream accepts this and then splits exact fits into
-                // zero-size chunks, corrupting its bins.
-                throw new IllegalArgumentException("fragmentationFraction=" + fraction
-                        + " (expected: 0, or a fraction whose threshold fraction * totalMemory = "
-                        + fraction * totalMemory + " is at least 1 byte for totalMemory="
-                        + totalMemory + "; use 0 for upstream's 128 MiB threshold)");
-            }
-            this.maxInternalFragmentationBytes = threshold;
-        } else {
-            this.maxInternalFragmentationBytes = DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES;
-        }
-        this.coalesceRegions = subAllocator.supportsCoalescing();
-        if (opts.allowGrowth()) {
-            // 2MiB smallest initial allocation, unless total memory available is less.
-            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, 2L << 20));
-        } else {
-            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, MAX_ALLOCATION_BYTES));
-        }
-        this.memoryLimit = totalMemory;
-
-        // Create a bunch of bins of various good sizes, covering allocations from 256 bytes up
-        // to (and including) the memory limit.
-        for (int b = 0; b < NUM_BINS; b++) {
-            long binSize = binNumToSize(b);
-            bins[b] = new Bin(chunks, binSize);
-            check(binNumForSize(binSize) == b, "BinForSize(bin_size)");
-            check(binNumForSize(binSize + 255) == b, "BinForSize(bin_size + 255)");
-            check(binNumForSize(binSize * 2 - 1) == b, "BinForSize(bin_size * 2 - 1)");
-            if (b + 1 < NUM_BINS) {
-                check(binNumForSize(binSize * 2) != b, "BinForSize(bin_size * 2)");
-            }
-        }
+        this.port = new BfcPort(subAllocator, totalMemory, name, opts);
+        this.view = port.view();
+        this.debug = new DebugQueries(view);
+        this.reports = new MemoryReports(view, debug);
         this.oomReporter = new OutOfMemoryReporter(view, reports, debug, opts.dumpOnOomDirectory());
-        listen(PortListener.of(new JfrRecorder(view, opts.jfrAllocationSamplePeriod()), oomReporter));
+        this.checker = new InvariantChecker(view);
+        port.install(PortListener.of(new JfrRecorder(view, opts.jfrAllocationSamplePeriod()), oomReporter),
+                checker::checkLocked);
     }
 
     // ---------------------------------------------------------------------------------------
-    // The Java-facing API: builder, Allocation handles, out-of-memory exceptions
+    // Building, Allocation handles, lifecycle
     // ---------------------------------------------------------------------------------------
 
     /**
@@ -478,9 +302,6 @@ public final class BfcAllocator implements AutoCloseable {
         }
     }
 
-    /** The alignment {@link #allocate(long)} asks for: upstream's {@code Allocator::kAllocatorAlignment}. */
-    public static final long ALLOCATION_ALIGNMENT = 64;
-
     /**
      * Allocates {@code bytes} and returns a handle that gives them back on {@link
      * Allocation#close()}. Unlike {@link #allocateRaw(long, long)}, running out of memory is an
@@ -496,52 +317,34 @@ public final class BfcAllocator implements AutoCloseable {
      */
     public Allocation allocate(long bytes) {
         if (bytes <= 0) {
-            throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '" + name + "'");
+            throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '"
+                    + port.name() + "'");
         }
         long ptr = allocateRaw(ALLOCATION_ALIGNMENT, bytes);
         if (ptr == 0) {
             // The figures of the moment of failure, taken under the lock in the failing call.
             throw oomReporter.exceptionForLastFailure(bytes);
         }
-        lock.lock();
+        port.lock();
         try {
-            checkOpenLocked();
-            int h = regionManager.getHandle(ptr);
-            return LeakGuard.newAllocation(this, leakDetection, ptr, chunks.size(h),
-                    chunks.requestedSize(h), chunks.allocationId(h));
+            port.checkOpenLocked();
+            ChunkWalk c = view.walk().at(view.handleAt(ptr));
+            return LeakGuard.newAllocation(this, leakDetection, ptr, c.size(), c.requestedSize(),
+                    c.allocationId());
         } finally {
-            lock.unlock();
+            port.unlock();
         }
-    }
-
-    /** The size of the largest free chunk, 0 if none: the last chunk of the highest non-empty bin. */
-    private long largestFreeChunkLocked() {
-        for (int b = NUM_BINS - 1; b >= 0; b--) {
-            int h = bins[b].freeChunks.last();
-            if (h != FreeChunkSet.NONE) {
-                return chunks.size(h);
-            }
-        }
-        return 0;
     }
 
     /** {@link Allocation#close()}: frees, unless the allocator was closed (by force) before. */
     void deallocateForHandle(long ptr) {
-        if (deallocateRawInternal(ptr, true)) {
-            retryHelper.notifyDealloc();
-        }
+        port.deallocateRawUnlessClosed(ptr);
     }
 
     /** {@link LeakGuard}: returns a leaked allocation's memory and counts it. */
     void reclaimLeak(long ptr) {
-        if (deallocateRawInternal(ptr, true)) {
-            lock.lock();
-            try {
-                leaksReclaimed++;
-            } finally {
-                lock.unlock();
-            }
-            retryHelper.notifyDealloc();
+        if (port.deallocateRawUnlessClosed(ptr)) {
+            leaksReclaimed.incrementAndGet();
         }
     }
 
@@ -550,12 +353,7 @@ public final class BfcAllocator implements AutoCloseable {
      *     reclaimed
      */
     public long leaksReclaimed() {
-        lock.lock();
-        try {
-            return leaksReclaimed;
-        } finally {
-            lock.unlock();
-        }
+        return leaksReclaimed.get();
     }
 
     /** @return what {@link #close()} does with live allocations */
@@ -569,12 +367,57 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
+     * Gives every region back to the sub-allocator, as upstream's destructor does. With
+     * allocations still live, it logs their count and bytes, then follows the
+     * {@link #closePolicy() close policy}: {@link ClosePolicy#REFUSE} throws and leaves the
+     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees the regions anyway (the live
+     * addresses become invalid). Idempotent once closed. Afterwards allocation, deallocation and
+     * per-address queries throw {@link IllegalStateException}; {@link #getStats()} still
+     * answers, and closing an {@link Allocation} does nothing.
+     *
+     * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
+     */
+    @Override
+    public void close() {
+        port.lock();
+        try {
+            if (view.closed()) {
+                return;
+            }
+            long live = 0;
+            for (ChunkWalk c = view.walk().all(); c.next(); ) {
+                if (c.inUse()) {
+                    live++;
+                }
+            }
+            if (live > 0) {
+                String what = "allocator '" + port.name() + "' has " + live + " live allocation"
+                        + (live == 1 ? "" : "s") + " (" + humanReadableNumBytes(view.bytesInUse()) + " in use)";
+                if (closePolicy == ClosePolicy.REFUSE) {
+                    LOG.log(Level.WARNING, "close() refused: {0}", what);
+                    throw new IllegalStateException("close() refused: " + what + ". Close (or deallocate)"
+                            + " them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
+                            + " free the memory under them anyway.");
+                }
+                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now and their addresses are invalid", what);
+            }
+            port.closeLocked();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Upstream's API
+    // ---------------------------------------------------------------------------------------
+
+    /**
      * The allocator's name. Port of {@code BFCAllocator::Name}.
      *
      * @return the name given at construction
      */
     public String name() {
-        return name;
+        return port.name();
     }
 
     /**
@@ -583,7 +426,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the {@code totalMemory} given at construction
      */
     public long memoryLimit() {
-        return memoryLimit;
+        return port.memoryLimit();
     }
 
     /**
@@ -592,7 +435,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the options
      */
     public BfcOptions options() {
-        return opts;
+        return port.options();
     }
 
     /**
@@ -624,10 +467,6 @@ public final class BfcAllocator implements AutoCloseable {
     static long binNumToSize(int index) {
         return BfcPort.binNumToSize(index);
     }
-
-    // ---------------------------------------------------------------------------------------
-    // Allocation
-    // ---------------------------------------------------------------------------------------
 
     /**
      * Allocates with upstream's default attributes (retry on failure, if the options allow it;
@@ -661,413 +500,14 @@ public final class BfcAllocator implements AutoCloseable {
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
         if (numBytes < 0) {
             throw new IllegalArgumentException("numBytes=" + numBytes
-                    + " (expected: >= 0) for allocator '" + name + "'");
+                    + " (expected: >= 0) for allocator '" + port.name() + "'");
         }
         if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
             throw new IllegalArgumentException("alignment=" + alignment
-                    + " (expected: a power of two) for allocator '" + name + "'");
+                    + " (expected: a power of two) for allocator '" + port.name() + "'");
         }
-        if (numBytes > MAX_ALLOCATION_BYTES) {
-            // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
-            lock.lock();
-            try {
-                checkOpenLocked();
-                onOutOfMemoryLocked(numBytes, numBytes, false);
-            } finally {
-                lock.unlock();
-            }
-            LOG.log(Level.WARNING, "Allocator ({0}) cannot allocate {1} bytes: more than the"
-                    + " largest possible request of {2} bytes.", name, numBytes, MAX_ALLOCATION_BYTES);
-            listener.outOfMemoryReported(numBytes);
-            return 0;
-        }
-        if (!opts.allowRetryOnFailure() || !attr.retryOnFailure()) {
-            // Upstream dumps the memory log for the first failures of "important" allocations
-            // (those that may be retried) when retry is globally disabled.
-            boolean dumpLogOnFailure = !opts.allowRetryOnFailure() && attr.retryOnFailure()
-                    && FAILURE_LOG_COUNTER.get() < MAX_FAILURE_LOGS;
-            long freedByCount = freedByCount(attr);
-            long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount, true);
-            if (res == 0 && numBytes != 0) {
-                int counterValue = FAILURE_LOG_COUNTER.get();
-                if (counterValue < MAX_FAILURE_LOGS) {
-                    FAILURE_LOG_COUNTER.set(counterValue + 1);
-                    LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate "
-                            + "{1} bytes with freed_by_count={2}.{3}", name, numBytes,
-                            Long.toUnsignedString(freedByCount), attr.retryOnFailure() ? ""
-                                    : " The caller indicates that this is not a failure, but this"
-                                    + " may mean that there could be performance gains if more"
-                                    + " memory were available.");
-                }
-                listener.outOfMemoryReported(numBytes);
-            }
-            return res;
-        }
-        long r = allocateRawInternalWithRetry(alignment, numBytes, attr);
-        if (r == 0 && numBytes != 0) {
-            listener.outOfMemoryReported(numBytes);
-        }
-        return r;
+        return port.allocateRaw(alignment, numBytes, attr);
     }
-
-    private static long freedByCount(AllocationAttributes attr) {
-        LongSupplier f = attr.freedByFunc();
-        return f == null ? 0 : f.getAsLong();
-    }
-
-    /** Port of {@code BFCAllocator::AllocateRawInternalWithRetry}. */
-    private long allocateRawInternalWithRetry(long alignment, long numBytes,
-            AllocationAttributes attr) {
-        // Fast path: try once to allocate without getting the retry helper involved.
-        long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false);
-        if (r != 0) {
-            return r;
-        }
-        // The retry helper's verbose attempt is its last.
-        return retryHelper.allocateRaw(
-                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v),
-                MAX_MILLIS_TO_WAIT, alignment, numBytes);
-    }
-
-    /**
-     * Port of {@code BFCAllocator::AllocateRawInternal}.
-     *
-     * @param lastAttempt not in upstream: whether a failure here is the failure of the
-     *     {@code AllocateRaw} (false for the attempts that the retry repeats); only then is the
-     *     out-of-memory event point reached
-     */
-    private long allocateRawInternal(long alignment, long numBytes, boolean dumpLogOnFailure,
-            long freedBefore, boolean lastAttempt) {
-        if (numBytes == 0) {
-            return 0;
-        }
-        // Always allocate a multiple of 256 bytes, so that every address is nicely aligned.
-        final long roundedBytes = roundedBytes(numBytes);
-
-        // The BFC allocator tries to find the best fit first.
-        final int binNum = binNumForSize(roundedBytes);
-
-        lock.lock();
-        try {
-            checkOpenLocked();
-            if (!timestampedChunks.isEmpty()) {
-                // Merge timestamped chunks whose counts have become safe for general use.
-                mergeTimestampedChunksLocked(0);
-            }
-            long ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
-            if (ptr != 0) {
-                return ptr;
-            }
-
-            // Try to extend.
-            if (extendLocked(alignment, roundedBytes)) {
-                ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
-                if (ptr != 0) {
-                    return ptr;
-                }
-            }
-
-            if (freedBefore == 0 && !timestampedChunks.isEmpty()) {
-                // Unable to satisfy a request without a timestamp requirement: rather than
-                // fail, merge held-out timestamped chunks more aggressively until a free chunk
-                // of the necessary size is formed.
-                if (mergeTimestampedChunksLocked(roundedBytes)) {
-                    ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
-                    if (ptr != 0) {
-                        return ptr;
-                    }
-                }
-            }
-
-            // No chunk can satisfy the request and the unallocated bytes cannot either. Before
-            // giving up, deallocate free regions so that the sub-allocator can combine them with
-            // the unallocated bytes into a larger region.
-            if (deallocateFreeRegionsLocked(roundedBytes) && extendLocked(alignment, roundedBytes)) {
-                ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
-                if (ptr != 0) {
-                    return ptr;
-                }
-            }
-
-            // We searched all bins for an existing free chunk to use and couldn't find one: out
-            // of memory. Upstream writes its memory map here (MaybeWriteMemoryMap) and, if
-            // dumpLogOnFailure, logs DumpMemoryLog and RenderOccupancy: the out-of-memory event
-            // point, where the report's picture is taken under this lock.
-            assert lastAttempt || !dumpLogOnFailure;
-            if (lastAttempt) {
-                onOutOfMemoryLocked(numBytes, roundedBytes, dumpLogOnFailure);
-            }
-            return 0;
-        } finally {
-            unlockAfterCall();
-        }
-    }
-
-    /** Port of {@code BFCAllocator::FindChunkPtr}. Needs the lock. */
-    private long findChunkPtrLocked(int binNum, long roundedBytes, long numBytes, long freedBefore) {
-        final ChunkTable chunks = this.chunks;
-        // First identify the first bin that could satisfy roundedBytes.
-        for (; binNum < NUM_BINS; binNum++) {
-            // Search from the smallest chunk that fits roundedBytes: upstream scans the bin
-            // from its start and skips smaller chunks; ceilingSize() starts where the first
-            // candidate is, with the same (size, address) order: the bin's first chunk when it
-            // fits (O(1), as upstream's begin()), else a walk down the tree.
-            final FreeChunkSet freeChunks = bins[binNum].freeChunks;
-            if (freeChunks.isEmpty()) {
-                continue;
-            }
-            int candidate = freeChunks.ceilingSize(roundedBytes);
-            while (candidate != FreeChunkSet.NONE) {
-                final int h = candidate;
-                assert !chunks.inUse(h);
-                if (freedBefore != 0
-                        && Long.compareUnsigned(freedBefore, chunks.freedAtCount(h)) < 0) {
-                    candidate = freeChunks.higher(h);
-                    continue;
-                }
-                // We found an existing chunk that fits us that wasn't in use, so remove it from
-                // the free bin structure prior to using.
-                removeFreeChunkIterFromBinLocked(freeChunks, h);
-
-                // If the chunk can be broken into two reasonably large pieces, don't waste more
-                // than maxInternalFragmentationBytes on padding. (Written without
-                // roundedBytes * 2, which could overflow.)
-                final long size = chunks.size(h);
-                if (size - roundedBytes >= roundedBytes
-                        || size - roundedBytes >= maxInternalFragmentationBytes) {
-                    splitChunkLocked(h, roundedBytes);
-                }
-
-                // The requested size of the returned chunk is what the user has allocated.
-                chunks.setRequestedSize(h, numBytes);
-                // Assign a unique id and increment the id counter, marking the chunk in use.
-                chunks.setAllocationId(h, nextAllocationId++);
-
-                // Update stats.
-                final long chunkSize = chunks.size(h);
-                ++numAllocs;
-                bytesInUse += chunkSize;
-                peakBytesInUse = Math.max(peakBytesInUse, bytesInUse);
-                largestAllocSize = Math.max(largestAllocSize, chunkSize);
-                onAllocatedLocked(h, chunkSize);
-                return chunks.ptr(h);
-            }
-        }
-        return 0;
-    }
-
-    /** Port of {@code BFCAllocator::SplitChunk}. Needs the lock. */
-    private void splitChunkLocked(int h, long numBytes) {
-        // Allocate the new chunk before we look at any chunk.
-        final int hNewChunk = chunks.allocateChunk();
-
-        check(!chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
-                "SplitChunk of a chunk in use or in a bin");
-
-        // Create a new chunk starting numBytes after c.
-        final long newPtr = chunks.ptr(h) + numBytes;
-        chunks.setPtr(hNewChunk, newPtr);
-        regionManager.setHandle(newPtr, hNewChunk);
-
-        // Set the new sizes of the chunks.
-        chunks.setSize(hNewChunk, chunks.size(h) - numBytes);
-        chunks.setSize(h, numBytes);
-
-        // The new chunk is not in use.
-        chunks.setAllocationId(hNewChunk, -1);
-
-        // It inherits the freed time.
-        chunks.setFreedAtCount(hNewChunk, chunks.freedAtCount(h));
-
-        // Maintain the links: c <-> c_neighbor becomes c <-> new_chunk <-> c_neighbor.
-        final int hNeighbor = chunks.next(h);
-        chunks.setPrev(hNewChunk, h);
-        chunks.setNext(hNewChunk, hNeighbor);
-        chunks.setNext(h, hNewChunk);
-        if (hNeighbor != ChunkTable.INVALID_CHUNK_HANDLE) {
-            chunks.setPrev(hNeighbor, hNewChunk);
-        }
-
-        // Add the newly free chunk to the free bin.
-        insertFreeChunkIntoBinLocked(hNewChunk);
-    }
-
-    /** Port of {@code BFCAllocator::Extend}. Needs the lock. */
-    private boolean extendLocked(long alignment, long roundedBytes) {
-        // DEVIATION(port): upstream computes limit - pool in size_t, which wraps around if a
-        // sub-allocator ever returned more than asked near the limit; here it stops at 0.
-        long availableBytes = Math.max(0, memoryLimit - poolBytes);
-        // Round availableBytes down to the nearest multiple of MIN_ALLOCATION_SIZE.
-        availableBytes = (availableBytes / MIN_ALLOCATION_SIZE) * MIN_ALLOCATION_SIZE;
-
-        // Do we have enough space to handle the client's request? If not, fail immediately.
-        if (roundedBytes > availableBytes) {
-            return false;
-        }
-
-        // If currRegionAllocationBytes is not enough to satisfy the allocation, keep
-        // multiplying by a power of two until that is sufficient.
-        boolean increasedAllocation = false;
-        while (roundedBytes > currRegionAllocationBytes) {
-            currRegionAllocationBytes = doubled(currRegionAllocationBytes);
-            increasedAllocation = true;
-        }
-
-        // Try allocating.
-        long bytes = Math.min(currRegionAllocationBytes, availableBytes);
-        SubAllocator.Block block = subAllocator.alloc(alignment, bytes);
-        if (block == null) {
-            // Try allocating less memory.
-            while (block == null) {
-                long smaller = roundedBytes((long) ((float) bytes * BACKPEDAL_FACTOR));
-                if (smaller >= bytes) {
-                    // DEVIATION(port): upstream's size sticks here forever for sizes up to 2304
-                    // bytes (0.9 * size rounds back up to size); later upstream versions force
-                    // progress. Step down by one allocation unit instead.
-                    smaller = bytes - MIN_ALLOCATION_SIZE;
-                }
-                bytes = smaller;
-                if (bytes < roundedBytes) {
-                    return false;
-                }
-                block = subAllocator.alloc(alignment, bytes);
-            }
-        }
-        final long memAddr = block.ptr();
-        final long bytesReceived = block.bytes();
-
-        if (!increasedAllocation) {
-            // Increase the region size of the next required allocation.
-            currRegionAllocationBytes = doubled(currRegionAllocationBytes);
-        }
-
-        poolBytes += bytesReceived;
-        peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
-        onRegionObtainedLocked(memAddr, bytesReceived, roundedBytes);
-        LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
-                + name + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
-                + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
-
-        AllocationRegion maybeExtendedRegion = null;
-        if (coalesceRegions) {
-            maybeExtendedRegion = regionManager.addOrExtendAllocationRegion(memAddr, bytesReceived);
-        } else {
-            regionManager.addAllocationRegion(memAddr, bytesReceived);
-        }
-
-        // Create one large chunk for the whole memory space that will be chunked later.
-        final int h = chunks.allocateChunk();
-        chunks.setPtr(h, memAddr);
-        chunks.setSize(h, bytesReceived);
-        chunks.setAllocationId(h, -1);
-        chunks.setPrev(h, ChunkTable.INVALID_CHUNK_HANDLE);
-        chunks.setNext(h, ChunkTable.INVALID_CHUNK_HANDLE);
-        chunks.setFreedAtCount(h, 0);
-
-        regionManager.setHandle(memAddr, h);
-
-        // If the region was extended, link its last chunk to the new chunk.
-        if (maybeExtendedRegion != null) {
-            // Find the last recorded chunk in the extended region.
-            int prev = ChunkTable.INVALID_CHUNK_HANDLE;
-            for (walk.region(regionManager.regions().indexOf(maybeExtendedRegion)); walk.next(); ) {
-                prev = walk.handle();
-            }
-            chunks.setPrev(h, prev);
-            chunks.setNext(prev, h);
-        }
-
-        // Maybe merge adjacent chunks and insert the chunk into the right bin.
-        insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
-        return true;
-    }
-
-    /**
-     * Doubles a region target. DEVIATION(port): saturates at {@link #MAX_ALLOCATION_BYTES}
-     * where upstream's {@code size_t} would wrap to 0 (and then loop forever).
-     */
-    private static long doubled(long bytes) {
-        return bytes >= MAX_ALLOCATION_BYTES / 2 ? MAX_ALLOCATION_BYTES : bytes * 2;
-    }
-
-    /** Port of {@code BFCAllocator::DeallocateFreeRegions}. Needs the lock. */
-    private boolean deallocateFreeRegionsLocked(long roundedBytes) {
-        // Do nothing if garbage collection is off.
-        if (!opts.garbageCollection()) {
-            return false;
-        }
-
-        // Search for free regions.
-        final List<AllocationRegion> regions = regionManager.regions();
-        final boolean[] free = new boolean[regions.size()];
-        long totalFreeBytes = 0;
-        for (int i = 0; i < regions.size(); i++) {
-            boolean anyUse = false;
-            for (walk.region(i); walk.next(); ) {
-                if (walk.inUse()) {
-                    anyUse = true;
-                    break;
-                }
-            }
-            if (!anyUse) {
-                free[i] = true;
-                totalFreeBytes += walk.regionBytes();
-            }
-        }
-
-        if (totalFreeBytes == 0) {
-            return false;
-        }
-
-        // Rough estimation to check whether deallocation can help.
-        long availableBytes = memoryLimit - poolBytes + totalFreeBytes;
-        if (roundedBytes > availableBytes) {
-            return false;
-        }
-
-        LOG.log(Level.DEBUG, () -> "Garbage collection: deallocate free memory regions of "
-                + name + " so that a larger region can be re-allocated to avoid OOM due to"
-                + " memory fragmentation.");
-
-        // Deallocate free regions.
-        deallocateRegionsLocked(free);
-        return true;
-    }
-
-    /**
-     * Port of {@code BFCAllocator::DeallocateRegions}: frees the regions flagged in
-     * {@code free} (indexed like {@link RegionManager#regions()}), in address order. Needs the
-     * lock.
-     */
-    private void deallocateRegionsLocked(boolean[] free) {
-        final List<AllocationRegion> regions = regionManager.regions();
-        int it = 0;
-        for (int i = 0; i < free.length; i++) {
-            if (!free[i]) {
-                ++it;
-                continue;
-            }
-            AllocationRegion region = regions.get(it);
-            // Remove all chunk registrations from bins (the walk has read the next chunk
-            // before the current one is deleted).
-            for (walk.region(it); walk.next(); ) {
-                if (walk.binNum() != ChunkTable.INVALID_BIN_NUM) {
-                    removeFreeChunkFromBinLocked(walk.handle());
-                }
-                deleteChunkLocked(walk.handle());
-            }
-
-            // Deallocate the memory.
-            subAllocator.free(region.ptr(), region.memorySize());
-            poolBytes -= region.memorySize();
-            onRegionReturnedLocked(region.ptr(), region.memorySize());
-            regionManager.removeAllocationRegion(it);
-        }
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Deallocation
-    // ---------------------------------------------------------------------------------------
 
     /**
      * Frees memory returned by {@link #allocateRaw}. Port of {@code BFCAllocator::DeallocateRaw}.
@@ -1078,165 +518,8 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public void deallocateRaw(long ptr) {
-        deallocateRawInternal(ptr, false);
-        retryHelper.notifyDealloc();
+        port.deallocateRaw(ptr);
     }
-
-    /**
-     * Port of {@code BFCAllocator::DeallocateRawInternal}.
-     *
-     * @param quietIfClosed return false instead of throwing when the allocator is closed
-     * @return true if a chunk was freed
-     */
-    private boolean deallocateRawInternal(long ptr, boolean quietIfClosed) {
-        if (ptr == 0) {
-            return false;
-        }
-        lock.lock();
-        try {
-            if (quietIfClosed && closed) {
-                return false;
-            }
-            checkOpenLocked();
-            // Find the chunk from the ptr.
-            final int h = regionManager.getHandle(ptr);
-            // DEVIATION(port): upstream CHECK-fails (aborts the process); here the caller gets
-            // an exception and the allocator is unchanged.
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE || !chunks.inUse(h)) {
-                throw new IllegalArgumentException(notAllocatedMessage(ptr)
-                        + ". Free each address returned by allocateRaw exactly once.");
-            }
-
-            onFreeLocked(h);
-            markFreeLocked(h);
-
-            // Consider coalescing it.
-            if (timingCounter != null) {
-                insertFreeChunkIntoBinLocked(h);
-                timestampedChunks.pushBack(h);
-            } else {
-                insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
-            }
-            return true;
-        } finally {
-            unlockAfterCall();
-        }
-    }
-
-    private String notAllocatedMessage(long ptr) {
-        return "0x" + Long.toHexString(ptr) + " was not allocated by allocator '" + name
-                + "' (or was already freed)";
-    }
-
-    /**
-     * Port of {@code BFCAllocator::Merge}: merges {@code h2} into {@code h1}, where
-     * {@code next(h1) == h2}. Needs the lock.
-     */
-    private void mergeLocked(int h1, int h2) {
-        // We can only merge chunks that are not in use.
-        check(!chunks.inUse(h1) && !chunks.inUse(h2), "Merge of a chunk in use");
-
-        // Fix up neighbour links: c1 <-> c2 <-> c3 becomes c1 <-> c3.
-        final int h3 = chunks.next(h2);
-        chunks.setNext(h1, h3);
-        check(chunks.prev(h2) == h1, "Merge of chunks that are not neighbours");
-        if (h3 != ChunkTable.INVALID_CHUNK_HANDLE) {
-            chunks.setPrev(h3, h1);
-        }
-
-        // Set the new size.
-        chunks.setSize(h1, chunks.size(h1) + chunks.size(h2));
-
-        // Pick the latest free time.
-        chunks.setFreedAtCount(h1, maxUnsigned(chunks.freedAtCount(h1), chunks.freedAtCount(h2)));
-
-        deleteChunkLocked(h2);
-    }
-
-    /** Port of {@code BFCAllocator::DeleteChunk}. Needs the lock. */
-    private void deleteChunkLocked(int h) {
-        regionManager.erase(chunks.ptr(h));
-        chunks.deallocateChunk(h);
-    }
-
-    /** Port of {@code BFCAllocator::InsertFreeChunkIntoBin}. Needs the lock. */
-    private void insertFreeChunkIntoBinLocked(int h) {
-        check(!chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
-                "InsertFreeChunkIntoBin of a chunk in use or already in a bin");
-        final int binNum = binNumForSize(chunks.size(h));
-        chunks.setBinNum(h, binNum);
-        bins[binNum].freeChunks.add(h);
-    }
-
-    /** Port of {@code BFCAllocator::RemoveFreeChunkIterFromBin}. Needs the lock. */
-    private void removeFreeChunkIterFromBinLocked(FreeChunkSet freeChunks, int h) {
-        check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
-                "RemoveFreeChunkIterFromBin of a chunk in use or in no bin");
-        freeChunks.remove(h);
-        chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
-    }
-
-    /** Port of {@code BFCAllocator::RemoveFreeChunkFromBin}. Needs the lock. */
-    private void removeFreeChunkFromBinLocked(int h) {
-        check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
-                "RemoveFreeChunkFromBin of a chunk in use or in no bin");
-        check(bins[chunks.binNum(h)].freeChunks.remove(h), "Could not find chunk in bin");
-        chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
-    }
-
-    /** Port of {@code BFCAllocator::MarkFree}. Needs the lock. */
-    private void markFreeLocked(int h) {
-        check(chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
-                "MarkFree of a chunk not in use or in a bin");
-
-        // Mark the chunk as no longer in use.
-        chunks.setAllocationId(h, -1);
-
-        // Optionally record the free time.
-        if (timingCounter != null) {
-            chunks.setFreedAtCount(h, timingCounter.next());
-        }
-
-        // Update the stats.
-        bytesInUse -= chunks.size(h);
-    }
-
-    /**
-     * Port of {@code BFCAllocator::TryToCoalesce}: merges a free chunk with its free
-     * neighbours (unless timestamps forbid it). Needs the lock.
-     *
-     * @return the handle of the merged chunk
-     */
-    private int tryToCoalesceLocked(int h, boolean ignoreFreedAt) {
-        if (!ignoreFreedAt && chunks.freedAtCount(h) != 0) {
-            return h;
-        }
-        int coalescedChunk = h;
-
-        // If the next chunk is free, merge it into c and delete it.
-        int next = chunks.next(h);
-        if (next != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(next)) {
-            if (chunks.freedAtCount(next) == 0 || ignoreFreedAt) {
-                removeFreeChunkFromBinLocked(next);
-                mergeLocked(h, next);
-            }
-        }
-
-        // If the previous chunk is free, merge c into it and delete c.
-        int prev = chunks.prev(h);
-        if (prev != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(prev)) {
-            if (chunks.freedAtCount(prev) == 0 || ignoreFreedAt) {
-                coalescedChunk = prev;
-                removeFreeChunkFromBinLocked(prev);
-                mergeLocked(prev, h);
-            }
-        }
-        return coalescedChunk;
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Timestamped frees
-    // ---------------------------------------------------------------------------------------
 
     /**
      * Gives the allocator a shared timing counter. From then on every free stamps the chunk
@@ -1247,13 +530,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @param sc the counter, or {@code null} to stop stamping
      */
     public void setTimingCounter(SharedCounter sc) {
-        lock.lock();
-        try {
-            timingCounter = sc;
-            timingCounterEverSet |= sc != null;
-        } finally {
-            lock.unlock();
-        }
+        port.setTimingCounter(sc);
     }
 
     /**
@@ -1263,14 +540,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @param count the new frontier (compared unsigned, as upstream's {@code uint64})
      */
     public void setSafeFrontier(long count) {
-        long current = safeFrontier.get();
-        while (Long.compareUnsigned(count, current) > 0) {
-            if (safeFrontier.compareAndSet(current, count)) {
-                retryHelper.notifyDealloc();
-                return;
-            }
-            current = safeFrontier.get();
-        }
+        port.setSafeFrontier(count);
     }
 
     /**
@@ -1279,88 +549,8 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the largest count given to {@link #setSafeFrontier}, or 0
      */
     public long safeFrontier() {
-        return safeFrontier.get();
+        return port.safeFrontier();
     }
-
-    /** Port of {@code BFCAllocator::MergeTimestampedChunks}. Needs the lock. */
-    private boolean mergeTimestampedChunksLocked(long requiredBytes) {
-        boolean satisfied = requiredBytes == 0;
-        final long frontier = safeFrontier.get();
-        final LongList toMerge = this.toMerge;
-        toMerge.clear();
-        final IntDeque newTsQueue = this.newTsQueue;
-        newTsQueue.clear();
-        while (!timestampedChunks.isEmpty()) {
-            int h = timestampedChunks.popFront();
-            assert h != ChunkTable.INVALID_CHUNK_HANDLE;
-            final int c = h;
-            // This chunk may have been merged already, so refetch and retest the handle. A
-            // handle deleted by garbage collection still holds its old address here (and may
-            // have been recycled for a new chunk), exactly as upstream.
-            h = regionManager.getHandle(chunks.ptr(c));
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
-                continue;
-            }
-            if (chunks.inUse(c) || chunks.binNum(c) == ChunkTable.INVALID_BIN_NUM) {
-                // This chunk has already been reallocated.
-                continue;
-            }
-            if (chunks.freedAtCount(c) == 0) {
-                toMerge.add(chunks.ptr(c));
-                continue;
-            }
-            // The chunk is free and in a bin.
-            if (Long.compareUnsigned(chunks.freedAtCount(c), frontier) < 0) {
-                chunks.setFreedAtCount(c, 0);
-                toMerge.add(chunks.ptr(c));
-            } else if (requiredBytes > 0) {
-                toMerge.add(chunks.ptr(c));
-            } else {
-                newTsQueue.pushBack(h);
-            }
-        }
-        assert timestampedChunks.isEmpty();
-        // std::swap(timestamped_chunks_, new_ts_queue): the old queue, now empty, becomes the
-        // next call's scratch queue.
-        this.newTsQueue = timestampedChunks;
-        this.timestampedChunks = newTsQueue;
-
-        // Every candidate has moved from the queue to toMerge. A standard merge
-        // (requiredBytes == 0) merges them all; otherwise merge just until a chunk of the
-        // required size is produced.
-        for (int ci = 0, end = toMerge.size(); ci < end; ++ci) {
-            final long ptr = toMerge.get(ci);
-            // The chunk at this address may have been merged and deleted in a prior iteration,
-            // so refetch the handle and retest.
-            final int h = regionManager.getHandle(ptr);
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
-                continue;
-            }
-            if (requiredBytes == 0 || !satisfied) {
-                assert chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM;
-                assert !chunks.inUse(h);
-                removeFreeChunkFromBinLocked(h);
-                final int newH = tryToCoalesceLocked(h, requiredBytes > 0);
-                insertFreeChunkIntoBinLocked(newH);
-                if (requiredBytes > 0) {
-                    if (newH != h && chunks.freedAtCount(newH) != 0) {
-                        timestampedChunks.pushBack(newH);
-                    }
-                    if (chunks.size(newH) >= requiredBytes) {
-                        satisfied = true;
-                    }
-                }
-            } else {
-                // Forced merging of unsafe chunks produced a satisfying chunk: requeue the rest.
-                timestampedChunks.pushBack(h);
-            }
-        }
-        return satisfied;
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Queries and statistics
-    // ---------------------------------------------------------------------------------------
 
     /**
      * Port of {@code BFCAllocator::TracksAllocationSizes}.
@@ -1369,17 +559,6 @@ public final class BfcAllocator implements AutoCloseable {
      */
     public boolean tracksAllocationSizes() {
         return true;
-    }
-
-    private int handleForQueryLocked(long ptr, String what) {
-        checkOpenLocked();
-        int h = regionManager.getHandle(ptr);
-        if (ptr == 0 || h == ChunkTable.INVALID_CHUNK_HANDLE) {
-            throw new IllegalArgumentException("Asked for " + what + " of 0x"
-                    + Long.toHexString(ptr) + ", which allocator '" + name
-                    + "' never allocated. Pass an address returned by allocateRaw.");
-        }
-        return h;
     }
 
     /**
@@ -1391,12 +570,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long requestedSize(long ptr) {
-        lock.lock();
-        try {
-            return chunks.requestedSize(handleForQueryLocked(ptr, "requested size"));
-        } finally {
-            lock.unlock();
-        }
+        return port.requestedSize(ptr);
     }
 
     /**
@@ -1408,12 +582,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocatedSize(long ptr) {
-        lock.lock();
-        try {
-            return chunks.size(handleForQueryLocked(ptr, "allocated size"));
-        } finally {
-            lock.unlock();
-        }
+        return port.allocatedSize(ptr);
     }
 
     /**
@@ -1426,12 +595,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocationId(long ptr) {
-        lock.lock();
-        try {
-            return chunks.allocationId(handleForQueryLocked(ptr, "allocation id"));
-        } finally {
-            lock.unlock();
-        }
+        return port.allocationId(ptr);
     }
 
     /**
@@ -1440,18 +604,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the statistics exactly as the classic upstream reports them
      */
     public AllocatorStats getStats() {
-        lock.lock();
-        try {
-            return statsLocked();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Upstream's {@code stats_}: the three fields the classic version never sets are 0. */
-    private AllocatorStats statsLocked() {
-        return new AllocatorStats(numAllocs, bytesInUse, peakBytesInUse, largestAllocSize,
-                memoryLimit, 0, 0, 0, poolBytes, peakPoolBytes);
+        return port.getStats();
     }
 
     /**
@@ -1461,15 +614,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return true
      */
     public boolean clearStats() {
-        lock.lock();
-        try {
-            numAllocs = 0;
-            peakBytesInUse = bytesInUse;
-            largestAllocSize = 0;
-            return true;
-        } finally {
-            lock.unlock();
-        }
+        return port.clearStats();
     }
 
     /**
@@ -1478,8 +623,12 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the sub-allocator's memory type
      */
     public MemoryType getMemoryType() {
-        return subAllocator.memoryType();
+        return port.getMemoryType();
     }
+
+    // ---------------------------------------------------------------------------------------
+    // Upstream's debug queries
+    // ---------------------------------------------------------------------------------------
 
     /**
      * Per-bin figures over every chunk (free or in use) whose size maps to the bin. Port of
@@ -1503,11 +652,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return one entry per bin, in bin order
      */
     public List<BinDebugInfo> getBinDebugInfo() {
-        lock.lock();
+        port.lock();
         try {
             return debug.getBinDebugInfoLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1519,11 +668,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the picture, or {@code <allocator contains no memory>}
      */
     public String renderOccupancy() {
-        lock.lock();
+        port.lock();
         try {
             return debug.renderOccupancyLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1536,11 +685,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the dump, one line per upstream log line
      */
     public String dumpMemoryLog(long numBytes) {
-        lock.lock();
+        port.lock();
         try {
             return debug.dumpMemoryLogLocked(numBytes);
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1556,73 +705,9 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     // ---------------------------------------------------------------------------------------
-    // Observability (not in upstream): counters, memory summary, memory map, OOM dumps, JFR.
-    // Counters are plain fields bumped under the lock on paths that exist anyway; everything
-    // else runs on demand or on the slow paths (extend, garbage collection, out of memory).
+    // Observability (not in upstream): figures, summary, memory map. Read on demand under the
+    // lock; the counters behind them are bumped at the port's event points.
     // ---------------------------------------------------------------------------------------
-
-    /** Guarded by lock: the counters beyond upstream's stats, bumped at the event points. */
-    private final MemoryCounters counters = new MemoryCounters();
-
-    /** Guarded by lock: who listens at the event points, never null. */
-    private PortListener listener = PortListener.NONE;
-
-    /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
-    private PortListener callListener;
-
-    /** Installs the listener of the event points (replacing the last one). */
-    private void listen(PortListener l) {
-        lock.lock();
-        try {
-            listener = l;
-            callListener = l.listensToCalls() ? l : null;
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    // Event points (not in upstream): what the port tells beyond stats_. The counters are
-    // always bumped (plain fields); the listener is told where one is installed. Allocations
-    // and frees cost one null check when nothing listens to them.
-
-    /** A region was obtained from the sub-allocator. Needs the lock. */
-    private void onRegionObtainedLocked(long ptr, long bytes, long requestBytes) {
-        counters.regionObtained(bytes);
-        listener.regionObtainedLocked(ptr, bytes, requestBytes);
-    }
-
-    /** A region was given back by garbage collection. Needs the lock. */
-    private void onRegionReturnedLocked(long ptr, long bytes) {
-        counters.regionReturned(bytes);
-        listener.regionReturnedLocked(ptr, bytes);
-    }
-
-    /** Chunk {@code h} of {@code chunkBytes} was allocated. Needs the lock. */
-    private void onAllocatedLocked(int h, long chunkBytes) {
-        counters.allocated(chunkBytes);
-        final PortListener l = callListener;
-        if (l != null) {
-            l.allocatedLocked(h);
-        }
-    }
-
-    /**
-     * The last attempt of an allocation failed (with the lock held since it looked for a
-     * chunk). Needs the lock.
-     */
-    private void onOutOfMemoryLocked(long numBytes, long roundedBytes, boolean dumpLogOnFailure) {
-        counters.outOfMemory();
-        listener.outOfMemoryLocked(numBytes, roundedBytes, dumpLogOnFailure);
-    }
-
-    /** Chunk {@code h}, in use, is being freed. Needs the lock. */
-    private void onFreeLocked(int h) {
-        counters.freed(chunks.size(h));
-        final PortListener l = callListener;
-        if (l != null) {
-            l.freedLocked(h);
-        }
-    }
 
     /**
      * Every figure beyond upstream's statistics, read in one lock acquisition.
@@ -1630,11 +715,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return a consistent snapshot
      */
     public MemoryStats memoryStats() {
-        lock.lock();
+        port.lock();
         try {
             return reports.memoryStatsLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1646,11 +731,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return its size in bytes, 0 if no chunk is free
      */
     public long largestFreeChunkBytes() {
-        lock.lock();
+        port.lock();
         try {
-            return largestFreeChunkLocked();
+            return view.largestFreeChunk();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1661,11 +746,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the reserved bytes
      */
     public long reservedBytes() {
-        lock.lock();
+        port.lock();
         try {
-            return poolBytes;
+            return view.poolBytes();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1675,11 +760,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the peak reserved bytes
      */
     public long peakReservedBytes() {
-        lock.lock();
+        port.lock();
         try {
-            return peakPoolBytes;
+            return view.peakPoolBytes();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1689,11 +774,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the number of regions
      */
     public int regionCount() {
-        lock.lock();
+        port.lock();
         try {
-            return regionManager.regions().size();
+            return view.regionCount();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1705,11 +790,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the ratio in {@code [0, 1)}
      */
     public double fragmentation() {
-        lock.lock();
+        port.lock();
         try {
             return view.fragmentation();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1722,11 +807,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the report, lines separated by {@code \n}
      */
     public String memorySummary() {
-        lock.lock();
+        port.lock();
         try {
             return reports.memorySummaryLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1737,17 +822,17 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the immutable snapshot
      */
     public MemoryMap memoryMap() {
-        lock.lock();
+        port.lock();
         try {
             return reports.memoryMapLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
     // ---------------------------------------------------------------------------------------
-    // Memory introspection for tools (the bfc CLI's replay and report; issue 5). Cheap reads
-    // under the lock, none of them on the allocate/free path.
+    // Introspection for tools (the bfc CLI's replay and report). Cheap reads under the lock,
+    // none of them on the allocate/free path.
     // ---------------------------------------------------------------------------------------
 
     /**
@@ -1757,11 +842,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the bytes in use
      */
     public long bytesInUse() {
-        lock.lock();
+        port.lock();
         try {
-            return bytesInUse;
+            return view.bytesInUse();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1792,34 +877,17 @@ public final class BfcAllocator implements AutoCloseable {
      */
     public void forEachChunk(ChunkVisitor visitor) {
         Objects.requireNonNull(visitor, "visitor");
-        lock.lock();
+        port.lock();
         try {
-            for (ChunkWalk c = new ChunkWalk(chunks, regionManager).all(); c.next(); ) {
+            for (ChunkWalk c = view.walk().all(); c.next(); ) {
                 boolean inUse = c.inUse();
                 visitor.chunk(c.regionIndex(), c.regionPtr(), c.regionBytes(), c.ptr(), c.size(),
                         inUse ? c.requestedSize() : 0, inUse ? c.allocationId() : -1);
             }
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
-
-    // ---------------------------------------------------------------------------------------
-    // Invariant checking
-    // ---------------------------------------------------------------------------------------
-
-    /**
-     * Whether {@link #allocateRaw} and {@link #deallocateRaw} run {@link #checkInvariants()}
-     * after every call ({@code -Dbfc4j.checkInvariants=true}). Read once; when false the check
-     * folds away (a {@code static final} constant) and costs nothing.
-     */
-    private static final boolean CHECK_INVARIANTS = Boolean.getBoolean("bfc4j.checkInvariants");
-
-    /**
-     * Guarded by lock. Whether {@link #setTimingCounter} was ever given a counter: from then on
-     * two free neighbours without timestamps are possible (see {@link #checkInvariants()}).
-     */
-    private boolean timingCounterEverSet;
 
     /**
      * Checks every structural invariant of the allocator, under its lock, in time linear in the
@@ -1859,233 +927,16 @@ public final class BfcAllocator implements AutoCloseable {
      *     allocation id, bin, prev, next, timestamp)
      */
     public void checkInvariants() {
-        lock.lock();
+        port.lock();
         try {
             checker.checkLocked();
         } finally {
-            lock.unlock();
-        }
-    }
-
-    /**
-     * Releases the lock at the end of {@code allocateRawInternal} and
-     * {@code deallocateRawInternal}, checking the invariants first when
-     * {@code -Dbfc4j.checkInvariants=true}. The lock is released even if the check throws.
-     */
-    private void unlockAfterCall() {
-        try {
-            if (CHECK_INVARIANTS) {
-                checker.checkLocked();
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Lifecycle
-    // ---------------------------------------------------------------------------------------
-
-    /**
-     * Gives every region back to the sub-allocator, as upstream's destructor does. With
-     * allocations still live, it logs their count and bytes, then follows the
-     * {@link #closePolicy() close policy}: {@link ClosePolicy#REFUSE} throws and leaves the
-     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees the regions anyway (the live
-     * addresses become invalid). Idempotent once closed. Afterwards allocation, deallocation and
-     * per-address queries throw {@link IllegalStateException}; {@link #getStats()} still
-     * answers, and closing an {@link Allocation} does nothing.
-     *
-     * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
-     */
-    @Override
-    public void close() {
-        lock.lock();
-        try {
-            if (closed) {
-                return;
-            }
-            long live = 0;
-            for (ChunkWalk c = new ChunkWalk(chunks, regionManager).all(); c.next(); ) {
-                if (c.inUse()) {
-                    live++;
-                }
-            }
-            if (live > 0) {
-                String what = "allocator '" + name + "' has " + live + " live allocation"
-                        + (live == 1 ? "" : "s") + " (" + humanReadableNumBytes(bytesInUse) + " in use)";
-                if (closePolicy == ClosePolicy.REFUSE) {
-                    LOG.log(Level.WARNING, "close() refused: {0}", what);
-                    throw new IllegalStateException("close() refused: " + what + ". Close (or deallocate)"
-                            + " them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
-                            + " free the memory under them anyway.");
-                }
-                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now and their addresses are invalid", what);
-            }
-            closed = true;
-            for (AllocationRegion region : regionManager.regions()) {
-                subAllocator.free(region.ptr(), region.memorySize());
-            }
-            poolBytes = 0;
-            regionManager.clear();
-            for (Bin b : bins) {
-                b.freeChunks.clear();
-            }
-            chunks.clear();
-            timestampedChunks.clear();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private void checkOpenLocked() {
-        if (closed) {
-            throw new IllegalStateException("allocator '" + name + "' is closed");
-        }
-    }
-
-    /** Upstream's {@code CHECK}: an always-on check of an internal invariant. */
-    private static void check(boolean condition, String what) {
-        if (!condition) {
-            throw new IllegalStateException("BFC allocator invariant violated: " + what);
-        }
-    }
-
-    private static long maxUnsigned(long a, long b) {
-        return Long.compareUnsigned(a, b) >= 0 ? a : b;
-    }
-
-    /** The read-only view of this allocator's state for its collaborators. */
-    private final class View implements PortView {
-        @Override
-        public String name() {
-            return name;
-        }
-
-        @Override
-        public long memoryLimit() {
-            return memoryLimit;
-        }
-
-        @Override
-        public MemoryType memoryType() {
-            return subAllocator.memoryType();
-        }
-
-        @Override
-        public ChunkWalk walk() {
-            return new ChunkWalk(chunks, regionManager);
-        }
-
-        @Override
-        public boolean closed() {
-            return closed;
-        }
-
-        @Override
-        public AllocatorStats stats() {
-            return statsLocked();
-        }
-
-        @Override
-        public long bytesInUse() {
-            return bytesInUse;
-        }
-
-        @Override
-        public long poolBytes() {
-            return poolBytes;
-        }
-
-        @Override
-        public long peakPoolBytes() {
-            return peakPoolBytes;
-        }
-
-        @Override
-        public long nextAllocationId() {
-            return nextAllocationId;
-        }
-
-        @Override
-        public long currRegionAllocationBytes() {
-            return currRegionAllocationBytes;
-        }
-
-        @Override
-        public boolean timingCounterSet() {
-            return timingCounter != null;
-        }
-
-        @Override
-        public boolean timingCounterEverSet() {
-            return timingCounterEverSet;
-        }
-
-        @Override
-        public long largestFreeChunk() {
-            return largestFreeChunkLocked();
-        }
-
-        @Override
-        public double fragmentation() {
-            // Upstream's GetFragmentation, defined as 0 when nothing is free.
-            final long freeBytes = poolBytes - bytesInUse;
-            return freeBytes <= 0 ? 0.0 : (double) (freeBytes - largestFreeChunkLocked()) / freeBytes;
-        }
-
-        @Override
-        public MemoryCounters counters() {
-            return counters;
-        }
-
-        @Override
-        public int regionCount() {
-            return regionManager.regions().size();
-        }
-
-        @Override
-        public int handleCount() {
-            return chunks.count();
-        }
-
-        @Override
-        public int handleAt(long ptr) {
-            return regionManager.getHandle(ptr);
-        }
-
-        @Override
-        public int addressMapSize() {
-            return regionManager.handleCount();
-        }
-
-        @Override
-        public int regionIndexFor(long ptr) {
-            return regionManager.regionIndexFor(ptr);
-        }
-
-        @Override
-        public int binChunkCount(int binNum) {
-            return bins[binNum].freeChunks.size();
-        }
-
-        @Override
-        public int binFirst(int binNum) {
-            return bins[binNum].freeChunks.first();
-        }
-
-        @Override
-        public int binHigher(int binNum, int h) {
-            return bins[binNum].freeChunks.higher(h);
-        }
-
-        @Override
-        public boolean binContains(int binNum, int h) {
-            return bins[binNum].freeChunks.contains(h);
+            port.unlock();
         }
     }
 
     @Override
     public String toString() {
-        return "BfcAllocator[" + name + ", limit " + memoryLimit + ", " + opts + "]";
+        return "BfcAllocator[" + port.name() + ", limit " + port.memoryLimit() + ", " + port.options() + "]";
     }
 }

@@ -27,8 +27,7 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class OutOfMemoryReporter extends PortListener {
 
-    /** The allocator's logger: users configure one name for everything the allocator logs. */
-    private static final System.Logger LOG = System.getLogger(BfcAllocator.class.getName());
+    private static final System.Logger LOG = System.getLogger(BfcPort.LOGGER_NAME);
 
     /** Successive numbers for dump file names, so that two dumps never share a name. */
     private static final AtomicLong DUMP_SEQUENCE = new AtomicLong();
