@@ -86,6 +86,9 @@ public final class BfcAllocator implements AutoCloseable {
     /** The invariant checker. */
     private final InvariantChecker checker;
 
+    /** Guarded by the lock: looks at the chunk of a new {@link Allocation}. */
+    private final ChunkWalk newAllocationChunk;
+
     /** What {@link #close()} does with live allocations. */
     private final ClosePolicy closePolicy;
 
@@ -120,6 +123,7 @@ public final class BfcAllocator implements AutoCloseable {
         this.reports = new MemoryReports(view, debug);
         this.oomReporter = new OutOfMemoryReporter(view, reports, debug, opts.dumpOnOomDirectory());
         this.checker = new InvariantChecker(view);
+        this.newAllocationChunk = view.walk();
         port.install(PortListener.of(new JfrRecorder(view, opts.jfrAllocationSamplePeriod()), oomReporter),
                 checker::checkLocked);
     }
@@ -328,7 +332,7 @@ public final class BfcAllocator implements AutoCloseable {
         port.lock();
         try {
             port.checkOpenLocked();
-            ChunkWalk c = view.walk().at(view.handleAt(ptr));
+            ChunkWalk c = newAllocationChunk.at(view.handleAt(ptr));
             return LeakGuard.newAllocation(this, leakDetection, ptr, c.size(), c.requestedSize(),
                     c.allocationId());
         } finally {

@@ -224,7 +224,11 @@ final class BfcPort {
     /** Guarded by lock: the counters beyond upstream's stats, bumped at the event points. */
     private final MemoryCounters counters = new MemoryCounters();
 
-    /** Guarded by lock: who listens at the event points, never null. */
+    /**
+     * Guarded by lock: who listens at the event points, never null. Written once, by
+     * {@link #install}; {@link #allocateRaw} reads it right after a failed attempt released the
+     * lock (that attempt saw it under the lock).
+     */
     private PortListener listener = PortListener.NONE;
 
     /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
