@@ -336,7 +336,8 @@ public final class BfcOrtAllocator implements AutoCloseable {
         void allocated(long size, long ptr, boolean reserve);
 
         /**
-         * An address was freed (after bfc4j took it back).
+         * An address is being freed: called just before bfc4j takes it back, so that for any
+         * one address the calls to this listener come in the allocator's order.
          *
          * @param ptr the address
          */
@@ -399,11 +400,13 @@ public final class BfcOrtAllocator implements AutoCloseable {
             return;
         }
         long ptr = p.address();
-        bfc.deallocateRaw(ptr);
+        // Told before the memory goes back: once it has, another thread may be served the same
+        // address and report it first.
         CallListener l = listener;
         if (l != null) {
             l.freed(ptr);
         }
+        bfc.deallocateRaw(ptr);
         counters.liveAllocations.decrementAndGet();
     }
 
