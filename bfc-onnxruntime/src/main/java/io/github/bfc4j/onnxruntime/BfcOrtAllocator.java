@@ -54,8 +54,9 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  * pointer to them that nothing tells us about.
  *
  * <h2>Threads and errors</h2>
- * ORT may call the callbacks from the thread that runs the session or from its intra-op
- * thread pool; JavaCPP attaches such threads to the JVM. An allocation that cannot be served (out of
+ * ORT calls the callbacks on the thread that called {@code Run} (or created the session) with
+ * its default sequential executor, and on its own inter-op threads with the parallel executor;
+ * JavaCPP attaches such native threads to the JVM. An allocation that cannot be served (out of
  * memory, allocator closed) is answered the way ORT's own CPU allocators answer it: by throwing.
  * The callback throws a Java exception whose message starts with {@code bfc4j:}; JavaCPP turns
  * it into a C++ {@code std::exception} with that message, and ORT returns it as the error of the

@@ -166,8 +166,16 @@ public final class OnnxRuntimeExample {
         Map<String, List<Double>> bfcFigures = new LinkedHashMap<>();
         Map<String, List<Double>> arenaFigures = new LinkedHashMap<>();
         for (int r = 0; r < rounds; r++) {
-            collect(child("bfc", requests), bfcFigures);
-            collect(child("arena", requests), arenaFigures);
+            Map<String, List<Double>> bfcRound = collect(child("bfc", requests), bfcFigures);
+            Map<String, List<Double>> arenaRound = collect(child("arena", requests), arenaFigures);
+            StringBuilder line = new StringBuilder("round " + (r + 1) + ", p50/p99 ms by batch size:");
+            for (int batch : BATCHES) {
+                String k = "batch=" + batch + " ";
+                line.append(String.format(Locale.ROOT, "  %d: bfc4j %.1f/%.1f, arena %.1f/%.1f", batch,
+                        bfcRound.get(k + "p50_us").get(0) / 1e3, bfcRound.get(k + "p99_us").get(0) / 1e3,
+                        arenaRound.get(k + "p50_us").get(0) / 1e3, arenaRound.get(k + "p99_us").get(0) / 1e3));
+            }
+            out.println(line);
         }
         out.println("| batch | p50 bfc4j (ms) | p50 arena (ms) | p99 bfc4j (ms) | p99 arena (ms) |");
         out.println("| ---: | ---: | ---: | ---: | ---: |");
@@ -202,8 +210,12 @@ public final class OnnxRuntimeExample {
         return lines;
     }
 
-    /** Adds a child's {@code key=value} figures: {@code batch=8 p50_us=1.0} gives "batch=8 p50_us". */
-    private static void collect(List<String> lines, Map<String, List<Double>> figures) {
+    /**
+     * Adds a child's {@code key=value} figures to {@code figures} ({@code batch=8 p50_us=1.0}
+     * gives "batch=8 p50_us"); returns them alone too.
+     */
+    private static Map<String, List<Double>> collect(List<String> lines, Map<String, List<Double>> figures) {
+        Map<String, List<Double>> mine = new LinkedHashMap<>();
         for (String line : lines) {
             String[] tokens = line.split(" ");
             String prefix = tokens[0].startsWith("batch=") ? tokens[0] + " " : "";
@@ -212,9 +224,12 @@ public final class OnnxRuntimeExample {
                     continue;
                 }
                 String[] kv = t.split("=", 2);
-                figures.computeIfAbsent(prefix + kv[0], k -> new ArrayList<>()).add(Double.parseDouble(kv[1]));
+                double value = Double.parseDouble(kv[1]);
+                figures.computeIfAbsent(prefix + kv[0], k -> new ArrayList<>()).add(value);
+                mine.computeIfAbsent(prefix + kv[0], k -> new ArrayList<>()).add(value);
             }
         }
+        return mine;
     }
 
     static double median(List<Double> values) {
