@@ -32,6 +32,8 @@ import org.bytedeco.onnxruntime.Env;
  * java -cp ... io.github.bfc4j.onnxruntime.OnnxRuntimeExample
  * java -cp ... io.github.bfc4j.onnxruntime.OnnxRuntimeExample --compare ROUNDS [REQUESTS]
  *     # ROUNDS pairs of fresh JVMs, bfc4j and ORT's arena in turn; REQUESTS per batch size
+ * java -cp ... io.github.bfc4j.onnxruntime.OnnxRuntimeExample --interleave REQUESTS
+ *     # one JVM, a session on each, run by run in turn
  * </pre>
  */
 public final class OnnxRuntimeExample {
@@ -57,10 +59,12 @@ public final class OnnxRuntimeExample {
             run(System.out);
         } else if (args[0].equals("--compare") && (args.length == 2 || args.length == 3)) {
             compare(System.out, positive("ROUNDS", args[1]), args.length == 3 ? positive("REQUESTS", args[2]) : 100);
+        } else if (args[0].equals("--interleave") && args.length == 2) {
+            interleave(System.out, positive("REQUESTS", args[1]));
         } else if (args[0].equals("--measure") && args.length == 3 && (args[1].equals("bfc") || args[1].equals("arena"))) {
             measure(System.out, args[1].equals("bfc"), positive("REQUESTS", args[2]));
         } else {
-            System.err.println("usage: OnnxRuntimeExample [--compare ROUNDS [REQUESTS]]");
+            System.err.println("usage: OnnxRuntimeExample [--compare ROUNDS [REQUESTS] | --interleave REQUESTS]");
             System.exit(2);
         }
     }
@@ -152,6 +156,54 @@ public final class OnnxRuntimeExample {
             out.println("peak_rss_bytes=" + peakResidentBytes());
             out.println("peak_reserved_bytes=" + (bfc ? allocator.memoryStats().peakReservedBytes() : -1));
         }
+    }
+
+    /**
+     * Latency in one JVM: a session on bfc4j and one on ORT's arena, each request run on both
+     * in turn (which goes first alternates), so both see the same load; {@code requests} timed
+     * runs per batch size after {@value #WARM_UP} untimed; prints p50 and p99 per batch size.
+     */
+    static void interleave(PrintStream out, int requests) {
+        Random random = new Random(7);
+        out.println("ONNX Runtime " + OrtGetApiBase().GetVersionString().call().getString() + ", "
+                + MODEL.onnxResource() + ", " + Runtime.getRuntime().availableProcessors() + " CPUs; one JVM, "
+                + requests + " runs per batch size of " + LENGTH + "-token texts on each session in turn");
+        out.println("| batch | p50 bfc4j (ms) | p50 arena (ms) | p99 bfc4j (ms) | p99 arena (ms) |");
+        out.println("| ---: | ---: | ---: | ---: | ---: |");
+        try (Env env = new Env(ORT_LOGGING_LEVEL_WARNING, "bfc4j-interleave");
+                HuggingFaceTokenizer tokenizer = MODEL.fixedLengthTokenizer(LENGTH);
+                BfcAllocator allocator = allocator();
+                BfcOrtAllocator ort = BfcOrtAllocator.register(allocator);
+                EmbeddingSession onBfc = new EmbeddingSession(env, MODEL, EmbeddingSession.options(true));
+                EmbeddingSession onArena = new EmbeddingSession(env, MODEL, EmbeddingSession.options(false))) {
+            for (int batch : BATCHES) {
+                Encoding[] request = ServingWorkload.request(tokenizer, random, batch, LENGTH);
+                for (int i = 0; i < WARM_UP; i++) {
+                    onBfc.run(request);
+                    onArena.run(request);
+                }
+                long[] bfcNanos = new long[requests];
+                long[] arenaNanos = new long[requests];
+                for (int i = 0; i < requests; i++) {
+                    boolean bfcFirst = i % 2 == 0;
+                    long a = timed(bfcFirst ? onBfc : onArena, request);
+                    long b = timed(bfcFirst ? onArena : onBfc, request);
+                    bfcNanos[i] = bfcFirst ? a : b;
+                    arenaNanos[i] = bfcFirst ? b : a;
+                }
+                Arrays.sort(bfcNanos);
+                Arrays.sort(arenaNanos);
+                out.printf(Locale.ROOT, "| %d | %.2f | %.2f | %.2f | %.2f |%n", batch, percentile(bfcNanos, 0.50) / 1e6,
+                        percentile(arenaNanos, 0.50) / 1e6, percentile(bfcNanos, 0.99) / 1e6,
+                        percentile(arenaNanos, 0.99) / 1e6);
+            }
+        }
+    }
+
+    private static long timed(EmbeddingSession session, Encoding[] request) {
+        long t0 = System.nanoTime();
+        session.run(request);
+        return System.nanoTime() - t0;
     }
 
     /**

@@ -63,6 +63,16 @@ class OnnxRuntimeExampleTest {
     }
 
     @Test
+    void interleavePrintsATableFromOneJvm() throws Exception {
+        String out = runMain("--interleave", "2");
+        assertThat(out).containsPattern("ONNX Runtime 1\\.22\\.0, all-minilm-l6-v2-q\\.onnx, \\d+ CPUs; one JVM, 2 runs"
+                + " per batch size of 32-token texts on each session in turn");
+        for (int batch : OnnxRuntimeExample.BATCHES) {
+            assertThat(out).containsPattern("\\| " + batch + " \\| [\\d.]+ \\| [\\d.]+ \\| [\\d.]+ \\| [\\d.]+ \\|");
+        }
+    }
+
+    @Test
     void percentilesAreNearestRank() {
         long[] sorted = new long[100];
         for (int i = 0; i < 100; i++) {
