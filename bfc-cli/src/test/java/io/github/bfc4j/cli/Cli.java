@@ -19,6 +19,8 @@ final class Cli {
     static final Path TRACES = Path.of("../conformance-tests/src/test/resources/traces");
     static final Path RECORDED = Path.of("../conformance-tests/src/test/resources/recorded");
     static final Path TF_LOG = Path.of("src/test/resources/tf-logs/tf218-mlp-train-3steps.log.gz");
+    /** ONNX Runtime serving all-MiniLM-L6-v2 on bfc4j, recorded by bfc-onnxruntime (docs/cli.md). */
+    static final Path ORT_SERVING = Path.of("src/test/resources/workloads/ort-minilm-serving.bfctrace.gz");
 
     String out;
     String err;

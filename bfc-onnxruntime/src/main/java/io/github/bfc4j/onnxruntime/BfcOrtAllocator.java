@@ -10,6 +10,7 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.MemoryType;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.bytedeco.javacpp.BytePointer;
@@ -44,14 +45,18 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  * a time. {@link #close()} refuses while ORT still holds memory from it (sessions or output
  * values not yet released); after a successful close it is unregistered and every later
  * {@code Alloc} fails (see below) with an error logged, so a session that outlives it fails with
- * an error instead of touching freed memory. The native
- * {@code OrtAllocator} and {@code OrtMemoryInfo} (a few dozen bytes) are kept for the life of
- * the process: a session made while it was registered keeps a pointer to them that nothing tells
- * us about.
+ * an error instead of touching freed memory. {@link #close()} and the callbacks agree: the
+ * callbacks count themselves in flight, and {@code close()} waits for those in flight before it
+ * unregisters, so no allocation lands in the bfc4j allocator after a successful close. A closed
+ * instance is forgotten (nothing static keeps it, its {@code BfcAllocator} or its statistics
+ * reachable); only the native {@code OrtAllocator} struct and {@code OrtMemoryInfo} (a few dozen
+ * bytes) are kept for the life of the process: a session made while it was registered keeps a
+ * pointer to them that nothing tells us about.
  *
  * <h2>Threads and errors</h2>
- * ORT may call the callbacks from the thread that runs the session or from its intra-op
- * thread pool; JavaCPP attaches such threads to the JVM. An allocation that cannot be served (out of
+ * ORT calls the callbacks on the thread that called {@code Run} (or created the session) with
+ * its default sequential executor, and on its own inter-op threads with the parallel executor;
+ * JavaCPP attaches such native threads to the JVM. An allocation that cannot be served (out of
  * memory, allocator closed) is answered the way ORT's own CPU allocators answer it: by throwing.
  * The callback throws a Java exception whose message starts with {@code bfc4j:}; JavaCPP turns
  * it into a C++ {@code std::exception} with that message, and ORT returns it as the error of the
@@ -74,14 +79,12 @@ public final class BfcOrtAllocator implements AutoCloseable {
 
     private static final Logger LOG = Logger.getLogger(BfcOrtAllocator.class.getName());
 
-    /** The one registered and open instance, or null. Guarded by the class lock. */
-    private static BfcOrtAllocator registered;
-
     /**
-     * Every instance ever created, open or closed; the callbacks find theirs by the address of
-     * the native struct. Copy-on-write under the class lock; read without a lock.
+     * The one registered and open instance, or null; the callbacks find it by the address of its
+     * native struct. Written under the class lock, read by the callbacks without a lock. A closed
+     * instance is dropped here, so nothing static keeps it (or its allocator) reachable.
      */
-    private static volatile BfcOrtAllocator[] instances = new BfcOrtAllocator[0];
+    private static volatile BfcOrtAllocator registered;
 
     // JavaCPP has a fixed number of native thunks per callback class (10 by default), so the
     // callbacks are created once and shared by every instance. Created on first register, after
@@ -90,6 +93,11 @@ public final class BfcOrtAllocator implements AutoCloseable {
     private static FreeCallback freeCallback;
     private static InfoCallback infoCallback;
     private static ReserveCallback reserveCallback;
+    /**
+     * The memory info every instance reports (CPU, device allocator, default memory type): one for
+     * the process, never released, so that {@code Info} can answer even for a closed instance.
+     */
+    private static OrtMemoryInfo cpuMemoryInfo;
 
     private final BfcAllocator bfc;
     private final OrtApi api;
@@ -99,7 +107,16 @@ public final class BfcOrtAllocator implements AutoCloseable {
     private final long structAddress;
 
     private volatile boolean closed;
+    /**
+     * Callbacks between their closed check and their return. {@link #close()} sets
+     * {@link #closed} and then waits for this to reach 0; a callback increments it before it reads
+     * {@code closed}. Both are volatile accesses, so either the callback sees {@code closed} or
+     * {@code close()} sees the callback in flight and waits for it.
+     */
+    private final AtomicInteger inFlight = new AtomicInteger();
     private final OrtCallbackStats.Counters counters = new OrtCallbackStats.Counters();
+    /** Told of every allocation served and every free, or null. For recording and tests. */
+    private volatile CallListener listener;
 
     private BfcOrtAllocator(BfcAllocator bfc, OrtApi api, OrtEnv env, OrtMemoryInfo memoryInfo,
             OrtAllocator struct) {
@@ -154,31 +171,36 @@ public final class BfcOrtAllocator implements AutoCloseable {
             OrtCallException.check(api, api.CreateEnv(ORT_LOGGING_LEVEL_WARNING, logId, out), "CreateEnv");
             OrtEnv env = new OrtEnv(out.get(0));
             out.put(0, (Pointer) null);
-            OrtMemoryInfo info;
-            try {
-                OrtCallException.check(api, api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, out),
-                        "CreateCpuMemoryInfo");
-                info = new OrtMemoryInfo(out.get(0));
-            } catch (RuntimeException e) {
-                api.ReleaseEnv(env);
-                throw e;
+            if (cpuMemoryInfo == null) {
+                try {
+                    OrtCallException.check(api, api.CreateCpuMemoryInfo(OrtDeviceAllocator, OrtMemTypeDefault, out),
+                            "CreateCpuMemoryInfo");
+                    cpuMemoryInfo = new OrtMemoryInfo(out.get(0));
+                } catch (RuntimeException e) {
+                    api.ReleaseEnv(env);
+                    throw e;
+                }
             }
-            OrtAllocator struct = new OrtAllocator();
+            // Memory that nothing frees, not even JavaCPP's deallocator thread when this object is
+            // collected: a session made while it was registered may keep a pointer to it.
+            int structBytes = Pointer.sizeof(OrtAllocator.class);
+            OrtAllocator struct = new OrtAllocator(Pointer.memset(Pointer.malloc(structBytes), 0, structBytes));
             struct.version(ORT_API_VERSION)
                     .Alloc(allocCallback)
                     .Free(freeCallback)
                     .Info(infoCallback)
                     .Reserve(reserveCallback);
-            BfcOrtAllocator a = new BfcOrtAllocator(bfc, api, env, info, struct);
-            publish(a);
+            BfcOrtAllocator a = new BfcOrtAllocator(bfc, api, env, cpuMemoryInfo, struct);
+            // Published before RegisterAllocator: ORT may call Info() while registering.
+            registered = a;
             try {
                 OrtCallException.check(api, api.RegisterAllocator(env, struct), "RegisterAllocator");
             } catch (RuntimeException e) {
                 a.closed = true;
+                registered = null;
                 api.ReleaseEnv(env);
                 throw e;
             }
-            registered = a;
             return a;
         } finally {
             out.close();
@@ -249,7 +271,9 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * Unregisters the allocator ({@code OrtApi::UnregisterAllocator}) and releases this object's
      * reference to ORT's environment. Sessions created afterwards with
      * {@value #USE_ENV_ALLOCATORS} use ORT's own allocator. The bfc4j allocator stays open (close
-     * it yourself). Idempotent.
+     * it yourself). Callbacks already past their closed check are waited for (an allocation that
+     * waits for memory, {@code allowRetryOnFailure}, can take up to 10 s); an allocation that
+     * arrives while {@code close()} waits fails as after a close. Idempotent.
      *
      * @throws IllegalStateException if ORT still holds memory from this allocator (release the
      *     sessions and output values first); the allocator then stays registered and open
@@ -260,14 +284,17 @@ public final class BfcOrtAllocator implements AutoCloseable {
             if (closed) {
                 return;
             }
-            long live = counters.liveAllocations.get();
-            if (live > 0) {
-                throw new IllegalStateException("close() refused: ONNX Runtime still holds " + live
-                        + " allocation" + (live == 1 ? "" : "s") + " from allocator '" + bfc.name()
-                        + "' (" + BfcAllocator.humanReadableNumBytes(bfc.bytesInUse()) + " in use)."
-                        + " Release the sessions and the OrtValues they returned first.");
-            }
+            refuseIfLive();
             closed = true;
+            while (inFlight.get() != 0) {
+                Thread.onSpinWait();
+            }
+            try {
+                refuseIfLive();   // an allocation in flight may have been served
+            } catch (IllegalStateException e) {
+                closed = false;
+                throw e;
+            }
             registered = null;
             try {
                 OrtCallException.check(api, api.UnregisterAllocator(env, memoryInfo), "UnregisterAllocator");
@@ -278,6 +305,44 @@ public final class BfcOrtAllocator implements AutoCloseable {
                 api.ReleaseEnv(env);
             }
         }
+    }
+
+    private void refuseIfLive() {
+        long live = counters.liveAllocations.get();
+        if (live > 0) {
+            throw new IllegalStateException("close() refused: ONNX Runtime still holds " + live
+                    + " allocation" + (live == 1 ? "" : "s") + " from allocator '" + bfc.name()
+                    + "' (" + BfcAllocator.humanReadableNumBytes(bfc.bytesInUse()) + " in use)."
+                    + " Release the sessions and the OrtValues they returned first.");
+        }
+    }
+
+    /**
+     * Sets the listener told of every allocation served and every free (replacing any), or none.
+     * It is called on ORT's threads, inside the callback, and must not throw.
+     */
+    void listener(CallListener l) {
+        listener = l;
+    }
+
+    /** What a {@link BfcOrtAllocator} served, as it serves it: for recording a workload. */
+    interface CallListener {
+        /**
+         * An allocation was served ({@code ptr != 0}) or failed ({@code ptr == 0}).
+         *
+         * @param size    the bytes ORT asked for
+         * @param ptr     the address returned, or 0
+         * @param reserve whether it was a {@code Reserve} call
+         */
+        void allocated(long size, long ptr, boolean reserve);
+
+        /**
+         * An address is being freed: called just before bfc4j takes it back, so that for any
+         * one address the calls to this listener come in the allocator's order.
+         *
+         * @param ptr the address
+         */
+        void freed(long ptr);
     }
 
     @Override
@@ -295,6 +360,15 @@ public final class BfcOrtAllocator implements AutoCloseable {
         if (size <= 0) {
             return null;   // as ORT's CPUAllocator: nothing for 0 bytes
         }
+        inFlight.incrementAndGet();
+        try {
+            return allocInFlight(size, reserve);
+        } finally {
+            inFlight.decrementAndGet();
+        }
+    }
+
+    private Pointer allocInFlight(long size, boolean reserve) {
         if (closed) {
             counters.failedAllocs.increment();
             String message = (reserve ? "Reserve(" : "Alloc(") + size + ") called after BfcOrtAllocator '"
@@ -304,6 +378,10 @@ public final class BfcOrtAllocator implements AutoCloseable {
             throw new AllocationFailure(message);
         }
         long ptr = bfc.allocateRaw(ALIGNMENT, size);
+        CallListener l = listener;
+        if (l != null) {
+            l.allocated(size, ptr, reserve);
+        }
         if (ptr == 0) {
             counters.failedAllocs.increment();
             MemoryStats s = bfc.memoryStats();
@@ -322,7 +400,14 @@ public final class BfcOrtAllocator implements AutoCloseable {
         if (p == null || p.isNull()) {
             return;
         }
-        bfc.deallocateRaw(p.address());
+        long ptr = p.address();
+        // Told before the memory goes back: once it has, another thread may be served the same
+        // address and report it first.
+        CallListener l = listener;
+        if (l != null) {
+            l.freed(ptr);
+        }
+        bfc.deallocateRaw(ptr);
         counters.liveAllocations.decrementAndGet();
     }
 
@@ -330,21 +415,10 @@ public final class BfcOrtAllocator implements AutoCloseable {
         counters.error(LOG, message, t);
     }
 
+    /** The registered instance whose struct {@code self} is, or null (e.g. it was closed). */
     private static BfcOrtAllocator find(OrtAllocator self) {
-        long address = self == null ? 0 : self.address();
-        for (BfcOrtAllocator a : instances) {
-            if (a.structAddress == address) {
-                return a;
-            }
-        }
-        return null;
-    }
-
-    private static void publish(BfcOrtAllocator a) {
-        BfcOrtAllocator[] old = instances;
-        BfcOrtAllocator[] grown = java.util.Arrays.copyOf(old, old.length + 1);
-        grown[old.length] = a;
-        instances = grown;
+        BfcOrtAllocator a = registered;
+        return a != null && self != null && a.structAddress == self.address() ? a : null;
     }
 
     private static void ensureCallbacks() {
@@ -360,7 +434,9 @@ public final class BfcOrtAllocator implements AutoCloseable {
     private static void orphanError(String what, OrtAllocator self, Throwable t) {
         try {
             LOG.log(Level.SEVERE, what + " for an OrtAllocator at 0x"
-                    + Long.toHexString(self == null ? 0 : self.address()) + " that bfc4j does not know", t);
+                    + Long.toHexString(self == null ? 0 : self.address()) + " that is not registered: its"
+                    + " BfcOrtAllocator was closed while a session created with it still runs (close sessions"
+                    + " before the allocator)", t);
         } catch (Throwable ignored) {
             // Logging failed too; nothing may reach native code.
         }
@@ -377,8 +453,9 @@ public final class BfcOrtAllocator implements AutoCloseable {
         try {
             a = find(self);
             if (a == null) {
-                orphanError(reserve ? "Reserve" : "Alloc", self, null);
-                throw new AllocationFailure("no BfcOrtAllocator for this OrtAllocator");
+                orphanError((reserve ? "Reserve(" : "Alloc(") + size + ")", self, null);
+                throw new AllocationFailure((reserve ? "Reserve(" : "Alloc(") + size + ") on an OrtAllocator"
+                        + " whose BfcOrtAllocator was closed: close sessions before the allocator");
             }
             return a.alloc(size, reserve);
         } catch (AllocationFailure e) {
@@ -459,17 +536,9 @@ public final class BfcOrtAllocator implements AutoCloseable {
     private static final class InfoCallback extends OrtAllocator.Info_OrtAllocator {
         @Override
         public OrtMemoryInfo call(OrtAllocator self) {
-            try {
-                BfcOrtAllocator a = find(self);
-                if (a == null) {
-                    orphanError("Info", self, null);
-                    return null;
-                }
-                return a.memoryInfo;
-            } catch (Throwable t) {
-                orphanError("Info", self, t);
-                return null;
-            }
+            // Every struct with this callback is one of ours, and all report the same memory
+            // info, which outlives them: answered even for a closed instance.
+            return cpuMemoryInfo;
         }
     }
 }

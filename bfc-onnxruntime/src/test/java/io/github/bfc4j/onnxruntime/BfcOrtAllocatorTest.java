@@ -5,30 +5,41 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.bytedeco.onnxruntime.global.onnxruntime.ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT;
 import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARNING;
 
+import ai.djl.huggingface.tokenizers.Encoding;
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
-import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.onnxruntime.Env;
+import org.bytedeco.onnxruntime.OrtAllocator;
 import org.bytedeco.onnxruntime.Value;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * ONNX Runtime sessions on bfc4j memory: real models (built by {@link OnnxModels}), outputs
- * checked against {@link Reference}, memory followed through the allocator's statistics.
+ * {@link BfcOrtAllocator}'s wiring and lifecycle: registration, the callbacks called through
+ * their native function pointers, close against calls in flight, what a closed instance leaves
+ * behind, and memory limits met by a real model (all-MiniLM-L6-v2).
  */
 class BfcOrtAllocatorTest {
 
+    private static final EmbeddingModel MODEL = EmbeddingModel.ALL_MINILM_L6_V2_Q;
     private static Env env;
 
     @BeforeAll
@@ -52,56 +63,46 @@ class BfcOrtAllocatorTest {
                 .build();
     }
 
-    private static long seed(String test) {
-        long seed = Long.getLong("bfc4j.test.seed", new Random().nextLong());
-        System.out.println(test + " seed=" + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
-        return seed;
-    }
-
-    private static long floatBytes(float[]... arrays) {
-        long n = 0;
-        for (float[] a : arrays) {
-            n += 4L * a.length;
+    private static Encoding[] batch(HuggingFaceTokenizer tokenizer, int size, int words) {
+        Random random = new Random(size * 31L + words);
+        List<String> texts = new ArrayList<>();
+        for (int i = 0; i < size; i++) {
+            texts.add(Sentences.text(random, words));
         }
-        return n;
+        return EmbeddingModel.encode(tokenizer, texts);
     }
 
     @Test
-    void mlpRunsOnBfcMemoryAndGivesEverythingBack() {
-        long seed = seed("mlpRunsOnBfcMemoryAndGivesEverythingBack");
-        Random random = new Random(seed);
-        OnnxModels.Mlp model = OnnxModels.mlp(64, 128, 10, seed);
-        int runs = 60;
-        try (BfcAllocator bfc = hostAllocator("ort_mlp", 256L << 20);
-                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
-            MemoryStats before = bfc.memoryStats();
-            assertThat(before.allocationsTotal()).isZero();
-            try (OrtInference session = new OrtInference(env, model.onnx(), true)) {
-                MemoryStats created = bfc.memoryStats();
-                // The four initializers (W1, B1, W2, B2) live in bfc4j memory for the session's life.
-                assertThat(created.activeAllocations()).isGreaterThanOrEqualTo(4);
-                assertThat(created.bytesInUse())
-                        .isGreaterThanOrEqualTo(floatBytes(model.w1(), model.b1(), model.w2(), model.b2()));
-                for (int i = 0; i < runs; i++) {
-                    int batch = 1 + random.nextInt(64);
-                    float[] x = Reference.random(random, batch * model.inputs());
-                    float[] y = session.run(x, batch, model.inputs());
-                    Reference.assertClose(y, Reference.mlp(model, x, batch), "run " + i + " batch " + batch);
+    void aBatchTooLargeForTheLimitFailsWithBfcsMessageAndTheSessionServesSmallerOnes() {
+        try (HuggingFaceTokenizer long256 = MODEL.fixedLengthTokenizer(256);
+                HuggingFaceTokenizer short32 = MODEL.fixedLengthTokenizer(32);
+                BfcAllocator bfc = hostAllocator("ort_limit", 96L << 20);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+                EmbeddingSession arena = new EmbeddingSession(env, MODEL, EmbeddingSession.options(false))) {
+            Encoding[] small = batch(short32, 4, 40);
+            // 32 texts of 256 tokens: the attention scores alone, 32 x 12 heads x 256 x 256
+            // floats, are 96 MiB, above the limit with the weights in.
+            Encoding[] big = batch(long256, 32, 300);
+            try (EmbeddingSession session = new EmbeddingSession(env, MODEL, EmbeddingSession.options(true))) {
+                long weights = bfc.bytesInUse();
+                assertThat(weights).as("the weights fit").isGreaterThan(1L << 20);
+                assertThatThrownBy(() -> session.run(big))
+                        .isInstanceOf(RuntimeException.class)
+                        .satisfies(e -> System.out.println("ORT's error: " + e.getMessage()))
+                        .hasMessageContaining("bfc4j: allocator 'ort_limit' is out of memory: ONNX Runtime asked for")
+                        .hasMessageContaining("limit 96.00MiB");
+                assertThat(ort.stats().failedAllocs()).isPositive();
+                assertThat(bfc.memoryStats().oomsTotal()).isPositive();
+                assertThat(bfc.bytesInUse()).as("nothing of the failed run is left").isEqualTo(weights);
+                bfc.checkInvariants();
+                // The same session goes on serving, with the same answers as ORT's arena.
+                for (int i = 0; i < 3; i++) {
+                    assertThat(RealModelEmbeddingsTest.bits(session.run(small).hidden()))
+                            .isEqualTo(RealModelEmbeddingsTest.bits(arena.run(small).hidden()));
                 }
-                MemoryStats ran = bfc.memoryStats();
-                // At least the output of every run came from bfc4j, and every call of ORT's
-                // reached it: nothing else allocates from this allocator.
-                assertThat(ran.allocationsTotal() - created.allocationsTotal()).isGreaterThanOrEqualTo(runs);
-                assertThat(ran.allocationsTotal()).isEqualTo(ort.stats().allocCalls() + ort.stats().reserveCalls() - ort.stats().failedAllocs());
-                // Between runs only the session's own tensors are live.
-                assertThat(ran.bytesInUse()).isEqualTo(created.bytesInUse());
-                System.out.println("mlp: " + ort + ", Alloc " + ort.stats().allocCalls() + ", Reserve " + ort.stats().reserveCalls()
-                        + ", Free " + ort.stats().freeCalls() + "\n" + bfc.memorySummary());
+                assertThat(bfc.bytesInUse()).isEqualTo(weights);
             }
-            MemoryStats after = bfc.memoryStats();
-            assertThat(after.bytesInUse()).isEqualTo(before.bytesInUse());
-            assertThat(after.activeAllocations()).isZero();
-            assertThat(after.freesTotal()).isEqualTo(after.allocationsTotal());
+            assertThat(bfc.bytesInUse()).isZero();
             assertThat(ort.stats().liveAllocations()).isZero();
             assertThat(ort.stats().callbackErrors()).isZero();
             bfc.checkInvariants();
@@ -109,25 +110,38 @@ class BfcOrtAllocatorTest {
     }
 
     @Test
-    void convRunsOnBfcMemory() {
-        long seed = seed("convRunsOnBfcMemory");
-        Random random = new Random(seed);
-        OnnxModels.ConvNet model = OnnxModels.conv(3, 8, 12, 10, seed);
-        try (BfcAllocator bfc = hostAllocator("ort_conv", 256L << 20);
+    void sessionCreationFailsWhenTheWeightsDoNotFit() {
+        try (BfcAllocator bfc = hostAllocator("ort_weights", 4L << 20);
                 BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
-            try (OrtInference session = new OrtInference(env, model.onnx(), true)) {
-                long created = bfc.memoryStats().allocationsTotal();
-                assertThat(bfc.memoryStats().bytesInUse()).isGreaterThanOrEqualTo(floatBytes(model.w(), model.b()));
-                for (int i = 0; i < 25; i++) {
-                    int batch = 1 + random.nextInt(8);
-                    float[] x = Reference.random(random, batch * model.inChannels() * model.height() * model.width());
-                    float[] y = session.run(x, batch, model.inChannels(), model.height(), model.width());
-                    Reference.assertClose(y, Reference.conv(model, x, batch), "run " + i + " batch " + batch);
-                }
-                assertThat(bfc.memoryStats().allocationsTotal() - created).isGreaterThanOrEqualTo(25);
-            }
+            assertThatThrownBy(() -> new EmbeddingSession(env, MODEL, EmbeddingSession.options(true)))
+                    .isInstanceOf(RuntimeException.class)
+                    .hasMessageContaining("bfc4j: allocator 'ort_weights' is out of memory");
+            assertThat(ort.stats().failedAllocs()).isPositive();
             assertThat(bfc.bytesInUse()).isZero();
             assertThat(ort.stats().liveAllocations()).isZero();
+        }
+    }
+
+    @Test
+    void closingTheBfcAllocatorUnderALiveSessionIsRefusedAndChangesNothing() {
+        try (HuggingFaceTokenizer tokenizer = MODEL.tokenizer(64);
+                BfcAllocator bfc = hostAllocator("ort_refuse", 256L << 20);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            Encoding[] batch = batch(tokenizer, 2, 20);
+            try (EmbeddingSession session = new EmbeddingSession(env, MODEL, EmbeddingSession.options(true))) {
+                int[] before = RealModelEmbeddingsTest.bits(session.run(batch).hidden());
+                long inUse = bfc.bytesInUse();
+                assertThatThrownBy(bfc::close)
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("close() refused: allocator 'ort_refuse' has");
+                assertThatThrownBy(ort::close)
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("ONNX Runtime still holds")
+                        .hasMessageContaining("Release the sessions");
+                assertThat(ort.isClosed()).isFalse();
+                assertThat(bfc.bytesInUse()).isEqualTo(inUse);
+                assertThat(RealModelEmbeddingsTest.bits(session.run(batch).hidden())).isEqualTo(before);
+            }
         }
     }
 
@@ -143,119 +157,6 @@ class BfcOrtAllocatorTest {
             }
             assertThat(bfc.bytesInUse()).isZero();
             assertThat(ort.stats().liveAllocations()).isZero();
-        }
-    }
-
-    @Test
-    void sessionWithoutEnvAllocatorsDoesNotTouchBfcMemory() {
-        OnnxModels.Mlp model = OnnxModels.mlp(16, 32, 4, 7);
-        try (BfcAllocator bfc = hostAllocator("ort_unused", 64L << 20);
-                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
-                OrtInference session = new OrtInference(env, model.onnx(), false)) {
-            float[] x = Reference.random(new Random(1), 3 * 16);
-            Reference.assertClose(session.run(x, 3, 16), Reference.mlp(model, x, 3), "ORT's own allocator");
-            assertThat(bfc.memoryStats().allocationsTotal()).isZero();
-            assertThat(ort.stats().allocCalls() + ort.stats().reserveCalls()).isZero();
-        }
-    }
-
-    @Test
-    void concurrentRunsFromSeveralThreads() throws Exception {
-        long seed = seed("concurrentRunsFromSeveralThreads");
-        OnnxModels.Mlp model = OnnxModels.mlp(32, 64, 8, seed);
-        int threads = 4;
-        int runsPerThread = 40;
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try (BfcAllocator bfc = hostAllocator("ort_threads", 256L << 20);
-                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
-            try (OrtInference session = new OrtInference(env, model.onnx(), true)) {
-                long created = bfc.memoryStats().allocationsTotal();
-                List<Future<?>> futures = new ArrayList<>();
-                for (int t = 0; t < threads; t++) {
-                    Random random = new Random(seed + t);
-                    futures.add(pool.submit(() -> {
-                        for (int i = 0; i < runsPerThread; i++) {
-                            int batch = 1 + random.nextInt(200);
-                            float[] x = Reference.random(random, batch * model.inputs());
-                            Reference.assertClose(session.run(x, batch, model.inputs()),
-                                    Reference.mlp(model, x, batch), "batch " + batch);
-                        }
-                        return null;
-                    }));
-                }
-                for (Future<?> f : futures) {
-                    f.get();
-                }
-                assertThat(bfc.memoryStats().allocationsTotal() - created)
-                        .isGreaterThanOrEqualTo((long) threads * runsPerThread);
-            }
-            assertThat(bfc.bytesInUse()).isZero();
-            assertThat(ort.stats().liveAllocations()).isZero();
-            assertThat(ort.stats().callbackErrors()).isZero();
-            bfc.checkInvariants();
-        } finally {
-            pool.shutdownNow();
-        }
-    }
-
-    @Test
-    void tinyMemoryLimitFailsTheRunWithOrtsErrorAndTheAllocatorWorksOn() {
-        OnnxModels.Mlp model = OnnxModels.mlp(64, 512, 10, 3);
-        Random random = new Random(5);
-        try (BfcAllocator bfc = hostAllocator("ort_tiny", 1L << 20);
-                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
-            try (OrtInference session = new OrtInference(env, model.onnx(), true)) {
-                long inUse = bfc.bytesInUse();
-                // 4096 x 512 floats of hidden activations alone are 8 MiB, above the 1 MiB limit.
-                float[] big = Reference.random(random, 4096 * model.inputs());
-                assertThatThrownBy(() -> session.run(big, 4096, model.inputs()))
-                        .isInstanceOf(RuntimeException.class)
-                        .satisfies(e -> System.out.println("ORT's error: " + e.getMessage()));
-                assertThat(ort.stats().failedAllocs()).isPositive();
-                assertThat(bfc.memoryStats().oomsTotal()).isPositive();
-                assertThat(bfc.bytesInUse()).as("nothing of the failed run is left").isEqualTo(inUse);
-                // The same session and allocator go on working.
-                float[] x = Reference.random(random, 4 * model.inputs());
-                Reference.assertClose(session.run(x, 4, model.inputs()), Reference.mlp(model, x, 4), "after OOM");
-            }
-            assertThat(bfc.bytesInUse()).isZero();
-            bfc.checkInvariants();
-        }
-    }
-
-    @Test
-    void sessionCreationFailsWhenTheWeightsDoNotFit() {
-        OnnxModels.Mlp model = OnnxModels.mlp(64, 128, 10, 9);   // W1 alone is 32 KiB
-        try (BfcAllocator bfc = hostAllocator("ort_weights", 16 << 10);
-                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
-            assertThatThrownBy(() -> new OrtInference(env, model.onnx(), true))
-                    .isInstanceOf(RuntimeException.class)
-                    .hasMessageContaining("bfc4j: allocator 'ort_weights' is out of memory");
-            assertThat(ort.stats().failedAllocs()).isPositive();
-            assertThat(bfc.bytesInUse()).isZero();
-            assertThat(ort.stats().liveAllocations()).isZero();
-        }
-    }
-
-    @Test
-    void closingTheBfcAllocatorUnderALiveSessionIsRefusedAndChangesNothing() {
-        OnnxModels.Mlp model = OnnxModels.mlp(8, 16, 3, 11);
-        float[] x = Reference.random(new Random(2), 2 * 8);
-        try (BfcAllocator bfc = hostAllocator("ort_refuse", 64L << 20);
-                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
-            try (OrtInference session = new OrtInference(env, model.onnx(), true)) {
-                long inUse = bfc.bytesInUse();
-                assertThatThrownBy(bfc::close)
-                        .isInstanceOf(IllegalStateException.class)
-                        .hasMessageContaining("close() refused: allocator 'ort_refuse' has");
-                assertThatThrownBy(ort::close)
-                        .isInstanceOf(IllegalStateException.class)
-                        .hasMessageContaining("ONNX Runtime still holds")
-                        .hasMessageContaining("Release the sessions");
-                assertThat(ort.isClosed()).isFalse();
-                assertThat(bfc.bytesInUse()).isEqualTo(inUse);
-                Reference.assertClose(session.run(x, 2, 8), Reference.mlp(model, x, 2), "after refused closes");
-            }
         }
     }
 
@@ -294,10 +195,165 @@ class BfcOrtAllocatorTest {
         }
     }
 
+    /** Registers, allocates, frees and closes; only weak references and the struct come back. */
+    private static Object[] registerUseAndClose() {
+        BfcAllocator bfc = hostAllocator("forgotten", 8 << 20);
+        BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+        OrtAllocator struct = ort.ortAllocator();
+        struct.Free().call(struct, struct.Alloc().call(struct, 1000));
+        ort.close();
+        bfc.close();
+        return new Object[] {new WeakReference<>(ort), new WeakReference<>(bfc), struct};
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void aClosedInstanceAndItsAllocatorAreNotKeptReachable() throws InterruptedException {
+        Object[] left = registerUseAndClose();
+        WeakReference<BfcOrtAllocator> closedOrt = (WeakReference<BfcOrtAllocator>) left[0];
+        WeakReference<BfcAllocator> closedBfc = (WeakReference<BfcAllocator>) left[1];
+        OrtAllocator struct = (OrtAllocator) left[2];
+        for (int i = 0; i < 100 && (closedOrt.get() != null || closedBfc.get() != null); i++) {
+            System.gc();
+            Thread.sleep(20);
+        }
+        assertThat(closedOrt.get()).as("the closed BfcOrtAllocator was collected").isNull();
+        assertThat(closedBfc.get()).as("its BfcAllocator was collected").isNull();
+        // The native struct stays valid: a late call fails cleanly instead of touching freed memory.
+        assertThat(struct.Info().call(struct)).as("Info still answers").isNotNull();
+        assertThatThrownBy(() -> struct.Alloc().call(struct, 100)).isInstanceOf(RuntimeException.class);
+    }
+
+    @Test
+    void closeWaitsForAnAllocationInFlightAndThenRefuses() throws Exception {
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try (BfcAllocator bfc = hostAllocator("in_flight", 8 << 20)) {
+            BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+            OrtAllocator struct = ort.ortAllocator();
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            ort.listener(new BfcOrtAllocator.CallListener() {
+                @Override
+                public void allocated(long size, long ptr, boolean reserve) {
+                    inside.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+
+                @Override
+                public void freed(long ptr) {
+                }
+            });
+            // An allocation stopped between bfc4j's answer and its return to ORT.
+            Future<Long> alloc = threads.submit(() -> struct.Alloc().call(struct, 4096).address());
+            assertThat(inside.await(10, TimeUnit.SECONDS)).isTrue();
+            Future<?> close = threads.submit(ort::close);
+            Thread.sleep(200);
+            assertThat(close.isDone()).as("close() waits for the allocation in flight").isFalse();
+            release.countDown();
+            long ptr = alloc.get(10, TimeUnit.SECONDS);
+            assertThatThrownBy(() -> close.get(10, TimeUnit.SECONDS))
+                    .hasCauseInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("ONNX Runtime still holds 1 allocation from allocator 'in_flight'");
+            assertThat(ort.isClosed()).isFalse();
+            ort.listener(null);
+            // Still registered and working: the refused close changed nothing.
+            assertThat(bfc.requestedSize(ptr)).isEqualTo(4096);
+            struct.Free().call(struct, new Pointer() {
+                {
+                    address = ptr;
+                }
+            });
+            ort.close();
+            assertThat(bfc.bytesInUse()).isZero();
+        } finally {
+            threads.shutdownNow();
+        }
+    }
+
+    @Test
+    void noAllocationReachesTheAllocatorAfterASuccessfulClose() throws Exception {
+        int threads = 4;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        Logger log = Logger.getLogger(BfcOrtAllocator.class.getName());
+        boolean useParent = log.getUseParentHandlers();
+        log.setUseParentHandlers(false);   // the late calls' errors are expected here
+        try (BfcAllocator bfc = hostAllocator("racing", 64L << 20)) {
+            BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+            OrtAllocator struct = ort.ortAllocator();
+            AtomicBoolean stop = new AtomicBoolean();
+            List<Future<Integer>> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                workers.add(pool.submit(() -> {
+                    int failures = 0;
+                    while (!stop.get()) {
+                        Pointer p;
+                        try {
+                            p = struct.Alloc().call(struct, 1000);
+                        } catch (RuntimeException closed) {
+                            failures++;
+                            continue;
+                        }
+                        struct.Free().call(struct, p);
+                    }
+                    return failures;
+                }));
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            int refused = 0;
+            while (true) {
+                try {
+                    ort.close();
+                    break;
+                } catch (IllegalStateException live) {
+                    refused++;
+                    assertThat(System.nanoTime()).as("close() succeeded within 20 s").isLessThan(deadline);
+                }
+            }
+            long allocationsAtClose = bfc.memoryStats().allocationsTotal();
+            assertThat(bfc.bytesInUse()).as("nothing live at a successful close").isZero();
+            Thread.sleep(100);   // the workers go on calling Alloc, and fail
+            stop.set(true);
+            int failures = 0;
+            for (Future<Integer> w : workers) {
+                failures += w.get(10, TimeUnit.SECONDS);
+            }
+            System.out.println("close() refused " + refused + " times, then succeeded; " + failures
+                    + " allocations failed after it");
+            assertThat(failures).isPositive();
+            assertThat(bfc.memoryStats().allocationsTotal()).as("no allocation after close").isEqualTo(allocationsAtClose);
+            assertThat(bfc.bytesInUse()).isZero();
+            bfc.checkInvariants();
+        } finally {
+            pool.shutdownNow();
+            log.setUseParentHandlers(useParent);
+        }
+    }
+
     @Test
     void callbacksThroughTheNativeFunctionPointers() {
-        try (BfcAllocator bfc = hostAllocator("callbacks", 8 << 20);
-                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+        List<String> logged = new ArrayList<>();
+        Handler capture = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                logged.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger log = Logger.getLogger(BfcOrtAllocator.class.getName());
+        log.addHandler(capture);
+        try (BfcAllocator bfc = hostAllocator("callbacks", 8 << 20)) {
+            BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
             var struct = ort.ortAllocator();
             assertThat(struct.version()).isEqualTo(22);
             assertThat(struct.Info().call(struct).address()).isEqualTo(ort.memoryInfo().address());
@@ -334,10 +390,13 @@ class BfcOrtAllocatorTest {
             ort.close();
             assertThat(ort.isClosed()).isTrue();
 
-            // After close: allocation fails with a clear error.
+            // After close: allocation fails, and the log says why.
             assertThatThrownBy(() -> struct.Alloc().call(struct, 100)).isInstanceOf(RuntimeException.class);
-            assertThat(ort.stats().lastError()).contains("Alloc(100) called after BfcOrtAllocator 'callbacks' was closed");
+            assertThat(logged).last().asString().contains("Alloc(100) for an OrtAllocator at 0x")
+                    .contains("its BfcOrtAllocator was closed while a session created with it still runs");
             assertThat(bfc.bytesInUse()).isZero();
+        } finally {
+            log.removeHandler(capture);
         }
     }
 }

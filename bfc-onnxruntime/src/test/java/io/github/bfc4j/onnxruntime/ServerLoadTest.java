@@ -1,0 +1,228 @@
+package io.github.bfc4j.onnxruntime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARNING;
+import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_PARALLEL;
+
+import ai.djl.huggingface.tokenizers.Encoding;
+import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.MemoryStats;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
+import org.bytedeco.onnxruntime.Env;
+import org.bytedeco.onnxruntime.SessionOptions;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * A model server's load on bfc4j memory: all-MiniLM-L6-v2 answering requests of varying batch
+ * size (1 to 32) and sequence length (8 to 256 tokens) from 1, 2, 4 and 8 Java threads, sharing
+ * one session or each with its own. Every answer is compared bit for bit with the same request
+ * answered beforehand on ORT's own arena, one at a time; afterwards every allocation is back.
+ * Which threads ORT called {@code Alloc} on is counted and printed.
+ */
+class ServerLoadTest {
+
+    /**
+     * Requests per configuration, -Dbfc4j.test.loadRequests=N for a longer run: mostly small
+     * (1 to 4 texts of 8 to 32 tokens), one in {@value #MEDIUM_EVERY} of 256 tokens in all, one
+     * in {@value #LARGE_EVERY} of 1024 to 2048 tokens; ORT's parallel executor gets a tenth.
+     */
+    private static final int REQUESTS = Integer.getInteger("bfc4j.test.loadRequests", 160);
+    private static final int MEDIUM_EVERY = 40;
+    private static final int LARGE_EVERY = 160;
+    /** [batch, tokens]: small, medium and large requests. */
+    private static final int[][] SMALL = {{1, 8}, {1, 16}, {2, 8}, {3, 8}, {4, 8}, {2, 16}, {1, 24}, {1, 32}};
+    private static final int[][] MEDIUM = {{16, 16}, {32, 8}, {1, 256}, {4, 64}, {2, 128}};
+    private static final int[][] LARGE = {{32, 32}, {8, 256}, {32, 64}};
+    private static final String CALLER = "caller-";
+
+    private static Env env;
+    private static List<Request> small;
+    private static List<Request> medium;
+    private static List<Request> large;
+
+    /** One request: a tokenized batch and the arena's answer to it. */
+    record Request(Encoding[] batch, int[] expectedBits) {
+        int tokens() {
+            return batch.length * batch[0].getIds().length;
+        }
+    }
+
+    @BeforeAll
+    static void prepare() {
+        env = new Env(ORT_LOGGING_LEVEL_WARNING, "bfc4j-load");
+        long seed = Long.getLong("bfc4j.test.seed", new Random().nextLong());
+        System.out.println("ServerLoadTest seed=" + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
+        Random random = new Random(seed);
+        try (EmbeddingSession arena = new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q,
+                EmbeddingSession.options(false))) {
+            // Distinct requests, answered once here; the load draws from them.
+            small = answered(arena, random, SMALL);
+            medium = answered(arena, random, MEDIUM);
+            large = answered(arena, random, LARGE);
+        }
+    }
+
+    private static List<Request> answered(EmbeddingSession arena, Random random, int[][] shapes) {
+        List<Request> requests = new ArrayList<>();
+        for (int[] shape : shapes) {
+            try (HuggingFaceTokenizer tokenizer = EmbeddingModel.ALL_MINILM_L6_V2_Q.fixedLengthTokenizer(shape[1])) {
+                List<String> texts = new ArrayList<>();
+                for (int b = 0; b < shape[0]; b++) {
+                    texts.add(Sentences.text(random, shape[1]));
+                }
+                Encoding[] batch = EmbeddingModel.encode(tokenizer, texts);
+                requests.add(new Request(batch, RealModelEmbeddingsTest.bits(arena.run(batch).hidden())));
+            }
+        }
+        return requests;
+    }
+
+    @AfterAll
+    static void releaseEnv() {
+        env.close();
+    }
+
+    /** The {@code count} requests of one configuration, in a random order. */
+    private static List<Request> workload(Random random, int count) {
+        List<Request> w = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            List<Request> kind = i % LARGE_EVERY == LARGE_EVERY - 1 ? large
+                    : i % MEDIUM_EVERY == MEDIUM_EVERY - 1 ? medium : small;
+            w.add(kind.get(random.nextInt(kind.size())));
+        }
+        java.util.Collections.shuffle(w, random);
+        return w;
+    }
+
+    @ParameterizedTest(name = "{0} threads, {1}")
+    @CsvSource({
+        "1, shared session",
+        "2, shared session",
+        "4, shared session",
+        "8, shared session",
+        "1, session per thread",
+        "2, session per thread",
+        "4, session per thread",
+        "8, session per thread",
+        "4, shared session with ORT's parallel executor"})
+    void everyAnswerRightAndEveryAllocationBack(int threads, String mode) throws Exception {
+        boolean shared = mode.startsWith("shared");
+        boolean parallelExecutor = mode.contains("parallel");
+        Supplier<SessionOptions> options = () -> {
+            SessionOptions o = EmbeddingSession.options(true);
+            if (parallelExecutor) {
+                o.SetExecutionMode(ORT_PARALLEL);
+                o.SetInterOpNumThreads(2);
+            }
+            return o;
+        };
+        Map<String, LongAdder> allocThreads = new ConcurrentHashMap<>();
+        AtomicInteger concurrentOrtThreadAllocs = new AtomicInteger();
+        AtomicInteger callersInRun = new AtomicInteger();
+        long seed = Long.getLong("bfc4j.test.seed", new Random().nextLong());
+        int count = parallelExecutor ? Math.max(1, REQUESTS / 10) : REQUESTS;
+        List<Request> work = workload(new Random(seed), count);
+        AtomicInteger next = new AtomicInteger();
+        ExecutorService pool = Executors.newFixedThreadPool(threads, new java.util.concurrent.ThreadFactory() {
+            private final AtomicInteger n = new AtomicInteger();
+
+            @Override
+            public Thread newThread(Runnable r) {
+                return new Thread(r, CALLER + n.getAndIncrement());
+            }
+        });
+        long started = System.nanoTime();
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("ort_load", 2L << 30);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            ort.listener(new BfcOrtAllocator.CallListener() {
+                @Override
+                public void allocated(long size, long ptr, boolean reserve) {
+                    String name = Thread.currentThread().getName();
+                    allocThreads.computeIfAbsent(name.startsWith(CALLER) ? name : "other: " + name,
+                            k -> new LongAdder()).increment();
+                    if (!name.startsWith(CALLER) && callersInRun.get() > 0) {
+                        concurrentOrtThreadAllocs.incrementAndGet();
+                    }
+                }
+
+                @Override
+                public void freed(long ptr) {
+                }
+            });
+            long tokens;
+            try (EmbeddingSession common = shared ? new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q,
+                    options.get()) : null) {
+                List<Future<Long>> futures = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    futures.add(pool.submit(() -> {
+                        long served = 0;
+                        try (EmbeddingSession own = shared ? null
+                                : new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q, options.get())) {
+                            EmbeddingSession session = shared ? common : own;
+                            for (int i = next.getAndIncrement(); i < count; i = next.getAndIncrement()) {
+                                Request r = work.get(i);
+                                EmbeddingSession.Output out;
+                                callersInRun.incrementAndGet();
+                                try {
+                                    out = session.run(r.batch());
+                                } finally {
+                                    callersInRun.decrementAndGet();
+                                }
+                                if (!java.util.Arrays.equals(RealModelEmbeddingsTest.bits(out.hidden()), r.expectedBits())) {
+                                    throw new AssertionError("answer differs from ORT's arena's for a batch of "
+                                            + r.batch().length + " x " + r.batch()[0].getIds().length + " tokens");
+                                }
+                                served += r.tokens();
+                            }
+                        }
+                        return served;
+                    }));
+                }
+                tokens = 0;
+                for (Future<Long> f : futures) {
+                    tokens += f.get();
+                }
+            }
+            ort.listener(null);
+            MemoryStats after = bfc.memoryStats();
+            System.out.printf(java.util.Locale.ROOT, "%d threads, %s (seed %d): %d requests, %d tokens in %.1f s;"
+                    + " Alloc %d, Reserve %d, Free %d; peak in use %s, peak reserved %s%n  Alloc by thread: %s;"
+                    + " by ORT's threads while a caller was in Run: %d%n",
+                    threads, mode, seed, count, tokens, (System.nanoTime() - started) / 1e9, ort.stats().allocCalls(),
+                    ort.stats().reserveCalls(), ort.stats().freeCalls(),
+                    BfcAllocator.humanReadableNumBytes(after.peakBytesInUse()),
+                    BfcAllocator.humanReadableNumBytes(after.peakReservedBytes()),
+                    new TreeMap<>(allocThreads), concurrentOrtThreadAllocs.get());
+            assertThat(after.bytesInUse()).as("bytes in use once the sessions are closed").isZero();
+            assertThat(after.activeAllocations()).isZero();
+            assertThat(after.freesTotal()).isEqualTo(after.allocationsTotal());
+            assertThat(ort.stats().liveAllocations()).isZero();
+            assertThat(ort.stats().failedAllocs()).isZero();
+            assertThat(ort.stats().callbackErrors()).isZero();
+            if (parallelExecutor) {
+                assertThat(concurrentOrtThreadAllocs.get()).as("ORT's inter-op threads allocated during callers' runs")
+                        .isPositive();
+            } else {
+                assertThat(allocThreads.keySet()).as("callers' threads allocated").anyMatch(n -> n.startsWith(CALLER));
+            }
+            bfc.checkInvariants();
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+}
