@@ -79,14 +79,15 @@ public final class MemoryAnnotation implements AutoCloseable {
      * it, in place of the Java stack: for allocations made on behalf of another runtime (a
      * Python or C++ caller, a replayed trace) whose own stack says more than the Java one.
      *
-     * @param name the name, e.g. an op or layer name
+     * @param name the name, e.g. an op or layer name; {@code null} for none of its own (the
+     *     enclosing annotation's name is kept) when a stack is given
      * @param step the step, {@code >= 0}, or -1 for none of its own (the enclosing
      *     annotation's step is kept)
      * @param stack the stack, innermost frame first; {@code null} or empty to record the Java
      *     stack as usual
      * @return the annotation; close it (try-with-resources) when the scope ends
-     * @throws IllegalArgumentException if {@code name} is null or empty, or {@code step} is
-     *     below -1
+     * @throws IllegalArgumentException if {@code name} is empty, or null without a stack, or
+     *     {@code step} is below -1
      */
     public static MemoryAnnotation push(String name, long step, List<StackFrame> stack) {
         if (step < -1) {
@@ -94,7 +95,14 @@ public final class MemoryAnnotation implements AutoCloseable {
         }
         MemoryAnnotation parent = CURRENT.get();
         long s = step >= 0 || parent == null ? step : parent.step;
-        return push(name, s, stack == null || stack.isEmpty() ? null : List.copyOf(stack), parent);
+        List<StackFrame> st = stack == null || stack.isEmpty() ? null : List.copyOf(stack);
+        String n = name == null && st != null && parent != null ? parent.name : name;
+        if (name == null && st != null) {
+            MemoryAnnotation a = new MemoryAnnotation(n, s, st, parent);
+            CURRENT.set(a);
+            return a;
+        }
+        return push(name, s, st, parent);
     }
 
     private static MemoryAnnotation push(String name, long step, List<StackFrame> stack, MemoryAnnotation parent) {
@@ -117,9 +125,10 @@ public final class MemoryAnnotation implements AutoCloseable {
     }
 
     /**
-     * The name.
+     * The name: this annotation's own, else (for an annotation that only gives a stack) the
+     * enclosing one's.
      *
-     * @return the name given to {@code push}
+     * @return the name, or {@code null} for a stack-only annotation outside any named one
      */
     public String name() {
         return name;
