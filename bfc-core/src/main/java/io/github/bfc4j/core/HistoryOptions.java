@@ -12,7 +12,8 @@ package io.github.bfc4j.core;
  * only every {@link #stackEveryNth()}-th allocation). Build with {@link #builder()}.
  *
  * @param maxEntries the events kept; the oldest are dropped (and counted) beyond it
- * @param stacks whether allocations, out-of-memory failures and region events record the stack
+ * @param stacks whether allocations, out-of-memory failures and region events record the Java
+ *     stack (a stack given by a {@link MemoryAnnotation} is recorded either way)
  * @param stackDepth the most frames kept per stack (after bfc4j's own frames are left out)
  * @param stackMinBytes stacks only for requests of at least this many bytes (0: all)
  * @param stackEveryNth stacks only for every n-th allocation call (1: all)

@@ -40,10 +40,14 @@ final class HistoryRecorder {
         MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE, MemoryEvent.Kind.REGION_ALLOC,
         MemoryEvent.Kind.REGION_FREE, MemoryEvent.Kind.OUT_OF_MEMORY};
 
-    /** Frames of classes in these packages are bfc4j's own, left out of stacks (leading run only). */
+    /**
+     * bfc4j's own frames, left out of the top of a stack: the allocator's packages, and the
+     * adapters that allocate on a caller's behalf (classes named {@code Bfc...} or
+     * {@code GpuBfc...} in bfc4j's other packages: {@code BfcOrtAllocator}, {@code BfcTensors},
+     * {@code GpuBfcAllocator}, ...). An application's classes, bfc4j's examples included, stay.
+     */
     private static final Set<String> OWN_PACKAGES = Set.of("io.github.bfc4j.core", "io.github.bfc4j.core.internal",
-            "io.github.bfc4j.core.sim", "io.github.bfc4j.trace", "io.github.bfc4j.cpu", "io.github.bfc4j.cuda",
-            "io.github.bfc4j.onnxruntime", "io.github.bfc4j.tensorflow");
+            "io.github.bfc4j.core.sim", "io.github.bfc4j.trace");
 
     private static final StackWalker WALKER = StackWalker.getInstance();
 
@@ -176,7 +180,10 @@ final class HistoryRecorder {
             chunkStack[h] = null;
             return;
         }
-        List<StackFrame> st = sampleStack(requestedBytes) ? stackOf(a) : null;
+        List<StackFrame> st = explicitStack(a);
+        if (st == null && sampleStack(requestedBytes)) {
+            st = capture(options.stackDepth());
+        }
         long t = nowMicros();
         String th = Thread.currentThread().getName();
         chunkTime[h] = t;
@@ -207,7 +214,10 @@ final class HistoryRecorder {
         }
         MemoryAnnotation a = MemoryAnnotation.current();
         HistoryOptions o = options;
-        List<StackFrame> st = o.stacks() && requestBytes >= o.stackMinBytes() ? stackOf(a) : null;
+        List<StackFrame> st = explicitStack(a);
+        if (st == null && o.stacks() && requestBytes >= o.stackMinBytes()) {
+            st = capture(o.stackDepth());
+        }
         put(REGION_ALLOC, nowMicros(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(),
                 a == null ? null : a.name(), a == null ? -1 : a.step(), st);
     }
@@ -229,7 +239,10 @@ final class HistoryRecorder {
         if (options == null) {
             return name == null ? Provenance.UNKNOWN : new Provenance(-1, null, name, s, null);
         }
-        List<StackFrame> st = options.stacks() ? stackOf(a) : null;
+        List<StackFrame> st = explicitStack(a);
+        if (st == null && options.stacks()) {
+            st = capture(options.stackDepth());
+        }
         long t = nowMicros();
         String th = Thread.currentThread().getName();
         put(OUT_OF_MEMORY, t, 0, roundedBytes, requestedBytes, align, -1, availableBytes, th, name, s, st);
@@ -262,13 +275,14 @@ final class HistoryRecorder {
     // ---------------------------------------------------------------------------------------
     // Stacks
 
-    private List<StackFrame> stackOf(MemoryAnnotation a) {
+    /** The stack an annotation gives (the innermost that gives one), or null: recorded without walking. */
+    private static List<StackFrame> explicitStack(MemoryAnnotation a) {
         for (MemoryAnnotation x = a; x != null; x = x.parent()) {
             if (x.stack() != null) {
                 return x.stack();
             }
         }
-        return capture(options.stackDepth());
+        return null;
     }
 
     /** The calling thread's stack, bfc4j's own leading frames left out, at most {@code depth} frames. */
@@ -281,10 +295,20 @@ final class HistoryRecorder {
         return s.dropWhile(HistoryRecorder::isOwn).limit(depth).map(StackFrame::of).toArray(StackFrame[]::new);
     }
 
-    private static boolean isOwn(StackWalker.StackFrame f) {
-        String c = f.getClassName();
-        int dot = c.lastIndexOf('.');
-        return dot > 0 && OWN_PACKAGES.contains(c.substring(0, dot));
+    static boolean isOwn(StackWalker.StackFrame f) {
+        return isOwn(f.getClassName());
+    }
+
+    static boolean isOwn(String className) {
+        if (!className.startsWith("io.github.bfc4j.")) {
+            return false;
+        }
+        int dot = className.lastIndexOf('.');
+        if (OWN_PACKAGES.contains(className.substring(0, dot))) {
+            return true;
+        }
+        String simple = className.substring(dot + 1);
+        return simple.startsWith("Bfc") || simple.startsWith("GpuBfc");
     }
 
     // ---------------------------------------------------------------------------------------
