@@ -52,10 +52,14 @@ public record StackFrame(String className, String methodName, String fileName, i
      * The frame as a Java stack trace prints it.
      *
      * @return e.g. {@code com.example.Model.forward(Model.java:42)}; {@code (Unknown Source)}
-     *     without a file
+     *     for a Java frame without a file; a frame without class, file or line (a C++ symbol) is
+     *     its function alone
      */
     @Override
     public String toString() {
+        if (className.isEmpty() && fileName == null && lineNumber < 0) {
+            return methodName;
+        }
         String where = fileName == null ? "Unknown Source"
                 : lineNumber >= 0 ? fileName + ":" + lineNumber : fileName;
         return function() + "(" + where + ")";
