@@ -43,7 +43,7 @@ public record Provenance(long timeMicros, String thread, String annotation, long
 
     /**
      * The key that groups holders of memory: the annotation (with its step when it has one),
-     * else the innermost frame, else {@code "(unknown)"}.
+     * else the innermost frame, else the thread, else {@code "(unknown)"}.
      *
      * @return a short, human-readable key
      */
@@ -53,6 +53,9 @@ public record Provenance(long timeMicros, String thread, String annotation, long
         }
         if (!stack.isEmpty()) {
             return stack.get(0).toString();
+        }
+        if (thread != null) {
+            return "thread '" + thread + "'";
         }
         return "(unknown)";
     }
