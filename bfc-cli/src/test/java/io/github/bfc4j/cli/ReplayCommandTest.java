@@ -226,12 +226,15 @@ class ReplayCommandTest {
      * and whose listener is {@code --check-invariants}'s, which must find it.
      */
     private static WorkloadRunner corruptedAfterTenCalls(TraceReader r) throws ReflectiveOperationException {
-        Field inUse = BfcAllocator.class.getDeclaredField("bytesInUse");
+        Field port = BfcAllocator.class.getDeclaredField("port");
+        port.setAccessible(true);
+        Field inUse = port.getType().getDeclaredField("bytesInUse");
         inUse.setAccessible(true);
         return WorkloadRunner.forHeader(r.header()).listener(step -> {
             if (step.callIndex() == 10) {
                 try {
-                    inUse.setLong(step.allocator(), inUse.getLong(step.allocator()) + 256);
+                    Object p = port.get(step.allocator());
+                    inUse.setLong(p, inUse.getLong(p) + 256);
                 } catch (IllegalAccessException e) {
                     throw new AssertionError(e);
                 }
