@@ -25,7 +25,7 @@ import java.util.stream.Stream;
  * object. A stack is one immutable list per sampled allocation, shared by its event and its
  * chunk.
  */
-final class HistoryRecorder {
+final class HistoryRecorder extends PortListener {
 
     /** Annotation names kept per allocator; beyond, chunks are marked with {@link #TOO_MANY_NAMES}. */
     private static final int MAX_NAMES = 1 << 16;
@@ -51,6 +51,21 @@ final class HistoryRecorder {
 
     /** bfc4j's own frames above the application's, at most: added to the walker's first batch. */
     private static final int OWN_FRAMES = 16;
+
+    private final PortView view;
+    /** A look at one chunk at a time, reused (guarded by the lock). */
+    private final io.github.bfc4j.core.internal.ChunkWalk look;
+    /**
+     * The provenance of the latest failure, for the out-of-memory report of the same call; null
+     * until then (no record object stays reachable from an allocator that records nothing:
+     * Lincheck's model checker cannot look into records).
+     */
+    private Provenance lastFailure;
+
+    HistoryRecorder(PortView view) {
+        this.view = view;
+        this.look = view.walk();
+    }
 
     // ---- switches
     private boolean annotations;
@@ -97,6 +112,11 @@ final class HistoryRecorder {
     /** Whether anything is recorded: the allocator calls the event points only then. */
     boolean isOn() {
         return on;
+    }
+
+    /** Whether provenance was ever recorded (annotations on, or a history started). */
+    boolean recorded() {
+        return annotations || lastOptions != null;
     }
 
     boolean annotationsOn() {
@@ -157,7 +177,60 @@ final class HistoryRecorder {
     }
 
     // ---------------------------------------------------------------------------------------
-    // Event points (allocator lock held)
+    // The port's event points (allocator lock held)
+
+    @Override
+    boolean listensToCalls() {
+        return true;
+    }
+
+    @Override
+    void allocatedLocked(int h) {
+        final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
+        onAlloc(h, c.ptr(), c.size(), c.requestedSize(), view.callAlignment(), c.allocationId());
+    }
+
+    @Override
+    void freedLocked(int h) {
+        final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
+        onFree(h, c.ptr(), c.size(), c.requestedSize(), c.allocationId());
+    }
+
+    @Override
+    void regionObtainedLocked(long ptr, long bytes, long requestBytes) {
+        onRegionAlloc(ptr, bytes, requestBytes);
+    }
+
+    @Override
+    void regionReturnedLocked(long ptr, long bytes) {
+        onRegionFree(ptr, bytes);
+    }
+
+    @Override
+    void closingLocked() {
+        if (options != null) {
+            final io.github.bfc4j.core.internal.ChunkWalk w = view.walk();
+            for (int r = 0; r < view.regionCount(); r++) {
+                w.region(r);
+                onRegionFree(w.regionPtr(), w.regionBytes());
+            }
+        }
+        clearChunks();
+    }
+
+    @Override
+    void outOfMemoryLocked(long numBytes, long roundedBytes, boolean dumpLogOnFailure) {
+        lastFailure = onOutOfMemory(numBytes, roundedBytes, view.callAlignment(),
+                Math.max(0, view.memoryLimit() - view.poolBytes()));
+    }
+
+    /** The failing call's provenance, read by the out-of-memory report in the same locked section. */
+    Provenance lastFailure() {
+        return lastFailure == null ? Provenance.UNKNOWN : lastFailure;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Recording (allocator lock held)
 
     /**
      * Whether this allocation call's stack is to be captured: stacks on, the request at least

@@ -33,9 +33,29 @@ final class OomDumpWriter implements OutOfMemoryListener {
     /** Successive numbers for file names, so that two dumps never share a name. */
     private static final AtomicLong SEQUENCE = new AtomicLong();
 
-    /** What a failure's message says about its dump, and the file (null if none was written). */
-    record Result(String note, String file) {
+    /**
+     * What a failure's message says about its dump, and the file (null if none was written). A
+     * class, not a record: Lincheck's model checker, which runs the allocator's failures, cannot
+     * read a record's static fields.
+     */
+    static final class Result {
         static final Result NONE = new Result("", null);
+
+        private final String note;
+        private final String file;
+
+        Result(String note, String file) {
+            this.note = note;
+            this.file = file;
+        }
+
+        String note() {
+            return note;
+        }
+
+        String file() {
+            return file;
+        }
     }
 
     private final Path dir;
