@@ -1,0 +1,98 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.onnxruntime;
+
+import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARNING;
+
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryAnnotation;
+import io.github.bfc4j.core.MemorySnapshot;
+import io.github.bfc4j.trace.SnapshotTraces;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Random;
+import org.bytedeco.onnxruntime.Env;
+
+/**
+ * Who holds the memory of a real workload: ONNX Runtime runs a small model (the MLP of
+ * {@link OnnxRuntimeExample}) for several steps of growing batch size, with its CPU memory from
+ * a bfc4j allocator that records its history (Java stacks, and an annotation per step); then
+ * writes {@code snapshot.pickle} (PyTorch's memory snapshot, for pytorch.org/memory_viz) and
+ * {@code ort-mlp.bfctrace} (the workload with its provenance, for {@code bfc report}), and
+ * prints the memory summary with its largest holders.
+ *
+ * <pre>
+ * java -cp ... io.github.bfc4j.onnxruntime.MemoryHistoryExample [DIR]   # DIR: where the files go (default .)
+ * </pre>
+ */
+public final class MemoryHistoryExample {
+
+    private static final long SEED = 42;
+
+    /** Inference steps, each a batch of {@code 4 << (step % 4)} examples. */
+    static final int STEPS = 8;
+
+    private MemoryHistoryExample() {
+    }
+
+    /**
+     * Runs the example.
+     *
+     * @param args none, or the directory to write the files to
+     * @throws IOException if a file cannot be written
+     */
+    public static void main(String[] args) throws IOException {
+        if (args.length > 1) {
+            System.err.println("usage: MemoryHistoryExample [DIR]");
+            System.exit(2);
+        }
+        run(System.out, Path.of(args.length == 1 ? args[0] : "."));
+    }
+
+    /** The example, writing its files to {@code dir} (created if needed). */
+    static void run(PrintStream out, Path dir) throws IOException {
+        Files.createDirectories(dir);
+        OnnxModels.Mlp model = OnnxModels.mlp(64, 128, 10, SEED);
+        Random random = new Random(SEED);
+        MemorySnapshot snapshot;
+        try (Env env = new Env(ORT_LOGGING_LEVEL_WARNING, "bfc4j-history");
+                BfcAllocator bfc = OnnxRuntimeExample.allocator();
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            // Before the first allocation, so that the history is complete (and replayable).
+            bfc.recordHistory(HistoryOptions.defaults());
+            OrtInference session;
+            try (MemoryAnnotation a = MemoryAnnotation.push("session/load")) {
+                session = new OrtInference(env, model.onnx(), true);
+            }
+            try (session) {
+                for (int step = 0; step < STEPS; step++) {
+                    int batch = 4 << (step % 4);
+                    float[] x = new float[batch * model.inputs()];
+                    for (int i = 0; i < x.length; i++) {
+                        x[i] = random.nextFloat() * 2 - 1;
+                    }
+                    try (MemoryAnnotation a = MemoryAnnotation.push("mlp/run batch=" + batch, step)) {
+                        session.run(x, batch, model.inputs());
+                    }
+                }
+                // While the session (its weights) is still open.
+                snapshot = bfc.snapshot();
+                out.println(bfc.memorySummary());
+            }
+        }
+        Path pickle = dir.resolve("snapshot.pickle");
+        Path trace = dir.resolve("ort-mlp.bfctrace");
+        snapshot.writePyTorchPickle(pickle);
+        SnapshotTraces.write(snapshot, trace);
+        out.println("Recorded " + snapshot.history().events().size() + " events of allocator '"
+                + snapshot.memoryMap().allocatorName() + "' (" + STEPS + " inference steps).");
+        out.println("Wrote " + pickle + ": open https://pytorch.org/memory_viz and drag the file onto the page"
+                + " (it is read in the browser, nothing is uploaded).");
+        out.println("Wrote " + trace + ": bin/bfc report " + trace + " -o report.html");
+    }
+}
