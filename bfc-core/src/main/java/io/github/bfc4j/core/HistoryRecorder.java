@@ -16,8 +16,9 @@ import java.util.stream.Stream;
  * The provenance an allocator records: the ring of recent events
  * ({@link BfcAllocator#recordHistory}) and, beside the chunk table, who holds each live chunk
  * ({@link BfcAllocator#recordAnnotations}, and with history the time, thread and stack).
- * Everything is guarded by the allocator's lock; the allocator calls the {@code on...} event
- * points only when {@link #isOn()}, so that off costs one test of a field.
+ * A {@link PortListener}: the allocator installs it only while {@link #isOn()}, so that with
+ * nothing recorded its event points are not called at all. Everything is guarded by the
+ * allocator's lock.
  *
  * <p>Storage is struct-of-arrays, allocated when recording starts and grown (doubling, by chunk
  * handle) on the slow path only: with stacks off, recording an event stores primitives and

@@ -8,16 +8,18 @@ import java.lang.System.Logger.Level;
 
 /**
  * Reports an out-of-memory failure, from the port's out-of-memory event point: the figures of
- * {@link BfcOutOfMemoryException}, upstream's memory log (when its {@code dump_log_on_failure}
- * asks), the {@link OutOfMemoryEvent} and, when {@link BfcOptions#dumpOnOomDirectory()} is set,
- * the dump (memory summary and memory map as JSON, docs/observability.md).
+ * {@link BfcOutOfMemoryException} (with the largest holders when provenance is recorded),
+ * upstream's memory log (when its {@code dump_log_on_failure} asks, for the first failures of
+ * the process), the {@link OutOfMemoryEvent}, and the {@link OutOfMemoryReport} for the
+ * {@link OutOfMemoryListener}s and the rate-limited dumps of
+ * {@link BfcOptions#dumpOnOomDirectory()}.
  *
  * <p>Everything the report says is taken in {@link #outOfMemoryLocked}, with the lock held by
  * the failing call, so it describes the moment of failure even if other threads allocate or
- * free before the caller hears of it. Only the slow work that must not hold the lock (writing
- * the file, committing the event) waits for {@link #outOfMemoryReported}, in the same thread.
- * The report is kept per thread until {@link BfcAllocator#allocate(long)} turns it into its
- * exception (or the thread's next failure replaces it).
+ * free before the caller hears of it. Only the slow work that must not hold the lock (the
+ * listeners, writing the dump, committing the event) waits for {@link #outOfMemoryReported},
+ * in the same thread. The report is kept per thread until {@link BfcAllocator#allocate(long)}
+ * turns it into its exception (or the thread's next failure replaces it).
  */
 final class OutOfMemoryReporter extends PortListener {
 
