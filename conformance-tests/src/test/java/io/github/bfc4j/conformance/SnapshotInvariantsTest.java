@@ -16,9 +16,6 @@ import io.github.bfc4j.trace.WorkloadStep;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.net.URISyntaxException;
-import java.net.URL;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -45,21 +42,9 @@ class SnapshotInvariantsTest {
     /** Enough for the small traces' whole history, and the latest events of the large one. */
     private static final int MAX_ENTRIES = 1 << 14;
 
-    private static List<Path> allTraces() throws IOException, URISyntaxException {
-        List<Path> all = new ArrayList<>();
-        for (String d : new String[] {"traces", "recorded"}) {
-            URL url = SnapshotInvariantsTest.class.getResource("/" + d);
-            assertThat(url).isNotNull();
-            try (Stream<Path> files = Files.list(Path.of(url.toURI()))) {
-                all.addAll(files.filter(Files::isRegularFile).sorted().toList());
-            }
-        }
-        return all;
-    }
-
     @TestFactory
     Stream<DynamicTest> snapshotsAtPeakAndEndHoldTheViewersInvariants() throws IOException, URISyntaxException {
-        return allTraces().stream().map(p -> DynamicTest.dynamicTest(p.getFileName().toString(), p.toUri(), () -> {
+        return WorkloadRunnerConformanceTest.allTraces().stream().map(p -> DynamicTest.dynamicTest(p.getFileName().toString(), p.toUri(), () -> {
             long peakCall;
             try (TraceReader r = TraceReader.open(p)) {
                 peakCall = WorkloadRunner.forHeader(r.header()).run(r).peakCall();
