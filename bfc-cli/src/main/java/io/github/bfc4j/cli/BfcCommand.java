@@ -25,7 +25,7 @@ import picocli.CommandLine.Spec;
         versionProvider = BfcCommand.VersionProvider.class,
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
         subcommands = {VerifyCommand.class, DemoCommand.class, CudaInfoCommand.class, ReplayCommand.class,
-            WhatIfCommand.class, ImportTfLogCommand.class, ReportCommand.class,
+            WhatIfCommand.class, ImportTfLogCommand.class, ReportCommand.class, ExportSnapshotCommand.class,
             ServeCommand.class})
 public final class BfcCommand implements Runnable {
 

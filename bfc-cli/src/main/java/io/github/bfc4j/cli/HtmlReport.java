@@ -5,6 +5,7 @@
 package io.github.bfc4j.cli;
 
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.trace.WorkloadResult;
 import java.io.IOException;
 import java.io.InputStream;
@@ -160,7 +161,26 @@ final class HtmlReport {
             for (int i = 0; i < s.chunks; i++) {
                 j.append(i == 0 ? "" : ",").append(s.allocationId[i] >= 0 ? snaps.lineOf(s.allocationId[i]) : 0);
             }
-            j.append("]}}");
+            j.append("],\"prov\":[");
+            for (int i = 0; i < s.chunks; i++) {
+                j.append(i == 0 ? "" : ",").append(s.provenance[i]);
+            }
+            j.append("]},\"holders\":[");
+            for (int i = 0; i < s.holders.size(); i++) {
+                MemoryMap.Holder h = s.holders.get(i);
+                j.append(i == 0 ? "[" : ",[");
+                string(j, h.holder());
+                j.append(',').append(h.bytes()).append(',').append(h.requestedBytes()).append(',').append(h.chunks())
+                        .append(']');
+            }
+            j.append("]}");
+        }
+        j.append("],\"provenance\":[");
+        for (int i = 0; i < snaps.provenanceTexts.size(); i++) {
+            if (i > 0) {
+                j.append(',');
+            }
+            string(j, snaps.provenanceTexts.get(i));
         }
         j.append("]}");
     }

@@ -165,6 +165,10 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             out.println("wrote " + output + ": " + (withExpectations ? "trace with expected answers" : "workload trace")
                     + ", " + tf.calls + " calls (" + tf.allocs + " allocs, " + tf.frees + " frees), "
                     + tf.regions.size() + " regions in the log");
+            if (tf.allocsWithStack > 0 || tf.allocsWithOp > 0) {
+                out.println("provenance: " + tf.allocsWithStack + " allocs with their stack trace, " + tf.allocsWithOp
+                        + " with their op name (#@ lines, docs/trace-format.md)");
+            }
             out.println("memory_limit=" + Sizes.format(limit) + " (from " + limitFrom + "), allow_growth=" + growth
                     + " (from " + growthFrom + "), garbage_collection=" + gc);
             return CommandRunner.EXIT_OK;
@@ -181,6 +185,7 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                 w.free(tf.id[i]);
                 continue;
             }
+            w.provenance(tf.id[i], tf.provenance(i));
             if (!withExpectations) {
                 w.workloadAlloc(tf.id[i], tf.bytes[i], tf.alignment[i], 0);
                 continue;

@@ -5,18 +5,24 @@
 package io.github.bfc4j.cli;
 
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryMap;
+import io.github.bfc4j.core.Provenance;
 import io.github.bfc4j.trace.TraceEvent;
 import io.github.bfc4j.trace.WorkloadListener;
 import io.github.bfc4j.trace.WorkloadStep;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
- * Takes the memory map ({@link BfcAllocator#forEachChunk}) right after chosen calls of a
- * replay, and remembers the trace line of every successful allocation (by allocation id, which
- * the allocator hands out 1, 2, 3, ... in call order) so that each chunk in use can name the
- * line that allocated it.
+ * Takes the memory map ({@link BfcAllocator#memoryMap}) right after chosen calls of a replay,
+ * and remembers the trace line of every successful allocation (by allocation id, which the
+ * allocator hands out 1, 2, 3, ... in call order) so that each chunk in use can name the line
+ * that allocated it; with the trace's provenance (annotation, stack), each chunk in use names
+ * who allocated it, and each map its largest holders.
  */
 final class Snapshots implements WorkloadListener {
 
@@ -30,6 +36,9 @@ final class Snapshots implements WorkloadListener {
         List<BfcAllocator.BinDebugInfo> bins;
         final List<long[]> regions = new ArrayList<>(); // {ptr, bytes}
         int chunks;
+        /** The largest holders of the memory in use, when the trace gives provenance. */
+        List<MemoryMap.Holder> holders = List.of();
+        int[] provenance = new int[256]; // index into Snapshots.provenanceTexts, -1: none
         int[] region = new int[256];
         long[] offset = new long[256];
         long[] size = new long[256];
@@ -50,7 +59,9 @@ final class Snapshots implements WorkloadListener {
                 size = Arrays.copyOf(size, n);
                 requested = Arrays.copyOf(requested, n);
                 allocationId = Arrays.copyOf(allocationId, n);
+                provenance = Arrays.copyOf(provenance, n);
             }
+            provenance[chunks] = -1;
             region[chunks] = r;
             offset[chunks] = off;
             size[chunks] = bytes;
@@ -66,6 +77,15 @@ final class Snapshots implements WorkloadListener {
     private int next;
     final List<Snapshot> taken = new ArrayList<>();
     long[] allocationLine = new long[1024];
+    /** Distinct provenance texts of the chunks in the maps. */
+    final List<String> provenanceTexts = new ArrayList<>();
+    private final Map<Provenance, Integer> provenanceIds = new HashMap<>();
+
+    /** Holders listed per map. */
+    static final int HOLDERS = 10;
+
+    /** Frames shown in a chunk's tooltip. */
+    static final int FRAMES = 6;
 
     /**
      * @param calls the call indices to take maps after, ascending, no duplicates
@@ -92,18 +112,65 @@ final class Snapshots implements WorkloadListener {
             snap.bytesInUse = s.bytesInUse();
             snap.poolBytes = s.poolBytes();
             BfcAllocator a = s.allocator();
-            a.forEachChunk((r, regionPtr, regionBytes, ptr, bytes, req, id) -> {
-                if (r == snap.regions.size()) {
-                    snap.regions.add(new long[] {regionPtr, regionBytes});
+            MemoryMap map = a.memoryMap();
+            boolean named = false;
+            for (int r = 0; r < map.regions().size(); r++) {
+                MemoryMap.Region region = map.regions().get(r);
+                snap.regions.add(new long[] {region.ptr(), region.size()});
+                for (MemoryMap.Chunk c : region.chunks()) {
+                    snap.add(r, c.ptr() - region.ptr(), c.size(), c.inUse() ? c.requestedSize() : 0,
+                            c.inUse() ? c.allocationId() : -1);
+                    if (c.inUse() && names(c.provenance())) {
+                        snap.provenance[snap.chunks - 1] = provenanceIndex(c.provenance());
+                        named = true;
+                    }
                 }
-                snap.add(r, ptr - regionPtr, bytes, req, id);
-            });
+            }
+            if (named) {
+                snap.holders = map.largestHolders(HOLDERS);
+            }
             if (s.callIndex() == binsAtCall) {
                 snap.bins = a.getBinDebugInfo();
             }
             taken.add(snap);
             next++;
         }
+    }
+
+    /**
+     * Records the trace's provenance with each chunk (the annotations and stacks of the
+     * provenance extension, which the replay gives the allocator): a history of one event, no
+     * Java stacks (the replayer's say nothing).
+     */
+    @Override
+    public void beforeRun(BfcAllocator a) {
+        a.recordHistory(HistoryOptions.builder().maxEntries(1).stacks(false).build());
+    }
+
+    /** Whether the trace named who made an allocation (the replay's own thread and time say nothing). */
+    private static boolean names(Provenance p) {
+        return p.annotation() != null || !p.stack().isEmpty();
+    }
+
+    /** The text of a provenance for the report's tooltips: annotation, then the innermost frames. */
+    private int provenanceIndex(Provenance p) {
+        return provenanceIds.computeIfAbsent(p, k -> {
+            StringBuilder sb = new StringBuilder();
+            if (p.annotation() != null) {
+                sb.append("\n  ").append(p.annotation());
+                if (p.step() >= 0) {
+                    sb.append(" (step ").append(p.step()).append(')');
+                }
+            }
+            for (int i = 0; i < Math.min(FRAMES, p.stack().size()); i++) {
+                sb.append("\n  at ").append(p.stack().get(i));
+            }
+            if (p.stack().size() > FRAMES) {
+                sb.append("\n  ... (").append(p.stack().size() - FRAMES).append(" more frames)");
+            }
+            provenanceTexts.add(sb.toString());
+            return provenanceTexts.size() - 1;
+        });
     }
 
     /** The line of the call that made an allocation, 0 if unknown. */

@@ -4,6 +4,8 @@
  */
 package io.github.bfc4j.cli;
 
+import io.github.bfc4j.core.Provenance;
+import io.github.bfc4j.core.StackFrame;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -35,6 +37,14 @@ import java.util.Set;
  * </ul>
  * A {@code DeallocateRaw} of null is a no-op and is dropped. Ids are numbered 1, 2, 3, ... in
  * the order of the {@code AllocateRaw} results.
+ *
+ * <p>Provenance, where the log has it: the stack trace of the {@code [mem-debug] AllocateRaw,
+ * <name>,<bytes>,<ptr>,*** Begin stack trace ***} line (VLOG 4, logged after the call; the
+ * allocator's own frames and empty lines left out) goes with the allocation it follows; the op
+ * name and step of the {@code InUse at <ptr> of size <n> by op <op> action_count <n> step <n>}
+ * lines of a memory dump (builds with {@code TENSORFLOW_MEM_DEBUG}) go with the allocation live
+ * at that address; the op of an out-of-memory warning ({@code ...requested by op <op>}) goes
+ * with the failing call that follows it.
  */
 final class TfLog {
 
@@ -64,6 +74,13 @@ final class TfLog {
     /** Index of the first region obtained during the call, and how many. */
     int[] firstRegion = new int[1024];
     int[] regionCount = new int[1024];
+    /** Provenance of alloc calls: stack (innermost first, or null), op name (or null), step (-1: none). */
+    Object[] stack = new Object[1024];
+    String[] op = new String[1024];
+    long[] step = new long[1024];
+    private final Map<List<StackFrame>, List<StackFrame>> stacks = new HashMap<>();
+    long allocsWithStack;
+    long allocsWithOp;
 
     // Regions, in the order obtained.
     final List<long[]> regions = new ArrayList<>(); // {start, bytes, line}
@@ -108,8 +125,31 @@ final class TfLog {
         long extendingLine = 0; // an "Extending" line of this allocator waiting for its "Allocated memory at"
         String lastExtendingName = null;
         long n = 0;
+        List<StackFrame> frames = null; // the stack trace being read, for call stackFor
+        int stackFor = -1;
+        String oomOp = null; // "requested by op" of an out-of-memory warning, for the next failed call
+        Map<Long, Integer> liveCall = new HashMap<>(); // ptr -> index of its alloc call
         for (String text = readLine(r, n); text != null; text = readLine(r, n)) {
             n++;
+            if (frames != null) {
+                if (text.startsWith("*** End stack trace ***")) {
+                    if (!frames.isEmpty()) {
+                        stack[stackFor] = stacks.computeIfAbsent(List.copyOf(frames), k -> k);
+                        allocsWithStack++;
+                    }
+                    frames = null;
+                    continue;
+                }
+                if (text.startsWith("\t")) {
+                    String f = text.trim();
+                    if (!f.isEmpty() && !f.startsWith("tsl::CurrentStackTrace") && !f.startsWith("tsl::BFCAllocator::")
+                            && !f.startsWith("tensorflow::CurrentStackTrace")) {
+                        frames.add(new StackFrame("", f, null, -1));
+                    }
+                    continue;
+                }
+                frames = null; // a trace cut short: keep what was read of it
+            }
             if (text.isEmpty() || text.charAt(0) == '\t' || text.charAt(0) == ' ') {
                 continue; // stack trace lines
             }
@@ -168,10 +208,44 @@ final class TfLog {
                     live.put(p, new long[] {nextId, n});
                 }
                 add(ALLOC, nextId++, b, align, p, n);
+                if (p != 0) {
+                    liveCall.put(p, calls - 1);
+                } else if (oomOp != null) {
+                    op[calls - 1] = oomOp;
+                    allocsWithOp++;
+                }
+                oomOp = null;
                 firstRegion[calls - 1] = regions.size() - pendingRegions;
                 regionCount[calls - 1] = pendingRegions;
                 pendingRegions = 0;
                 allocs++;
+            } else if (msg.startsWith("[mem-debug] AllocateRaw,")) {
+                String[] t = msg.substring("[mem-debug] AllocateRaw,".length()).split(",", 4);
+                if (t.length == 4 && t[0].equals(allocator) && t[3].startsWith("*** Begin stack trace ***")
+                        && calls > 0 && kind[calls - 1] == ALLOC) {
+                    // Logged right after the call's result line: the stack of that call.
+                    int c = calls - 1;
+                    try {
+                        if (Long.parseLong(t[1]) == bytes[c] && pointer(n, msg, t[2]) == ptr[c] && stack[c] == null) {
+                            frames = new ArrayList<>();
+                            stackFor = c;
+                        }
+                    } catch (NumberFormatException | UsageException e) {
+                        // Not the line of that call: no stack for it.
+                    }
+                }
+            } else if (msg.startsWith("InUse at ") && msg.contains(" by op ")) {
+                annotateLive(msg, liveCall);
+            } else if (msg.startsWith("Allocator (" + allocator + ") ran out of memory")) {
+                int i = msg.indexOf("requested by op ");
+                if (i >= 0) {
+                    String rest = msg.substring(i + "requested by op ".length()).trim();
+                    int end = rest.indexOf(' ');
+                    oomOp = end < 0 ? rest : rest.substring(0, end);
+                    if (oomOp.isEmpty()) {
+                        oomOp = null;
+                    }
+                }
             } else if (msg.startsWith("[mem-debug] DeallocateRaw,")) {
                 String[] t = msg.substring("[mem-debug] DeallocateRaw,".length()).split(",", 4);
                 if (t.length < 3) {
@@ -193,6 +267,7 @@ final class TfLog {
                             + " log cut at its start, or were lines of several threads interleaved?)");
                 }
                 add(FREE, a[0], 0, 0, p, n);
+                liveCall.remove(p);
                 frees++;
             } else if (msg.startsWith("DeallocateRaw ")) {
                 String[] t = tokens(msg.substring("DeallocateRaw ".length()));
@@ -252,6 +327,48 @@ final class TfLog {
         checkDeallocLines();
     }
 
+    /**
+     * A memory dump's {@code InUse at <hex> of size <n> by op <op> action_count <n> step <n> next <n>}
+     * line: the op and step of the allocation live at that address.
+     */
+    private void annotateLive(String msg, Map<Long, Integer> liveCall) {
+        String[] t = tokens(msg);
+        // InUse at <hex> of size <n> by op <op> action_count <n> step <n> ...
+        if (t.length < 9 || !t[6].equals("by") || !t[7].equals("op")) {
+            return;
+        }
+        long p;
+        try {
+            p = Long.parseUnsignedLong(t[2].startsWith("0x") ? t[2].substring(2) : t[2], 16);
+        } catch (NumberFormatException e) {
+            return;
+        }
+        Integer c = liveCall.get(p);
+        if (c == null || op[c] != null) {
+            return;
+        }
+        op[c] = t[8];
+        allocsWithOp++;
+        for (int i = 9; i + 1 < t.length; i++) {
+            if (t[i].equals("step")) {
+                try {
+                    step[c] = Long.parseLong(t[i + 1]);
+                } catch (NumberFormatException e) {
+                    // no step
+                }
+            }
+        }
+    }
+
+    /** The provenance of call {@code i} (an alloc), or null if the log gave none. */
+    @SuppressWarnings("unchecked")
+    Provenance provenance(int i) {
+        if (stack[i] == null && op[i] == null) {
+            return null;
+        }
+        return new Provenance(-1, null, op[i], op[i] == null ? -1 : step[i], (List<StackFrame>) stack[i]);
+    }
+
     /** The next line, or null at the end; a damaged gzip stream is named with the line. */
     private String readLine(BufferedReader r, long linesRead) throws IOException {
         try {
@@ -306,7 +423,11 @@ final class TfLog {
             line = Arrays.copyOf(line, c);
             firstRegion = Arrays.copyOf(firstRegion, c);
             regionCount = Arrays.copyOf(regionCount, c);
+            stack = Arrays.copyOf(stack, c);
+            op = Arrays.copyOf(op, c);
+            step = Arrays.copyOf(step, c);
         }
+        step[calls] = -1;
         kind[calls] = k;
         id[calls] = callId;
         bytes[calls] = b;

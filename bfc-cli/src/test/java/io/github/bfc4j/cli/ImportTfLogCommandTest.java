@@ -7,6 +7,8 @@ package io.github.bfc4j.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.Provenance;
+import io.github.bfc4j.core.StackFrame;
 import io.github.bfc4j.trace.TraceEvent;
 import io.github.bfc4j.trace.TraceReader;
 import java.io.IOException;
@@ -35,6 +37,7 @@ class ImportTfLogCommandTest {
         assertThat(cli.err).isEmpty();
         assertThat(cli.out.lines()).containsExactly(
                 "wrote " + out + ": workload trace, 232 calls (116 allocs, 116 frees), 4 regions in the log",
+                "provenance: 116 allocs with their stack trace, 0 with their op name (#@ lines, docs/trace-format.md)",
                 "memory_limit=64GiB (from log line 49, ProcessState CPU allocator), allow_growth=true"
                         + " (from first region 2MiB), garbage_collection=false");
         try (TraceReader r = TraceReader.open(out)) {
@@ -44,8 +47,19 @@ class ImportTfLogCommandTest {
             for (TraceEvent e = r.next(); e != null; e = r.next()) {
                 if (e.kind() == TraceEvent.Kind.ALLOC) {
                     assertThat(e.answered()).isFalse();
+                    // Every AllocateRaw of the log has its [mem-debug] stack trace, the allocator's
+                    // own frames (CurrentStackTrace, BFCAllocator::AllocateRaw) left out.
+                    assertThat(e.provenance()).isNotNull();
+                    List<StackFrame> stack = e.provenance().stack();
+                    assertThat(stack).noneMatch(f -> f.methodName().startsWith("tsl::"));
                     if (allocs == 0) {
                         assertThat(e.bytes()).isEqualTo(4); // the log's first AllocateRaw: 4 bytes
+                        // log lines 66-70: Tensor::Tensor, allocate_tensor, allocate_output twice, CastOpBase::Compute
+                        assertThat(stack).hasSize(24);
+                        assertThat(stack.get(0).methodName()).startsWith("tensorflow::Tensor::Tensor(tsl::Allocator*,");
+                        assertThat(stack.get(4).methodName())
+                                .isEqualTo("tensorflow::CastOpBase::Compute(tensorflow::OpKernelContext*)");
+                        assertThat(stack.get(23).methodName()).isEqualTo("TF_SessionRun");
                     }
                     allocs++;
                 }
@@ -184,6 +198,51 @@ class ImportTfLogCommandTest {
                 "alloc 2 2000 => 0x100000400",
                 "free 1");
         assertThat(cli.run("verify", out)).isEqualTo(0);
+    }
+
+    @Test
+    void opNamesAndStepsOfAMemDebugBuildGoWithTheirAllocations() throws IOException {
+        // A TENSORFLOW_MEM_DEBUG build names each chunk's op and step in its memory dumps, and
+        // the op of a failing request in its out-of-memory warning.
+        String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
+        String log = p + "171] Extending allocation by 2.00MiB bytes for GPU_0_bfc.\n"
+                + p + "181] Allocated memory at 0x7f0000001000 to 0x7f0000201000\n"
+                + p + "323] AllocateRaw GPU_0_bfc  1000 0x7f0000001000\n"
+                + p + "324] [mem-debug] AllocateRaw,GPU_0_bfc,1000,0x7f0000001000,*** Begin stack trace ***\n"
+                + "\ttsl::CurrentStackTrace[abi:cxx11]()\n"
+                + "\ttsl::BFCAllocator::AllocateRaw(unsigned long, unsigned long, tsl::AllocationAttributes const&)\n"
+                + "\ttensorflow::MatMulOp::Compute(tensorflow::OpKernelContext*)\n"
+                + "\t\n"
+                + "*** End stack trace ***\n"
+                + p + "323] AllocateRaw GPU_0_bfc  2000 0x7f0000001400\n"
+                + p + "1090] InUse at 7f0000001000 of size 1024 by op dense/MatMul action_count 1 step 7 next 2\n"
+                + p + "1090] InUse at 7f0000001400 of size 2048 by op dense/BiasAdd action_count 2 step 7 next 3\n"
+                + p + "480] Allocator (GPU_0_bfc) ran out of memory trying to allocate 4.00GiB (rounded to"
+                + " 4294967296)requested by op dense_1/MatMul\n"
+                + p + "323] AllocateRaw GPU_0_bfc  4294967296 0\n"
+                + p + "698] [mem-debug] DeallocateRaw,GPU_0_bfc,1000,0x7f0000001000,*** Begin stack trace ***\n"
+                + "\tframe\n*** End stack trace ***\n";
+        Path in = dir.resolve("memdebug.log");
+        Files.writeString(in, log);
+        Path out = dir.resolve("memdebug.bfctrace");
+        assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB"))
+                .as(cli.err).isEqualTo(0);
+        assertThat(cli.out).contains("provenance: 1 allocs with their stack trace, 3 with their op name");
+        List<Provenance> got = new java.util.ArrayList<>();
+        try (TraceReader r = TraceReader.open(out)) {
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                if (e.kind() == TraceEvent.Kind.ALLOC) {
+                    got.add(e.provenance());
+                }
+            }
+        }
+        assertThat(got).hasSize(3);
+        assertThat(got.get(0).annotation()).isEqualTo("dense/MatMul");
+        assertThat(got.get(0).step()).isEqualTo(7);
+        assertThat(got.get(0).stack()).extracting(StackFrame::methodName)
+                .containsExactly("tensorflow::MatMulOp::Compute(tensorflow::OpKernelContext*)");
+        assertThat(got.get(1)).isEqualTo(new Provenance(-1, null, "dense/BiasAdd", 7, List.of()));
+        assertThat(got.get(2)).isEqualTo(new Provenance(-1, null, "dense_1/MatMul", -1, List.of()));
     }
 
     @Test

@@ -123,6 +123,25 @@ class ReportChromiumTest {
     }
 
     @Test
+    void aTraceWithProvenanceShowsWhoAllocatedEachChunkAndTheLargestHolders() throws Exception {
+        // The TensorFlow log's [mem-debug] stack traces, imported as the trace's provenance.
+        Cli cli = new Cli();
+        Path trace = dir.resolve("tf.bfctrace");
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", "bfc_cpu_allocator_for_gpu", "-o", trace))
+                .as(cli.err).isEqualTo(0);
+        Path html = report(trace, "provenance.html");
+        String[] dom = chromium(html, true, "--dump-dom", "--virtual-time-budget=5000");
+        assertThat(dom[0]).contains("data-rendered=\"timeline,maps\"").contains("data-errors=\"0\"");
+        // The first chunk in use at the peak: the 4-byte constant of the log's line 62.
+        assertThat(dom[0]).contains("trace line 62\nallocated by:\n  at tensorflow::Tensor::FromProto(tsl::Allocator*,"
+                + " tensorflow::TensorProto const&amp;)\n  at tensorflow::ThreadPoolDevice::MakeTensorFromProto(");
+        assertThat(dom[0]).contains("Largest holders (peak in use)")
+                .contains("<td>tensorflow::Tensor::Tensor(tsl::Allocator*, tensorflow::DataType,"
+                        + " tensorflow::TensorShape const&amp;, tsl::AllocationAttributes const&amp;)</td>");
+        assertThat(consoleErrors(dom[1])).isEmpty();
+    }
+
+    @Test
     void aReportWithoutFailuresAndARecordedTrace() throws Exception {
         Path html = report(Cli.RECORDED.resolve("tf-mlp-train-adam.bfctrace"), "mlp.html");
         String[] dom = chromium(html, "--dump-dom", "--virtual-time-budget=5000");

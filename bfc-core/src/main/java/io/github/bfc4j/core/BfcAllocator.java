@@ -83,6 +83,15 @@ public final class BfcAllocator implements AutoCloseable {
     /** The out-of-memory reports, for {@link #allocate(long)}'s exception. */
     private final OutOfMemoryReporter oomReporter;
 
+    /** Guarded by the lock: the history and who holds each chunk, when recorded. */
+    private final HistoryRecorder history;
+
+    /** The out-of-memory listeners and the dump writer. */
+    private final OutOfMemoryListeners oomListeners;
+
+    /** The JDK Flight Recorder events. */
+    private final JfrRecorder jfr;
+
     /** The invariant checker. */
     private final InvariantChecker checker;
 
@@ -120,11 +129,23 @@ public final class BfcAllocator implements AutoCloseable {
         this.port = new BfcPort(subAllocator, totalMemory, name, opts);
         this.view = port.view();
         this.debug = new DebugQueries(view);
-        this.reports = new MemoryReports(view, debug);
-        this.oomReporter = new OutOfMemoryReporter(view, reports, debug, opts.dumpOnOomDirectory());
+        this.history = new HistoryRecorder(view);
+        this.reports = new MemoryReports(view, debug, history);
+        this.oomListeners = new OutOfMemoryListeners(opts);
+        this.oomReporter = new OutOfMemoryReporter(view, reports, debug, history, oomListeners, opts);
         this.checker = new InvariantChecker(view);
         this.newAllocationChunk = view.walk();
-        port.install(PortListener.of(new JfrRecorder(view, opts.jfrAllocationSamplePeriod()), oomReporter),
+        this.jfr = new JfrRecorder(view, opts.jfrAllocationSamplePeriod());
+        installListeners();
+    }
+
+    /**
+     * Installs the port's listeners: the JFR recorder, the provenance recorder while it records
+     * (so that with nothing recorded, allocations and frees call no listener), and the
+     * out-of-memory reporter (last: it reads the failure's provenance).
+     */
+    private void installListeners() {
+        port.install(history.isOn() ? PortListener.of(jfr, history, oomReporter) : PortListener.of(jfr, oomReporter),
                 checker::checkLocked);
     }
 
@@ -832,6 +853,105 @@ public final class BfcAllocator implements AutoCloseable {
         } finally {
             port.unlock();
         }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Who holds the memory: history, annotations, snapshots, out-of-memory listeners
+    // (docs/observability.md). Off by default; off, allocations and frees call no listener.
+    // ---------------------------------------------------------------------------------------
+
+    /**
+     * Starts recording the allocator's history, in the spirit of PyTorch's
+     * {@code torch.cuda.memory._record_memory_history()}: a ring of the latest events
+     * (allocations, frees, regions obtained and given back, out-of-memory failures) with their
+     * time, thread, {@link MemoryAnnotation} and, as the options say, Java stack; and with each
+     * chunk allocated from then on, who allocated it ({@link MemoryMap.Chunk#provenance()}).
+     * Calling it again restarts the recording with the new options (the ring is cleared).
+     *
+     * @param options what to record, e.g. {@link HistoryOptions#defaults()}
+     * @throws NullPointerException if {@code options} is null
+     */
+    public void recordHistory(HistoryOptions options) {
+        Objects.requireNonNull(options, "options");
+        port.lock();
+        try {
+            history.start(options, view.regionCount() == 0 && view.nextAllocationId() == 1);
+            installListeners();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
+     * Stops recording the history. What was recorded stays for {@link #snapshot()} until the
+     * next {@link #recordHistory}; chunks keep their provenance.
+     */
+    public void stopHistory() {
+        port.lock();
+        try {
+            history.stop();
+            installListeners();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
+     * Whether each chunk allocated from now on keeps the {@link MemoryAnnotation} open on the
+     * allocating thread (its name and step), as upstream keeps {@code op_name} and
+     * {@code step_id} when its memory debugging is on. Shown by {@link #memoryMap()},
+     * {@link #memorySummary()} and the out-of-memory message. (The history records annotations
+     * either way.)
+     *
+     * @param enabled true to record annotations, false to stop
+     */
+    public void recordAnnotations(boolean enabled) {
+        port.lock();
+        try {
+            history.recordAnnotations(enabled);
+            installListeners();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
+     * Everything the allocator knows about its memory now, taken under the lock in one walk
+     * over the chunks and a copy of the history's ring: write it as PyTorch's memory snapshot
+     * ({@link MemorySnapshot#writePyTorchPickle}) or as a trace
+     * ({@code io.github.bfc4j.trace.SnapshotTraces}) after the lock is released.
+     *
+     * @return the immutable snapshot
+     */
+    public MemorySnapshot snapshot() {
+        port.lock();
+        try {
+            return new MemorySnapshot(history.now(), reports.memoryMapLocked(), options(), view.coalescing(),
+                    view.timingCounterEverSet(), history.history());
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
+     * Tells {@code listener} of every failed allocation, with the allocator's state at the
+     * moment of failure ({@link OutOfMemoryListener}).
+     *
+     * @param listener the listener
+     * @throws NullPointerException if {@code listener} is null
+     */
+    public void addOutOfMemoryListener(OutOfMemoryListener listener) {
+        oomListeners.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    /**
+     * Stops telling a listener of failures.
+     *
+     * @param listener a listener given to {@link #addOutOfMemoryListener}
+     * @return whether it was there
+     */
+    public boolean removeOutOfMemoryListener(OutOfMemoryListener listener) {
+        return oomListeners.remove(listener);
     }
 
     // ---------------------------------------------------------------------------------------

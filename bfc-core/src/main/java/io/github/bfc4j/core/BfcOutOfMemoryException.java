@@ -35,7 +35,8 @@ public final class BfcOutOfMemoryException extends RuntimeException {
     }
 
     /**
-     * @param dumpNote {@code ""}, or a sentence (starting with a space) naming the dump file or
+     * @param dumpNote {@code ""}, or sentences (each starting with a space) naming the largest
+     *     holders of memory (when provenance is recorded) and the dump file or
      *     saying why it could not be written; appended to the message
      * @param dumpFile the dump file's absolute path, or null
      */

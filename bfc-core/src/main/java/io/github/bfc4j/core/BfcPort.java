@@ -231,6 +231,12 @@ final class BfcPort {
      */
     private PortListener listener = PortListener.NONE;
 
+    /**
+     * Guarded by lock. The alignment of the {@code AllocateRaw} being served: for the event
+     * points (an allocation's or failure's alignment, which a recorded trace replays).
+     */
+    private long callAlignment;
+
     /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
     private PortListener callListener;
 
@@ -314,6 +320,7 @@ final class BfcPort {
      * lock.
      */
     void closeLocked() {
+        listener.closingLocked();
         closed = true;
         for (AllocationRegion region : regionManager.regions()) {
             subAllocator.free(region.ptr(), region.memorySize());
@@ -459,6 +466,7 @@ final class BfcPort {
             lock.lock();
             try {
                 checkOpenLocked();
+                callAlignment = alignment;
                 onOutOfMemoryLocked(numBytes, numBytes, false);
             } finally {
                 lock.unlock();
@@ -598,6 +606,7 @@ final class BfcPort {
         lock.lock();
         try {
             checkOpenLocked();
+            callAlignment = alignment;
             if (!timestampedChunks.isEmpty()) {
                 // Merge timestamped chunks whose counts have become safe for general use.
                 mergeTimestampedChunksLocked(0);
@@ -1328,6 +1337,16 @@ final class BfcPort {
         @Override
         public long currRegionAllocationBytes() {
             return currRegionAllocationBytes;
+        }
+
+        @Override
+        public boolean coalescing() {
+            return coalesceRegions;
+        }
+
+        @Override
+        public long callAlignment() {
+            return callAlignment;
         }
 
         @Override

@@ -6,7 +6,10 @@
  */
 package io.github.bfc4j.core;
 
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -75,9 +78,92 @@ public record MemoryMap(
      * @param allocationId the allocation's id, -1 if free
      * @param bin the bin holding the free chunk, -1 if in use
      * @param freedAtCount the timing-counter stamp of a free chunk (unsigned), 0 if none or in use
+     * @param provenance who allocated a chunk in use, as far as recorded
+     *     ({@link BfcAllocator#recordAnnotations}, {@link BfcAllocator#recordHistory});
+     *     {@link Provenance#UNKNOWN} for a free chunk or when nothing was recorded
      */
     public record Chunk(long ptr, long size, long requestedSize, boolean inUse, long allocationId,
-            int bin, long freedAtCount) {
+            int bin, long freedAtCount, Provenance provenance) {
+
+        /** A {@code null} provenance becomes {@link Provenance#UNKNOWN}. */
+        public Chunk {
+            provenance = provenance == null ? Provenance.UNKNOWN : provenance;
+        }
+
+        /**
+         * A chunk without provenance.
+         *
+         * @param ptr the start address
+         * @param size the chunk's size
+         * @param requestedSize the size the caller asked for
+         * @param inUse whether the chunk is allocated
+         * @param allocationId the allocation's id, -1 if free
+         * @param bin the bin holding the free chunk, -1 if in use
+         * @param freedAtCount the timing-counter stamp of a free chunk, 0 if none
+         */
+        public Chunk(long ptr, long size, long requestedSize, boolean inUse, long allocationId, int bin,
+                long freedAtCount) {
+            this(ptr, size, requestedSize, inUse, allocationId, bin, freedAtCount, Provenance.UNKNOWN);
+        }
+    }
+
+    /**
+     * Bytes in use held by one holder: an annotation, or an innermost stack frame, or
+     * {@code "(unknown)"} ({@link Provenance#holder()}).
+     *
+     * @param holder the holder's key
+     * @param bytes the bytes of the chunks it holds (chunk sizes)
+     * @param requestedBytes the bytes it asked for
+     * @param chunks how many chunks it holds
+     */
+    public record Holder(String holder, long bytes, long requestedBytes, int chunks) {
+    }
+
+    /**
+     * The largest holders of the memory in use, grouped by {@link Provenance#holder()}: what
+     * {@link BfcAllocator#memorySummary()} and the out-of-memory message list.
+     *
+     * @param limit the most holders returned
+     * @return holders by bytes, largest first (ties by name)
+     * @throws IllegalArgumentException if {@code limit} is negative
+     */
+    public List<Holder> largestHolders(int limit) {
+        if (limit < 0) {
+            throw new IllegalArgumentException("limit=" + limit + " (expected: >= 0)");
+        }
+        Map<String, long[]> by = new HashMap<>();
+        for (Region r : regions) {
+            for (Chunk c : r.chunks()) {
+                if (c.inUse()) {
+                    long[] a = by.computeIfAbsent(c.provenance().holder(), k -> new long[3]);
+                    a[0] += c.size();
+                    a[1] += c.requestedSize();
+                    a[2]++;
+                }
+            }
+        }
+        return by.entrySet().stream()
+                .map(e -> new Holder(e.getKey(), e.getValue()[0], e.getValue()[1], (int) e.getValue()[2]))
+                .sorted(Comparator.comparingLong(Holder::bytes).reversed()
+                        .thenComparing(Holder::holder))
+                .limit(limit)
+                .toList();
+    }
+
+    /**
+     * Whether any chunk carries a provenance.
+     *
+     * @return true if at least one chunk's provenance is known
+     */
+    public boolean hasProvenance() {
+        for (Region r : regions) {
+            for (Chunk c : r.chunks()) {
+                if (c.provenance().isKnown()) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**
@@ -162,13 +248,50 @@ public record MemoryMap(
                         .append(", \"inUse\": ").append(c.inUse())
                         .append(", \"allocationId\": ").append(c.allocationId())
                         .append(", \"bin\": ").append(c.bin())
-                        .append(", \"freedAtCount\": ").append(Long.toUnsignedString(c.freedAtCount()))
-                        .append('}');
+                        .append(", \"freedAtCount\": ").append(Long.toUnsignedString(c.freedAtCount()));
+                if (c.provenance().isKnown()) {
+                    sb.append(", \"provenance\": ");
+                    provenance(sb, c.provenance());
+                }
+                sb.append('}');
             }
             sb.append(r.chunks().isEmpty() ? "]}" : "\n    ]}");
         }
         sb.append(regions.isEmpty() ? "]\n}\n" : "\n  ]\n}\n");
         return sb.toString();
+    }
+
+    /** Appends a provenance object: only the fields that were recorded. */
+    private static void provenance(StringBuilder sb, Provenance p) {
+        sb.append('{');
+        String sep = "";
+        if (p.timeMicros() >= 0) {
+            sb.append("\"timeMicros\": ").append(p.timeMicros());
+            sep = ", ";
+        }
+        if (p.thread() != null) {
+            sb.append(sep).append("\"thread\": ");
+            string(sb, p.thread());
+            sep = ", ";
+        }
+        if (p.annotation() != null) {
+            sb.append(sep).append("\"annotation\": ");
+            string(sb, p.annotation());
+            sep = ", ";
+        }
+        if (p.step() >= 0) {
+            sb.append(sep).append("\"step\": ").append(p.step());
+            sep = ", ";
+        }
+        if (!p.stack().isEmpty()) {
+            sb.append(sep).append("\"stack\": [");
+            for (int i = 0; i < p.stack().size(); i++) {
+                sb.append(i == 0 ? "" : ", ");
+                string(sb, p.stack().get(i).toString());
+            }
+            sb.append(']');
+        }
+        sb.append('}');
     }
 
     /**

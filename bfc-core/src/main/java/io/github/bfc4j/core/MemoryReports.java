@@ -22,9 +22,13 @@ final class MemoryReports {
     private final PortView view;
     private final DebugQueries debug;
 
-    MemoryReports(PortView view, DebugQueries debug) {
+    /** Who holds each chunk, when recorded. */
+    private final HistoryRecorder history;
+
+    MemoryReports(PortView view, DebugQueries debug, HistoryRecorder history) {
         this.view = view;
         this.debug = debug;
+        this.history = history;
     }
 
     /** Every figure beyond upstream's statistics. Needs the lock. */
@@ -80,6 +84,9 @@ final class MemoryReports {
         }
         sb.append("Occupancy (* requested, x padding, _ free):\n")
                 .append(debug.renderOccupancyLocked()).append('\n');
+        if (history.recorded()) {
+            sb.append(HolderText.summarySection(memoryMapLocked()));
+        }
         return sb.toString();
     }
 
@@ -106,7 +113,8 @@ final class MemoryReports {
             for (c.region(r); c.next(); ) {
                 boolean inUse = c.inUse();
                 list.add(new MemoryMap.Chunk(c.ptr(), c.size(), c.requestedSize(), inUse,
-                        c.allocationId(), c.binNum(), !timestamps || inUse ? 0 : c.freedAtCount()));
+                        c.allocationId(), c.binNum(), !timestamps || inUse ? 0 : c.freedAtCount(),
+                        inUse ? history.chunkProvenance(c.handle(), c.allocationId()) : Provenance.UNKNOWN));
             }
             regions.add(new MemoryMap.Region(c.regionPtr(), c.regionBytes(), list));
         }

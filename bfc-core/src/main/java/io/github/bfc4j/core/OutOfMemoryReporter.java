@@ -4,33 +4,26 @@
 package io.github.bfc4j.core;
 
 import io.github.bfc4j.core.jfr.OutOfMemoryEvent;
-import java.io.IOException;
 import java.lang.System.Logger.Level;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Reports an out-of-memory failure, from the port's out-of-memory event point: the figures of
- * {@link BfcOutOfMemoryException}, upstream's memory log (when its {@code dump_log_on_failure}
- * asks), the {@link OutOfMemoryEvent} and, when {@link BfcOptions#dumpOnOomDirectory()} is set,
- * the dump (memory summary and memory map as JSON, docs/observability.md).
+ * {@link BfcOutOfMemoryException} (with the largest holders when provenance is recorded),
+ * upstream's memory log (when its {@code dump_log_on_failure} asks, for the first failures of
+ * the process), the {@link OutOfMemoryEvent}, and the {@link OutOfMemoryReport} for the
+ * {@link OutOfMemoryListener}s and the rate-limited dumps of
+ * {@link BfcOptions#dumpOnOomDirectory()}.
  *
  * <p>Everything the report says is taken in {@link #outOfMemoryLocked}, with the lock held by
  * the failing call, so it describes the moment of failure even if other threads allocate or
- * free before the caller hears of it. Only the slow work that must not hold the lock (writing
- * the file, committing the event) waits for {@link #outOfMemoryReported}, in the same thread.
- * The report is kept per thread until {@link BfcAllocator#allocate(long)} turns it into its
- * exception (or the thread's next failure replaces it).
+ * free before the caller hears of it. Only the slow work that must not hold the lock (the
+ * listeners, writing the dump, committing the event) waits for {@link #outOfMemoryReported},
+ * in the same thread. The report is kept per thread until {@link BfcAllocator#allocate(long)}
+ * turns it into its exception (or the thread's next failure replaces it).
  */
 final class OutOfMemoryReporter extends PortListener {
 
     private static final System.Logger LOG = System.getLogger(BfcPort.LOGGER_NAME);
-
-    /** Successive numbers for dump file names, so that two dumps never share a name. */
-    private static final AtomicLong DUMP_SEQUENCE = new AtomicLong();
 
     /** This thread's latest failure (of any allocator). */
     private static final ThreadLocal<Report> LAST = new ThreadLocal<>();
@@ -45,8 +38,10 @@ final class OutOfMemoryReporter extends PortListener {
         final long memoryLimit;
         final long largestFreeChunkBytes;
         final AllocatorStats stats;
-        /** The dump's text until it is written, then null. */
-        String dumpJson;
+        /** The picture for the listeners and the dump, until they are told; null if none wants it. */
+        OutOfMemoryReport report;
+        /** {@code ""}, or the sentence naming the largest holders (when provenance is recorded). */
+        String holders = "";
         /** The event until it is committed, then null. */
         OutOfMemoryEvent event;
         /** {@code ""}, or the sentence naming the dump file (or why it is missing). */
@@ -66,33 +61,50 @@ final class OutOfMemoryReporter extends PortListener {
         }
     }
 
+    /**
+     * Long memory dumps logged per process: upstream's {@code kMaxFailureLogs}, for every path
+     * (upstream logs one after every failed retry too).
+     */
+    static final int MAX_DUMP_LOGS = 10;
+
+    private static final java.util.concurrent.atomic.AtomicInteger DUMP_LOGS =
+            new java.util.concurrent.atomic.AtomicInteger();
+
     private final PortView view;
     private final MemoryReports reports;
     private final DebugQueries debug;
-    /** Where dumps go, or null for none. */
-    private final Path dumpDirectory;
+    private final HistoryRecorder history;
+    private final OutOfMemoryListeners listeners;
+    private final BfcOptions options;
 
-    OutOfMemoryReporter(PortView view, MemoryReports reports, DebugQueries debug, Path dumpDirectory) {
+    OutOfMemoryReporter(PortView view, MemoryReports reports, DebugQueries debug, HistoryRecorder history,
+            OutOfMemoryListeners listeners, BfcOptions options) {
         this.view = view;
         this.reports = reports;
         this.debug = debug;
-        this.dumpDirectory = dumpDirectory;
+        this.history = history;
+        this.listeners = listeners;
+        this.options = options;
     }
 
     @Override
     void outOfMemoryLocked(long numBytes, long roundedBytes, boolean dumpLogOnFailure) {
         final PortView v = view;
         final Report r = new Report(v, numBytes, roundedBytes);
-        if (dumpDirectory != null && !v.closed()) {
-            StringBuilder sb = new StringBuilder();
-            sb.append("{\n\"schema\": \"bfc4j.oom-dump/1\",\n\"allocatorName\": ");
-            MemoryMap.string(sb, v.name());
-            sb.append(",\n\"requestedBytes\": ").append(numBytes)
-                    .append(",\n\"roundedBytes\": ").append(roundedBytes)
-                    .append(",\n\"summary\": ");
-            MemoryMap.string(sb, reports.memorySummaryLocked());
-            sb.append(",\n\"memoryMap\": ").append(reports.memoryMapLocked().toJson()).append("}\n");
-            r.dumpJson = sb.toString();
+        MemoryMap map = null;
+        if (history.recorded() && !v.closed()) {
+            map = reports.memoryMapLocked();
+            r.holders = HolderText.messageSentence(map);
+        }
+        if (listeners.wanted() && !v.closed()) {
+            if (map == null) {
+                map = reports.memoryMapLocked();
+            }
+            MemorySnapshot snapshot = new MemorySnapshot(history.now(), map, options, v.coalescing(),
+                    v.timingCounterEverSet(), history.history());
+            r.report = new OutOfMemoryReport(v.name(), numBytes, roundedBytes,
+                    history.isOn() ? history.lastFailure() : Provenance.UNKNOWN, snapshot,
+                    reports.memorySummaryLocked());
         }
         final OutOfMemoryEvent event = new OutOfMemoryEvent();
         if (event.isEnabled()) {
@@ -104,14 +116,17 @@ final class OutOfMemoryReporter extends PortListener {
             event.largestFreeChunkBytes = r.largestFreeChunkBytes;
             r.event = event;
         }
-        if (dumpLogOnFailure && LOG.isLoggable(Level.WARNING)) {
+        if (dumpLogOnFailure && LOG.isLoggable(Level.WARNING) && DUMP_LOGS.getAndIncrement() < MAX_DUMP_LOGS) {
             // Upstream's AllocateRawInternal: the memory log and the occupancy, for the first
             // failures of allocations that may be retried when retrying is off, or after the
-            // last retry.
+            // last retry. DEVIATION(port): upstream logs it after every failed retry; here only
+            // the first MAX_DUMP_LOGS of the process, as its other path.
             LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1} bytes"
-                    + " (rounded to {2}).\nCurrent allocation summary follows.\n{3}\n{4}",
-                    v.name(), numBytes, roundedBytes, debug.dumpMemoryLogLocked(roundedBytes),
-                    debug.renderOccupancyLocked());
+                    + " (rounded to {2}).{3} (This dump is logged for the first {4} failures of the"
+                    + " process; memorySummary() tells the state at any time; logger {5} at level"
+                    + " ERROR turns it off.)\nCurrent allocation summary follows.\n{6}\n{7}",
+                    v.name(), numBytes, roundedBytes, r.holders, MAX_DUMP_LOGS, BfcPort.LOGGER_NAME,
+                    debug.dumpMemoryLogLocked(roundedBytes), debug.renderOccupancyLocked());
         }
         LAST.set(r);
     }
@@ -122,35 +137,21 @@ final class OutOfMemoryReporter extends PortListener {
         if (r == null) {
             return;
         }
-        if (r.dumpJson != null) {
-            writeDump(r);
-            LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1} bytes.{2}",
-                    view.name(), numBytes, r.note);
+        if (r.report != null) {
+            OomDumpWriter.Result dump = listeners.notify(r.report);
+            r.note = dump.note();
+            r.dumpFile = dump.file();
+            r.report = null;
+            if (!r.note.isEmpty()) {
+                LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1} bytes.{2}",
+                        view.name(), numBytes, r.note);
+            }
         }
         if (r.event != null) {
             r.event.dumpFile = r.dumpFile;
             r.event.commit();
             r.event = null;
         }
-    }
-
-    /** Writes the dump of {@code r} (outside the lock) and says where in its note. */
-    private void writeDump(Report r) {
-        final Path dir = dumpDirectory;
-        String fileName = "bfc-oom-" + view.name().replaceAll("[^A-Za-z0-9._-]", "_") + "-"
-                + System.currentTimeMillis() + "-" + DUMP_SEQUENCE.incrementAndGet() + ".json";
-        Path file = dir.resolve(fileName);
-        try {
-            Files.createDirectories(dir);
-            Files.writeString(file, r.dumpJson, StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
-            r.dumpFile = file.toAbsolutePath().toString();
-            r.note = " Memory map and summary written to " + r.dumpFile + ".";
-        } catch (IOException | RuntimeException e) {
-            r.note = " Could not write the memory dump to " + file.toAbsolutePath() + ": " + e
-                    + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable"
-                    + " directory).";
-        }
-        r.dumpJson = null;
     }
 
     /**
@@ -170,6 +171,6 @@ final class OutOfMemoryReporter extends PortListener {
         }
         return new BfcOutOfMemoryException(view.name(), bytes, r.roundedBytes, r.bytesInUse,
                 r.poolBytes, r.regionCount, r.memoryLimit, r.largestFreeChunkBytes, r.stats,
-                r.note, r.dumpFile);
+                r.holders + r.note, r.dumpFile);
     }
 }

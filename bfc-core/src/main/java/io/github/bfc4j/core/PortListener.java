@@ -74,6 +74,13 @@ abstract class PortListener {
     }
 
     /**
+     * The allocator is closing ({@code ~BFCAllocator}): every region is about to be given back.
+     * The regions are still there, through the view.
+     */
+    void closingLocked() {
+    }
+
+    /**
      * An allocation failed: the last attempt of an {@code AllocateRaw} found no memory, and
      * nothing has changed since. Where upstream writes its memory map
      * ({@code MaybeWriteMemoryMap}) and logs its memory dump.
@@ -145,6 +152,13 @@ abstract class PortListener {
         void freedLocked(int h) {
             for (PortListener l : calls) {
                 l.freedLocked(h);
+            }
+        }
+
+        @Override
+        void closingLocked() {
+            for (PortListener l : all) {
+                l.closingLocked();
             }
         }
 

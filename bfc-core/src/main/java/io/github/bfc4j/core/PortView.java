@@ -50,6 +50,12 @@ interface PortView {
     /** @return upstream's {@code curr_region_allocation_bytes_} */
     long currRegionAllocationBytes();
 
+    /** @return whether the sub-allocator merges adjacent regions ({@code SupportsCoalescing}) */
+    boolean coalescing();
+
+    /** @return the alignment asked by the {@code AllocateRaw} being served (for the event points) */
+    long callAlignment();
+
     /** @return whether a timing counter is set (upstream's {@code timing_counter_ != nullptr}) */
     boolean timingCounterSet();
 

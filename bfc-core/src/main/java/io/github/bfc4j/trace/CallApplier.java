@@ -6,6 +6,8 @@ package io.github.bfc4j.trace;
 
 import io.github.bfc4j.core.AllocationAttributes;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.MemoryAnnotation;
+import io.github.bfc4j.core.Provenance;
 import java.util.function.LongSupplier;
 
 /**
@@ -13,8 +15,10 @@ import java.util.function.LongSupplier;
  * with the line's alignment and {@code freed_before} (as the attributes' {@code freedByFunc},
  * none for 0), never retrying; {@code free} of the address that the line's id got (0, a no-op,
  * if that allocation returned null); {@code frontier}; {@code clear_stats}. It remembers the
- * address each id got. {@link TraceReplayer} and {@link WorkloadRunner} both make their calls
- * here. Creates no objects per call. One per replay.
+ * address each id got; an {@code alloc} with a provenance (docs/trace-format.md) is made inside
+ * a {@link MemoryAnnotation} giving its annotation and stack, so that an allocator recording
+ * its history or annotations records them. {@link TraceReplayer} and {@link WorkloadRunner} both
+ * make their calls here. Creates no objects per call without provenance. One per replay.
  */
 final class CallApplier {
 
@@ -49,7 +53,16 @@ final class CallApplier {
                     freedBefore.value = e.freedBefore();
                     attributes = freedBeforeAttributes;
                 }
-                long ptr = a.allocateRaw(e.alignment(), e.bytes(), attributes);
+                final Provenance p = e.provenance();
+                long ptr;
+                if (p == null || p.annotation() == null && p.stack().isEmpty()) {
+                    ptr = a.allocateRaw(e.alignment(), e.bytes(), attributes);
+                } else {
+                    // The trace's annotation and stack go with the call, as if it were made there.
+                    try (MemoryAnnotation scope = MemoryAnnotation.push(p.annotation(), p.step(), p.stack())) {
+                        ptr = a.allocateRaw(e.alignment(), e.bytes(), attributes);
+                    }
+                }
                 ptrs.put(e.id(), ptr);
                 return ptr;
             }

@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.trace;
 
+import io.github.bfc4j.core.Provenance;
 import java.util.Objects;
 
 /**
@@ -88,6 +89,7 @@ public final class TraceEvent {
     final StatKey[] statKeys = new StatKey[StatKey.values().length];
     final long[] statValues = new long[StatKey.values().length];
     int statCount;
+    Provenance provenance;
 
     TraceEvent() {
     }
@@ -108,6 +110,7 @@ public final class TraceEvent {
         requested = o.requested;
         allocationId = o.allocationId;
         statCount = o.statCount;
+        provenance = o.provenance;
         System.arraycopy(o.statKeys, 0, statKeys, 0, o.statCount);
         System.arraycopy(o.statValues, 0, statValues, 0, o.statCount);
     }
@@ -271,6 +274,17 @@ public final class TraceEvent {
     public long statValue(int i) {
         Objects.checkIndex(i, statCount);
         return statValues[i];
+    }
+
+    /**
+     * The provenance of an {@code alloc} line: who made the call, given by the {@code #@ alloc}
+     * line of the provenance extension right before it (docs/trace-format.md).
+     *
+     * @return the thread, time, annotation and stack of the call, or {@code null} if the trace
+     *     gives none (and for every other kind of line)
+     */
+    public Provenance provenance() {
+        return provenance;
     }
 
     /**

@@ -165,10 +165,12 @@ public final class TraceReader implements Closeable {
     private final IdTable ids = new IdTable();
     private boolean subAllowed;
     private final TraceEvent event = new TraceEvent();
+    private final TraceProvenance provenance;
 
     private TraceReader(InputStream in, String file, boolean gzip) throws IOException {
         this.in = in;
         this.file = file;
+        this.provenance = new TraceProvenance(file);
         this.gzip = gzip;
         this.header = readHeader();
         this.workload = header.isWorkload();
@@ -315,10 +317,17 @@ public final class TraceReader implements Closeable {
         }
         while (readLine()) {
             if (isBlankOrComment()) {
+                if (TraceProvenance.isProvenanceLine(buf, lineStart, lineEnd)) {
+                    provenance.parse(text(lineStart, lineEnd), lineNumber);
+                }
                 continue;
             }
             tokenize();
             parseBodyLine();
+            event.provenance = event.kind == TraceEvent.Kind.ALLOC ? provenance.takeFor(event.id) : null;
+            if (event.kind != TraceEvent.Kind.ALLOC) {
+                provenance.clearPending();
+            }
             return event;
         }
         return null;

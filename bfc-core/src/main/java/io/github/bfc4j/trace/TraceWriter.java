@@ -5,6 +5,7 @@
 package io.github.bfc4j.trace;
 
 import io.github.bfc4j.core.AllocatorStats;
+import io.github.bfc4j.core.Provenance;
 import java.io.Closeable;
 import java.io.Flushable;
 import java.io.IOException;
@@ -36,6 +37,7 @@ public final class TraceWriter implements Closeable, Flushable {
     private final OutputStream out;
     private final GZIPOutputStream gzip;
     private final LineBuffer buffer = new LineBuffer(FLUSH_BYTES + 4096);
+    private final TraceProvenance.Definitions definitions = new TraceProvenance.Definitions();
     private TraceHeader header;
     private boolean workload;
     private boolean closed;
@@ -128,6 +130,31 @@ public final class TraceWriter implements Closeable, Flushable {
         }
         checkBody();
         buffer.ascii("# ").text(text).nl();
+        maybeFlush();
+    }
+
+    /**
+     * Writes the provenance of the {@code alloc} line written next (docs/trace-format.md,
+     * provenance extension): the {@code #@ frame} and {@code #@ stack} lines its stack needs
+     * (each frame and stack is defined once per trace), then {@code #@ alloc <id> ...}. Readers
+     * that do not know the extension skip these lines as comments.
+     *
+     * @param id the id of the {@code alloc} line that follows
+     * @param provenance the call's thread, time, annotation and stack; nothing is written if
+     *     nothing is known
+     * @throws IllegalArgumentException if {@code id} is negative
+     * @throws IllegalStateException if the header was not written yet, or the writer is closed
+     * @throws IOException if writing fails
+     */
+    public void provenance(long id, Provenance provenance) throws IOException {
+        checkBody();
+        checkNotNegative("id", id);
+        if (provenance == null || !provenance.isKnown()) {
+            return;
+        }
+        StringBuilder sb = new StringBuilder(128);
+        definitions.lines(sb, id, provenance);
+        buffer.text(sb.toString());
         maybeFlush();
     }
 
@@ -305,7 +332,8 @@ public final class TraceWriter implements Closeable, Flushable {
     /**
      * Writes the line an event was read from, in canonical form (keeping {@code align=} and
      * {@code freed_before=} tokens the line spelled out with default values, and the order of
-     * a {@code stats} line's keys).
+     * a {@code stats} line's keys), preceded by its provenance lines when it has a
+     * {@linkplain TraceEvent#provenance() provenance}.
      *
      * @param event a body line, e.g. from {@link TraceReader#next()}
      * @throws IllegalStateException if the line does not fit the trace (an answer in a workload
@@ -334,6 +362,9 @@ public final class TraceWriter implements Closeable, Flushable {
             default:
                 checkAnswers();
                 break;
+        }
+        if (event.kind() == TraceEvent.Kind.ALLOC && event.provenance() != null) {
+            provenance(event.id(), event.provenance());
         }
         buffer.event(event).nl();
         maybeFlush();

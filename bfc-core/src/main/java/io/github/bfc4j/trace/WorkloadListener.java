@@ -4,6 +4,8 @@
  */
 package io.github.bfc4j.trace;
 
+import io.github.bfc4j.core.BfcAllocator;
+
 /**
  * Watches a {@link WorkloadRunner} replay, one call at a time: for timelines, progress bars,
  * snapshots of the memory map at chosen calls.
@@ -19,4 +21,22 @@ public interface WorkloadListener {
      *     only until this method returns
      */
     void afterCall(WorkloadStep step);
+
+    /**
+     * Called once before the first call, with the allocator the trace runs on: for instance to
+     * start recording its history ({@link BfcAllocator#recordHistory}).
+     *
+     * @param allocator the allocator, empty
+     */
+    default void beforeRun(BfcAllocator allocator) {
+    }
+
+    /**
+     * Called once after the last call, before the allocator is closed (not when the replay
+     * failed): for instance to take its snapshot.
+     *
+     * @param allocator the allocator, as the trace left it
+     */
+    default void afterRun(BfcAllocator allocator) {
+    }
 }

@@ -212,7 +212,13 @@ public final class WorkloadRunner {
             }
             final WorkloadResult result;
             try {
+                if (listener != null) {
+                    listener.beforeRun(a);
+                }
                 result = replay(a);
+                if (listener != null) {
+                    listener.afterRun(a);
+                }
             } catch (IOException | RuntimeException e) {
                 // Give the regions back (real memory, with a host sub-allocator) before failing.
                 try {

@@ -10,7 +10,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.lang.management.ManagementFactory;
 import java.util.Random;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The allocate/free hot path creates no Java object in steady state: the current thread's
@@ -25,8 +26,14 @@ class HotPathGarbageTest {
     private static final int LIVE = 64;
     private static final int CALLS = 1_000_000;
 
-    @Test
-    void allocateAndFreeCreateNoObjectsInSteadyState() {
+    /**
+     * Off (the default), with annotations recorded inside an open annotation, and with the
+     * history recorded without Java stacks (the ring and the per-chunk arrays are allocated when
+     * recording starts; each event then stores primitives and references that already exist).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"off", "annotations", "history"})
+    void allocateAndFreeCreateNoObjectsInSteadyState(String provenance) {
         java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
         assumeTrue(std instanceof com.sun.management.ThreadMXBean,
                 "this JVM has no com.sun.management.ThreadMXBean to count allocated bytes");
@@ -53,6 +60,14 @@ class HotPathGarbageTest {
         BfcOptions opts = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(false).build();
         BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true), 1L << 30, "hot", opts);
         long[] live = new long[LIVE];
+        MemoryAnnotation scope = null;
+        if (provenance.equals("annotations")) {
+            a.recordAnnotations(true);
+            scope = MemoryAnnotation.push("hot/path", 1);
+        } else if (provenance.equals("history")) {
+            a.recordHistory(HistoryOptions.builder().maxEntries(1 << 12).stacks(false).build());
+            scope = MemoryAnnotation.push("hot/path", 1);
+        }
 
         run(a, live, sizes, victims, CALLS); // warm-up: the region exists, the JIT has compiled
         long baseline = threads.getThreadAllocatedBytes(self);
@@ -65,6 +80,9 @@ class HotPathGarbageTest {
         assertThat(after - before - calibration)
                 .as("bytes of Java heap allocated by %d allocateRaw + deallocateRaw pairs", CALLS)
                 .isZero();
+        if (scope != null) {
+            scope.close();
+        }
         a.close();
     }
 

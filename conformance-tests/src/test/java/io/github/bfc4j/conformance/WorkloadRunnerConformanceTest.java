@@ -33,7 +33,8 @@ import org.junit.jupiter.api.TestFactory;
  */
 class WorkloadRunnerConformanceTest {
 
-    private static List<Path> allTraces() throws IOException, URISyntaxException {
+    /** Every bundled trace: the generated ones, then the recorded ones. */
+    static List<Path> allTraces() throws IOException, URISyntaxException {
         List<Path> all = new ArrayList<>();
         for (String d : new String[] {"traces", "recorded"}) {
             URL url = WorkloadRunnerConformanceTest.class.getResource("/" + d);

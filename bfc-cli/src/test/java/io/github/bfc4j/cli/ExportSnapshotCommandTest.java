@@ -1,0 +1,89 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import net.razorvine.pickle.Unpickler;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ExportSnapshotCommandTest {
+
+    private final Cli cli = new Cli();
+
+    @TempDir
+    Path dir;
+
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> read(Path p) throws IOException {
+        return (Map<String, Object>) new Unpickler().loads(Files.readAllBytes(p));
+    }
+
+    private static long num(Object o) {
+        return ((Number) o).longValue();
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void anImportedTensorFlowLogBecomesASnapshotWithItsStacks() throws IOException {
+        Path trace = dir.resolve("tf.bfctrace");
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", "bfc_cpu_allocator_for_gpu", "-o", trace))
+                .isEqualTo(0);
+        Path out = dir.resolve("snapshot.pickle");
+        assertThat(cli.run("export-snapshot", trace, "-o", out, "--at", "peak")).as(cli.err).isEqualTo(0);
+        assertThat(cli.out).contains("wrote " + out).contains("4 segments").contains("at the peak (call ")
+                .contains("https://pytorch.org/memory_viz");
+        Map<String, Object> s = read(out);
+        List<Map<String, Object>> segments = (List<Map<String, Object>>) s.get("segments");
+        assertThat(segments).hasSize(4);
+        long active = 0;
+        for (Map<String, Object> seg : segments) {
+            for (Map<String, Object> b : (List<Map<String, Object>>) seg.get("blocks")) {
+                if (b.get("state").equals("active_allocated")) {
+                    active += num(b.get("size"));
+                    // Each block in use has the stack its [mem-debug] line gave.
+                    List<Map<String, Object>> frames = (List<Map<String, Object>>) b.get("frames");
+                    assertThat(frames).isNotEmpty();
+                    assertThat((String) frames.get(frames.size() - 1).get("name")).isEqualTo("TF_SessionRun");
+                }
+            }
+        }
+        // bfc replay of the same trace says the peak in use: the snapshot is taken there.
+        assertThat(cli.run("replay", trace)).isEqualTo(0);
+        assertThat(cli.out).contains("peak in use    " + Sizes.format(active) + " (" + active + " bytes)");
+        List<Map<String, Object>> events = ((List<List<Map<String, Object>>>) s.get("device_traces")).get(0);
+        assertThat(events.get(0).get("action")).isEqualTo("segment_alloc");
+        assertThat(events).extracting(e -> e.get("action")).contains("alloc", "free_requested", "free_completed");
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void theEndOfATraceAndTheLatestEvents() throws IOException {
+        Path out = dir.resolve("end.pickle");
+        assertThat(cli.run("export-snapshot", Cli.RECORDED.resolve("tf-resnet-train.bfctrace"), "-o", out,
+                "--max-entries", "100")).as(cli.err).isEqualTo(0);
+        assertThat(cli.out).contains("100 events (the latest; ").contains("older dropped, see --max-entries)")
+                .contains("at the end (5226 calls)");
+        Map<String, Object> s = read(out);
+        List<Map<String, Object>> events = ((List<List<Map<String, Object>>>) s.get("device_traces")).get(0);
+        assertThat(events.size()).isBetween(100, 200); // a free is two entries
+    }
+
+    @Test
+    void badOptionsAreNamed() {
+        assertThat(cli.run("export-snapshot", Cli.TRACES.resolve("tiny-single.bfctrace"), "-o", dir.resolve("x"),
+                "--at", "middle")).isEqualTo(2);
+        assertThat(cli.err).contains("--at=middle (expected: end or peak)");
+        assertThat(cli.run("export-snapshot", Cli.TRACES.resolve("tiny-single.bfctrace"), "-o",
+                dir.resolve("no/such/dir/x.pickle"))).isEqualTo(2);
+        assertThat(cli.err).contains("expected: a file in an existing directory");
+    }
+}

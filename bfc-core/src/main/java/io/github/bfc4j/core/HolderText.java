@@ -1,0 +1,56 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The "largest holders" of {@link BfcAllocator#memorySummary()} and of the out-of-memory
+ * message, PyTorch-style: the memory in use grouped by annotation (or innermost stack frame),
+ * largest first. Only when some chunk's provenance was recorded.
+ */
+final class HolderText {
+
+    /** Holders listed in the summary. */
+    static final int SUMMARY_HOLDERS = 10;
+
+    /** Holders named in an out-of-memory message. */
+    static final int MESSAGE_HOLDERS = 5;
+
+    private HolderText() {
+    }
+
+    /** The summary's section, ending in a line break; empty when no provenance was recorded. */
+    static String summarySection(MemoryMap map) {
+        if (!map.hasProvenance()) {
+            return "";
+        }
+        List<MemoryMap.Holder> holders = map.largestHolders(SUMMARY_HOLDERS);
+        StringBuilder sb = new StringBuilder();
+        sb.append("Largest holders (in use, by annotation or innermost frame):\n");
+        for (MemoryMap.Holder h : holders) {
+            sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  %s%n",
+                    BfcAllocator.humanReadableNumBytes(h.bytes()), h.chunks(), h.chunks() == 1 ? " " : "s",
+                    h.holder()));
+        }
+        return sb.toString();
+    }
+
+    /** The message's sentence, starting with a space; empty when no provenance was recorded. */
+    static String messageSentence(MemoryMap map) {
+        if (!map.hasProvenance()) {
+            return "";
+        }
+        List<MemoryMap.Holder> holders = map.largestHolders(MESSAGE_HOLDERS);
+        StringBuilder sb = new StringBuilder(" Largest holders:");
+        for (int i = 0; i < holders.size(); i++) {
+            MemoryMap.Holder h = holders.get(i);
+            sb.append(i == 0 ? " " : "; ").append(BfcAllocator.humanReadableNumBytes(h.bytes())).append(" by ")
+                    .append(h.holder()).append(" (").append(h.chunks()).append(h.chunks() == 1 ? " chunk)" : " chunks)");
+        }
+        return sb.append('.').toString();
+    }
+}

@@ -1,0 +1,52 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.util.Objects;
+
+/**
+ * One event of an allocator's recorded history ({@link BfcAllocator#recordHistory}).
+ *
+ * @param kind what happened
+ * @param address the chunk's or region's address; 0 for {@link Kind#OUT_OF_MEMORY}
+ * @param bytes the chunk's size ({@code ALLOC}, {@code FREE}), the region's size
+ *     ({@code REGION_ALLOC}, {@code REGION_FREE}), or the request rounded up to 256 bytes
+ *     ({@code OUT_OF_MEMORY})
+ * @param requestedBytes the bytes the caller asked for ({@code ALLOC}, {@code FREE},
+ *     {@code OUT_OF_MEMORY}), 0 for region events
+ * @param alignment the alignment the caller asked for ({@code ALLOC}, {@code OUT_OF_MEMORY}),
+ *     0 otherwise
+ * @param allocationId the allocation's id ({@code ALLOC}, {@code FREE}), -1 otherwise
+ * @param availableBytes for {@code OUT_OF_MEMORY}: the bytes the sub-allocator could still have
+ *     given under the memory limit ({@code limit - reserved}); -1 otherwise
+ * @param provenance when, on which thread, under which annotation and from which stack
+ */
+public record MemoryEvent(Kind kind, long address, long bytes, long requestedBytes, long alignment,
+        long allocationId, long availableBytes, Provenance provenance) {
+
+    /** What an event records. */
+    public enum Kind {
+        /** An allocation succeeded. */
+        ALLOC,
+        /** An allocation was freed (its chunk is free at once: BFC has no deferred frees). */
+        FREE,
+        /** A region was obtained from the sub-allocator (upstream's {@code Extend}). */
+        REGION_ALLOC,
+        /** A region was given back: garbage collection ({@code DeallocateRegions}) or close. */
+        REGION_FREE,
+        /** An allocation failed (the raw API returned 0), after any retry. */
+        OUT_OF_MEMORY
+    }
+
+    /**
+     * Checks the event.
+     *
+     * @throws NullPointerException if {@code kind} or {@code provenance} is null
+     */
+    public MemoryEvent {
+        Objects.requireNonNull(kind, "kind");
+        Objects.requireNonNull(provenance, "provenance");
+    }
+}

@@ -1,0 +1,69 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * Everything an allocator knows about its memory at one moment, taken under its lock by
+ * {@link BfcAllocator#snapshot()}: every region and chunk (with each live chunk's provenance,
+ * when recorded), the statistics, and the recorded history. Immutable.
+ *
+ * <p>It can be written as PyTorch's memory snapshot ({@link #writePyTorchPickle(OutputStream)},
+ * for pytorch.org/memory_viz) and, when its history is complete, as a replayable workload
+ * trace ({@code io.github.bfc4j.trace.SnapshotTraces}). docs/observability.md maps every field.
+ *
+ * @param timeMicros when it was taken (epoch microseconds)
+ * @param memoryMap the regions, chunks, bins and statistics
+ * @param options the allocator's options
+ * @param coalescingRegions whether the sub-allocator merges adjacent regions
+ *     ({@link SubAllocator#supportsCoalescing()})
+ * @param timingCounterUsed whether the allocator was ever given a timing counter
+ * @param history the recorded history ({@link MemoryHistory#NONE} if never recorded)
+ */
+public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions options, boolean coalescingRegions,
+        boolean timingCounterUsed, MemoryHistory history) {
+
+    /**
+     * Checks the snapshot.
+     *
+     * @throws NullPointerException if an object is null
+     */
+    public MemorySnapshot {
+        Objects.requireNonNull(memoryMap, "memoryMap");
+        Objects.requireNonNull(options, "options");
+        Objects.requireNonNull(history, "history");
+    }
+
+    /**
+     * Writes PyTorch's memory snapshot (the dictionary of {@code torch.cuda.memory._snapshot()},
+     * pickled as {@code torch.cuda.memory._dump_snapshot()} does): regions as segments, chunks
+     * as blocks, the history as {@code device_traces[0]}. Drag the file onto
+     * pytorch.org/memory_viz.
+     *
+     * @param out where the pickle goes (not closed)
+     * @throws IOException if writing fails
+     */
+    public void writePyTorchPickle(OutputStream out) throws IOException {
+        PyTorchSnapshotWriter.write(this, out);
+    }
+
+    /**
+     * Writes PyTorch's memory snapshot to a file (created or replaced).
+     *
+     * @param file the file, e.g. {@code snapshot.pickle}
+     * @throws IOException if the file cannot be written
+     */
+    public void writePyTorchPickle(Path file) throws IOException {
+        try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
+            writePyTorchPickle(out);
+        }
+    }
+}

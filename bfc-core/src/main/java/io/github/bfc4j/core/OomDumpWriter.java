@@ -1,0 +1,125 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
+
+/**
+ * The out-of-memory dumps of {@link BfcOptions#dumpOnOomDirectory()}: an
+ * {@link OutOfMemoryListener} that writes one JSON file per failure (schema
+ * {@value #SCHEMA}: the summary and the memory map at the moment of failure), rate-limited so
+ * that a storm of expected failures (probing with retry off, say) cannot fill a disk: the first
+ * {@value #FIRST_DUMPS} failures of the allocator are written, then at most one a minute.
+ */
+final class OomDumpWriter implements OutOfMemoryListener {
+
+    /** The {@code schema} of a dump. */
+    static final String SCHEMA = "bfc4j.oom-dump/1";
+
+    /** Failures always dumped before the rate limit applies. */
+    static final int FIRST_DUMPS = 10;
+
+    /** After the first dumps, at most one per this many nanoseconds. */
+    static final long INTERVAL_NANOS = 60_000_000_000L;
+
+    /** Successive numbers for file names, so that two dumps never share a name. */
+    private static final AtomicLong SEQUENCE = new AtomicLong();
+
+    /**
+     * What a failure's message says about its dump, and the file (null if none was written). A
+     * class, not a record: Lincheck's model checker, which runs the allocator's failures, cannot
+     * read a record's static fields.
+     */
+    static final class Result {
+        static final Result NONE = new Result("", null);
+
+        private final String note;
+        private final String file;
+
+        Result(String note, String file) {
+            this.note = note;
+            this.file = file;
+        }
+
+        String note() {
+            return note;
+        }
+
+        String file() {
+            return file;
+        }
+    }
+
+    private final Path dir;
+    private final LongSupplier nanoClock;
+    private int written;
+    private long lastNanos;
+    private long skipped;
+
+    OomDumpWriter(Path dir) {
+        this(dir, System::nanoTime);
+    }
+
+    OomDumpWriter(Path dir, LongSupplier nanoClock) {
+        this.dir = dir;
+        this.nanoClock = nanoClock;
+    }
+
+    @Override
+    public void onOutOfMemory(OutOfMemoryReport report) {
+        write(report);
+    }
+
+    /**
+     * Writes the dump of a failure, unless the rate limit says no.
+     *
+     * @return the sentence for the failure's messages (starting with a space), and the file
+     */
+    Result write(OutOfMemoryReport report) {
+        synchronized (this) {
+            long now = nanoClock.getAsLong();
+            if (written >= FIRST_DUMPS && now - lastNanos < INTERVAL_NANOS) {
+                skipped++;
+                return new Result(" No memory dump written (" + written + " written, " + skipped + " skipped: at most"
+                        + " one a minute after the first " + FIRST_DUMPS + "); memorySummary() tells the state now.",
+                        null);
+            }
+            written++;
+            lastNanos = now;
+        }
+        String name = report.allocatorName();
+        String fileName = "bfc-oom-" + name.replaceAll("[^A-Za-z0-9._-]", "_") + "-" + System.currentTimeMillis()
+                + "-" + SEQUENCE.incrementAndGet() + ".json";
+        Path file = dir.resolve(fileName);
+        try {
+            Files.createDirectories(dir);
+            Files.writeString(file, json(report), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
+            String abs = file.toAbsolutePath().toString();
+            return new Result(" Memory map and summary written to " + abs + ".", abs);
+        } catch (IOException | RuntimeException e) {
+            return new Result(" Could not write the memory dump to " + file.toAbsolutePath() + ": " + e
+                    + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable directory).", null);
+        }
+    }
+
+    /** The dump's JSON document. */
+    static String json(OutOfMemoryReport report) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("{\n\"schema\": \"").append(SCHEMA).append("\",\n\"allocatorName\": ");
+        MemoryMap.string(sb, report.allocatorName());
+        sb.append(",\n\"requestedBytes\": ").append(report.requestedBytes())
+                .append(",\n\"roundedBytes\": ").append(report.roundedBytes())
+                .append(",\n\"summary\": ");
+        MemoryMap.string(sb, report.summary());
+        sb.append(",\n\"memoryMap\": ").append(report.snapshot().memoryMap().toJson()).append("}\n");
+        return sb.toString();
+    }
+}

@@ -1,0 +1,63 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.lang.System.Logger;
+import java.lang.System.Logger.Level;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * The out-of-memory listeners of one allocator ({@link BfcAllocator#addOutOfMemoryListener}),
+ * and its rate-limited dump writer when {@link BfcOptions#dumpOnOomDirectory()} is set. The
+ * allocator takes the picture under its lock only when {@link #wanted()}, and calls
+ * {@link #notify} after releasing it.
+ */
+final class OutOfMemoryListeners {
+
+    private static final Logger LOG = System.getLogger(BfcAllocator.class.getName());
+
+    private final List<OutOfMemoryListener> listeners = new CopyOnWriteArrayList<>();
+    private final OomDumpWriter dumps;
+
+    OutOfMemoryListeners(BfcOptions options) {
+        this.dumps = options.dumpOnOomDirectory() == null ? null : new OomDumpWriter(options.dumpOnOomDirectory());
+    }
+
+    void add(OutOfMemoryListener l) {
+        listeners.add(l);
+    }
+
+    boolean remove(OutOfMemoryListener l) {
+        return listeners.remove(l);
+    }
+
+    /** Whether a failure needs its picture taken: a listener or the dump writer is there. */
+    boolean wanted() {
+        return dumps != null || !listeners.isEmpty();
+    }
+
+    /**
+     * Writes the dump (if configured), then tells every listener. A listener's exception is
+     * logged and otherwise ignored: the failing call fails as it would have.
+     *
+     * @return what the failure's messages say about the dump
+     */
+    OomDumpWriter.Result notify(OutOfMemoryReport report) {
+        OomDumpWriter.Result dump = dumps == null ? OomDumpWriter.Result.NONE : dumps.write(report);
+        for (OutOfMemoryListener l : listeners) {
+            try {
+                l.onOutOfMemory(report);
+            } catch (RuntimeException | Error e) {
+                if (e instanceof VirtualMachineError) {
+                    throw (VirtualMachineError) e;
+                }
+                LOG.log(Level.WARNING, "Out-of-memory listener " + l + " of allocator '" + report.allocatorName()
+                        + "' threw; ignored", e);
+            }
+        }
+        return dump;
+    }
+}

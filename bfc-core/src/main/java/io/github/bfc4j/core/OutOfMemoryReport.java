@@ -1,0 +1,36 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.util.Objects;
+
+/**
+ * A failed allocation and the allocator's state at the moment it failed, as given to an
+ * {@link OutOfMemoryListener}. The snapshot and the summary were taken under the allocator's
+ * lock before it was released, so they describe exactly the state the request failed against.
+ *
+ * @param allocatorName the allocator's name
+ * @param requestedBytes the bytes asked for
+ * @param roundedBytes the request rounded up to 256 bytes
+ * @param provenance the failing call's thread, annotation and (when recording stacks) stack
+ * @param snapshot the regions, chunks (with provenance, when recorded) and, when recording, the
+ *     recent history
+ * @param summary {@link BfcAllocator#memorySummary()} at that moment
+ */
+public record OutOfMemoryReport(String allocatorName, long requestedBytes, long roundedBytes, Provenance provenance,
+        MemorySnapshot snapshot, String summary) {
+
+    /**
+     * Checks the report.
+     *
+     * @throws NullPointerException if an object is null
+     */
+    public OutOfMemoryReport {
+        Objects.requireNonNull(allocatorName, "allocatorName");
+        Objects.requireNonNull(provenance, "provenance");
+        Objects.requireNonNull(snapshot, "snapshot");
+        Objects.requireNonNull(summary, "summary");
+    }
+}

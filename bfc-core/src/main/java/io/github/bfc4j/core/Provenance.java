@@ -1,0 +1,62 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.util.List;
+
+/**
+ * Who made an allocation (or another event of the history), and when: the thread, the
+ * {@link MemoryAnnotation} open on it, and the stack. What is known depends on what was
+ * recorded: with {@link BfcAllocator#recordAnnotations(boolean)} alone only the annotation and
+ * its step; with {@link BfcAllocator#recordHistory(HistoryOptions)} also the time, the thread
+ * and (when stacks are on and the allocation was sampled) the stack.
+ *
+ * @param timeMicros when, in microseconds since the epoch (a monotonic clock anchored at the
+ *     start of the recording), or -1 if not recorded
+ * @param thread the name of the thread, or {@code null} if not recorded
+ * @param annotation the name of the innermost {@link MemoryAnnotation} open on the thread, or
+ *     {@code null} if none
+ * @param step the annotation's step, or -1 if none
+ * @param stack the stack, innermost frame first, bfc4j's own frames left out; empty if not
+ *     recorded
+ */
+public record Provenance(long timeMicros, String thread, String annotation, long step, List<StackFrame> stack) {
+
+    /** Nothing known. */
+    public static final Provenance UNKNOWN = new Provenance(-1, null, null, -1, List.of());
+
+    /** Copies the stack (a {@code null} stack becomes empty). */
+    public Provenance {
+        stack = stack == null ? List.of() : List.copyOf(stack);
+    }
+
+    /**
+     * Whether anything is known.
+     *
+     * @return false for {@link #UNKNOWN} and its equals
+     */
+    public boolean isKnown() {
+        return timeMicros >= 0 || thread != null || annotation != null || step >= 0 || !stack.isEmpty();
+    }
+
+    /**
+     * The key that groups holders of memory: the annotation (with its step when it has one),
+     * else the innermost frame, else the thread, else {@code "(unknown)"}.
+     *
+     * @return a short, human-readable key
+     */
+    public String holder() {
+        if (annotation != null) {
+            return step >= 0 ? annotation + " (step " + step + ")" : annotation;
+        }
+        if (!stack.isEmpty()) {
+            return stack.get(0).toString();
+        }
+        if (thread != null) {
+            return "thread '" + thread + "'";
+        }
+        return "(unknown)";
+    }
+}

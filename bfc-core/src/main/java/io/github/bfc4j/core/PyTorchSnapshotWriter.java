@@ -1,0 +1,185 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ * The layout written here follows the dictionary documented by PyTorch's
+ * torch.cuda.memory._snapshot() and read by torch/utils/viz/MemoryViz.js (pytorch/pytorch,
+ * BSD-3-Clause); no PyTorch code is copied.
+ */
+package io.github.bfc4j.core;
+
+import java.io.IOException;
+import java.io.OutputStream;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import net.razorvine.pickle.Pickler;
+
+/**
+ * Writes a {@link MemorySnapshot} as PyTorch's memory snapshot: the pickled dictionary of
+ * {@code torch.cuda.memory._snapshot()}, which pytorch.org/memory_viz and
+ * {@code torch.cuda._memory_viz} read. The mapping (docs/observability.md):
+ * <ul>
+ *   <li>each region is a segment ({@code device} 0, {@code stream} 0, {@code segment_pool_id}
+ *       (0, 0), {@code segment_type} {@code "large"} above 1 MiB, {@code is_expandable} when
+ *       the sub-allocator merges regions); its chunks are its blocks, in address order, so that
+ *       they tile it ({@code active_allocated} in use, {@code inactive} free);</li>
+ *   <li>the history is {@code device_traces[0]}: an allocation is {@code alloc}, a free is
+ *       {@code free_requested} then {@code free_completed} (BFC frees at once), a region
+ *       obtained or given back is {@code segment_alloc}/{@code segment_free} (with a
+ *       coalescing sub-allocator {@code segment_map}/{@code segment_unmap}, which the viewer
+ *       merges with a neighbouring segment as PyTorch's expandable segments), a failure is
+ *       {@code oom} with {@code device_free} = limit - reserved;</li>
+ *   <li>sizes of allocation events are the requested bytes, as PyTorch's; {@code time_us} is
+ *       epoch microseconds;</li>
+ *   <li>frames are {@code {filename, line, name}}, innermost first; an annotation is the first
+ *       frame ({@code name} the annotation, {@code filename} {@code "<annotation>"} or
+ *       {@code "<annotation step N>"}, {@code line} 0) and also {@code user_metadata}.</li>
+ * </ul>
+ * Objects are memoised by identity, so a stack shared by many events is written once.
+ */
+final class PyTorchSnapshotWriter {
+
+    private static final long LARGE_SEGMENT_BYTES = 1L << 20;
+
+    private final Map<Object, List<Map<String, Object>>> framesOf = new IdentityHashMap<>();
+    private final Map<StackFrame, Map<String, Object>> frameDicts = new IdentityHashMap<>();
+    private final List<Map<String, Object>> noFrames = new ArrayList<>();
+
+    private PyTorchSnapshotWriter() {
+    }
+
+    static void write(MemorySnapshot snapshot, OutputStream out) throws IOException {
+        Map<String, Object> root = new PyTorchSnapshotWriter().dictionary(snapshot);
+        new Pickler(true, false).dump(root, out);
+        out.flush();
+    }
+
+    private Map<String, Object> dictionary(MemorySnapshot snapshot) {
+        boolean coalescing = snapshot.coalescingRegions();
+        List<Object> segments = new ArrayList<>();
+        Map<Long, Provenance> regionProvenance = new HashMap<>();
+        for (MemoryEvent e : snapshot.history().events()) {
+            if (e.kind() == MemoryEvent.Kind.REGION_ALLOC) {
+                regionProvenance.put(e.address(), e.provenance());
+            }
+        }
+        for (MemoryMap.Region r : snapshot.memoryMap().regions()) {
+            long allocated = 0;
+            long requested = 0;
+            List<Object> blocks = new ArrayList<>(r.chunks().size());
+            for (MemoryMap.Chunk c : r.chunks()) {
+                Map<String, Object> b = new LinkedHashMap<>();
+                b.put("address", c.ptr());
+                b.put("size", c.size());
+                b.put("requested_size", c.inUse() ? c.requestedSize() : 0L);
+                b.put("state", c.inUse() ? "active_allocated" : "inactive");
+                b.put("frames", c.inUse() ? frames(c.provenance()) : noFrames);
+                blocks.add(b);
+                if (c.inUse()) {
+                    allocated += c.size();
+                    requested += c.requestedSize();
+                }
+            }
+            Map<String, Object> s = new LinkedHashMap<>();
+            s.put("device", 0L);
+            s.put("address", r.ptr());
+            s.put("total_size", r.size());
+            s.put("allocated_size", allocated);
+            s.put("active_size", allocated);
+            s.put("requested_size", requested);
+            s.put("stream", 0L);
+            s.put("segment_type", r.size() > LARGE_SEGMENT_BYTES ? "large" : "small");
+            s.put("segment_pool_id", new Object[] {0L, 0L});
+            s.put("is_expandable", coalescing);
+            s.put("frames", frames(regionProvenance.getOrDefault(r.ptr(), Provenance.UNKNOWN)));
+            s.put("blocks", blocks);
+            segments.add(s);
+        }
+        List<Object> trace = new ArrayList<>();
+        for (MemoryEvent e : snapshot.history().events()) {
+            switch (e.kind()) {
+                case ALLOC -> trace.add(entry("alloc", e.address(), e.requestedBytes(), e.provenance()));
+                case FREE -> {
+                    trace.add(entry("free_requested", e.address(), e.requestedBytes(), e.provenance()));
+                    trace.add(entry("free_completed", e.address(), e.requestedBytes(), e.provenance()));
+                }
+                case REGION_ALLOC -> trace.add(entry(coalescing ? "segment_map" : "segment_alloc", e.address(),
+                        e.bytes(), e.provenance()));
+                case REGION_FREE -> trace.add(entry(coalescing ? "segment_unmap" : "segment_free", e.address(),
+                        e.bytes(), e.provenance()));
+                case OUT_OF_MEMORY -> {
+                    Map<String, Object> t = new LinkedHashMap<>();
+                    t.put("action", "oom");
+                    t.put("device_free", Math.max(0, e.availableBytes()));
+                    t.put("size", e.requestedBytes());
+                    t.put("stream", 0L);
+                    t.put("time_us", Math.max(0, e.provenance().timeMicros()));
+                    t.put("frames", frames(e.provenance()));
+                    metadata(t, e.provenance());
+                    trace.add(t);
+                }
+                default -> throw new IllegalStateException("unknown event kind " + e.kind());
+            }
+        }
+        List<Object> deviceTraces = new ArrayList<>();
+        deviceTraces.add(trace);
+        Map<String, Object> root = new LinkedHashMap<>();
+        root.put("segments", segments);
+        root.put("device_traces", deviceTraces);
+        return root;
+    }
+
+    private Map<String, Object> entry(String action, long addr, long size, Provenance p) {
+        Map<String, Object> t = new LinkedHashMap<>();
+        t.put("action", action);
+        t.put("addr", addr);
+        t.put("size", size);
+        t.put("stream", 0L);
+        t.put("time_us", Math.max(0, p.timeMicros()));
+        t.put("frames", frames(p));
+        metadata(t, p);
+        return t;
+    }
+
+    private static void metadata(Map<String, Object> t, Provenance p) {
+        if (p.annotation() != null) {
+            t.put("user_metadata", p.step() >= 0 ? p.annotation() + " (step " + p.step() + ")" : p.annotation());
+        }
+    }
+
+    /** The frames of a provenance: the annotation first (if any), then the stack. */
+    private List<Map<String, Object>> frames(Provenance p) {
+        if (p.annotation() == null && p.stack().isEmpty()) {
+            return noFrames;
+        }
+        if (p.annotation() == null) {
+            // The stack list is shared by every event and chunk of one allocation: write it once.
+            return framesOf.computeIfAbsent(p.stack(), k -> stackFrames(p.stack(), null));
+        }
+        Map<String, Object> annotation = new LinkedHashMap<>();
+        annotation.put("filename", p.step() >= 0 ? "<annotation step " + p.step() + ">" : "<annotation>");
+        annotation.put("line", 0L);
+        annotation.put("name", p.annotation());
+        return stackFrames(p.stack(), annotation);
+    }
+
+    private List<Map<String, Object>> stackFrames(List<StackFrame> stack, Map<String, Object> first) {
+        List<Map<String, Object>> list = new ArrayList<>(stack.size() + 1);
+        if (first != null) {
+            list.add(first);
+        }
+        for (StackFrame f : stack) {
+            list.add(frameDicts.computeIfAbsent(f, k -> {
+                Map<String, Object> d = new LinkedHashMap<>();
+                d.put("filename", f.fileName() == null ? "<unknown>" : f.fileName());
+                d.put("line", (long) Math.max(0, f.lineNumber()));
+                d.put("name", f.function());
+                return d;
+            }));
+        }
+        return list;
+    }
+}

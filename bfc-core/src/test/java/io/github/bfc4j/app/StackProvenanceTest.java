@@ -1,0 +1,108 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.app;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryEvent;
+import io.github.bfc4j.core.MemoryMap;
+import io.github.bfc4j.core.Provenance;
+import io.github.bfc4j.core.StackFrame;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Recorded stacks point at the application's code that allocated: the calling test method
+ * first, bfc4j's own frames left out. This test lives outside bfc4j's packages, as an
+ * application does.
+ */
+class StackProvenanceTest {
+
+    private static BfcAllocator allocator() {
+        return new BfcAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false), 256L << 20, "stacks",
+                BfcOptions.builder().allowRetryOnFailure(false).build());
+    }
+
+    private static Provenance provenanceOf(BfcAllocator a, long ptr) {
+        for (MemoryMap.Chunk c : a.memoryMap().chunks()) {
+            if (c.ptr() == ptr) {
+                return c.provenance();
+            }
+        }
+        throw new AssertionError("no chunk at 0x" + Long.toHexString(ptr));
+    }
+
+    private long allocateHere(BfcAllocator a, long bytes) {
+        return a.allocateRaw(64, bytes);
+    }
+
+    @Test
+    void stacksPointAtTheCallingTestMethod() {
+        try (BfcAllocator a = allocator()) {
+            a.recordHistory(HistoryOptions.defaults());
+            long raw = a.allocateRaw(64, 1000);
+            long viaHelper = allocateHere(a, 2000);
+            Allocation handle = a.allocate(3000);
+
+            List<StackFrame> s1 = provenanceOf(a, raw).stack();
+            assertThat(s1.get(0).className()).isEqualTo(StackProvenanceTest.class.getName());
+            assertThat(s1.get(0).methodName()).isEqualTo("stacksPointAtTheCallingTestMethod");
+            assertThat(s1.get(0).fileName()).isEqualTo("StackProvenanceTest.java");
+            assertThat(s1.get(0).lineNumber()).isPositive();
+            assertThat(s1).noneMatch(f -> f.className().startsWith("io.github.bfc4j.core"));
+
+            List<StackFrame> s2 = provenanceOf(a, viaHelper).stack();
+            assertThat(s2.get(0).methodName()).isEqualTo("allocateHere");
+            assertThat(s2.get(1).methodName()).isEqualTo("stacksPointAtTheCallingTestMethod");
+            assertThat(s2.get(1).lineNumber()).isEqualTo(s1.get(0).lineNumber() + 1);
+
+            // Through the Allocation API too (BfcAllocator.allocate, then allocateRaw): the test first.
+            List<StackFrame> s3 = provenanceOf(a, handle.address()).stack();
+            assertThat(s3.get(0).methodName()).isEqualTo("stacksPointAtTheCallingTestMethod");
+            assertThat(s3.get(0).lineNumber()).isEqualTo(s1.get(0).lineNumber() + 2);
+
+            // The events carry the same stacks and the thread.
+            MemoryEvent alloc = a.snapshot().history().events().stream()
+                    .filter(e -> e.kind() == MemoryEvent.Kind.ALLOC && e.address() == raw).findFirst().orElseThrow();
+            assertThat(alloc.provenance().stack()).isEqualTo(s1);
+            assertThat(alloc.provenance().thread()).isEqualTo(Thread.currentThread().getName());
+            handle.close();
+            a.deallocateRaw(raw);
+            a.deallocateRaw(viaHelper);
+        }
+    }
+
+    @Test
+    void depthLimitAndSamplingKeepTheCostDown() {
+        try (BfcAllocator a = allocator()) {
+            a.recordHistory(HistoryOptions.builder().stackDepth(2).stackMinBytes(1 << 20).build());
+            long small = a.allocateRaw(64, 1000);
+            long large = a.allocateRaw(64, 2 << 20);
+            assertThat(provenanceOf(a, small).stack()).isEmpty(); // below stackMinBytes
+            assertThat(provenanceOf(a, large).stack()).hasSize(2)
+                    .first().extracting(StackFrame::methodName).isEqualTo("depthLimitAndSamplingKeepTheCostDown");
+            assertThat(provenanceOf(a, small).timeMicros()).isPositive(); // the event is recorded all the same
+
+            a.recordHistory(HistoryOptions.builder().stackEveryNth(3).build());
+            long[] p = new long[9];
+            for (int i = 0; i < p.length; i++) {
+                p[i] = a.allocateRaw(64, 512);
+            }
+            for (int i = 0; i < p.length; i++) {
+                assertThat(provenanceOf(a, p[i]).stack().isEmpty()).as("call %d", i + 1).isEqualTo((i + 1) % 3 != 0);
+            }
+
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long none = a.allocateRaw(64, 512);
+            assertThat(provenanceOf(a, none).stack()).isEmpty();
+            assertThat(provenanceOf(a, none).thread()).isEqualTo(Thread.currentThread().getName());
+        }
+    }
+}

@@ -1,0 +1,119 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class MemoryAnnotationTest {
+
+    @AfterEach
+    void nothingLeftOpen() {
+        assertThat(MemoryAnnotation.current()).isNull();
+    }
+
+    @Test
+    void innermostNameWinsAndAStepIsKeptUntilReplaced() {
+        assertThat(MemoryAnnotation.current()).isNull();
+        try (MemoryAnnotation outer = MemoryAnnotation.push("train_step", 12)) {
+            assertThat(MemoryAnnotation.current()).isSameAs(outer);
+            try (MemoryAnnotation inner = MemoryAnnotation.push("encoder/layer3")) {
+                assertThat(MemoryAnnotation.current()).isSameAs(inner);
+                assertThat(inner.name()).isEqualTo("encoder/layer3");
+                assertThat(inner.step()).isEqualTo(12);
+                assertThat(inner.parent()).isSameAs(outer);
+                try (MemoryAnnotation innermost = MemoryAnnotation.push("attention", 13)) {
+                    assertThat(innermost.step()).isEqualTo(13);
+                }
+                assertThat(MemoryAnnotation.current()).isSameAs(inner);
+            }
+            assertThat(MemoryAnnotation.current()).isSameAs(outer);
+        }
+        assertThat(MemoryAnnotation.current()).isNull();
+    }
+
+    @Test
+    void closingAnOuterAnnotationClosesTheInnerOnesAndClosingTwiceDoesNothing() {
+        MemoryAnnotation outer = MemoryAnnotation.push("a", 1);
+        MemoryAnnotation inner = MemoryAnnotation.push("b");
+        outer.close();
+        assertThat(MemoryAnnotation.current()).isNull();
+        assertThat(inner.isClosed()).isTrue();
+        assertThat(outer.isClosed()).isTrue();
+        inner.close(); // off the chain already: nothing to restore
+        outer.close();
+        assertThat(MemoryAnnotation.current()).isNull();
+    }
+
+    @Test
+    void annotationsNeverCrossThreads() throws Exception {
+        AtomicReference<MemoryAnnotation> seenByOther = new AtomicReference<>();
+        AtomicReference<Throwable> closeFromOther = new AtomicReference<>();
+        CountDownLatch pushed = new CountDownLatch(1);
+        CountDownLatch checked = new CountDownLatch(1);
+        AtomicReference<MemoryAnnotation> mine = new AtomicReference<>();
+        Thread other = new Thread(() -> {
+            try {
+                pushed.await();
+                seenByOther.set(MemoryAnnotation.current());
+                try {
+                    mine.get().close();
+                } catch (Throwable t) {
+                    closeFromOther.set(t);
+                }
+                try (MemoryAnnotation own = MemoryAnnotation.push("other-thread", 99)) {
+                    checked.countDown();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }, "other");
+        other.start();
+        try (MemoryAnnotation a = MemoryAnnotation.push("main-thread", 1)) {
+            mine.set(a);
+            pushed.countDown();
+            checked.await();
+            other.join();
+            // The other thread saw nothing of ours, could not close ours, and its own did not leak here.
+            assertThat(seenByOther.get()).isNull();
+            assertThat(closeFromOther.get()).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("pushed on thread 'main'").hasMessageContaining("'other'");
+            assertThat(MemoryAnnotation.current()).isSameAs(a);
+            assertThat(a.isClosed()).isFalse();
+        }
+    }
+
+    @Test
+    void aStackOnlyAnnotationKeepsTheEnclosingName() {
+        List<StackFrame> stack = List.of(new StackFrame("", "tensorflow::MatMulOp::Compute", null, -1));
+        try (MemoryAnnotation outer = MemoryAnnotation.push("dense", 3);
+                MemoryAnnotation s = MemoryAnnotation.push(null, -1, stack)) {
+            assertThat(s.name()).isEqualTo("dense");
+            assertThat(s.step()).isEqualTo(3);
+            assertThat(s.stack()).isEqualTo(stack);
+        }
+        try (MemoryAnnotation s = MemoryAnnotation.push(null, -1, stack)) {
+            assertThat(s.name()).isNull();
+            assertThat(s.step()).isEqualTo(-1);
+        }
+    }
+
+    @Test
+    void badArgumentsSayWhatWasExpected() {
+        assertThatThrownBy(() -> MemoryAnnotation.push("")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("name=''");
+        assertThatThrownBy(() -> MemoryAnnotation.push(null, 1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("name=null");
+        assertThatThrownBy(() -> MemoryAnnotation.push("x", -2)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("step=-2");
+        assertThatThrownBy(() -> MemoryAnnotation.push(null, -1, null)).isInstanceOf(IllegalArgumentException.class);
+    }
+}

@@ -1,0 +1,230 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+/** Annotations and history in the allocator: chunks, summary, out-of-memory message and listeners. */
+class ProvenanceTest {
+
+    private static BfcAllocator allocator(long limit) {
+        return new BfcAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false), limit, "prov",
+                BfcOptions.builder().allowRetryOnFailure(false).build());
+    }
+
+    private static Provenance at(BfcAllocator a, long ptr) {
+        return a.memoryMap().chunks().stream().filter(c -> c.ptr() == ptr).findFirst().orElseThrow().provenance();
+    }
+
+    @Test
+    void annotationsGoWithChunksOnlyWhenRecorded() {
+        try (BfcAllocator a = allocator(64L << 20)) {
+            long before;
+            try (MemoryAnnotation x = MemoryAnnotation.push("encoder", 1)) {
+                before = a.allocateRaw(64, 1000); // nothing recorded yet
+                a.recordAnnotations(true);
+                long p = a.allocateRaw(64, 1000);
+                try (MemoryAnnotation y = MemoryAnnotation.push("attention")) {
+                    long q = a.allocateRaw(64, 1000);
+                    assertThat(at(a, q)).isEqualTo(new Provenance(-1, null, "attention", 1, List.of()));
+                }
+                assertThat(at(a, p)).isEqualTo(new Provenance(-1, null, "encoder", 1, List.of()));
+            }
+            assertThat(at(a, before)).isEqualTo(Provenance.UNKNOWN);
+            long none = a.allocateRaw(64, 1000);
+            assertThat(at(a, none)).isEqualTo(Provenance.UNKNOWN);
+
+            // A handle freed and reused while recording is off is never given the old provenance.
+            a.recordAnnotations(false);
+            a.deallocateRaw(before);
+            long again;
+            try (MemoryAnnotation z = MemoryAnnotation.push("decoder", 2)) {
+                again = a.allocateRaw(64, 1000);
+            }
+            a.recordAnnotations(true);
+            assertThat(at(a, again)).isEqualTo(Provenance.UNKNOWN);
+        }
+    }
+
+    @Test
+    void eachThreadsChunksCarryItsOwnAnnotation() throws Exception {
+        int threads = 4;
+        int perThread = 200;
+        try (BfcAllocator a = allocator(256L << 20)) {
+            a.recordAnnotations(true);
+            CyclicBarrier start = new CyclicBarrier(threads);
+            List<Thread> all = new ArrayList<>();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            long[][] ptrs = new long[threads][perThread];
+            for (int t = 0; t < threads; t++) {
+                final int id = t;
+                Thread th = new Thread(() -> {
+                    try (MemoryAnnotation mine = MemoryAnnotation.push("worker-" + id, id)) {
+                        start.await();
+                        for (int i = 0; i < perThread; i++) {
+                            try (MemoryAnnotation inner = MemoryAnnotation.push("worker-" + id + "/op" + (i % 3))) {
+                                ptrs[id][i] = a.allocateRaw(64, 256 + 64L * i);
+                            }
+                        }
+                    } catch (Throwable e) {
+                        failure.set(e);
+                    }
+                }, "worker-" + t);
+                all.add(th);
+                th.start();
+            }
+            for (Thread th : all) {
+                th.join();
+            }
+            assertThat(failure.get()).isNull();
+            for (int t = 0; t < threads; t++) {
+                for (int i = 0; i < perThread; i++) {
+                    assertThat(at(a, ptrs[t][i])).as("thread %d call %d", t, i)
+                            .isEqualTo(new Provenance(-1, null, "worker-" + t + "/op" + (i % 3), t, List.of()));
+                }
+            }
+            // This thread pushed nothing: its allocations have none.
+            assertThat(at(a, a.allocateRaw(64, 256))).isEqualTo(Provenance.UNKNOWN);
+            String summary = a.memorySummary();
+            assertThat(summary).contains("Largest holders (in use, by annotation or innermost frame):")
+                    .contains("worker-3/op0 (step 3)");
+        }
+    }
+
+    @Test
+    void theHistoryRingKeepsTheLatestEventsAndCountsTheDropped() {
+        try (BfcAllocator a = allocator(64L << 20)) {
+            a.recordHistory(HistoryOptions.builder().maxEntries(10).stacks(false).build());
+            for (int i = 0; i < 20; i++) {
+                a.deallocateRaw(a.allocateRaw(64, 1000 + i));
+            }
+            MemoryHistory h = a.snapshot().history();
+            assertThat(h.events()).hasSize(10);
+            assertThat(h.droppedEvents()).isEqualTo(31); // 1 region + 40 calls - 10 kept
+            assertThat(h.isComplete()).isFalse();
+            assertThat(h.events().get(9).kind()).isEqualTo(MemoryEvent.Kind.FREE);
+            assertThat(h.events().get(8).requestedBytes()).isEqualTo(1019);
+            for (int i = 1; i < 10; i++) {
+                assertThat(h.events().get(i).provenance().timeMicros())
+                        .isGreaterThanOrEqualTo(h.events().get(i - 1).provenance().timeMicros());
+            }
+            a.stopHistory();
+            a.allocateRaw(64, 5);
+            MemoryHistory after = a.snapshot().history();
+            assertThat(after.recording()).isFalse();
+            assertThat(after.events()).isEqualTo(h.events()); // kept until the next start
+        }
+    }
+
+    @Test
+    void outOfMemoryListenersSeeTheStateAtTheFailureAndTheMessageNamesTheHolders() {
+        try (BfcAllocator a = BfcAllocator.builder().name("small").memoryLimit(16L << 20)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false))
+                .allowRetryOnFailure(false).allowGrowth(false).closePolicy(ClosePolicy.FORCE).build()) {
+            a.recordHistory(HistoryOptions.defaults());
+            List<OutOfMemoryReport> reports = new ArrayList<>();
+            OutOfMemoryListener listener = reports::add;
+            a.addOutOfMemoryListener(listener);
+            a.addOutOfMemoryListener(r -> {
+                throw new IllegalStateException("a broken listener"); // logged and ignored
+            });
+            Allocation weights;
+            try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
+                weights = a.allocate(5L << 20);
+            }
+            Allocation acts;
+            try (MemoryAnnotation w = MemoryAnnotation.push("activations", 7)) {
+                acts = a.allocate(2L << 20);
+            }
+            BfcOutOfMemoryException oom;
+            try (MemoryAnnotation w = MemoryAnnotation.push("grads", 7)) {
+                oom = org.junit.jupiter.api.Assertions.assertThrows(BfcOutOfMemoryException.class,
+                        () -> a.allocate(10L << 20));
+            }
+            assertThat(oom.getMessage()).contains("Largest holders: 5.00MiB by weights (1 chunk); 2.00MiB by"
+                    + " activations (step 7) (1 chunk).");
+            assertThat(reports).hasSize(1);
+            OutOfMemoryReport r = reports.get(0);
+            assertThat(r.requestedBytes()).isEqualTo(10L << 20);
+            assertThat(r.provenance().annotation()).isEqualTo("grads");
+            assertThat(r.provenance().stack()).isNotEmpty(); // (its frames: StackProvenanceTest)
+            MemoryMap m = r.snapshot().memoryMap();
+            assertThat(m.stats().bytesInUse()).isEqualTo(7L << 20);
+            assertThat(m.largestHolders(5)).extracting(MemoryMap.Holder::holder)
+                    .containsExactly("weights", "activations (step 7)");
+            assertThat(r.snapshot().history().events()).last()
+                    .extracting(MemoryEvent::kind).isEqualTo(MemoryEvent.Kind.OUT_OF_MEMORY);
+            assertThat(r.summary()).contains("OOMs: 1");
+
+            // Frees after the failure do not change what the listener was given.
+            weights.close();
+            acts.close();
+            assertThat(r.snapshot().memoryMap().stats().bytesInUse()).isEqualTo(7L << 20);
+            assertThat(a.removeOutOfMemoryListener(listener)).isTrue();
+            assertThat(a.allocateRaw(64, 1L << 30)).isZero();
+            assertThat(reports).hasSize(1);
+        }
+    }
+
+    @Test
+    void theReportIsAPictureOfTheFailureNotALiveView() throws Exception {
+        // A second thread waits for the failure and frees at once; the report still shows the
+        // allocations of the moment of failure.
+        try (BfcAllocator a = allocator(4L << 20)) {
+            a.recordAnnotations(true);
+            long held;
+            try (MemoryAnnotation w = MemoryAnnotation.push("held")) {
+                held = a.allocateRaw(64, 3L << 20);
+            }
+            CountDownLatch failed = new CountDownLatch(1);
+            List<OutOfMemoryReport> reports = new ArrayList<>();
+            a.addOutOfMemoryListener(r -> {
+                failed.countDown();
+                try {
+                    Thread.sleep(50); // let the other thread free meanwhile
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                reports.add(r);
+            });
+            Thread freer = new Thread(() -> {
+                try {
+                    failed.await();
+                    a.deallocateRaw(held);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            freer.start();
+            assertThat(a.allocateRaw(64, 2L << 20)).isZero();
+            freer.join();
+            assertThat(a.bytesInUse()).isZero();
+            // The 3 MiB request took the whole 4 MiB region (too small a rest to split off).
+            assertThat(reports.get(0).snapshot().memoryMap().stats().bytesInUse()).isEqualTo(4L << 20);
+            assertThat(reports.get(0).snapshot().memoryMap().largestHolders(1).get(0).holder()).isEqualTo("held");
+        }
+    }
+
+    @Test
+    void badArguments() {
+        try (BfcAllocator a = allocator(1 << 20)) {
+            assertThatThrownBy(() -> a.recordHistory(null)).isInstanceOf(NullPointerException.class);
+            assertThatThrownBy(() -> a.addOutOfMemoryListener(null)).isInstanceOf(NullPointerException.class);
+            assertThatThrownBy(() -> HistoryOptions.builder().maxEntries(0).build())
+                    .hasMessageContaining("maxEntries=0 (expected: 1 to 16777216");
+            assertThatThrownBy(() -> HistoryOptions.builder().stackEveryNth(0).build())
+                    .hasMessageContaining("stackEveryNth=0 (expected: >= 1)");
+        }
+    }
+}

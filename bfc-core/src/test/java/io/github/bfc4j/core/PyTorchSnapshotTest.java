@@ -1,0 +1,157 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import net.razorvine.pickle.Unpickler;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The PyTorch memory snapshot, read back with the same pickle library and checked field by
+ * field against the allocator's own snapshot: every segment against its region, every block
+ * against its chunk, every trace entry against its history event.
+ */
+class PyTorchSnapshotTest {
+
+    private static final long BASE = 0x7f0000000000L;
+
+    @SuppressWarnings("unchecked")
+    static Map<String, Object> roundTrip(MemorySnapshot s) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        s.writePyTorchPickle(out);
+        byte[] bytes = out.toByteArray();
+        assertThat(bytes[0] & 0xff).isEqualTo(0x80); // PROTO
+        assertThat(bytes[1]).isEqualTo((byte) 2); // protocol 2: MemoryViz.js reads 2 to 4
+        return (Map<String, Object>) new Unpickler().loads(bytes);
+    }
+
+    static long num(Object o) {
+        return ((Number) o).longValue();
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void everySegmentBlockAndEventMatchesTheAllocator() throws IOException {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(true).build();
+        BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 1L << 30, 4096, false), 64L << 20, "pt", opts);
+        a.recordHistory(HistoryOptions.builder().stackDepth(8).build());
+        List<Long> live = new ArrayList<>();
+        try (MemoryAnnotation step = MemoryAnnotation.push("train_step", 3)) {
+            for (int i = 0; i < 40; i++) {
+                try (MemoryAnnotation layer = MemoryAnnotation.push("layer" + (i % 4))) {
+                    live.add(a.allocateRaw(64, 1000L + 37_000L * i));
+                }
+            }
+        }
+        for (int i = 0; i < live.size(); i += 3) {
+            a.deallocateRaw(live.get(i));
+        }
+        live.add(a.allocateRaw(64, 3 << 20)); // no annotation: only the stack
+        assertThat(a.allocateRaw(64, 200L << 20)).isZero(); // above the limit: an oom event
+        MemorySnapshot s = a.snapshot();
+        Map<String, Object> d = roundTrip(s);
+
+        List<Map<String, Object>> segments = (List<Map<String, Object>>) d.get("segments");
+        List<MemoryMap.Region> regions = s.memoryMap().regions();
+        assertThat(segments).hasSize(regions.size()).hasSizeGreaterThan(1);
+        for (int i = 0; i < regions.size(); i++) {
+            MemoryMap.Region r = regions.get(i);
+            Map<String, Object> seg = segments.get(i);
+            assertThat(num(seg.get("address"))).isEqualTo(r.ptr());
+            assertThat(num(seg.get("total_size"))).isEqualTo(r.size());
+            assertThat(num(seg.get("device"))).isZero();
+            assertThat(num(seg.get("stream"))).isZero();
+            assertThat((Object[]) seg.get("segment_pool_id")).containsExactly(0, 0);
+            assertThat(seg.get("segment_type")).isEqualTo(r.size() > 1 << 20 ? "large" : "small");
+            assertThat(seg.get("is_expandable")).isEqualTo(false);
+            long allocated = 0;
+            long requested = 0;
+            List<Map<String, Object>> blocks = (List<Map<String, Object>>) seg.get("blocks");
+            assertThat(blocks).hasSize(r.chunks().size());
+            for (int j = 0; j < blocks.size(); j++) {
+                MemoryMap.Chunk c = r.chunks().get(j);
+                Map<String, Object> b = blocks.get(j);
+                assertThat(num(b.get("address"))).isEqualTo(c.ptr());
+                assertThat(num(b.get("size"))).isEqualTo(c.size());
+                assertThat(b.get("state")).isEqualTo(c.inUse() ? "active_allocated" : "inactive");
+                assertThat(num(b.get("requested_size"))).isEqualTo(c.inUse() ? c.requestedSize() : 0);
+                assertFrames((List<Map<String, Object>>) b.get("frames"), c.inUse() ? c.provenance() : Provenance.UNKNOWN);
+                if (c.inUse()) {
+                    allocated += c.size();
+                    requested += c.requestedSize();
+                }
+            }
+            assertThat(num(seg.get("allocated_size"))).isEqualTo(allocated);
+            assertThat(num(seg.get("active_size"))).isEqualTo(allocated);
+            assertThat(num(seg.get("requested_size"))).isEqualTo(requested);
+        }
+
+        List<List<Map<String, Object>>> traces = (List<List<Map<String, Object>>>) d.get("device_traces");
+        assertThat(traces).hasSize(1);
+        List<Map<String, Object>> trace = traces.get(0);
+        int k = 0;
+        int ooms = 0;
+        for (MemoryEvent e : s.history().events()) {
+            List<String> actions = switch (e.kind()) {
+                case ALLOC -> List.of("alloc");
+                case FREE -> List.of("free_requested", "free_completed");
+                case REGION_ALLOC -> List.of("segment_alloc");
+                case REGION_FREE -> List.of("segment_free");
+                case OUT_OF_MEMORY -> List.of("oom");
+            };
+            for (String action : actions) {
+                Map<String, Object> t = trace.get(k++);
+                assertThat(t.get("action")).isEqualTo(action);
+                assertThat(num(t.get("stream"))).isZero();
+                assertThat(num(t.get("time_us"))).isEqualTo(e.provenance().timeMicros());
+                if (e.kind() == MemoryEvent.Kind.OUT_OF_MEMORY) {
+                    ooms++;
+                    assertThat(t).doesNotContainKey("addr");
+                    assertThat(num(t.get("size"))).isEqualTo(200L << 20);
+                    assertThat(num(t.get("device_free"))).isEqualTo(e.availableBytes()).isPositive();
+                } else {
+                    assertThat(num(t.get("addr"))).isEqualTo(e.address());
+                    boolean region = e.kind() == MemoryEvent.Kind.REGION_ALLOC || e.kind() == MemoryEvent.Kind.REGION_FREE;
+                    assertThat(num(t.get("size"))).isEqualTo(region ? e.bytes() : e.requestedBytes());
+                }
+                assertFrames((List<Map<String, Object>>) t.get("frames"), e.provenance());
+                if (e.provenance().annotation() != null) {
+                    assertThat(t.get("user_metadata")).isEqualTo(e.provenance().annotation()
+                            + (e.provenance().step() >= 0 ? " (step " + e.provenance().step() + ")" : ""));
+                } else {
+                    assertThat(t).doesNotContainKey("user_metadata");
+                }
+            }
+        }
+        assertThat(k).isEqualTo(trace.size());
+        assertThat(ooms).isEqualTo(1);
+        a.close();
+    }
+
+    /** The frames of a block or event: the annotation (if any) first, then the stack. */
+    private static void assertFrames(List<Map<String, Object>> frames, Provenance p) {
+        List<String> expected = new ArrayList<>();
+        if (p.annotation() != null) {
+            expected.add((p.step() >= 0 ? "<annotation step " + p.step() + ">" : "<annotation>") + ":0:" + p.annotation());
+        }
+        for (StackFrame f : p.stack()) {
+            expected.add((f.fileName() == null ? "<unknown>" : f.fileName()) + ":" + Math.max(0, f.lineNumber()) + ":"
+                    + f.function());
+        }
+        List<String> got = new ArrayList<>();
+        for (Map<String, Object> f : frames) {
+            assertThat(f.keySet()).containsExactlyInAnyOrder("filename", "line", "name");
+            got.add(f.get("filename") + ":" + num(f.get("line")) + ":" + f.get("name"));
+        }
+        assertThat(got).containsExactlyElementsOf(expected);
+    }
+}

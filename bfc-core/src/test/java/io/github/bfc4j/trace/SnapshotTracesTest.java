@@ -1,0 +1,141 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.trace;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryAnnotation;
+import io.github.bfc4j.core.MemorySnapshot;
+import io.github.bfc4j.core.SharedCounter;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** A live multi-threaded workload, recorded by the allocator's history, replays as a trace. */
+class SnapshotTracesTest {
+
+    private static final long SEED = Long.getLong("bfc4j.test.seed", 1414L);
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void aRecordedMultiThreadedProgramReplaysToTheSamePeak() throws Exception {
+        System.out.println("SnapshotTracesTest seed " + SEED + " (-Dbfc4j.test.seed)");
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(true).build();
+        long limit = 48L << 20;
+        // The sub-allocator the trace's header describes, so that the replay makes the same decisions.
+        SimSubAllocator sim = new SimSubAllocator(SnapshotTraces.SIM_BASE, 2 * limit, 0, false);
+        BfcAllocator a = new BfcAllocator(sim, limit, "live", opts);
+        a.recordHistory(HistoryOptions.builder().stackDepth(4).build());
+
+        int threads = 4;
+        CyclicBarrier start = new CyclicBarrier(threads);
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<Thread> all = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            final long seed = SEED + t;
+            Thread th = new Thread(() -> {
+                Random rnd = new Random(seed);
+                Deque<Long> mine = new ArrayDeque<>();
+                try (MemoryAnnotation w = MemoryAnnotation.push(Thread.currentThread().getName(), 0)) {
+                    start.await();
+                    for (int i = 0; i < 2000; i++) {
+                        if (mine.size() > 20 || (!mine.isEmpty() && rnd.nextInt(3) == 0)) {
+                            a.deallocateRaw(rnd.nextBoolean() ? mine.pollFirst() : mine.pollLast());
+                        } else {
+                            long p = a.allocateRaw(rnd.nextInt(4) == 0 ? 4096 : 64, 1 + rnd.nextInt(1 << 20));
+                            if (p != 0) {
+                                mine.add(p);
+                            }
+                        }
+                    }
+                    // Some stay live at the end.
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            }, "worker-" + t);
+            all.add(th);
+            th.start();
+        }
+        for (Thread th : all) {
+            th.join();
+        }
+        assertThat(failure.get()).isNull();
+        MemorySnapshot s = a.snapshot();
+        long peak = a.memoryStats().peakBytesInUse();
+        long peakReserved = a.memoryStats().peakReservedBytes();
+        long ooms = a.memoryStats().oomsTotal();
+        assertThat(s.history().isComplete()).isTrue();
+
+        Path trace = dir.resolve("live.bfctrace.gz");
+        SnapshotTraces.write(s, trace);
+        WorkloadResult r;
+        try (TraceReader reader = TraceReader.open(trace)) {
+            assertThat(reader.header().isWorkload()).isTrue();
+            r = WorkloadRunner.forHeader(reader.header()).run(reader);
+        }
+        assertThat(r.peakBytesInUse()).isEqualTo(peak);
+        assertThat(r.peakPoolBytes()).isEqualTo(peakReserved);
+        assertThat((long) r.oomCount()).isEqualTo(ooms);
+        assertThat(r.allocations()).isEqualTo(a.memoryStats().allocationsTotal());
+
+        // Every alloc line carries its thread and annotation.
+        try (TraceReader reader = TraceReader.open(trace)) {
+            for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
+                if (e.kind() == TraceEvent.Kind.ALLOC) {
+                    assertThat(e.provenance().thread()).startsWith("worker-");
+                    assertThat(e.provenance().annotation()).isEqualTo(e.provenance().thread());
+                    assertThat(e.provenance().stack()).isNotEmpty();
+                }
+            }
+        }
+        a.close();
+    }
+
+    @Test
+    void anIncompleteHistoryIsRefusedSayingWhy() {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "late", opts)) {
+            assertThatThrownBy(() -> SnapshotTraces.header(a.snapshot())).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("recorded no history");
+            a.deallocateRaw(a.allocateRaw(64, 100));
+            a.recordHistory(HistoryOptions.defaults());
+            assertThatThrownBy(() -> SnapshotTraces.header(a.snapshot()))
+                    .hasMessageContaining("starts after it had obtained memory");
+        }
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "small-ring", opts)) {
+            a.recordHistory(HistoryOptions.builder().maxEntries(4).build());
+            for (int i = 0; i < 3; i++) {
+                a.deallocateRaw(a.allocateRaw(64, 100));
+            }
+            assertThatThrownBy(() -> SnapshotTraces.header(a.snapshot()))
+                    .hasMessageContaining("dropped its 3 oldest events").hasMessageContaining("maxEntries");
+        }
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "timed", opts)) {
+            a.recordHistory(HistoryOptions.defaults());
+            a.setTimingCounter(new SharedCounter());
+            assertThatThrownBy(() -> SnapshotTraces.header(a.snapshot())).hasMessageContaining("timing counter");
+        } catch (RuntimeException e) {
+            throw e;
+        }
+    }
+}

@@ -1,0 +1,146 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.trace;
+
+import static io.github.bfc4j.trace.TraceReaderTest.WORKLOAD_HEADER;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.Provenance;
+import io.github.bfc4j.core.StackFrame;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.Test;
+
+/** The provenance extension: written by TraceWriter, read back by TraceReader, invisible to the body. */
+class TraceProvenanceTest {
+
+    private static final StackFrame JAVA = new StackFrame("com.example.Model", "forward", "Model.java", 42);
+    private static final StackFrame CPP = new StackFrame("",
+            "tensorflow::OpKernelContext::allocate_output(int, tensorflow::TensorShape const&, tensorflow::Tensor**)",
+            null, -1);
+    private static final StackFrame ODD = new StackFrame("-", "m=%20 x\t", "dir with space/\u00e9t\u00e9.java", 0);
+
+    private static String write(List<Provenance> provenances) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (TraceWriter w = TraceWriter.of(out, false)) {
+            w.header(TraceReaderTest.open(WORKLOAD_HEADER).header());
+            for (int i = 0; i < provenances.size(); i++) {
+                w.provenance(i + 1, provenances.get(i));
+                w.workloadAlloc(i + 1, 1000 * (i + 1), 64, 0);
+            }
+            w.free(1);
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
+    private static List<Provenance> read(String text) throws IOException {
+        List<Provenance> got = new ArrayList<>();
+        try (TraceReader r = TraceReaderTest.open(text)) {
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                if (e.kind() == TraceEvent.Kind.ALLOC) {
+                    got.add(e.provenance());
+                } else {
+                    assertThat(e.provenance()).isNull();
+                }
+            }
+        }
+        return got;
+    }
+
+    @Test
+    void writtenProvenanceReadsBackField() throws IOException {
+        List<Provenance> in = List.of(
+                new Provenance(1_700_000_000_000_000L, "main", "encoder/layer3/attention", 12, List.of(JAVA, CPP)),
+                new Provenance(-1, "pool-1 thread=2", null, -1, List.of(JAVA, CPP)),
+                new Provenance(5, null, "odd name = 100%", 0, List.of(ODD, JAVA)),
+                Provenance.UNKNOWN);
+        String text = write(in);
+        List<Provenance> out = read(text);
+        assertThat(out.subList(0, 3)).containsExactlyElementsOf(in.subList(0, 3));
+        assertThat(out.get(3)).isNull(); // nothing known: nothing written
+        // Each frame and stack is defined once: the second use of [JAVA, CPP] refers to stack 1.
+        assertThat(text.lines().filter(l -> l.startsWith("#@ frame"))).hasSize(3);
+        assertThat(text.lines().filter(l -> l.startsWith("#@ stack"))).hasSize(2);
+        assertThat(text).contains("#@ alloc 2 thread=pool-1%20thread%3D2 stack=1\n");
+    }
+
+    @Test
+    void theExtensionIsCommentsToAReaderThatDoesNotKnowIt() throws IOException {
+        String text = write(List.of(new Provenance(7, "t", "a", 1, List.of(JAVA))));
+        // Every line of the extension is a comment of format version 1 ...
+        assertThat(text.lines().filter(l -> l.startsWith("#@"))).isNotEmpty()
+                .allMatch(l -> l.startsWith("#"));
+        // ... and the body without them reads the same calls.
+        String stripped = text.lines().filter(l -> !l.startsWith("#@")).map(l -> l + "\n").collect(Collectors.joining());
+        assertThat(bodyOf(stripped)).isEqualTo(bodyOf(text));
+        assertThat(read(stripped)).containsOnlyNulls();
+    }
+
+    private static String bodyOf(String text) throws IOException {
+        StringBuilder sb = new StringBuilder();
+        try (TraceReader r = TraceReaderTest.open(text)) {
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                sb.append(e).append('\n');
+            }
+        }
+        return sb.toString();
+    }
+
+    @Test
+    void provenanceBelongsToTheNextAllocLineOnly() throws IOException {
+        String text = WORKLOAD_HEADER
+                + "#@ alloc 2 annotation=x\n"
+                + "alloc 1 100\n" // another id: the pending line does not apply
+                + "#@ alloc 2 annotation=y\n"
+                + "alloc 2 100\n"
+                + "#@ alloc 3 annotation=z\n"
+                + "free 1\n" // a body line in between drops it
+                + "alloc 3 100\n"
+                + "#@ future-kind whatever it says\n"
+                + "alloc 4 100\n";
+        List<Provenance> got = read(text);
+        assertThat(got).hasSize(4);
+        assertThat(got.get(0)).isNull();
+        assertThat(got.get(1).annotation()).isEqualTo("y");
+        assertThat(got.get(2)).isNull();
+        assertThat(got.get(3)).isNull();
+    }
+
+    @Test
+    void copyingATraceEventByEventKeepsItsProvenance() throws IOException {
+        String text = write(List.of(new Provenance(7, "t", "a", 1, List.of(JAVA, ODD)),
+                new Provenance(8, "u", null, -1, List.of(ODD))));
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (TraceReader r = TraceReaderTest.open(text); TraceWriter w = TraceWriter.of(out, false)) {
+            w.header(r.header());
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                w.write(e);
+            }
+        }
+        assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo(text);
+    }
+
+    @Test
+    void malformedLinesOfTheExtensionAreErrorsNamingTheLine() {
+        assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1 stack=3\nalloc 1 100\n"))
+                .isInstanceOf(TraceFormatException.class).hasMessageContaining("line 6")
+                .hasMessageContaining("stack 3, which no earlier '#@ stack' line defines");
+        assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ frame 1 a b c 1\n#@ frame 1 a b c 2\n"))
+                .isInstanceOf(TraceFormatException.class).hasMessageContaining("a second definition of frame 1");
+        assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1 annotation=%4\nalloc 1 100\n"))
+                .isInstanceOf(TraceFormatException.class).hasMessageContaining("percent-encoded");
+        assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1 colour=red\nalloc 1 100\n"))
+                .isInstanceOf(TraceFormatException.class).hasMessageContaining("the key 'colour'");
+        assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ stack 1 9\n"))
+                .isInstanceOf(TraceFormatException.class).hasMessageContaining("frame 9");
+        assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1  step=2\nalloc 1 100\n"))
+                .isInstanceOf(TraceFormatException.class).hasMessageContaining("an empty token");
+    }
+}

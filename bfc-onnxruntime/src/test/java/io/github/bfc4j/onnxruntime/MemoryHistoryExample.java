@@ -1,0 +1,110 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.onnxruntime;
+
+import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARNING;
+
+import ai.djl.huggingface.tokenizers.Encoding;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryAnnotation;
+import io.github.bfc4j.core.MemorySnapshot;
+import io.github.bfc4j.trace.SnapshotTraces;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+import org.bytedeco.onnxruntime.Env;
+
+/**
+ * Who holds the memory of a real workload: ONNX Runtime serves sentence embeddings with
+ * all-MiniLM-L6-v2 (the model of {@link OnnxRuntimeExample}) for several requests of different
+ * batch sizes and lengths, with its CPU memory from a bfc4j allocator that records its history
+ * (Java stacks, and an annotation per request); then writes {@code snapshot.pickle} (PyTorch's
+ * memory snapshot, for pytorch.org/memory_viz) and {@code ort-minilm.bfctrace} (the workload
+ * with its provenance, for {@code bfc report}), and prints the memory summary with its largest
+ * holders.
+ *
+ * <pre>
+ * java -cp ... io.github.bfc4j.onnxruntime.MemoryHistoryExample [DIR]   # DIR: where the files go (default .)
+ * </pre>
+ */
+public final class MemoryHistoryExample {
+
+    private static final long SEED = 42;
+
+    /** Requests, one a step. */
+    static final int STEPS = 8;
+
+    private static final int[] BATCHES = {1, 4, 16};
+    private static final int[] LENGTHS = {16, 64, 128};
+
+    private MemoryHistoryExample() {
+    }
+
+    /**
+     * Runs the example.
+     *
+     * @param args none, or the directory to write the files to
+     * @throws IOException if a file cannot be written
+     */
+    public static void main(String[] args) throws IOException {
+        if (args.length > 1) {
+            System.err.println("usage: MemoryHistoryExample [DIR]");
+            System.exit(2);
+        }
+        run(System.out, Path.of(args.length == 1 ? args[0] : "."));
+    }
+
+    /** The example, writing its files to {@code dir} (created if needed). */
+    static void run(PrintStream out, Path dir) throws IOException {
+        Files.createDirectories(dir);
+        List<Encoding[]> requests = requests();
+        MemorySnapshot snapshot;
+        try (Env env = new Env(ORT_LOGGING_LEVEL_WARNING, "bfc4j-history");
+                BfcAllocator bfc = OnnxRuntimeExample.allocator();
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            // Before the first allocation, so that the history is complete (and replayable).
+            bfc.recordHistory(HistoryOptions.defaults());
+            EmbeddingSession session;
+            try (MemoryAnnotation a = MemoryAnnotation.push("session/load")) {
+                session = new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q, EmbeddingSession.options(true));
+            }
+            try (session) {
+                for (int step = 0; step < STEPS; step++) {
+                    Encoding[] request = requests.get(step);
+                    try (MemoryAnnotation a = MemoryAnnotation.push(annotation(request), step)) {
+                        session.run(request);
+                    }
+                }
+                // While the session (its weights) is still open.
+                snapshot = bfc.snapshot();
+                out.println(bfc.memorySummary());
+            }
+        }
+        Path pickle = dir.resolve("snapshot.pickle");
+        Path trace = dir.resolve("ort-minilm.bfctrace");
+        snapshot.writePyTorchPickle(pickle);
+        SnapshotTraces.write(snapshot, trace);
+        out.println("Recorded " + snapshot.history().events().size() + " events of allocator '"
+                + snapshot.memoryMap().allocatorName() + "' (" + STEPS + " requests).");
+        out.println("Wrote " + pickle + ": open https://pytorch.org/memory_viz and drag the file onto the page"
+                + " (it is read in the browser, nothing is uploaded).");
+        out.println("Wrote " + trace + ": bin/bfc report " + trace + " -o report.html");
+    }
+
+    /** The requests the example serves, tokenized. */
+    static List<Encoding[]> requests() {
+        return ServingWorkload.requests(EmbeddingModel.ALL_MINILM_L6_V2_Q, new Random(SEED), STEPS, BATCHES, LENGTHS,
+                1024);
+    }
+
+    /** A request's annotation: its batch size and sequence length. */
+    static String annotation(Encoding[] request) {
+        return "minilm/run batch=" + request.length + " len=" + request[0].getIds().length;
+    }
+}
