@@ -37,22 +37,39 @@ public final class SnapshotTraces {
     }
 
     /**
-     * The header of the trace of a snapshot.
+     * The header of the trace of a snapshot, named after the allocator
+     * ({@code <allocator name>: recorded}).
      *
      * @param snapshot the snapshot
      * @return a workload trace header with the allocator's options
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
      */
     public static TraceHeader header(MemorySnapshot snapshot) {
+        return header(snapshot, defaultName(snapshot));
+    }
+
+    /**
+     * The header of the trace of a snapshot, with a {@code name} line of the caller's choosing
+     * (its first word, up to a colon or space, names the allocator when {@code bfc} replays the
+     * trace). The {@code source} line says that bfc4j recorded it, from which allocator, and how
+     * many events.
+     *
+     * @param snapshot the snapshot
+     * @param name the trace's name, e.g. {@code "my-server: 200 requests from 4 threads"}
+     * @return a workload trace header with the allocator's options
+     * @throws IllegalArgumentException if {@code name} is null, empty or holds a line break
+     * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
+     */
+    public static TraceHeader header(MemorySnapshot snapshot, String name) {
         check(snapshot);
         BfcOptions o = snapshot.options();
         long limit = snapshot.memoryMap().stats().bytesLimit();
         long capacity = limit > (Long.MAX_VALUE - SIM_BASE) / 2 ? Long.MAX_VALUE - SIM_BASE : 2 * limit;
         MemoryHistory h = snapshot.history();
-        return new TraceHeader(snapshot.memoryMap().allocatorName() + ": recorded",
+        return new TraceHeader(name,
                 TraceHeader.WORKLOAD_SOURCE_PREFIX + " recorded by bfc4j from allocator '"
-                        + snapshot.memoryMap().allocatorName().replace('\n', ' ').replace('\r', ' ') + "' ("
-                        + h.events().size() + " events of its history)",
+                        + oneLine(snapshot.memoryMap().allocatorName()) + "' (" + h.events().size()
+                        + " events of its history)",
                 limit, o.allowGrowth(), o.garbageCollection(), o.fragmentationFraction(), false, SIM_BASE,
                 capacity, 0, snapshot.coalescingRegions());
     }
@@ -66,9 +83,24 @@ public final class SnapshotTraces {
      * @throws IOException if the file cannot be written
      */
     public static void write(MemorySnapshot snapshot, Path file) throws IOException {
-        check(snapshot);
+        write(snapshot, file, defaultName(snapshot));
+    }
+
+    /**
+     * Writes the trace to a file ({@code .gz}: gzip-compressed), created or replaced, with a
+     * {@code name} line of the caller's choosing (see {@link #header(MemorySnapshot, String)}).
+     *
+     * @param snapshot the snapshot
+     * @param file the trace file
+     * @param name the trace's name
+     * @throws IllegalArgumentException if {@code name} is null, empty or holds a line break
+     * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
+     * @throws IOException if the file cannot be written
+     */
+    public static void write(MemorySnapshot snapshot, Path file, String name) throws IOException {
+        TraceHeader header = header(snapshot, name);
         try (TraceWriter w = TraceWriter.create(file)) {
-            write(snapshot, w);
+            write(snapshot, header, w);
         }
     }
 
@@ -83,7 +115,11 @@ public final class SnapshotTraces {
      * @throws IOException if writing fails
      */
     public static void write(MemorySnapshot snapshot, TraceWriter w) throws IOException {
-        w.header(header(snapshot));
+        write(snapshot, header(snapshot), w);
+    }
+
+    private static void write(MemorySnapshot snapshot, TraceHeader header, TraceWriter w) throws IOException {
+        w.header(header);
         Map<Long, Long> traceIdOf = new HashMap<>();
         long next = 1;
         for (MemoryEvent e : snapshot.history().events()) {
@@ -109,6 +145,14 @@ public final class SnapshotTraces {
                 }
             }
         }
+    }
+
+    private static String defaultName(MemorySnapshot snapshot) {
+        return oneLine(snapshot.memoryMap().allocatorName()) + ": recorded";
+    }
+
+    private static String oneLine(String text) {
+        return text.replace('\n', ' ').replace('\r', ' ');
     }
 
     private static void check(MemorySnapshot snapshot) {

@@ -109,6 +109,41 @@ class SnapshotTracesTest {
     }
 
     @Test
+    void theCallerNamesTheTrace() throws IOException {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "named", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.deallocateRaw(a.allocateRaw(64, 100));
+            MemorySnapshot s = a.snapshot();
+            assertThat(SnapshotTraces.header(s).name()).isEqualTo("named: recorded");
+
+            Path trace = dir.resolve("named.bfctrace");
+            SnapshotTraces.write(s, trace, "my-server: 2 requests from 1 thread");
+            try (TraceReader reader = TraceReader.open(trace)) {
+                TraceHeader h = reader.header();
+                assertThat(h.name()).isEqualTo("my-server: 2 requests from 1 thread");
+                assertThat(h).isEqualTo(SnapshotTraces.header(s, h.name()));
+                assertThat(h.source()).isEqualTo("workload: recorded by bfc4j from allocator 'named' ("
+                        + s.history().events().size() + " events of its history)");
+                assertThat(reader.next().kind()).isEqualTo(TraceEvent.Kind.ALLOC);
+                assertThat(reader.next().kind()).isEqualTo(TraceEvent.Kind.FREE);
+                assertThat(reader.next()).isNull();
+            }
+
+            // A name that cannot be a header line is refused before the file is touched.
+            for (String bad : new String[] {null, "", "two\nlines"}) {
+                assertThatThrownBy(() -> SnapshotTraces.write(s, trace, bad))
+                        .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("name=")
+                        .hasMessageContaining("expected: non-empty text without line breaks");
+            }
+            try (TraceReader reader = TraceReader.open(trace)) {
+                assertThat(reader.header().name()).isEqualTo("my-server: 2 requests from 1 thread");
+            }
+        }
+    }
+
+    @Test
     void anIncompleteHistoryIsRefusedSayingWhy() {
         BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
         try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),

@@ -115,7 +115,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
      */
     private final AtomicInteger inFlight = new AtomicInteger();
     private final OrtCallbackStats.Counters counters = new OrtCallbackStats.Counters();
-    /** Told of every allocation served and every free, or null. For recording and tests. */
+    /** Told of every allocation served and every free, or null. For tests. */
     private volatile CallListener listener;
 
     private BfcOrtAllocator(BfcAllocator bfc, OrtApi api, OrtEnv env, OrtMemoryInfo memoryInfo,
@@ -325,7 +325,12 @@ public final class BfcOrtAllocator implements AutoCloseable {
         listener = l;
     }
 
-    /** What a {@link BfcOrtAllocator} served, as it serves it: for recording a workload. */
+    /**
+     * What a {@link BfcOrtAllocator} served, as it serves it, on ORT's thread: for tests (which
+     * threads call {@code Alloc}; an allocation held between bfc4j's answer and its return to
+     * ORT). A workload is recorded with the allocator's history instead
+     * ({@code BfcAllocator.recordHistory}, {@code SnapshotTraces}).
+     */
     interface CallListener {
         /**
          * An allocation was served ({@code ptr != 0}) or failed ({@code ptr == 0}).

@@ -77,7 +77,7 @@ public final class MemoryHistoryExample {
             try (session) {
                 for (int step = 0; step < STEPS; step++) {
                     Encoding[] request = requests.get(step);
-                    try (MemoryAnnotation a = MemoryAnnotation.push(annotation(request), step)) {
+                    try (MemoryAnnotation a = MemoryAnnotation.push(ServingWorkload.annotation(request), step)) {
                         session.run(request);
                     }
                 }
@@ -101,10 +101,5 @@ public final class MemoryHistoryExample {
     static List<Encoding[]> requests() {
         return ServingWorkload.requests(EmbeddingModel.ALL_MINILM_L6_V2_Q, new Random(SEED), STEPS, BATCHES, LENGTHS,
                 1024);
-    }
-
-    /** A request's annotation: its batch size and sequence length. */
-    static String annotation(Encoding[] request) {
-        return "minilm/run batch=" + request.length + " len=" + request[0].getIds().length;
     }
 }

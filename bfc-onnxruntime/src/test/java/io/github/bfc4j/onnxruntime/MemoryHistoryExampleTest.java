@@ -44,7 +44,7 @@ class MemoryHistoryExampleTest {
         // Every step's allocations carry their annotation and the Java frames that made ORT run.
         List<ai.djl.huggingface.tokenizers.Encoding[]> requests = MemoryHistoryExample.requests();
         for (int step = 0; step < MemoryHistoryExample.STEPS; step++) {
-            String tag = MemoryHistoryExample.annotation(requests.get(step)) + " (step " + step + ")";
+            String tag = ServingWorkload.annotation(requests.get(step)) + " (step " + step + ")";
             assertThat(events).anySatisfy(e -> {
                 assertThat(e.get("action")).isEqualTo("alloc");
                 assertThat(e.get("user_metadata")).isEqualTo(tag);

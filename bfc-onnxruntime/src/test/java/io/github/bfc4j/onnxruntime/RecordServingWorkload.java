@@ -4,7 +4,13 @@ import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARN
 
 import ai.djl.huggingface.tokenizers.Encoding;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryAnnotation;
+import io.github.bfc4j.core.MemoryEvent;
+import io.github.bfc4j.core.MemorySnapshot;
+import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
+import io.github.bfc4j.trace.SnapshotTraces;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -18,9 +24,12 @@ import org.bytedeco.onnxruntime.Env;
 
 /**
  * Records a sentence-embedding server's memory as a workload trace: all-MiniLM-L6-v2 on bfc4j
- * memory (1 GiB limit), a session created, requests of 1 to 32 texts of 8 to 256 tokens served
- * by caller threads sharing it, the session closed. What {@code bfc replay}, {@code whatif} and
- * {@code report} then read (docs/cli.md).
+ * memory (1 GiB limit) with the allocator's history recorded (no stacks), a session created
+ * (annotated {@value #SESSION_LOAD}), requests of 1 to 32 texts of 8 to 256 tokens served by
+ * caller threads sharing it (each annotated with its batch size and length, its step the
+ * request's number), the session closed; then the history written as a trace with
+ * {@link SnapshotTraces}. What {@code bfc replay}, {@code whatif} and {@code report} then read
+ * (docs/cli.md).
  *
  * <pre>
  * java -cp ... io.github.bfc4j.onnxruntime.RecordServingWorkload OUT.bfctrace.gz [REQUESTS [THREADS]]
@@ -33,6 +42,10 @@ public final class RecordServingWorkload {
     static final int[] BATCHES = {1, 2, 4, 8, 16, 32};
     static final int[] LENGTHS = {8, 16, 32, 64, 128, 256};
     static final int MAX_TOKENS = 2048;
+    /** The annotation of the session's creation (its weights and initialization). */
+    static final String SESSION_LOAD = "session/load";
+    /** The caller threads' names: this and their number. */
+    static final String THREAD = "server-";
 
     private RecordServingWorkload() {
     }
@@ -52,8 +65,8 @@ public final class RecordServingWorkload {
         int threads = args.length > 2 ? Integer.parseInt(args[2]) : 2;
         Result r = record(Path.of(args[0]), requests, threads);
         System.out.println("wrote " + args[0] + ": " + r.allocs() + " allocations, " + r.frees() + " frees; live run: peak in use "
-                + BfcAllocator.humanReadableNumBytes(r.peakBytesInUse()) + ", peak reserved "
-                + BfcAllocator.humanReadableNumBytes(r.peakReservedBytes()));
+                + BfcAllocator.humanReadableNumBytes(r.peakBytesInUse()) + " (" + r.peakBytesInUse() + " bytes), peak reserved "
+                + BfcAllocator.humanReadableNumBytes(r.peakReservedBytes()) + " (" + r.peakReservedBytes() + " bytes)");
     }
 
     /** What a recording wrote, and what the live allocator saw. */
@@ -63,46 +76,54 @@ public final class RecordServingWorkload {
     static Result record(Path out, int requestCount, int threads) throws IOException, Exception {
         List<Encoding[]> requests = ServingWorkload.requests(EmbeddingModel.ALL_MINILM_L6_V2_Q, new Random(SEED),
                 requestCount, BATCHES, LENGTHS, MAX_TOKENS);
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        AtomicInteger threadNumber = new AtomicInteger();
+        ExecutorService pool = Executors.newFixedThreadPool(threads,
+                r -> new Thread(r, THREAD + threadNumber.getAndIncrement()));
+        MemorySnapshot snapshot;
+        MemoryStats stats;
         try (Env env = new Env(ORT_LOGGING_LEVEL_WARNING, "bfc4j-record");
                 BfcAllocator bfc = BfcAllocator.builder().name("ort_cpu").memoryLimit(LIMIT).allowRetryOnFailure(false)
                         .subAllocator(new AlignedHostSubAllocator()).build();
                 BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
-            WorkloadRecorder recorder = new WorkloadRecorder(out, bfc, "ort-minilm-serving: all-MiniLM-L6-v2 (quantized)"
-                    + " on ONNX Runtime 1.22, " + requestCount + " requests from " + threads + " threads",
-                    "recorded from ONNX Runtime's calls into BfcOrtAllocator (bfc-onnxruntime RecordServingWorkload)");
-            try {
-                ort.listener(recorder);
-                recorder.comment("session created: weights (Reserve) and initialization");
-                try (EmbeddingSession session = new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q,
-                        EmbeddingSession.options(true))) {
-                    recorder.comment(requestCount + " requests from " + threads + " threads sharing the session:"
-                            + " batches of " + java.util.Arrays.toString(BATCHES) + " texts of "
-                            + java.util.Arrays.toString(LENGTHS) + " tokens, at most " + MAX_TOKENS + " tokens");
-                    AtomicInteger next = new AtomicInteger();
-                    List<Future<?>> futures = new ArrayList<>();
-                    for (int t = 0; t < threads; t++) {
-                        futures.add(pool.submit(() -> {
-                            for (int i = next.getAndIncrement(); i < requests.size(); i = next.getAndIncrement()) {
-                                session.run(requests.get(i));
-                            }
-                            return null;
-                        }));
-                    }
-                    for (Future<?> f : futures) {
-                        f.get();
-                    }
-                    recorder.comment("session closed");
-                }
-                ort.listener(null);
-            } finally {
-                recorder.close();
+            // Before the session's first allocation, so that the history is complete (a trace);
+            // about 220 events a request, room for four times that.
+            bfc.recordHistory(HistoryOptions.builder().stacks(false)
+                    .maxEntries((int) Math.min(1 << 24, 10_000 + 1_000L * requestCount)).build());
+            EmbeddingSession session;
+            try (MemoryAnnotation a = MemoryAnnotation.push(SESSION_LOAD)) {
+                session = new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q, EmbeddingSession.options(true));
             }
-            var stats = bfc.memoryStats();
-            return new Result(recorder.allocs(), recorder.frees(), stats.allocationsTotal(), stats.peakBytesInUse(),
-                    stats.peakReservedBytes());
+            try (session) {
+                AtomicInteger next = new AtomicInteger();
+                List<Future<?>> futures = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    futures.add(pool.submit(() -> {
+                        for (int i = next.getAndIncrement(); i < requests.size(); i = next.getAndIncrement()) {
+                            Encoding[] request = requests.get(i);
+                            try (MemoryAnnotation a = MemoryAnnotation.push(ServingWorkload.annotation(request), i)) {
+                                session.run(request);
+                            }
+                        }
+                        return null;
+                    }));
+                }
+                for (Future<?> f : futures) {
+                    f.get();
+                }
+            }
+            snapshot = bfc.snapshot();
+            stats = bfc.memoryStats();
         } finally {
             pool.shutdownNow();
         }
+        SnapshotTraces.write(snapshot, out, "ort-minilm-serving: all-MiniLM-L6-v2 (quantized) on ONNX Runtime 1.22, "
+                + requestCount + " requests from " + threads + (threads == 1 ? " thread" : " threads"));
+        long allocs = 0;
+        long frees = 0;
+        for (MemoryEvent e : snapshot.history().events()) {
+            allocs += e.kind() == MemoryEvent.Kind.ALLOC ? 1 : 0;
+            frees += e.kind() == MemoryEvent.Kind.FREE ? 1 : 0;
+        }
+        return new Result(allocs, frees, stats.allocationsTotal(), stats.peakBytesInUse(), stats.peakReservedBytes());
     }
 }

@@ -48,6 +48,11 @@ final class ServingWorkload {
         }
     }
 
+    /** A request's annotation ({@code MemoryAnnotation}): its batch size and sequence length. */
+    static String annotation(Encoding[] request) {
+        return "minilm/run batch=" + request.length + " len=" + request[0].getIds().length;
+    }
+
     /** One request of {@code batch} texts of exactly {@code length} tokens. */
     static Encoding[] request(HuggingFaceTokenizer fixedLength, Random random, int batch, int length) {
         List<String> texts = new ArrayList<>();
