@@ -4,6 +4,9 @@
  */
 package io.github.bfc4j.cli;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.Properties;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.IVersionProvider;
@@ -54,8 +57,9 @@ public final class BfcCommand implements Runnable {
     }
 
     /**
-     * Runs {@code bfc} and exits with its status: 0 on success, 1 if a trace failed, 2 for
-     * unreadable input or a usage error.
+     * Runs {@code bfc} and exits with its status: 0 on success, 1 if a trace failed (or the run
+     * did), 2 for unreadable input or a usage error, 3 for a broken invariant of the allocator
+     * (docs/cli.md).
      *
      * @param args the command-line arguments
      */
@@ -63,12 +67,22 @@ public final class BfcCommand implements Runnable {
         System.exit(commandLine().execute(args));
     }
 
-    /** The version, from the jar's manifest when there is one. */
+    /** The version, filled in by the build (version.properties, next to this class). */
     static final class VersionProvider implements IVersionProvider {
         @Override
-        public String[] getVersion() {
-            String v = BfcCommand.class.getPackage().getImplementationVersion();
-            return new String[] {"bfc " + (v == null ? "(development build)" : v)};
+        public String[] getVersion() throws IOException {
+            Properties p = new Properties();
+            try (InputStream in = BfcCommand.class.getResourceAsStream("version.properties")) {
+                if (in != null) {
+                    p.load(in);
+                }
+            }
+            String v = p.getProperty("version", "");
+            if (v.isEmpty() || v.startsWith("${")) {
+                // Classes compiled outside Maven (an IDE): no version was filled in.
+                v = "(version unknown: built without Maven's resource filtering)";
+            }
+            return new String[] {"bfc " + v};
         }
     }
 }

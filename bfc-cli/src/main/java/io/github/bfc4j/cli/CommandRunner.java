@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.cli;
 
+import io.github.bfc4j.core.BfcInvariantViolation;
 import io.github.bfc4j.trace.TraceFormatException;
 import io.github.bfc4j.trace.WorkloadException;
 import java.io.IOException;
@@ -19,9 +20,9 @@ import picocli.CommandLine.Model.CommandSpec;
 /**
  * Runs the body of a subcommand with the CLI's error rules: every error is one line on standard
  * error, {@code bfc <command>: <what was wrong>}, and an exit status (2 for bad options and
- * unreadable or malformed input, 1 for a failure of the run itself); the stack trace only with
- * {@code --debug}. The allocator's own log (e.g. its out-of-memory warnings) is silenced unless
- * {@code --verbose}.
+ * unreadable or malformed input, 1 for a failure of the run itself, 3 for a broken invariant of
+ * the allocator); the stack trace only with {@code --debug}. The allocator's own log (e.g. its
+ * out-of-memory warnings) is silenced unless {@code --verbose}.
  */
 final class CommandRunner {
 
@@ -31,6 +32,11 @@ final class CommandRunner {
     static final int EXIT_FAILED = 1;
     /** The exit status for a usage error or unreadable input. */
     static final int EXIT_USAGE = 2;
+    /**
+     * The exit status for a broken invariant of the allocator ({@code --check-invariants}, or
+     * {@code -Dbfc4j.checkInvariants=true}): a bug in the allocator, not in the input.
+     */
+    static final int EXIT_INVARIANT_VIOLATION = 3;
 
     /** The body of a subcommand. */
     interface Body {
@@ -79,7 +85,8 @@ final class CommandRunner {
         } catch (IOException | UncheckedIOException e) {
             return fail(err, prefix + e.getMessage(), debug, e, EXIT_USAGE);
         } catch (WorkloadException e) {
-            return fail(err, prefix + e.getMessage(), debug, e, EXIT_FAILED);
+            return fail(err, prefix + e.getMessage(), debug, e,
+                    invariantViolation(e) ? EXIT_INVARIANT_VIOLATION : EXIT_FAILED);
         } catch (OutOfMemoryError e) {
             return fail(err, prefix + "the Java heap is too small for this trace; give more with"
                     + " BFC_JAVA_OPTS=-Xmx4g", debug, e, EXIT_FAILED);
@@ -91,6 +98,29 @@ final class CommandRunner {
             spec.commandLine().getOut().flush();
             err.flush();
         }
+    }
+
+    /**
+     * Prints a warning, {@code bfc <command>: warning: <text>}, on standard error.
+     *
+     * @param spec the subcommand
+     * @param text the warning, or null for none
+     */
+    static void warn(CommandSpec spec, String text) {
+        if (text != null) {
+            PrintWriter err = spec.commandLine().getErr();
+            err.println("bfc " + spec.name() + ": warning: " + text);
+            err.flush();
+        }
+    }
+
+    private static boolean invariantViolation(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof BfcInvariantViolation) {
+                return true;
+            }
+        }
+        return false;
     }
 
     private static int fail(PrintWriter err, String line, boolean debug, Throwable e, int status) {

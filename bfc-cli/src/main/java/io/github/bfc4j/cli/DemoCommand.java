@@ -49,7 +49,7 @@ public final class DemoCommand implements Callable<Integer> {
     private CommandSpec spec;
 
     @Option(names = "--trace", paramLabel = "FILE",
-            description = "Replay this trace instead of the bundled training loop.")
+            description = "Replay this trace instead of the bundled training loop (- for standard input).")
     private Path trace;
 
     /** Creates the command; picocli fills its fields. */
@@ -65,16 +65,19 @@ public final class DemoCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         return CommandRunner.run(spec, debug, verbose, () -> {
+            String cut;
             try (TraceReader reader = open()) {
                 run(reader, spec.commandLine().getOut());
-                return CommandRunner.EXIT_OK;
+                cut = TraceInput.cutWarning(reader, "the demo replayed the lines read");
             }
+            CommandRunner.warn(spec, cut);
+            return CommandRunner.EXIT_OK;
         });
     }
 
     private TraceReader open() throws IOException {
         if (trace != null) {
-            return TraceReader.open(trace);
+            return TraceInput.of(trace).open("demo");
         }
         InputStream in = DemoCommand.class.getResourceAsStream(BUNDLED_TRACE);
         if (in == null) {

@@ -10,9 +10,7 @@ import io.github.bfc4j.trace.TraceHeader;
 import io.github.bfc4j.trace.TraceWriter;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -58,7 +56,7 @@ public final class ImportTfLogCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Parameters(paramLabel = "LOG", description = "The TensorFlow log (plain or gzip).")
+    @Parameters(paramLabel = "LOG", description = "The TensorFlow log (plain or gzip), - for standard input.")
     private Path log;
 
     @Option(names = "--allocator", required = true, paramLabel = "NAME",
@@ -101,7 +99,9 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
             Boolean growthOption = allowGrowth == null ? null : RunConfig.parseBoolean("--allow-growth", allowGrowth);
             boolean gc = RunConfig.parseBoolean("--garbage-collection", garbageCollection);
-            TfLog tf = TfLog.read(log, allocator);
+            OutputFile.check("-o", output, "trace.bfctrace");
+            TraceInput input = TraceInput.of(log);
+            TfLog tf = TfLog.read(input, allocator);
             long limit;
             String limitFrom;
             if (limitOption != null) {
@@ -111,8 +111,8 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                 limit = tf.statedLimit;
                 limitFrom = "log " + tf.statedLimitLine;
             } else {
-                throw new UsageException("--memory-limit is needed: " + log + " does not state the memory limit of '"
-                        + allocator + "' (give the device's memory given to TensorFlow, e.g. --memory-limit=14GiB)");
+                throw new UsageException("--memory-limit is needed: " + input.name() + " does not state the memory"
+                        + " limit of '" + allocator + "' (give the device's memory given to TensorFlow, e.g. --memory-limit=14GiB)");
             }
             boolean growth;
             String growthFrom;
@@ -141,33 +141,26 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                 }
             }
             long capacity = limit + SIM_GAP * Math.max(4096, tf.regions.size() + 1L);
-            String fileName = log.getFileName() == null ? log.toString() : log.getFileName().toString();
+            String fileName = input.shortName();
             String source = (withExpectations ? "imported" : TraceHeader.WORKLOAD_SOURCE_PREFIX + " imported")
                     + " from TensorFlow log " + fileName + ", BFCAllocator '" + allocator + "' (bfc import-tf-log"
                     + (withExpectations ? ", regions moved onto the sim in the order obtained" : "") + ")";
             TraceHeader header = new TraceHeader(
                     name != null ? name : allocator + ": imported from " + fileName,
                     source, limit, growth, gc, 0, false, SIM_BASE, capacity, SIM_GAP, false);
-            Path parent = output.toAbsolutePath().getParent();
-            if (parent == null || !Files.isDirectory(parent)) {
-                throw new UsageException("-o=" + output + " (expected: a file in an existing directory)");
-            }
-            Path tmp = Files.createTempFile(parent, ".bfc-import-", ".tmp");
-            try {
-                boolean gzip = output.getFileName().toString().endsWith(".gz");
-                try (TraceWriter w = TraceWriter.create(tmp, gzip)) {
+            boolean gzip = output.getFileName().toString().endsWith(".gz");
+            String comment = "memory_limit from " + limitFrom + "; allow_growth from " + growthFrom
+                    + "; the log does not say the alignments of 2.18's AllocateRaw calls: 64 assumed";
+            OutputFile.write("-o", output, "trace.bfctrace", file -> {
+                try (TraceWriter w = TraceWriter.create(file, gzip)) {
                     w.header(header);
                     w.comment("imported by bfc import-tf-log from " + fileName + ": " + tf.allocs + " allocs, "
                             + tf.frees + " frees, " + tf.nullFrees + " DeallocateRaw(nullptr) dropped, "
                             + tf.regions.size() + " regions");
-                    w.comment("memory_limit from " + limitFrom + "; allow_growth from " + growthFrom
-                            + "; the log does not say the alignments of 2.18's AllocateRaw calls: 64 assumed");
+                    w.comment(comment);
                     write(w, tf, header);
                 }
-                Files.move(tmp, output, StandardCopyOption.REPLACE_EXISTING);
-            } finally {
-                Files.deleteIfExists(tmp);
-            }
+            });
             PrintWriter out = spec.commandLine().getOut();
             out.println("wrote " + output + ": " + (withExpectations ? "trace with expected answers" : "workload trace")
                     + ", " + tf.calls + " calls (" + tf.allocs + " allocs, " + tf.frees + " frees), "

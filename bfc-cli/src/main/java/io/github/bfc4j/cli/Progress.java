@@ -12,7 +12,8 @@ import java.io.PrintStream;
 /**
  * A progress bar on standard error, drawn only when the process has a terminal
  * ({@code System.console() != null}); otherwise (pipes, files, tests) it prints nothing.
- * Progress is measured in bytes of the trace file read (compressed bytes for a gzip trace).
+ * Progress is measured in bytes of the trace file read (compressed bytes for a gzip trace); when
+ * the size is not known in advance (standard input, a pipe) the bar shows the bytes read.
  */
 final class Progress {
     private static final int WIDTH = 30;
@@ -23,18 +24,19 @@ final class Progress {
     private final long total;
     private long lastDraw;
     private boolean drawn;
+    private int drawnLength;
 
     Progress(PrintStream out, String label, long total) {
         this.out = out;
         this.label = label;
-        this.total = Math.max(1, total);
+        this.total = total;
     }
 
     /**
      * A bar for reading {@code total} bytes, or a silent one when there is no terminal.
      *
      * @param label what is being done
-     * @param total the bytes to read
+     * @param total the bytes to read, or -1 if not known
      * @return the bar
      */
     static Progress start(String label, long total) {
@@ -47,7 +49,7 @@ final class Progress {
     }
 
     /**
-     * Wraps a stream so that reading it moves the bar.
+     * Wraps a stream so that reading it moves the bar, and closing it erases the bar.
      *
      * @param in the trace's bytes
      * @return a stream that counts what is read
@@ -77,6 +79,15 @@ final class Progress {
                 }
                 return n;
             }
+
+            @Override
+            public void close() throws IOException {
+                try {
+                    super.close();
+                } finally {
+                    finish();
+                }
+            }
         };
     }
 
@@ -87,17 +98,25 @@ final class Progress {
         }
         lastDraw = now;
         drawn = true;
-        int pct = (int) Math.min(100, done * 100 / total);
-        int filled = pct * WIDTH / 100;
-        out.print("\r[" + "#".repeat(filled) + ".".repeat(WIDTH - filled) + "] " + pct + "% " + label);
+        String line;
+        if (total <= 0) {
+            line = "[" + Sizes.format(done) + " read] " + label;
+        } else {
+            int pct = (int) Math.min(100, done * 100 / total);
+            int filled = pct * WIDTH / 100;
+            line = "[" + "#".repeat(filled) + ".".repeat(WIDTH - filled) + "] " + pct + "% " + label;
+        }
+        drawnLength = Math.max(drawnLength, line.length());
+        out.print("\r" + line);
         out.flush();
     }
 
     /** Erases the bar (if one was drawn). */
     void finish() {
         if (out != null && drawn) {
-            out.print("\r" + " ".repeat(WIDTH + 8 + label.length()) + "\r");
+            out.print("\r" + " ".repeat(Math.max(WIDTH + 8 + label.length(), drawnLength)) + "\r");
             out.flush();
+            drawn = false;
         }
     }
 }

@@ -5,6 +5,7 @@
 package io.github.bfc4j.cli;
 
 import io.github.bfc4j.core.BfcInvariantViolation;
+import io.github.bfc4j.trace.TraceReader;
 import io.github.bfc4j.trace.WorkloadException;
 import io.github.bfc4j.trace.WorkloadResult;
 import io.github.bfc4j.trace.WorkloadStep;
@@ -25,7 +26,8 @@ import picocli.CommandLine.Spec;
  * reserved, fragmentation at peak, regions, and every out-of-memory failure with its line.
  *
  * <p>Exit status: 0 no allocation failed, 1 an allocation ran out of memory (or the allocator
- * failed), 2 bad options or an unreadable trace.
+ * failed), 2 bad options or an unreadable trace, 3 the allocator's invariants broke
+ * ({@code --check-invariants}).
  */
 @Command(
         name = "replay",
@@ -37,7 +39,7 @@ import picocli.CommandLine.Spec;
             "Fragmentation at peak = 1 - largest free chunk / free bytes in the pool, at the call with the most"
                     + " bytes in use (0: all free memory in one piece).",
             "Exit status: 0 no allocation failed, 1 an allocation ran out of memory, 2 bad options or an"
-                    + " unreadable trace."
+                    + " unreadable trace, 3 an invariant broke (--check-invariants)."
         })
 public final class ReplayCommand implements Callable<Integer> {
 
@@ -47,7 +49,8 @@ public final class ReplayCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Parameters(paramLabel = "TRACE", description = "A trace (.bfctrace or .bfctrace.gz; workload or conformance).")
+    @Parameters(paramLabel = "TRACE",
+            description = "A trace (.bfctrace or .bfctrace.gz; workload or conformance), - for standard input.")
     private Path trace;
 
     @Mixin
@@ -55,7 +58,7 @@ public final class ReplayCommand implements Callable<Integer> {
 
     @Option(names = "--check-invariants",
             description = "Check the allocator's invariants (BfcAllocator.checkInvariants) after every call;"
-                    + " stop at the first violation with its line and a dump of the region (exit 1).")
+                    + " stop at the first violation with its line and a dump of the region (exit 3).")
     private boolean checkInvariants;
 
     /** Creates the command; picocli fills its fields. */
@@ -65,13 +68,21 @@ public final class ReplayCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         return CommandRunner.run(spec, options.debug, options.verbose, () -> {
-            RunConfig config = options.config(trace);
-            WorkloadResult r = config.run(trace, checkInvariants ? ReplayCommand::checkInvariants : null,
-                    "replay " + trace.getFileName());
-            print(spec.commandLine().getOut(), trace, config, r);
+            options.check();
+            TraceInput input = TraceInput.of(trace);
+            RunConfig config;
+            WorkloadResult r;
+            String cut;
+            try (TraceReader reader = input.open("replay " + input.shortName())) {
+                config = options.config(reader);
+                r = config.run(reader, checkInvariants ? ReplayCommand::checkInvariants : null);
+                cut = TraceInput.cutWarning(reader, "the summary covers the lines read");
+            }
+            print(spec.commandLine().getOut(), input.name(), config, r);
             if (checkInvariants) {
                 spec.commandLine().getOut().println("invariants     held after each of the " + r.calls() + " calls");
             }
+            CommandRunner.warn(spec, cut);
             return r.oomCount() > 0 ? CommandRunner.EXIT_FAILED : CommandRunner.EXIT_OK;
         });
     }
@@ -87,7 +98,7 @@ public final class ReplayCommand implements Callable<Integer> {
     }
 
     /** Prints the summary. */
-    static void print(PrintWriter out, Path trace, RunConfig config, WorkloadResult r) {
+    static void print(PrintWriter out, String trace, RunConfig config, WorkloadResult r) {
         out.println("trace          " + trace + " (" + r.calls() + " calls)");
         out.println("options        " + config.describe());
         out.println("peak in use    " + bytes(r.peakBytesInUse())

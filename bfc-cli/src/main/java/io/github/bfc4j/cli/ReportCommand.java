@@ -4,14 +4,15 @@
  */
 package io.github.bfc4j.cli;
 
+import io.github.bfc4j.trace.TraceReader;
 import io.github.bfc4j.trace.WorkloadResult;
 import java.io.BufferedWriter;
+import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Arrays;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -32,9 +33,11 @@ import picocli.CommandLine.Spec;
  * <p>The trace is replayed twice: the first pass measures and records the timeline (downsampled
  * as it streams to at most {@code 2 * --points} steps, each keeping its lowest and highest bytes
  * in use, so peaks are never lost; the failure and region marks are never downsampled) and finds
- * the calls to map; the second takes the maps exactly there.
+ * the calls to map; the second takes the maps exactly there. A trace from standard input or a
+ * pipe is copied to a temporary file first ({@link TraceInput#rereadable()}).
  *
- * <p>Exit status: 0 written, 1 the replay itself failed, 2 bad options or an unreadable trace.
+ * <p>Exit status: 0 written, 1 the replay itself failed, 2 bad options or an unreadable trace,
+ * 3 the allocator's invariants broke ({@code -Dbfc4j.checkInvariants=true}).
  */
 @Command(
         name = "report",
@@ -43,7 +46,8 @@ import picocli.CommandLine.Spec;
             "Replays a trace (options as bfc replay) and writes one self-contained HTML file: a timeline of"
                     + " bytes in use and reserved with marks at out-of-memory failures and regions obtained, the"
                     + " occupancy map of every region at the peak and at out-of-memory failures, and per-bin figures.",
-            "Exit status: 0 written, 1 the replay failed, 2 bad options or an unreadable trace."
+            "Exit status: 0 written, 1 the replay failed, 2 bad options or an unreadable trace, 3 an invariant of"
+                    + " the allocator broke."
         })
 public final class ReportCommand implements Callable<Integer> {
 
@@ -53,7 +57,8 @@ public final class ReportCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Parameters(paramLabel = "TRACE", description = "A trace (.bfctrace or .bfctrace.gz; workload or conformance).")
+    @Parameters(paramLabel = "TRACE",
+            description = "A trace (.bfctrace or .bfctrace.gz; workload or conformance), - for standard input.")
     private Path trace;
 
     @Option(names = {"-o", "--output"}, required = true, paramLabel = "HTML", description = "The report to write.")
@@ -83,83 +88,89 @@ public final class ReportCommand implements Callable<Integer> {
             if (points < 10 || points > 1_000_000) {
                 throw new UsageException("--points=" + points + " (expected: 10 to 1000000)");
             }
-            RunConfig config = options.config(trace);
-            String name = trace.getFileName() == null ? trace.toString() : trace.getFileName().toString();
-
-            Timeline timeline = new Timeline(points);
-            WorkloadResult r = config.run(trace, timeline, "report " + name + " (pass 1/2)");
-
-            // Where to take maps: the peak, then the first out-of-memory failures.
-            int oomMaps = Math.min(maps, r.oomCount());
-            long[] calls = new long[oomMaps + 1];
-            String[] labels = new String[oomMaps + 1];
-            int n = 0;
-            if (r.peakCall() >= 0) {
-                calls[n] = r.peakCall();
-                labels[n++] = "peak in use";
+            options.check();
+            OutputFile.check("-o", output, "report.html");
+            try (TraceInput input = TraceInput.of(trace).rereadable()) {
+                return report(input);
             }
-            for (int i = 0; i < oomMaps; i++) {
-                calls[n] = r.oomCall(i);
-                labels[n++] = "out of memory " + (i + 1) + " of " + r.oomCount() + ": " + Sizes.format(r.oomBytes(i))
-                        + " requested";
-            }
-            calls = Arrays.copyOf(calls, n);
-            labels = Arrays.copyOf(labels, n);
-            Integer[] order = new Integer[n];
-            for (int i = 0; i < n; i++) {
-                order[i] = i;
-            }
-            final long[] c0 = calls;
-            Arrays.sort(order, (a, b) -> Long.compare(c0[a], c0[b]));
-            long[] sortedCalls = new long[n];
-            String[] sortedLabels = new String[n];
-            for (int i = 0; i < n; i++) {
-                sortedCalls[i] = calls[order[i]];
-                sortedLabels[i] = labels[order[i]];
-            }
-            // A peak at a failing call (impossible: a failure changes nothing in use) would repeat a call.
-            Snapshots snapshots = new Snapshots(sortedCalls, sortedLabels, r.peakCall());
-            config.run(trace, snapshots, "report " + name + " (pass 2/2)");
-
-            // Peak first in the menu; drop out-of-memory maps beyond the size budget.
-            snapshots.taken.sort((a, b) -> a.label.equals("peak in use") ? -1 : b.label.equals("peak in use") ? 1
-                    : Long.compare(a.call, b.call));
-            long records = 0;
-            int kept = 0;
-            for (Snapshots.Snapshot s : snapshots.taken) {
-                if (kept > 0 && records + s.chunks > MAX_CHUNK_RECORDS) {
-                    break;
-                }
-                records += s.chunks;
-                kept++;
-            }
-            int dropped = snapshots.taken.size() - kept;
-            snapshots.taken.subList(kept, snapshots.taken.size()).clear();
-            int oomShown = oomMaps - dropped;
-            String mapsNote = r.oomCount() == 0 ? null
-                    : "at the peak and at the first " + oomShown + " of " + r.oomCount() + " out-of-memory failures"
-                            + (dropped > 0 ? " (more would make the file too large)" : "");
-
-            Path parent = output.toAbsolutePath().getParent();
-            if (parent == null || !Files.isDirectory(parent)) {
-                throw new UsageException("-o=" + output + " (expected: a file in an existing directory)");
-            }
-            Path tmp = Files.createTempFile(parent, ".bfc-report-", ".tmp");
-            try {
-                try (Writer w = new BufferedWriter(new OutputStreamWriter(Files.newOutputStream(tmp),
-                        StandardCharsets.UTF_8), 1 << 16)) {
-                    HtmlReport.write(w, name, trace + " \u2014 " + r.calls() + " calls", config, r, timeline,
-                            snapshots, mapsNote);
-                }
-                Files.move(tmp, output, StandardCopyOption.REPLACE_EXISTING);
-            } finally {
-                Files.deleteIfExists(tmp);
-            }
-            spec.commandLine().getOut().println("wrote " + output + " (" + Sizes.format(Files.size(output)) + "): "
-                    + r.calls() + " calls, " + timeline.count + " timeline steps, " + snapshots.taken.size()
-                    + " occupancy map" + (snapshots.taken.size() == 1 ? "" : "s") + ", " + r.oomCount()
-                    + " out-of-memory failures marked");
-            return CommandRunner.EXIT_OK;
         });
+    }
+
+    private int report(TraceInput input) throws IOException {
+        String name = input.shortName();
+        Timeline timeline = new Timeline(points);
+        RunConfig config;
+        WorkloadResult r;
+        String cut;
+        try (TraceReader reader = input.open("report " + name + " (pass 1/2)")) {
+            config = options.config(reader);
+            r = config.run(reader, timeline);
+            cut = TraceInput.cutWarning(reader, "the report covers the lines read");
+        }
+
+        // Where to take maps: the peak, then the first out-of-memory failures.
+        int oomMaps = Math.min(maps, r.oomCount());
+        long[] calls = new long[oomMaps + 1];
+        String[] labels = new String[oomMaps + 1];
+        int n = 0;
+        if (r.peakCall() >= 0) {
+            calls[n] = r.peakCall();
+            labels[n++] = "peak in use";
+        }
+        for (int i = 0; i < oomMaps; i++) {
+            calls[n] = r.oomCall(i);
+            labels[n++] = "out of memory " + (i + 1) + " of " + r.oomCount() + ": " + Sizes.format(r.oomBytes(i))
+                    + " requested";
+        }
+        calls = Arrays.copyOf(calls, n);
+        labels = Arrays.copyOf(labels, n);
+        Integer[] order = new Integer[n];
+        for (int i = 0; i < n; i++) {
+            order[i] = i;
+        }
+        final long[] c0 = calls;
+        Arrays.sort(order, (a, b) -> Long.compare(c0[a], c0[b]));
+        long[] sortedCalls = new long[n];
+        String[] sortedLabels = new String[n];
+        for (int i = 0; i < n; i++) {
+            sortedCalls[i] = calls[order[i]];
+            sortedLabels[i] = labels[order[i]];
+        }
+        // A peak at a failing call (impossible: a failure changes nothing in use) would repeat a call.
+        Snapshots snapshots = new Snapshots(sortedCalls, sortedLabels, r.peakCall());
+        config.run(input, snapshots, "report " + name + " (pass 2/2)");
+
+        // Peak first in the menu; drop out-of-memory maps beyond the size budget.
+        snapshots.taken.sort((a, b) -> a.label.equals("peak in use") ? -1 : b.label.equals("peak in use") ? 1
+                : Long.compare(a.call, b.call));
+        long records = 0;
+        int kept = 0;
+        for (Snapshots.Snapshot s : snapshots.taken) {
+            if (kept > 0 && records + s.chunks > MAX_CHUNK_RECORDS) {
+                break;
+            }
+            records += s.chunks;
+            kept++;
+        }
+        int dropped = snapshots.taken.size() - kept;
+        snapshots.taken.subList(kept, snapshots.taken.size()).clear();
+        int oomShown = oomMaps - dropped;
+        String mapsNote = r.oomCount() == 0 ? null
+                : "at the peak and at the first " + oomShown + " of " + r.oomCount() + " out-of-memory failures"
+                        + (dropped > 0 ? " (more would make the file too large)" : "");
+
+        String title = input.name() + " \u2014 " + r.calls() + " calls";
+        OutputFile.write("-o", output, "report.html", file -> {
+            try (Writer w = new BufferedWriter(new OutputStreamWriter(Files.newOutputStream(file),
+                    StandardCharsets.UTF_8), 1 << 16)) {
+                HtmlReport.write(w, name, title, config, r, timeline, snapshots, mapsNote);
+            }
+        });
+        spec.commandLine().getOut().println("wrote " + output + " (" + Sizes.format(Files.size(output)) + "): "
+                + r.calls() + " calls, " + timeline.count + " timeline steps, " + snapshots.taken.size()
+                + " occupancy map" + (snapshots.taken.size() == 1 ? "" : "s") + ", " + r.oomCount()
+                + " out-of-memory failures marked");
+        CommandRunner.warn(spec, cut);
+        return CommandRunner.EXIT_OK;
     }
 }

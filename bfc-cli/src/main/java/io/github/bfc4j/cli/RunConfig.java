@@ -6,15 +6,16 @@ package io.github.bfc4j.cli;
 
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.trace.TraceFormatException;
 import io.github.bfc4j.trace.TraceHeader;
 import io.github.bfc4j.trace.TraceReader;
 import io.github.bfc4j.trace.WorkloadListener;
 import io.github.bfc4j.trace.WorkloadResult;
 import io.github.bfc4j.trace.WorkloadRunner;
 import java.io.IOException;
-import java.io.InputStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.util.Locale;
 
 /**
@@ -136,26 +137,35 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
     }
 
     /**
-     * Runs a trace file under this configuration.
+     * Runs the calls of an open trace under this configuration, from the reader's position
+     * (right after the header) to the end.
      *
-     * @param trace the trace (plain or gzip)
+     * @param reader the trace, its header read
+     * @param listener sees every call, or null
+     * @return what was measured
+     * @throws IOException if the trace cannot be read or is malformed
+     */
+    WorkloadResult run(TraceReader reader, WorkloadListener listener) throws IOException {
+        TraceHeader h = reader.header();
+        return new WorkloadRunner(memoryLimit, bfcOptions(), subAllocator(h))
+                .timingCounter(h.timingCounter())
+                .name(allocatorName(h.name()))
+                .listener(listener)
+                .run(reader);
+    }
+
+    /**
+     * Opens a trace and runs it under this configuration.
+     *
+     * @param input the trace
      * @param listener sees every call, or null
      * @param progressLabel what the progress bar says
      * @return what was measured
      * @throws IOException if the trace cannot be read or is malformed
      */
-    WorkloadResult run(Path trace, WorkloadListener listener, String progressLabel) throws IOException {
-        Progress progress = Progress.start(progressLabel, Files.size(trace));
-        try (InputStream in = progress.track(Files.newInputStream(trace));
-                TraceReader reader = TraceReader.open(in, trace.toString())) {
-            TraceHeader h = reader.header();
-            return new WorkloadRunner(memoryLimit, bfcOptions(), subAllocator(h))
-                    .timingCounter(h.timingCounter())
-                    .name(allocatorName(h.name()))
-                    .listener(listener)
-                    .run(reader);
-        } finally {
-            progress.finish();
+    WorkloadResult run(TraceInput input, WorkloadListener listener, String progressLabel) throws IOException {
+        try (TraceReader reader = input.open(progressLabel)) {
+            return run(reader, listener);
         }
     }
 
@@ -169,15 +179,36 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
     }
 
     /**
-     * Reads only the header of a trace.
+     * Refuses a fragmentation fraction whose split threshold, {@code (long) (fraction * limit)},
+     * is 0 bytes: the allocator cannot be created with it (docs/trace-format.md: traces never
+     * use one). The message says where each value came from.
      *
-     * @param trace the trace
-     * @return its header
-     * @throws IOException if it cannot be read or its header is malformed
+     * @param fraction the fraction
+     * @param fractionFrom where it came from, e.g. {@code --fragmentation-fraction=1e-9}, or
+     *     null if from the trace's header
+     * @param limit the memory limit
+     * @param limitFrom where it came from, e.g. {@code --memory-limit=1MiB}, or null if from the
+     *     trace's header
+     * @param reader the trace, for its name and options line
+     * @throws UsageException if an option takes part
+     * @throws TraceFormatException if both values are the header's
      */
-    static TraceHeader header(Path trace) throws IOException {
-        try (TraceReader reader = TraceReader.open(trace)) {
-            return reader.header();
+    static void checkThreshold(double fraction, String fractionFrom, long limit, String limitFrom,
+            TraceReader reader) throws TraceFormatException {
+        if (!(fraction > 0) || (long) (fraction * limit) > 0) {
+            return;
         }
+        String least = new BigDecimal(1.0 / limit).round(new MathContext(2, RoundingMode.UP)).toPlainString();
+        String expected = "a split threshold fragmentation_fraction * memory_limit of at least 1 byte: a fraction"
+                + " of at least " + least + " at this limit, or 0 for upstream's 128 MiB threshold";
+        if (fractionFrom == null && limitFrom == null) {
+            throw new TraceFormatException(reader.file(), reader.optionsLine(), "fragmentation_fraction="
+                    + fraction(fraction) + " with memory_limit=" + limit + ", a split threshold of 0 bytes", expected);
+        }
+        String f = fractionFrom != null ? fractionFrom : "fragmentation_fraction=" + fraction(fraction) + " (from "
+                + reader.file() + " line " + reader.optionsLine() + ")";
+        String l = limitFrom != null ? limitFrom : "memory_limit=" + Sizes.format(limit) + " (from the trace)";
+        throw new UsageException(f + " with " + l + " gives a split threshold of 0 bytes (expected: " + expected
+                + ")");
     }
 }

@@ -4,8 +4,8 @@
  */
 package io.github.bfc4j.cli;
 
-import java.io.IOException;
-import java.nio.file.Path;
+import io.github.bfc4j.trace.TraceFormatException;
+import io.github.bfc4j.trace.TraceReader;
 import picocli.CommandLine.Option;
 
 /** The options of {@code bfc replay} and {@code bfc report}: what to run the trace under. */
@@ -36,26 +36,46 @@ final class RunOptions {
     @Option(names = "--debug", description = "Print stack traces of errors.")
     boolean debug;
 
+    private Long limit;
+    private Double fraction;
+    private String subAllocator;
+    private boolean checked;
+
     /**
-     * The configuration: the options given, the trace header's values for the others. The
-     * options are checked before the trace is opened.
+     * Checks the option values, so that a bad one is reported before the trace is opened.
      *
-     * @param trace the trace
-     * @return the configuration
      * @throws UsageException for a bad option value
-     * @throws IOException if the trace's header cannot be read
      */
-    RunConfig config(Path trace) throws IOException {
-        Long limit = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
-        Double fraction = fragmentationFraction == null ? null
+    void check() {
+        limit = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
+        fraction = fragmentationFraction == null ? null
                 : RunConfig.parseFraction("--fragmentation-fraction", fragmentationFraction);
-        String subAllocator = RunConfig.parseSub(sub);
-        RunConfig d = RunConfig.of(RunConfig.header(trace));
-        return new RunConfig(
+        subAllocator = RunConfig.parseSub(sub);
+        checked = true;
+    }
+
+    /**
+     * The configuration: the options given, the trace header's values for the others.
+     *
+     * @param trace the trace, its header read
+     * @return the configuration
+     * @throws UsageException for a bad option value, or options that give a split threshold of 0
+     * @throws TraceFormatException if the header's own options give a split threshold of 0
+     */
+    RunConfig config(TraceReader trace) throws TraceFormatException {
+        if (!checked) {
+            check();
+        }
+        RunConfig d = RunConfig.of(trace.header());
+        RunConfig c = new RunConfig(
                 limit == null ? d.memoryLimit() : limit,
                 allowGrowth == null ? d.allowGrowth() : allowGrowth,
                 garbageCollection == null ? d.garbageCollection() : garbageCollection,
                 fraction == null ? d.fragmentationFraction() : fraction,
                 subAllocator);
+        RunConfig.checkThreshold(c.fragmentationFraction(),
+                fraction == null ? null : "--fragmentation-fraction=" + fragmentationFraction, c.memoryLimit(),
+                limit == null ? null : "--memory-limit=" + memoryLimit, trace);
+        return c;
     }
 }

@@ -4,8 +4,6 @@
  */
 package io.github.bfc4j.cli;
 
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpServer;
 import io.github.bfc4j.core.AllocationAttributes;
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
@@ -14,28 +12,21 @@ import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.github.bfc4j.micrometer.BfcAllocatorMetrics;
 import io.github.bfc4j.trace.TraceEvent;
-import io.github.bfc4j.trace.TraceFormatException;
 import io.github.bfc4j.trace.TraceHeader;
 import io.github.bfc4j.trace.TraceReader;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.io.PrintWriter;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.NoSuchFileException;
+import java.net.BindException;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
-import java.util.function.Supplier;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /**
@@ -50,6 +41,11 @@ import picocli.CommandLine.Spec;
  * (addresses differ on real memory). After a pass it prints
  * {@code replayed <calls> calls: live=<n> bytes_in_use=<b> pool_bytes=<p>}; without
  * {@code --loop} the live allocations are kept, so the figures stay put. Serves until killed.
+ *
+ * <p>Requests are served by {@link LocalHttpServer}: a few at once, each client given
+ * {@code --client-timeout} seconds to send its request, so a stalled client never stops the
+ * scrapes of the others. Errors are one line, {@code bfc serve: ...}, exit status 2 for bad
+ * options or an unreadable trace (docs/cli.md).
  */
 @Command(
         name = "serve",
@@ -58,9 +54,13 @@ import picocli.CommandLine.Spec;
             "Serves an allocator's metrics in Prometheus text format at http://127.0.0.1:PORT/metrics"
                     + " (and its memory summary at /summary, its memory map as JSON at /memory-map)"
                     + " while replaying a trace on real host memory.",
-            "Without --trace the allocator is idle. Runs until killed."
+            "Without --trace the allocator is idle. Runs until killed.",
+            "Exit status (when it stops by itself): 2 bad options, an unreadable trace or a port in use."
         })
 public final class ServeCommand implements Callable<Integer> {
+
+    /** Seconds a client has to send its request, unless {@code --client-timeout} says otherwise. */
+    static final String DEFAULT_CLIENT_TIMEOUT = "10";
 
     @Spec
     private CommandSpec spec;
@@ -70,8 +70,8 @@ public final class ServeCommand implements Callable<Integer> {
     private int port;
 
     @Option(names = "--trace", paramLabel = "FILE",
-            description = "Trace to replay (format version 1, plain or gzip); its header gives the"
-                    + " memory limit and options.")
+            description = "Trace to replay (format version 1, plain or gzip; - for standard input); its header"
+                    + " gives the memory limit and options.")
     private Path trace;
 
     @Option(names = "--loop", description = "Replay the trace again and again (frees what is live between passes).")
@@ -81,13 +81,21 @@ public final class ServeCommand implements Callable<Integer> {
             description = "Slow the replay to about this many calls per second (default: 0, as fast as possible).")
     private long rate;
 
-    @Option(names = "--memory-limit", paramLabel = "BYTES",
-            description = "Memory limit (default: the trace's, or 1 GiB without a trace).")
-    private Long memoryLimit;
+    @Option(names = "--memory-limit", paramLabel = "SIZE",
+            description = "Memory limit, e.g. 16GiB (default: the trace's, or 1GiB without a trace).")
+    private String memoryLimit;
 
     @Option(names = "--name", paramLabel = "NAME",
             description = "Allocator name, the allocator.name tag (default: the trace's name, or 'host_bfc').")
     private String name;
+
+    @Option(names = "--client-timeout", paramLabel = "SECONDS", defaultValue = DEFAULT_CLIENT_TIMEOUT,
+            description = "Seconds a client has to send its request before it is answered 408 and closed"
+                    + " (default: " + DEFAULT_CLIENT_TIMEOUT + ").")
+    private String clientTimeout;
+
+    @Option(names = "--debug", description = "Print stack traces of errors.")
+    private boolean debug;
 
     /** Calls replayed over all passes, and when the first began: the pace of {@code --rate}. */
     private long callsReplayed;
@@ -98,36 +106,36 @@ public final class ServeCommand implements Callable<Integer> {
     }
 
     @Override
-    public Integer call() throws Exception {
+    public Integer call() {
+        // The allocator's log is kept: a server's out-of-memory warnings belong in its output.
+        return CommandRunner.run(spec, debug, true, this::serve);
+    }
+
+    private int serve() throws Exception {
         if (port < 0 || port > 65535) {
-            throw new ParameterException(spec.commandLine(), "--port=" + port + " (expected: 0 to 65535)");
+            throw new UsageException("--port=" + port + " (expected: 0 to 65535)");
         }
         if (rate < 0) {
-            throw new ParameterException(spec.commandLine(), "--rate=" + rate + " (expected: >= 0)");
+            throw new UsageException("--rate=" + rate + " (expected: >= 0)");
         }
         if (loop && trace == null) {
-            throw new ParameterException(spec.commandLine(), "--loop needs --trace FILE");
+            throw new UsageException("--loop needs --trace FILE");
         }
+        long timeoutMillis = parseTimeout(clientTimeout);
+        Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
         PrintWriter out = spec.commandLine().getOut();
-        PrintWriter err = spec.commandLine().getErr();
+        TraceInput input = null;
         TraceHeader header = null;
         if (trace != null) {
-            try (TraceReader reader = TraceReader.open(trace)) {
+            input = TraceInput.of(trace).rereadable();
+            try (TraceReader reader = TraceReader.open(input.rawStream(), input.name())) {
                 header = reader.header();
-            } catch (NoSuchFileException e) {
-                err.println("ERROR " + trace + ": no such file");
-                err.flush();
-                return 2;
-            } catch (TraceFormatException e) {
-                err.println("ERROR " + e.getMessage());
-                err.flush();
-                return 2;
+                RunConfig.checkThreshold(header.fragmentationFraction(), null,
+                        limitOption != null ? limitOption : header.memoryLimit(),
+                        limitOption != null ? "--memory-limit=" + memoryLimit : null, reader);
             }
         }
-        long limit = memoryLimit != null ? memoryLimit : header != null ? header.memoryLimit() : 1L << 30;
-        if (limit < 0) {
-            throw new ParameterException(spec.commandLine(), "--memory-limit=" + limit + " (expected: >= 0)");
-        }
+        long limit = limitOption != null ? limitOption : header != null ? header.memoryLimit() : 1L << 30;
         BfcOptions opts = (header != null ? header.bfcOptions().toBuilder() : BfcOptions.builder())
                 .allowRetryOnFailure(false).build();
         String allocatorName = name != null ? name : header != null ? firstWord(header.name()) : "host_bfc";
@@ -139,30 +147,54 @@ public final class ServeCommand implements Callable<Integer> {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         new BfcAllocatorMetrics(allocator).bindTo(registry);
 
-        HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 16);
-        server.createContext("/metrics", ex -> respond(ex, "text/plain; version=0.0.4; charset=utf-8", registry::scrape));
-        server.createContext("/summary", ex -> respond(ex, "text/plain; charset=utf-8", allocator::memorySummary));
-        server.createContext("/memory-map", ex -> respond(ex, "application/json",
+        Map<String, LocalHttpServer.Route> routes = new HashMap<>();
+        routes.put("/metrics", new LocalHttpServer.Route("text/plain; version=0.0.4; charset=utf-8",
+                registry::scrape));
+        routes.put("/summary", new LocalHttpServer.Route("text/plain; charset=utf-8", allocator::memorySummary));
+        routes.put("/memory-map", new LocalHttpServer.Route("application/json",
                 () -> allocator.memoryMap().toJson()));
-        server.start();
+        LocalHttpServer server;
+        try {
+            server = new LocalHttpServer(port, routes, timeoutMillis);
+        } catch (BindException e) {
+            allocator.close();
+            throw new UsageException("--port=" + port + ": " + e.getMessage() + " (expected: a free port, or 0 for"
+                    + " any)");
+        }
         CountDownLatch stopped = new CountDownLatch(1);
+        TraceInput spooled = input;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            server.stop(0);
+            try {
+                server.close();
+                if (spooled != null) {
+                    spooled.close();
+                }
+            } catch (IOException ignored) {
+                // stopping anyway
+            }
             allocator.close();
             stopped.countDown();
         }, "bfc-serve-shutdown"));
-        out.println("Serving http://127.0.0.1:" + server.getAddress().getPort() + "/metrics for allocator '"
+        out.println("Serving http://127.0.0.1:" + server.port() + "/metrics for allocator '"
                 + allocatorName + "' (limit " + limit + " bytes" + (trace == null ? ", idle" : "") + ")");
         out.flush();
 
-        if (trace != null) {
+        if (input != null) {
             replayStartNanos = System.nanoTime();
             long lastPrintNanos = 0;
             long pass = 0;
             do {
                 Map<Long, Long> live = new HashMap<>();
-                long calls = replay(allocator, live);
+                long calls;
+                String cut;
+                try (TraceReader reader = TraceReader.open(input.rawStream(), input.name())) {
+                    calls = replay(reader, allocator, live);
+                    cut = TraceInput.cutWarning(reader, "each pass replays the lines read");
+                }
                 pass++;
+                if (pass == 1) {
+                    CommandRunner.warn(spec, cut);
+                }
                 long now = System.nanoTime();
                 if (pass == 1 || now - lastPrintNanos >= 10_000_000_000L) {
                     // With --loop: one line every 10 s at most.
@@ -180,48 +212,61 @@ public final class ServeCommand implements Callable<Integer> {
             } while (loop);
         }
         stopped.await();
-        return 0;
+        return CommandRunner.EXIT_OK;
+    }
+
+    /** {@code --client-timeout}: seconds, decimals allowed, from 0.1 to 3600. */
+    private static long parseTimeout(String text) {
+        double seconds;
+        try {
+            seconds = Double.parseDouble(text.trim());
+        } catch (NumberFormatException e) {
+            seconds = Double.NaN;
+        }
+        if (!(seconds >= 0.1 && seconds <= 3600)) {
+            throw new UsageException("--client-timeout=" + text + " (expected: seconds from 0.1 to 3600, e.g. "
+                    + DEFAULT_CLIENT_TIMEOUT + ")");
+        }
+        return Math.round(seconds * 1000);
     }
 
     /** Replays the trace's calls once; returns the number of calls. */
-    private long replay(BfcAllocator allocator, Map<Long, Long> live) throws IOException {
+    private long replay(TraceReader reader, BfcAllocator allocator, Map<Long, Long> live) throws IOException {
         long calls = 0;
-        try (TraceReader reader = TraceReader.open(trace)) {
-            for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
-                switch (e.kind()) {
-                    case ALLOC -> {
-                        long freedBefore = e.freedBefore();
-                        AllocationAttributes attr = freedBefore == 0 ? AllocationAttributes.NO_RETRY
-                                : new AllocationAttributes(false, () -> freedBefore);
-                        long p = allocator.allocateRaw(e.alignment(), e.bytes(), attr);
-                        if (p != 0) {
-                            live.put(e.id(), p);
-                        }
-                    }
-                    case FREE -> {
-                        Long p = live.remove(e.id());
-                        if (p != null) {
-                            allocator.deallocateRaw(p);
-                        }
-                    }
-                    case FRONTIER -> allocator.setSafeFrontier(e.count());
-                    case CLEAR_STATS -> allocator.clearStats();
-                    default -> {
-                        continue; // expected answers: not checked on real memory
+        for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
+            switch (e.kind()) {
+                case ALLOC -> {
+                    long freedBefore = e.freedBefore();
+                    AllocationAttributes attr = freedBefore == 0 ? AllocationAttributes.NO_RETRY
+                            : new AllocationAttributes(false, () -> freedBefore);
+                    long p = allocator.allocateRaw(e.alignment(), e.bytes(), attr);
+                    if (p != 0) {
+                        live.put(e.id(), p);
                     }
                 }
-                calls++;
-                callsReplayed++;
-                if (rate > 0) {
-                    long dueNanos = replayStartNanos + (long) (callsReplayed * 1e9 / rate);
-                    long sleepNanos = dueNanos - System.nanoTime();
-                    if (sleepNanos > 1_000_000) {
-                        try {
-                            Thread.sleep(sleepNanos / 1_000_000, (int) (sleepNanos % 1_000_000));
-                        } catch (InterruptedException ie) {
-                            Thread.currentThread().interrupt();
-                            return calls;
-                        }
+                case FREE -> {
+                    Long p = live.remove(e.id());
+                    if (p != null) {
+                        allocator.deallocateRaw(p);
+                    }
+                }
+                case FRONTIER -> allocator.setSafeFrontier(e.count());
+                case CLEAR_STATS -> allocator.clearStats();
+                default -> {
+                    continue; // expected answers: not checked on real memory
+                }
+            }
+            calls++;
+            callsReplayed++;
+            if (rate > 0) {
+                long dueNanos = replayStartNanos + (long) (callsReplayed * 1e9 / rate);
+                long sleepNanos = dueNanos - System.nanoTime();
+                if (sleepNanos > 1_000_000) {
+                    try {
+                        Thread.sleep(sleepNanos / 1_000_000, (int) (sleepNanos % 1_000_000));
+                    } catch (InterruptedException ie) {
+                        Thread.currentThread().interrupt();
+                        return calls;
                     }
                 }
             }
@@ -235,24 +280,5 @@ public final class ServeCommand implements Callable<Integer> {
             end++;
         }
         return end == 0 ? "replay" : traceName.substring(0, end);
-    }
-
-    private static void respond(HttpExchange ex, String contentType, Supplier<String> body) throws IOException {
-        try (ex) {
-            if (!"GET".equals(ex.getRequestMethod()) && !"HEAD".equals(ex.getRequestMethod())) {
-                ex.sendResponseHeaders(405, -1);
-                return;
-            }
-            byte[] bytes = body.get().getBytes(StandardCharsets.UTF_8);
-            ex.getResponseHeaders().set("Content-Type", contentType);
-            if ("HEAD".equals(ex.getRequestMethod())) {
-                ex.sendResponseHeaders(200, -1);
-                return;
-            }
-            ex.sendResponseHeaders(200, bytes.length);
-            try (OutputStream os = ex.getResponseBody()) {
-                os.write(bytes);
-            }
-        }
     }
 }

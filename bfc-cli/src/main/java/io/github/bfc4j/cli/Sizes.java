@@ -4,12 +4,20 @@
  */
 package io.github.bfc4j.cli;
 
+import java.math.BigDecimal;
+import java.math.BigInteger;
 import java.util.Locale;
 
-/** Byte sizes on the command line: {@code 16GiB}, {@code 512MiB}, {@code 1048576}, and back. */
+/**
+ * Byte sizes on the command line: {@code 16GiB}, {@code 512MiB}, {@code 1048576}, and back. A size
+ * is from 1 byte to {@value #MAX} bytes (8 EiB minus one byte, the largest a Java {@code long}
+ * holds), in any unit up to EiB.
+ */
 final class Sizes {
+    /** The largest size: 2^63 - 1 bytes. */
+    static final long MAX = Long.MAX_VALUE;
     private static final String EXPECTED = "a size like 16GiB, 512MiB or 1048576";
-    private static final String[] UNITS = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    private static final String[] UNITS = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
 
     private Sizes() {
     }
@@ -17,12 +25,14 @@ final class Sizes {
     /**
      * Parses a size: a whole number of bytes, or a number (decimals allowed) with a unit
      * {@code B}, {@code K}/{@code KB}/{@code KiB}, {@code M}/{@code MB}/{@code MiB}, {@code G},
-     * {@code T}, {@code P} (all binary: 1K = 1024 bytes), any case.
+     * {@code T}, {@code P}, {@code E} (all binary: 1K = 1024 bytes), any case; decimals are
+     * rounded down to whole bytes.
      *
      * @param option the option's name, for the message
      * @param text the value
-     * @return the bytes, at least 1
-     * @throws UsageException {@code option=text (expected: a size like ...)}
+     * @return the bytes, from 1 to {@link #MAX}
+     * @throws UsageException {@code option=text (expected: a size like ...)}, or for a size of 0
+     *     or above {@link #MAX}
      */
     static long parse(String option, String text) {
         String t = text.trim();
@@ -53,33 +63,26 @@ final class Sizes {
             case "p": case "pb": case "pib":
                 shift = 50;
                 break;
+            case "e": case "eb": case "eib":
+                shift = 60;
+                break;
             default:
                 throw bad(option, text);
         }
         if (number.isEmpty() || number.chars().filter(c -> c == '.').count() > 1 || number.equals(".")) {
             throw bad(option, text);
         }
-        long bytes;
-        if (number.indexOf('.') < 0) {
-            try {
-                bytes = Long.parseLong(number);
-            } catch (NumberFormatException e) {
-                throw bad(option, text);
-            }
-            if (shift > 0 && bytes > (Long.MAX_VALUE >> shift)) {
-                throw bad(option, text);
-            }
-            bytes <<= shift;
-        } else {
-            if (shift == 0) {
-                throw bad(option, text);
-            }
-            double d = Double.parseDouble(number) * (1L << shift);
-            if (d >= Long.MAX_VALUE) {
-                throw bad(option, text);
-            }
-            bytes = (long) d;
+        if (number.indexOf('.') >= 0 && shift == 0) {
+            throw bad(option, text);
         }
+        // Exact arithmetic: 7.9999999999EiB and 8191.99PiB are within the range, 8EiB is not.
+        BigInteger whole = new BigDecimal(number).multiply(new BigDecimal(BigInteger.ONE.shiftLeft(shift)))
+                .toBigInteger();
+        if (whole.bitLength() > 63) {
+            throw new UsageException(option + "=" + text + " (expected: a size of at most 8EiB - 1 byte = " + MAX
+                    + " bytes)");
+        }
+        long bytes = whole.longValue();
         if (bytes <= 0) {
             throw new UsageException(option + "=" + text + " (expected: a size of at least 1 byte, like 16GiB)");
         }

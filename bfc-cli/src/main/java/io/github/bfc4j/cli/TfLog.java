@@ -4,14 +4,11 @@
  */
 package io.github.bfc4j.cli;
 
-import java.io.BufferedInputStream;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -19,7 +16,6 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.zip.GZIPInputStream;
 
 /**
  * The calls of one BFC allocator, read from a TensorFlow log written with
@@ -48,7 +44,8 @@ final class TfLog {
 
     private static final String MARK = "bfc_allocator.cc:";
 
-    final Path file;
+    /** The log's name in messages: its path, or {@code <stdin>}. */
+    final String file;
     final String allocator;
     /** Allocator names in the order the log mentions them. */
     final Set<String> names = new LinkedHashSet<>();
@@ -76,7 +73,7 @@ final class TfLog {
     long frees;
     long deallocWithoutPtrLine;
 
-    private TfLog(Path file, String allocator) {
+    private TfLog(String file, String allocator) {
         this.file = file;
         this.allocator = allocator;
     }
@@ -84,30 +81,22 @@ final class TfLog {
     /**
      * Reads the calls of one allocator.
      *
-     * @param file the log (plain or gzip)
+     * @param input the log (plain or gzip), read once
      * @param allocator the allocator's name, e.g. {@code GPU_0_bfc}
      * @return the calls
-     * @throws IOException if the log cannot be read
-     * @throws UsageException if a line of the allocator cannot be used (naming the line), the
-     *     allocator is not in the log (naming those that are), or the log lacks the lines needed
+     * @throws IOException if the log cannot be read (a damaged gzip file: naming the line)
+     * @throws UsageException if the log is empty or names no BFC allocator, a line of the
+     *     allocator cannot be used (naming the line), the allocator is not in the log (naming
+     *     those that are), or the log lacks the lines needed
      */
-    static TfLog read(Path file, String allocator) throws IOException {
-        TfLog log = new TfLog(file, allocator);
-        try (InputStream raw = Files.newInputStream(file);
-                BufferedReader r = new BufferedReader(new InputStreamReader(maybeGunzip(raw), StandardCharsets.UTF_8),
-                        1 << 16)) {
+    static TfLog read(TraceInput input, String allocator) throws IOException {
+        TfLog log = new TfLog(input.name(), allocator);
+        try (InputStream raw = input.rawStream();
+                BufferedReader r = new BufferedReader(new InputStreamReader(Gzip.maybeGunzip(raw, log.file),
+                        StandardCharsets.UTF_8), 1 << 16)) {
             log.parse(r);
         }
         return log;
-    }
-
-    private static InputStream maybeGunzip(InputStream in) throws IOException {
-        BufferedInputStream b = new BufferedInputStream(in, 1 << 16);
-        b.mark(2);
-        int b0 = b.read();
-        int b1 = b.read();
-        b.reset();
-        return b0 == 0x1f && b1 == 0x8b ? new GZIPInputStream(b, 1 << 16) : b;
     }
 
     private void parse(BufferedReader r) throws IOException {
@@ -119,7 +108,7 @@ final class TfLog {
         long extendingLine = 0; // an "Extending" line of this allocator waiting for its "Allocated memory at"
         String lastExtendingName = null;
         long n = 0;
-        for (String text = r.readLine(); text != null; text = r.readLine()) {
+        for (String text = readLine(r, n); text != null; text = readLine(r, n)) {
             n++;
             if (text.isEmpty() || text.charAt(0) == '\t' || text.charAt(0) == ' ') {
                 continue; // stack trace lines
@@ -243,16 +232,33 @@ final class TfLog {
                 names.add(msg.substring("Creating new BFCAllocator named: ".length()).trim());
             }
         }
+        if (n == 0) {
+            throw new UsageException(file + " is empty (expected: a TensorFlow log written with"
+                    + " TF_CPP_VMODULE=bfc_allocator=4)");
+        }
+        if (names.isEmpty()) {
+            throw new UsageException(file + ": none of its " + n + " lines names a BFC allocator (expected: a"
+                    + " TensorFlow log written with TF_CPP_VMODULE=bfc_allocator=4, which names each allocator in a"
+                    + " 'Creating new BFCAllocator named: <name>' line)");
+        }
         if (!names.contains(allocator) || allocs == 0) {
             if (!names.contains(allocator)) {
                 throw new UsageException("--allocator=" + allocator + " (expected: an allocator of " + file + ": "
-                        + (names.isEmpty() ? "it names none; was it written with TF_CPP_VMODULE=bfc_allocator=4?"
-                                : String.join(", ", names)) + ")");
+                        + String.join(", ", names) + ")");
             }
             throw new UsageException(file + " has no 'AllocateRaw " + allocator + "  <bytes> <ptr>' lines: write the"
                     + " log with TF_CPP_VMODULE=bfc_allocator=4 (and an allocator that is used)");
         }
         checkDeallocLines();
+    }
+
+    /** The next line, or null at the end; a damaged gzip stream is named with the line. */
+    private String readLine(BufferedReader r, long linesRead) throws IOException {
+        try {
+            return r.readLine();
+        } catch (IOException e) {
+            throw Gzip.readError(e, file, linesRead + 1);
+        }
     }
 
     /** Fails if the log has DeallocateRaw lines of the allocator but none with an address (VLOG 3 only). */

@@ -4,8 +4,11 @@
  */
 package io.github.bfc4j.cli;
 
+import java.util.List;
+import java.util.Locale;
 import picocli.CommandLine;
 import picocli.CommandLine.IParameterExceptionHandler;
+import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.UnmatchedArgumentException;
 
@@ -13,6 +16,12 @@ import picocli.CommandLine.UnmatchedArgumentException;
  * Reports a command-line error (unknown option, missing parameter, bad boolean) as one line,
  * {@code bfc replay: Unknown option: '--x' (see 'bfc replay --help')}, with exit status 2,
  * instead of picocli's message followed by the whole usage text.
+ *
+ * <p>An option whose boolean value is optional ({@code --allow-growth}, {@code --allow-growth
+ * false}) takes the next word only when it is {@code true} or {@code false}; any other word is
+ * left for the positional parameters, where picocli reports it as an "unmatched argument". That
+ * case is reported as the bad option value it is: {@code --allow-growth maybe (expected: true or
+ * false ...)}.
  */
 final class UsageErrorHandler implements IParameterExceptionHandler {
 
@@ -22,11 +31,43 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         String name = c.getCommandSpec().qualifiedName(" ");
         String message = ex.getMessage() == null ? ex.toString() : ex.getMessage().replace('\n', ' ').trim();
         String hint = "";
-        if (ex instanceof UnmatchedArgumentException u && !u.getSuggestions().isEmpty()) {
-            hint = " (did you mean " + String.join(" or ", u.getSuggestions()) + "?)";
+        if (ex instanceof UnmatchedArgumentException u) {
+            String value = optionalBooleanValue(c, args, u.getUnmatched());
+            if (value != null) {
+                message = value.startsWith("(") ? message + " " + value : value;
+            } else if (!u.getSuggestions().isEmpty()) {
+                hint = " (did you mean " + String.join(" or ", u.getSuggestions()) + "?)";
+            }
         }
         c.getErr().println(name + ": " + message + hint + " (see '" + name + " --help')");
         c.getErr().flush();
         return CommandRunner.EXIT_USAGE;
+    }
+
+    /**
+     * For a word after an optional-boolean option that is not a boolean: the message when that
+     * word was left unmatched, a note in parentheses when it filled a positional parameter (so a
+     * later word was left unmatched), null if there is no such word.
+     */
+    private static String optionalBooleanValue(CommandLine c, String[] args, List<String> unmatched) {
+        for (int i = 0; i + 1 < args.length; i++) {
+            OptionSpec o = c.getCommandSpec().findOption(args[i]);
+            if (o == null || o.arity().min() != 0 || o.arity().max() != 1
+                    || (o.type() != Boolean.class && o.type() != boolean.class)) {
+                continue;
+            }
+            String next = args[i + 1];
+            String lower = next.toLowerCase(Locale.ROOT);
+            if (next.startsWith("-") || lower.equals("true") || lower.equals("false")) {
+                continue;
+            }
+            if (unmatched.contains(next)) {
+                return args[i] + " " + next + " (expected: true or false, or nothing for true: " + args[i] + ", "
+                        + args[i] + "=false)";
+            }
+            return "('" + next + "' after " + args[i] + " is not its value: " + args[i] + " takes true or false, or"
+                    + " nothing for true)";
+        }
+        return null;
     }
 }

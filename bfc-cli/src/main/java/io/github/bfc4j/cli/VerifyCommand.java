@@ -6,6 +6,8 @@ package io.github.bfc4j.cli;
 
 import io.github.bfc4j.trace.ReplayResult;
 import io.github.bfc4j.trace.TraceFormatException;
+import io.github.bfc4j.trace.TraceHeader;
+import io.github.bfc4j.trace.TraceReader;
 import io.github.bfc4j.trace.TraceReplayer;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -19,6 +21,7 @@ import java.util.logging.Logger;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
@@ -31,8 +34,11 @@ import picocli.CommandLine.Spec;
  * </pre>
  * A file that cannot be read (missing, or not a valid trace) gets
  * {@code ERROR <file> line <n>: found <x>, expected <y>} (or {@code ERROR <file>: <reason>}) on
- * standard error instead, and the other files are still verified. The last line is
- * {@code <n> passed, <m> failed}, where the failed count includes unreadable files.
+ * standard error instead, and the other files are still verified; so does a trace whose last
+ * line has no line break after it (a file cut short: {@code free 648} cut to {@code free 6}
+ * would otherwise pass), and one whose options give a split threshold of 0 bytes. {@code -}
+ * reads a trace from standard input. The last line is {@code <n> passed, <m> failed}, where the
+ * failed count includes unreadable files.
  *
  * <p>Exit status: 0 if every trace passed, 1 if one failed, 2 if one could not be read (2 wins
  * over 1).
@@ -58,7 +64,8 @@ public final class VerifyCommand implements Callable<Integer> {
     @Spec
     private CommandSpec spec;
 
-    @Parameters(arity = "1..*", paramLabel = "FILE", description = "Trace files (.bfctrace or .bfctrace.gz).")
+    @Parameters(arity = "1..*", paramLabel = "FILE",
+            description = "Trace files (.bfctrace or .bfctrace.gz), - for standard input.")
     private List<Path> files;
 
     @Option(names = {"-v", "--verbose"},
@@ -76,6 +83,10 @@ public final class VerifyCommand implements Callable<Integer> {
      */
     @Override
     public Integer call() {
+        if (files.stream().filter(f -> f.toString().equals(TraceInput.STDIN_ARG)).count() > 1) {
+            throw new ParameterException(spec.commandLine(), "- given more than once (expected: standard input"
+                    + " at most once: it can be read only once)");
+        }
         PrintWriter out = spec.commandLine().getOut();
         PrintWriter err = spec.commandLine().getErr();
         // The allocator logs through System.Logger, i.e. java.util.logging by default. Keep a
@@ -90,28 +101,37 @@ public final class VerifyCommand implements Callable<Integer> {
         int unreadable = 0;
         try {
             for (Path file : files) {
-                try {
-                    ReplayResult r = TraceReplayer.replay(file);
-                    if (r.passed()) {
+                TraceInput input = TraceInput.of(file);
+                String name = input.name();
+                try (TraceReader reader = input.open("verify " + input.shortName())) {
+                    TraceHeader h = reader.header();
+                    RunConfig.checkThreshold(h.fragmentationFraction(), null, h.memoryLimit(), null, reader);
+                    ReplayResult r = TraceReplayer.replay(reader);
+                    String cut = TraceInput.cutWarning(reader, "a whole trace ends with one: add it if nothing is"
+                            + " missing");
+                    if (cut != null) {
+                        unreadable++;
+                        err.println("ERROR " + cut);
+                    } else if (r.passed()) {
                         passed++;
-                        out.println("PASS " + file + " " + r.calls() + " calls");
+                        out.println("PASS " + name + " " + r.calls() + " calls");
                     } else {
                         failed++;
-                        out.println("FAIL " + file + " line " + r.failureLine() + ": expected " + r.expected()
+                        out.println("FAIL " + name + " line " + r.failureLine() + ": expected " + r.expected()
                                 + ", got " + r.actual());
                     }
                 } catch (TraceFormatException e) {
                     unreadable++;
-                    err.println("ERROR " + file + " " + e.detail());
+                    err.println("ERROR " + name + " " + e.detail());
                 } catch (NoSuchFileException e) {
                     unreadable++;
-                    err.println("ERROR " + file + ": no such file");
+                    err.println("ERROR " + name + ": no such file");
                 } catch (AccessDeniedException e) {
                     unreadable++;
-                    err.println("ERROR " + file + ": permission denied");
+                    err.println("ERROR " + name + ": permission denied");
                 } catch (IOException e) {
                     unreadable++;
-                    err.println("ERROR " + file + ": " + e.getMessage());
+                    err.println("ERROR " + name + withoutName(String.valueOf(e.getMessage()), name));
                 }
                 out.flush();
                 err.flush();
@@ -125,5 +145,13 @@ public final class VerifyCommand implements Callable<Integer> {
             return EXIT_UNREADABLE;
         }
         return failed > 0 ? EXIT_FAILED : EXIT_PASSED;
+    }
+
+    /** A reader's message after the file's name ({@code " line 3: ..."}, {@code ": ..."}). */
+    private static String withoutName(String message, String name) {
+        if (message.startsWith(name + " line ") || message.startsWith(name + ": ")) {
+            return message.substring(name.length());
+        }
+        return ": " + message;
     }
 }

@@ -4,12 +4,15 @@
  */
 package io.github.bfc4j.cli;
 
+import io.github.bfc4j.trace.TraceReader;
 import io.github.bfc4j.trace.WorkloadResult;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -24,8 +27,12 @@ import picocli.CommandLine.Spec;
  * out-of-memory count, first failing line, fragmentation at peak. The last line names the
  * smallest memory limit that ran without running out of memory.
  *
+ * <p>A trace from standard input or a pipe is copied to a temporary file first, since every
+ * combination reads it.
+ *
  * <p>Exit status: 0 if some combination ran without running out of memory, 1 if none did, 2
- * bad options or an unreadable trace.
+ * bad options or an unreadable trace, 3 the allocator's invariants broke
+ * ({@code -Dbfc4j.checkInvariants=true}).
  */
 @Command(
         name = "whatif",
@@ -35,27 +42,32 @@ import picocli.CommandLine.Spec;
                     + " defaults to the trace header's) and prints one row per combination: peak in use, peak"
                     + " reserved, out-of-memory count, first failing line, fragmentation at peak.",
             "Exit status: 0 some combination never ran out of memory, 1 all did, 2 bad options or an"
-                    + " unreadable trace."
+                    + " unreadable trace, 3 an invariant of the allocator broke."
         })
 public final class WhatIfCommand implements Callable<Integer> {
+
+    private static final Map<String, String> EXAMPLES = Map.of("--memory-limit", "8GiB,12GiB",
+            "--allow-growth", "true,false", "--garbage-collection", "true,false", "--fragmentation-fraction", "0,0.01");
 
     @Spec
     private CommandSpec spec;
 
-    @Parameters(paramLabel = "TRACE", description = "A trace (.bfctrace or .bfctrace.gz; workload or conformance).")
+    @Parameters(paramLabel = "TRACE",
+            description = "A trace (.bfctrace or .bfctrace.gz; workload or conformance), - for standard input.")
     private Path trace;
 
-    @Option(names = "--memory-limit", split = ",", paramLabel = "SIZE",
+    // Comma-separated lists, split here (not by picocli) so that an empty value is an error.
+    @Option(names = "--memory-limit", paramLabel = "SIZE[,SIZE...]",
             description = "Memory limits to try, e.g. 8GiB,12GiB,16GiB.")
     private List<String> memoryLimits;
 
-    @Option(names = "--allow-growth", split = ",", paramLabel = "BOOL", description = "e.g. true,false.")
+    @Option(names = "--allow-growth", paramLabel = "BOOL[,BOOL]", description = "e.g. true,false.")
     private List<String> allowGrowth;
 
-    @Option(names = "--garbage-collection", split = ",", paramLabel = "BOOL", description = "e.g. true,false.")
+    @Option(names = "--garbage-collection", paramLabel = "BOOL[,BOOL]", description = "e.g. true,false.")
     private List<String> garbageCollection;
 
-    @Option(names = "--fragmentation-fraction", split = ",", paramLabel = "F", description = "e.g. 0,0.01.")
+    @Option(names = "--fragmentation-fraction", paramLabel = "F[,F...]", description = "e.g. 0,0.01.")
     private List<String> fragmentationFraction;
 
     @Option(names = "--sub", paramLabel = "sim|host", defaultValue = "sim",
@@ -76,75 +88,120 @@ public final class WhatIfCommand implements Callable<Integer> {
     public Integer call() {
         return CommandRunner.run(spec, debug, verbose, () -> {
             List<Long> limits = new ArrayList<>();
-            for (String s : nonNull(memoryLimits)) {
+            List<String> limitTexts = values("--memory-limit", memoryLimits);
+            for (String s : limitTexts) {
                 limits.add(Sizes.parse("--memory-limit", s));
             }
             List<Boolean> growths = booleans("--allow-growth", allowGrowth);
             List<Boolean> gcs = booleans("--garbage-collection", garbageCollection);
             List<Double> fractions = new ArrayList<>();
-            for (String s : nonNull(fragmentationFraction)) {
+            List<String> fractionTexts = values("--fragmentation-fraction", fragmentationFraction);
+            for (String s : fractionTexts) {
                 fractions.add(RunConfig.parseFraction("--fragmentation-fraction", s));
             }
             String subAllocator = RunConfig.parseSub(sub);
-            RunConfig d = RunConfig.of(RunConfig.header(trace));
-            if (limits.isEmpty()) {
-                limits.add(d.memoryLimit());
+            try (TraceInput input = TraceInput.of(trace).rereadable()) {
+                try (TraceReader reader = input.open("")) {
+                    RunConfig d = RunConfig.of(reader.header());
+                    if (limits.isEmpty()) {
+                        limits.add(d.memoryLimit());
+                    }
+                    if (growths.isEmpty()) {
+                        growths.add(d.allowGrowth());
+                    }
+                    if (gcs.isEmpty()) {
+                        gcs.add(d.garbageCollection());
+                    }
+                    if (fractions.isEmpty()) {
+                        fractions.add(d.fragmentationFraction());
+                    }
+                    // Every combination must be possible before the first runs.
+                    for (int i = 0; i < limits.size(); i++) {
+                        for (int j = 0; j < fractions.size(); j++) {
+                            RunConfig.checkThreshold(fractions.get(j), fractionTexts.isEmpty() ? null
+                                    : "--fragmentation-fraction=" + fractionTexts.get(j), limits.get(i),
+                                    limitTexts.isEmpty() ? null : "--memory-limit=" + limitTexts.get(i), reader);
+                        }
+                    }
+                }
+                return table(input, limits, growths, gcs, fractions, subAllocator);
             }
-            if (growths.isEmpty()) {
-                growths.add(d.allowGrowth());
-            }
-            if (gcs.isEmpty()) {
-                gcs.add(d.garbageCollection());
-            }
-            if (fractions.isEmpty()) {
-                fractions.add(d.fragmentationFraction());
-            }
-            PrintWriter out = spec.commandLine().getOut();
-            String format = "%-13s %-12s %-18s %-22s %-13s %-13s %6s %14s %13s%n";
-            out.printf(Locale.ROOT, format, "memory_limit", "allow_growth", "garbage_collection",
-                    "fragmentation_fraction", "peak_in_use", "peak_reserved", "ooms", "first_oom_line",
-                    "fragmentation");
-            int total = limits.size() * growths.size() * gcs.size() * fractions.size();
-            int n = 0;
-            RunConfig best = null;
-            for (long limit : limits) {
-                for (boolean growth : growths) {
-                    for (boolean gc : gcs) {
-                        for (double fraction : fractions) {
-                            RunConfig c = new RunConfig(limit, growth, gc, fraction, subAllocator);
-                            n++;
-                            WorkloadResult r = c.run(trace, null, "whatif " + n + "/" + total);
-                            out.printf(Locale.ROOT, format, Sizes.format(limit), growth, gc,
-                                    RunConfig.fraction(fraction), Sizes.format(r.peakBytesInUse()),
-                                    Sizes.format(r.peakPoolBytes()), r.oomCount(),
-                                    r.oomCount() == 0 ? "-" : Long.toString(r.oomLine(0)),
-                                    String.format(Locale.ROOT, "%.4f", r.fragmentationAtPeak()));
-                            out.flush();
-                            if (r.oomCount() == 0 && (best == null || limit < best.memoryLimit())) {
-                                best = c;
+        });
+    }
+
+    private int table(TraceInput input, List<Long> limits, List<Boolean> growths, List<Boolean> gcs,
+            List<Double> fractions, String subAllocator) throws IOException {
+        PrintWriter out = spec.commandLine().getOut();
+        String format = "%-13s %-12s %-18s %-22s %-13s %-13s %6s %14s %13s%n";
+        out.printf(Locale.ROOT, format, "memory_limit", "allow_growth", "garbage_collection",
+                "fragmentation_fraction", "peak_in_use", "peak_reserved", "ooms", "first_oom_line",
+                "fragmentation");
+        int total = limits.size() * growths.size() * gcs.size() * fractions.size();
+        int n = 0;
+        RunConfig best = null;
+        String cut = null;
+        for (long limit : limits) {
+            for (boolean growth : growths) {
+                for (boolean gc : gcs) {
+                    for (double fraction : fractions) {
+                        RunConfig c = new RunConfig(limit, growth, gc, fraction, subAllocator);
+                        n++;
+                        WorkloadResult r;
+                        try (TraceReader reader = input.open("whatif " + n + "/" + total)) {
+                            r = c.run(reader, null);
+                            if (n == 1) {
+                                cut = TraceInput.cutWarning(reader, "each row covers the lines read");
                             }
+                        }
+                        out.printf(Locale.ROOT, format, Sizes.format(limit), growth, gc,
+                                RunConfig.fraction(fraction), Sizes.format(r.peakBytesInUse()),
+                                Sizes.format(r.peakPoolBytes()), r.oomCount(),
+                                r.oomCount() == 0 ? "-" : Long.toString(r.oomLine(0)),
+                                String.format(Locale.ROOT, "%.4f", r.fragmentationAtPeak()));
+                        out.flush();
+                        if (r.oomCount() == 0 && (best == null || limit < best.memoryLimit())) {
+                            best = c;
                         }
                     }
                 }
             }
-            if (best == null) {
-                out.println("every combination ran out of memory");
-                return CommandRunner.EXIT_FAILED;
-            }
-            out.println("smallest memory limit without running out of memory: " + Sizes.format(best.memoryLimit())
-                    + " (allow_growth=" + best.allowGrowth() + " garbage_collection=" + best.garbageCollection()
-                    + " fragmentation_fraction=" + RunConfig.fraction(best.fragmentationFraction()) + ")");
-            return CommandRunner.EXIT_OK;
-        });
+        }
+        CommandRunner.warn(spec, cut);
+        if (best == null) {
+            out.println("every combination ran out of memory");
+            return CommandRunner.EXIT_FAILED;
+        }
+        out.println("smallest memory limit without running out of memory: " + Sizes.format(best.memoryLimit())
+                + " (allow_growth=" + best.allowGrowth() + " garbage_collection=" + best.garbageCollection()
+                + " fragmentation_fraction=" + RunConfig.fraction(best.fragmentationFraction()) + ")");
+        return CommandRunner.EXIT_OK;
     }
 
-    private static List<String> nonNull(List<String> values) {
-        return values == null ? List.of() : values;
+    /**
+     * The values of a comma-separated list option, over all its occurrences.
+     *
+     * @throws UsageException for an empty value ({@code --memory-limit ,} or {@code 8GiB,,16GiB})
+     */
+    private static List<String> values(String option, List<String> lists) {
+        List<String> out = new ArrayList<>();
+        if (lists == null) {
+            return out;
+        }
+        for (String list : lists) {
+            for (String v : list.split(",", -1)) {
+                if (v.isBlank()) {
+                    throw new UsageException(option + "=" + list + " (expected: values separated by single commas,"
+                            + " e.g. " + option + "=" + EXAMPLES.get(option) + ")");
+                }
+                out.add(v.trim());
+            }
+        }
+        return out;
     }
 
     private static List<Boolean> booleans(String option, List<String> values) {
         List<Boolean> out = new ArrayList<>();
-        for (String s : nonNull(values)) {
+        for (String s : values(option, values)) {
             out.add(RunConfig.parseBoolean(option, s));
         }
         return out;

@@ -4,8 +4,12 @@
  */
 package io.github.bfc4j.cli;
 
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import picocli.CommandLine;
 
@@ -18,6 +22,44 @@ final class Cli {
 
     String out;
     String err;
+
+    /**
+     * Runs {@code bfc} with these bytes on standard input ({@code -} reads them).
+     *
+     * @param stdin what standard input holds
+     * @param args the arguments
+     * @return the exit status
+     */
+    int runWithStdin(byte[] stdin, Object... args) {
+        InputStream saved = System.in;
+        System.setIn(new ByteArrayInputStream(stdin));
+        try {
+            return run(args);
+        } finally {
+            System.setIn(saved);
+        }
+    }
+
+    /**
+     * A workload trace of calls that end with {@code free 648}, and the same trace cut inside
+     * that line, as a truncated copy would be: {@code free 6}, a valid line, and no line break.
+     *
+     * @param dir where to write them
+     * @return {whole, cut}
+     * @throws IOException if they cannot be written
+     */
+    static Path[] wholeAndCutTraces(Path dir) throws IOException {
+        String whole = "bfctrace 1\nname cut: a trace cut inside its last line\nsource workload: a test\n"
+                + "options memory_limit=1048576 allow_growth=true garbage_collection=false fragmentation_fraction=0"
+                + " timing_counter=false\n"
+                + "suballocator sim base=0x7f0000000000 capacity=69206016 gap=0 coalescing=true\n"
+                + "alloc 6 1000\nalloc 648 2000\nfree 648\n";
+        Path w = dir.resolve("whole.bfctrace");
+        Path c = dir.resolve("cut.bfctrace");
+        Files.writeString(w, whole);
+        Files.writeString(c, whole.substring(0, whole.length() - "48\n".length()));
+        return new Path[] {w, c};
+    }
 
     int run(Object... args) {
         String[] a = new String[args.length];

@@ -74,6 +74,15 @@ class DemoCommandTest {
         assertThat(cli.run("demo", "--trace", t)).as("stderr: %s", cli.err).isZero();
         assertThat(cli.out).containsPattern("  allocations +2\n").containsPattern("  out of memory +1\n")
                 .contains("(1 still live at the end, closed then)");
+        // The same trace from standard input.
+        String fromFile = cli.out.replaceAll(" in [0-9.]+ s\\.", "");
+        assertThat(cli.runWithStdin(Files.readAllBytes(t), "demo", "--trace", "-")).as("stderr: %s", cli.err).isZero();
+        assertThat(cli.out.replaceAll(" in [0-9.]+ s\\.", "")).isEqualTo(fromFile);
+        // Cut inside its last line ("free 1" without its line break): replayed, and said so.
+        Files.writeString(t, Files.readString(t).strip());
+        assertThat(cli.run("demo", "--trace", t)).isZero();
+        assertThat(cli.err.lines()).containsExactly("bfc demo: warning: " + t + " line 9: the last line has no line"
+                + " break after it: the file may be truncated (the demo replayed the lines read)");
     }
 
     @Test

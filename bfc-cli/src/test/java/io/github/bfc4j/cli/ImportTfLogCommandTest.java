@@ -5,13 +5,17 @@
 package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.trace.TraceEvent;
 import io.github.bfc4j.trace.TraceReader;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -180,6 +184,59 @@ class ImportTfLogCommandTest {
                 "alloc 2 2000 => 0x100000400",
                 "free 1");
         assertThat(cli.run("verify", out)).isEqualTo(0);
+    }
+
+    @Test
+    void anEmptyLogIsNamedNotTheAllocator() throws IOException {
+        // It blamed --allocator ("expected: an allocator of empty.log: it names none").
+        Path empty = Files.createFile(dir.resolve("empty.log"));
+        assertThat(cli.run("import-tf-log", empty, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + empty + " is empty (expected: a TensorFlow"
+                + " log written with TF_CPP_VMODULE=bfc_allocator=4)");
+        Path other = dir.resolve("other.log");
+        Files.writeString(other, "I0000 00:00:1.0 1 some_other.cc:1] hello\nworld\n");
+        assertThat(cli.run("import-tf-log", other, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + other + ": none of its 2 lines names a BFC"
+                + " allocator (expected: a TensorFlow log written with TF_CPP_VMODULE=bfc_allocator=4, which names each"
+                + " allocator in a 'Creating new BFCAllocator named: <name>' line)");
+        assertThat(dir.resolve("x")).doesNotExist();
+    }
+
+    @Test
+    void aTruncatedGzipLogIsNamedWithItsLine() throws IOException {
+        byte[] gz = Files.readAllBytes(Cli.TF_LOG);
+        Path cut = dir.resolve("cut.log.gz");
+        Files.write(cut, java.util.Arrays.copyOf(gz, gz.length / 2));
+        assertThat(cli.run("import-tf-log", cut, "--allocator", "mklcpu", "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err.lines()).singleElement().asString().matches("bfc import-tf-log: \\Q" + cut + "\\E line"
+                + " \\d+: the gzip data ends early: the file is truncated \\(or still being written\\); check it with"
+                + " 'gzip -t'");
+        Path small = dir.resolve("small.log.gz");
+        Files.write(small, java.util.Arrays.copyOf(gz, 5));
+        assertThat(cli.run("import-tf-log", small, "--allocator", "mklcpu", "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + small + ": the gzip header is cut short"
+                + " (the file is truncated or empty); check it with 'gzip -t'");
+    }
+
+    @Test
+    void theTraceIsWrittenAsOtherToolsWriteTheirFiles() throws IOException {
+        Path subdir = Files.createDirectory(dir.resolve("d"));
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", "mklcpu", "-o", subdir)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: -o=" + subdir + " is a directory (expected:"
+                + " the file to write, e.g. " + subdir.resolve("trace.bfctrace") + ")");
+        assertThat(subdir).isEmptyDirectory();
+        assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
+        Set<PosixFilePermission> umasked = Files.getPosixFilePermissions(Files.createFile(dir.resolve("plain")));
+        Path out = dir.resolve("mlp.bfctrace");
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", "mklcpu", "-o", out)).as(cli.err).isZero();
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(out)))
+                .isEqualTo(PosixFilePermissions.toString(umasked));
+        // From standard input too.
+        Path fromStdin = dir.resolve("stdin.bfctrace");
+        assertThat(cli.runWithStdin(Files.readAllBytes(Cli.TF_LOG), "import-tf-log", "-", "--allocator", "mklcpu",
+                "-o", fromStdin)).as(cli.err).isZero();
+        assertThat(Files.readString(fromStdin).replace("<stdin>", Cli.TF_LOG.getFileName().toString()))
+                .isEqualTo(Files.readString(out));
     }
 
     private static String replaceLine(List<String> lines, int i, String replacement) {

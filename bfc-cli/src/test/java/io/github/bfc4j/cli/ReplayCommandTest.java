@@ -5,10 +5,21 @@
 package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcInvariantViolation;
+import io.github.bfc4j.trace.TraceReader;
+import io.github.bfc4j.trace.WorkloadException;
+import io.github.bfc4j.trace.WorkloadRunner;
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.lang.reflect.Field;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -93,13 +104,81 @@ class ReplayCommandTest {
     }
 
     @Test
-    void aThresholdOfZeroBytesIsAnErrorNotAStackTrace() {
-        // 1e-9 of 64 MiB is under one byte: the allocator refuses the option.
+    void aThresholdOfZeroBytesIsBadInputNamingWhereEachValueCameFrom() throws IOException {
+        // 1e-9 of 64 MiB is under one byte: the allocator cannot be created with it.
         Path t = Cli.TRACES.resolve("random-growth-64mib-s1.bfctrace");
-        assertThat(cli.run("replay", t, "--fragmentation-fraction=0.000000001")).isEqualTo(1);
-        assertThat(cli.err.lines()).hasSize(1);
-        assertThat(cli.err).startsWith("bfc replay: creating the allocator failed: fragmentationFraction=");
-        assertThat(cli.err).doesNotContain("\tat ");
+        assertThat(cli.run("replay", t, "--fragmentation-fraction=0.000000001")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: --fragmentation-fraction=0.000000001 with"
+                + " memory_limit=64MiB (from the trace) gives a split threshold of 0 bytes (expected: a split threshold"
+                + " fragmentation_fraction * memory_limit of at least 1 byte: a fraction of at least 0.000000015 at"
+                + " this limit, or 0 for upstream's 128 MiB threshold)");
+        assertThat(cli.out).isEmpty();
+        // The same fraction in the trace's header (line 4).
+        Path header = dir.resolve("tiny-fraction.bfctrace");
+        Files.writeString(header, Files.readString(t).replaceFirst("fragmentation_fraction=0 ",
+                "fragmentation_fraction=0.000000001 "));
+        assertThat(cli.run("replay", header)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: " + header + " line 4: found"
+                + " fragmentation_fraction=0.000000001 with memory_limit=67108864, a split threshold of 0 bytes,"
+                + " expected a split threshold fragmentation_fraction * memory_limit of at least 1 byte: a fraction of"
+                + " at least 0.000000015 at this limit, or 0 for upstream's 128 MiB threshold");
+        // A header fraction that works at the trace's limit but not at a smaller one.
+        Files.writeString(header, Files.readString(t).replaceFirst("fragmentation_fraction=0 ",
+                "fragmentation_fraction=0.0000001 "));
+        assertThat(cli.run("replay", header, "--memory-limit=1MiB")).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc replay: fragmentation_fraction=0.0000001 (from " + header
+                + " line 4) with --memory-limit=1MiB gives a split threshold of 0 bytes (expected: ");
+        assertThat(cli.run("replay", header)).isIn(0, 1);
+    }
+
+    @Test
+    void readsATraceFromStandardInput() throws IOException {
+        Path t = Cli.TRACES.resolve("oom-too-large-nogc-256mib.bfctrace");
+        assertThat(cli.run("replay", t)).isEqualTo(1);
+        String fromFile = cli.out;
+        assertThat(cli.runWithStdin(Files.readAllBytes(t), "replay", "-")).isEqualTo(1);
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out).isEqualTo(fromFile.replace(t.toString(), "<stdin>"));
+    }
+
+    @Test
+    void aNamedPipeIsReadOnce() throws Exception {
+        Path fifo = Fifo.create(dir, "trace.fifo");
+        Path t = Cli.TRACES.resolve("oom-too-large-nogc-256mib.bfctrace");
+        assertThat(cli.run("replay", t)).isEqualTo(1);
+        String fromFile = cli.out;
+        // Opening the pipe twice waited for a second writer forever.
+        Thread writer = Fifo.write(fifo, Files.readAllBytes(t));
+        assertThat(assertTimeoutPreemptively(Duration.ofSeconds(30), () -> cli.run("replay", fifo)))
+                .as(cli.err).isEqualTo(1);
+        writer.join(10_000);
+        assertThat(cli.out).isEqualTo(fromFile.replace(t.toString(), fifo.toString()));
+    }
+
+    @Test
+    void aTraceCutInsideItsLastLineIsReportedAsPossiblyTruncated() throws IOException {
+        Path[] traces = Cli.wholeAndCutTraces(dir);
+        assertThat(cli.run("replay", traces[0])).isZero();
+        assertThat(cli.err).isEmpty();
+        // "free 648" cut to "free 6": a valid call, so the replay runs, and says the file may be cut.
+        assertThat(cli.run("replay", traces[1])).isZero();
+        assertThat(cli.out).contains("trace          " + traces[1] + " (3 calls)");
+        assertThat(cli.err.lines()).containsExactly("bfc replay: warning: " + traces[1] + " line 8: the last line"
+                + " has no line break after it: the file may be truncated (the summary covers the lines read)");
+    }
+
+    @Test
+    void aBadValueAfterAnOptionalBooleanOptionIsNamed() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        assertThat(cli.run("replay", t, "--allow-growth", "maybe")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: --allow-growth maybe (expected: true or false, or"
+                + " nothing for true: --allow-growth, --allow-growth=false) (see 'bfc replay --help')");
+        // Before the trace, the word fills TRACE and the trace is left over.
+        assertThat(cli.run("replay", "--garbage-collection", "maybe", t)).isEqualTo(2);
+        assertThat(cli.err).contains("'maybe' after --garbage-collection is not its value:"
+                + " --garbage-collection takes true or false, or nothing for true");
+        assertThat(cli.run("replay", t, "--allow-growth", "FALSE")).isEqualTo(1); // one allocation fails
+        assertThat(cli.out).contains("allow_growth=false");
     }
 
     @Test
@@ -142,27 +221,56 @@ class ReplayCommandTest {
         assertThat(Long.parseLong(calls)).isGreaterThan(5000);
     }
 
+    /**
+     * A runner whose allocator's bytes_in_use is corrupted after the 10th call, as a bug would,
+     * and whose listener is {@code --check-invariants}'s, which must find it.
+     */
+    private static WorkloadRunner corruptedAfterTenCalls(TraceReader r) throws ReflectiveOperationException {
+        Field port = BfcAllocator.class.getDeclaredField("port");
+        port.setAccessible(true);
+        Field inUse = port.getType().getDeclaredField("bytesInUse");
+        inUse.setAccessible(true);
+        return WorkloadRunner.forHeader(r.header()).listener(step -> {
+            if (step.callIndex() == 10) {
+                try {
+                    Object p = port.get(step.allocator());
+                    inUse.setLong(p, inUse.getLong(p) + 256);
+                } catch (IllegalAccessException e) {
+                    throw new AssertionError(e);
+                }
+            }
+            ReplayCommand.checkInvariants(step);
+        });
+    }
+
+    @Test
+    void aViolationHasItsOwnExitStatus() throws Exception {
+        // The replay command's error path (CommandRunner) around a replay whose allocator breaks.
+        Path t = Cli.RECORDED.resolve("tf-resnet-train.bfctrace");
+        picocli.CommandLine replay = BfcCommand.commandLine().getSubcommands().get("replay");
+        StringWriter err = new StringWriter();
+        replay.setErr(new PrintWriter(err));
+        int status = CommandRunner.run(replay.getCommandSpec(), false, false, () -> {
+            try (TraceReader r = TraceReader.open(t)) {
+                corruptedAfterTenCalls(r).run(r);
+            }
+            return CommandRunner.EXIT_OK;
+        });
+        assertThat(status).isEqualTo(CommandRunner.EXIT_INVARIANT_VIOLATION).isEqualTo(3);
+        assertThat(err.toString()).startsWith("bfc replay: line ").contains("the allocator's invariants do not hold");
+        // Running out of memory keeps status 1.
+        assertThat(cli.run("replay", Cli.TRACES.resolve("oom-too-large-nogc-256mib.bfctrace"), "--check-invariants"))
+                .isEqualTo(1);
+    }
+
     @Test
     void aViolationStopsTheReplayNamingTheLine() throws Exception {
-        // Corrupt the allocator's bytes_in_use after the 10th call, as a bug would, and let the
-        // --check-invariants listener find it.
-        java.lang.reflect.Field inUse = io.github.bfc4j.core.BfcAllocator.class.getDeclaredField("bytesInUse");
-        inUse.setAccessible(true);
         Path t = Cli.RECORDED.resolve("tf-resnet-train.bfctrace");
-        try (io.github.bfc4j.trace.TraceReader r = io.github.bfc4j.trace.TraceReader.open(t)) {
-            io.github.bfc4j.trace.WorkloadRunner runner = io.github.bfc4j.trace.WorkloadRunner.forHeader(r.header())
-                    .listener(step -> {
-                        if (step.callIndex() == 10) {
-                            try {
-                                inUse.setLong(step.allocator(), inUse.getLong(step.allocator()) + 256);
-                            } catch (IllegalAccessException e) {
-                                throw new AssertionError(e);
-                            }
-                        }
-                        ReplayCommand.checkInvariants(step);
-                    });
-            org.assertj.core.api.Assertions.assertThatThrownBy(() -> runner.run(r))
-                    .isInstanceOf(io.github.bfc4j.trace.WorkloadException.class)
+        try (TraceReader r = TraceReader.open(t)) {
+            WorkloadRunner runner = corruptedAfterTenCalls(r);
+            assertThatThrownBy(() -> runner.run(r))
+                    .isInstanceOf(WorkloadException.class)
+                    .hasCauseInstanceOf(BfcInvariantViolation.class)
                     .hasMessageStartingWith("line ")
                     .hasMessageContaining("the allocator's invariants do not hold: ")
                     .hasMessageContaining("bytes_in_use");

@@ -5,10 +5,16 @@
 package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -140,5 +146,67 @@ class ReportCommandTest {
         assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + dir.resolve("no/such/dir/x.html")
                 + " (expected: a file in an existing directory)");
         assertThat(dir.resolve("x.html")).doesNotExist();
+    }
+
+    @Test
+    void aDirectoryIsNeverReplacedByTheReport() throws IOException {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path empty = Files.createDirectory(dir.resolve("empty"));
+        assertThat(cli.run("report", t, "-o", empty)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + empty + " is a directory (expected: the file"
+                + " to write, e.g. " + empty.resolve("report.html") + ")");
+        assertThat(empty).isEmptyDirectory();
+        // A directory with files in it (it was a raw DirectoryNotEmptyException).
+        Files.writeString(empty.resolve("keep.txt"), "kept");
+        assertThat(cli.run("report", t, "-o", empty)).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc report: -o=" + empty + " is a directory");
+        assertThat(empty.resolve("keep.txt")).hasContent("kept");
+        assertThat(cli.out).isEmpty();
+        try (java.util.stream.Stream<Path> left = Files.list(empty)) {
+            assertThat(left).containsExactly(empty.resolve("keep.txt")); // no temporary file left either
+        }
+    }
+
+    @Test
+    void theReportIsCreatedWithThePermissionsTheUmaskGives() throws IOException {
+        assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
+        // Any new file here gets what the process's umask leaves of rw-rw-rw-.
+        Set<PosixFilePermission> umasked = Files.getPosixFilePermissions(Files.createFile(dir.resolve("plain")));
+        System.out.println("a new file gets " + PosixFilePermissions.toString(umasked));
+        Path html = dir.resolve("r.html");
+        assertThat(cli.run("report", Cli.TRACES.resolve("tiny-single.bfctrace"), "-o", html)).isZero();
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(html)))
+                .isEqualTo(PosixFilePermissions.toString(umasked));
+    }
+
+    @Test
+    void aTraceFromAPipeIsReadForBothPasses() throws Exception {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path fromFile = dir.resolve("file.html");
+        assertThat(cli.run("report", t, "-o", fromFile)).isZero();
+        Path fromStdin = dir.resolve("stdin.html");
+        assertThat(cli.runWithStdin(Files.readAllBytes(t), "report", "-", "-o", fromStdin)).isZero();
+        assertThat(cli.err).isEmpty();
+        // The same report, but for the names.
+        String file = Files.readString(fromFile);
+        String stdin = Files.readString(fromStdin);
+        assertThat(stdin.substring(stdin.indexOf("<table class=\"summary\">")))
+                .isEqualTo(file.substring(file.indexOf("<table class=\"summary\">")));
+        assertThat(stdin).contains("<h1>bfc report: &lt;stdin&gt;</h1>");
+        Path fifo = Fifo.create(dir, "trace.fifo");
+        Path fromFifo = dir.resolve("fifo.html");
+        Thread writer = Fifo.write(fifo, Files.readAllBytes(t));
+        assertThat(assertTimeoutPreemptively(Duration.ofSeconds(30), () -> cli.run("report", fifo, "-o", fromFifo)))
+                .as(cli.err).isZero();
+        writer.join(10_000);
+        assertThat(cli.out).contains("13 calls");
+    }
+
+    @Test
+    void aTraceCutInsideItsLastLineIsReported() throws IOException {
+        Path[] traces = Cli.wholeAndCutTraces(dir);
+        assertThat(cli.run("report", traces[1], "-o", dir.resolve("cut.html"))).isZero();
+        assertThat(cli.err.lines()).containsExactly("bfc report: warning: " + traces[1] + " line 8: the last line"
+                + " has no line break after it: the file may be truncated (the report covers the lines read)");
     }
 }

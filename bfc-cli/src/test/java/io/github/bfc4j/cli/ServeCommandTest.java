@@ -5,11 +5,23 @@
 package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -72,6 +84,24 @@ class ServeCommandTest {
     }
 
     @Test
+    void aTraceFromStandardInputIsReplayedPassAfterPass() throws Exception {
+        byte[] trace = java.nio.file.Files.readAllBytes(workloadTrace());
+        try (ServeProcess serve = new ServeProcess(trace, "--port", "0", "--trace", "-", "--loop",
+                "--memory-limit", "16GiB")) {
+            int port = serve.awaitPort();
+            assertThat(serve.awaitReplayed()[0]).isEqualTo(12);
+            assertThat(serve.output()).contains("for allocator 'serve_test' (limit 17179869184 bytes)");
+            assertThat(sample(serve.get(port, "/metrics").body(), "bfc_allocator_memory_limit_bytes"))
+                    .isEqualTo(16L << 30);
+            // Pass after pass from one read of the pipe: the allocations keep counting up.
+            double first = sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total");
+            Thread.sleep(200);
+            assertThat(sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total"))
+                    .isGreaterThan(first);
+        }
+    }
+
+    @Test
     void loopKeepsReplayingAtTheGivenRate() throws Exception {
         try (ServeProcess serve = new ServeProcess("--port", "0", "--trace", workloadTrace().toString(),
                 "--loop", "--rate", "300")) {
@@ -100,6 +130,97 @@ class ServeCommandTest {
             assertThat(sample(text, "bfc_allocator_memory_used_bytes")).isZero();
             assertThat(sample(text, "bfc_allocator_memory_limit_bytes")).isEqualTo(1L << 30);
             assertThat(text).contains("allocator_name=\"idle_bfc\"");
+        }
+    }
+
+    /** A client that sends the start of a request and then nothing: the stalled scraper. */
+    static Socket stalledClient(int port) throws IOException {
+        Socket s = new Socket(InetAddress.getLoopbackAddress(), port);
+        s.getOutputStream().write("GET /metrics HTTP/1.1\r\n".getBytes(StandardCharsets.US_ASCII));
+        s.getOutputStream().flush();
+        return s;
+    }
+
+    @Test
+    void aStalledClientDoesNotStopTheOthersScrapes() throws Exception {
+        try (ServeProcess serve = new ServeProcess("--port", "0")) {
+            int port = serve.awaitPort();
+            try (Socket stalled = stalledClient(port)) {
+                // With the stalled client still connected, scrapes are answered (they waited for it to leave).
+                for (int i = 0; i < 3; i++) {
+                    assertThat(serve.get(port, "/metrics").statusCode()).isEqualTo(200);
+                }
+                assertThat(serve.get(port, "/summary").statusCode()).isEqualTo(200);
+                assertThat(stalled.isClosed()).isFalse();
+            }
+        }
+    }
+
+    @Test
+    void slowClientsAreTimedOutAndTheServerStaysBounded() throws Exception {
+        try (ServeProcess serve = new ServeProcess("--port", "0", "--client-timeout", "1")) {
+            int port = serve.awaitPort();
+            // More stalled clients than the server has workers.
+            List<Socket> stalled = new ArrayList<>();
+            try {
+                for (int i = 0; i < LocalHttpServer.WORKERS + 2; i++) {
+                    stalled.add(stalledClient(port));
+                }
+                long t0 = System.nanoTime();
+                assertThat(serve.get(port, "/metrics").statusCode()).isEqualTo(200);
+                double seconds = (System.nanoTime() - t0) / 1e9;
+                // Answered once the stalled ones timed out (1 s each, 4 at a time), not never.
+                assertThat(seconds).as("seconds to answer behind %d stalled clients", stalled.size()).isLessThan(8);
+                for (Socket s : stalled) {
+                    s.setSoTimeout(10_000);
+                    String reply = new String(s.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
+                    assertThat(reply).startsWith("HTTP/1.1 408 Request Timeout\r\n").contains("Connection: close");
+                }
+            } finally {
+                for (Socket s : stalled) {
+                    s.close();
+                }
+            }
+            // Other methods and an oversized request head get their own answers.
+            HttpResponse<String> post = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                    URI.create("http://127.0.0.1:" + port + "/metrics")).POST(HttpRequest.BodyPublishers.noBody())
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(post.statusCode()).isEqualTo(405);
+            assertThat(post.headers().firstValue("Allow")).hasValue("GET, HEAD");
+            try (Socket big = new Socket(InetAddress.getLoopbackAddress(), port)) {
+                big.setSoTimeout(10_000);
+                big.getOutputStream().write(("GET /metrics HTTP/1.1\r\nX: " + "x".repeat(LocalHttpServer.MAX_HEAD_BYTES)
+                        + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+                String reply = new String(big.getInputStream().readAllBytes(), StandardCharsets.US_ASCII);
+                assertThat(reply).startsWith("HTTP/1.1 431 ");
+            }
+            assertThat(serve.get(port, "/metrics").statusCode()).isEqualTo(200);
+        }
+    }
+
+    @Test
+    void errorsAreOneLineWithTheCommandsName() throws IOException {
+        // In-process: a command that wrongly accepted its options would serve for ever.
+        assertTimeoutPreemptively(Duration.ofSeconds(60), this::errors);
+    }
+
+    private void errors() throws IOException {
+        Cli cli = new Cli();
+        assertThat(cli.run("serve", "--port", "0", "--memory-limit", "0")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly(
+                "bfc serve: --memory-limit=0 (expected: a size of at least 1 byte, like 16GiB)");
+        assertThat(cli.run("serve", "--port", "0", "--memory-limit", "lots")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly(
+                "bfc serve: --memory-limit=lots (expected: a size like 16GiB, 512MiB or 1048576)");
+        assertThat(cli.run("serve", "--port", "0", "--trace", "no-such.bfctrace")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc serve: no-such.bfctrace: no such file");
+        assertThat(cli.run("serve", "--port", "0", "--client-timeout", "0")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly(
+                "bfc serve: --client-timeout=0 (expected: seconds from 0.1 to 3600, e.g. 10)");
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            assertThat(cli.run("serve", "--port", taken.getLocalPort())).isEqualTo(2);
+            assertThat(cli.err).startsWith("bfc serve: --port=" + taken.getLocalPort() + ": ")
+                    .endsWith(" (expected: a free port, or 0 for any)\n");
         }
     }
 

@@ -35,12 +35,22 @@ final class ServeProcess implements AutoCloseable {
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     ServeProcess(String... args) throws IOException {
+        this(null, args);
+    }
+
+    /** Starts {@code bfc serve} with these bytes on its standard input (a pipe), if not null. */
+    ServeProcess(byte[] stdin, String... args) throws IOException {
         List<String> cmd = new ArrayList<>(List.of(
                 Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"),
                 "io.github.bfc4j.cli.BfcCommand", "serve"));
         cmd.addAll(List.of(args));
         process = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        try (java.io.OutputStream in = process.getOutputStream()) {
+            if (stdin != null) {
+                in.write(stdin);
+            }
+        }
         Thread reader = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(
                     new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8))) {

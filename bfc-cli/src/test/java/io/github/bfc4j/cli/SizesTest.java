@@ -27,14 +27,34 @@ class SizesTest {
 
     @Test
     void badSizesNameTheOptionAndWhatItExpects() {
-        for (String bad : new String[] {"12XB", "", "GiB", "1.2.3G", "-5", "1.5", "0x10", "99999999PiB",
-            "99999999999999999999"}) {
+        for (String bad : new String[] {"12XB", "", "GiB", "1.2.3G", "-5", "1.5", "0x10", "1ZiB"}) {
             assertThatThrownBy(() -> Sizes.parse("--memory-limit", bad)).as(bad)
                     .isInstanceOf(UsageException.class)
                     .hasMessage("--memory-limit=" + bad + " (expected: a size like 16GiB, 512MiB or 1048576)");
         }
         assertThatThrownBy(() -> Sizes.parse("--memory-limit", "0GiB"))
                 .hasMessage("--memory-limit=0GiB (expected: a size of at least 1 byte, like 16GiB)");
+        for (String big : new String[] {"8EiB", "8192PiB", "9223372036854775808", "99999999PiB",
+            "99999999999999999999"}) {
+            assertThatThrownBy(() -> Sizes.parse("--memory-limit", big)).as(big)
+                    .hasMessage("--memory-limit=" + big + " (expected: a size of at most 8EiB - 1 byte = "
+                            + Long.MAX_VALUE + " bytes)");
+        }
+    }
+
+    @Test
+    void theRangeIsOneByteToTheLargestLongInAnyUnit() {
+        // 1EiB was refused while 4096PiB, four times as much, was accepted.
+        assertThat(Sizes.parse("--x", "1EiB")).isEqualTo(1L << 60);
+        assertThat(Sizes.parse("--x", "1e")).isEqualTo(1L << 60);
+        assertThat(Sizes.parse("--x", "4096PiB")).isEqualTo(4L << 60);
+        assertThat(Sizes.parse("--x", "7EiB")).isEqualTo(7L << 60);
+        assertThat(Sizes.parse("--x", "9223372036854775807")).isEqualTo(Long.MAX_VALUE);
+        assertThat(Sizes.parse("--x", "8191.5PiB")).isEqualTo(8191L << 50 | 1L << 49);
+        assertThat(Sizes.parse("--x", "1.5EiB")).isEqualTo(3L << 59);
+        assertThat(Sizes.parse("--x", "1B")).isEqualTo(1);
+        assertThat(Sizes.format(1L << 60)).isEqualTo("1EiB");
+        assertThat(Sizes.format(Long.MAX_VALUE)).isEqualTo("8.00EiB");
     }
 
     @Test

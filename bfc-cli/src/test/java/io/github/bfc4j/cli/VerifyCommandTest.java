@@ -118,8 +118,60 @@ class VerifyCommandTest {
         Path cut = dir.resolve("cut.bfctrace.gz");
         Files.write(cut, java.util.Arrays.copyOf(bytes.toByteArray(), bytes.size() / 2));
         assertThat(cli.run("verify", cut.toString())).isEqualTo(2);
-        assertThat(cli.err).startsWith("ERROR " + cut + ": ");
+        // The file named once, the line, and what to do (it was Java's "Unexpected end of ZLIB input stream").
+        assertThat(cli.err.lines()).singleElement().asString().matches("ERROR \\Q" + cut + "\\E line \\d+: the gzip"
+                + " data ends early: the file is truncated \\(or still being written\\); check it with 'gzip -t'");
         assertThat(cli.out.lines()).containsExactly("0 passed, 1 failed");
+        assertThat(cli.run("replay", cut.toString())).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc replay: " + cut + " line ").contains(": the gzip data ends early");
+    }
+
+    @Test
+    void aGzipFileTooShortForItsHeaderIsNamed() throws IOException {
+        // Under 10 bytes: the gzip header itself is cut (it printed "null").
+        Path small = dir.resolve("small.bfctrace.gz");
+        Files.write(small, new byte[] {0x1f, (byte) 0x8b, 8});
+        assertThat(cli.run("verify", small.toString())).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("ERROR " + small + ": the gzip header is cut short (the file is"
+                + " truncated or empty); check it with 'gzip -t'");
+        assertThat(cli.run("replay", small.toString())).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: " + small + ": the gzip header is cut short (the file"
+                + " is truncated or empty); check it with 'gzip -t'");
+    }
+
+    @Test
+    void aTraceCutInsideItsLastLineIsUnreadable() throws IOException {
+        // "free 648" cut to "free 6": every line valid, every answer right; only the line break is missing.
+        String whole = HEADER + "alloc 6 1 => 0x7f0000000000\nsub alloc 1048576 => 0x7f0000000000\n"
+                + "alloc 648 1 => 0x7f0000000100\nfree 648\n";
+        Path good = write("whole.bfctrace", whole);
+        Path cut = write("cut.bfctrace", whole.substring(0, whole.length() - "48\n".length()));
+        assertThat(cli.run("verify", good.toString(), cut.toString())).isEqualTo(2);
+        assertThat(cli.out.lines()).containsExactly("PASS " + good + " 3 calls", "1 passed, 1 failed");
+        assertThat(cli.err.lines()).containsExactly("ERROR " + cut + " line 9: the last line has no line break after"
+                + " it: the file may be truncated (a whole trace ends with one: add it if nothing is missing)");
+    }
+
+    @Test
+    void aHeaderWhoseSplitThresholdIsZeroIsUnreadable() throws IOException {
+        // 1e-10 of 1 MiB: the allocator cannot be created with it (the format says traces never use one).
+        Path t = write("fraction.bfctrace", GOOD.replace("fragmentation_fraction=0 ",
+                "fragmentation_fraction=0.0000000001 "));
+        assertThat(cli.run("verify", t.toString())).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("ERROR " + t + " line 4: found fragmentation_fraction=0.0000000001"
+                + " with memory_limit=1048576, a split threshold of 0 bytes, expected a split threshold"
+                + " fragmentation_fraction * memory_limit of at least 1 byte: a fraction of at least 0.00000096 at this"
+                + " limit, or 0 for upstream's 128 MiB threshold");
+        assertThat(cli.out.lines()).containsExactly("0 passed, 1 failed");
+    }
+
+    @Test
+    void standardInput() throws IOException {
+        assertThat(cli.runWithStdin(GOOD.getBytes(java.nio.charset.StandardCharsets.UTF_8), "verify", "-"))
+                .isEqualTo(0);
+        assertThat(cli.out.lines()).containsExactly("PASS <stdin> 4 calls", "1 passed, 0 failed");
+        assertThat(cli.run("verify", "-", "-")).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc verify: - given more than once");
     }
 
     @Test

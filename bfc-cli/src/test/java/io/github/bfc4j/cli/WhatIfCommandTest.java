@@ -57,4 +57,32 @@ class WhatIfCommandTest {
         assertThat(cli.err.lines()).containsExactly("bfc whatif: --allow-growth=maybe (expected: true or false)");
         assertThat(cli.out).isEmpty();
     }
+
+    @Test
+    void anEmptyValueInAListIsAnError() {
+        // "," used the header's limit without a word.
+        assertThat(cli.run("whatif", RESNET, "--memory-limit", ",")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc whatif: --memory-limit=, (expected: values separated by single"
+                + " commas, e.g. --memory-limit=8GiB,12GiB)");
+        assertThat(cli.run("whatif", RESNET, "--fragmentation-fraction", "0,,0.01")).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc whatif: --fragmentation-fraction=0,,0.01 (expected: values separated");
+        assertThat(cli.run("whatif", RESNET, "--allow-growth", "true,")).isEqualTo(2);
+        assertThat(cli.out).isEmpty();
+        // Each combination must be possible before any runs.
+        assertThat(cli.run("whatif", RESNET, "--memory-limit", "48MiB,1KiB", "--fragmentation-fraction", "0.0001"))
+                .isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc whatif: --fragmentation-fraction=0.0001 with --memory-limit=1KiB gives a"
+                + " split threshold of 0 bytes");
+        assertThat(cli.out).isEmpty();
+    }
+
+    @Test
+    void aTraceFromStandardInputIsReadForEveryCombination() throws java.io.IOException {
+        assertThat(cli.run("whatif", RESNET, "--memory-limit", "32MiB,48MiB")).isZero();
+        String fromFile = cli.out;
+        assertThat(cli.runWithStdin(java.nio.file.Files.readAllBytes(RESNET), "whatif", "-", "--memory-limit",
+                "32MiB,48MiB")).isZero();
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out).isEqualTo(fromFile);
+    }
 }

@@ -6,117 +6,55 @@
  */
 package io.github.bfc4j.core;
 
-import io.github.bfc4j.core.internal.AllocationRegion;
-import io.github.bfc4j.core.internal.AllocatorRetry;
-import io.github.bfc4j.core.internal.ChunkTable;
-import io.github.bfc4j.core.internal.FreeChunkSet;
-import io.github.bfc4j.core.internal.IntDeque;
-import io.github.bfc4j.core.internal.LongList;
-import io.github.bfc4j.core.internal.RegionManager;
-import io.github.bfc4j.core.jfr.AllocationSampleEvent;
-import io.github.bfc4j.core.jfr.OutOfMemoryEvent;
-import io.github.bfc4j.core.jfr.RegionExtendEvent;
-import io.github.bfc4j.core.jfr.RegionFreeEvent;
-import java.io.IOException;
+import io.github.bfc4j.core.internal.ChunkWalk;
 import java.lang.System.Logger.Level;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
-import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
-import java.util.Locale;
-import java.util.Map;
 import java.util.Objects;
-import java.util.TreeMap;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.ReentrantLock;
-import java.util.function.LongSupplier;
 
 /**
- * A memory allocator that implements best-fit with coalescing (BFC): a line-for-line port, in
- * behaviour, of TensorFlow's classic {@code BFCAllocator} (the version without spatial
- * partitioning). Every decision (which address, which sub-allocator call, which statistic) is
- * TensorFlow's; the conformance traces prove it call for call.
+ * A memory allocator that implements best-fit with coalescing (BFC): a port, in behaviour, of
+ * TensorFlow's classic {@code BFCAllocator} (the version without spatial partitioning). Every
+ * decision (which address, which sub-allocator call, which statistic) is TensorFlow's; the
+ * conformance traces prove it call for call. Memory comes from a {@link SubAllocator} in
+ * regions, is cut into chunks that are multiples of 256 bytes, and free chunks wait in 21 bins
+ * by size; docs/architecture.md describes the algorithm, docs/porting-map.md maps every
+ * upstream function to its Java counterpart.
  *
- * <h2>Terms</h2>
- * <ul>
- *   <li><b>region</b>: a range obtained from the {@link SubAllocator} in one {@code alloc}
- *       (or several adjacent ones merged, when the sub-allocator supports coalescing).</li>
- *   <li><b>chunk</b>: a piece of a region, either wholly in use (one allocation) or wholly
- *       free. The chunks of a region tile it without gaps and are linked by {@code prev} and
- *       {@code next} in address order. Chunk metadata lives in {@link ChunkTable}, indexed by
- *       an {@code int} handle.</li>
- *   <li><b>bin</b>: one of 21 sets of free chunks. Bin {@code i} holds free chunks of size
- *       {@code >= 256 << i} (bin 20: everything from 256 MiB up), ordered by (size, address).</li>
- * </ul>
+ * <pre>{@code
+ * try (BfcAllocator allocator = BfcAllocator.builder()
+ *         .name("cpu_bfc")
+ *         .memoryLimit(1L << 30)
+ *         .subAllocator(new AlignedHostSubAllocator())
+ *         .build();
+ *      Allocation a = allocator.allocate(4096)) {
+ *     a.asByteBuffer().putLong(0, 42);
+ * }
+ * }</pre>
  *
- * <pre>
- *  region 0x7f0000000000 ................................................ 0x7f0000400000
- *  | chunk A in use | chunk B free | chunk C in use | chunk D free                      |
- *  |  1 KiB         |  3 KiB       |  2 KiB         |  4 MiB - 6 KiB                    |
- *       prev/next:  A <-> B <-> C <-> D
+ * <p>Two ways to allocate: {@link #allocate(long)} returns an {@link Allocation} handle and
+ * throws {@link BfcOutOfMemoryException} when the memory cannot be had; upstream's
+ * {@link #allocateRaw(long, long)} and {@link #deallocateRaw(long)} work on addresses, return 0
+ * on failure and create no Java object. Beyond upstream's queries and {@link #getStats()}, the
+ * allocator reports {@link #memoryStats()}, {@link #memorySummary()}, {@link #memoryMap()},
+ * JFR events and, on request, out-of-memory dumps (docs/observability.md), and checks its own
+ * invariants ({@link #checkInvariants()}).
  *
- *  bins:  0 [256, 512)   1 [512, 1K)   2 [1K, 2K)   3 [2K, 4K): {B}   ...   13 [2M, 4M)  14: {D} ...
- * </pre>
- *
- * <h2>Invariants</h2>
- * <ul>
- *   <li>Sizes and chunk addresses are multiples of 256 (the {@code alignment} argument is only
- *       passed on to the sub-allocator).</li>
- *   <li>A free chunk is in exactly one bin, the one {@link #binNumForSize} names; a chunk in
- *       use is in none.</li>
- *   <li>No two adjacent chunks are both free, unless the allocator ever had a timing counter:
- *       a stamped chunk ({@code freedAtCount > 0}) is not coalesced until it is safe, and even
- *       then upstream's {@code MergeTimestampedChunks} merges each chunk once per side, so two
- *       chunks made safe in one pass can stay neighbours (see {@link #checkInvariants()}).</li>
- *   <li>The region manager maps the start address of every live chunk, and nothing else, to
- *       its handle.</li>
- * </ul>
- *
- * <h2>Algorithm, by method</h2>
- * <ul>
- *   <li>{@code allocateRawInternal}: round up to 256 ({@link #roundedBytes}); merge
- *       timestamped chunks that became safe; {@code findChunkPtr}; else {@code extend} and
- *       find again; else (no timestamp constraint) force-merge timestamped chunks and find
- *       again; else {@code deallocateFreeRegions} and {@code extend} once more; else fail
- *       (return 0).</li>
- *   <li>{@code findChunkPtr}: from the request's bin upwards, the first free chunk (smallest
- *       size, then lowest address) that is large enough (and freed no later than
- *       {@code freed_before}). It is split ({@code splitChunk}) if it is at least twice the
- *       request or the waste would reach the fragmentation threshold.</li>
- *   <li>{@code extend}: asks the sub-allocator for {@code min(region target, limit - pool)},
- *       doubling the target first until it covers the request, backing off by 0.9 (computed in
- *       {@code float}) while the sub-allocator refuses, then doubling the target for next
- *       time. The new range becomes one free chunk, merged with the tail of the region it
- *       extends when the sub-allocator supports coalescing.</li>
- *   <li>{@code deallocateRawInternal}: marks the chunk free and coalesces it with free
- *       neighbours ({@code tryToCoalesce}); with a timing counter the chunk is stamped, binned
- *       uncoalesced and queued until {@link #setSafeFrontier} passes its stamp.</li>
- *   <li>{@code deallocateFreeRegions} (garbage collection): gives every region without a chunk
- *       in use back to the sub-allocator, so that it can hand out one larger region.</li>
- * </ul>
- *
- * <p>Thread-safe: every method takes one lock, as upstream. Fields marked "guarded by lock"
- * are only touched with it held; methods ending in {@code Locked} need it held.
- *
- * <p>Deliberate differences from upstream are marked {@code DEVIATION(port)} and listed in
- * docs/deviations.md.
+ * <p>Thread-safe: every method takes one lock, as upstream. Deliberate differences from
+ * upstream are listed in docs/deviations.md.
  */
 public final class BfcAllocator implements AutoCloseable {
 
-    private static final System.Logger LOG = System.getLogger(BfcAllocator.class.getName());
+    private static final System.Logger LOG = System.getLogger(BfcPort.LOGGER_NAME);
 
     /** Upstream's {@code kMinAllocationBits}. */
-    public static final int MIN_ALLOCATION_BITS = 8;
+    public static final int MIN_ALLOCATION_BITS = BfcPort.MIN_ALLOCATION_BITS;
 
     /** Upstream's {@code kMinAllocationSize}: every chunk size is a multiple of it. */
-    public static final long MIN_ALLOCATION_SIZE = 1L << MIN_ALLOCATION_BITS;
+    public static final long MIN_ALLOCATION_SIZE = BfcPort.MIN_ALLOCATION_SIZE;
 
     /** Upstream's {@code kNumBins}. */
-    public static final int NUM_BINS = 21;
+    public static final int NUM_BINS = BfcPort.NUM_BINS;
 
     /**
      * The largest request that is served by the algorithm: {@code 2^62} bytes. DEVIATION(port):
@@ -125,30 +63,31 @@ public final class BfcAllocator implements AutoCloseable {
      * versions reject them as here); in Java they would overflow the rounding and the region
      * doubling, and no memory that large exists.
      */
-    public static final long MAX_ALLOCATION_BYTES = 1L << 62;
+    public static final long MAX_ALLOCATION_BYTES = BfcPort.MAX_ALLOCATION_BYTES;
 
-    /** Upstream's default split threshold when {@code fragmentation_fraction} is 0. */
-    private static final long DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES = 128L << 20;
+    /** The alignment {@link #allocate(long)} asks for: upstream's {@code Allocator::kAllocatorAlignment}. */
+    public static final long ALLOCATION_ALIGNMENT = 64;
 
-    /** Upstream's {@code kBackpedalFactor}, a {@code float}: the product is single precision. */
-    private static final float BACKPEDAL_FACTOR = 0.9f;
+    /** Upstream's algorithm and state. */
+    private final BfcPort port;
 
-    /** Upstream's {@code kMaxMillisToWait} of {@code AllocateRawInternalWithRetry}. */
-    private static final long MAX_MILLIS_TO_WAIT = 10_000;
+    /** The port's state, read-only, as the collaborators below read it. */
+    private final PortView view;
 
-    /** Upstream's {@code kMaxFailureLogs}, counted per process like its static counter. */
-    private static final int MAX_FAILURE_LOGS = 10;
+    /** Upstream's debug queries. */
+    private final DebugQueries debug;
 
-    private static final AtomicInteger FAILURE_LOG_COUNTER = new AtomicInteger();
+    /** The memory stats, summary and map. */
+    private final MemoryReports reports;
 
-    // Structures immutable after construction.
-    private final BfcOptions opts;
-    private final long memoryLimit;
-    private final boolean coalesceRegions;
-    private final SubAllocator subAllocator;
-    private final String name;
-    private final long maxInternalFragmentationBytes;
-    private final AllocatorRetry retryHelper = new AllocatorRetry();
+    /** The out-of-memory reports, for {@link #allocate(long)}'s exception. */
+    private final OutOfMemoryReporter oomReporter;
+
+    /** The invariant checker. */
+    private final InvariantChecker checker;
+
+    /** Guarded by the lock: looks at the chunk of a new {@link Allocation}. */
+    private final ChunkWalk newAllocationChunk;
 
     /** What {@link #close()} does with live allocations. */
     private final ClosePolicy closePolicy;
@@ -156,65 +95,8 @@ public final class BfcAllocator implements AutoCloseable {
     /** Whether handles from {@link #allocate(long)} are watched for leaks. */
     private final LeakDetection leakDetection;
 
-    /** Leaked allocations found and reclaimed; guarded by lock. */
-    private long leaksReclaimed;
-
-    private final ReentrantLock lock = new ReentrantLock();
-
-    /** Guarded by lock. */
-    private final ChunkTable chunks = new ChunkTable(1024);
-
-    /** Guarded by lock. */
-    private final RegionManager regionManager = new RegionManager(chunks);
-
-    /** Guarded by lock. Bin {@code i} holds free chunks of size {@code >= 256 << i}. */
-    private final Bin[] bins = new Bin[NUM_BINS];
-
-    /** Guarded by lock. Upstream's {@code timestamped_chunks_}. */
-    private IntDeque timestampedChunks = new IntDeque(64);
-
-    /** Guarded by lock. Scratch queue of {@code mergeTimestampedChunksLocked}. */
-    private IntDeque newTsQueue = new IntDeque(64);
-
-    /** Guarded by lock. Scratch list of {@code mergeTimestampedChunksLocked}. */
-    private final LongList toMerge = new LongList(64);
-
-    /** Upstream's {@code safe_frontier_} (unsigned). */
-    private final AtomicLong safeFrontier = new AtomicLong();
-
-    /** Guarded by lock. Upstream's {@code timing_counter_}. */
-    private SharedCounter timingCounter;
-
-    /** Guarded by lock. Upstream's {@code curr_region_allocation_bytes_}. */
-    private long currRegionAllocationBytes;
-
-    /** Guarded by lock. Upstream's {@code next_allocation_id_}. */
-    private long nextAllocationId = 1;
-
-    // Guarded by lock: upstream's stats_.
-    private long numAllocs;
-    private long bytesInUse;
-    private long peakBytesInUse;
-    private long largestAllocSize;
-    private long poolBytes;
-    private long peakPoolBytes;
-
-    /** Guarded by lock. */
-    private boolean closed;
-
-    /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
-    private static final class Bin {
-        /** All chunks in this bin have {@code >= binSize} bytes. */
-        final long binSize;
-
-        /** Free chunks ordered by upstream's {@code ChunkComparator}: size, then address. */
-        final FreeChunkSet freeChunks;
-
-        Bin(ChunkTable chunks, long binSize) {
-            this.binSize = binSize;
-            this.freeChunks = new FreeChunkSet(chunks);
-        }
-    }
+    /** Leaked allocations found and reclaimed. */
+    private final AtomicLong leaksReclaimed = new AtomicLong();
 
     /**
      * Port of {@code BFCAllocator::BFCAllocator}.
@@ -235,53 +117,19 @@ public final class BfcAllocator implements AutoCloseable {
             ClosePolicy closePolicy, LeakDetection leakDetection) {
         this.closePolicy = Objects.requireNonNull(closePolicy, "closePolicy");
         this.leakDetection = Objects.requireNonNull(leakDetection, "leakDetection");
-        this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator");
-        this.name = Objects.requireNonNull(name, "name");
-        this.opts = Objects.requireNonNull(opts, "opts");
-        if (totalMemory < 0) {
-            throw new IllegalArgumentException("totalMemory=" + totalMemory + " (expected: >= 0)");
-        }
-        double fraction = opts.fragmentationFraction();
-        if (fraction > 0.0) {
-            long threshold = (long) (fraction * totalMemory);
-            if (threshold <= 0) {
-                // DEVIATION(port): upstream accepts this and then splits exact fits into
-                // zero-size chunks, corrupting its bins.
-                throw new IllegalArgumentException("fragmentationFraction=" + fraction
-                        + " (expected: 0, or a fraction whose threshold fraction * totalMemory = "
-                        + fraction * totalMemory + " is at least 1 byte for totalMemory="
-                        + totalMemory + "; use 0 for upstream's 128 MiB threshold)");
-            }
-            this.maxInternalFragmentationBytes = threshold;
-        } else {
-            this.maxInternalFragmentationBytes = DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES;
-        }
-        this.coalesceRegions = subAllocator.supportsCoalescing();
-        if (opts.allowGrowth()) {
-            // 2MiB smallest initial allocation, unless total memory available is less.
-            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, 2L << 20));
-        } else {
-            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, MAX_ALLOCATION_BYTES));
-        }
-        this.memoryLimit = totalMemory;
-
-        // Create a bunch of bins of various good sizes, covering allocations from 256 bytes up
-        // to (and including) the memory limit.
-        for (int b = 0; b < NUM_BINS; b++) {
-            long binSize = binNumToSize(b);
-            bins[b] = new Bin(chunks, binSize);
-            check(binNumForSize(binSize) == b, "BinForSize(bin_size)");
-            check(binNumForSize(binSize + 255) == b, "BinForSize(bin_size + 255)");
-            check(binNumForSize(binSize * 2 - 1) == b, "BinForSize(bin_size * 2 - 1)");
-            if (b + 1 < NUM_BINS) {
-                check(binNumForSize(binSize * 2) != b, "BinForSize(bin_size * 2)");
-            }
-        }
-        this.jfrAllocationSamplePeriod = opts.jfrAllocationSamplePeriod();
+        this.port = new BfcPort(subAllocator, totalMemory, name, opts);
+        this.view = port.view();
+        this.debug = new DebugQueries(view);
+        this.reports = new MemoryReports(view, debug);
+        this.oomReporter = new OutOfMemoryReporter(view, reports, debug, opts.dumpOnOomDirectory());
+        this.checker = new InvariantChecker(view);
+        this.newAllocationChunk = view.walk();
+        port.install(PortListener.of(new JfrRecorder(view, opts.jfrAllocationSamplePeriod()), oomReporter),
+                checker::checkLocked);
     }
 
     // ---------------------------------------------------------------------------------------
-    // The Java-facing API: builder, Allocation handles, out-of-memory exceptions
+    // Building, Allocation handles, lifecycle
     // ---------------------------------------------------------------------------------------
 
     /**
@@ -458,9 +306,6 @@ public final class BfcAllocator implements AutoCloseable {
         }
     }
 
-    /** The alignment {@link #allocate(long)} asks for: upstream's {@code Allocator::kAllocatorAlignment}. */
-    public static final long ALLOCATION_ALIGNMENT = 64;
-
     /**
      * Allocates {@code bytes} and returns a handle that gives them back on {@link
      * Allocation#close()}. Unlike {@link #allocateRaw(long, long)}, running out of memory is an
@@ -476,58 +321,34 @@ public final class BfcAllocator implements AutoCloseable {
      */
     public Allocation allocate(long bytes) {
         if (bytes <= 0) {
-            throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '" + name + "'");
+            throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '"
+                    + port.name() + "'");
         }
         long ptr = allocateRaw(ALLOCATION_ALIGNMENT, bytes);
-        lock.lock();
+        if (ptr == 0) {
+            // The figures of the moment of failure, taken under the lock in the failing call.
+            throw oomReporter.exceptionForLastFailure(bytes);
+        }
+        port.lock();
         try {
-            checkOpenLocked();
-            if (ptr == 0) {
-                throw outOfMemoryLocked(bytes, takeOomDump());
-            }
-            int h = regionManager.getHandle(ptr);
-            return LeakGuard.newAllocation(this, leakDetection, ptr, chunks.size(h),
-                    chunks.requestedSize(h), chunks.allocationId(h));
+            port.checkOpenLocked();
+            ChunkWalk c = newAllocationChunk.at(view.handleAt(ptr));
+            return LeakGuard.newAllocation(this, leakDetection, ptr, c.size(), c.requestedSize(),
+                    c.allocationId());
         } finally {
-            lock.unlock();
+            port.unlock();
         }
-    }
-
-    private BfcOutOfMemoryException outOfMemoryLocked(long bytes, OomDump dump) {
-        return new BfcOutOfMemoryException(name, bytes, bytes > MAX_ALLOCATION_BYTES ? bytes : roundedBytes(bytes),
-                bytesInUse, poolBytes, regionManager.regions().size(), memoryLimit,
-                largestFreeChunkLocked(), statsLocked(), dump == null ? "" : dump.note(),
-                dump == null ? null : dump.file());
-    }
-
-    /** The size of the largest free chunk, 0 if none: the last chunk of the highest non-empty bin. */
-    private long largestFreeChunkLocked() {
-        for (int b = NUM_BINS - 1; b >= 0; b--) {
-            int h = bins[b].freeChunks.last();
-            if (h != FreeChunkSet.NONE) {
-                return chunks.size(h);
-            }
-        }
-        return 0;
     }
 
     /** {@link Allocation#close()}: frees, unless the allocator was closed (by force) before. */
     void deallocateForHandle(long ptr) {
-        if (deallocateRawInternal(ptr, true)) {
-            retryHelper.notifyDealloc();
-        }
+        port.deallocateRawUnlessClosed(ptr);
     }
 
     /** {@link LeakGuard}: returns a leaked allocation's memory and counts it. */
     void reclaimLeak(long ptr) {
-        if (deallocateRawInternal(ptr, true)) {
-            lock.lock();
-            try {
-                leaksReclaimed++;
-            } finally {
-                lock.unlock();
-            }
-            retryHelper.notifyDealloc();
+        if (port.deallocateRawUnlessClosed(ptr)) {
+            leaksReclaimed.incrementAndGet();
         }
     }
 
@@ -536,12 +357,7 @@ public final class BfcAllocator implements AutoCloseable {
      *     reclaimed
      */
     public long leaksReclaimed() {
-        lock.lock();
-        try {
-            return leaksReclaimed;
-        } finally {
-            lock.unlock();
-        }
+        return leaksReclaimed.get();
     }
 
     /** @return what {@link #close()} does with live allocations */
@@ -555,12 +371,57 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
+     * Gives every region back to the sub-allocator, as upstream's destructor does. With
+     * allocations still live, it logs their count and bytes, then follows the
+     * {@link #closePolicy() close policy}: {@link ClosePolicy#REFUSE} throws and leaves the
+     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees the regions anyway (the live
+     * addresses become invalid). Idempotent once closed. Afterwards allocation, deallocation and
+     * per-address queries throw {@link IllegalStateException}; {@link #getStats()} still
+     * answers, and closing an {@link Allocation} does nothing.
+     *
+     * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
+     */
+    @Override
+    public void close() {
+        port.lock();
+        try {
+            if (view.closed()) {
+                return;
+            }
+            long live = 0;
+            for (ChunkWalk c = view.walk().all(); c.next(); ) {
+                if (c.inUse()) {
+                    live++;
+                }
+            }
+            if (live > 0) {
+                String what = "allocator '" + port.name() + "' has " + live + " live allocation"
+                        + (live == 1 ? "" : "s") + " (" + humanReadableNumBytes(view.bytesInUse()) + " in use)";
+                if (closePolicy == ClosePolicy.REFUSE) {
+                    LOG.log(Level.WARNING, "close() refused: {0}", what);
+                    throw new IllegalStateException("close() refused: " + what + ". Close (or deallocate)"
+                            + " them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
+                            + " free the memory under them anyway.");
+                }
+                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now and their addresses are invalid", what);
+            }
+            port.closeLocked();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Upstream's API
+    // ---------------------------------------------------------------------------------------
+
+    /**
      * The allocator's name. Port of {@code BFCAllocator::Name}.
      *
      * @return the name given at construction
      */
     public String name() {
-        return name;
+        return port.name();
     }
 
     /**
@@ -569,7 +430,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the {@code totalMemory} given at construction
      */
     public long memoryLimit() {
-        return memoryLimit;
+        return port.memoryLimit();
     }
 
     /**
@@ -578,7 +439,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the options
      */
     public BfcOptions options() {
-        return opts;
+        return port.options();
     }
 
     /**
@@ -588,7 +449,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the size rounded up to a multiple of {@link #MIN_ALLOCATION_SIZE}
      */
     public static long roundedBytes(long bytes) {
-        return ((bytes + MIN_ALLOCATION_SIZE - 1) >>> MIN_ALLOCATION_BITS) << MIN_ALLOCATION_BITS;
+        return BfcPort.roundedBytes(bytes);
     }
 
     /**
@@ -598,9 +459,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the bin that a free chunk of this size belongs to
      */
     public static int binNumForSize(long bytes) {
-        long v = Math.max(bytes, 256) >>> MIN_ALLOCATION_BITS;
-        int b = Math.min(NUM_BINS - 1, 63 - Long.numberOfLeadingZeros(v));
-        return b;
+        return BfcPort.binNumForSize(bytes);
     }
 
     /**
@@ -610,12 +469,8 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the smallest chunk size the bin holds
      */
     static long binNumToSize(int index) {
-        return 256L << index;
+        return BfcPort.binNumToSize(index);
     }
-
-    // ---------------------------------------------------------------------------------------
-    // Allocation
-    // ---------------------------------------------------------------------------------------
 
     /**
      * Allocates with upstream's default attributes (retry on failure, if the options allow it;
@@ -649,412 +504,14 @@ public final class BfcAllocator implements AutoCloseable {
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
         if (numBytes < 0) {
             throw new IllegalArgumentException("numBytes=" + numBytes
-                    + " (expected: >= 0) for allocator '" + name + "'");
+                    + " (expected: >= 0) for allocator '" + port.name() + "'");
         }
         if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
             throw new IllegalArgumentException("alignment=" + alignment
-                    + " (expected: a power of two) for allocator '" + name + "'");
+                    + " (expected: a power of two) for allocator '" + port.name() + "'");
         }
-        if (numBytes > MAX_ALLOCATION_BYTES) {
-            // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
-            LOG.log(Level.WARNING, "Allocator ({0}) cannot allocate {1} bytes: more than the"
-                    + " largest possible request of {2} bytes.{3}", name, numBytes,
-                    MAX_ALLOCATION_BYTES, recordOutOfMemory(numBytes));
-            return 0;
-        }
-        if (!opts.allowRetryOnFailure() || !attr.retryOnFailure()) {
-            // Upstream dumps the memory log for the first failures of "important" allocations
-            // (those that may be retried) when retry is globally disabled.
-            boolean dumpLogOnFailure = !opts.allowRetryOnFailure() && attr.retryOnFailure()
-                    && FAILURE_LOG_COUNTER.get() < MAX_FAILURE_LOGS;
-            long freedByCount = freedByCount(attr);
-            long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount);
-            if (res == 0 && numBytes != 0) {
-                String dumpNote = recordOutOfMemory(numBytes);
-                int counterValue = FAILURE_LOG_COUNTER.get();
-                if (counterValue < MAX_FAILURE_LOGS) {
-                    FAILURE_LOG_COUNTER.set(counterValue + 1);
-                    LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate "
-                            + "{1} bytes with freed_by_count={2}.{3}{4}", name, numBytes,
-                            Long.toUnsignedString(freedByCount), attr.retryOnFailure() ? ""
-                                    : " The caller indicates that this is not a failure, but this"
-                                    + " may mean that there could be performance gains if more"
-                                    + " memory were available.", dumpNote);
-                }
-            }
-            return res;
-        }
-        long r = allocateRawInternalWithRetry(alignment, numBytes, attr);
-        if (r == 0 && numBytes != 0) {
-            String dumpNote = recordOutOfMemory(numBytes);
-            if (!dumpNote.isEmpty()) {
-                LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1}"
-                        + " bytes after retrying.{2}", name, numBytes, dumpNote);
-            }
-        }
-        return r;
+        return port.allocateRaw(alignment, numBytes, attr);
     }
-
-    private static long freedByCount(AllocationAttributes attr) {
-        LongSupplier f = attr.freedByFunc();
-        return f == null ? 0 : f.getAsLong();
-    }
-
-    /** Port of {@code BFCAllocator::AllocateRawInternalWithRetry}. */
-    private long allocateRawInternalWithRetry(long alignment, long numBytes,
-            AllocationAttributes attr) {
-        // Fast path: try once to allocate without getting the retry helper involved.
-        long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr));
-        if (r != 0) {
-            return r;
-        }
-        return retryHelper.allocateRaw(
-                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr)),
-                MAX_MILLIS_TO_WAIT, alignment, numBytes);
-    }
-
-    /** Port of {@code BFCAllocator::AllocateRawInternal}. */
-    private long allocateRawInternal(long alignment, long numBytes, boolean dumpLogOnFailure,
-            long freedBefore) {
-        if (numBytes == 0) {
-            return 0;
-        }
-        // Always allocate a multiple of 256 bytes, so that every address is nicely aligned.
-        final long roundedBytes = roundedBytes(numBytes);
-
-        // The BFC allocator tries to find the best fit first.
-        final int binNum = binNumForSize(roundedBytes);
-
-        lock.lock();
-        try {
-            checkOpenLocked();
-            if (!timestampedChunks.isEmpty()) {
-                // Merge timestamped chunks whose counts have become safe for general use.
-                mergeTimestampedChunksLocked(0);
-            }
-            long ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
-            if (ptr != 0) {
-                return ptr;
-            }
-
-            // Try to extend.
-            if (extendLocked(alignment, roundedBytes)) {
-                ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
-                if (ptr != 0) {
-                    return ptr;
-                }
-            }
-
-            if (freedBefore == 0 && !timestampedChunks.isEmpty()) {
-                // Unable to satisfy a request without a timestamp requirement: rather than
-                // fail, merge held-out timestamped chunks more aggressively until a free chunk
-                // of the necessary size is formed.
-                if (mergeTimestampedChunksLocked(roundedBytes)) {
-                    ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
-                    if (ptr != 0) {
-                        return ptr;
-                    }
-                }
-            }
-
-            // No chunk can satisfy the request and the unallocated bytes cannot either. Before
-            // giving up, deallocate free regions so that the sub-allocator can combine them with
-            // the unallocated bytes into a larger region.
-            if (deallocateFreeRegionsLocked(roundedBytes) && extendLocked(alignment, roundedBytes)) {
-                ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
-                if (ptr != 0) {
-                    return ptr;
-                }
-            }
-
-            // Out of memory.
-            if (dumpLogOnFailure && LOG.isLoggable(Level.WARNING)) {
-                LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1}"
-                        + " bytes (rounded to {2}).\nCurrent allocation summary follows.\n{3}\n{4}",
-                        name, numBytes, roundedBytes, dumpMemoryLogLocked(roundedBytes),
-                        renderOccupancyLocked());
-            }
-            return 0;
-        } finally {
-            unlockAfterCall();
-        }
-    }
-
-    /** Port of {@code BFCAllocator::FindChunkPtr}. Needs the lock. */
-    private long findChunkPtrLocked(int binNum, long roundedBytes, long numBytes, long freedBefore) {
-        final ChunkTable chunks = this.chunks;
-        // First identify the first bin that could satisfy roundedBytes.
-        for (; binNum < NUM_BINS; binNum++) {
-            // Search from the smallest chunk that fits roundedBytes: upstream scans the bin
-            // from its start and skips smaller chunks; ceilingSize() starts where the first
-            // candidate is, with the same (size, address) order: the bin's first chunk when it
-            // fits (O(1), as upstream's begin()), else a walk down the tree.
-            final FreeChunkSet freeChunks = bins[binNum].freeChunks;
-            if (freeChunks.isEmpty()) {
-                continue;
-            }
-            int candidate = freeChunks.ceilingSize(roundedBytes);
-            while (candidate != FreeChunkSet.NONE) {
-                final int h = candidate;
-                assert !chunks.inUse(h);
-                if (freedBefore != 0
-                        && Long.compareUnsigned(freedBefore, chunks.freedAtCount(h)) < 0) {
-                    candidate = freeChunks.higher(h);
-                    continue;
-                }
-                // We found an existing chunk that fits us that wasn't in use, so remove it from
-                // the free bin structure prior to using.
-                removeFreeChunkIterFromBinLocked(freeChunks, h);
-
-                // If the chunk can be broken into two reasonably large pieces, don't waste more
-                // than maxInternalFragmentationBytes on padding. (Written without
-                // roundedBytes * 2, which could overflow.)
-                final long size = chunks.size(h);
-                if (size - roundedBytes >= roundedBytes
-                        || size - roundedBytes >= maxInternalFragmentationBytes) {
-                    splitChunkLocked(h, roundedBytes);
-                }
-
-                // The requested size of the returned chunk is what the user has allocated.
-                chunks.setRequestedSize(h, numBytes);
-                // Assign a unique id and increment the id counter, marking the chunk in use.
-                chunks.setAllocationId(h, nextAllocationId++);
-
-                // Update stats.
-                final long chunkSize = chunks.size(h);
-                ++numAllocs;
-                bytesInUse += chunkSize;
-                peakBytesInUse = Math.max(peakBytesInUse, bytesInUse);
-                largestAllocSize = Math.max(largestAllocSize, chunkSize);
-                allocatedBytesTotal += chunkSize;
-                ++allocationsTotal;
-                peakActiveAllocations = Math.max(peakActiveAllocations, allocationsTotal - freesTotal);
-                if (jfrAllocationSamplePeriod != 0) {
-                    sampleAllocationLocked(h);
-                }
-                return chunks.ptr(h);
-            }
-        }
-        return 0;
-    }
-
-    /** Port of {@code BFCAllocator::SplitChunk}. Needs the lock. */
-    private void splitChunkLocked(int h, long numBytes) {
-        // Allocate the new chunk before we look at any chunk.
-        final int hNewChunk = chunks.allocateChunk();
-
-        check(!chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
-                "SplitChunk of a chunk in use or in a bin");
-
-        // Create a new chunk starting numBytes after c.
-        final long newPtr = chunks.ptr(h) + numBytes;
-        chunks.setPtr(hNewChunk, newPtr);
-        regionManager.setHandle(newPtr, hNewChunk);
-
-        // Set the new sizes of the chunks.
-        chunks.setSize(hNewChunk, chunks.size(h) - numBytes);
-        chunks.setSize(h, numBytes);
-
-        // The new chunk is not in use.
-        chunks.setAllocationId(hNewChunk, -1);
-
-        // It inherits the freed time.
-        chunks.setFreedAtCount(hNewChunk, chunks.freedAtCount(h));
-
-        // Maintain the links: c <-> c_neighbor becomes c <-> new_chunk <-> c_neighbor.
-        final int hNeighbor = chunks.next(h);
-        chunks.setPrev(hNewChunk, h);
-        chunks.setNext(hNewChunk, hNeighbor);
-        chunks.setNext(h, hNewChunk);
-        if (hNeighbor != ChunkTable.INVALID_CHUNK_HANDLE) {
-            chunks.setPrev(hNeighbor, hNewChunk);
-        }
-
-        // Add the newly free chunk to the free bin.
-        insertFreeChunkIntoBinLocked(hNewChunk);
-    }
-
-    /** Port of {@code BFCAllocator::Extend}. Needs the lock. */
-    private boolean extendLocked(long alignment, long roundedBytes) {
-        // DEVIATION(port): upstream computes limit - pool in size_t, which wraps around if a
-        // sub-allocator ever returned more than asked near the limit; here it stops at 0.
-        long availableBytes = Math.max(0, memoryLimit - poolBytes);
-        // Round availableBytes down to the nearest multiple of MIN_ALLOCATION_SIZE.
-        availableBytes = (availableBytes / MIN_ALLOCATION_SIZE) * MIN_ALLOCATION_SIZE;
-
-        // Do we have enough space to handle the client's request? If not, fail immediately.
-        if (roundedBytes > availableBytes) {
-            return false;
-        }
-
-        // If currRegionAllocationBytes is not enough to satisfy the allocation, keep
-        // multiplying by a power of two until that is sufficient.
-        boolean increasedAllocation = false;
-        while (roundedBytes > currRegionAllocationBytes) {
-            currRegionAllocationBytes = doubled(currRegionAllocationBytes);
-            increasedAllocation = true;
-        }
-
-        // Try allocating.
-        long bytes = Math.min(currRegionAllocationBytes, availableBytes);
-        SubAllocator.Block block = subAllocator.alloc(alignment, bytes);
-        if (block == null) {
-            // Try allocating less memory.
-            while (block == null) {
-                long smaller = roundedBytes((long) ((float) bytes * BACKPEDAL_FACTOR));
-                if (smaller >= bytes) {
-                    // DEVIATION(port): upstream's size sticks here forever for sizes up to 2304
-                    // bytes (0.9 * size rounds back up to size); later upstream versions force
-                    // progress. Step down by one allocation unit instead.
-                    smaller = bytes - MIN_ALLOCATION_SIZE;
-                }
-                bytes = smaller;
-                if (bytes < roundedBytes) {
-                    return false;
-                }
-                block = subAllocator.alloc(alignment, bytes);
-            }
-        }
-        final long memAddr = block.ptr();
-        final long bytesReceived = block.bytes();
-
-        if (!increasedAllocation) {
-            // Increase the region size of the next required allocation.
-            currRegionAllocationBytes = doubled(currRegionAllocationBytes);
-        }
-
-        poolBytes += bytesReceived;
-        peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
-        onRegionExtendLocked(memAddr, bytesReceived, roundedBytes);
-        LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
-                + name + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
-                + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
-
-        AllocationRegion maybeExtendedRegion = null;
-        if (coalesceRegions) {
-            maybeExtendedRegion = regionManager.addOrExtendAllocationRegion(memAddr, bytesReceived);
-        } else {
-            regionManager.addAllocationRegion(memAddr, bytesReceived);
-        }
-
-        // Create one large chunk for the whole memory space that will be chunked later.
-        final int h = chunks.allocateChunk();
-        chunks.setPtr(h, memAddr);
-        chunks.setSize(h, bytesReceived);
-        chunks.setAllocationId(h, -1);
-        chunks.setPrev(h, ChunkTable.INVALID_CHUNK_HANDLE);
-        chunks.setNext(h, ChunkTable.INVALID_CHUNK_HANDLE);
-        chunks.setFreedAtCount(h, 0);
-
-        regionManager.setHandle(memAddr, h);
-
-        // If the region was extended, link its last chunk to the new chunk.
-        if (maybeExtendedRegion != null) {
-            int prev = regionManager.getHandle(maybeExtendedRegion.ptr());
-            // Find the last recorded chunk in the extended region.
-            while (chunks.next(prev) != ChunkTable.INVALID_CHUNK_HANDLE) {
-                prev = chunks.next(prev);
-            }
-            chunks.setPrev(h, prev);
-            chunks.setNext(prev, h);
-        }
-
-        // Maybe merge adjacent chunks and insert the chunk into the right bin.
-        insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
-        return true;
-    }
-
-    /**
-     * Doubles a region target. DEVIATION(port): saturates at {@link #MAX_ALLOCATION_BYTES}
-     * where upstream's {@code size_t} would wrap to 0 (and then loop forever).
-     */
-    private static long doubled(long bytes) {
-        return bytes >= MAX_ALLOCATION_BYTES / 2 ? MAX_ALLOCATION_BYTES : bytes * 2;
-    }
-
-    /** Port of {@code BFCAllocator::DeallocateFreeRegions}. Needs the lock. */
-    private boolean deallocateFreeRegionsLocked(long roundedBytes) {
-        // Do nothing if garbage collection is off.
-        if (!opts.garbageCollection()) {
-            return false;
-        }
-
-        // Search for free regions.
-        final List<AllocationRegion> regions = regionManager.regions();
-        final boolean[] free = new boolean[regions.size()];
-        long totalFreeBytes = 0;
-        for (int i = 0; i < regions.size(); i++) {
-            AllocationRegion region = regions.get(i);
-            int h = regionManager.getHandle(region.ptr());
-            boolean anyUse = false;
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (chunks.inUse(h)) {
-                    anyUse = true;
-                    break;
-                }
-                h = chunks.next(h);
-            }
-            if (!anyUse) {
-                free[i] = true;
-                totalFreeBytes += region.memorySize();
-            }
-        }
-
-        if (totalFreeBytes == 0) {
-            return false;
-        }
-
-        // Rough estimation to check whether deallocation can help.
-        long availableBytes = memoryLimit - poolBytes + totalFreeBytes;
-        if (roundedBytes > availableBytes) {
-            return false;
-        }
-
-        LOG.log(Level.DEBUG, () -> "Garbage collection: deallocate free memory regions of "
-                + name + " so that a larger region can be re-allocated to avoid OOM due to"
-                + " memory fragmentation.");
-
-        // Deallocate free regions.
-        deallocateRegionsLocked(free);
-        return true;
-    }
-
-    /**
-     * Port of {@code BFCAllocator::DeallocateRegions}: frees the regions flagged in
-     * {@code free} (indexed like {@link RegionManager#regions()}), in address order. Needs the
-     * lock.
-     */
-    private void deallocateRegionsLocked(boolean[] free) {
-        final List<AllocationRegion> regions = regionManager.regions();
-        int it = 0;
-        for (int i = 0; i < free.length; i++) {
-            if (!free[i]) {
-                ++it;
-                continue;
-            }
-            AllocationRegion region = regions.get(it);
-            // Remove all chunk registrations from bins.
-            int h = regionManager.getHandle(region.ptr());
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM) {
-                    removeFreeChunkFromBinLocked(h);
-                }
-                int hToDelete = h;
-                h = chunks.next(h);
-                deleteChunkLocked(hToDelete);
-            }
-
-            // Deallocate the memory.
-            subAllocator.free(region.ptr(), region.memorySize());
-            poolBytes -= region.memorySize();
-            onRegionFreeLocked(region.ptr(), region.memorySize());
-            regionManager.removeAllocationRegion(it);
-        }
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Deallocation
-    // ---------------------------------------------------------------------------------------
 
     /**
      * Frees memory returned by {@link #allocateRaw}. Port of {@code BFCAllocator::DeallocateRaw}.
@@ -1065,166 +522,8 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public void deallocateRaw(long ptr) {
-        deallocateRawInternal(ptr, false);
-        retryHelper.notifyDealloc();
+        port.deallocateRaw(ptr);
     }
-
-    /**
-     * Port of {@code BFCAllocator::DeallocateRawInternal}.
-     *
-     * @param quietIfClosed return false instead of throwing when the allocator is closed
-     * @return true if a chunk was freed
-     */
-    private boolean deallocateRawInternal(long ptr, boolean quietIfClosed) {
-        if (ptr == 0) {
-            return false;
-        }
-        lock.lock();
-        try {
-            if (quietIfClosed && closed) {
-                return false;
-            }
-            checkOpenLocked();
-            // Find the chunk from the ptr.
-            final int h = regionManager.getHandle(ptr);
-            // DEVIATION(port): upstream CHECK-fails (aborts the process); here the caller gets
-            // an exception and the allocator is unchanged.
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE || !chunks.inUse(h)) {
-                throw new IllegalArgumentException(notAllocatedMessage(ptr)
-                        + ". Free each address returned by allocateRaw exactly once.");
-            }
-
-            markFreeLocked(h);
-
-            // Consider coalescing it.
-            if (timingCounter != null) {
-                insertFreeChunkIntoBinLocked(h);
-                timestampedChunks.pushBack(h);
-            } else {
-                insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
-            }
-            return true;
-        } finally {
-            unlockAfterCall();
-        }
-    }
-
-    private String notAllocatedMessage(long ptr) {
-        return "0x" + Long.toHexString(ptr) + " was not allocated by allocator '" + name
-                + "' (or was already freed)";
-    }
-
-    /**
-     * Port of {@code BFCAllocator::Merge}: merges {@code h2} into {@code h1}, where
-     * {@code next(h1) == h2}. Needs the lock.
-     */
-    private void mergeLocked(int h1, int h2) {
-        // We can only merge chunks that are not in use.
-        check(!chunks.inUse(h1) && !chunks.inUse(h2), "Merge of a chunk in use");
-
-        // Fix up neighbour links: c1 <-> c2 <-> c3 becomes c1 <-> c3.
-        final int h3 = chunks.next(h2);
-        chunks.setNext(h1, h3);
-        check(chunks.prev(h2) == h1, "Merge of chunks that are not neighbours");
-        if (h3 != ChunkTable.INVALID_CHUNK_HANDLE) {
-            chunks.setPrev(h3, h1);
-        }
-
-        // Set the new size.
-        chunks.setSize(h1, chunks.size(h1) + chunks.size(h2));
-
-        // Pick the latest free time.
-        chunks.setFreedAtCount(h1, maxUnsigned(chunks.freedAtCount(h1), chunks.freedAtCount(h2)));
-
-        deleteChunkLocked(h2);
-    }
-
-    /** Port of {@code BFCAllocator::DeleteChunk}. Needs the lock. */
-    private void deleteChunkLocked(int h) {
-        regionManager.erase(chunks.ptr(h));
-        chunks.deallocateChunk(h);
-    }
-
-    /** Port of {@code BFCAllocator::InsertFreeChunkIntoBin}. Needs the lock. */
-    private void insertFreeChunkIntoBinLocked(int h) {
-        check(!chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
-                "InsertFreeChunkIntoBin of a chunk in use or already in a bin");
-        final int binNum = binNumForSize(chunks.size(h));
-        chunks.setBinNum(h, binNum);
-        bins[binNum].freeChunks.add(h);
-    }
-
-    /** Port of {@code BFCAllocator::RemoveFreeChunkIterFromBin}. Needs the lock. */
-    private void removeFreeChunkIterFromBinLocked(FreeChunkSet freeChunks, int h) {
-        check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
-                "RemoveFreeChunkIterFromBin of a chunk in use or in no bin");
-        freeChunks.remove(h);
-        chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
-    }
-
-    /** Port of {@code BFCAllocator::RemoveFreeChunkFromBin}. Needs the lock. */
-    private void removeFreeChunkFromBinLocked(int h) {
-        check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
-                "RemoveFreeChunkFromBin of a chunk in use or in no bin");
-        check(bins[chunks.binNum(h)].freeChunks.remove(h), "Could not find chunk in bin");
-        chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
-    }
-
-    /** Port of {@code BFCAllocator::MarkFree}. Needs the lock. */
-    private void markFreeLocked(int h) {
-        check(chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
-                "MarkFree of a chunk not in use or in a bin");
-
-        // Mark the chunk as no longer in use.
-        chunks.setAllocationId(h, -1);
-
-        // Optionally record the free time.
-        if (timingCounter != null) {
-            chunks.setFreedAtCount(h, timingCounter.next());
-        }
-
-        // Update the stats.
-        bytesInUse -= chunks.size(h);
-        ++freesTotal;
-        freedBytesTotal += chunks.size(h);
-    }
-
-    /**
-     * Port of {@code BFCAllocator::TryToCoalesce}: merges a free chunk with its free
-     * neighbours (unless timestamps forbid it). Needs the lock.
-     *
-     * @return the handle of the merged chunk
-     */
-    private int tryToCoalesceLocked(int h, boolean ignoreFreedAt) {
-        if (!ignoreFreedAt && chunks.freedAtCount(h) != 0) {
-            return h;
-        }
-        int coalescedChunk = h;
-
-        // If the next chunk is free, merge it into c and delete it.
-        int next = chunks.next(h);
-        if (next != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(next)) {
-            if (chunks.freedAtCount(next) == 0 || ignoreFreedAt) {
-                removeFreeChunkFromBinLocked(next);
-                mergeLocked(h, next);
-            }
-        }
-
-        // If the previous chunk is free, merge c into it and delete c.
-        int prev = chunks.prev(h);
-        if (prev != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(prev)) {
-            if (chunks.freedAtCount(prev) == 0 || ignoreFreedAt) {
-                coalescedChunk = prev;
-                removeFreeChunkFromBinLocked(prev);
-                mergeLocked(prev, h);
-            }
-        }
-        return coalescedChunk;
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Timestamped frees
-    // ---------------------------------------------------------------------------------------
 
     /**
      * Gives the allocator a shared timing counter. From then on every free stamps the chunk
@@ -1235,13 +534,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @param sc the counter, or {@code null} to stop stamping
      */
     public void setTimingCounter(SharedCounter sc) {
-        lock.lock();
-        try {
-            timingCounter = sc;
-            timingCounterEverSet |= sc != null;
-        } finally {
-            lock.unlock();
-        }
+        port.setTimingCounter(sc);
     }
 
     /**
@@ -1251,14 +544,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @param count the new frontier (compared unsigned, as upstream's {@code uint64})
      */
     public void setSafeFrontier(long count) {
-        long current = safeFrontier.get();
-        while (Long.compareUnsigned(count, current) > 0) {
-            if (safeFrontier.compareAndSet(current, count)) {
-                retryHelper.notifyDealloc();
-                return;
-            }
-            current = safeFrontier.get();
-        }
+        port.setSafeFrontier(count);
     }
 
     /**
@@ -1267,88 +553,8 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the largest count given to {@link #setSafeFrontier}, or 0
      */
     public long safeFrontier() {
-        return safeFrontier.get();
+        return port.safeFrontier();
     }
-
-    /** Port of {@code BFCAllocator::MergeTimestampedChunks}. Needs the lock. */
-    private boolean mergeTimestampedChunksLocked(long requiredBytes) {
-        boolean satisfied = requiredBytes == 0;
-        final long frontier = safeFrontier.get();
-        final LongList toMerge = this.toMerge;
-        toMerge.clear();
-        final IntDeque newTsQueue = this.newTsQueue;
-        newTsQueue.clear();
-        while (!timestampedChunks.isEmpty()) {
-            int h = timestampedChunks.popFront();
-            assert h != ChunkTable.INVALID_CHUNK_HANDLE;
-            final int c = h;
-            // This chunk may have been merged already, so refetch and retest the handle. A
-            // handle deleted by garbage collection still holds its old address here (and may
-            // have been recycled for a new chunk), exactly as upstream.
-            h = regionManager.getHandle(chunks.ptr(c));
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
-                continue;
-            }
-            if (chunks.inUse(c) || chunks.binNum(c) == ChunkTable.INVALID_BIN_NUM) {
-                // This chunk has already been reallocated.
-                continue;
-            }
-            if (chunks.freedAtCount(c) == 0) {
-                toMerge.add(chunks.ptr(c));
-                continue;
-            }
-            // The chunk is free and in a bin.
-            if (Long.compareUnsigned(chunks.freedAtCount(c), frontier) < 0) {
-                chunks.setFreedAtCount(c, 0);
-                toMerge.add(chunks.ptr(c));
-            } else if (requiredBytes > 0) {
-                toMerge.add(chunks.ptr(c));
-            } else {
-                newTsQueue.pushBack(h);
-            }
-        }
-        assert timestampedChunks.isEmpty();
-        // std::swap(timestamped_chunks_, new_ts_queue): the old queue, now empty, becomes the
-        // next call's scratch queue.
-        this.newTsQueue = timestampedChunks;
-        this.timestampedChunks = newTsQueue;
-
-        // Every candidate has moved from the queue to toMerge. A standard merge
-        // (requiredBytes == 0) merges them all; otherwise merge just until a chunk of the
-        // required size is produced.
-        for (int ci = 0, end = toMerge.size(); ci < end; ++ci) {
-            final long ptr = toMerge.get(ci);
-            // The chunk at this address may have been merged and deleted in a prior iteration,
-            // so refetch the handle and retest.
-            final int h = regionManager.getHandle(ptr);
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
-                continue;
-            }
-            if (requiredBytes == 0 || !satisfied) {
-                assert chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM;
-                assert !chunks.inUse(h);
-                removeFreeChunkFromBinLocked(h);
-                final int newH = tryToCoalesceLocked(h, requiredBytes > 0);
-                insertFreeChunkIntoBinLocked(newH);
-                if (requiredBytes > 0) {
-                    if (newH != h && chunks.freedAtCount(newH) != 0) {
-                        timestampedChunks.pushBack(newH);
-                    }
-                    if (chunks.size(newH) >= requiredBytes) {
-                        satisfied = true;
-                    }
-                }
-            } else {
-                // Forced merging of unsafe chunks produced a satisfying chunk: requeue the rest.
-                timestampedChunks.pushBack(h);
-            }
-        }
-        return satisfied;
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Queries and statistics
-    // ---------------------------------------------------------------------------------------
 
     /**
      * Port of {@code BFCAllocator::TracksAllocationSizes}.
@@ -1357,17 +563,6 @@ public final class BfcAllocator implements AutoCloseable {
      */
     public boolean tracksAllocationSizes() {
         return true;
-    }
-
-    private int handleForQueryLocked(long ptr, String what) {
-        checkOpenLocked();
-        int h = regionManager.getHandle(ptr);
-        if (ptr == 0 || h == ChunkTable.INVALID_CHUNK_HANDLE) {
-            throw new IllegalArgumentException("Asked for " + what + " of 0x"
-                    + Long.toHexString(ptr) + ", which allocator '" + name
-                    + "' never allocated. Pass an address returned by allocateRaw.");
-        }
-        return h;
     }
 
     /**
@@ -1379,12 +574,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long requestedSize(long ptr) {
-        lock.lock();
-        try {
-            return chunks.requestedSize(handleForQueryLocked(ptr, "requested size"));
-        } finally {
-            lock.unlock();
-        }
+        return port.requestedSize(ptr);
     }
 
     /**
@@ -1396,12 +586,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocatedSize(long ptr) {
-        lock.lock();
-        try {
-            return chunks.size(handleForQueryLocked(ptr, "allocated size"));
-        } finally {
-            lock.unlock();
-        }
+        return port.allocatedSize(ptr);
     }
 
     /**
@@ -1414,12 +599,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocationId(long ptr) {
-        lock.lock();
-        try {
-            return chunks.allocationId(handleForQueryLocked(ptr, "allocation id"));
-        } finally {
-            lock.unlock();
-        }
+        return port.allocationId(ptr);
     }
 
     /**
@@ -1428,18 +608,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the statistics exactly as the classic upstream reports them
      */
     public AllocatorStats getStats() {
-        lock.lock();
-        try {
-            return statsLocked();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** Upstream's {@code stats_}: the three fields the classic version never sets are 0. */
-    private AllocatorStats statsLocked() {
-        return new AllocatorStats(numAllocs, bytesInUse, peakBytesInUse, largestAllocSize,
-                memoryLimit, 0, 0, 0, poolBytes, peakPoolBytes);
+        return port.getStats();
     }
 
     /**
@@ -1449,15 +618,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @return true
      */
     public boolean clearStats() {
-        lock.lock();
-        try {
-            numAllocs = 0;
-            peakBytesInUse = bytesInUse;
-            largestAllocSize = 0;
-            return true;
-        } finally {
-            lock.unlock();
-        }
+        return port.clearStats();
     }
 
     /**
@@ -1466,8 +627,12 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the sub-allocator's memory type
      */
     public MemoryType getMemoryType() {
-        return subAllocator.memoryType();
+        return port.getMemoryType();
     }
+
+    // ---------------------------------------------------------------------------------------
+    // Upstream's debug queries
+    // ---------------------------------------------------------------------------------------
 
     /**
      * Per-bin figures over every chunk (free or in use) whose size maps to the bin. Port of
@@ -1491,43 +656,12 @@ public final class BfcAllocator implements AutoCloseable {
      * @return one entry per bin, in bin order
      */
     public List<BinDebugInfo> getBinDebugInfo() {
-        lock.lock();
+        port.lock();
         try {
-            return getBinDebugInfoLocked();
+            return debug.getBinDebugInfoLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
-    }
-
-    private List<BinDebugInfo> getBinDebugInfoLocked() {
-        long[] bytesInUseByBin = new long[NUM_BINS];
-        long[] bytesInBin = new long[NUM_BINS];
-        long[] requestedInUse = new long[NUM_BINS];
-        long[] chunksInUse = new long[NUM_BINS];
-        long[] chunksInBin = new long[NUM_BINS];
-        for (AllocationRegion region : regionManager.regions()) {
-            int h = regionManager.getHandle(region.ptr());
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                int binNum = binNumForSize(chunks.size(h));
-                bytesInBin[binNum] += chunks.size(h);
-                chunksInBin[binNum]++;
-                if (chunks.inUse(h)) {
-                    bytesInUseByBin[binNum] += chunks.size(h);
-                    requestedInUse[binNum] += chunks.requestedSize(h);
-                    chunksInUse[binNum]++;
-                } else {
-                    check(bins[binNum].freeChunks.contains(h), "free chunk not in its bin");
-                    check(chunks.binNum(h) == binNum, "free chunk's bin_num is not its size's bin");
-                }
-                h = chunks.next(h);
-            }
-        }
-        List<BinDebugInfo> infos = new ArrayList<>(NUM_BINS);
-        for (int b = 0; b < NUM_BINS; b++) {
-            infos.add(new BinDebugInfo(b, binNumToSize(b), bytesInUseByBin[b], bytesInBin[b],
-                    requestedInUse[b], chunksInUse[b], chunksInBin[b]));
-        }
-        return Collections.unmodifiableList(infos);
     }
 
     /**
@@ -1538,64 +672,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the picture, or {@code <allocator contains no memory>}
      */
     public String renderOccupancy() {
-        lock.lock();
+        port.lock();
         try {
-            return renderOccupancyLocked();
+            return debug.renderOccupancyLocked();
         } finally {
-            lock.unlock();
-        }
-    }
-
-    private String renderOccupancyLocked() {
-        final int resolution = 100;
-        char[] rendered = new char[resolution];
-
-        long totalRegionSize = 0;
-        for (AllocationRegion region : regionManager.regions()) {
-            totalRegionSize += region.memorySize();
-        }
-        if (totalRegionSize == 0) {
-            return "<allocator contains no memory>";
-        }
-
-        // Start out with everything empty.
-        renderRegion(rendered, resolution, totalRegionSize, 0, 0, 0, totalRegionSize, '_');
-
-        long regionOffset = 0;
-        for (AllocationRegion region : regionManager.regions()) {
-            int h = regionManager.getHandle(region.ptr());
-            // Then render each chunk left to right.
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (chunks.inUse(h)) {
-                    // Render the wasted space.
-                    long wasted = chunks.size(h) - chunks.requestedSize(h);
-                    if (wasted > 0) {
-                        renderRegion(rendered, resolution, totalRegionSize,
-                                regionOffset + chunks.requestedSize(h), region.ptr(),
-                                chunks.ptr(h), wasted, 'x');
-                    }
-                    // Then the occupied space.
-                    renderRegion(rendered, resolution, totalRegionSize, regionOffset, region.ptr(),
-                            chunks.ptr(h), chunks.requestedSize(h), '*');
-                }
-                h = chunks.next(h);
-            }
-            regionOffset += region.memorySize();
-        }
-        return new String(rendered);
-    }
-
-    /** Port of upstream's {@code RenderRegion}. */
-    private static void renderRegion(char[] rendered, int resolution, long totalRenderSize,
-            long offset, long basePtr, long ptr, long size, char c) {
-        // Products in double: (offset * 100) could overflow a long for exabyte-sized pools.
-        int startLocation = (int) (((double) (ptr - basePtr + offset) * resolution) / totalRenderSize);
-        int endLocation = (int) (((double) (ptr + size - 1 - basePtr + offset) * resolution)
-                / totalRenderSize);
-        startLocation = Math.max(0, Math.min(resolution - 1, startLocation));
-        endLocation = Math.max(0, Math.min(resolution - 1, endLocation));
-        for (int i = startLocation; i <= endLocation; ++i) {
-            rendered[i] = c;
+            port.unlock();
         }
     }
 
@@ -1608,90 +689,12 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the dump, one line per upstream log line
      */
     public String dumpMemoryLog(long numBytes) {
-        lock.lock();
+        port.lock();
         try {
-            return dumpMemoryLogLocked(numBytes);
+            return debug.dumpMemoryLogLocked(numBytes);
         } finally {
-            lock.unlock();
+            port.unlock();
         }
-    }
-
-    private String dumpMemoryLogLocked(long numBytes) {
-        StringBuilder sb = new StringBuilder();
-        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
-        sb.append("BFCAllocator dump for ").append(name).append('\n');
-        for (int binNum = 0; binNum < NUM_BINS; binNum++) {
-            Bin b = bins[binNum];
-            BinDebugInfo info = binInfos.get(binNum);
-            check(b.freeChunks.size() == info.totalChunksInBin() - info.totalChunksInUse(),
-                    "bin " + binNum + " holds a chunk that is not free");
-            sb.append("Bin (").append(b.binSize).append("): \tTotal Chunks: ")
-                    .append(info.totalChunksInBin()).append(", Chunks in use: ")
-                    .append(info.totalChunksInUse()).append(". ")
-                    .append(humanReadableNumBytes(info.totalBytesInBin())).append(" allocated for chunks. ")
-                    .append(humanReadableNumBytes(info.totalBytesInUse())).append(" in use in bin. ")
-                    .append(humanReadableNumBytes(info.totalRequestedBytesInUse()))
-                    .append(" client-requested in use in bin.\n");
-        }
-
-        // The bin we would have liked to allocate in, for analysis of fragmentation.
-        Bin b = bins[binNumForSize(numBytes)];
-        sb.append("Bin for ").append(humanReadableNumBytes(numBytes)).append(" was ")
-                .append(humanReadableNumBytes(b.binSize)).append(", Chunk State: \n");
-        for (int h = b.freeChunks.first(); h != FreeChunkSet.NONE; h = b.freeChunks.higher(h)) {
-            sb.append(chunkDebugString(h, true)).append('\n');
-        }
-
-        // The chunks in use, summarised by size.
-        Map<Long, Integer> inUseBySize = new TreeMap<>();
-        for (AllocationRegion region : regionManager.regions()) {
-            sb.append("Next region of size ").append(region.memorySize()).append('\n');
-            int h = regionManager.getHandle(region.ptr());
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (chunks.inUse(h)) {
-                    inUseBySize.merge(chunks.size(h), 1, Integer::sum);
-                }
-                sb.append(chunks.inUse(h) ? "InUse" : "Free ").append(" at ")
-                        .append(Long.toHexString(chunks.ptr(h))).append(" of size ")
-                        .append(chunks.size(h)).append(" next ").append(chunks.next(h));
-                if (timingCounter != null) {
-                    sb.append(" freed_at_count ").append(Long.toUnsignedString(chunks.freedAtCount(h)));
-                }
-                sb.append('\n');
-                h = chunks.next(h);
-            }
-        }
-        sb.append("     Summary of in-use Chunks by size: \n");
-        long totalBytes = 0;
-        for (Map.Entry<Long, Integer> e : inUseBySize.entrySet()) {
-            long bytes = e.getKey() * e.getValue();
-            sb.append(e.getValue()).append(" Chunks of size ").append(e.getKey())
-                    .append(" totalling ").append(humanReadableNumBytes(bytes)).append('\n');
-            totalBytes += bytes;
-        }
-        sb.append("Sum Total of in-use chunks: ").append(humanReadableNumBytes(totalBytes)).append('\n');
-        sb.append("Total bytes in pool: ").append(poolBytes).append(" memory_limit_: ")
-                .append(memoryLimit).append(" available bytes: ").append(memoryLimit - poolBytes)
-                .append(" curr_region_allocation_bytes_: ").append(currRegionAllocationBytes)
-                .append('\n');
-        sb.append("Stats: \n").append(statsLocked().debugString());
-        return sb.toString();
-    }
-
-    /** Port of {@code BFCAllocator::Chunk::DebugString}. */
-    private String chunkDebugString(int h, boolean recurse) {
-        StringBuilder dbg = new StringBuilder();
-        dbg.append("  Size: ").append(humanReadableNumBytes(chunks.size(h)))
-                .append(" | Requested Size: ").append(humanReadableNumBytes(chunks.requestedSize(h)))
-                .append(" | in_use: ").append(chunks.inUse(h) ? 1 : 0)
-                .append(" | bin_num: ").append(chunks.binNum(h));
-        if (recurse && chunks.prev(h) != ChunkTable.INVALID_CHUNK_HANDLE) {
-            dbg.append(", prev: ").append(chunkDebugString(chunks.prev(h), false));
-        }
-        if (recurse && chunks.next(h) != ChunkTable.INVALID_CHUNK_HANDLE) {
-            dbg.append(", next: ").append(chunkDebugString(chunks.next(h), false));
-        }
-        return dbg.toString();
     }
 
     /**
@@ -1702,180 +705,13 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the count with a binary unit
      */
     public static String humanReadableNumBytes(long numBytes) {
-        if (numBytes == Long.MIN_VALUE) {
-            // Special case for a number whose negation is not representable.
-            return "-8E";
-        }
-        String neg = numBytes < 0 ? "-" : "";
-        if (numBytes < 0) {
-            numBytes = -numBytes;
-        }
-        if (numBytes < 1024) {
-            // No fractions for bytes.
-            return neg + numBytes + "B";
-        }
-        final String units = "KMGTPE";
-        int unit = 0;
-        while (numBytes >= 1024L * 1024) {
-            numBytes /= 1024;
-            ++unit;
-        }
-        return String.format(java.util.Locale.ROOT, unit == 0 ? "%s%.1f%ciB" : "%s%.2f%ciB",
-                neg, numBytes / 1024.0, units.charAt(unit));
+        return DebugQueries.humanReadableNumBytes(numBytes);
     }
 
     // ---------------------------------------------------------------------------------------
-    // Observability (not in upstream): counters, memory summary, memory map, OOM dumps, JFR.
-    // Counters are plain fields bumped under the lock on paths that exist anyway; everything
-    // else runs on demand or on the slow paths (extend, garbage collection, out of memory).
+    // Observability (not in upstream): figures, summary, memory map. Read on demand under the
+    // lock; the counters behind them are bumped at the port's event points.
     // ---------------------------------------------------------------------------------------
-
-    /** Successive numbers for dump file names, so that two dumps never share a name. */
-    private static final AtomicLong DUMP_SEQUENCE = new AtomicLong();
-
-    /**
-     * The dump of this thread's latest failed allocation, for {@link #allocate(long)}'s
-     * exception; set (or removed, when dumps are off) on every failure, so never stale.
-     */
-    private static final ThreadLocal<OomDump> LAST_OOM_DUMP = new ThreadLocal<>();
-
-    /** An out-of-memory dump: the sentence for messages, and the file (null if not written). */
-    private record OomDump(String note, String file) {
-    }
-
-    /** The dump of this thread's latest failure, consumed. */
-    private static OomDump takeOomDump() {
-        OomDump d = LAST_OOM_DUMP.get();
-        LAST_OOM_DUMP.remove();
-        return d;
-    }
-
-    /** Copy of {@link BfcOptions#jfrAllocationSamplePeriod()}: 0 = no allocation events. */
-    private final int jfrAllocationSamplePeriod;
-
-    // Guarded by lock: counted from creation, never reset (see MemoryStats).
-    private long allocationsTotal;
-    private long allocatedBytesTotal;
-    private long peakActiveAllocations;
-    private long freesTotal;
-    private long freedBytesTotal;
-    private long oomsTotal;
-    private long regionExtendsTotal;
-    private long reservedBytesTotal;
-    private long regionFreesTotal;
-    private long releasedBytesTotal;
-
-    /** Counts a region extend and emits its JFR event. Needs the lock. */
-    private void onRegionExtendLocked(long ptr, long bytes, long requestBytes) {
-        ++regionExtendsTotal;
-        reservedBytesTotal += bytes;
-        RegionExtendEvent event = new RegionExtendEvent();
-        if (event.isEnabled()) {
-            event.allocator = name;
-            event.ptr = ptr;
-            event.bytes = bytes;
-            event.requestBytes = requestBytes;
-            event.poolBytes = poolBytes;
-            event.commit();
-        }
-    }
-
-    /** Counts a region given back by garbage collection and emits its JFR event. Needs the lock. */
-    private void onRegionFreeLocked(long ptr, long bytes) {
-        ++regionFreesTotal;
-        releasedBytesTotal += bytes;
-        RegionFreeEvent event = new RegionFreeEvent();
-        if (event.isEnabled()) {
-            event.allocator = name;
-            event.ptr = ptr;
-            event.bytes = bytes;
-            event.poolBytes = poolBytes;
-            event.commit();
-        }
-    }
-
-    /** Emits an allocation sample for one in {@code jfrAllocationSamplePeriod}. Needs the lock. */
-    private void sampleAllocationLocked(int h) {
-        if (allocationsTotal % jfrAllocationSamplePeriod != 0) {
-            return;
-        }
-        AllocationSampleEvent event = new AllocationSampleEvent();
-        if (event.isEnabled()) {
-            event.allocator = name;
-            event.ptr = chunks.ptr(h);
-            event.requestedBytes = chunks.requestedSize(h);
-            event.chunkBytes = chunks.size(h);
-            event.allocationId = chunks.allocationId(h);
-            event.bytesInUse = bytesInUse;
-            event.commit();
-        }
-    }
-
-    /**
-     * Records a failed allocation (the raw API returned 0 for a non-zero request): counts it,
-     * emits the JFR event and, when {@link BfcOptions#dumpOnOomDirectory()} is set, writes the
-     * dump (written outside the lock).
-     *
-     * @return {@code ""} when dumps are off, else a sentence naming the dump file (or why it
-     *     could not be written), starting with a space, for the failure's message
-     */
-    private String recordOutOfMemory(long numBytes) {
-        final Path dir = opts.dumpOnOomDirectory();
-        String dumpJson = null;
-        final OutOfMemoryEvent event = new OutOfMemoryEvent();
-        lock.lock();
-        try {
-            ++oomsTotal;
-            if (dir != null || event.isEnabled()) {
-                event.allocator = name;
-                event.requestedBytes = numBytes;
-                event.bytesInUse = bytesInUse;
-                event.poolBytes = poolBytes;
-                event.limitBytes = memoryLimit;
-                event.largestFreeChunkBytes = largestFreeChunkLocked();
-            }
-            if (dir != null && !closed) {
-                StringBuilder sb = new StringBuilder();
-                sb.append("{\n\"schema\": \"bfc4j.oom-dump/1\",\n\"allocatorName\": ");
-                MemoryMap.string(sb, name);
-                sb.append(",\n\"requestedBytes\": ").append(numBytes)
-                        .append(",\n\"roundedBytes\": ").append(roundedBytes(Math.min(numBytes, MAX_ALLOCATION_BYTES)))
-                        .append(",\n\"summary\": ");
-                MemoryMap.string(sb, memorySummaryLocked());
-                sb.append(",\n\"memoryMap\": ").append(memoryMapLocked().toJson()).append("}\n");
-                dumpJson = sb.toString();
-            }
-        } finally {
-            lock.unlock();
-        }
-        String note = "";
-        String written = null;
-        if (dumpJson != null) {
-            String fileName = "bfc-oom-" + name.replaceAll("[^A-Za-z0-9._-]", "_") + "-"
-                    + System.currentTimeMillis() + "-" + DUMP_SEQUENCE.incrementAndGet() + ".json";
-            Path file = dir.resolve(fileName);
-            try {
-                Files.createDirectories(dir);
-                Files.writeString(file, dumpJson, StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
-                written = file.toAbsolutePath().toString();
-                note = " Memory map and summary written to " + written + ".";
-                event.dumpFile = written;
-            } catch (IOException | RuntimeException e) {
-                note = " Could not write the memory dump to " + file.toAbsolutePath() + ": " + e
-                        + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable"
-                        + " directory).";
-            }
-        }
-        if (event.isEnabled()) {
-            event.commit();
-        }
-        if (note.isEmpty()) {
-            LAST_OOM_DUMP.remove();
-        } else {
-            LAST_OOM_DUMP.set(new OomDump(note, written));
-        }
-        return note;
-    }
 
     /**
      * Every figure beyond upstream's statistics, read in one lock acquisition.
@@ -1883,30 +719,12 @@ public final class BfcAllocator implements AutoCloseable {
      * @return a consistent snapshot
      */
     public MemoryStats memoryStats() {
-        lock.lock();
+        port.lock();
         try {
-            return memoryStatsLocked();
+            return reports.memoryStatsLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
-    }
-
-    private MemoryStats memoryStatsLocked() {
-        long largestFree = largestFreeChunkLocked();
-        return new MemoryStats(bytesInUse, peakBytesInUse, allocatedBytesTotal, freedBytesTotal,
-                poolBytes, peakPoolBytes, reservedBytesTotal, releasedBytesTotal,
-                allocationsTotal - freesTotal, peakActiveAllocations, allocationsTotal, freesTotal,
-                oomsTotal, regionManager.regions().size(), regionExtendsTotal, regionFreesTotal,
-                largestFree, fragmentation(poolBytes - bytesInUse, largestFree), memoryLimit);
-    }
-
-    /**
-     * Upstream's {@code GetFragmentation}, defined as 0 when nothing is free.
-     *
-     * @return {@code (free - largestFree) / free}
-     */
-    private static double fragmentation(long freeBytes, long largestFree) {
-        return freeBytes <= 0 ? 0.0 : (double) (freeBytes - largestFree) / freeBytes;
     }
 
     /**
@@ -1917,11 +735,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return its size in bytes, 0 if no chunk is free
      */
     public long largestFreeChunkBytes() {
-        lock.lock();
+        port.lock();
         try {
-            return largestFreeChunkLocked();
+            return view.largestFreeChunk();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1932,11 +750,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the reserved bytes
      */
     public long reservedBytes() {
-        lock.lock();
+        port.lock();
         try {
-            return poolBytes;
+            return view.poolBytes();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1946,11 +764,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the peak reserved bytes
      */
     public long peakReservedBytes() {
-        lock.lock();
+        port.lock();
         try {
-            return peakPoolBytes;
+            return view.peakPoolBytes();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1960,11 +778,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the number of regions
      */
     public int regionCount() {
-        lock.lock();
+        port.lock();
         try {
-            return regionManager.regions().size();
+            return view.regionCount();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1976,11 +794,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the ratio in {@code [0, 1)}
      */
     public double fragmentation() {
-        lock.lock();
+        port.lock();
         try {
-            return fragmentation(poolBytes - bytesInUse, largestFreeChunkLocked());
+            return view.fragmentation();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -1993,66 +811,12 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the report, lines separated by {@code \n}
      */
     public String memorySummary() {
-        lock.lock();
+        port.lock();
         try {
-            return memorySummaryLocked();
+            return reports.memorySummaryLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
-    }
-
-    private String memorySummaryLocked() {
-        final MemoryStats m = memoryStatsLocked();
-        final String rule = "|" + "=".repeat(75) + "|\n";
-        final String thin = "|" + "-".repeat(75) + "|\n";
-        final String row = "| %-21s | %10s | %10s | %10s | %10s |%n";
-        StringBuilder sb = new StringBuilder(4096);
-        sb.append(rule);
-        String title = "bfc4j memory summary: " + name + " (" + getMemoryType() + ")";
-        int pad = Math.max(0, 75 - title.length());
-        sb.append('|').append(" ".repeat(pad / 2)).append(title).append(" ".repeat(pad - pad / 2))
-                .append("|\n");
-        sb.append(thin);
-        sb.append(line(String.format(Locale.ROOT, "OOMs: %d  |  region extends: %d  |  region frees (GC): %d",
-                m.oomsTotal(), m.regionExtendsTotal(), m.regionFreesTotal())));
-        sb.append(rule);
-        sb.append(String.format(Locale.ROOT, row, "Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));
-        sb.append(thin);
-        sb.append(String.format(Locale.ROOT, row, "Allocated memory", humanReadableNumBytes(m.bytesInUse()),
-                humanReadableNumBytes(m.peakBytesInUse()), humanReadableNumBytes(m.allocatedBytesTotal()),
-                humanReadableNumBytes(m.freedBytesTotal())));
-        sb.append(String.format(Locale.ROOT, row, "Reserved memory", humanReadableNumBytes(m.reservedBytes()),
-                humanReadableNumBytes(m.peakReservedBytes()), humanReadableNumBytes(m.reservedBytesTotal()),
-                humanReadableNumBytes(m.releasedBytesTotal())));
-        sb.append(String.format(Locale.ROOT, row, "Allocations", m.activeAllocations(),
-                m.peakActiveAllocations(), m.allocationsTotal(), m.freesTotal()));
-        sb.append(String.format(Locale.ROOT, row, "Regions", m.regionCount(), "-",
-                m.regionExtendsTotal(), m.regionFreesTotal()));
-        sb.append(rule);
-        sb.append(line("Limit: " + humanReadableNumBytes(m.bytesLimit()) + "  Free in pool: "
-                + humanReadableNumBytes(m.freeBytesInPool()) + "  Largest free chunk: "
-                + humanReadableNumBytes(m.largestFreeChunkBytes())));
-        sb.append(line(String.format(Locale.ROOT, "Fragmentation: %.4f  (1 - largest free chunk / free in pool)",
-                m.fragmentation())));
-        sb.append(rule);
-        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
-        for (int binNum = 0; binNum < NUM_BINS; binNum++) {
-            BinDebugInfo info = binInfos.get(binNum);
-            sb.append("Bin (").append(info.binSize()).append("): \tTotal Chunks: ")
-                    .append(info.totalChunksInBin()).append(", Chunks in use: ")
-                    .append(info.totalChunksInUse()).append(". ")
-                    .append(humanReadableNumBytes(info.totalBytesInBin())).append(" allocated for chunks. ")
-                    .append(humanReadableNumBytes(info.totalBytesInUse())).append(" in use in bin. ")
-                    .append(humanReadableNumBytes(info.totalRequestedBytesInUse()))
-                    .append(" client-requested in use in bin.\n");
-        }
-        sb.append("Occupancy (* requested, x padding, _ free):\n")
-                .append(renderOccupancyLocked()).append('\n');
-        return sb.toString();
-    }
-
-    private static String line(String text) {
-        return String.format(Locale.ROOT, "| %-73s |%n", text);
     }
 
     /**
@@ -2062,41 +826,17 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the immutable snapshot
      */
     public MemoryMap memoryMap() {
-        lock.lock();
+        port.lock();
         try {
-            return memoryMapLocked();
+            return reports.memoryMapLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
-    }
-
-    /** Port of {@code BFCAllocator::RecordMemoryMapInternal}. Needs the lock. */
-    private MemoryMap memoryMapLocked() {
-        List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
-        for (int b = 0; b < NUM_BINS; b++) {
-            BinDebugInfo info = binInfos.get(b);
-            assert bins[b].freeChunks.size() == info.totalChunksInBin() - info.totalChunksInUse();
-        }
-        List<MemoryMap.Region> regions = new ArrayList<>(regionManager.regions().size());
-        for (AllocationRegion region : regionManager.regions()) {
-            List<MemoryMap.Chunk> list = new ArrayList<>();
-            int h = regionManager.getHandle(region.ptr());
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                boolean inUse = chunks.inUse(h);
-                list.add(new MemoryMap.Chunk(chunks.ptr(h), chunks.size(h), chunks.requestedSize(h),
-                        inUse, chunks.allocationId(h), chunks.binNum(h),
-                        timingCounter == null || inUse ? 0 : chunks.freedAtCount(h)));
-                h = chunks.next(h);
-            }
-            regions.add(new MemoryMap.Region(region.ptr(), region.memorySize(), list));
-        }
-        return new MemoryMap(name, getMemoryType(), statsLocked(), memoryStatsLocked(), binInfos,
-                regions);
     }
 
     // ---------------------------------------------------------------------------------------
-    // Memory introspection for tools (the bfc CLI's replay and report; issue 5). Cheap reads
-    // under the lock, none of them on the allocate/free path.
+    // Introspection for tools (the bfc CLI's replay and report). Cheap reads under the lock,
+    // none of them on the allocate/free path.
     // ---------------------------------------------------------------------------------------
 
     /**
@@ -2106,11 +846,11 @@ public final class BfcAllocator implements AutoCloseable {
      * @return the bytes in use
      */
     public long bytesInUse() {
-        lock.lock();
+        port.lock();
         try {
-            return bytesInUse;
+            return view.bytesInUse();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
 
@@ -2141,43 +881,17 @@ public final class BfcAllocator implements AutoCloseable {
      */
     public void forEachChunk(ChunkVisitor visitor) {
         Objects.requireNonNull(visitor, "visitor");
-        lock.lock();
+        port.lock();
         try {
-            final List<AllocationRegion> regions = regionManager.regions();
-            for (int r = 0; r < regions.size(); r++) {
-                AllocationRegion region = regions.get(r);
-                int h = regionManager.getHandle(region.ptr());
-                while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                    boolean inUse = chunks.inUse(h);
-                    visitor.chunk(r, region.ptr(), region.memorySize(), chunks.ptr(h), chunks.size(h),
-                            inUse ? chunks.requestedSize(h) : 0, inUse ? chunks.allocationId(h) : -1);
-                    h = chunks.next(h);
-                }
+            for (ChunkWalk c = view.walk().all(); c.next(); ) {
+                boolean inUse = c.inUse();
+                visitor.chunk(c.regionIndex(), c.regionPtr(), c.regionBytes(), c.ptr(), c.size(),
+                        inUse ? c.requestedSize() : 0, inUse ? c.allocationId() : -1);
             }
         } finally {
-            lock.unlock();
+            port.unlock();
         }
     }
-
-    // ---------------------------------------------------------------------------------------
-    // Invariant checking
-    // ---------------------------------------------------------------------------------------
-
-    /**
-     * Whether {@link #allocateRaw} and {@link #deallocateRaw} run {@link #checkInvariants()}
-     * after every call ({@code -Dbfc4j.checkInvariants=true}). Read once; when false the check
-     * folds away (a {@code static final} constant) and costs nothing.
-     */
-    private static final boolean CHECK_INVARIANTS = Boolean.getBoolean("bfc4j.checkInvariants");
-
-    /**
-     * Guarded by lock. Whether {@link #setTimingCounter} was ever given a counter: from then on
-     * two free neighbours without timestamps are possible (see {@link #checkInvariants()}).
-     */
-    private boolean timingCounterEverSet;
-
-    /** At most this many chunks of one region are listed in a violation's dump. */
-    private static final int DUMP_MAX_CHUNKS = 200;
 
     /**
      * Checks every structural invariant of the allocator, under its lock, in time linear in the
@@ -2217,349 +931,16 @@ public final class BfcAllocator implements AutoCloseable {
      *     allocation id, bin, prev, next, timestamp)
      */
     public void checkInvariants() {
-        lock.lock();
+        port.lock();
         try {
-            checkInvariantsLocked();
+            checker.checkLocked();
         } finally {
-            lock.unlock();
+            port.unlock();
         }
-    }
-
-    /**
-     * Releases the lock at the end of {@code allocateRawInternal} and
-     * {@code deallocateRawInternal}, checking the invariants first when
-     * {@code -Dbfc4j.checkInvariants=true}. The lock is released even if the check throws.
-     */
-    private void unlockAfterCall() {
-        try {
-            if (CHECK_INVARIANTS) {
-                checkInvariantsLocked();
-            }
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    /** See {@link #checkInvariants()}. Needs the lock. */
-    private void checkInvariantsLocked() {
-        final ChunkTable chunks = this.chunks;
-        final List<AllocationRegion> regions = regionManager.regions();
-        if (closed) {
-            if (!regions.isEmpty() || regionManager.handleCount() != 0) {
-                throw violation("closed, but still holds " + regions.size() + " regions and "
-                        + regionManager.handleCount() + " chunk addresses", -1);
-            }
-            for (int b = 0; b < NUM_BINS; b++) {
-                if (!bins[b].freeChunks.isEmpty()) {
-                    throw violation("closed, but bin " + b + " still holds "
-                            + bins[b].freeChunks.size() + " chunks", -1);
-                }
-            }
-            return;
-        }
-        final int handles = chunks.count();
-        final boolean[] live = new boolean[handles];
-        int liveChunks = 0;
-        int freeChunkCount = 0;
-        long poolSum = 0;
-        long inUseSum = 0;
-        long prevRegionEnd = 0;
-        for (int r = 0; r < regions.size(); r++) {
-            final AllocationRegion region = regions.get(r);
-            final long start = region.ptr();
-            final long end = region.endPtr();
-            if (region.memorySize() <= 0 || region.memorySize() % MIN_ALLOCATION_SIZE != 0
-                    || end - start != region.memorySize()) {
-                throw violation("region " + r + " has size " + region.memorySize()
-                        + " (expected: a positive multiple of 256 equal to end - start)", r);
-            }
-            if (r > 0 && Long.compareUnsigned(start, prevRegionEnd) < 0) {
-                throw violation("region " + r + " starts at " + hex(start)
-                        + ", before the previous region ends at " + hex(prevRegionEnd)
-                        + " (regions must be sorted and disjoint)", r);
-            }
-            prevRegionEnd = end;
-            poolSum += region.memorySize();
-
-            long cursor = start;
-            int prevH = ChunkTable.INVALID_CHUNK_HANDLE;
-            int h = regionManager.getHandle(start);
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
-                throw violation("no chunk starts at the region's start " + hex(start), r);
-            }
-            while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-                if (h < 0 || h >= handles) {
-                    throw violation("handle " + h + " after " + hex(cursor)
-                            + " is not a handle of the chunk table (" + handles + " handles)", r);
-                }
-                if (live[h]) {
-                    throw violation("chunk h=" + h + " is reached twice (a cycle, or shared by"
-                            + " two regions)", r);
-                }
-                live[h] = true;
-                liveChunks++;
-                final long ptr = chunks.ptr(h);
-                final long size = chunks.size(h);
-                if (chunks.prev(h) != prevH) {
-                    throw violation("chunk h=" + h + " at " + hex(ptr) + " has prev="
-                            + chunks.prev(h) + ", but follows h=" + prevH, r);
-                }
-                if (ptr != cursor) {
-                    throw violation("chunk h=" + h + " starts at " + hex(ptr) + ", but the chunk"
-                            + " before it ends at " + hex(cursor) + " (chunks must tile the"
-                            + " region without gap or overlap)", r);
-                }
-                if (size <= 0 || size % MIN_ALLOCATION_SIZE != 0
-                        || Long.compareUnsigned(size, end - cursor) > 0) {
-                    throw violation("chunk h=" + h + " at " + hex(ptr) + " has size " + size
-                            + " (expected: a positive multiple of 256 within the region, at most "
-                            + (end - cursor) + ")", r);
-                }
-                if (regionManager.getHandle(ptr) != h) {
-                    throw violation("the address map gives " + regionManager.getHandle(ptr)
-                            + " for " + hex(ptr) + ", where chunk h=" + h + " starts", r);
-                }
-                if (chunks.inUse(h)) {
-                    final long id = chunks.allocationId(h);
-                    final long requested = chunks.requestedSize(h);
-                    if (chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM) {
-                        throw violation("chunk h=" + h + " at " + hex(ptr) + " is in use but has"
-                                + " bin_num=" + chunks.binNum(h), r);
-                    }
-                    if (id <= 0 || id >= nextAllocationId) {
-                        throw violation("chunk h=" + h + " at " + hex(ptr) + " has allocation id "
-                                + id + " (expected: 1 to " + (nextAllocationId - 1) + ")", r);
-                    }
-                    if (requested <= 0 || requested > MAX_ALLOCATION_BYTES
-                            || roundedBytes(requested) > size) {
-                        throw violation("chunk h=" + h + " at " + hex(ptr) + " of size " + size
-                                + " holds a request of " + requested + " bytes", r);
-                    }
-                    inUseSum += size;
-                } else {
-                    final int binNum = binNumForSize(size);
-                    if (chunks.binNum(h) != binNum) {
-                        throw violation("free chunk h=" + h + " at " + hex(ptr) + " of size " + size
-                                + " has bin_num=" + chunks.binNum(h) + " (expected: " + binNum + ")", r);
-                    }
-                    if (!bins[binNum].freeChunks.contains(h)) {
-                        throw violation("free chunk h=" + h + " at " + hex(ptr) + " is not in bin "
-                                + binNum, r);
-                    }
-                    if (!timingCounterEverSet && prevH != ChunkTable.INVALID_CHUNK_HANDLE
-                            && !chunks.inUse(prevH)) {
-                        throw violation("free chunks h=" + prevH + " at " + hex(chunks.ptr(prevH))
-                                + " and h=" + h + " at " + hex(ptr) + " are adjacent and not"
-                                + " coalesced (no timing counter was ever set)", r);
-                    }
-                    freeChunkCount++;
-                }
-                cursor += size;
-                prevH = h;
-                h = chunks.next(h);
-            }
-            if (cursor != end) {
-                throw violation("the chunks of region " + r + " end at " + hex(cursor)
-                        + ", the region at " + hex(end), r);
-            }
-        }
-
-        int binned = 0;
-        for (int b = 0; b < NUM_BINS; b++) {
-            final FreeChunkSet set = bins[b].freeChunks;
-            int before = ChunkTable.INVALID_CHUNK_HANDLE;
-            int inThisBin = 0;
-            for (int h = set.first(); h != FreeChunkSet.NONE; h = set.higher(h)) {
-                if (++binned > freeChunkCount) {
-                    throw violation("the bins hold more chunks than the " + freeChunkCount
-                            + " free chunks of the regions (bin " + b + ")", -1);
-                }
-                if (h < 0 || h >= handles || !live[h]) {
-                    throw violation("bin " + b + " holds h=" + h + ", which is no chunk of any"
-                            + " region", -1);
-                }
-                if (chunks.inUse(h) || chunks.binNum(h) != b) {
-                    throw violation("bin " + b + " holds chunk h=" + h + " at " + hex(chunks.ptr(h))
-                            + " with in_use=" + chunks.inUse(h) + ", bin_num=" + chunks.binNum(h),
-                            regionManager.regionIndexFor(chunks.ptr(h)));
-                }
-                if (before != ChunkTable.INVALID_CHUNK_HANDLE && chunks.compare(before, h) >= 0) {
-                    throw violation("bin " + b + " is out of (size, address) order at h=" + h,
-                            regionManager.regionIndexFor(chunks.ptr(h)));
-                }
-                before = h;
-                inThisBin++;
-            }
-            if (inThisBin != set.size()) {
-                throw violation("bin " + b + " says it holds " + set.size() + " chunks, its walk"
-                        + " finds " + inThisBin, -1);
-            }
-        }
-        if (binned != freeChunkCount) {
-            throw violation("the bins hold " + binned + " chunks, the regions "
-                    + freeChunkCount + " free chunks", -1);
-        }
-        if (regionManager.handleCount() != liveChunks) {
-            throw violation("the address map holds " + regionManager.handleCount()
-                    + " addresses, the regions " + liveChunks + " chunks", -1);
-        }
-
-        if (bytesInUse != inUseSum) {
-            throw violation("stats say bytes_in_use=" + bytesInUse + ", the chunks in use add up"
-                    + " to " + inUseSum, -1);
-        }
-        if (poolBytes != poolSum) {
-            throw violation("stats say pool_bytes=" + poolBytes + ", the regions add up to "
-                    + poolSum, -1);
-        }
-        if (peakBytesInUse < bytesInUse || peakPoolBytes < poolBytes) {
-            throw violation("a peak is below its current value: peak_bytes_in_use="
-                    + peakBytesInUse + " < bytes_in_use=" + bytesInUse + " or peak_pool_bytes="
-                    + peakPoolBytes + " < pool_bytes=" + poolBytes, -1);
-        }
-        if (numAllocs < 0 || numAllocs > nextAllocationId - 1 || largestAllocSize < 0) {
-            throw violation("stats say num_allocs=" + numAllocs + ", largest_alloc_size="
-                    + largestAllocSize + ", but only " + (nextAllocationId - 1)
-                    + " allocation ids were handed out", -1);
-        }
-    }
-
-    /**
-     * The exception for a broken invariant, with a dump of region {@code r} (or of every
-     * region when {@code r < 0}). Safe to call on a corrupt structure: every walk is bounded.
-     */
-    private BfcInvariantViolation violation(String what, int r) {
-        StringBuilder dump = new StringBuilder();
-        List<AllocationRegion> regions = regionManager.regions();
-        if (r >= 0 && r < regions.size()) {
-            dumpRegionLocked(dump, r);
-        } else {
-            for (int i = 0; i < regions.size(); i++) {
-                dumpRegionLocked(dump, i);
-            }
-            dump.append("stats: num_allocs=").append(numAllocs).append(" bytes_in_use=")
-                    .append(bytesInUse).append(" peak_bytes_in_use=").append(peakBytesInUse)
-                    .append(" pool_bytes=").append(poolBytes).append(" peak_pool_bytes=")
-                    .append(peakPoolBytes).append(" next_allocation_id=").append(nextAllocationId)
-                    .append('\n');
-        }
-        return new BfcInvariantViolation("allocator '" + name + "': " + what, dump.toString());
-    }
-
-    /** Appends one line per chunk of region {@code r}, at most {@link #DUMP_MAX_CHUNKS}. */
-    private void dumpRegionLocked(StringBuilder dump, int r) {
-        AllocationRegion region = regionManager.regions().get(r);
-        dump.append("region ").append(r).append(" [").append(hex(region.ptr())).append(", ")
-                .append(hex(region.endPtr())).append("), ").append(region.memorySize())
-                .append(" bytes:\n");
-        int h = regionManager.getHandle(region.ptr());
-        int listed = 0;
-        while (h != ChunkTable.INVALID_CHUNK_HANDLE) {
-            if (h < 0 || h >= chunks.count()) {
-                dump.append("  h=").append(h).append(" (not a handle)\n");
-                return;
-            }
-            if (listed++ == DUMP_MAX_CHUNKS) {
-                dump.append("  ... (more chunks not listed)\n");
-                return;
-            }
-            dump.append("  h=").append(h).append(" ptr=").append(hex(chunks.ptr(h)))
-                    .append(" size=").append(chunks.size(h))
-                    .append(" requested=").append(chunks.requestedSize(h))
-                    .append(" in_use=").append(chunks.inUse(h))
-                    .append(" id=").append(chunks.allocationId(h))
-                    .append(" bin=").append(chunks.binNum(h))
-                    .append(" prev=").append(chunks.prev(h))
-                    .append(" next=").append(chunks.next(h))
-                    .append(" freed_at=").append(Long.toUnsignedString(chunks.freedAtCount(h)))
-                    .append('\n');
-            if (Long.compareUnsigned(chunks.ptr(h), region.endPtr()) >= 0) {
-                return;
-            }
-            h = chunks.next(h);
-        }
-    }
-
-    private static String hex(long address) {
-        return "0x" + Long.toHexString(address);
-    }
-
-    // ---------------------------------------------------------------------------------------
-    // Lifecycle
-    // ---------------------------------------------------------------------------------------
-
-    /**
-     * Gives every region back to the sub-allocator, as upstream's destructor does. With
-     * allocations still live, it logs their count and bytes, then follows the
-     * {@link #closePolicy() close policy}: {@link ClosePolicy#REFUSE} throws and leaves the
-     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees the regions anyway (the live
-     * addresses become invalid). Idempotent once closed. Afterwards allocation, deallocation and
-     * per-address queries throw {@link IllegalStateException}; {@link #getStats()} still
-     * answers, and closing an {@link Allocation} does nothing.
-     *
-     * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
-     */
-    @Override
-    public void close() {
-        lock.lock();
-        try {
-            if (closed) {
-                return;
-            }
-            long live = 0;
-            for (AllocationRegion region : regionManager.regions()) {
-                for (int h = regionManager.getHandle(region.ptr()); h != ChunkTable.INVALID_CHUNK_HANDLE; h = chunks.next(h)) {
-                    if (chunks.inUse(h)) {
-                        live++;
-                    }
-                }
-            }
-            if (live > 0) {
-                String what = "allocator '" + name + "' has " + live + " live allocation"
-                        + (live == 1 ? "" : "s") + " (" + humanReadableNumBytes(bytesInUse) + " in use)";
-                if (closePolicy == ClosePolicy.REFUSE) {
-                    LOG.log(Level.WARNING, "close() refused: {0}", what);
-                    throw new IllegalStateException("close() refused: " + what + ". Close (or deallocate)"
-                            + " them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
-                            + " free the memory under them anyway.");
-                }
-                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now and their addresses are invalid", what);
-            }
-            closed = true;
-            for (AllocationRegion region : regionManager.regions()) {
-                subAllocator.free(region.ptr(), region.memorySize());
-            }
-            poolBytes = 0;
-            regionManager.clear();
-            for (Bin b : bins) {
-                b.freeChunks.clear();
-            }
-            chunks.clear();
-            timestampedChunks.clear();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private void checkOpenLocked() {
-        if (closed) {
-            throw new IllegalStateException("allocator '" + name + "' is closed");
-        }
-    }
-
-    /** Upstream's {@code CHECK}: an always-on check of an internal invariant. */
-    private static void check(boolean condition, String what) {
-        if (!condition) {
-            throw new IllegalStateException("BFC allocator invariant violated: " + what);
-        }
-    }
-
-    private static long maxUnsigned(long a, long b) {
-        return Long.compareUnsigned(a, b) >= 0 ? a : b;
     }
 
     @Override
     public String toString() {
-        return "BfcAllocator[" + name + ", limit " + memoryLimit + ", " + opts + "]";
+        return "BfcAllocator[" + port.name() + ", limit " + port.memoryLimit() + ", " + port.options() + "]";
     }
 }

@@ -6,6 +6,8 @@ package io.github.bfc4j.trace;
 
 import java.io.BufferedInputStream;
 import java.io.Closeable;
+import java.io.EOFException;
+import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.ByteBuffer;
@@ -16,6 +18,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.zip.GZIPInputStream;
+import java.util.zip.ZipException;
 
 /**
  * Reads a trace, format version 1 ({@code docs/trace-format.md}), plain or gzip-compressed
@@ -36,6 +39,21 @@ import java.util.zip.GZIPInputStream;
  * {@code alloc} line or its other {@code sub} lines, and answers in a workload trace or their
  * absence in a conformance trace (so answered and unanswered {@code alloc} lines never mix).
  *
+ * <p>A line holds at most {@value #MAX_LINE_BYTES} bytes (1 MiB), its {@code '\n'} not
+ * counted; a longer one fails with a {@link TraceFormatException}, so that a file that is not a
+ * trace (no line breaks) cannot make the reader hold it whole.
+ *
+ * <p>Every line should end with {@code '\n'}, the last one too. A last line without one is
+ * read, since a file written by hand may lack it, but it is also what a file cut short looks
+ * like ({@code free 648} cut to {@code free 6} is a valid line): {@link #lastLineUnterminated()}
+ * says so once it has been read, and an error about that line says the file may be truncated.
+ * Tools that must not take a cut file for a whole one (a conformance check) refuse it.
+ *
+ * <p>A damaged gzip stream fails with an {@link IOException} that names the file and, past the
+ * gzip header, the line being read: a header cut short ({@link EOFException}) or invalid
+ * ({@link ZipException}) when the reader is opened, data that ends early or is corrupt while
+ * reading.
+ *
  * <p>A trace is a workload trace exactly when its {@code source} starts with
  * {@value TraceHeader#WORKLOAD_SOURCE_PREFIX} ({@link TraceHeader#isWorkload()}).
  *
@@ -52,7 +70,9 @@ import java.util.zip.GZIPInputStream;
  */
 public final class TraceReader implements Closeable {
     private static final int BUFFER_BYTES = 1 << 16;
-    private static final int MAX_LINE_BYTES = 1 << 20;
+    /** The longest line read, in bytes, its {@code '\n'} not counted: 1 MiB. */
+    public static final int MAX_LINE_BYTES = 1 << 20;
+    private static final String GZIP_HINT = "check it with 'gzip -t'";
 
     // Per-id state in IdTable: (line of the last alloc/free << 2) | state; 0 = never seen.
     private static final long STATE_LIVE = 1;
@@ -127,6 +147,9 @@ public final class TraceReader implements Closeable {
     private int scan;
     private boolean eof;
     private boolean closed;
+    private final boolean gzip;
+    /** The line that had no '\n' after it (the input ended inside it), or 0. */
+    private long unterminatedLine;
 
     private long lineNumber;
     private int lineStart;
@@ -143,16 +166,18 @@ public final class TraceReader implements Closeable {
     private boolean subAllowed;
     private final TraceEvent event = new TraceEvent();
 
-    private TraceReader(InputStream in, String file) throws IOException {
+    private TraceReader(InputStream in, String file, boolean gzip) throws IOException {
         this.in = in;
         this.file = file;
+        this.gzip = gzip;
         this.header = readHeader();
         this.workload = header.isWorkload();
     }
 
     /**
      * Opens a trace file and reads its header. The file is gzip-decompressed if it starts with
-     * the gzip magic bytes.
+     * the gzip magic bytes. It is opened once and read from start to end, so a named pipe
+     * works too.
      *
      * @param path the trace file
      * @return a reader positioned after the header
@@ -161,6 +186,11 @@ public final class TraceReader implements Closeable {
      * @throws IOException if the file cannot be read
      */
     public static TraceReader open(Path path) throws IOException {
+        if (Files.exists(path) && !Files.isRegularFile(path) && !Files.isDirectory(path)) {
+            // A named pipe or a device: Files.newInputStream's available() seeks, which a pipe
+            // refuses ("Illegal seek"); FileInputStream asks the pipe instead.
+            return open(new FileInputStream(path.toFile()), path.toString());
+        }
         return open(Files.newInputStream(path), path.toString());
     }
 
@@ -184,10 +214,11 @@ public final class TraceReader implements Closeable {
             int b0 = buffered.read();
             int b1 = buffered.read();
             buffered.reset();
-            if (b0 == 0x1f && b1 == 0x8b) {
-                stream = new GZIPInputStream(buffered, BUFFER_BYTES);
+            boolean gzip = b0 == 0x1f && b1 == 0x8b;
+            if (gzip) {
+                stream = gunzip(buffered, file);
             }
-            return new TraceReader(stream, file);
+            return new TraceReader(stream, file, gzip);
         } catch (IOException | RuntimeException e) {
             try {
                 stream.close();
@@ -195,6 +226,23 @@ public final class TraceReader implements Closeable {
                 e.addSuppressed(suppressed);
             }
             throw e;
+        }
+    }
+
+    /** A gzip stream over {@code in}, whose header is read now: a damaged one is named as such. */
+    private static InputStream gunzip(InputStream in, String file) throws IOException {
+        try {
+            return new GZIPInputStream(in, BUFFER_BYTES);
+        } catch (EOFException e) {
+            EOFException named = new EOFException(file + ": the gzip header is cut short (the file is truncated"
+                    + " or empty); " + GZIP_HINT);
+            named.initCause(e);
+            throw named;
+        } catch (ZipException e) {
+            ZipException named = new ZipException(file + ": not a valid gzip file (" + e.getMessage() + "); "
+                    + GZIP_HINT);
+            named.initCause(e);
+            throw named;
         }
     }
 
@@ -225,9 +273,25 @@ public final class TraceReader implements Closeable {
         return lineNumber;
     }
 
-    /** The line of the {@code options} header line (for reports about the allocator's setup). */
-    long optionsLine() {
+    /**
+     * The line of the {@code options} header line, for reports about the allocator's setup.
+     *
+     * @return its 1-based line number (comments before it counted)
+     */
+    public long optionsLine() {
         return optionsLine;
+    }
+
+    /**
+     * Whether the last line read had no {@code '\n'} after it: the input ended inside that
+     * line, as it does when a file was cut short (or written without a final line break). Only
+     * the last line of a trace can be such a line, so once {@link #next()} has returned
+     * {@code null} this says whether the trace as a whole ends without one.
+     *
+     * @return true if the input ended inside the line read last
+     */
+    public boolean lastLineUnterminated() {
+        return unterminatedLine != 0;
     }
 
     /** The line of the {@code suballocator} header line. */
@@ -293,11 +357,12 @@ public final class TraceReader implements Closeable {
             scan = limit;
             if (eof) {
                 if (pos < limit) {
-                    // The last line has no '\n'.
+                    // The last line has no '\n': whole, or the file was cut short.
                     lineStart = pos;
                     lineEnd = limit;
                     pos = limit;
                     lineNumber++;
+                    unterminatedLine = lineNumber;
                     return true;
                 }
                 return false;
@@ -314,15 +379,24 @@ public final class TraceReader implements Closeable {
             pos = 0;
         }
         if (limit == buf.length) {
-            if (buf.length >= MAX_LINE_BYTES) {
+            // The buffer holds a line of at most MAX_LINE_BYTES and its '\n'.
+            if (buf.length > MAX_LINE_BYTES) {
                 lineNumber++;
-                throw error("a line longer than " + MAX_LINE_BYTES + " bytes", "a line break");
+                throw error("a line longer than " + MAX_LINE_BYTES + " bytes (1 MiB)",
+                        "lines of at most 1 MiB (is this a trace?)");
             }
-            buf = Arrays.copyOf(buf, buf.length * 2);
+            buf = Arrays.copyOf(buf, Math.min(buf.length * 2, MAX_LINE_BYTES + 1));
         }
         int n;
         try {
             n = in.read(buf, limit, buf.length - limit);
+        } catch (EOFException e) {
+            throw new IOException(file + " line " + (lineNumber + 1) + ": " + (gzip
+                    ? "the gzip data ends early: the file is truncated (or still being written); " + GZIP_HINT
+                    : e.getMessage()), e);
+        } catch (ZipException e) {
+            throw new IOException(file + " line " + (lineNumber + 1) + ": corrupt gzip data (" + e.getMessage()
+                    + "); " + GZIP_HINT, e);
         } catch (IOException e) {
             throw new IOException(file + " line " + (lineNumber + 1) + ": " + e.getMessage(), e);
         }
@@ -438,6 +512,9 @@ public final class TraceReader implements Closeable {
     }
 
     private TraceFormatException error(String found, String expected) {
+        if (lineNumber == unterminatedLine) {
+            found += " on the last line, which has no line break after it (the file may be truncated)";
+        }
         return new TraceFormatException(file, lineNumber, found, expected);
     }
 

@@ -13,7 +13,6 @@ import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Path;
-import java.util.function.LongSupplier;
 import java.util.function.UnaryOperator;
 
 /**
@@ -113,25 +112,13 @@ public final class TraceReplayer {
         return new Replay(reader, decorateSim).run();
     }
 
-    /** A {@code freed_by_func} that answers the current line's {@code freed_before}. */
-    private static final class FreedBefore implements LongSupplier {
-        long value;
-
-        @Override
-        public long getAsLong() {
-            return value;
-        }
-    }
-
     /** The state of one replay. */
     private static final class Replay {
         private final TraceReader reader;
         private final UnaryOperator<SubAllocator> decorateSim;
         private final TraceHeader header;
         private final boolean answered;
-        private final IdTable ptrs = new IdTable();
-        private final FreedBefore freedBefore = new FreedBefore();
-        private final AllocationAttributes freedBeforeAttributes = new AllocationAttributes(false, freedBefore);
+        private final CallApplier applier = new CallApplier();
         /** The last call line (or none: the allocator's construction), which made the recorded sub calls. */
         private final TraceEvent lastCall = new TraceEvent();
         private long lastCallLine;
@@ -223,35 +210,23 @@ public final class TraceReplayer {
             switch (e.kind()) {
                 case ALLOC: {
                     startCall(e);
-                    AllocationAttributes attributes = AllocationAttributes.NO_RETRY;
-                    if (e.freedBefore() != 0) {
-                        freedBefore.value = e.freedBefore();
-                        attributes = freedBeforeAttributes;
-                    }
-                    long ptr = a.allocateRaw(e.alignment(), e.bytes(), attributes);
+                    long ptr = applier.apply(a, e);
                     if (answered && ptr != e.address()) {
                         return differs(e, address(e.address()), address(ptr));
                     }
-                    ptrs.put(e.id(), ptr);
                     return null;
                 }
                 case FREE:
-                    startCall(e);
-                    a.deallocateRaw(ptrs.get(e.id()));
-                    return null;
                 case FRONTIER:
-                    startCall(e);
-                    a.setSafeFrontier(e.count());
-                    return null;
                 case CLEAR_STATS:
                     startCall(e);
-                    a.clearStats();
+                    applier.apply(a, e);
                     return null;
                 case SUB_ALLOC:
                 case SUB_FREE:
                     return matchSubCall(e);
                 case CHUNK: {
-                    long ptr = ptrs.get(e.id());
+                    long ptr = applier.ptr(e.id());
                     long size = a.allocatedSize(ptr);
                     if (size != e.size()) {
                         return differs(e, "chunk " + e.id() + " size=" + e.size(), Long.toString(size));

@@ -4,7 +4,6 @@
  */
 package io.github.bfc4j.trace;
 
-import io.github.bfc4j.core.AllocationAttributes;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ForwardingSubAllocator;
@@ -14,7 +13,6 @@ import io.github.bfc4j.core.internal.LongList;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.IOException;
 import java.util.Objects;
-import java.util.function.LongSupplier;
 
 /**
  * Drives a {@link BfcAllocator} with the calls of a trace and measures the memory, ignoring any
@@ -166,16 +164,6 @@ public final class WorkloadRunner {
         return new Run(reader).run();
     }
 
-    /** A {@code freed_by_func} that answers the current line's {@code freed_before}. */
-    private static final class FreedBefore implements LongSupplier {
-        long value;
-
-        @Override
-        public long getAsLong() {
-            return value;
-        }
-    }
-
     /** Counts the regions the allocator obtains, so that extends are seen without a lookup per call. */
     private static final class CountingSubAllocator extends ForwardingSubAllocator {
         int obtainedThisCall;
@@ -199,9 +187,7 @@ public final class WorkloadRunner {
     /** The state of one replay. */
     private final class Run {
         private final TraceReader reader;
-        private final IdTable ptrs = new IdTable();
-        private final FreedBefore freedBefore = new FreedBefore();
-        private final AllocationAttributes freedBeforeAttributes = new AllocationAttributes(false, freedBefore);
+        private final CallApplier applier = new CallApplier();
         private final WorkloadStep step = new WorkloadStep();
         private final LongList oomCalls = new LongList(16);
         private final LongList oomLines = new LongList(16);
@@ -273,43 +259,22 @@ public final class WorkloadRunner {
                 s.result = 0;
                 s.outOfMemory = false;
                 try {
-                    switch (kind) {
-                        case ALLOC: {
-                            AllocationAttributes attributes = AllocationAttributes.NO_RETRY;
-                            if (e.freedBefore() != 0) {
-                                freedBefore.value = e.freedBefore();
-                                attributes = freedBeforeAttributes;
-                            }
-                            long ptr = a.allocateRaw(e.alignment(), e.bytes(), attributes);
-                            ptrs.put(e.id(), ptr);
-                            s.id = e.id();
-                            s.bytes = e.bytes();
-                            s.result = ptr;
-                            if (ptr != 0) {
-                                allocations++;
-                            } else if (e.bytes() != 0) {
-                                s.outOfMemory = true;
-                                oomCalls.add(calls);
-                                oomLines.add(line);
-                                oomBytes.add(e.bytes());
-                            }
-                            break;
+                    final long ptr = applier.apply(a, e);
+                    if (kind == TraceEvent.Kind.ALLOC) {
+                        s.id = e.id();
+                        s.bytes = e.bytes();
+                        s.result = ptr;
+                        if (ptr != 0) {
+                            allocations++;
+                        } else if (e.bytes() != 0) {
+                            s.outOfMemory = true;
+                            oomCalls.add(calls);
+                            oomLines.add(line);
+                            oomBytes.add(e.bytes());
                         }
-                        case FREE: {
-                            long ptr = ptrs.get(e.id());
-                            a.deallocateRaw(ptr);
-                            s.id = e.id();
-                            s.result = ptr;
-                            break;
-                        }
-                        case FRONTIER:
-                            a.setSafeFrontier(e.count());
-                            break;
-                        case CLEAR_STATS:
-                            a.clearStats();
-                            break;
-                        default:
-                            throw new AssertionError(kind);
+                    } else if (kind == TraceEvent.Kind.FREE) {
+                        s.id = e.id();
+                        s.result = ptr;
                     }
                 } catch (RuntimeException ex) {
                     throw new WorkloadException("line " + line + " (" + e + "): " + ex, line, ex);

@@ -36,16 +36,23 @@ class BfcInvariantsTest {
         return a;
     }
 
-    private static Object field(BfcAllocator a, String name) throws ReflectiveOperationException {
-        Field f = BfcAllocator.class.getDeclaredField(name);
+    /** The allocator's port, whose fields the tests corrupt. */
+    private static BfcPort port(BfcAllocator a) throws ReflectiveOperationException {
+        Field f = BfcAllocator.class.getDeclaredField("port");
         f.setAccessible(true);
-        return f.get(a);
+        return (BfcPort) f.get(a);
+    }
+
+    private static Object field(BfcAllocator a, String name) throws ReflectiveOperationException {
+        Field f = BfcPort.class.getDeclaredField(name);
+        f.setAccessible(true);
+        return f.get(port(a));
     }
 
     private static void addToLong(BfcAllocator a, String name, long delta) throws ReflectiveOperationException {
-        Field f = BfcAllocator.class.getDeclaredField(name);
+        Field f = BfcPort.class.getDeclaredField(name);
         f.setAccessible(true);
-        f.setLong(a, f.getLong(a) + delta);
+        f.setLong(port(a), f.getLong(port(a)) + delta);
     }
 
     private static void assertCaught(BfcAllocator a, String invariant) {

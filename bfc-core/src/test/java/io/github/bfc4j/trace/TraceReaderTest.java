@@ -7,9 +7,11 @@ package io.github.bfc4j.trace;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -21,6 +23,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 import java.util.zip.GZIPOutputStream;
+import java.util.zip.ZipException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -195,6 +198,80 @@ class TraceReaderTest {
     }
 
     @Test
+    void aLastLineWithoutLineBreakIsReportedAsPossiblyTruncated() throws IOException {
+        // "free 648" cut to "free 6": a valid line, so only the missing '\n' tells.
+        String whole = HEADER + "alloc 6 1 => 0x7f0000000000\nalloc 648 1 => 0x7f0000000100\nfree 648\n";
+        String cut = whole.substring(0, whole.length() - "48\n".length());
+        try (TraceReader r = open(cut)) {
+            assertThat(r.next().toString()).isEqualTo("alloc 6 1 => 0x7f0000000000");
+            assertThat(r.next().toString()).isEqualTo("alloc 648 1 => 0x7f0000000100");
+            assertThat(r.lastLineUnterminated()).isFalse();
+            assertThat(r.next().toString()).isEqualTo("free 6");
+            assertThat(r.lastLineUnterminated()).isTrue();
+            assertThat(r.next()).isNull();
+            assertThat(r.lastLineUnterminated()).isTrue();
+        }
+        try (TraceReader r = open(whole)) {
+            while (r.next() != null) {
+                // read to the end
+            }
+            assertThat(r.lastLineUnterminated()).isFalse();
+        }
+        // A comment after the last call, without a line break, is the last line too.
+        try (TraceReader r = open(whole + "# the end")) {
+            while (r.next() != null) {
+                // read to the end
+            }
+            assertThat(r.lastLineUnterminated()).isTrue();
+        }
+    }
+
+    @Test
+    void anErrorOnALastLineWithoutLineBreakSaysTheFileMayBeTruncated() {
+        // "free 648" cut to "free 6", with id 6 never allocated.
+        TraceFormatException e = failure(HEADER + "alloc 648 1 => 0x7f0000000000\nfree 6");
+        assertThat(e.lineNumber()).isEqualTo(7);
+        assertThat(e.found()).isEqualTo("free of id 6, which no earlier alloc line has on the last line, which has"
+                + " no line break after it (the file may be truncated)");
+        // The same error with the line break says nothing of truncation.
+        assertThat(failure(HEADER + "alloc 648 1 => 0x7f0000000000\nfree 6\n").found())
+                .isEqualTo("free of id 6, which no earlier alloc line has");
+        // A header cut short: the end of the file is not that line.
+        assertThat(failure(NAME + "source te").getMessage()).isEqualTo("t.bfctrace line 4: found end of file,"
+                + " expected " + failure(NAME + SOURCE).expected());
+    }
+
+    @Test
+    void linesUpToOneMebibyteAreRead() throws IOException {
+        String longName = "x".repeat(TraceReader.MAX_LINE_BYTES - "name ".length());
+        String text = "bfctrace 1\nname " + longName + "\n" + SOURCE + OPTIONS + SUBALLOCATOR + "alloc 1 1 => null\n";
+        try (TraceReader r = open(text)) {
+            assertThat(r.header().name()).hasSize(TraceReader.MAX_LINE_BYTES - "name ".length());
+            assertThat(r.next().lineNumber()).isEqualTo(6);
+        }
+        // One byte more, and without any line break at all.
+        TraceFormatException e = failure(text.replace(longName, longName + "x"));
+        assertThat(e.lineNumber()).isEqualTo(2);
+        assertThat(e.getMessage()).isEqualTo("t.bfctrace line 2: found a line longer than 1048576 bytes (1 MiB),"
+                + " expected lines of at most 1 MiB (is this a trace?)");
+        assertThat(failure("x".repeat(3 << 20)).lineNumber()).isEqualTo(1);
+    }
+
+    @Test
+    void aGzipFileTooShortForItsHeaderIsNamed() {
+        // Ten bytes make a gzip header; three are the magic bytes and the method.
+        EOFException e = catchThrowableOfType(() -> TraceReader.open(new ByteArrayInputStream(
+                new byte[] {0x1f, (byte) 0x8b, 8}), "small.bfctrace.gz"), EOFException.class);
+        assertThat(e).isNotNull();
+        assertThat(e.getMessage()).isEqualTo("small.bfctrace.gz: the gzip header is cut short (the file is truncated"
+                + " or empty); check it with 'gzip -t'");
+        ZipException z = catchThrowableOfType(() -> TraceReader.open(new ByteArrayInputStream(
+                new byte[] {0x1f, (byte) 0x8b, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0}), "bad.bfctrace.gz"), ZipException.class);
+        assertThat(z).isNotNull();
+        assertThat(z.getMessage()).startsWith("bad.bfctrace.gz: not a valid gzip file (").endsWith("gzip -t'");
+    }
+
+    @Test
     void freeOfANullAllocationIsAllowedOnce() throws IOException {
         assertThat(lines(HEADER + "alloc 1 0 => null\nfree 1\n")).hasSize(2);
         assertThat(failure(HEADER + "alloc 1 0 => null\nfree 1\nfree 1\n").lineNumber()).isEqualTo(8);
@@ -258,7 +335,38 @@ class TraceReaderTest {
             }
         }, IOException.class);
         assertThat(e).isNotNull().isNotInstanceOf(TraceFormatException.class);
-        assertThat(e.getMessage()).startsWith("cut.bfctrace.gz line ");
+        assertThat(e.getMessage()).startsWith("cut.bfctrace.gz line ").endsWith(": the gzip data ends early: the file"
+                + " is truncated (or still being written); check it with 'gzip -t'");
+    }
+
+    @Test
+    void readsANamedPipe(@TempDir Path dir) throws Exception {
+        // Files.newInputStream's available() seeks, and a pipe refuses that ("Illegal seek").
+        Path fifo = dir.resolve("t.fifo");
+        Process mkfifo;
+        try {
+            mkfifo = new ProcessBuilder("mkfifo", fifo.toString()).start();
+        } catch (IOException e) {
+            assumeTrue(false, "no mkfifo here: " + e.getMessage());
+            return;
+        }
+        assumeTrue(mkfifo.waitFor() == 0 && Files.exists(fifo), "mkfifo failed");
+        byte[] text = (HEADER + "alloc 1 1 => 0x7f0000000000\nfree 1\n").getBytes(StandardCharsets.UTF_8);
+        Thread writer = new Thread(() -> {
+            try {
+                Files.write(fifo, text);
+            } catch (IOException e) {
+                // the reader failed; its assertion says why
+            }
+        });
+        writer.setDaemon(true);
+        writer.start();
+        try (TraceReader r = TraceReader.open(fifo)) {
+            assertThat(r.next().kind()).isEqualTo(TraceEvent.Kind.ALLOC);
+            assertThat(r.next().kind()).isEqualTo(TraceEvent.Kind.FREE);
+            assertThat(r.next()).isNull();
+        }
+        writer.join(10_000);
     }
 
     @Test

@@ -15,16 +15,21 @@ import org.bytedeco.javacpp.Pointer;
 /**
  * Off-heap host memory for a {@link io.github.bfc4j.core.BfcAllocator}: each region is a
  * {@code malloc} through JavaCPP, over-allocated by {@code alignment - 1} bytes and aligned up,
- * and {@code free}d (then {@code malloc_trim}med) when the allocator gives it back.
+ * and {@code free}d when the allocator gives it back.
  *
  * <p><b>Overhead:</b> at most {@code alignment - 1} bytes per region (255 at the default 256),
  * plus malloc's own header; regions are at least 2 MiB, so under 0.02%.
  *
  * <p><b>Returned to the OS:</b> glibc serves blocks above its mmap threshold (128 KiB rising to at
- * most 32 MiB) with {@code mmap} and unmaps them on {@code free}; for smaller blocks served from
- * the heap, every {@code free} is followed by {@code malloc_trim(0)} (JavaCPP's
+ * most 32 MiB) with {@code mmap} and unmaps them on {@code free}; smaller blocks may be served
+ * from the heap, whose free pages {@code malloc_trim(0)} returns (JavaCPP's
  * {@code Pointer.trimMemory}, reached by reflection since it is private; skipped where a JavaCPP
- * version lacks it), which returns free heap pages to the OS.
+ * version lacks it and, on the module path, unless JavaCPP's package is opened to this module:
+ * {@code --add-opens org.bytedeco.javacpp/org.bytedeco.javacpp=io.github.bfc4j.cpu}). A trim walks every free chunk of every malloc arena, so it costs from
+ * microseconds to milliseconds even when there is nothing to return: it runs once at least
+ * {@code trimThresholdBytes} have been freed since the last one ({@value
+ * #DEFAULT_TRIM_THRESHOLD_BYTES} bytes by default; {@link #TRIM_ON_EVERY_FREE},
+ * {@link #NEVER_TRIM}).
  *
  * <p>Regions never overlap a live region (checked on every {@code alloc}, which throws
  * {@link IllegalStateException} rather than hand out overlapping memory), and {@code free}
@@ -38,9 +43,27 @@ public final class AlignedHostSubAllocator implements SubAllocator {
     /** The smallest alignment accepted: a cache line. */
     public static final long MIN_ALIGNMENT = 64;
 
+    /**
+     * The default trim threshold, 32 MiB: glibc's largest dynamic mmap threshold on 64-bit
+     * systems, so a free that reaches it has given back at least a large heap block or several
+     * smaller ones, and a trim costs little beside touching that much memory.
+     */
+    public static final long DEFAULT_TRIM_THRESHOLD_BYTES = 32L << 20;
+
+    /** A trim threshold of 0: {@code malloc_trim} after every free. */
+    public static final long TRIM_ON_EVERY_FREE = 0;
+
+    /** A trim threshold never reached: no {@code malloc_trim} at all. */
+    public static final long NEVER_TRIM = Long.MAX_VALUE;
+
     private static final MethodHandle TRIM_MEMORY = findTrimMemory();
 
     private final long alignment;
+    private final long trimThresholdBytes;
+    private final Runnable trim;
+
+    /** Bytes freed since the last trim (or since construction). Guarded by this. */
+    private long freedSinceTrim;
 
     /** Live regions by aligned address. Guarded by this. */
     private final TreeMap<Long, Region> live = new TreeMap<>(Long::compareUnsigned);
@@ -51,21 +74,53 @@ public final class AlignedHostSubAllocator implements SubAllocator {
     private record Region(Pointer raw, long ptr, long bytes) {
     }
 
-    /** Regions aligned to {@value #DEFAULT_ALIGNMENT} bytes. */
+    /**
+     * Regions aligned to {@value #DEFAULT_ALIGNMENT} bytes, trimmed every
+     * {@value #DEFAULT_TRIM_THRESHOLD_BYTES} bytes freed.
+     */
     public AlignedHostSubAllocator() {
         this(DEFAULT_ALIGNMENT);
     }
 
     /**
+     * Regions of the given alignment, trimmed every {@value #DEFAULT_TRIM_THRESHOLD_BYTES} bytes
+     * freed.
+     *
      * @param alignment the alignment of every region, a power of two >= {@value #MIN_ALIGNMENT}
      * @throws IllegalArgumentException if it is not
      */
     public AlignedHostSubAllocator(long alignment) {
+        this(alignment, DEFAULT_TRIM_THRESHOLD_BYTES);
+    }
+
+    /**
+     * Regions of the given alignment, with {@code malloc_trim(0)} once at least
+     * {@code trimThresholdBytes} have been freed since the last trim.
+     *
+     * @param alignment the alignment of every region, a power of two >= {@value #MIN_ALIGNMENT}
+     * @param trimThresholdBytes the bytes to free between two trims: {@link #TRIM_ON_EVERY_FREE}
+     *     (0) trims after every free, {@link #NEVER_TRIM} never trims
+     * @throws IllegalArgumentException if the alignment is not a power of two >=
+     *     {@value #MIN_ALIGNMENT}, or the threshold is negative
+     */
+    public AlignedHostSubAllocator(long alignment, long trimThresholdBytes) {
+        this(alignment, trimThresholdBytes, AlignedHostSubAllocator::trimMemory);
+    }
+
+    /** With another trim than {@code malloc_trim(0)}, for tests that count the trims. */
+    AlignedHostSubAllocator(long alignment, long trimThresholdBytes, Runnable trim) {
         if (alignment < MIN_ALIGNMENT || (alignment & (alignment - 1)) != 0) {
             throw new IllegalArgumentException("alignment=" + alignment + " (expected: a power of two >= "
                     + MIN_ALIGNMENT + ", e.g. " + DEFAULT_ALIGNMENT + ")");
         }
+        if (trimThresholdBytes < 0) {
+            throw new IllegalArgumentException("trimThresholdBytes=" + trimThresholdBytes + " (expected: >= 0;"
+                    + " TRIM_ON_EVERY_FREE (0), NEVER_TRIM, or a byte count such as the default "
+                    + DEFAULT_TRIM_THRESHOLD_BYTES + ")");
+        }
         this.alignment = alignment;
+        this.trimThresholdBytes = trimThresholdBytes;
+        this.trim = trim;
     }
 
     /**
@@ -112,13 +167,15 @@ public final class AlignedHostSubAllocator implements SubAllocator {
     }
 
     /**
-     * Frees a region handed out by {@link #alloc}.
+     * Frees a region handed out by {@link #alloc}, then trims the native heap if at least the
+     * trim threshold has been freed since the last trim.
      *
      * @throws IllegalArgumentException if {@code ptr} is not the start of a live region of
      *     exactly {@code numBytes}; nothing is freed then
      */
     @Override
     public void free(long ptr, long numBytes) {
+        boolean trimNow;
         synchronized (this) {
             Region r = live.get(ptr);
             if (r == null) {
@@ -133,8 +190,15 @@ public final class AlignedHostSubAllocator implements SubAllocator {
             live.remove(ptr);
             liveBytes -= numBytes;
             Pointer.free(r.raw());
+            freedSinceTrim += numBytes;
+            trimNow = freedSinceTrim >= trimThresholdBytes;
+            if (trimNow) {
+                freedSinceTrim = 0;
+            }
         }
-        trimMemory();
+        if (trimNow) {
+            trim.run();
+        }
     }
 
     /** @return false: two mallocs are never one range */
@@ -154,6 +218,11 @@ public final class AlignedHostSubAllocator implements SubAllocator {
         return alignment;
     }
 
+    /** @return the bytes freed between two {@code malloc_trim} calls (0: every free) */
+    public long trimThresholdBytes() {
+        return trimThresholdBytes;
+    }
+
     /** @return the number of regions handed out and not yet freed */
     public synchronized int liveRegions() {
         return live.size();
@@ -166,7 +235,8 @@ public final class AlignedHostSubAllocator implements SubAllocator {
 
     @Override
     public synchronized String toString() {
-        return "AlignedHostSubAllocator[alignment=" + alignment + ", " + live.size() + " regions, " + liveBytes + " bytes]";
+        return "AlignedHostSubAllocator[alignment=" + alignment + ", trimThresholdBytes=" + trimThresholdBytes
+                + ", " + live.size() + " regions, " + liveBytes + " bytes]";
     }
 
     private static void trimMemory() {

@@ -117,6 +117,56 @@ class AlignedHostSubAllocatorTest extends SubAllocatorContractTest {
     }
 
     @Test
+    void trimsOnlyOnceTheThresholdHasBeenFreedSinceTheLastTrim() {
+        int[] trims = new int[1];
+        AlignedHostSubAllocator sub = new AlignedHostSubAllocator(256, 10 * MIB, () -> trims[0]++);
+        List<Block> blocks = new ArrayList<>();
+        for (int i = 0; i < 7; i++) {
+            blocks.add(sub.alloc(256, 4 * MIB));
+        }
+        int[] expectedAfterEachFree = {0, 0, 1, 1, 1, 2, 2}; // 4, 8, 12 (trim: back to 0), 4, 8, 12, 4 MiB
+        for (int i = 0; i < blocks.size(); i++) {
+            sub.free(blocks.get(i).ptr(), blocks.get(i).bytes());
+            assertThat(trims[0]).as("trims after %d frees of 4 MiB", i + 1).isEqualTo(expectedAfterEachFree[i]);
+        }
+        // A rejected free frees nothing and counts nothing.
+        Block b = sub.alloc(256, 8 * MIB);
+        assertThatThrownBy(() -> sub.free(b.ptr(), 4 * MIB)).isInstanceOf(IllegalArgumentException.class);
+        assertThat(trims[0]).isEqualTo(2);
+        sub.free(b.ptr(), b.bytes()); // 4 + 8 MiB since the last trim
+        assertThat(trims[0]).isEqualTo(3);
+    }
+
+    @Test
+    void trimThresholdZeroTrimsEveryFreeAndNeverTrimNever() {
+        int[] every = new int[1];
+        int[] never = new int[1];
+        AlignedHostSubAllocator eager = new AlignedHostSubAllocator(256,
+                AlignedHostSubAllocator.TRIM_ON_EVERY_FREE, () -> every[0]++);
+        AlignedHostSubAllocator lazy = new AlignedHostSubAllocator(256,
+                AlignedHostSubAllocator.NEVER_TRIM, () -> never[0]++);
+        for (int i = 0; i < 5; i++) {
+            Block e = eager.alloc(256, 64 << 10);
+            eager.free(e.ptr(), e.bytes());
+            Block n = lazy.alloc(256, 64 * MIB);
+            lazy.free(n.ptr(), n.bytes());
+        }
+        assertThat(every[0]).isEqualTo(5);
+        assertThat(never[0]).isZero();
+    }
+
+    @Test
+    void trimThresholdDefaultsTo32MiBAndMustNotBeNegative() {
+        assertThat(new AlignedHostSubAllocator().trimThresholdBytes()).isEqualTo(32 * MIB);
+        assertThat(new AlignedHostSubAllocator(4096).trimThresholdBytes()).isEqualTo(32 * MIB);
+        assertThat(new AlignedHostSubAllocator(4096, 0).trimThresholdBytes()).isZero();
+        assertThatThrownBy(() -> new AlignedHostSubAllocator(256, -1))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("trimThresholdBytes=-1 (expected: >= 0; TRIM_ON_EVERY_FREE (0), NEVER_TRIM, or a"
+                        + " byte count such as the default 33554432)");
+    }
+
+    @Test
     @EnabledOnOs(value = OS.LINUX, disabledReason = "resident set size is read from Linux's /proc")
     void freedRegionsGoBackToTheOperatingSystem() {
         AlignedHostSubAllocator sub = new AlignedHostSubAllocator();

@@ -14,7 +14,8 @@ import java.util.Map;
  * A sub-allocator of separate CUDA blocks, one driver allocation per region, each freed with the
  * matching call: the bookkeeping shared by {@link CudaDeviceSubAllocator} and
  * {@link CudaHostSubAllocator}. Blocks are not contiguous, so {@link #supportsCoalescing()} is
- * false, as upstream. Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock.
+ * false, as upstream. Holds a retain of the device's primary context from construction to
+ * {@link #close()}. Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock.
  */
 abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseable
         permits CudaDeviceSubAllocator, CudaHostSubAllocator {
@@ -25,10 +26,13 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
     final int deviceId;
     /** Live blocks: address to size. */
     private final Map<Long, Long> live = new HashMap<>();
+    private boolean closed;
 
+    /** Retains the device's primary context until {@link #close()}. */
     CudaBlockSubAllocator(CudaDriver driver, int deviceId) {
         this.driver = driver;
         this.deviceId = GpuBfcAllocators.checkDeviceId(driver, deviceId);
+        driver.retainPrimaryContext(deviceId);
     }
 
     /** The driver's allocation call; throws {@link CudaException}. */
@@ -45,10 +49,14 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
      * are aligned to at least 256 bytes).
      *
      * @return the block, or {@code null} if the memory cannot be had
+     * @throws IllegalStateException if closed
      * @throws CudaException for any other CUDA error
      */
     @Override
     public final Block alloc(long alignment, long numBytes) {
+        if (closed) {
+            throw new IllegalStateException("alloc after close: " + this);
+        }
         if (numBytes <= 0) {
             return null;
         }
@@ -71,10 +79,14 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
      *
      * @throws IllegalArgumentException if {@code ptr} is not a live block of exactly
      *     {@code numBytes} bytes; nothing changes
+     * @throws IllegalStateException if closed (every block was freed then)
      * @throws CudaException if the driver's free fails
      */
     @Override
     public final void free(long ptr, long numBytes) {
+        if (closed) {
+            throw new IllegalStateException("free after close: " + this);
+        }
         Long bytes = live.get(ptr);
         if (bytes == null || bytes != numBytes) {
             throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes
@@ -101,20 +113,30 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
     }
 
     /**
-     * Frees every block still live (their addresses become invalid). Idempotent.
+     * Frees every block still live (their addresses become invalid) and releases the device's
+     * primary context. Every free and the release are attempted even when one fails; a block
+     * whose free failed is forgotten. Idempotent: a second call does nothing.
      *
-     * @throws CudaException if a free fails
+     * @throws CudaException the first call that failed, the later failures suppressed by it
      */
     @Override
     public final void close() {
-        for (var it = live.entrySet().iterator(); it.hasNext();) {
-            driverFree(it.next().getKey());
-            it.remove();
+        if (closed) {
+            return;
         }
+        closed = true;
+        RuntimeException failure = null;
+        for (long ptr : live.keySet()) {
+            failure = Failures.attempt(failure, () -> driverFree(ptr));
+        }
+        live.clear();
+        failure = Failures.attempt(failure, () -> driver.releasePrimaryContext(deviceId));
+        Failures.throwIfAny(failure);
     }
 
     @Override
     public final String toString() {
-        return getClass().getSimpleName() + "[" + owner() + ", " + live.size() + " blocks]";
+        return getClass().getSimpleName() + "[" + owner() + ", " + live.size() + " blocks"
+                + (closed ? ", closed" : "") + "]";
     }
 }

@@ -10,7 +10,8 @@ import io.github.bfc4j.core.MemoryType;
 /**
  * Device memory from {@code cuMemAlloc}, freed with {@code cuMemFree}: TensorFlow's
  * {@code DeviceMemAllocator}. Regions are not contiguous, so {@link #supportsCoalescing()} is
- * false. The device's primary context is made current on the calling thread for each call.
+ * false. The device's primary context is retained from construction to {@link #close()} and made
+ * current on the calling thread for each call.
  *
  * <p>Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock.
  */
@@ -22,6 +23,7 @@ public final class CudaDeviceSubAllocator extends CudaBlockSubAllocator {
      * @param deviceId the device's ordinal
      * @throws CudaUnavailableException if no usable GPU is here (the probe's sentence)
      * @throws IllegalArgumentException if no device has that ordinal
+     * @throws CudaException if the device's primary context cannot be retained
      */
     public CudaDeviceSubAllocator(int deviceId) {
         this(CudaProbe.driver(), deviceId);

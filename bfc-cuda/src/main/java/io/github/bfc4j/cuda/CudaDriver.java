@@ -10,9 +10,18 @@ package io.github.bfc4j.cuda;
  * events and streams are {@code long} values ({@code CUdeviceptr}, {@code
  * CUmemGenericAllocationHandle}, {@code CUevent}, {@code CUstream}; 0 is the default stream).
  *
- * <p>Every call that takes a {@code device} makes that device's primary context current on the
- * calling thread first. Every failure is a {@link CudaException} naming the call and its
- * arguments.
+ * <h2>Primary contexts</h2>
+ * Whoever makes CUDA calls for a device holds a retain of its primary context: each sub-allocator
+ * calls {@link #retainPrimaryContext} when it is made and {@link #releasePrimaryContext} when it
+ * is closed (also when its construction fails half-way), so the context lives exactly as long as
+ * something of bfc4j's (or the CUDA runtime, which retains it too) uses the device. Every call
+ * below that takes a {@code device}, except {@link #deviceInfo}, makes that context current on
+ * the calling thread first; the one-off queries {@link #memGetInfo} and
+ * {@link #allocationGranularity} retain it for the call, every other call needs it retained
+ * already and throws {@link IllegalStateException} (naming the call) if nothing retains it, for
+ * instance after the sub-allocator that owned the memory was closed.
+ *
+ * <p>Every CUDA failure is a {@link CudaException} naming the call and its arguments.
  *
  * <p>There are two implementations: one over JavaCPP's CUDA presets (what
  * {@link CudaProbe#driver()} returns), and a simulated one in the tests, against which all of
@@ -43,6 +52,28 @@ public interface CudaDriver {
     int deviceCount();
 
     /**
+     * Retains the device's primary context ({@code cuDevicePrimaryCtxRetain}), creating it if
+     * nothing retained it yet. Pair every call with one {@link #releasePrimaryContext}.
+     *
+     * @param device the ordinal
+     * @throws IllegalArgumentException if no device has that ordinal
+     * @throws CudaException if the driver cannot create or retain the context
+     */
+    void retainPrimaryContext(int device);
+
+    /**
+     * Releases one retain of the device's primary context ({@code cuDevicePrimaryCtxRelease});
+     * the driver destroys the context when the last retain is released.
+     *
+     * @param device the ordinal
+     * @throws IllegalArgumentException if no device has that ordinal
+     * @throws IllegalStateException if no retain of this driver's is left to release (nothing is
+     *     called then)
+     * @throws CudaException if the driver's release fails (the retain counts as released)
+     */
+    void releasePrimaryContext(int device);
+
+    /**
      * Name, memory, compute capability and VMM support of one device.
      *
      * @param device the ordinal
@@ -51,7 +82,8 @@ public interface CudaDriver {
     CudaDeviceInfo deviceInfo(int device);
 
     /**
-     * Free and total memory of one device ({@code cuMemGetInfo}).
+     * Free and total memory of one device ({@code cuMemGetInfo}), retaining the device's primary
+     * context for the call.
      *
      * @param device the ordinal
      * @return the memory figures
@@ -96,7 +128,8 @@ public interface CudaDriver {
     /**
      * The minimum granularity of physical allocations on the device
      * ({@code cuMemGetAllocationGranularity} with {@code CU_MEM_ALLOC_GRANULARITY_MINIMUM}, as
-     * TensorFlow's {@code GetMinAllocationGranularity}); typically 2 MiB.
+     * TensorFlow's {@code GetMinAllocationGranularity}); typically 2 MiB. Retains the device's
+     * primary context for the call.
      *
      * @param device the ordinal
      * @return the granularity, a power of two

@@ -11,7 +11,8 @@ import io.github.bfc4j.core.MemoryType;
  * Pinned (page-locked), portable host memory from {@code cuMemHostAlloc}, freed with
  * {@code cuMemFreeHost}: what TensorFlow's GPU host allocator ({@code HostMemoryAllocator} over
  * {@code GpuDriver::HostAllocate}) hands to its BFC allocator for fast host-device copies.
- * Regions are not contiguous, so {@link #supportsCoalescing()} is false.
+ * Regions are not contiguous, so {@link #supportsCoalescing()} is false. The device's primary
+ * context is retained from construction to {@link #close()}.
  *
  * <p>Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock.
  */
@@ -23,6 +24,7 @@ public final class CudaHostSubAllocator extends CudaBlockSubAllocator {
      * @param deviceId the ordinal of the device whose context makes the calls
      * @throws CudaUnavailableException if no usable GPU is here (the probe's sentence)
      * @throws IllegalArgumentException if no device has that ordinal
+     * @throws CudaException if the device's primary context cannot be retained
      */
     public CudaHostSubAllocator(int deviceId) {
         this(CudaProbe.driver(), deviceId);

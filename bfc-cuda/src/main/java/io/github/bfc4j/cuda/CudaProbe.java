@@ -20,7 +20,11 @@ import java.util.function.Supplier;
 public final class CudaProbe {
 
     private static final String PRESETS_CLASS = "org.bytedeco.cuda.global.cudart";
-    private static final String PRESETS_POM_PROPERTIES = "/META-INF/maven/org.bytedeco/cuda/pom.properties";
+    /**
+     * Read through the class loader: on the module path a class's own getResource looks only in
+     * its module, while META-INF is no package and so readable in every module.
+     */
+    private static final String PRESETS_POM_PROPERTIES = "META-INF/maven/org.bytedeco/cuda/pom.properties";
 
     private static final Object LOCK = new Object();
     /** Guarded by LOCK. */
@@ -69,7 +73,7 @@ public final class CudaProbe {
         } catch (ClassNotFoundException | LinkageError e) {
             return null;
         }
-        try (InputStream in = CudaProbe.class.getResourceAsStream(PRESETS_POM_PROPERTIES)) {
+        try (InputStream in = CudaProbe.class.getClassLoader().getResourceAsStream(PRESETS_POM_PROPERTIES)) {
             if (in != null) {
                 Properties p = new Properties();
                 p.load(in);

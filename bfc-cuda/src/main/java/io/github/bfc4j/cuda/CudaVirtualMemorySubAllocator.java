@@ -47,7 +47,8 @@ import java.util.TreeMap;
  *
  * <p>Out-of-memory answers {@code null} (so that the BFC allocator backs off); any other CUDA
  * error is a {@link CudaException}. Only the owning device gets access (upstream's peer access
- * is not ported). Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock;
+ * is not ported). The device's primary context is retained from construction to
+ * {@link #close()}. Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock;
  * call {@link #pause} and {@link #resume} only while no other thread uses the allocator.
  */
 public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCloseable {
@@ -94,7 +95,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      * @throws CudaUnavailableException if no usable GPU is here (the probe's sentence)
      * @throws IllegalArgumentException if no device has that ordinal, or the size is not positive
      * @throws IllegalStateException if the device does not support virtual memory management
-     * @throws CudaException if the reservation fails
+     * @throws CudaException if retaining the device's primary context or the reservation fails
+     *     (nothing stays retained or reserved)
      */
     public CudaVirtualMemorySubAllocator(int deviceId, long virtualAddressSpaceBytes) {
         this(CudaProbe.driver(), deviceId, virtualAddressSpaceBytes);
@@ -111,16 +113,30 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
             throw new IllegalStateException("GPU " + deviceId + " does not support virtual memory"
                     + " address management; use CudaDeviceSubAllocator (GpuBfcOptions.virtualMemory(false)).");
         }
-        long g = driver.allocationGranularity(deviceId);
-        if (g <= 0 || (g & (g - 1)) != 0) {
-            throw new IllegalStateException("cuMemGetAllocationGranularity returned " + g
-                    + " for GPU " + deviceId + " (expected: a power of two)");
+        driver.retainPrimaryContext(deviceId);
+        long g;
+        long size;
+        long reserved;
+        try {
+            g = driver.allocationGranularity(deviceId);
+            if (g <= 0 || (g & (g - 1)) != 0) {
+                throw new IllegalStateException("cuMemGetAllocationGranularity returned " + g
+                        + " for GPU " + deviceId + " (expected: a power of two)");
+            }
+            // Must be aligned to the page size and larger than the granularity; the granularity
+            // is a multiple of the page size.
+            size = alignUp(virtualAddressSpaceBytes, g);
+            reserved = driver.addressReserve(deviceId, size, 0);
+        } catch (RuntimeException e) {
+            try {
+                driver.releasePrimaryContext(deviceId);
+            } catch (RuntimeException r) {
+                e.addSuppressed(r);
+            }
+            throw e;
         }
         this.granularity = g;
-        // Must be aligned to the page size and larger than the granularity; the granularity is a
-        // multiple of the page size.
-        long size = alignUp(virtualAddressSpaceBytes, g);
-        this.base = driver.addressReserve(deviceId, size, 0);
+        this.base = reserved;
         this.sizeBytes = size;
         LOG.log(Level.DEBUG, "Reserved GPU virtual memory at 0x{0} of size {1} bytes",
                 Long.toHexString(base), size);
@@ -424,25 +440,35 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
 
     /**
      * Port of {@code ~GpuVirtualMemAllocator}: unmaps and releases every mapping, frees host
-     * backups and the reservation. Idempotent.
+     * backups and the reservation, and releases the device's primary context. Every one of
+     * those calls is attempted even when an earlier one failed, as upstream's calls log and carry
+     * on (what failed stays leaked, and is named in the exception). Idempotent: a second call
+     * does nothing.
      *
-     * @throws CudaException if a call fails
+     * @throws CudaException the first call that failed, the later failures suppressed by it
      */
     @Override
     public void close() {
         if (closed) {
             return;
         }
+        closed = true;
+        RuntimeException failure = null;
         for (Mapping m : mappings.values()) {
-            releasePhysical(m);
+            if (m.mapped) {
+                failure = Failures.attempt(failure, () -> driver.memUnmap(deviceId, m.va, m.bytes));
+            }
+            if (m.handle != 0) {
+                failure = Failures.attempt(failure, () -> driver.memRelease(deviceId, m.handle));
+            }
             if (m.backupHostPtr != 0) {
-                driver.hostFree(deviceId, m.backupHostPtr);
-                m.backupHostPtr = 0;
+                failure = Failures.attempt(failure, () -> driver.hostFree(deviceId, m.backupHostPtr));
             }
         }
         mappings.clear();
-        driver.addressFree(deviceId, base, sizeBytes);
-        closed = true;
+        failure = Failures.attempt(failure, () -> driver.addressFree(deviceId, base, sizeBytes));
+        failure = Failures.attempt(failure, () -> driver.releasePrimaryContext(deviceId));
+        Failures.throwIfAny(failure);
     }
 
     @Override

@@ -7,6 +7,7 @@ package io.github.bfc4j.cuda;
 import io.github.bfc4j.core.AllocationAttributes;
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.SharedCounter;
@@ -38,8 +39,10 @@ import java.util.concurrent.locks.LockSupport;
  * unless {@link GpuBfcOptions#eventPollIntervalMicros()} is 0. Before a region goes back to the
  * driver (garbage collection, {@link #close()}), every pending event is waited for.
  *
- * <p>Allocate and free only through this class: the BFC allocator from {@link #allocator()} is
- * for statistics; an allocation made on it directly would ignore the stamps.
+ * <p>Allocation and free go through this class only: {@link #allocator()} is a read-only view of
+ * the BFC allocator (statistics, summaries, memory map), and the sub-allocator is not handed out,
+ * since an allocation or free made around this class would ignore the stamps (and the
+ * sub-allocator is not thread-safe).
  *
  * <p>Thread-safe, except that {@link #pause(boolean)}, {@link #resume()} and {@link #close()}
  * must not run while another thread allocates or frees.
@@ -54,6 +57,8 @@ public final class GpuBfcAllocator implements AutoCloseable {
     private final SubAllocator subAllocator;
     private final CudaVirtualMemorySubAllocator vmm;
     private final BfcAllocator bfc;
+    /** The one view handed out (meters hold it weakly: it lives as long as this allocator). */
+    private final BfcAllocatorView view;
     private final SharedCounter counter = new SharedCounter();
     private final AllocationAttributes retryAttributes;
     private final AllocationAttributes noRetryAttributes;
@@ -90,6 +95,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
         // constraint" to the BFC allocator.
         this.safeCount = counter.next();
         this.bfc = new BfcAllocator(new FencedSubAllocator(), memoryLimit, name, options);
+        this.view = BfcAllocatorView.of(bfc);
         bfc.setTimingCounter(counter);
         this.retryAttributes = new AllocationAttributes(true, this::pollEvents);
         this.noRetryAttributes = new AllocationAttributes(false, this::pollEvents);
@@ -376,13 +382,13 @@ public final class GpuBfcAllocator implements AutoCloseable {
     }
 
     /**
-     * The underlying BFC allocator, for statistics and queries (allocate and free through this
-     * class).
+     * A read-only view of the underlying BFC allocator, for statistics, summaries and queries (and
+     * Micrometer's {@code BfcAllocatorMetrics}); allocate and free through this class.
      *
-     * @return the allocator
+     * @return the view, the same one on every call
      */
-    public BfcAllocator allocator() {
-        return bfc;
+    public BfcAllocatorView allocator() {
+        return view;
     }
 
     /**
@@ -395,12 +401,23 @@ public final class GpuBfcAllocator implements AutoCloseable {
     }
 
     /**
-     * Where regions come from.
+     * Whether regions come from one reserved virtual range ({@link CudaVirtualMemorySubAllocator},
+     * {@link GpuBfcOptions#virtualMemory()}) rather than from {@code cuMemAlloc}
+     * ({@link CudaDeviceSubAllocator}).
      *
-     * @return a {@link CudaDeviceSubAllocator} or {@link CudaVirtualMemorySubAllocator}
+     * @return true with virtual memory
      */
-    public SubAllocator subAllocator() {
-        return subAllocator;
+    public boolean virtualMemory() {
+        return vmm != null;
+    }
+
+    /**
+     * The size of the reserved virtual range.
+     *
+     * @return bytes, a multiple of the device's allocation granularity; 0 without virtual memory
+     */
+    public long reservedAddressSpaceBytes() {
+        return vmm != null ? vmm.reservedBytes() : 0;
     }
 
     /**
@@ -429,9 +446,11 @@ public final class GpuBfcAllocator implements AutoCloseable {
 
     /**
      * Waits for pending frees' events, gives every region back (live allocations become invalid),
-     * releases the reservation and the events. Idempotent.
+     * destroys the events, then closes the sub-allocator (the reservation and the retain of the
+     * device's primary context go back). Every step is attempted even when an earlier one failed.
+     * Idempotent: a second call does nothing.
      *
-     * @throws CudaException if a call fails
+     * @throws CudaException the first call that failed, the later failures suppressed by it
      */
     @Override
     public void close() {
@@ -447,21 +466,45 @@ public final class GpuBfcAllocator implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+        RuntimeException failure = null;
         synchronized (freeLock) {
-            synchronizePendingEvents();
-            pollEvents();
-            bfc.close();
-            if (vmm != null) {
-                vmm.close();
-            } else if (subAllocator instanceof CudaDeviceSubAllocator device) {
-                device.close();
-            }
-            synchronized (pendingLock) {
-                while (eventPoolSize > 0) {
-                    driver.eventDestroy(deviceId, eventPool[--eventPoolSize]);
+            failure = Failures.attempt(failure, () -> {
+                synchronizePendingEvents();
+                pollEvents();
+            });
+            failure = Failures.attempt(failure, bfc::close);
+            // Events before the sub-allocator: destroying one needs the context it releases.
+            failure = destroyEvents(failure);
+            failure = Failures.attempt(failure, this::closeSubAllocator);
+        }
+        Failures.throwIfAny(failure);
+    }
+
+    private void closeSubAllocator() {
+        if (vmm != null) {
+            vmm.close();
+        } else if (subAllocator instanceof CudaBlockSubAllocator blocks) {
+            blocks.close();
+        }
+    }
+
+    /** Destroys the pooled events and any still pending (their frees are moot now). */
+    private RuntimeException destroyEvents(RuntimeException failure) {
+        synchronized (pendingLock) {
+            while (pendingSize > 0) {
+                long event = pendingEvents[pendingHead];
+                pendingHead = (pendingHead + 1) % pendingEvents.length;
+                pendingSize--;
+                if (event != 0) {
+                    failure = Failures.attempt(failure, () -> driver.eventDestroy(deviceId, event));
                 }
             }
+            while (eventPoolSize > 0) {
+                long event = eventPool[--eventPoolSize];
+                failure = Failures.attempt(failure, () -> driver.eventDestroy(deviceId, event));
+            }
         }
+        return failure;
     }
 
     @Override

@@ -47,26 +47,65 @@ public final class GpuBfcAllocators {
         return create(CudaProbe.driver(), deviceId, options);
     }
 
-    /** {@link #create(int, GpuBfcOptions)} with a given driver (the tests' simulated one). */
+    /**
+     * {@link #create(int, GpuBfcOptions)} with a given driver (the tests' simulated one). Holds a
+     * retain of the device's primary context while it queries the device and makes the
+     * sub-allocator (which takes its own), so that the context is created once.
+     */
     static GpuBfcAllocator create(CudaDriver driver, int deviceId, GpuBfcOptions options) {
         checkDeviceId(driver, deviceId);
+        driver.retainPrimaryContext(deviceId);
+        GpuBfcAllocator made = null;
+        RuntimeException failure = null;
+        try {
+            made = createWithContext(driver, deviceId, options);
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        try {
+            driver.releasePrimaryContext(deviceId);
+        } catch (RuntimeException e) {
+            if (made != null) {
+                try {
+                    made.close(); // nothing half-made reaches the caller
+                } catch (RuntimeException c) {
+                    e.addSuppressed(c);
+                }
+            }
+            failure = Failures.add(failure, e);
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        return made;
+    }
+
+    private static GpuBfcAllocator createWithContext(CudaDriver driver, int deviceId, GpuBfcOptions options) {
         long limit = memoryLimit(driver.memGetInfo(deviceId), options);
         BfcOptions bfcOptions = bfcOptions(options);
         String name = "GPU_" + deviceId + "_bfc";
+        CudaVirtualMemorySubAllocator vmm = null;
         if (options.virtualMemory()) {
             long space = options.virtualAddressSpaceBytes() > 0 ? options.virtualAddressSpaceBytes() : limit;
-            CudaVirtualMemorySubAllocator vmm = new CudaVirtualMemorySubAllocator(driver, deviceId, space);
-            try {
-                return new GpuBfcAllocator(driver, deviceId, vmm, vmm, limit, name, bfcOptions,
-                        options.eventPollIntervalMicros());
-            } catch (RuntimeException e) {
-                vmm.close(); // give the reservation back
-                throw e;
-            }
+            vmm = new CudaVirtualMemorySubAllocator(driver, deviceId, space);
         }
-        CudaDeviceSubAllocator device = new CudaDeviceSubAllocator(driver, deviceId);
-        return new GpuBfcAllocator(driver, deviceId, device, null, limit, name, bfcOptions,
-                options.eventPollIntervalMicros());
+        CudaDeviceSubAllocator device = vmm == null ? new CudaDeviceSubAllocator(driver, deviceId) : null;
+        try {
+            return new GpuBfcAllocator(driver, deviceId, vmm != null ? vmm : device, vmm, limit, name,
+                    bfcOptions, options.eventPollIntervalMicros());
+        } catch (RuntimeException e) {
+            // Give the reservation and the context back.
+            try {
+                if (vmm != null) {
+                    vmm.close();
+                } else {
+                    device.close();
+                }
+            } catch (RuntimeException c) {
+                e.addSuppressed(c);
+            }
+            throw e;
+        }
     }
 
     /**

@@ -37,7 +37,9 @@ import org.bytedeco.javacpp.SizeTPointer;
  * {@code libcudart.so.12} (or the presets' redist jar).
  *
  * <p>Each device call makes the device's primary context current on the calling thread
- * ({@code cuDevicePrimaryCtxRetain} once per device, then {@code cuCtxSetCurrent}).
+ * ({@code cuCtxSetCurrent}); the context is retained and released as {@link CudaDriver} says,
+ * every {@link #retainPrimaryContext} one {@code cuDevicePrimaryCtxRetain}, every
+ * {@link #releasePrimaryContext} one {@code cuDevicePrimaryCtxRelease}.
  *
  * <p>Never run by the bfc4j authors on a real device: written against the presets' API and the
  * CUDA driver API documentation, exercised by the {@code @Tag("gpu")} tests.
@@ -47,8 +49,12 @@ final class JavaCppCudaDriver implements CudaDriver {
     private final String bindingsVersion;
     private final int driverVersion;
     private final int deviceCount;
-    /** Retained primary contexts, by ordinal; guarded by this. */
+    /**
+     * Primary contexts by ordinal, set by the first retain (a device's primary context is one
+     * context, whatever the retain that returned it); guarded by this.
+     */
     private final CUctx_st[] contexts;
+    private final PrimaryContexts retains;
     private final int[] deviceHandles;
 
     private JavaCppCudaDriver(String bindingsVersion) {
@@ -60,6 +66,7 @@ final class JavaCppCudaDriver implements CudaDriver {
         check(cudart.cuDeviceGetCount(out), "cuDeviceGetCount()");
         this.deviceCount = out[0];
         this.contexts = new CUctx_st[deviceCount];
+        this.retains = new PrimaryContexts(deviceCount);
         this.deviceHandles = new int[deviceCount];
         for (int i = 0; i < deviceCount; i++) {
             check(cudart.cuDeviceGet(out, i), "cuDeviceGet(ordinal=" + i + ")");
@@ -131,34 +138,72 @@ final class JavaCppCudaDriver implements CudaDriver {
         return out[0];
     }
 
-    /** Makes the device's primary context current on this thread, retaining it the first time. */
-    private void makeCurrent(int device) {
+    @Override
+    public void retainPrimaryContext(int device) {
+        checkOrdinal(device);
+        synchronized (this) {
+            CUctx_st ctx = new CUctx_st();
+            check(cudart.cuDevicePrimaryCtxRetain(ctx, deviceHandles[device]),
+                    "cuDevicePrimaryCtxRetain(dev=" + device + ")");
+            retains.retained(device);
+            if (contexts[device] == null) {
+                contexts[device] = ctx;
+            }
+        }
+    }
+
+    @Override
+    public void releasePrimaryContext(int device) {
+        checkOrdinal(device);
+        synchronized (this) {
+            retains.releasing(device);
+            check(cudart.cuDevicePrimaryCtxRelease(deviceHandles[device]),
+                    "cuDevicePrimaryCtxRelease(dev=" + device + ")");
+        }
+    }
+
+    /**
+     * Makes the device's primary context current on this thread.
+     *
+     * @param call the driver call about to be made, for the message if nothing retains the context
+     * @throws IllegalStateException if nothing retains the device's primary context
+     */
+    private void makeCurrent(int device, String call) {
         checkOrdinal(device);
         CUctx_st ctx;
         synchronized (this) {
+            retains.require(device, call);
             ctx = contexts[device];
-            if (ctx == null) {
-                ctx = new CUctx_st();
-                check(cudart.cuDevicePrimaryCtxRetain(ctx, deviceHandles[device]),
-                        "cuDevicePrimaryCtxRetain(dev=" + device + ")");
-                contexts[device] = ctx;
-            }
         }
         check(cudart.cuCtxSetCurrent(ctx), "cuCtxSetCurrent(primary context of device " + device + ")");
     }
 
     @Override
     public CudaMemInfo memGetInfo(int device) {
-        makeCurrent(device);
-        try (SizeTPointer free = new SizeTPointer(1); SizeTPointer total = new SizeTPointer(1)) {
-            check(cudart.cuMemGetInfo(free, total), "cuMemGetInfo() on device " + device);
-            return new CudaMemInfo(free.get(), total.get());
+        retainPrimaryContext(device);
+        RuntimeException failure = null;
+        CudaMemInfo info = null;
+        try {
+            makeCurrent(device, "memGetInfo");
+            try (SizeTPointer free = new SizeTPointer(1); SizeTPointer total = new SizeTPointer(1)) {
+                check(cudart.cuMemGetInfo(free, total), "cuMemGetInfo() on device " + device);
+                info = new CudaMemInfo(free.get(), total.get());
+            }
+        } catch (RuntimeException e) {
+            failure = e;
         }
+        return releaseAfterQuery(device, info, failure);
+    }
+
+    /** Releases a query's retain; throws the query's failure, else the release's, else returns. */
+    private <T> T releaseAfterQuery(int device, T result, RuntimeException failure) {
+        Failures.throwIfAny(Failures.attempt(failure, () -> releasePrimaryContext(device)));
+        return result;
     }
 
     @Override
     public long memAlloc(int device, long bytes) {
-        makeCurrent(device);
+        makeCurrent(device, "memAlloc");
         long[] out = new long[1];
         check(cudart.cuMemAlloc(out, bytes), "cuMemAlloc(bytesize=" + bytes + ") on device " + device);
         return out[0];
@@ -166,13 +211,13 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public void memFree(int device, long ptr) {
-        makeCurrent(device);
+        makeCurrent(device, "memFree");
         check(cudart.cuMemFree(ptr), "cuMemFree(dptr=0x" + Long.toHexString(ptr) + ") on device " + device);
     }
 
     @Override
     public long hostAlloc(int device, long bytes) {
-        makeCurrent(device);
+        makeCurrent(device, "hostAlloc");
         try (PointerPointer<Pointer> out = new PointerPointer<>(1)) {
             check(cudart.cuMemHostAlloc(out, bytes, CU_MEMHOSTALLOC_PORTABLE),
                     "cuMemHostAlloc(bytesize=" + bytes + ", Flags=CU_MEMHOSTALLOC_PORTABLE)");
@@ -183,7 +228,7 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public void hostFree(int device, long ptr) {
-        makeCurrent(device);
+        makeCurrent(device, "hostFree");
         check(cudart.cuMemFreeHost(new RawPointer(ptr)), "cuMemFreeHost(p=0x" + Long.toHexString(ptr) + ")");
     }
 
@@ -199,17 +244,25 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public long allocationGranularity(int device) {
-        makeCurrent(device);
-        try (CUmemAllocationProp_v1 prop = allocationProp(device); SizeTPointer out = new SizeTPointer(1)) {
-            check(cudart.cuMemGetAllocationGranularity(out, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
-                    "cuMemGetAllocationGranularity(device=" + device + ", option=MINIMUM)");
-            return out.get();
+        retainPrimaryContext(device);
+        RuntimeException failure = null;
+        Long granularity = null;
+        try {
+            makeCurrent(device, "allocationGranularity");
+            try (CUmemAllocationProp_v1 prop = allocationProp(device); SizeTPointer out = new SizeTPointer(1)) {
+                check(cudart.cuMemGetAllocationGranularity(out, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+                        "cuMemGetAllocationGranularity(device=" + device + ", option=MINIMUM)");
+                granularity = out.get();
+            }
+        } catch (RuntimeException e) {
+            failure = e;
         }
+        return releaseAfterQuery(device, granularity, failure);
     }
 
     @Override
     public long addressReserve(int device, long bytes, long alignment) {
-        makeCurrent(device);
+        makeCurrent(device, "addressReserve");
         long[] out = new long[1];
         check(cudart.cuMemAddressReserve(out, bytes, alignment, 0L, 0L),
                 "cuMemAddressReserve(size=" + bytes + ", alignment=" + alignment + ", addr=0, flags=0)");
@@ -218,14 +271,14 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public void addressFree(int device, long ptr, long bytes) {
-        makeCurrent(device);
+        makeCurrent(device, "addressFree");
         check(cudart.cuMemAddressFree(ptr, bytes),
                 "cuMemAddressFree(ptr=0x" + Long.toHexString(ptr) + ", size=" + bytes + ")");
     }
 
     @Override
     public long memCreate(int device, long bytes) {
-        makeCurrent(device);
+        makeCurrent(device, "memCreate");
         try (CUmemAllocationProp_v1 prop = allocationProp(device)) {
             long[] out = new long[1];
             check(cudart.cuMemCreate(out, bytes, prop, 0L),
@@ -236,14 +289,14 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public void memMap(int device, long ptr, long bytes, long handle) {
-        makeCurrent(device);
+        makeCurrent(device, "memMap");
         check(cudart.cuMemMap(ptr, bytes, 0L, handle, 0L), "cuMemMap(ptr=0x" + Long.toHexString(ptr)
                 + ", size=" + bytes + ", offset=0, handle=0x" + Long.toHexString(handle) + ", flags=0)");
     }
 
     @Override
     public void memSetAccess(int device, long ptr, long bytes) {
-        makeCurrent(device);
+        makeCurrent(device, "memSetAccess");
         try (CUmemAccessDesc_v1 desc = new CUmemAccessDesc_v1()) {
             Pointer.memset(desc, 0, desc.sizeof());
             desc.location().type(CU_MEM_LOCATION_TYPE_DEVICE).id(deviceHandles[device]);
@@ -255,20 +308,20 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public void memUnmap(int device, long ptr, long bytes) {
-        makeCurrent(device);
+        makeCurrent(device, "memUnmap");
         check(cudart.cuMemUnmap(ptr, bytes),
                 "cuMemUnmap(ptr=0x" + Long.toHexString(ptr) + ", size=" + bytes + ")");
     }
 
     @Override
     public void memRelease(int device, long handle) {
-        makeCurrent(device);
+        makeCurrent(device, "memRelease");
         check(cudart.cuMemRelease(handle), "cuMemRelease(handle=0x" + Long.toHexString(handle) + ")");
     }
 
     @Override
     public long eventCreate(int device) {
-        makeCurrent(device);
+        makeCurrent(device, "eventCreate");
         CUevent_st event = new CUevent_st();
         check(cudart.cuEventCreate(event, CU_EVENT_DISABLE_TIMING),
                 "cuEventCreate(Flags=CU_EVENT_DISABLE_TIMING) on device " + device);
@@ -277,7 +330,7 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public void eventRecord(int device, long event, long stream) {
-        makeCurrent(device);
+        makeCurrent(device, "eventRecord");
         CUstream_st s = stream == 0 ? null : new CUstream_st(new RawPointer(stream));
         check(cudart.cuEventRecord(new CUevent_st(new RawPointer(event)), s),
                 "cuEventRecord(hEvent=0x" + Long.toHexString(event) + ", hStream=0x" + Long.toHexString(stream) + ")");
@@ -285,7 +338,7 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public boolean eventQuery(int device, long event) {
-        makeCurrent(device);
+        makeCurrent(device, "eventQuery");
         int rc = cudart.cuEventQuery(new CUevent_st(new RawPointer(event)));
         if (rc == CUDA_ERROR_NOT_READY) {
             return false;
@@ -296,34 +349,34 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public void eventSynchronize(int device, long event) {
-        makeCurrent(device);
+        makeCurrent(device, "eventSynchronize");
         check(cudart.cuEventSynchronize(new CUevent_st(new RawPointer(event))),
                 "cuEventSynchronize(hEvent=0x" + Long.toHexString(event) + ")");
     }
 
     @Override
     public void eventDestroy(int device, long event) {
-        makeCurrent(device);
+        makeCurrent(device, "eventDestroy");
         check(cudart.cuEventDestroy(new CUevent_st(new RawPointer(event))),
                 "cuEventDestroy(hEvent=0x" + Long.toHexString(event) + ")");
     }
 
     @Override
     public void contextSynchronize(int device) {
-        makeCurrent(device);
+        makeCurrent(device, "contextSynchronize");
         check(cudart.cuCtxSynchronize(), "cuCtxSynchronize() on device " + device);
     }
 
     @Override
     public void memcpyDtoH(int device, long hostPtr, long devicePtr, long bytes) {
-        makeCurrent(device);
+        makeCurrent(device, "memcpyDtoH");
         check(cudart.cuMemcpyDtoH(new RawPointer(hostPtr), devicePtr, bytes), "cuMemcpyDtoH(dstHost=0x"
                 + Long.toHexString(hostPtr) + ", srcDevice=0x" + Long.toHexString(devicePtr) + ", ByteCount=" + bytes + ")");
     }
 
     @Override
     public void memcpyHtoD(int device, long devicePtr, long hostPtr, long bytes) {
-        makeCurrent(device);
+        makeCurrent(device, "memcpyHtoD");
         check(cudart.cuMemcpyHtoD(devicePtr, new RawPointer(hostPtr), bytes), "cuMemcpyHtoD(dstDevice=0x"
                 + Long.toHexString(devicePtr) + ", srcHost=0x" + Long.toHexString(hostPtr) + ", ByteCount=" + bytes + ")");
     }

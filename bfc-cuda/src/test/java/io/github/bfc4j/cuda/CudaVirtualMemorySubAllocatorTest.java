@@ -6,6 +6,7 @@ package io.github.bfc4j.cuda;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import io.github.bfc4j.core.SubAllocator.Block;
 import java.util.List;
@@ -232,6 +233,69 @@ class CudaVirtualMemorySubAllocatorTest {
         assertThat(driver.liveReservations()).isZero();
         v.close();
         assertThatThrownBy(() -> v.alloc(256, G)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void aCallThatFailsInCloseDoesNotStopTheOthers() {
+        CudaVirtualMemorySubAllocator v = vmm(16 * G);
+        v.alloc(256, G);
+        v.alloc(256, G);
+        v.alloc(256, G);
+        // The second mapping's release fails: the third is still unmapped and released, the
+        // reservation freed, the context released; only the one handle leaks.
+        driver.failNextAfter("memRelease", 1, SimulatedCudaDriver.CUDA_ERROR_ILLEGAL_ADDRESS);
+        assertThatThrownBy(v::close).isInstanceOf(CudaException.class)
+                .hasMessageContaining("memRelease(handle=2)")
+                .satisfies(e -> assertThat(e.getSuppressed()).isEmpty());
+        assertThat(driver.liveMappings()).isZero();
+        assertThat(driver.livePhysicalAllocations()).isEqualTo(1);
+        assertThat(driver.liveReservations()).isZero();
+        assertThat(driver.retainedContexts()).isZero();
+        v.close(); // idempotent: nothing is tried twice
+        assertThat(driver.calls()).filteredOn(c -> c.startsWith("addressFree")).hasSize(1);
+        assertThatThrownBy(() -> v.alloc(256, G)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void severalFailuresInCloseThrowTheFirstWithTheOthersSuppressed() {
+        CudaVirtualMemorySubAllocator v = vmm(16 * G);
+        Block a = v.alloc(256, G);
+        v.alloc(256, G);
+        v.alloc(256, G);
+        v.pause(true);
+        v.resume();
+        v.pause(true); // every mapping released, with a host backup each
+        // The first backup's free fails, and so does the release of the context.
+        driver.failNext("hostFree", SimulatedCudaDriver.CUDA_ERROR_INVALID_VALUE);
+        driver.failNext("releasePrimaryContext", 999);
+        Throwable thrown = catchThrowable(v::close);
+        assertThat(thrown).isInstanceOf(CudaException.class).hasMessageContaining("hostFree(");
+        assertThat(thrown.getSuppressed()).hasSize(1);
+        assertThat(thrown.getSuppressed()[0]).isInstanceOf(CudaException.class)
+                .hasMessageContaining("releasePrimaryContext(");
+        assertThat(driver.liveHostBlocks()).as("the other two backups are freed").isEqualTo(1);
+        assertThat(driver.liveReservations()).isZero();
+        assertThat(driver.retainedContexts()).as("a failed release counts as released").isZero();
+        assertThat(a.ptr()).isEqualTo(v.baseAddress());
+    }
+
+    @Test
+    void aFailedUnmapInCloseIsReportedWithWhatItBlocked() {
+        CudaVirtualMemorySubAllocator v = vmm(16 * G);
+        v.alloc(256, G);
+        v.alloc(256, G);
+        driver.failNext("memUnmap", SimulatedCudaDriver.CUDA_ERROR_ILLEGAL_ADDRESS);
+        Throwable thrown = catchThrowable(v::close);
+        // First the unmap; then the release of its still-mapped handle and the free of the
+        // reservation it still lies in, both refused by the driver and suppressed.
+        assertThat(thrown).isInstanceOf(CudaException.class).hasMessageContaining("memUnmap(");
+        assertThat(thrown.getSuppressed()).extracting(Throwable::getMessage)
+                .anySatisfy(m -> assertThat(m).contains("memRelease (still mapped)"))
+                .anySatisfy(m -> assertThat(m).contains("addressFree (still mapped)"))
+                .hasSize(2);
+        assertThat(driver.liveMappings()).as("the second mapping is unmapped").isEqualTo(1);
+        assertThat(driver.livePhysicalAllocations()).isEqualTo(1);
+        assertThat(driver.retainedContexts()).isZero();
     }
 
     @Test

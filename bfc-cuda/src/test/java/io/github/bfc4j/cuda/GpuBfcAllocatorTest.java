@@ -7,6 +7,11 @@ package io.github.bfc4j.cuda;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcAllocatorView;
+import io.github.bfc4j.core.MemoryType;
+import io.github.bfc4j.core.SubAllocator;
+import java.lang.reflect.Method;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -204,6 +209,34 @@ class GpuBfcAllocatorTest {
         }
         assertThat(driver.deviceBytesUsed()).isZero();
         assertThat(driver.liveHostBlocks()).isZero();
+    }
+
+    @Test
+    void nothingHandedOutCanAllocateOrFreeAroundTheStreamOrdering() {
+        // Every public accessor: none gives the BFC allocator or the sub-allocator itself.
+        for (Method m : GpuBfcAllocator.class.getMethods()) {
+            assertThat(m.getReturnType()).as(m.toString())
+                    .isNotEqualTo(BfcAllocator.class)
+                    .matches(t -> !SubAllocator.class.isAssignableFrom(t), "not a SubAllocator");
+        }
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB).virtualMemory(true))) {
+            BfcAllocatorView view = a.allocator();
+            assertThat(a.allocator()).as("one view, so that weakly held meters keep reading").isSameAs(view);
+            for (Method m : view.getClass().getMethods()) {
+                assertThat(m.getName()).as(m.toString()).doesNotStartWith("set")
+                        .isNotIn("allocate", "allocateRaw", "deallocateRaw", "close", "clearStats");
+            }
+            // The view reads what the stream-ordered calls did.
+            long p = a.allocateRaw(256, 1000);
+            assertThat(view.bytesInUse()).isEqualTo(1024);
+            assertThat(view.allocatedSize(p)).isEqualTo(1024);
+            a.deallocateRaw(p, STREAM);
+            assertThat(view.bytesInUse()).isZero();
+            assertThat(a.allocateRaw(256, 1000)).as("still held back by its event").isNotEqualTo(p);
+            assertThat(view.name()).isEqualTo("GPU_0_bfc");
+            assertThat(view.getMemoryType()).isEqualTo(MemoryType.DEVICE);
+            assertThat(a.virtualMemory()).isTrue();
+        }
     }
 
     @Test

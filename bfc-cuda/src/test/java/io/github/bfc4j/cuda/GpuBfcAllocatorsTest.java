@@ -112,15 +112,16 @@ class GpuBfcAllocatorsTest {
         try (GpuBfcAllocator a = GpuBfcAllocators.create(driver, 0, base)) {
             assertThat(a.allocator().name()).isEqualTo("GPU_0_bfc");
             assertThat(a.memoryLimit()).isEqualTo(32 * G);
-            assertThat(a.subAllocator()).isInstanceOf(CudaDeviceSubAllocator.class);
+            assertThat(a.virtualMemory()).isFalse();
+            assertThat(a.reservedAddressSpaceBytes()).isZero();
             assertThat(a.allocator().getMemoryType()).isEqualTo(MemoryType.DEVICE);
             assertThat(a.allocator().options().garbageCollection()).isTrue();
         }
         GpuBfcOptions vm = GpuBfcOptions.builder().environment(env(Map.of())).memoryLimitBytes(16 * G)
                 .virtualMemory(true).eventPollIntervalMicros(0).build();
         try (GpuBfcAllocator a = GpuBfcAllocators.create(driver, 0, vm)) {
-            assertThat(a.subAllocator()).isInstanceOf(CudaVirtualMemorySubAllocator.class);
-            assertThat(((CudaVirtualMemorySubAllocator) a.subAllocator()).reservedBytes()).isEqualTo(16 * G);
+            assertThat(a.virtualMemory()).isTrue();
+            assertThat(a.reservedAddressSpaceBytes()).isEqualTo(16 * G);
         }
         assertThat(driver.liveReservations()).isZero();
         // The BFC allocator refuses a fraction whose threshold is 0 bytes: nothing stays reserved.

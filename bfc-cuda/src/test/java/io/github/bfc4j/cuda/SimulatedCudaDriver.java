@@ -16,8 +16,10 @@ import java.util.TreeMap;
 /**
  * A {@link CudaDriver} without a GPU, strict where CUDA is strict: simulated device, host and
  * virtual address spaces, physical allocations that hold bytes, mappings that must lie in a
- * reservation and must not overlap, events that complete only when the test says so, and
- * injectable errors ({@link #failNext}). Every call is logged ({@link #calls()}).
+ * reservation and must not overlap, events that complete only when the test says so, primary
+ * contexts retained and released as the real driver counts them (a call that needs a context
+ * nobody retains fails as it does there), and injectable errors ({@link #failNext}). Every call
+ * is logged ({@link #calls()}).
  */
 final class SimulatedCudaDriver implements CudaDriver {
 
@@ -34,11 +36,13 @@ final class SimulatedCudaDriver implements CudaDriver {
             999, "CUDA_ERROR_UNKNOWN");
 
     private final List<CudaDeviceInfo> devices;
+    private final PrimaryContexts contexts;
     private final long granularity;
     private final List<String> calls = new ArrayList<>();
     /** Per method: {calls to let through first, error code}. */
     private final Map<String, Deque<int[]>> failures = new HashMap<>();
     private int physicalCreates;
+    private int contextRetains;
 
     private long nextDevice = 0x7f00_0000_0000L;
     private long nextHost = 0x5500_0000_0000L;
@@ -71,6 +75,7 @@ final class SimulatedCudaDriver implements CudaDriver {
 
     SimulatedCudaDriver(List<CudaDeviceInfo> devices, long granularity) {
         this.devices = List.copyOf(devices);
+        this.contexts = new PrimaryContexts(devices.size());
         this.granularity = granularity;
     }
 
@@ -149,6 +154,20 @@ final class SimulatedCudaDriver implements CudaDriver {
         return deviceBlocks.size();
     }
 
+    /** Retains of primary contexts not yet released, over all devices. */
+    synchronized int retainedContexts() {
+        int sum = 0;
+        for (int d = 0; d < devices.size(); d++) {
+            sum += contexts.count(d);
+        }
+        return sum;
+    }
+
+    /** Successful retainPrimaryContext calls so far. */
+    synchronized int contextRetains() {
+        return contextRetains;
+    }
+
     /** Writes to device memory (a kernel's work), through a mapping or a cuMemAlloc block. */
     synchronized void writeDevice(long ptr, byte[] data) {
         Slice s = deviceSlice(ptr, data.length, "writeDevice");
@@ -185,6 +204,27 @@ final class SimulatedCudaDriver implements CudaDriver {
         if (device < 0 || device >= devices.size()) {
             throw error(101, method, "device=" + device);
         }
+    }
+
+    /** As the real driver: the call needs the device's primary context retained. */
+    private void needsContext(int device, String method) {
+        checkDevice(device, method);
+        contexts.require(device, method);
+    }
+
+    @Override
+    public synchronized void retainPrimaryContext(int device) {
+        checkDevice(device, "retainPrimaryContext");
+        enter("retainPrimaryContext", "device=" + device);
+        contexts.retained(device);
+        contextRetains++;
+    }
+
+    @Override
+    public synchronized void releasePrimaryContext(int device) {
+        checkDevice(device, "releasePrimaryContext");
+        contexts.releasing(device); // counted as released even when the driver's call fails
+        enter("releasePrimaryContext", "device=" + device);
     }
 
     @Override
@@ -229,6 +269,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized long memAlloc(int device, long bytes) {
         String args = "bytes=" + bytes;
         enter("memAlloc", args);
+        needsContext(device, "memAlloc");
         checkDevice(device, "memAlloc");
         takeDeviceBytes(bytes, "memAlloc", args);
         long ptr = nextDevice;
@@ -241,6 +282,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized void memFree(int device, long ptr) {
         enter("memFree", "ptr=0x" + Long.toHexString(ptr));
+        needsContext(device, "memFree");
         byte[] b = deviceBlocks.remove(ptr);
         if (b == null) {
             throw error(CUDA_ERROR_INVALID_VALUE, "memFree", "ptr=0x" + Long.toHexString(ptr));
@@ -251,6 +293,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized long hostAlloc(int device, long bytes) {
         enter("hostAlloc", "bytes=" + bytes);
+        needsContext(device, "hostAlloc");
         long ptr = nextHost;
         nextHost += ((bytes + 4095) & ~4095L) + 4096;
         hostBlocks.put(ptr, new byte[Math.toIntExact(bytes)]);
@@ -260,6 +303,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized void hostFree(int device, long ptr) {
         enter("hostFree", "ptr=0x" + Long.toHexString(ptr));
+        needsContext(device, "hostFree");
         if (hostBlocks.remove(ptr) == null) {
             throw error(CUDA_ERROR_INVALID_VALUE, "hostFree", "ptr=0x" + Long.toHexString(ptr));
         }
@@ -275,6 +319,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized long addressReserve(int device, long bytes, long alignment) {
         String args = "bytes=" + bytes + ", alignment=" + alignment;
         enter("addressReserve", args);
+        needsContext(device, "addressReserve");
         if (bytes <= 0 || bytes % granularity != 0) {
             throw error(CUDA_ERROR_INVALID_VALUE, "addressReserve", args);
         }
@@ -288,6 +333,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized void addressFree(int device, long ptr, long bytes) {
         String args = "ptr=0x" + Long.toHexString(ptr) + ", bytes=" + bytes;
         enter("addressFree", args);
+        needsContext(device, "addressFree");
         Long size = reservations.get(ptr);
         if (size == null || size != bytes) {
             throw error(CUDA_ERROR_INVALID_VALUE, "addressFree", args);
@@ -302,6 +348,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized long memCreate(int device, long bytes) {
         String args = "bytes=" + bytes;
         enter("memCreate", args);
+        needsContext(device, "memCreate");
         checkDevice(device, "memCreate");
         if (bytes <= 0 || bytes % granularity != 0) {
             throw error(CUDA_ERROR_INVALID_VALUE, "memCreate", args);
@@ -317,6 +364,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized void memMap(int device, long ptr, long bytes, long handle) {
         String args = "ptr=0x" + Long.toHexString(ptr) + ", bytes=" + bytes + ", handle=" + handle;
         enter("memMap", args);
+        needsContext(device, "memMap");
         byte[] p = physical.get(handle);
         Map.Entry<Long, Long> r = reservations.floorEntry(ptr);
         if (p == null || p.length != bytes || r == null || ptr + bytes > r.getKey() + r.getValue()
@@ -334,6 +382,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized void memSetAccess(int device, long ptr, long bytes) {
         String args = "ptr=0x" + Long.toHexString(ptr) + ", bytes=" + bytes;
         enter("memSetAccess", args);
+        needsContext(device, "memSetAccess");
         Long h = mappings.get(ptr);
         if (h == null || physical.get(h).length != bytes) {
             throw error(CUDA_ERROR_INVALID_VALUE, "memSetAccess", args);
@@ -344,6 +393,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized void memUnmap(int device, long ptr, long bytes) {
         String args = "ptr=0x" + Long.toHexString(ptr) + ", bytes=" + bytes;
         enter("memUnmap", args);
+        needsContext(device, "memUnmap");
         Long h = mappings.get(ptr);
         if (h == null || physical.get(h).length != bytes) {
             throw error(CUDA_ERROR_INVALID_VALUE, "memUnmap", args);
@@ -354,6 +404,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized void memRelease(int device, long handle) {
         enter("memRelease", "handle=" + handle);
+        needsContext(device, "memRelease");
         if (mappings.containsValue(handle)) {
             // Real CUDA defers the release until unmapped; bfc-cuda always unmaps first.
             throw error(CUDA_ERROR_INVALID_VALUE, "memRelease (still mapped)", "handle=" + handle);
@@ -368,6 +419,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized long eventCreate(int device) {
         enter("eventCreate", "device=" + device);
+        needsContext(device, "eventCreate");
         long e = nextEvent++;
         events.put(e, EventState.CREATED);
         return e;
@@ -382,6 +434,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized void eventRecord(int device, long event, long stream) {
         enter("eventRecord", "event=0x" + Long.toHexString(event) + ", stream=" + stream);
+        needsContext(device, "eventRecord");
         requireEvent(event);
         events.put(event, EventState.PENDING);
     }
@@ -389,6 +442,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized boolean eventQuery(int device, long event) {
         enter("eventQuery", "event=0x" + Long.toHexString(event));
+        needsContext(device, "eventQuery");
         requireEvent(event);
         return events.get(event) != EventState.PENDING;
     }
@@ -396,6 +450,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized void eventSynchronize(int device, long event) {
         enter("eventSynchronize", "event=0x" + Long.toHexString(event));
+        needsContext(device, "eventSynchronize");
         requireEvent(event);
         events.put(event, EventState.COMPLETE);
     }
@@ -403,6 +458,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized void eventDestroy(int device, long event) {
         enter("eventDestroy", "event=0x" + Long.toHexString(event));
+        needsContext(device, "eventDestroy");
         requireEvent(event);
         events.remove(event);
     }
@@ -410,6 +466,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     @Override
     public synchronized void contextSynchronize(int device) {
         enter("contextSynchronize", "device=" + device);
+        needsContext(device, "contextSynchronize");
         completeAllEvents();
     }
 
@@ -417,6 +474,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized void memcpyDtoH(int device, long hostPtr, long devicePtr, long bytes) {
         enter("memcpyDtoH", "host=0x" + Long.toHexString(hostPtr) + ", device=0x" + Long.toHexString(devicePtr)
                 + ", bytes=" + bytes);
+        needsContext(device, "memcpyDtoH");
         Slice dst = hostSlice(hostPtr, bytes);
         Slice src = deviceSlice(devicePtr, bytes, "memcpyDtoH");
         System.arraycopy(src.array, src.offset, dst.array, dst.offset, Math.toIntExact(bytes));
@@ -426,6 +484,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     public synchronized void memcpyHtoD(int device, long devicePtr, long hostPtr, long bytes) {
         enter("memcpyHtoD", "device=0x" + Long.toHexString(devicePtr) + ", host=0x" + Long.toHexString(hostPtr)
                 + ", bytes=" + bytes);
+        needsContext(device, "memcpyHtoD");
         Slice src = hostSlice(hostPtr, bytes);
         Slice dst = deviceSlice(devicePtr, bytes, "memcpyHtoD");
         System.arraycopy(src.array, src.offset, dst.array, dst.offset, Math.toIntExact(bytes));

@@ -5,6 +5,7 @@
 package io.github.bfc4j.micrometer;
 
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.MemoryType;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
@@ -14,6 +15,7 @@ import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.util.Objects;
+import java.util.function.Supplier;
 
 /**
  * Binds the meters of {@link BfcAllocatorMeters} for one allocator to a registry:
@@ -28,11 +30,13 @@ import java.util.Objects;
  * alone is at most 1 s stale; see {@link ScrapeSnapshot});
  * the allocator counts with plain fields under its own lock and calls nothing of Micrometer's.
  * The meters hold the allocator weakly (Micrometer's default): once it is unreachable they read
- * NaN.
+ * NaN. An allocator whose owner hands out only a {@link BfcAllocatorView} (bfc-cuda's
+ * {@code GpuBfcAllocator.allocator()}) is bound through the view, which lives as long as its
+ * owner.
  */
 public final class BfcAllocatorMetrics implements MeterBinder {
 
-    private final BfcAllocator allocator;
+    private final Supplier<ScrapeSnapshot<?>> snapshots;
     private final Tags tags;
 
     /**
@@ -54,10 +58,41 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * @throws NullPointerException if an argument is null
      */
     public BfcAllocatorMetrics(BfcAllocator allocator, String deviceId, Iterable<Tag> extraTags) {
-        this.allocator = Objects.requireNonNull(allocator, "allocator");
-        this.tags = Tags.of(
-                        BfcAllocatorMeters.Tags.ALLOCATOR_NAME.asString(), allocator.name(),
-                        BfcAllocatorMeters.Tags.MEMORY_TYPE.asString(), memoryTypeTag(allocator.getMemoryType()),
+        Objects.requireNonNull(allocator, "allocator");
+        this.snapshots = () -> new ScrapeSnapshot<>(allocator, BfcAllocator::memoryStats, System::nanoTime);
+        this.tags = tags(allocator.name(), allocator.getMemoryType(), deviceId, extraTags);
+    }
+
+    /**
+     * Meters tagged with the allocator's name, its memory type and {@code device.id=0}, read
+     * through a view.
+     *
+     * @param view the view of the allocator to observe; the meters hold it weakly
+     * @throws NullPointerException if {@code view} is null
+     */
+    public BfcAllocatorMetrics(BfcAllocatorView view) {
+        this(view, "0", Tags.empty());
+    }
+
+    /**
+     * Meters tagged with the allocator's name, its memory type, the device id and extra tags,
+     * read through a view.
+     *
+     * @param view the view of the allocator to observe; the meters hold it weakly
+     * @param deviceId the {@code device.id} tag (e.g. the CUDA ordinal)
+     * @param extraTags more tags for every meter
+     * @throws NullPointerException if an argument is null
+     */
+    public BfcAllocatorMetrics(BfcAllocatorView view, String deviceId, Iterable<Tag> extraTags) {
+        Objects.requireNonNull(view, "view");
+        this.snapshots = () -> new ScrapeSnapshot<>(view, BfcAllocatorView::memoryStats, System::nanoTime);
+        this.tags = tags(view.name(), view.getMemoryType(), deviceId, extraTags);
+    }
+
+    private static Tags tags(String name, MemoryType type, String deviceId, Iterable<Tag> extraTags) {
+        return Tags.of(
+                        BfcAllocatorMeters.Tags.ALLOCATOR_NAME.asString(), name,
+                        BfcAllocatorMeters.Tags.MEMORY_TYPE.asString(), memoryTypeTag(type),
                         BfcAllocatorMeters.Tags.DEVICE_ID.asString(), Objects.requireNonNull(deviceId, "deviceId"))
                 .and(Objects.requireNonNull(extraTags, "extraTags"));
     }
@@ -80,7 +115,7 @@ public final class BfcAllocatorMetrics implements MeterBinder {
 
     @Override
     public void bindTo(MeterRegistry registry) {
-        ScrapeSnapshot snapshot = new ScrapeSnapshot(allocator, System::nanoTime);
+        ScrapeSnapshot<?> snapshot = snapshots.get();
         for (BfcAllocatorMeters m : BfcAllocatorMeters.values()) {
             if (m.getType() == Meter.Type.COUNTER) {
                 FunctionCounter.builder(m.getName(), snapshot, s -> s.read(m))

@@ -4,9 +4,9 @@
  */
 package io.github.bfc4j.micrometer;
 
-import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.MemoryStats;
 import java.lang.ref.WeakReference;
+import java.util.function.Function;
 import java.util.function.LongSupplier;
 
 /**
@@ -16,10 +16,13 @@ import java.util.function.LongSupplier;
  *
  * <p>A snapshot is replaced when a meter that has already read it reads again (the next scrape
  * has begun) or when it is older than {@link #MAX_AGE_NANOS}, so that direct reads of single
- * meters stay fresh. Holds the allocator weakly, like Micrometer's own gauges: once it is
- * unreachable every meter reads NaN.
+ * meters stay fresh. Holds the allocator (or its read-only view) weakly, like Micrometer's own
+ * gauges: once it is unreachable every meter reads NaN.
+ *
+ * @param <T> what the statistics are read from: a {@code BfcAllocator} or a
+ *     {@code BfcAllocatorView}
  */
-final class ScrapeSnapshot {
+final class ScrapeSnapshot<T> {
 
     /**
      * How long one snapshot may serve: longer than a scrape (a few ms warm; a first scrape on a
@@ -28,14 +31,16 @@ final class ScrapeSnapshot {
      */
     static final long MAX_AGE_NANOS = 1_000_000_000L;
 
-    private final WeakReference<BfcAllocator> allocator;
+    private final WeakReference<T> allocator;
+    private final Function<? super T, MemoryStats> stats;
     private final LongSupplier nanoTime;
     private final boolean[] read = new boolean[BfcAllocatorMeters.values().length];
     private MemoryStats current;
     private long takenAtNanos;
 
-    ScrapeSnapshot(BfcAllocator allocator, LongSupplier nanoTime) {
+    ScrapeSnapshot(T allocator, Function<? super T, MemoryStats> stats, LongSupplier nanoTime) {
         this.allocator = new WeakReference<>(allocator);
+        this.stats = stats;
         this.nanoTime = nanoTime;
     }
 
@@ -49,12 +54,12 @@ final class ScrapeSnapshot {
         int i = meter.ordinal();
         long now = nanoTime.getAsLong();
         if (current == null || read[i] || now - takenAtNanos > MAX_AGE_NANOS) {
-            BfcAllocator a = allocator.get();
+            T a = allocator.get();
             if (a == null) {
                 current = null;
                 return Double.NaN;
             }
-            current = a.memoryStats();
+            current = stats.apply(a);
             takenAtNanos = now;
             java.util.Arrays.fill(read, false);
         }

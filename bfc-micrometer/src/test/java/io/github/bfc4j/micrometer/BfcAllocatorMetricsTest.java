@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.sim.SimSubAllocator;
@@ -117,6 +118,24 @@ class BfcAllocatorMetricsTest {
                 assertThat(s.labels()).containsEntry("allocator_name", "b");
                 assertThat(s.value()).isZero();
             });
+        }
+    }
+
+    @Test
+    void anAllocatorIsBoundThroughItsReadOnlyViewToo() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = sim("GPU_1_bfc")) {
+            BfcAllocatorView view = BfcAllocatorView.of(a);
+            new BfcAllocatorMetrics(view, "1", List.of()).bindTo(registry);
+            a.allocateRaw(256, 3000);
+            PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
+            List<PrometheusText.Sample> used = e.named("bfc_allocator_memory_used_bytes");
+            assertThat(used).singleElement().satisfies(s -> {
+                assertThat(s.labels()).containsEntry("allocator_name", "GPU_1_bfc")
+                        .containsEntry("memory_type", "sim").containsEntry("device_id", "1");
+                assertThat(s.value()).isEqualTo(3072);
+            });
+            assertThat(value(e, "bfc_allocator_pool_size_bytes")).isEqualTo(a.reservedBytes());
         }
     }
 

@@ -182,8 +182,8 @@ public final class BfcTensors {
      * <p>The typed tensor is made through TensorFlow Java's package-private
      * {@code RawTensor.fromHandle(TF_Tensor)}, reached by reflection, since TensorFlow Java 1.1.0
      * has no public way to turn a {@code TF_Tensor} into a {@code Tensor}. On the class path this
-     * needs nothing; on the module path, open the package:
-     * {@code --add-opens tensorflow/org.tensorflow=ALL-UNNAMED}.
+     * needs nothing; on the module path, open the package to this module:
+     * {@code --add-opens tensorflow/org.tensorflow=io.github.bfc4j.tensorflow}.
      *
      * @param type the tensor type, e.g. {@code TFloat32.class}
      * @param shape a fully known shape ({@code Shape.scalar()} for a scalar)
@@ -546,7 +546,7 @@ public final class BfcTensors {
             if (FAILURE != null) {
                 throw new UnsupportedOperationException("cannot reach TensorFlow Java's RawTensor.fromHandle(TF_Tensor),"
                         + " which turns a native tensor into a Java one (" + FAILURE + "): on the module path,"
-                        + " run with --add-opens tensorflow/org.tensorflow=ALL-UNNAMED (or this module's name);"
+                        + " run with --add-opens tensorflow/org.tensorflow=io.github.bfc4j.tensorflow;"
                         + " with a TensorFlow Java other than 1.1.0, check that the method still exists", FAILURE);
             }
         }

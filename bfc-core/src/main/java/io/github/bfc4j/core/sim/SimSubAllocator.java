@@ -63,7 +63,10 @@ import java.util.TreeMap;
  * {@code close}), so this class uses boxed {@link TreeMap}s freely. {@code alloc} is linear in
  * the number of free ranges, {@code free} in the number of blocks freed, plus a logarithm.
  *
- * <p>Not thread-safe: the BFC allocator calls it under its lock.
+ * <p>Thread-safe: every method that reads or changes the free ranges and blocks holds this
+ * object's monitor. The BFC allocator calls {@link #alloc} and {@link #free} under its own lock
+ * (so the monitor is never contended there), but {@link #toString()} is also called from
+ * anywhere: log lines, messages, another thread's diagnostics.
  */
 public final class SimSubAllocator implements SubAllocator {
 
@@ -77,10 +80,14 @@ public final class SimSubAllocator implements SubAllocator {
     /** {@code base + capacity}, the exclusive end of the space. */
     private final long end;
 
-    /** Free ranges, start to exclusive end; disjoint and never touching. */
+    /** Free ranges, start to exclusive end; disjoint and never touching. Guarded by this. */
     private final TreeMap<Long, Long> freeRanges = new TreeMap<>();
-    /** Blocks handed out, start to exclusive end of the reservation ({@code p + n + gap}). */
+    /**
+     * Blocks handed out, start to exclusive end of the reservation ({@code p + n + gap}). Guarded
+     * by this.
+     */
     private final TreeMap<Long, Long> blocks = new TreeMap<>();
+    /** Guarded by this. */
     private long reservedBytes;
 
     /**
@@ -160,7 +167,7 @@ public final class SimSubAllocator implements SubAllocator {
      *     {@code numBytes <= 0}
      */
     @Override
-    public Block alloc(long alignment, long numBytes) {
+    public synchronized Block alloc(long alignment, long numBytes) {
         if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
             throw new IllegalArgumentException(
                     "alignment=" + alignment + " (expected: a power of two)");
@@ -211,13 +218,13 @@ public final class SimSubAllocator implements SubAllocator {
      *     covering more than one block; nothing changes then
      */
     @Override
-    public void free(long ptr, long numBytes) {
+    public synchronized void free(long ptr, long numBytes) {
         if (numBytes <= 0) {
             throw new IllegalArgumentException("numBytes=" + numBytes + " (expected: > 0)");
         }
         final Long firstEnd = blocks.get(ptr);
         if (firstEnd == null) {
-            throw new IllegalArgumentException(describeUnknown(ptr));
+            throw new IllegalArgumentException(describeUnknownLocked(ptr));
         }
         if (numBytes > end - ptr - gap) {
             throw new IllegalArgumentException("[" + hex(ptr) + ", " + hex(ptr) + " + " + numBytes
@@ -230,13 +237,13 @@ public final class SimSubAllocator implements SubAllocator {
         while (cur < rangeEnd) {
             final Long next = blocks.get(cur);
             if (next == null) {
-                throw new IllegalArgumentException(describeBadEnd(ptr, numBytes, rangeEnd, cur));
+                throw new IllegalArgumentException(describeBadEndLocked(ptr, numBytes, rangeEnd, cur));
             }
             cur = next;
             count++;
         }
         if (cur != rangeEnd) {
-            throw new IllegalArgumentException(describeBadEnd(ptr, numBytes, rangeEnd, cur));
+            throw new IllegalArgumentException(describeBadEndLocked(ptr, numBytes, rangeEnd, cur));
         }
         if (count > 1 && !coalescing) {
             throw new IllegalArgumentException("[" + hex(ptr) + ", " + hex(rangeEnd) + ") covers "
@@ -276,7 +283,7 @@ public final class SimSubAllocator implements SubAllocator {
      *
      * @return the reserved bytes, between 0 and {@link #capacity()}
      */
-    public long reservedBytes() {
+    public synchronized long reservedBytes() {
         return reservedBytes;
     }
 
@@ -287,7 +294,7 @@ public final class SimSubAllocator implements SubAllocator {
      *     reserved=4096 in 2 blocks, 2 free ranges, largest free=1044480]}
      */
     @Override
-    public String toString() {
+    public synchronized String toString() {
         long largestFree = 0;
         for (Map.Entry<Long, Long> range : freeRanges.entrySet()) {
             largestFree = Math.max(largestFree, range.getValue() - range.getKey());
@@ -298,9 +305,9 @@ public final class SimSubAllocator implements SubAllocator {
                 + largestFree + "]";
     }
 
-    /** The free ranges (start to exclusive end), for tests. A read-only view. */
-    NavigableMap<Long, Long> freeRanges() {
-        return Collections.unmodifiableNavigableMap(freeRanges);
+    /** The free ranges (start to exclusive end), for tests. A read-only copy. */
+    synchronized NavigableMap<Long, Long> freeRanges() {
+        return Collections.unmodifiableNavigableMap(new TreeMap<>(freeRanges));
     }
 
     /**
@@ -308,7 +315,7 @@ public final class SimSubAllocator implements SubAllocator {
      *
      * @throws IllegalStateException naming the first invariant broken
      */
-    void checkInvariants() {
+    synchronized void checkInvariants() {
         long cur = base;
         long blockBytes = 0;
         final Iterator<Map.Entry<Long, Long>> f = freeRanges.entrySet().iterator();
@@ -349,7 +356,7 @@ public final class SimSubAllocator implements SubAllocator {
         }
     }
 
-    private String describeUnknown(long ptr) {
+    private String describeUnknownLocked(long ptr) {
         final StringBuilder sb = new StringBuilder(hex(ptr)).append(" was not allocated by ")
                 .append(this).append(" (or was already freed)");
         if (ptr < base || ptr >= end) {
@@ -366,7 +373,7 @@ public final class SimSubAllocator implements SubAllocator {
         return sb.toString();
     }
 
-    private String describeBadEnd(long ptr, long numBytes, long rangeEnd, long at) {
+    private String describeBadEndLocked(long ptr, long numBytes, long rangeEnd, long at) {
         final StringBuilder sb = new StringBuilder("[").append(hex(ptr)).append(", ")
                 .append(hex(rangeEnd)).append(") (numBytes=").append(numBytes).append(" + gap ")
                 .append(gap).append(") is not ");

@@ -15,30 +15,36 @@ import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 
 /**
- * The intrusive red-black tree behind the bins against a {@code TreeSet} model with the same
- * comparator: random adds, removes, searches and walks on three sets sharing one growing
- * {@link ChunkTable}, with many equal (size, address) keys, checking the answers and the tree's
- * invariants after every operation.
+ * The intrusive red-black tree behind the bins against a {@code TreeSet} model: random adds,
+ * removes, searches and walks on three sets sharing one growing {@link ChunkTable}, with many
+ * equal (size, address) keys, checking the answers and the tree's invariants after every
+ * operation. The model orders by upstream's {@code ChunkComparator} (size, then address, both
+ * unsigned as {@code size_t} and pointers are), written here independently of the code under
+ * test and over the test's own record of each handle's key; addresses come from bands on both
+ * sides of the sign bit, so a signed comparison anywhere disagrees with the model.
  */
 class FreeChunkSetTest {
 
     private static final int SETS = 3;
+    /** More than the handles the test ever creates (at most 3000 plus the probe). */
+    private static final int MAX_HANDLES = 4000;
 
     @Test
-    void behavesLikeATreeSetWithTheSameOrder() {
+    void behavesLikeATreeSetOrderedBySizeThenUnsignedAddress() {
         long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
         System.out.println("FreeChunkSetTest seed: " + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
         Random rnd = new Random(seed);
         ChunkTable chunks = new ChunkTable(16);
+        Keys keys = new Keys(chunks, MAX_HANDLES);
         FreeChunkSet[] sets = new FreeChunkSet[SETS];
         List<TreeSet<Integer>> models = new ArrayList<>();
         for (int k = 0; k < SETS; k++) {
             sets[k] = new FreeChunkSet(chunks);
-            models.add(new TreeSet<>(chunks::compare));
+            models.add(new TreeSet<>(keys::compare));
         }
         int probe = chunks.allocateChunk(); // a handle in no set, for ceiling() models
         List<Integer> handles = new ArrayList<>();
-        int[] owner = new int[4000]; // the set holding each handle, -1 for none
+        int[] owner = new int[MAX_HANDLES]; // the set holding each handle, -1 for none
         Arrays.fill(owner, -1);
 
         for (int step = 0; step < 100_000; step++) {
@@ -49,7 +55,7 @@ class FreeChunkSetTest {
             TreeSet<Integer> model = models.get(k);
             if (handles.size() < 8 || (op < 3 && handles.size() < 3000)) {
                 int h = chunks.allocateChunk();
-                randomKey(rnd, chunks, h);
+                keys.setRandom(rnd, h);
                 handles.add(h);
                 continue;
             }
@@ -73,13 +79,18 @@ class FreeChunkSetTest {
                 }
             } else if (op < 76) {
                 assertThat(set.contains(h)).as(what + " contains(%d)", h).isEqualTo(model.contains(h));
-            } else if (op < 86) {
-                long size = 256L * rnd.nextInt(12);
-                long ptr = 256L * rnd.nextInt(40);
-                chunks.setSize(probe, size);
-                chunks.setPtr(probe, ptr);
+            } else if (op < 83) {
+                long size = rnd.nextInt(4) == 0 ? 0 : randomSize(rnd);
+                long ptr = rnd.nextInt(4) == 0 ? 0 : randomPtr(rnd);
+                keys.set(probe, size, ptr);
                 Integer expected = model.ceiling(probe);
-                assertThat(set.ceiling(size, ptr)).as(what + " ceiling(%d, %d)", size, ptr)
+                assertThat(set.ceiling(size, ptr)).as(what + " ceiling(%d, 0x%x)", size, ptr)
+                        .isEqualTo(expected == null ? FreeChunkSet.NONE : expected);
+            } else if (op < 86) {
+                long size = randomSize(rnd);
+                keys.set(probe, size, 0);
+                Integer expected = model.ceiling(probe);
+                assertThat(set.ceilingSize(size)).as(what + " ceilingSize(%d)", size)
                         .isEqualTo(expected == null ? FreeChunkSet.NONE : expected);
             } else if (op < 92) {
                 Integer expected = model.higher(h);
@@ -87,7 +98,7 @@ class FreeChunkSetTest {
                         .isEqualTo(expected == null ? FreeChunkSet.NONE : expected);
             } else if (op < 98) {
                 if (owner[h] < 0) {
-                    randomKey(rnd, chunks, h); // only while in no set, as the allocator does
+                    keys.setRandom(rnd, h); // only while in no set, as the allocator does
                 }
             } else if (op < 99) {
                 assertThat(walk(set)).as(what + " walk").containsExactlyElementsOf(model);
@@ -134,10 +145,60 @@ class FreeChunkSetTest {
         assertThat(set.ceiling(256, 0x101)).isEqualTo(big);
     }
 
-    private static void randomKey(Random rnd, ChunkTable chunks, int h) {
-        // Few distinct keys, so that equal (size, address) pairs are common.
-        chunks.setSize(h, 256L * (1 + rnd.nextInt(10)));
-        chunks.setPtr(h, 256L * rnd.nextInt(40));
+    /**
+     * Few distinct sizes, so that equal (size, address) pairs are common; among them the
+     * largest a chunk can have.
+     */
+    private static long randomSize(Random rnd) {
+        int i = rnd.nextInt(11);
+        return i < 10 ? 256L * (1 + i) : 1L << 62;
+    }
+
+    /**
+     * An address from one of four bands of 40: low, just below the sign bit, just above it
+     * (negative as a signed long), and at the very top of the address space.
+     */
+    private static long randomPtr(Random rnd) {
+        long offset = 256L * rnd.nextInt(40);
+        return switch (rnd.nextInt(4)) {
+            case 0 -> offset;
+            case 1 -> 0x7fff_ffff_ffff_0000L + offset;
+            case 2 -> 0x8000_0000_0000_0000L + offset;
+            default -> 0xffff_ffff_ffff_0000L + offset;
+        };
+    }
+
+    /**
+     * The test's own record of each handle's key (set in the chunk table too), and the order the
+     * model uses: size, then address, each compared as an unsigned 64-bit number by flipping the
+     * sign bit and comparing signed.
+     */
+    private static final class Keys {
+        private final ChunkTable chunks;
+        private final long[] size;
+        private final long[] ptr;
+
+        Keys(ChunkTable chunks, int maxHandles) {
+            this.chunks = chunks;
+            this.size = new long[maxHandles];
+            this.ptr = new long[maxHandles];
+        }
+
+        void set(int h, long s, long p) {
+            size[h] = s;
+            ptr[h] = p;
+            chunks.setSize(h, s);
+            chunks.setPtr(h, p);
+        }
+
+        void setRandom(Random rnd, int h) {
+            set(h, randomSize(rnd), randomPtr(rnd));
+        }
+
+        int compare(Integer a, Integer b) {
+            int bySize = Long.compare(size[a] ^ Long.MIN_VALUE, size[b] ^ Long.MIN_VALUE);
+            return bySize != 0 ? bySize : Long.compare(ptr[a] ^ Long.MIN_VALUE, ptr[b] ^ Long.MIN_VALUE);
+        }
     }
 
     private static List<Integer> walk(FreeChunkSet set) {

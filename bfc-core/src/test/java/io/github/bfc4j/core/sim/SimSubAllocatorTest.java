@@ -18,6 +18,10 @@ import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -352,6 +356,66 @@ class SimSubAllocatorTest extends SubAllocatorContractTest {
         sim.alloc(1, 4096);
         assertThat(sim).hasToString("SimSubAllocator[0x7f0000000000, +1048576, gap=256, coalescing=false:"
                 + " reserved=4352 in 1 blocks, 1 free ranges, largest free=1044224]");
+    }
+
+    /**
+     * {@code toString} may be called from any thread (a log line, a message built while another
+     * thread extends the allocator): it must see one consistent state, never a map being changed.
+     * Blocks all have one size, so every snapshot must say {@code reserved = blocks * size}.
+     */
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS)
+    void toStringIsConsistentWhileAnotherThreadAllocatesAndFrees() throws Exception {
+        final Long fixed = Long.getLong("bfc4j.test.seed");
+        final long seed = fixed != null ? fixed : new SplittableRandom().nextLong();
+        System.out.println("SimSubAllocatorTest.toStringIsConsistentWhileAnotherThreadAllocatesAndFrees seed="
+                + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
+        final long blockBytes = 4 * KIB;
+        final SimSubAllocator sim = new SimSubAllocator(BASE, 1 << 30, 0, false);
+        final Pattern state = Pattern.compile(
+                "reserved=(\\d+) in (\\d+) blocks, (\\d+) free ranges, largest free=(\\d+)]");
+        final long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+        final AtomicBoolean done = new AtomicBoolean();
+        final AtomicReference<Throwable> failure =
+                new AtomicReference<>();
+        final Thread writer = new Thread(() -> {
+            final SplittableRandom rnd = new SplittableRandom(seed);
+            final List<Block> live = new ArrayList<>();
+            try {
+                for (int i = 0; i < 2_000_000 && failure.get() == null && System.nanoTime() < deadline; i++) {
+                    if (live.isEmpty() || (live.size() < 2000 && rnd.nextBoolean())) {
+                        live.add(sim.alloc(256, blockBytes));
+                    } else {
+                        final Block b = live.remove(rnd.nextInt(live.size()));
+                        sim.free(b.ptr(), b.bytes());
+                    }
+                }
+            } catch (Throwable t) {
+                failure.compareAndSet(null, t);
+            } finally {
+                done.set(true);
+            }
+        }, "sim-writer");
+        writer.start();
+        long snapshots = 0;
+        try {
+            while (!done.get() && failure.get() == null) {
+                final String s = sim.toString();
+                final Matcher m = state.matcher(s);
+                assertThat(m.find()).as(s).isTrue();
+                assertThat(Long.parseLong(m.group(1))).as("seed=%d: %s", seed, s)
+                        .isEqualTo(Long.parseLong(m.group(2)) * blockBytes);
+                snapshots++;
+            }
+        } catch (Throwable t) {
+            failure.compareAndSet(null, t);
+        }
+        writer.join();
+        if (failure.get() != null) {
+            throw new AssertionError("seed=" + seed + " after " + snapshots + " snapshots (rerun with"
+                    + " -Dbfc4j.test.seed=" + seed + "): " + failure.get(), failure.get());
+        }
+        assertThat(snapshots).isPositive();
     }
 
     // ---------------------------------------------------------------- scale and randomised

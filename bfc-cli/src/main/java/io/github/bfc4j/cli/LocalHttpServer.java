@@ -1,0 +1,287 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.Closeable;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+
+/**
+ * The HTTP server of {@code bfc serve}: GET and HEAD of a few fixed paths on 127.0.0.1, one
+ * request per connection ({@code Connection: close}), as a Prometheus scrape makes them.
+ *
+ * <p>Every resource is bounded, so that no client can stop the others (the JDK's
+ * {@code HttpServer} reads a request on its one dispatcher thread by default, and its timeouts are
+ * JDK-internal properties): at most {@value #WORKERS} requests are served at once, at most
+ * {@value #QUEUE} more connections wait for a worker (beyond that a connection gets 503 at once),
+ * a request head holds at most {@value #MAX_HEAD_BYTES} bytes (else 431), and a client has the
+ * timeout to send its request head, after which it gets 408 and is closed: a client that sends
+ * {@code GET /metrics HTTP/1.1\r\n} and nothing more holds one worker for that long. A client
+ * that does not take its response is closed a second after the timeout.
+ */
+final class LocalHttpServer implements Closeable {
+
+    /** Requests served at once. */
+    static final int WORKERS = 4;
+    /** Connections waiting for a worker. */
+    static final int QUEUE = 32;
+    /** The longest request head (request line and headers). */
+    static final int MAX_HEAD_BYTES = 8192;
+    /** How long after the timeout a connection is closed whatever it is doing. */
+    private static final long GRACE_MILLIS = 1000;
+    /** How long, and how much, a response waits for the client's unread bytes before closing. */
+    private static final long LINGER_MILLIS = 200;
+    private static final long MAX_LINGER_BYTES = 1 << 16;
+
+    /**
+     * What a path serves.
+     *
+     * @param contentType the {@code Content-Type}
+     * @param body the body, made for each request
+     */
+    record Route(String contentType, Supplier<String> body) {
+    }
+
+    private final ServerSocket socket;
+    private final Map<String, Route> routes;
+    private final long timeoutMillis;
+    private final ThreadPoolExecutor workers;
+    private final ScheduledThreadPoolExecutor closer;
+    private final Thread acceptor;
+    private volatile boolean closed;
+
+    /**
+     * Binds to 127.0.0.1 and starts serving.
+     *
+     * @param port the TCP port, 0 for any free one
+     * @param routes what each path serves (exact paths, e.g. {@code /metrics}; a query string is
+     *     ignored)
+     * @param timeoutMillis how long a client has to send its request head
+     * @throws IOException if the port cannot be bound
+     */
+    LocalHttpServer(int port, Map<String, Route> routes, long timeoutMillis) throws IOException {
+        this.routes = Map.copyOf(routes);
+        this.timeoutMillis = timeoutMillis;
+        socket = new ServerSocket();
+        try {
+            socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), QUEUE);
+        } catch (IOException e) {
+            socket.close();
+            throw e;
+        }
+        workers = new ThreadPoolExecutor(WORKERS, WORKERS, 0, TimeUnit.MILLISECONDS,
+                new ArrayBlockingQueue<>(QUEUE), daemons("bfc-serve-http-"));
+        closer = new ScheduledThreadPoolExecutor(1, daemons("bfc-serve-timeout-"));
+        closer.setRemoveOnCancelPolicy(true);
+        acceptor = daemons("bfc-serve-accept-").newThread(this::accept);
+        acceptor.start();
+    }
+
+    /** The port it listens on. */
+    int port() {
+        return socket.getLocalPort();
+    }
+
+    /** Stops accepting, and ends the requests being served. */
+    @Override
+    public void close() throws IOException {
+        closed = true;
+        socket.close();
+        workers.shutdownNow();
+        closer.shutdownNow();
+    }
+
+    private void accept() {
+        while (!closed) {
+            Socket client;
+            try {
+                client = socket.accept();
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+                continue; // e.g. too many open files: keep serving the others
+            }
+            try {
+                workers.execute(() -> serve(client));
+            } catch (RejectedExecutionException e) {
+                // Every worker busy and the queue full: say so now rather than make it wait.
+                try (client) {
+                    respond(client.getOutputStream(), 503, "Service Unavailable", "text/plain; charset=utf-8",
+                            "busy: " + WORKERS + " requests served and " + QUEUE + " waiting\n", false);
+                } catch (IOException ignored) {
+                    // the client is gone
+                }
+            }
+        }
+    }
+
+    /** Serves one connection: one request, one response. */
+    private void serve(Socket client) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+        ScheduledFuture<?> backstop = closer.schedule(() -> closeQuietly(client), timeoutMillis + GRACE_MILLIS,
+                TimeUnit.MILLISECONDS);
+        try (client) {
+            client.setTcpNoDelay(true);
+            Response r = answer(client, deadline);
+            respond(client.getOutputStream(), r.status, r.reason, r.contentType, r.body, r.headOnly);
+            lingeringClose(client);
+        } catch (IOException e) {
+            // The client went away, or was closed for taking too long.
+        } finally {
+            backstop.cancel(false);
+        }
+    }
+
+    /** A response to send. */
+    private record Response(int status, String reason, String contentType, String body, boolean headOnly) {
+        static Response text(int status, String reason, String body) {
+            return new Response(status, reason, "text/plain; charset=utf-8", body, false);
+        }
+    }
+
+    /** Reads the request head and answers it. */
+    private Response answer(Socket client, long deadline) throws IOException {
+        String head;
+        try {
+            head = readHead(client, deadline);
+        } catch (SocketTimeoutException e) {
+            return Response.text(408, "Request Timeout", "no complete request within " + timeoutMillis + " ms\n");
+        }
+        if (head == null) {
+            return Response.text(431, "Request Header Fields Too Large",
+                    "request head longer than " + MAX_HEAD_BYTES + " bytes\n");
+        }
+        String[] requestLine = head.substring(0, head.indexOf('\n')).trim().split(" ");
+        if (requestLine.length != 3 || !requestLine[2].startsWith("HTTP/1.")) {
+            return Response.text(400, "Bad Request", "expected a request line like 'GET /metrics HTTP/1.1'\n");
+        }
+        String method = requestLine[0];
+        String target = requestLine[1];
+        int query = target.indexOf('?');
+        Route route = routes.get(query < 0 ? target : target.substring(0, query));
+        boolean headOnly = method.equals("HEAD");
+        if (!method.equals("GET") && !headOnly) {
+            return Response.text(405, "Method Not Allowed", "only GET and HEAD\n");
+        }
+        if (route == null) {
+            return new Response(404, "Not Found", "text/plain; charset=utf-8",
+                    "no such path; try " + String.join(", ", routes.keySet().stream().sorted().toList()) + "\n",
+                    headOnly);
+        }
+        try {
+            return new Response(200, "OK", route.contentType(), route.body().get(), headOnly);
+        } catch (RuntimeException e) {
+            return new Response(500, "Internal Server Error", "text/plain; charset=utf-8", e + "\n", headOnly);
+        }
+    }
+
+    /**
+     * Ends the response and reads what the client may still send (a request body, the rest of
+     * an oversized head) for a moment before closing: closing a socket with unread input resets
+     * the connection, and the client could lose the response.
+     */
+    private static void lingeringClose(Socket client) throws IOException {
+        client.shutdownOutput();
+        client.setSoTimeout((int) LINGER_MILLIS);
+        InputStream in = client.getInputStream();
+        byte[] sink = new byte[4096];
+        long drained = 0;
+        try {
+            for (int n = in.read(sink); n >= 0 && drained < MAX_LINGER_BYTES; n = in.read(sink)) {
+                drained += n;
+            }
+        } catch (SocketTimeoutException e) {
+            // the client keeps the connection open: close it anyway
+        }
+    }
+
+    /**
+     * Reads the request head (up to the blank line), giving the client until the deadline.
+     *
+     * @return the head, or null if it is longer than {@link #MAX_HEAD_BYTES}
+     * @throws SocketTimeoutException if the deadline passed first
+     * @throws IOException if the client closed the connection before the end of the head
+     */
+    private static String readHead(Socket client, long deadline) throws IOException {
+        InputStream in = new BufferedInputStream(client.getInputStream(), 1024);
+        ByteArrayOutputStream head = new ByteArrayOutputStream(256);
+        int state = 0; // bytes of "\r\n\r\n" (or "\n\n") seen at the end so far
+        while (true) {
+            long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+            if (leftMillis <= 0) {
+                throw new SocketTimeoutException("request head not complete");
+            }
+            client.setSoTimeout((int) Math.min(Integer.MAX_VALUE, leftMillis));
+            int b = in.read();
+            if (b < 0) {
+                throw new IOException("connection closed before the end of the request head");
+            }
+            if (head.size() == MAX_HEAD_BYTES) {
+                return null;
+            }
+            head.write(b);
+            if (b == '\n') {
+                if (state >= 1) {
+                    return head.toString(StandardCharsets.ISO_8859_1);
+                }
+                state = 1;
+            } else if (b != '\r') {
+                state = 0;
+            }
+        }
+    }
+
+    private static void respond(OutputStream out, int status, String reason, String contentType, String body,
+            boolean headOnly) throws IOException {
+        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+        String head = "HTTP/1.1 " + status + " " + reason + "\r\n"
+                + "Content-Type: " + contentType + "\r\n"
+                + "Content-Length: " + bytes.length + "\r\n"
+                + (status == 405 ? "Allow: GET, HEAD\r\n" : "")
+                + "Connection: close\r\n\r\n";
+        out.write(head.getBytes(StandardCharsets.ISO_8859_1));
+        if (!headOnly) {
+            out.write(bytes);
+        }
+        out.flush();
+    }
+
+    private static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+    }
+
+    private static ThreadFactory daemons(String prefix) {
+        AtomicInteger n = new AtomicInteger();
+        return r -> {
+            Thread t = new Thread(r, prefix + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        };
+    }
+}

@@ -1,0 +1,105 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import java.io.IOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * A file a command writes ({@code report -o}, {@code import-tf-log -o}), written as other tools
+ * write theirs: created with the permissions the umask leaves (no attributes are forced on it),
+ * refused when it names a directory or a file that may not be written, and never left half
+ * written: the content goes to a temporary file beside it, moved over it only when complete.
+ */
+final class OutputFile {
+
+    /** Writes the content to a fresh file. */
+    interface Content {
+        /**
+         * Writes everything.
+         *
+         * @param file an empty file, to be opened and written (its permissions are kept)
+         * @throws IOException if writing fails; the output is then left as it was
+         */
+        void writeTo(Path file) throws IOException;
+    }
+
+    private OutputFile() {
+    }
+
+    /**
+     * Checks that a file can be written there: its directory exists, it is not a directory, and
+     * if it exists it may be written. Commands check before their work, so that a bad
+     * {@code -o} costs nothing.
+     *
+     * @param option the option's name, for the message
+     * @param output the file
+     * @param example a file name to suggest when {@code output} is a directory
+     * @throws UsageException {@code -o=DIR is a directory (expected: ...)} and the like
+     */
+    static void check(String option, Path output, String example) {
+        if (Files.isDirectory(output)) {
+            throw new UsageException(option + "=" + output + " is a directory (expected: the file to write, e.g. "
+                    + output.resolve(example) + ")");
+        }
+        Path parent = output.toAbsolutePath().getParent();
+        if (parent == null || !Files.isDirectory(parent)) {
+            throw new UsageException(option + "=" + output + " (expected: a file in an existing directory)");
+        }
+        if (Files.exists(output) && !Files.isWritable(output)) {
+            throw new UsageException(option + "=" + output + ": permission denied (the file exists and may not be"
+                    + " written)");
+        }
+    }
+
+    /**
+     * Writes a file: checks it ({@link #check}), writes the content to a new file in the same
+     * directory, then moves that file over the output (atomically where the file system can).
+     *
+     * @param option the option's name, for messages
+     * @param output the file
+     * @param example a file name to suggest when {@code output} is a directory
+     * @param content writes the bytes
+     * @throws UsageException if the output cannot be written there
+     * @throws IOException if writing fails (the output is then unchanged)
+     */
+    static void write(String option, Path output, String example, Content content) throws IOException {
+        check(option, output, example);
+        Path tmp = createTemp(output);
+        try {
+            content.writeTo(tmp);
+            check(option, output, example);
+            try {
+                Files.move(tmp, output, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, output, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    /** A new empty file beside {@code output}, created without attributes, so the umask applies. */
+    private static Path createTemp(Path output) throws IOException {
+        Path parent = output.toAbsolutePath().getParent();
+        String base = "." + output.getFileName() + ".";
+        for (int attempt = 0; ; attempt++) {
+            Path tmp = parent.resolve(base + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36)
+                    + ".tmp");
+            try {
+                return Files.createFile(tmp);
+            } catch (FileAlreadyExistsException e) {
+                if (attempt == 100) {
+                    throw e;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,157 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import io.github.bfc4j.trace.TraceReader;
+import java.io.FileInputStream;
+import java.io.FilterInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * A trace (or log) named on the command line: a file, or standard input for {@code -}. A named
+ * pipe or standard input can be read only once, so each command opens it once and reads the
+ * header and the calls from that one stream; a command that reads a trace several times
+ * ({@code report}'s two passes, {@code whatif}'s combinations, {@code serve --loop}) first copies
+ * such an input to a temporary file ({@link #rereadable()}), deleted by {@link #close()}.
+ */
+final class TraceInput implements AutoCloseable {
+
+    /** The argument that names standard input. */
+    static final String STDIN_ARG = "-";
+    /** How messages name standard input. */
+    static final String STDIN_NAME = "<stdin>";
+
+    private final Path path;
+    private final String name;
+    private Path spool;
+
+    private TraceInput(Path path, String name) {
+        this.path = path;
+        this.name = name;
+    }
+
+    /**
+     * The input an argument names.
+     *
+     * @param arg a path, or {@code -} for standard input
+     * @return the input (nothing is opened yet)
+     */
+    static TraceInput of(Path arg) {
+        if (arg.toString().equals(STDIN_ARG)) {
+            return new TraceInput(null, STDIN_NAME);
+        }
+        return new TraceInput(arg, arg.toString());
+    }
+
+    /** How messages and summaries name the input: the path as given, or {@code <stdin>}. */
+    String name() {
+        return name;
+    }
+
+    /** The file name alone (for titles), or {@code <stdin>}. */
+    String shortName() {
+        if (path == null || path.getFileName() == null) {
+            return name;
+        }
+        return path.getFileName().toString();
+    }
+
+    /**
+     * Makes the input readable more than once: standard input, a named pipe or another file that
+     * is not a regular file is copied to a temporary file, which later opens read.
+     *
+     * @return this input
+     * @throws IOException if the input cannot be read or the copy written
+     */
+    TraceInput rereadable() throws IOException {
+        if (spool == null && (path == null || !Files.isRegularFile(path))) {
+            Path tmp = Files.createTempFile("bfc-trace-", ".tmp");
+            tmp.toFile().deleteOnExit(); // also when a server (bfc serve) is killed
+            try (InputStream in = rawStream(); OutputStream out = Files.newOutputStream(tmp)) {
+                in.transferTo(out);
+            } catch (IOException | RuntimeException e) {
+                Files.deleteIfExists(tmp);
+                throw e;
+            }
+            spool = tmp;
+        }
+        return this;
+    }
+
+    /**
+     * Opens the input's bytes: a fresh stream of the file (or its copy), or standard input.
+     * Closing the stream never closes standard input.
+     *
+     * @return the bytes, as stored (gzip or not)
+     * @throws IOException if the file cannot be opened
+     */
+    InputStream rawStream() throws IOException {
+        if (spool != null) {
+            return Files.newInputStream(spool);
+        }
+        if (path == null) {
+            return new FilterInputStream(System.in) {
+                @Override
+                public void close() {
+                    // Standard input belongs to the process, not to one reader.
+                }
+            };
+        }
+        if (Files.exists(path) && !Files.isRegularFile(path) && !Files.isDirectory(path)) {
+            // A named pipe or a device: Files.newInputStream's available() seeks, which a pipe
+            // refuses ("Illegal seek"); FileInputStream asks the pipe instead.
+            return new FileInputStream(path.toFile());
+        }
+        return Files.newInputStream(path);
+    }
+
+    /**
+     * Opens the input as a trace and reads its header, drawing a progress bar while it is read
+     * (on a terminal); closing the reader erases the bar.
+     *
+     * @param progressLabel what the bar says
+     * @return a reader positioned after the header
+     * @throws IOException if the input cannot be read, or its header is malformed
+     */
+    TraceReader open(String progressLabel) throws IOException {
+        Progress progress = Progress.start(progressLabel, size());
+        return TraceReader.open(progress.track(rawStream()), name);
+    }
+
+    /** The bytes to read, or -1 when that is not known in advance (standard input, a pipe). */
+    private long size() throws IOException {
+        Path p = spool != null ? spool : path;
+        return p != null && Files.isRegularFile(p) ? Files.size(p) : -1;
+    }
+
+    /**
+     * What to say when a trace read to its end had no line break after its last line.
+     *
+     * @param reader a reader that has read the whole trace
+     * @param consequence what that means for the command's output, e.g. "the summary covers the
+     *     lines read"
+     * @return the warning, or null when the trace ended with a line break
+     */
+    static String cutWarning(TraceReader reader, String consequence) {
+        if (!reader.lastLineUnterminated()) {
+            return null;
+        }
+        return reader.file() + " line " + reader.lineNumber() + ": the last line has no line break after it: the"
+                + " file may be truncated (" + consequence + ")";
+    }
+
+    /** Deletes the temporary copy, if one was made. */
+    @Override
+    public void close() throws IOException {
+        if (spool != null) {
+            Files.deleteIfExists(spool);
+            spool = null;
+        }
+    }
+}

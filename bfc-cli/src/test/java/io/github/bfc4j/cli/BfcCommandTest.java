@@ -1,0 +1,40 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The {@code bfc} command itself: its version and its launcher. */
+class BfcCommandTest {
+    private final Cli cli = new Cli();
+
+    @Test
+    void versionIsTheBuildsVersion() {
+        // It printed "bfc (development build)" wherever the jar's manifest had no version.
+        String version = System.getProperty("bfc4j.projectVersion");
+        assertThat(version).as("surefire passes the pom's version").isNotBlank().doesNotStartWith("${");
+        for (String flag : new String[] {"-V", "--version"}) {
+            assertThat(cli.run(flag)).isZero();
+            assertThat(cli.out.lines()).containsExactly("bfc " + version);
+        }
+    }
+
+    @Test
+    void theLaunchersUsageCommentNamesEverySubcommand() throws IOException {
+        // Surefire runs in the module's directory.
+        List<String> comment = Files.readAllLines(Path.of("../bin/bfc")).stream().skip(1)
+                .takeWhile(l -> l.startsWith("#")).toList();
+        String text = String.join("\n", comment);
+        for (String name : BfcCommand.commandLine().getSubcommands().keySet()) {
+            assertThat(text).as("bin/bfc's usage comment:%n%s", text).containsPattern("[ ,]" + name + "[ ,)\\n]");
+        }
+    }
+}

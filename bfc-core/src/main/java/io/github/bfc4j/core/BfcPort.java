@@ -1,0 +1,1403 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Port of TensorFlow's BFCAllocator (tensorflow/tensorflow @ 5263072435bf,
+ * third_party/xla/xla/tsl/framework/bfc_allocator.{h,cc}; Copyright 2015 The TensorFlow
+ * Authors), licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import io.github.bfc4j.core.internal.AllocationRegion;
+import io.github.bfc4j.core.internal.AllocatorRetry;
+import io.github.bfc4j.core.internal.ChunkTable;
+import io.github.bfc4j.core.internal.ChunkWalk;
+import io.github.bfc4j.core.internal.FreeChunkSet;
+import io.github.bfc4j.core.internal.IntDeque;
+import io.github.bfc4j.core.internal.LongList;
+import io.github.bfc4j.core.internal.RegionManager;
+import java.lang.System.Logger.Level;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
+
+/**
+ * The port of TensorFlow's classic {@code BFCAllocator} (the version without spatial
+ * partitioning): its state and algorithm, in the order of {@code bfc_allocator.cc}, each
+ * function marked {@code Port of BFCAllocator::X}, so that this file reads beside upstream's.
+ * Every decision (which address, which sub-allocator call, which statistic) is TensorFlow's;
+ * the conformance traces prove it call for call. {@link BfcAllocator} is the public facade.
+ *
+ * <h2>Terms</h2>
+ * <ul>
+ *   <li><b>region</b>: a range obtained from the {@link SubAllocator} in one {@code alloc}
+ *       (or several adjacent ones merged, when the sub-allocator supports coalescing).</li>
+ *   <li><b>chunk</b>: a piece of a region, either wholly in use (one allocation) or wholly
+ *       free. The chunks of a region tile it without gaps and are linked by {@code prev} and
+ *       {@code next} in address order. Chunk metadata lives in {@link ChunkTable}, indexed by
+ *       an {@code int} handle; {@link ChunkWalk} walks them.</li>
+ *   <li><b>bin</b>: one of 21 sets of free chunks. Bin {@code i} holds free chunks of size
+ *       {@code >= 256 << i} (bin 20: everything from 256 MiB up), ordered by (size, address).</li>
+ * </ul>
+ *
+ * <pre>
+ *  region 0x7f0000000000 ................................................ 0x7f0000400000
+ *  | chunk A in use | chunk B free | chunk C in use | chunk D free                      |
+ *  |  1 KiB         |  3 KiB       |  2 KiB         |  4 MiB - 6 KiB                    |
+ *       prev/next:  A &lt;-&gt; B &lt;-&gt; C &lt;-&gt; D
+ *
+ *  bins:  0 [256, 512)   1 [512, 1K)   2 [1K, 2K)   3 [2K, 4K): {B}   ...   13 [2M, 4M)  14: {D} ...
+ * </pre>
+ *
+ * <h2>Invariants</h2>
+ * <ul>
+ *   <li>Sizes and chunk addresses are multiples of 256 (the {@code alignment} argument is only
+ *       passed on to the sub-allocator).</li>
+ *   <li>A free chunk is in exactly one bin, the one {@link #binNumForSize} names; a chunk in
+ *       use is in none.</li>
+ *   <li>No two adjacent chunks are both free, unless the allocator ever had a timing counter:
+ *       a stamped chunk ({@code freedAtCount > 0}) is not coalesced until it is safe, and even
+ *       then upstream's {@code MergeTimestampedChunks} merges each chunk once per side, so two
+ *       chunks made safe in one pass can stay neighbours ({@link InvariantChecker}).</li>
+ *   <li>The region manager maps the start address of every live chunk, and nothing else, to
+ *       its handle.</li>
+ * </ul>
+ *
+ * <h2>Algorithm, by method</h2>
+ * <ul>
+ *   <li>{@code allocateRawInternal}: round up to 256 ({@link #roundedBytes}); merge
+ *       timestamped chunks that became safe; {@code findChunkPtr}; else {@code extend} and
+ *       find again; else (no timestamp constraint) force-merge timestamped chunks and find
+ *       again; else {@code deallocateFreeRegions} and {@code extend} once more; else fail
+ *       (return 0).</li>
+ *   <li>{@code findChunkPtr}: from the request's bin upwards, the first free chunk (smallest
+ *       size, then lowest address) that is large enough (and freed no later than
+ *       {@code freed_before}). It is split ({@code splitChunk}) if it is at least twice the
+ *       request or the waste would reach the fragmentation threshold.</li>
+ *   <li>{@code extend}: asks the sub-allocator for {@code min(region target, limit - pool)},
+ *       doubling the target first until it covers the request, backing off by 0.9 (computed in
+ *       {@code float}) while the sub-allocator refuses, then doubling the target for next
+ *       time. The new range becomes one free chunk, merged with the tail of the region it
+ *       extends when the sub-allocator supports coalescing.</li>
+ *   <li>{@code deallocateRawInternal}: marks the chunk free and coalesces it with free
+ *       neighbours ({@code tryToCoalesce}); with a timing counter the chunk is stamped, binned
+ *       uncoalesced and queued until {@link #setSafeFrontier} passes its stamp.</li>
+ *   <li>{@code deallocateFreeRegions} (garbage collection): gives every region without a chunk
+ *       in use back to the sub-allocator, so that it can hand out one larger region.</li>
+ * </ul>
+ *
+ * <h2>The lock</h2>
+ * One {@link ReentrantLock}, as upstream's {@code mutex_}. The methods that upstream locks
+ * ({@code AllocateRawInternal}, {@code DeallocateRawInternal}, the queries, {@code GetStats},
+ * {@code ClearStats}) take it here; fields marked "guarded by lock" are only touched with it
+ * held; methods ending in {@code Locked} need it held. Collaborators take it through
+ * {@link #lock()} and {@link #unlock()} and read the state through {@link #view()}.
+ *
+ * <h2>Event points (not in upstream)</h2>
+ * What the allocator tells beyond {@code stats_} happens at five points only, with the lock
+ * held: {@code onRegionObtainedLocked} (in {@code extend}), {@code onRegionReturnedLocked}
+ * (in {@code deallocateRegions}), {@code onAllocatedLocked} (in {@code findChunkPtr}, where
+ * upstream's {@code TENSORFLOW_MEM_DEBUG} build records the op), {@code onFreeLocked} (in
+ * {@code deallocateRawInternal}, where upstream records the chunk for its trace) and
+ * {@code onOutOfMemoryLocked} (in {@code allocateRawInternal}, where upstream writes its
+ * memory map). Each bumps the {@link MemoryCounters} and tells the installed
+ * {@link PortListener}; allocations and frees cost one null check when no listener wants them.
+ *
+ * <p>Deliberate differences from upstream are marked {@code DEVIATION(port)} and listed in
+ * docs/deviations.md.
+ */
+final class BfcPort {
+
+    /**
+     * The name of the one logger of everything the allocator logs, so that users configure one
+     * name: the facade's class name.
+     */
+    static final String LOGGER_NAME = "io.github.bfc4j.core.BfcAllocator";
+
+    private static final System.Logger LOG = System.getLogger(LOGGER_NAME);
+
+    /** Upstream's {@code kMinAllocationBits}. */
+    static final int MIN_ALLOCATION_BITS = 8;
+
+    /** Upstream's {@code kMinAllocationSize}: every chunk size is a multiple of it. */
+    static final long MIN_ALLOCATION_SIZE = 1L << MIN_ALLOCATION_BITS;
+
+    /** Upstream's {@code kNumBins}. */
+    static final int NUM_BINS = 21;
+
+    /**
+     * The largest request that is served by the algorithm: {@code 2^62} bytes. DEVIATION(port):
+     * a larger request fails at once (returns 0). Upstream runs any {@code size_t} through the
+     * algorithm, where sizes near {@code SIZE_MAX} wrap around in the rounding (newer upstream
+     * versions reject them as here); in Java they would overflow the rounding and the region
+     * doubling, and no memory that large exists.
+     */
+    static final long MAX_ALLOCATION_BYTES = 1L << 62;
+
+    /** Upstream's default split threshold when {@code fragmentation_fraction} is 0. */
+    private static final long DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES = 128L << 20;
+
+    /** Upstream's {@code kBackpedalFactor}, a {@code float}: the product is single precision. */
+    private static final float BACKPEDAL_FACTOR = 0.9f;
+
+    /** Upstream's {@code kMaxMillisToWait} of {@code AllocateRawInternalWithRetry}. */
+    private static final long MAX_MILLIS_TO_WAIT = 10_000;
+
+    /** Upstream's {@code kMaxFailureLogs}, counted per process like its static counter. */
+    private static final int MAX_FAILURE_LOGS = 10;
+
+    private static final AtomicInteger FAILURE_LOG_COUNTER = new AtomicInteger();
+
+    /**
+     * Whether the invariants are checked at the end of every {@code allocateRawInternal} and
+     * {@code deallocateRawInternal} ({@code -Dbfc4j.checkInvariants=true}). Read once; when
+     * false the check folds away (a {@code static final} constant) and costs nothing.
+     */
+    private static final boolean CHECK_INVARIANTS = Boolean.getBoolean("bfc4j.checkInvariants");
+
+    // Structures immutable after construction.
+    private final BfcOptions opts;
+    private final long memoryLimit;
+    private final boolean coalesceRegions;
+    private final SubAllocator subAllocator;
+    private final String name;
+    private final long maxInternalFragmentationBytes;
+    private final AllocatorRetry retryHelper = new AllocatorRetry();
+
+    /** Upstream's {@code lock_}. */
+    private final ReentrantLock lock = new ReentrantLock();
+
+    /** Guarded by lock. Upstream's {@code chunks_} (and {@code free_chunks_list_}). */
+    private final ChunkTable chunks = new ChunkTable(1024);
+
+    /** Guarded by lock. Upstream's {@code region_manager_}. */
+    private final RegionManager regionManager = new RegionManager(chunks);
+
+    /**
+     * Guarded by lock. The walk of extend and garbage collection, reused so that they create
+     * nothing; the collaborators walk with cursors of their own ({@link PortView#walk()}).
+     */
+    private final ChunkWalk walk = new ChunkWalk(chunks, regionManager);
+
+    /** Guarded by lock. Upstream's {@code bins_space_}: bin {@code i} holds free chunks of size {@code >= 256 << i}. */
+    private final Bin[] bins = new Bin[NUM_BINS];
+
+    /** Guarded by lock. Upstream's {@code timestamped_chunks_}. */
+    private IntDeque timestampedChunks = new IntDeque(64);
+
+    /** Guarded by lock. Scratch queue of {@code mergeTimestampedChunksLocked}. */
+    private IntDeque newTsQueue = new IntDeque(64);
+
+    /** Guarded by lock. Scratch list of {@code mergeTimestampedChunksLocked}. */
+    private final LongList toMerge = new LongList(64);
+
+    /** Upstream's {@code safe_frontier_} (unsigned). */
+    private final AtomicLong safeFrontier = new AtomicLong();
+
+    /** Guarded by lock. Upstream's {@code timing_counter_}. */
+    private SharedCounter timingCounter;
+
+    /**
+     * Guarded by lock. Whether {@link #setTimingCounter} was ever given a counter: from then on
+     * two free neighbours without timestamps are possible (see {@link InvariantChecker}).
+     */
+    private boolean timingCounterEverSet;
+
+    /** Guarded by lock. Upstream's {@code curr_region_allocation_bytes_}. */
+    private long currRegionAllocationBytes;
+
+    /** Guarded by lock. Upstream's {@code next_allocation_id_}. */
+    private long nextAllocationId = 1;
+
+    // Guarded by lock: upstream's stats_.
+    private long numAllocs;
+    private long bytesInUse;
+    private long peakBytesInUse;
+    private long largestAllocSize;
+    private long poolBytes;
+    private long peakPoolBytes;
+
+    /** Guarded by lock. Whether the regions were given back ({@link #closeLocked()}). */
+    private boolean closed;
+
+    /** Guarded by lock: the counters beyond upstream's stats, bumped at the event points. */
+    private final MemoryCounters counters = new MemoryCounters();
+
+    /**
+     * Guarded by lock: who listens at the event points, never null. Written once, by
+     * {@link #install}; {@link #allocateRaw} reads it right after a failed attempt released the
+     * lock (that attempt saw it under the lock).
+     */
+    private PortListener listener = PortListener.NONE;
+
+    /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
+    private PortListener callListener;
+
+    /** Guarded by lock: run at the end of every call when {@link #CHECK_INVARIANTS}. */
+    private Runnable invariantCheck = () -> { };
+
+    /** The read-only view of this state that the collaborators get. */
+    private final PortView view = new View();
+
+    /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
+    private static final class Bin {
+        /** All chunks in this bin have {@code >= binSize} bytes. */
+        final long binSize;
+
+        /** Free chunks ordered by upstream's {@code ChunkComparator}: size, then address. */
+        final FreeChunkSet freeChunks;
+
+        Bin(ChunkTable chunks, long binSize) {
+            this.binSize = binSize;
+            this.freeChunks = new FreeChunkSet(chunks);
+        }
+    }
+
+    /**
+     * Port of {@code BFCAllocator::BFCAllocator}.
+     *
+     * @throws NullPointerException if an argument is null
+     * @throws IllegalArgumentException if {@code totalMemory} is negative, or the fragmentation
+     *     fraction is positive but its threshold {@code (long) (fraction * totalMemory)} is 0
+     */
+    BfcPort(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
+        this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator");
+        this.name = Objects.requireNonNull(name, "name");
+        this.opts = Objects.requireNonNull(opts, "opts");
+        if (totalMemory < 0) {
+            throw new IllegalArgumentException("totalMemory=" + totalMemory + " (expected: >= 0)");
+        }
+        this.coalesceRegions = subAllocator.supportsCoalescing();
+        if (opts.allowGrowth()) {
+            // 2MiB smallest initial allocation, unless total memory available is less.
+            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, 2L << 20));
+        } else {
+            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, MAX_ALLOCATION_BYTES));
+        }
+        this.memoryLimit = totalMemory;
+
+        // Cap on how much a chunk may exceed the requested size before it is split.
+        double fraction = opts.fragmentationFraction();
+        if (fraction > 0.0) {
+            long threshold = (long) (fraction * totalMemory);
+            if (threshold <= 0) {
+                // DEVIATION(port): upstream accepts this and then splits exact fits into
+                // zero-size chunks, corrupting its bins.
+                throw new IllegalArgumentException("fragmentationFraction=" + fraction
+                        + " (expected: 0, or a fraction whose threshold fraction * totalMemory = "
+                        + fraction * totalMemory + " is at least 1 byte for totalMemory="
+                        + totalMemory + "; use 0 for upstream's 128 MiB threshold)");
+            }
+            this.maxInternalFragmentationBytes = threshold;
+        } else {
+            this.maxInternalFragmentationBytes = DEFAULT_MAX_INTERNAL_FRAGMENTATION_BYTES;
+        }
+
+        // Create a bunch of bins of various good sizes, covering allocations from 256 bytes up
+        // to (and including) the memory limit.
+        for (int b = 0; b < NUM_BINS; b++) {
+            long binSize = binNumToSize(b);
+            bins[b] = new Bin(chunks, binSize);
+            check(binNumForSize(binSize) == b, "BinForSize(bin_size)");
+            check(binNumForSize(binSize + 255) == b, "BinForSize(bin_size + 255)");
+            check(binNumForSize(binSize * 2 - 1) == b, "BinForSize(bin_size * 2 - 1)");
+            if (b + 1 < NUM_BINS) {
+                check(binNumForSize(binSize * 2) != b, "BinForSize(bin_size * 2)");
+            }
+        }
+    }
+
+    /**
+     * Port of {@code BFCAllocator::~BFCAllocator}: gives every region back to the
+     * sub-allocator; afterwards the allocator holds nothing and refuses every call. Needs the
+     * lock.
+     */
+    void closeLocked() {
+        closed = true;
+        for (AllocationRegion region : regionManager.regions()) {
+            subAllocator.free(region.ptr(), region.memorySize());
+        }
+        poolBytes = 0;
+        regionManager.clear();
+        for (Bin b : bins) {
+            b.freeChunks.clear();
+        }
+        chunks.clear();
+        timestampedChunks.clear();
+    }
+
+    /** Port of {@code BFCAllocator::Extend}. Needs the lock. */
+    private boolean extendLocked(long alignment, long roundedBytes) {
+        // DEVIATION(port): upstream computes limit - pool in size_t, which wraps around if a
+        // sub-allocator ever returned more than asked near the limit; here it stops at 0.
+        long availableBytes = Math.max(0, memoryLimit - poolBytes);
+        // Round availableBytes down to the nearest multiple of MIN_ALLOCATION_SIZE.
+        availableBytes = (availableBytes / MIN_ALLOCATION_SIZE) * MIN_ALLOCATION_SIZE;
+
+        // Do we have enough space to handle the client's request? If not, fail immediately.
+        if (roundedBytes > availableBytes) {
+            return false;
+        }
+
+        // If currRegionAllocationBytes is not enough to satisfy the allocation, keep
+        // multiplying by a power of two until that is sufficient.
+        boolean increasedAllocation = false;
+        while (roundedBytes > currRegionAllocationBytes) {
+            currRegionAllocationBytes = doubled(currRegionAllocationBytes);
+            increasedAllocation = true;
+        }
+
+        // Try allocating.
+        long bytes = Math.min(currRegionAllocationBytes, availableBytes);
+        SubAllocator.Block block = subAllocator.alloc(alignment, bytes);
+        if (block == null) {
+            // Try allocating less memory.
+            while (block == null) {
+                long smaller = roundedBytes((long) ((float) bytes * BACKPEDAL_FACTOR));
+                if (smaller >= bytes) {
+                    // DEVIATION(port): upstream's size sticks here forever for sizes up to 2304
+                    // bytes (0.9 * size rounds back up to size); later upstream versions force
+                    // progress. Step down by one allocation unit instead.
+                    smaller = bytes - MIN_ALLOCATION_SIZE;
+                }
+                bytes = smaller;
+                if (bytes < roundedBytes) {
+                    return false;
+                }
+                block = subAllocator.alloc(alignment, bytes);
+            }
+        }
+        final long memAddr = block.ptr();
+        final long bytesReceived = block.bytes();
+
+        if (!increasedAllocation) {
+            // Increase the region size of the next required allocation.
+            currRegionAllocationBytes = doubled(currRegionAllocationBytes);
+        }
+
+        poolBytes += bytesReceived;
+        peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
+        onRegionObtainedLocked(memAddr, bytesReceived, roundedBytes);
+        LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
+                + name + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
+                + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
+
+        AllocationRegion maybeExtendedRegion = null;
+        if (coalesceRegions) {
+            maybeExtendedRegion = regionManager.addOrExtendAllocationRegion(memAddr, bytesReceived);
+        } else {
+            regionManager.addAllocationRegion(memAddr, bytesReceived);
+        }
+
+        // Create one large chunk for the whole memory space that will be chunked later.
+        final int h = chunks.allocateChunk();
+        chunks.setPtr(h, memAddr);
+        chunks.setSize(h, bytesReceived);
+        chunks.setAllocationId(h, -1);
+        chunks.setPrev(h, ChunkTable.INVALID_CHUNK_HANDLE);
+        chunks.setNext(h, ChunkTable.INVALID_CHUNK_HANDLE);
+        chunks.setFreedAtCount(h, 0);
+
+        regionManager.setHandle(memAddr, h);
+
+        // If the region was extended, link its last chunk to the new chunk.
+        if (maybeExtendedRegion != null) {
+            // Find the last recorded chunk in the extended region.
+            int prev = ChunkTable.INVALID_CHUNK_HANDLE;
+            for (walk.region(regionManager.regions().indexOf(maybeExtendedRegion)); walk.next(); ) {
+                prev = walk.handle();
+            }
+            chunks.setPrev(h, prev);
+            chunks.setNext(prev, h);
+        }
+
+        // Maybe merge adjacent chunks and insert the chunk into the right bin.
+        insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
+        return true;
+    }
+
+    /**
+     * Doubles a region target. DEVIATION(port): saturates at {@link #MAX_ALLOCATION_BYTES}
+     * where upstream's {@code size_t} would wrap to 0 (and then loop forever).
+     */
+    private static long doubled(long bytes) {
+        return bytes >= MAX_ALLOCATION_BYTES / 2 ? MAX_ALLOCATION_BYTES : bytes * 2;
+    }
+
+    // AllocateChunk and DeallocateChunk: ChunkTable.allocateChunk and deallocateChunk.
+
+    /** Port of {@code BFCAllocator::AllocateRawInternalWithRetry}. */
+    private long allocateRawInternalWithRetry(long alignment, long numBytes,
+            AllocationAttributes attr) {
+        // Fast path: try once to allocate without getting the retry helper involved.
+        long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false);
+        if (r != 0) {
+            return r;
+        }
+        // The retry helper's verbose attempt is its last.
+        return retryHelper.allocateRaw(
+                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v),
+                MAX_MILLIS_TO_WAIT, alignment, numBytes);
+    }
+
+    private static long freedByCount(AllocationAttributes attr) {
+        LongSupplier f = attr.freedByFunc();
+        return f == null ? 0 : f.getAsLong();
+    }
+
+    /**
+     * Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}. The arguments
+     * are checked by the facade.
+     *
+     * @return the address, or 0
+     * @throws IllegalStateException if the allocator is closed
+     */
+    long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+        if (numBytes > MAX_ALLOCATION_BYTES) {
+            // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
+            lock.lock();
+            try {
+                checkOpenLocked();
+                onOutOfMemoryLocked(numBytes, numBytes, false);
+            } finally {
+                lock.unlock();
+            }
+            LOG.log(Level.WARNING, "Allocator ({0}) cannot allocate {1} bytes: more than the"
+                    + " largest possible request of {2} bytes.", name, numBytes, MAX_ALLOCATION_BYTES);
+            listener.outOfMemoryReported(numBytes);
+            return 0;
+        }
+        if (!opts.allowRetryOnFailure() || !attr.retryOnFailure()) {
+            // Upstream dumps the memory log for the first failures of "important" allocations
+            // (those that may be retried) when retry is globally disabled.
+            boolean dumpLogOnFailure = !opts.allowRetryOnFailure() && attr.retryOnFailure()
+                    && FAILURE_LOG_COUNTER.get() < MAX_FAILURE_LOGS;
+            long freedByCount = freedByCount(attr);
+            long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount, true);
+            if (res == 0 && numBytes != 0) {
+                int counterValue = FAILURE_LOG_COUNTER.get();
+                if (counterValue < MAX_FAILURE_LOGS) {
+                    FAILURE_LOG_COUNTER.set(counterValue + 1);
+                    LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate "
+                            + "{1} bytes with freed_by_count={2}.{3}", name, numBytes,
+                            Long.toUnsignedString(freedByCount), attr.retryOnFailure() ? ""
+                                    : " The caller indicates that this is not a failure, but this"
+                                    + " may mean that there could be performance gains if more"
+                                    + " memory were available.");
+                }
+                listener.outOfMemoryReported(numBytes);
+            }
+            return res;
+        }
+        long r = allocateRawInternalWithRetry(alignment, numBytes, attr);
+        if (r == 0 && numBytes != 0) {
+            listener.outOfMemoryReported(numBytes);
+        }
+        return r;
+    }
+
+    /** Port of {@code BFCAllocator::RoundedBytes}: rounds up to a multiple of 256. */
+    static long roundedBytes(long bytes) {
+        return ((bytes + MIN_ALLOCATION_SIZE - 1) >>> MIN_ALLOCATION_BITS) << MIN_ALLOCATION_BITS;
+    }
+
+    /** Port of {@code BFCAllocator::DeallocateFreeRegions}. Needs the lock. */
+    private boolean deallocateFreeRegionsLocked(long roundedBytes) {
+        // Do nothing if garbage collection is off.
+        if (!opts.garbageCollection()) {
+            return false;
+        }
+
+        // Search for free regions.
+        final int regionCount = regionManager.regions().size();
+        final boolean[] free = new boolean[regionCount];
+        long totalFreeBytes = 0;
+        for (int i = 0; i < regionCount; i++) {
+            boolean anyUse = false;
+            for (walk.region(i); walk.next(); ) {
+                if (walk.inUse()) {
+                    anyUse = true;
+                    break;
+                }
+            }
+            if (!anyUse) {
+                free[i] = true;
+                totalFreeBytes += walk.regionBytes();
+            }
+        }
+
+        if (totalFreeBytes == 0) {
+            return false;
+        }
+
+        // Rough estimation to check whether deallocation can help.
+        long availableBytes = memoryLimit - poolBytes + totalFreeBytes;
+        if (roundedBytes > availableBytes) {
+            return false;
+        }
+
+        LOG.log(Level.DEBUG, () -> "Garbage collection: deallocate free memory regions of "
+                + name + " so that a larger region can be re-allocated to avoid OOM due to"
+                + " memory fragmentation.");
+
+        // Deallocate free regions.
+        deallocateRegionsLocked(free);
+        return true;
+    }
+
+    /**
+     * Port of {@code BFCAllocator::DeallocateRegions}: frees the regions flagged in
+     * {@code free} (indexed like {@link RegionManager#regions()}), in address order. Needs the
+     * lock.
+     */
+    private void deallocateRegionsLocked(boolean[] free) {
+        final List<AllocationRegion> regions = regionManager.regions();
+        int it = 0;
+        for (int i = 0; i < free.length; i++) {
+            if (!free[i]) {
+                ++it;
+                continue;
+            }
+            AllocationRegion region = regions.get(it);
+            // Remove all chunk registrations from bins (the walk has read the next chunk
+            // before the current one is deleted).
+            for (walk.region(it); walk.next(); ) {
+                if (walk.binNum() != ChunkTable.INVALID_BIN_NUM) {
+                    removeFreeChunkFromBinLocked(walk.handle());
+                }
+                deleteChunkLocked(walk.handle());
+            }
+
+            // Deallocate the memory.
+            subAllocator.free(region.ptr(), region.memorySize());
+            poolBytes -= region.memorySize();
+            onRegionReturnedLocked(region.ptr(), region.memorySize());
+            regionManager.removeAllocationRegion(it);
+        }
+    }
+
+    /**
+     * Port of {@code BFCAllocator::AllocateRawInternal}.
+     *
+     * @param lastAttempt not in upstream: whether a failure here is the failure of the
+     *     {@code AllocateRaw} (false for the attempts that the retry repeats); only then is the
+     *     out-of-memory event point reached
+     */
+    private long allocateRawInternal(long alignment, long numBytes, boolean dumpLogOnFailure,
+            long freedBefore, boolean lastAttempt) {
+        if (numBytes == 0) {
+            return 0;
+        }
+        // Always allocate a multiple of 256 bytes, so that every address is nicely aligned.
+        final long roundedBytes = roundedBytes(numBytes);
+
+        // The BFC allocator tries to find the best fit first.
+        final int binNum = binNumForSize(roundedBytes);
+
+        lock.lock();
+        try {
+            checkOpenLocked();
+            if (!timestampedChunks.isEmpty()) {
+                // Merge timestamped chunks whose counts have become safe for general use.
+                mergeTimestampedChunksLocked(0);
+            }
+            long ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
+            if (ptr != 0) {
+                return ptr;
+            }
+
+            // Try to extend.
+            if (extendLocked(alignment, roundedBytes)) {
+                ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
+                if (ptr != 0) {
+                    return ptr;
+                }
+            }
+
+            if (freedBefore == 0 && !timestampedChunks.isEmpty()) {
+                // Unable to satisfy a request without a timestamp requirement: rather than
+                // fail, merge held-out timestamped chunks more aggressively until a free chunk
+                // of the necessary size is formed.
+                if (mergeTimestampedChunksLocked(roundedBytes)) {
+                    ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
+                    if (ptr != 0) {
+                        return ptr;
+                    }
+                }
+            }
+
+            // No chunk can satisfy the request and the unallocated bytes cannot either. Before
+            // giving up, deallocate free regions so that the sub-allocator can combine them with
+            // the unallocated bytes into a larger region.
+            if (deallocateFreeRegionsLocked(roundedBytes) && extendLocked(alignment, roundedBytes)) {
+                ptr = findChunkPtrLocked(binNum, roundedBytes, numBytes, freedBefore);
+                if (ptr != 0) {
+                    return ptr;
+                }
+            }
+
+            // We searched all bins for an existing free chunk to use and couldn't find one: out
+            // of memory. Upstream writes its memory map here (MaybeWriteMemoryMap) and, if
+            // dumpLogOnFailure, logs DumpMemoryLog and RenderOccupancy: the out-of-memory event
+            // point, where the report's picture is taken under this lock.
+            assert lastAttempt || !dumpLogOnFailure;
+            if (lastAttempt) {
+                onOutOfMemoryLocked(numBytes, roundedBytes, dumpLogOnFailure);
+            }
+            return 0;
+        } finally {
+            unlockAfterCall();
+        }
+    }
+
+    /** Port of {@code BFCAllocator::LargestFreeChunk}: the last chunk of the highest non-empty bin. Needs the lock. */
+    private long largestFreeChunkLocked() {
+        for (int b = NUM_BINS - 1; b >= 0; b--) {
+            int h = bins[b].freeChunks.last();
+            if (h != FreeChunkSet.NONE) {
+                return chunks.size(h);
+            }
+        }
+        return 0;
+    }
+
+    /**
+     * Port of {@code BFCAllocator::GetFragmentation}: {@code (free - largest free) / free}.
+     * DEVIATION(port): 0 when nothing is free, where upstream divides by 0. Needs the lock.
+     */
+    private double getFragmentationLocked() {
+        final long bytesAvailable = poolBytes - bytesInUse;
+        return bytesAvailable <= 0 ? 0.0
+                : (double) (bytesAvailable - largestFreeChunkLocked()) / bytesAvailable;
+    }
+
+    // AddTraceMe: not ported (docs/deviations.md); the event points at the end of this class
+    // are where the allocator tells what it did.
+
+    /** Port of {@code BFCAllocator::FindChunkPtr}. Needs the lock. */
+    private long findChunkPtrLocked(int binNum, long roundedBytes, long numBytes, long freedBefore) {
+        final ChunkTable chunks = this.chunks;
+        // First identify the first bin that could satisfy roundedBytes.
+        for (; binNum < NUM_BINS; binNum++) {
+            // Search from the smallest chunk that fits roundedBytes: upstream scans the bin
+            // from its start and skips smaller chunks; ceilingSize() starts where the first
+            // candidate is, with the same (size, address) order: the bin's first chunk when it
+            // fits (O(1), as upstream's begin()), else a walk down the tree.
+            final FreeChunkSet freeChunks = bins[binNum].freeChunks;
+            if (freeChunks.isEmpty()) {
+                continue;
+            }
+            int candidate = freeChunks.ceilingSize(roundedBytes);
+            while (candidate != FreeChunkSet.NONE) {
+                final int h = candidate;
+                assert !chunks.inUse(h);
+                if (freedBefore != 0
+                        && Long.compareUnsigned(freedBefore, chunks.freedAtCount(h)) < 0) {
+                    candidate = freeChunks.higher(h);
+                    continue;
+                }
+                // We found an existing chunk that fits us that wasn't in use, so remove it from
+                // the free bin structure prior to using.
+                removeFreeChunkIterFromBinLocked(freeChunks, h);
+
+                // If the chunk can be broken into two reasonably large pieces, don't waste more
+                // than maxInternalFragmentationBytes on padding. (Written without
+                // roundedBytes * 2, which could overflow.)
+                final long size = chunks.size(h);
+                if (size - roundedBytes >= roundedBytes
+                        || size - roundedBytes >= maxInternalFragmentationBytes) {
+                    splitChunkLocked(h, roundedBytes);
+                }
+
+                // The requested size of the returned chunk is what the user has allocated.
+                chunks.setRequestedSize(h, numBytes);
+                // Assign a unique id and increment the id counter, marking the chunk in use.
+                chunks.setAllocationId(h, nextAllocationId++);
+
+                // Update stats.
+                final long chunkSize = chunks.size(h);
+                ++numAllocs;
+                bytesInUse += chunkSize;
+                peakBytesInUse = Math.max(peakBytesInUse, bytesInUse);
+                largestAllocSize = Math.max(largestAllocSize, chunkSize);
+
+                // Where upstream's TENSORFLOW_MEM_DEBUG build records the op.
+                onAllocatedLocked(h, chunkSize);
+                return chunks.ptr(h);
+            }
+        }
+        return 0;
+    }
+
+    /** Port of {@code BFCAllocator::SplitChunk}. Needs the lock. */
+    private void splitChunkLocked(int h, long numBytes) {
+        // Allocate the new chunk before we look at any chunk.
+        final int hNewChunk = chunks.allocateChunk();
+
+        check(!chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
+                "SplitChunk of a chunk in use or in a bin");
+
+        // Create a new chunk starting numBytes after c.
+        final long newPtr = chunks.ptr(h) + numBytes;
+        chunks.setPtr(hNewChunk, newPtr);
+        regionManager.setHandle(newPtr, hNewChunk);
+
+        // Set the new sizes of the chunks.
+        chunks.setSize(hNewChunk, chunks.size(h) - numBytes);
+        chunks.setSize(h, numBytes);
+
+        // The new chunk is not in use.
+        chunks.setAllocationId(hNewChunk, -1);
+
+        // It inherits the freed time.
+        chunks.setFreedAtCount(hNewChunk, chunks.freedAtCount(h));
+
+        // Maintain the links: c <-> c_neighbor becomes c <-> new_chunk <-> c_neighbor.
+        final int hNeighbor = chunks.next(h);
+        chunks.setPrev(hNewChunk, h);
+        chunks.setNext(hNewChunk, hNeighbor);
+        chunks.setNext(h, hNewChunk);
+        if (hNeighbor != ChunkTable.INVALID_CHUNK_HANDLE) {
+            chunks.setPrev(hNeighbor, hNewChunk);
+        }
+
+        // Add the newly free chunk to the free bin.
+        insertFreeChunkIntoBinLocked(hNewChunk);
+    }
+
+    /**
+     * Port of {@code BFCAllocator::DeallocateRaw}.
+     *
+     * @throws IllegalArgumentException if {@code ptr} is not an allocation of this allocator
+     * @throws IllegalStateException if the allocator is closed
+     */
+    void deallocateRaw(long ptr) {
+        deallocateRawInternal(ptr, false);
+        retryHelper.notifyDealloc();
+    }
+
+    /**
+     * {@code DeallocateRaw} for an {@link Allocation} handle and leak detection: nothing if
+     * the allocator was closed (by force) before.
+     *
+     * @return whether a chunk was freed
+     * @throws IllegalArgumentException if {@code ptr} is not an allocation of this allocator
+     */
+    boolean deallocateRawUnlessClosed(long ptr) {
+        if (!deallocateRawInternal(ptr, true)) {
+            return false;
+        }
+        retryHelper.notifyDealloc();
+        return true;
+    }
+
+    /**
+     * Port of {@code BFCAllocator::DeallocateRawInternal}.
+     *
+     * @param quietIfClosed return false instead of throwing when the allocator is closed
+     * @return true if a chunk was freed
+     */
+    private boolean deallocateRawInternal(long ptr, boolean quietIfClosed) {
+        if (ptr == 0) {
+            return false;
+        }
+        lock.lock();
+        try {
+            if (quietIfClosed && closed) {
+                return false;
+            }
+            checkOpenLocked();
+            // Find the chunk from the ptr.
+            final int h = regionManager.getHandle(ptr);
+            // DEVIATION(port): upstream CHECK-fails (aborts the process); here the caller gets
+            // an exception and the allocator is unchanged.
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE || !chunks.inUse(h)) {
+                throw new IllegalArgumentException("0x" + Long.toHexString(ptr)
+                        + " was not allocated by allocator '" + name + "' (or was already"
+                        + " freed). Free each address returned by allocateRaw exactly once.");
+            }
+
+            // Where upstream records the chunk before it is freed, for its trace.
+            onFreeLocked(h);
+
+            markFreeLocked(h);
+
+            // Consider coalescing it.
+            if (timingCounter != null) {
+                insertFreeChunkIntoBinLocked(h);
+                timestampedChunks.pushBack(h);
+            } else {
+                insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
+            }
+            return true;
+        } finally {
+            unlockAfterCall();
+        }
+    }
+
+    /**
+     * Port of {@code BFCAllocator::Merge}: merges {@code h2} into {@code h1}, where
+     * {@code next(h1) == h2}. Needs the lock.
+     */
+    private void mergeLocked(int h1, int h2) {
+        // We can only merge chunks that are not in use.
+        check(!chunks.inUse(h1) && !chunks.inUse(h2), "Merge of a chunk in use");
+
+        // Fix up neighbour links: c1 <-> c2 <-> c3 becomes c1 <-> c3.
+        final int h3 = chunks.next(h2);
+        chunks.setNext(h1, h3);
+        check(chunks.prev(h2) == h1, "Merge of chunks that are not neighbours");
+        if (h3 != ChunkTable.INVALID_CHUNK_HANDLE) {
+            chunks.setPrev(h3, h1);
+        }
+
+        // Set the new size.
+        chunks.setSize(h1, chunks.size(h1) + chunks.size(h2));
+
+        // Pick the latest free time.
+        chunks.setFreedAtCount(h1, maxUnsigned(chunks.freedAtCount(h1), chunks.freedAtCount(h2)));
+
+        deleteChunkLocked(h2);
+    }
+
+    /** Port of {@code BFCAllocator::DeleteChunk}. Needs the lock. */
+    private void deleteChunkLocked(int h) {
+        regionManager.erase(chunks.ptr(h));
+        chunks.deallocateChunk(h);
+    }
+
+    /** Port of {@code BFCAllocator::InsertFreeChunkIntoBin}. Needs the lock. */
+    private void insertFreeChunkIntoBinLocked(int h) {
+        check(!chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
+                "InsertFreeChunkIntoBin of a chunk in use or already in a bin");
+        final int binNum = binNumForSize(chunks.size(h));
+        chunks.setBinNum(h, binNum);
+        bins[binNum].freeChunks.add(h);
+    }
+
+    /** Port of {@code BFCAllocator::RemoveFreeChunkIterFromBin}. Needs the lock. */
+    private void removeFreeChunkIterFromBinLocked(FreeChunkSet freeChunks, int h) {
+        check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
+                "RemoveFreeChunkIterFromBin of a chunk in use or in no bin");
+        freeChunks.remove(h);
+        chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
+    }
+
+    /** Port of {@code BFCAllocator::RemoveFreeChunkFromBin}. Needs the lock. */
+    private void removeFreeChunkFromBinLocked(int h) {
+        check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
+                "RemoveFreeChunkFromBin of a chunk in use or in no bin");
+        check(bins[chunks.binNum(h)].freeChunks.remove(h), "Could not find chunk in bin");
+        chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
+    }
+
+    /** Port of {@code BFCAllocator::MarkFree}. Needs the lock. */
+    private void markFreeLocked(int h) {
+        check(chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
+                "MarkFree of a chunk not in use or in a bin");
+
+        // Mark the chunk as no longer in use.
+        chunks.setAllocationId(h, -1);
+
+        // Optionally record the free time.
+        if (timingCounter != null) {
+            chunks.setFreedAtCount(h, timingCounter.next());
+        }
+
+        // Update the stats.
+        bytesInUse -= chunks.size(h);
+    }
+
+    /**
+     * Port of {@code BFCAllocator::TryToCoalesce}: merges a free chunk with its free
+     * neighbours (unless timestamps forbid it). Needs the lock.
+     *
+     * @return the handle of the merged chunk
+     */
+    private int tryToCoalesceLocked(int h, boolean ignoreFreedAt) {
+        if (!ignoreFreedAt && chunks.freedAtCount(h) != 0) {
+            return h;
+        }
+        int coalescedChunk = h;
+
+        // If the next chunk is free, merge it into c and delete it.
+        int next = chunks.next(h);
+        if (next != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(next)) {
+            if (chunks.freedAtCount(next) == 0 || ignoreFreedAt) {
+                removeFreeChunkFromBinLocked(next);
+                mergeLocked(h, next);
+            }
+        }
+
+        // If the previous chunk is free, merge c into it and delete c.
+        int prev = chunks.prev(h);
+        if (prev != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(prev)) {
+            if (chunks.freedAtCount(prev) == 0 || ignoreFreedAt) {
+                coalescedChunk = prev;
+                removeFreeChunkFromBinLocked(prev);
+                mergeLocked(prev, h);
+            }
+        }
+        return coalescedChunk;
+    }
+
+    /** Port of {@code BFCAllocator::SetSafeFrontier}. */
+    void setSafeFrontier(long count) {
+        long current = safeFrontier.get();
+        while (Long.compareUnsigned(count, current) > 0) {
+            if (safeFrontier.compareAndSet(current, count)) {
+                retryHelper.notifyDealloc();
+                return;
+            }
+            current = safeFrontier.get();
+        }
+    }
+
+    /** Port of {@code BFCAllocator::MergeTimestampedChunks}. Needs the lock. */
+    private boolean mergeTimestampedChunksLocked(long requiredBytes) {
+        boolean satisfied = requiredBytes == 0;
+        final long frontier = safeFrontier.get();
+        final LongList toMerge = this.toMerge;
+        toMerge.clear();
+        final IntDeque newTsQueue = this.newTsQueue;
+        newTsQueue.clear();
+        while (!timestampedChunks.isEmpty()) {
+            int h = timestampedChunks.popFront();
+            assert h != ChunkTable.INVALID_CHUNK_HANDLE;
+            final int c = h;
+            // This chunk may have been merged already, so refetch and retest the handle. A
+            // handle deleted by garbage collection still holds its old address here (and may
+            // have been recycled for a new chunk), exactly as upstream.
+            h = regionManager.getHandle(chunks.ptr(c));
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
+                continue;
+            }
+            if (chunks.inUse(c) || chunks.binNum(c) == ChunkTable.INVALID_BIN_NUM) {
+                // This chunk has already been reallocated.
+                continue;
+            }
+            if (chunks.freedAtCount(c) == 0) {
+                toMerge.add(chunks.ptr(c));
+                continue;
+            }
+            // The chunk is free and in a bin.
+            if (Long.compareUnsigned(chunks.freedAtCount(c), frontier) < 0) {
+                chunks.setFreedAtCount(c, 0);
+                toMerge.add(chunks.ptr(c));
+            } else if (requiredBytes > 0) {
+                toMerge.add(chunks.ptr(c));
+            } else {
+                newTsQueue.pushBack(h);
+            }
+        }
+        assert timestampedChunks.isEmpty();
+        // std::swap(timestamped_chunks_, new_ts_queue): the old queue, now empty, becomes the
+        // next call's scratch queue.
+        this.newTsQueue = timestampedChunks;
+        this.timestampedChunks = newTsQueue;
+
+        // Every candidate has moved from the queue to toMerge. A standard merge
+        // (requiredBytes == 0) merges them all; otherwise merge just until a chunk of the
+        // required size is produced.
+        for (int ci = 0, end = toMerge.size(); ci < end; ++ci) {
+            final long ptr = toMerge.get(ci);
+            // The chunk at this address may have been merged and deleted in a prior iteration,
+            // so refetch the handle and retest.
+            final int h = regionManager.getHandle(ptr);
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
+                continue;
+            }
+            if (requiredBytes == 0 || !satisfied) {
+                assert chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM;
+                assert !chunks.inUse(h);
+                removeFreeChunkFromBinLocked(h);
+                final int newH = tryToCoalesceLocked(h, requiredBytes > 0);
+                insertFreeChunkIntoBinLocked(newH);
+                if (requiredBytes > 0) {
+                    if (newH != h && chunks.freedAtCount(newH) != 0) {
+                        timestampedChunks.pushBack(newH);
+                    }
+                    if (chunks.size(newH) >= requiredBytes) {
+                        satisfied = true;
+                    }
+                }
+            } else {
+                // Forced merging of unsafe chunks produced a satisfying chunk: requeue the rest.
+                timestampedChunks.pushBack(h);
+            }
+        }
+        return satisfied;
+    }
+
+    // TracksAllocationSizes: BfcAllocator.tracksAllocationSizes.
+
+    /**
+     * The chunk starting at {@code ptr}, for the queries. Needs the lock.
+     *
+     * @throws IllegalArgumentException as upstream's {@code CHECK}: no chunk starts there
+     */
+    private int handleForQueryLocked(long ptr, String what) {
+        checkOpenLocked();
+        int h = regionManager.getHandle(ptr);
+        if (ptr == 0 || h == ChunkTable.INVALID_CHUNK_HANDLE) {
+            throw new IllegalArgumentException("Asked for " + what + " of 0x"
+                    + Long.toHexString(ptr) + ", which allocator '" + name
+                    + "' never allocated. Pass an address returned by allocateRaw.");
+        }
+        return h;
+    }
+
+    /** Port of {@code BFCAllocator::RequestedSize}. */
+    long requestedSize(long ptr) {
+        lock.lock();
+        try {
+            return chunks.requestedSize(handleForQueryLocked(ptr, "requested size"));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Port of {@code BFCAllocator::AllocatedSize}. */
+    long allocatedSize(long ptr) {
+        lock.lock();
+        try {
+            return chunks.size(handleForQueryLocked(ptr, "allocated size"));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Port of {@code BFCAllocator::AllocationId}. */
+    long allocationId(long ptr) {
+        lock.lock();
+        try {
+            return chunks.allocationId(handleForQueryLocked(ptr, "allocation id"));
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // RenderRegion, RenderOccupancy, DumpMemoryLog: DebugQueries. MaybeWriteMemoryMap: the
+    // out-of-memory event point (OutOfMemoryReporter). RecordMemoryMap(Internal): MemoryReports.
+
+    /** Port of {@code BFCAllocator::GetStats}. */
+    AllocatorStats getStats() {
+        lock.lock();
+        try {
+            return statsLocked();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Upstream's {@code stats_}: the three fields the classic version never sets are 0. */
+    private AllocatorStats statsLocked() {
+        return new AllocatorStats(numAllocs, bytesInUse, peakBytesInUse, largestAllocSize,
+                memoryLimit, 0, 0, 0, poolBytes, peakPoolBytes);
+    }
+
+    /** Port of {@code BFCAllocator::ClearStats}. */
+    boolean clearStats() {
+        lock.lock();
+        try {
+            numAllocs = 0;
+            peakBytesInUse = bytesInUse;
+            largestAllocSize = 0;
+            return true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // get_bin_debug_info: DebugQueries.
+
+    /** Port of {@code BFCAllocator::GetMemoryType}. */
+    MemoryType getMemoryType() {
+        return subAllocator.memoryType();
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // From bfc_allocator.h
+    // ---------------------------------------------------------------------------------------
+
+    /** Upstream's {@code Name()}. */
+    String name() {
+        return name;
+    }
+
+    /** Upstream's {@code memory_limit_}. */
+    long memoryLimit() {
+        return memoryLimit;
+    }
+
+    /** Upstream's {@code opts_}. */
+    BfcOptions options() {
+        return opts;
+    }
+
+    /** Port of {@code BFCAllocator::SetTimingCounter}. */
+    void setTimingCounter(SharedCounter sc) {
+        lock.lock();
+        try {
+            timingCounter = sc;
+            timingCounterEverSet |= sc != null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Upstream's {@code safe_frontier_}. */
+    long safeFrontier() {
+        return safeFrontier.get();
+    }
+
+    /** Port of {@code BFCAllocator::BinNumToSize}. */
+    static long binNumToSize(int index) {
+        return 256L << index;
+    }
+
+    /** Port of {@code BFCAllocator::BinNumForSize}: {@code min(20, floor(log2(max(bytes, 256) >> 8)))}. */
+    static int binNumForSize(long bytes) {
+        long v = Math.max(bytes, 256) >>> MIN_ALLOCATION_BITS;
+        return Math.min(NUM_BINS - 1, 63 - Long.numberOfLeadingZeros(v));
+    }
+
+    /** Upstream's {@code CHECK}: an always-on check of an internal invariant. */
+    static void check(boolean condition, String what) {
+        if (!condition) {
+            throw new IllegalStateException("BFC allocator invariant violated: " + what);
+        }
+    }
+
+    private static long maxUnsigned(long a, long b) {
+        return Long.compareUnsigned(a, b) >= 0 ? a : b;
+    }
+
+    // ---------------------------------------------------------------------------------------
+    // Not in upstream: the lock for collaborators, closing, event points, the view
+    // ---------------------------------------------------------------------------------------
+
+    /** Takes the lock, for a collaborator that reads the view or calls a {@code Locked} method. */
+    void lock() {
+        lock.lock();
+    }
+
+    /** Releases the lock taken by {@link #lock()}. */
+    void unlock() {
+        lock.unlock();
+    }
+
+    /** @return the read-only view of this state for the collaborators */
+    PortView view() {
+        return view;
+    }
+
+    /**
+     * Installs who listens at the event points (replacing the last one) and the invariant
+     * check run at the end of every call when {@code -Dbfc4j.checkInvariants=true}.
+     */
+    void install(PortListener l, Runnable check) {
+        lock.lock();
+        try {
+            listener = Objects.requireNonNull(l, "listener");
+            callListener = l.listensToCalls() ? l : null;
+            invariantCheck = Objects.requireNonNull(check, "check");
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** @throws IllegalStateException if the allocator is closed. Needs the lock. */
+    void checkOpenLocked() {
+        if (closed) {
+            throw new IllegalStateException("allocator '" + name + "' is closed");
+        }
+    }
+
+    /**
+     * Releases the lock at the end of {@code allocateRawInternal} and
+     * {@code deallocateRawInternal}, checking the invariants first when
+     * {@code -Dbfc4j.checkInvariants=true}. The lock is released even if the check throws.
+     */
+    private void unlockAfterCall() {
+        try {
+            if (CHECK_INVARIANTS) {
+                invariantCheck.run();
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // Event points: what the port tells beyond stats_. The counters are always bumped (plain
+    // fields); the listener is told. Allocations and frees cost one null check when nothing
+    // listens to them.
+
+    /** A region was obtained from the sub-allocator. Needs the lock. */
+    private void onRegionObtainedLocked(long ptr, long bytes, long requestBytes) {
+        counters.regionObtained(bytes);
+        listener.regionObtainedLocked(ptr, bytes, requestBytes);
+    }
+
+    /** A region was given back by garbage collection. Needs the lock. */
+    private void onRegionReturnedLocked(long ptr, long bytes) {
+        counters.regionReturned(bytes);
+        listener.regionReturnedLocked(ptr, bytes);
+    }
+
+    /** Chunk {@code h} of {@code chunkBytes} was allocated. Needs the lock. */
+    private void onAllocatedLocked(int h, long chunkBytes) {
+        counters.allocated(chunkBytes);
+        final PortListener l = callListener;
+        if (l != null) {
+            l.allocatedLocked(h);
+        }
+    }
+
+    /** Chunk {@code h}, in use, is being freed. Needs the lock. */
+    private void onFreeLocked(int h) {
+        counters.freed(chunks.size(h));
+        final PortListener l = callListener;
+        if (l != null) {
+            l.freedLocked(h);
+        }
+    }
+
+    /**
+     * The last attempt of an allocation failed (with the lock held since it looked for a
+     * chunk). Needs the lock.
+     */
+    private void onOutOfMemoryLocked(long numBytes, long roundedBytes, boolean dumpLogOnFailure) {
+        counters.outOfMemory();
+        listener.outOfMemoryLocked(numBytes, roundedBytes, dumpLogOnFailure);
+    }
+
+    /** The read-only view of this state for the collaborators. */
+    private final class View implements PortView {
+        @Override
+        public String name() {
+            return name;
+        }
+
+        @Override
+        public long memoryLimit() {
+            return memoryLimit;
+        }
+
+        @Override
+        public MemoryType memoryType() {
+            return subAllocator.memoryType();
+        }
+
+        @Override
+        public ChunkWalk walk() {
+            return new ChunkWalk(chunks, regionManager);
+        }
+
+        @Override
+        public boolean closed() {
+            return closed;
+        }
+
+        @Override
+        public AllocatorStats stats() {
+            return statsLocked();
+        }
+
+        @Override
+        public long bytesInUse() {
+            return bytesInUse;
+        }
+
+        @Override
+        public long poolBytes() {
+            return poolBytes;
+        }
+
+        @Override
+        public long peakPoolBytes() {
+            return peakPoolBytes;
+        }
+
+        @Override
+        public long nextAllocationId() {
+            return nextAllocationId;
+        }
+
+        @Override
+        public long currRegionAllocationBytes() {
+            return currRegionAllocationBytes;
+        }
+
+        @Override
+        public boolean timingCounterSet() {
+            return timingCounter != null;
+        }
+
+        @Override
+        public boolean timingCounterEverSet() {
+            return timingCounterEverSet;
+        }
+
+        @Override
+        public long largestFreeChunk() {
+            return largestFreeChunkLocked();
+        }
+
+        @Override
+        public double fragmentation() {
+            return getFragmentationLocked();
+        }
+
+        @Override
+        public MemoryCounters counters() {
+            return counters;
+        }
+
+        @Override
+        public int regionCount() {
+            return regionManager.regions().size();
+        }
+
+        @Override
+        public int handleCount() {
+            return chunks.count();
+        }
+
+        @Override
+        public int handleAt(long ptr) {
+            return regionManager.getHandle(ptr);
+        }
+
+        @Override
+        public int addressMapSize() {
+            return regionManager.handleCount();
+        }
+
+        @Override
+        public int regionIndexFor(long ptr) {
+            return regionManager.regionIndexFor(ptr);
+        }
+
+        @Override
+        public int binChunkCount(int binNum) {
+            return bins[binNum].freeChunks.size();
+        }
+
+        @Override
+        public int binFirst(int binNum) {
+            return bins[binNum].freeChunks.first();
+        }
+
+        @Override
+        public int binHigher(int binNum, int h) {
+            return bins[binNum].freeChunks.higher(h);
+        }
+
+        @Override
+        public boolean binContains(int binNum, int h) {
+            return bins[binNum].freeChunks.contains(h);
+        }
+    }
+}

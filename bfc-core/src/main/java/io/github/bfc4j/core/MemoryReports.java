@@ -1,0 +1,116 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static io.github.bfc4j.core.DebugQueries.humanReadableNumBytes;
+
+import io.github.bfc4j.core.BfcAllocator.BinDebugInfo;
+import io.github.bfc4j.core.internal.ChunkWalk;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The reports beyond upstream's statistics, read through the {@link PortView}: the figures of
+ * {@link MemoryStats} (upstream's stats, the {@link MemoryCounters} and the pool's shape), the
+ * text summary in the spirit of PyTorch's {@code memory_summary()}, and the memory map (port
+ * of {@code RecordMemoryMapInternal}). Each needs the lock held; none changes anything.
+ */
+final class MemoryReports {
+
+    private final PortView view;
+    private final DebugQueries debug;
+
+    MemoryReports(PortView view, DebugQueries debug) {
+        this.view = view;
+        this.debug = debug;
+    }
+
+    /** Every figure beyond upstream's statistics. Needs the lock. */
+    MemoryStats memoryStatsLocked() {
+        final PortView v = view;
+        final AllocatorStats s = v.stats();
+        final MemoryCounters c = v.counters();
+        return new MemoryStats(s.bytesInUse(), s.peakBytesInUse(), c.allocatedBytesTotal(),
+                c.freedBytesTotal(), s.poolBytes(), s.peakPoolBytes(), c.reservedBytesTotal(),
+                c.releasedBytesTotal(), c.allocationsTotal() - c.freesTotal(),
+                c.peakActiveAllocations(), c.allocationsTotal(), c.freesTotal(), c.oomsTotal(),
+                v.regionCount(), c.regionExtendsTotal(), c.regionFreesTotal(), v.largestFreeChunk(),
+                v.fragmentation(), v.memoryLimit());
+    }
+
+    /** The text summary (docs/observability.md shows one). Needs the lock. */
+    String memorySummaryLocked() {
+        final MemoryStats m = memoryStatsLocked();
+        final String rule = "|" + "=".repeat(75) + "|\n";
+        final String thin = "|" + "-".repeat(75) + "|\n";
+        final String row = "| %-21s | %10s | %10s | %10s | %10s |%n";
+        StringBuilder sb = new StringBuilder(4096);
+        sb.append(rule);
+        String title = "bfc4j memory summary: " + view.name() + " (" + view.memoryType() + ")";
+        int pad = Math.max(0, 75 - title.length());
+        sb.append('|').append(" ".repeat(pad / 2)).append(title).append(" ".repeat(pad - pad / 2))
+                .append("|\n");
+        sb.append(thin);
+        sb.append(line(String.format(Locale.ROOT, "OOMs: %d  |  region extends: %d  |  region frees (GC): %d",
+                m.oomsTotal(), m.regionExtendsTotal(), m.regionFreesTotal())));
+        sb.append(rule);
+        sb.append(String.format(Locale.ROOT, row, "Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));
+        sb.append(thin);
+        sb.append(String.format(Locale.ROOT, row, "Allocated memory", humanReadableNumBytes(m.bytesInUse()),
+                humanReadableNumBytes(m.peakBytesInUse()), humanReadableNumBytes(m.allocatedBytesTotal()),
+                humanReadableNumBytes(m.freedBytesTotal())));
+        sb.append(String.format(Locale.ROOT, row, "Reserved memory", humanReadableNumBytes(m.reservedBytes()),
+                humanReadableNumBytes(m.peakReservedBytes()), humanReadableNumBytes(m.reservedBytesTotal()),
+                humanReadableNumBytes(m.releasedBytesTotal())));
+        sb.append(String.format(Locale.ROOT, row, "Allocations", m.activeAllocations(),
+                m.peakActiveAllocations(), m.allocationsTotal(), m.freesTotal()));
+        sb.append(String.format(Locale.ROOT, row, "Regions", m.regionCount(), "-",
+                m.regionExtendsTotal(), m.regionFreesTotal()));
+        sb.append(rule);
+        sb.append(line("Limit: " + humanReadableNumBytes(m.bytesLimit()) + "  Free in pool: "
+                + humanReadableNumBytes(m.freeBytesInPool()) + "  Largest free chunk: "
+                + humanReadableNumBytes(m.largestFreeChunkBytes())));
+        sb.append(line(String.format(Locale.ROOT, "Fragmentation: %.4f  (1 - largest free chunk / free in pool)",
+                m.fragmentation())));
+        sb.append(rule);
+        for (BinDebugInfo info : debug.getBinDebugInfoLocked()) {
+            DebugQueries.appendBinLine(sb, info);
+        }
+        sb.append("Occupancy (* requested, x padding, _ free):\n")
+                .append(debug.renderOccupancyLocked()).append('\n');
+        return sb.toString();
+    }
+
+    private static String line(String text) {
+        return String.format(Locale.ROOT, "| %-73s |%n", text);
+    }
+
+    /** Port of {@code BFCAllocator::RecordMemoryMapInternal}. Needs the lock. */
+    MemoryMap memoryMapLocked() {
+        final PortView v = view;
+        // Record summary data for every bin.
+        List<BinDebugInfo> binInfos = debug.getBinDebugInfoLocked();
+        for (int b = 0; b < BfcPort.NUM_BINS; b++) {
+            BinDebugInfo info = binInfos.get(b);
+            assert v.binChunkCount(b) == info.totalChunksInBin() - info.totalChunksInUse();
+        }
+        // Record the state of every chunk.
+        final boolean timestamps = v.timingCounterSet();
+        final int regionCount = v.regionCount();
+        List<MemoryMap.Region> regions = new ArrayList<>(regionCount);
+        final ChunkWalk c = v.walk();
+        for (int r = 0; r < regionCount; r++) {
+            List<MemoryMap.Chunk> list = new ArrayList<>();
+            for (c.region(r); c.next(); ) {
+                boolean inUse = c.inUse();
+                list.add(new MemoryMap.Chunk(c.ptr(), c.size(), c.requestedSize(), inUse,
+                        c.allocationId(), c.binNum(), !timestamps || inUse ? 0 : c.freedAtCount()));
+            }
+            regions.add(new MemoryMap.Region(c.regionPtr(), c.regionBytes(), list));
+        }
+        return new MemoryMap(v.name(), v.memoryType(), v.stats(), memoryStatsLocked(), binInfos,
+                regions);
+    }
+}

@@ -1,0 +1,165 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+/**
+ * What the port tells beyond upstream's statistics, at its event points: a region obtained
+ * from or returned to the sub-allocator, an allocation, a free, an out-of-memory failure. The
+ * JFR recorder and the out-of-memory reporter listen here; so would an event history or
+ * per-chunk annotations.
+ *
+ * <p>Every method except {@link #outOfMemoryReported} runs with the allocator's lock held, at
+ * the moment of the event, and sees the state through the {@link PortView}: it must not call
+ * back into the allocator, block, or throw. {@link #allocatedLocked} and {@link #freedLocked}
+ * run on the allocate/free hot path and are called only if {@link #listensToCalls()} said so
+ * when the listener was installed: a listener that does not is not called there at all. They
+ * must create no objects in steady state.
+ */
+abstract class PortListener {
+
+    /** Listens to nothing. */
+    static final PortListener NONE = new PortListener() {
+    };
+
+    /**
+     * One listener for several, in order.
+     *
+     * @param listeners the listeners
+     * @return a listener telling each of them
+     */
+    static PortListener of(PortListener... listeners) {
+        return listeners.length == 1 ? listeners[0] : new Fanout(listeners.clone());
+    }
+
+    /** @return whether {@link #allocatedLocked} and {@link #freedLocked} are wanted */
+    boolean listensToCalls() {
+        return false;
+    }
+
+    /**
+     * A region was obtained from the sub-allocator ({@code Extend}), after the pool grew.
+     *
+     * @param ptr its address
+     * @param bytes its size
+     * @param requestBytes the rounded request that needed it
+     */
+    void regionObtainedLocked(long ptr, long bytes, long requestBytes) {
+    }
+
+    /**
+     * A region was given back to the sub-allocator by garbage collection
+     * ({@code DeallocateRegions}), after the pool shrank.
+     *
+     * @param ptr its address
+     * @param bytes its size
+     */
+    void regionReturnedLocked(long ptr, long bytes) {
+    }
+
+    /**
+     * A chunk was allocated ({@code FindChunkPtr}), after the statistics were updated.
+     *
+     * @param h its handle: its address, sizes and allocation id are the allocation's
+     */
+    void allocatedLocked(int h) {
+    }
+
+    /**
+     * A chunk in use is being freed ({@code DeallocateRawInternal}), before it is marked free.
+     *
+     * @param h its handle: its address, sizes and allocation id are still the allocation's
+     */
+    void freedLocked(int h) {
+    }
+
+    /**
+     * An allocation failed: the last attempt of an {@code AllocateRaw} found no memory, and
+     * nothing has changed since. Where upstream writes its memory map
+     * ({@code MaybeWriteMemoryMap}) and logs its memory dump.
+     *
+     * @param numBytes the bytes asked for
+     * @param roundedBytes the request as the allocator rounds it ({@code numBytes} itself when
+     *     it is above {@link BfcPort#MAX_ALLOCATION_BYTES})
+     * @param dumpLogOnFailure upstream's {@code dump_log_on_failure}: log the memory dump
+     */
+    void outOfMemoryLocked(long numBytes, long roundedBytes, boolean dumpLogOnFailure) {
+    }
+
+    /**
+     * The failed {@code AllocateRaw} of {@link #outOfMemoryLocked} is about to return 0, in the
+     * same thread, with the lock released: for the slow work that should not hold it (files).
+     *
+     * @param numBytes the bytes asked for
+     */
+    void outOfMemoryReported(long numBytes) {
+    }
+
+    /** Tells several listeners, in order. */
+    private static final class Fanout extends PortListener {
+        private final PortListener[] all;
+        private final PortListener[] calls;
+
+        Fanout(PortListener[] all) {
+            this.all = all;
+            int n = 0;
+            for (PortListener l : all) {
+                n += l.listensToCalls() ? 1 : 0;
+            }
+            this.calls = new PortListener[n];
+            n = 0;
+            for (PortListener l : all) {
+                if (l.listensToCalls()) {
+                    calls[n++] = l;
+                }
+            }
+        }
+
+        @Override
+        boolean listensToCalls() {
+            return calls.length != 0;
+        }
+
+        @Override
+        void regionObtainedLocked(long ptr, long bytes, long requestBytes) {
+            for (PortListener l : all) {
+                l.regionObtainedLocked(ptr, bytes, requestBytes);
+            }
+        }
+
+        @Override
+        void regionReturnedLocked(long ptr, long bytes) {
+            for (PortListener l : all) {
+                l.regionReturnedLocked(ptr, bytes);
+            }
+        }
+
+        @Override
+        void allocatedLocked(int h) {
+            for (PortListener l : calls) {
+                l.allocatedLocked(h);
+            }
+        }
+
+        @Override
+        void freedLocked(int h) {
+            for (PortListener l : calls) {
+                l.freedLocked(h);
+            }
+        }
+
+        @Override
+        void outOfMemoryLocked(long numBytes, long roundedBytes, boolean dumpLogOnFailure) {
+            for (PortListener l : all) {
+                l.outOfMemoryLocked(numBytes, roundedBytes, dumpLogOnFailure);
+            }
+        }
+
+        @Override
+        void outOfMemoryReported(long numBytes) {
+            for (PortListener l : all) {
+                l.outOfMemoryReported(numBytes);
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.math.BigDecimal;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
+import java.util.logging.SimpleFormatter;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The out-of-memory report describes the moment of failure: the figures of
+ * {@link BfcOutOfMemoryException} and the dump are taken under the allocator's lock in the
+ * failing call, so a free that another party makes after the lock is released, before
+ * {@code allocate} throws, shows in neither.
+ */
+class OutOfMemoryReportTest {
+
+    private static final long BASE = 0x7f0000000000L;
+    private static final long MIB = 1L << 20;
+
+    /** Frees one address the first time the allocator logs the sentence about its dump. */
+    private static final class FreeOnDumpLog extends Handler {
+        private final BfcAllocator allocator;
+        private final long victim;
+        boolean freed;
+
+        FreeOnDumpLog(BfcAllocator allocator, long victim) {
+            this.allocator = allocator;
+            this.victim = victim;
+        }
+
+        @Override
+        public void publish(LogRecord r) {
+            String text = new SimpleFormatter().formatMessage(r);
+            if (!freed && (text.contains("Memory map and summary written to")
+                    || text.contains("Could not write the memory dump"))) {
+                freed = true;
+                allocator.deallocateRaw(victim);
+            }
+        }
+
+        @Override
+        public void flush() {
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
+    @Test
+    void theExceptionAndTheDumpDescribeTheMomentOfFailure(@TempDir Path dir) throws Exception {
+        // Retry on failure (the default), so that the allocator logs the dump's file name after
+        // the failing attempt released the lock and before allocate() builds its exception: the
+        // handler frees there, in this thread, deterministically. An interrupt ends the retry's
+        // wait at once (one last attempt, as documented) instead of after 10 seconds.
+        try (BfcAllocator a = BfcAllocator.builder().name("moment_bfc").memoryLimit(4 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 16 * MIB, 0, false))
+                .options(BfcOptions.builder().dumpOnOomDirectory(dir).build())
+                .closePolicy(ClosePolicy.FORCE).build()) {
+            long victim = a.allocateRaw(64, MIB);
+            assertThat(a.allocateRaw(64, MIB)).isNotZero();
+            final long inUseAtFailure = a.bytesInUse();
+            final long largestFreeAtFailure = a.largestFreeChunkBytes();
+
+            Logger jul = Logger.getLogger(BfcAllocator.class.getName());
+            FreeOnDumpLog freer = new FreeOnDumpLog(a, victim);
+            jul.addHandler(freer);
+            BfcOutOfMemoryException e;
+            Thread.currentThread().interrupt();
+            try {
+                e = catchThrowableOfType(() -> a.allocate(3 * MIB), BfcOutOfMemoryException.class);
+            } finally {
+                Thread.interrupted();
+                jul.removeHandler(freer);
+            }
+
+            assertThat(freer.freed).as("the free between the failure and the exception happened").isTrue();
+            assertThat(a.bytesInUse()).isEqualTo(inUseAtFailure - MIB);
+            assertThat(e).isNotNull();
+            assertThat(e.bytesInUse()).as("bytes in use at the failure").isEqualTo(inUseAtFailure);
+            assertThat(e.stats().bytesInUse()).isEqualTo(inUseAtFailure);
+            assertThat(e.largestFreeChunkBytes()).isEqualTo(largestFreeAtFailure);
+            assertThat(e.getMessage()).contains(BfcAllocator.humanReadableNumBytes(inUseAtFailure)
+                    + " is in use by live allocations");
+
+            assertThat(e.dumpFile()).isNotNull();
+            Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(Path.of(e.dumpFile())));
+            Map<?, ?> map = (Map<?, ?>) doc.get("memoryMap");
+            Map<?, ?> stats = (Map<?, ?>) map.get("stats");
+            assertThat(num(stats.get("bytesInUse"))).as("the dump's bytes in use").isEqualTo(inUseAtFailure);
+            assertThat(a.memoryStats().oomsTotal()).isEqualTo(1);
+        }
+    }
+
+    private static long num(Object o) {
+        return ((BigDecimal) o).longValueExact();
+    }
+}
