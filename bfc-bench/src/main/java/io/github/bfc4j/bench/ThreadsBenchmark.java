@@ -71,6 +71,11 @@ public class ThreadsBenchmark {
         }
     }
 
+    /** @return a size log-uniform from 64 KiB to 1 MiB */
+    static long drawSize(SplittableRandom r) {
+        return (long) (MIN_BYTES * Math.pow(MAX_BYTES / (double) MIN_BYTES, r.nextDouble()));
+    }
+
     /** One thread's slots and sizes. */
     @State(Scope.Thread)
     public static class PerThread {
@@ -88,8 +93,7 @@ public class ThreadsBenchmark {
             firstSlot = t * SLOT_STRIDE;
             SplittableRandom r = new SplittableRandom(1000 + t);
             for (int i = 0; i < SIZES; i++) {
-                // Log-uniform from 64 KiB to 1 MiB.
-                sizes[i] = (long) (MIN_BYTES * Math.pow(MAX_BYTES / (double) MIN_BYTES, r.nextDouble()));
+                sizes[i] = drawSize(r);
             }
             for (int i = 0; i < LIVE_PER_THREAD; i++) {
                 step(shared.allocator);
