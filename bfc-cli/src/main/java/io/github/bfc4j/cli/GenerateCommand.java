@@ -6,9 +6,7 @@ package io.github.bfc4j.cli;
 
 import io.github.bfc4j.trace.TraceWriter;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -141,20 +139,12 @@ public final class GenerateCommand implements Callable<Integer> {
     }
 
     private void write(WorkloadGenerator.Settings s, Path file, String source) throws IOException {
-        Path parent = file.toAbsolutePath().getParent();
-        if (parent == null || !Files.isDirectory(parent)) {
-            throw new UsageException("-o=" + file + " (expected: a file in an existing directory)");
-        }
-        Path tmp = Files.createTempFile(parent, ".bfc-generate-", ".tmp");
-        try {
-            boolean gzip = file.getFileName().toString().endsWith(".gz");
-            try (TraceWriter w = TraceWriter.create(tmp, gzip)) {
+        boolean gzip = file.getFileName().toString().endsWith(".gz");
+        OutputFile.write("-o", file, "trace.bfctrace", f -> {
+            try (TraceWriter w = TraceWriter.create(f, gzip)) {
                 WorkloadGenerator.write(s, source, w);
             }
-            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
+        });
         spec.commandLine().getOut().println("wrote " + file + ": seed " + s.seed() + ", " + s.calls()
                 + " calls, memory_limit=" + s.memoryLimit() + " allow_growth=" + s.allowGrowth()
                 + " garbage_collection=" + s.garbageCollection() + " fragmentation_fraction="
