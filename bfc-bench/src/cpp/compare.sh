@@ -2,7 +2,7 @@
 # Alternates upstream's C++ (./bench) and bfc4j (CpuTimeReplay, a fresh JVM each time) on the
 # same traces, ROUNDS times, and prints every run, then the median per trace and the ratio.
 # Usage (from the repository root, after `mvn -B -q -pl bfc-bench -am package -DskipTests`
-# and `make -C bfc-bench/src/cpp bench`):
+# and `make -C bfc-bench/src/cpp TF_SRC=/path/to/tensorflow bench`, see README.md):
 #   bfc-bench/src/cpp/compare.sh [ROUNDS] [PASSES] [trace ...]
 set -eu
 ROUNDS=${1:-5}

@@ -59,6 +59,24 @@ static std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// Where the answers go. Calls are answered into g_outbuf, written out every 1 MiB; when
+// upstream cannot go on (a hang, an abort), stop() writes the calls answered so far, a
+// shorter but valid trace, and exits.
+static std::ostream* g_out;
+static std::string* g_outbuf;
+static int g_out_fd = -1;
+
+// Exit status 3: upstream would never return from the call in progress; 4: it would abort
+// (CHECK, LOG(FATAL), or a DCHECK in this build without NDEBUG).
+static void stop(const char* why, int status) {
+  if (g_out != nullptr) {
+    g_out->write(g_outbuf->data(), g_outbuf->size());
+    g_out->flush();
+  }
+  fprintf(stderr, "oracle: %s: trace truncated before this call\n", why);
+  std::_Exit(status);
+}
+
 // The sim sub-allocator of docs/trace-format.md.
 class SimSubAllocator : public tsl::SubAllocator {
  public:
@@ -88,10 +106,7 @@ class SimSubAllocator : public tsl::SubAllocator {
     log_->push_back("sub alloc " + std::to_string(n) + " => null");
     // Upstream never terminates when it backpedals below 2304 bytes against a
     // sub-allocator that keeps refusing (bytes sticks at 2304): detect it.
-    if (n == 2304 && ++refused_2304_ > 1000) {
-      fprintf(stderr, "oracle: upstream hang (backpedal stuck at 2304 bytes)\n");
-      std::_Exit(3);
-    }
+    if (n == 2304 && ++refused_2304_ > 1000) stop("upstream hang (backpedal stuck at 2304 bytes)", 3);
     *bytes_received = 0;
     return nullptr;
   }
@@ -126,9 +141,6 @@ class SimSubAllocator : public tsl::SubAllocator {
 #include <csignal>
 #include <sys/time.h>
 #include <unistd.h>
-static std::ostream* g_out;
-static std::string* g_outbuf;
-static int g_out_fd = -1;
 // Watchdog: upstream never returns from Extend once curr_region_allocation_bytes_
 // has doubled past 2^64 (it wraps to 0 and the doubling loop spins). One call
 // taking more than 10 s is treated as that hang: keep the calls answered so far.
@@ -149,12 +161,8 @@ static void arm_watchdog() {
   setitimer(ITIMER_REAL, &t, nullptr);
 }
 static void on_upstream_failure(const char* what) {
-  // The call in progress has undefined/aborting upstream behaviour: keep the
-  // calls answered before it (a valid, shorter trace) and stop.
-  g_out->write(g_outbuf->data(), g_outbuf->size());
-  g_out->flush();
-  fprintf(stderr, "oracle: upstream failure (%s): trace truncated before this call\n", what);
-  std::_Exit(4);
+  std::string why = std::string("upstream failure (") + what + ")";
+  stop(why.c_str(), 4);
 }
 
 int main(int argc, char** argv) {

@@ -1,7 +1,9 @@
 // Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
-// Minimal stand-ins for the absl/tsl pieces bfc_allocator.{h,cc} use.
-// Logging compiles away (LOG(FATAL)/CHECK abort), tracing/profiling/memory-map
-// dumping are no-ops, the mutex is std::mutex.
+// Minimal stand-ins for the absl/tsl pieces TensorFlow's bfc_allocator.{h,cc}
+// use (the two files come from a TensorFlow source tree, see README.md).
+// LOG/VLOG compile away, LOG(FATAL) and CHECK abort, DCHECK follows NDEBUG as
+// in tsl's logging.h, tracing/profiling/memory-map dumps are no-ops, the
+// mutexes are std::mutex.
 #ifndef ORACLE_SHIM_H_
 #define ORACLE_SHIM_H_
 #include <algorithm>
@@ -67,9 +69,9 @@ class Mutex {
 }  // namespace absl
 
 namespace oracle_log {
-// Set by the driver: called when upstream would abort (CHECK/LOG(FATAL)) or a
-// DCHECK fails (an out-of-bounds read follows in release builds); the driver
-// then writes the calls answered so far and exits.
+// Set by the driver: called when upstream would abort (CHECK/LOG(FATAL), and
+// DCHECK in a build without NDEBUG); the driver then writes the calls answered
+// so far and exits.
 inline void (*fail_hook)(const char* what) = nullptr;
 struct Sink {
   template <class T> Sink& operator<<(const T&) { return *this; }
@@ -83,11 +85,6 @@ struct Fatal {
     std::abort();
   }
 };
-inline void DcheckWarn(const char* file, int line, const char* what) {
-  std::fprintf(stderr, "oracle: DCHECK failed (ignored, as in NDEBUG builds) at %s:%d: %s\n",
-               file, line, what);
-  if (fail_hook) fail_hook(what);
-}
 }  // namespace oracle_log
 
 #define ORACLE_LOG_INFO if (true) {} else ::oracle_log::Sink()
@@ -105,16 +102,30 @@ inline void DcheckWarn(const char* file, int line, const char* what) {
 #define CHECK_GT(a, b) CHECK((a) > (b))
 #define CHECK_LE(a, b) CHECK((a) <= (b))
 #define CHECK_LT(a, b) CHECK((a) < (b))
-// DCHECKs: a release TF build (NDEBUG) skips them; here a failing DCHECK only
-// prints a warning and execution goes on exactly as in the release build.
-#define DCHECK(c) \
-  if (c) {} else ::oracle_log::DcheckWarn(__FILE__, __LINE__, #c)
-#define DCHECK_EQ(a, b) DCHECK((a) == (b))
-#define DCHECK_NE(a, b) DCHECK((a) != (b))
-#define DCHECK_GE(a, b) DCHECK((a) >= (b))
-#define DCHECK_GT(a, b) DCHECK((a) > (b))
-#define DCHECK_LE(a, b) DCHECK((a) <= (b))
-#define DCHECK_LT(a, b) DCHECK((a) < (b))
+// DCHECK as tsl's logging.h defines it: a CHECK without NDEBUG; with NDEBUG (a
+// release build, bazel -c opt) the condition is parsed but never evaluated.
+#ifndef NDEBUG
+#define DCHECK(c) CHECK(c)
+#define DCHECK_EQ(a, b) CHECK_EQ(a, b)
+#define DCHECK_NE(a, b) CHECK_NE(a, b)
+#define DCHECK_GE(a, b) CHECK_GE(a, b)
+#define DCHECK_GT(a, b) CHECK_GT(a, b)
+#define DCHECK_LE(a, b) CHECK_LE(a, b)
+#define DCHECK_LT(a, b) CHECK_LT(a, b)
+#else
+#define DCHECK(c) while (false && (c)) ::oracle_log::Sink()
+#define ORACLE_DCHECK_NOP(a, b) while (false && ((void)(a), (void)(b), 0)) ::oracle_log::Sink()
+#define DCHECK_EQ(a, b) ORACLE_DCHECK_NOP(a, b)
+#define DCHECK_NE(a, b) ORACLE_DCHECK_NOP(a, b)
+#define DCHECK_GE(a, b) ORACLE_DCHECK_NOP(a, b)
+#define DCHECK_GT(a, b) ORACLE_DCHECK_NOP(a, b)
+#define DCHECK_LE(a, b) ORACLE_DCHECK_NOP(a, b)
+#define DCHECK_LT(a, b) ORACLE_DCHECK_NOP(a, b)
+#endif
+// Older tsl headers of this allocator use these macros.
+#define TF_DISALLOW_COPY_AND_ASSIGN(T) \
+  T(const T&) = delete;                \
+  void operator=(const T&) = delete
 
 namespace tensorflow {
 struct MemAllocatorStats {

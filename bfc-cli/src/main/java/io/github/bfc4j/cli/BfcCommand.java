@@ -26,7 +26,7 @@ import picocli.CommandLine.Spec;
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
         subcommands = {VerifyCommand.class, DemoCommand.class, CudaInfoCommand.class, ReplayCommand.class,
             WhatIfCommand.class, ImportTfLogCommand.class, ReportCommand.class, ExportSnapshotCommand.class,
-            ServeCommand.class})
+            ServeCommand.class, GenerateCommand.class})
 public final class BfcCommand implements Runnable {
 
     @Spec

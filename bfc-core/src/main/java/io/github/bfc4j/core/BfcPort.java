@@ -7,6 +7,7 @@
 package io.github.bfc4j.core;
 
 import io.github.bfc4j.core.internal.AllocationRegion;
+import io.github.bfc4j.core.internal.AllocatorLock;
 import io.github.bfc4j.core.internal.AllocatorRetry;
 import io.github.bfc4j.core.internal.ChunkTable;
 import io.github.bfc4j.core.internal.ChunkWalk;
@@ -19,7 +20,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.LongSupplier;
 
 /**
@@ -88,7 +88,9 @@ import java.util.function.LongSupplier;
  * </ul>
  *
  * <h2>The lock</h2>
- * One {@link ReentrantLock}, as upstream's {@code mutex_}. The methods that upstream locks
+ * One {@link AllocatorLock}, as upstream's {@code mutex_}: one compare-and-set and one release
+ * store when nobody else wants it, a short backoff spin before sleeping when somebody does
+ * (measured: docs/performance.md). The methods that upstream locks
  * ({@code AllocateRawInternal}, {@code DeallocateRawInternal}, the queries, {@code GetStats},
  * {@code ClearStats}) take it here; fields marked "guarded by lock" are only touched with it
  * held; methods ending in {@code Locked} need it held. Collaborators take it through
@@ -166,7 +168,7 @@ final class BfcPort {
     private final AllocatorRetry retryHelper = new AllocatorRetry();
 
     /** Upstream's {@code lock_}. */
-    private final ReentrantLock lock = new ReentrantLock();
+    private final AllocatorLock lock = new AllocatorLock();
 
     /** Guarded by lock. Upstream's {@code chunks_} (and {@code free_chunks_list_}). */
     private final ChunkTable chunks = new ChunkTable(1024);

@@ -1,0 +1,139 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.bench;
+
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * Aggregate allocate+free pairs per second from 1, 2, 4 and 8 threads on one allocator (JMH's
+ * throughput score of a multi-threaded benchmark is the sum over its threads). Each thread
+ * holds {@value #LIVE_PER_THREAD} live allocations of 64 KiB to 1 MiB and, per operation, frees
+ * its oldest and allocates the next size of its own seeded sequence in its place; so the
+ * allocator splits, merges and searches as the threads' blocks come and go. bfc4j is a 1 GiB
+ * allocator without growth (one region) on the sim sub-allocator; Netty is
+ * {@code PooledByteBufAllocator} with direct buffers and its per-thread caches.
+ */
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+@Warmup(iterations = 3, time = 1)
+@Measurement(iterations = 5, time = 1)
+@Fork(value = 1, jvmArgsAppend = {"-Xms1g", "-Xmx1g", "-Dio.netty.leakDetection.level=disabled",
+    "-Dio.netty.tryReflectionSetAccessible=true", "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.misc=ALL-UNNAMED"})
+public class ThreadsBenchmark {
+
+    static final int MAX_THREADS = 8;
+    static final int LIVE_PER_THREAD = 4;
+    /** Slots between two threads' first slots: at least 128 bytes apart, no shared cache line. */
+    static final int SLOT_STRIDE = 32;
+    static final int SIZES = 1024;
+    static final long MIN_BYTES = 64 << 10;
+    static final long MAX_BYTES = 1 << 20;
+
+    /** The allocator shared by every thread. */
+    @State(Scope.Benchmark)
+    public static class Shared {
+        /** The allocator: bfc4j or netty. */
+        @Param({Impl.BFC4J, Impl.NETTY})
+        public String impl;
+
+        Impl allocator;
+        final AtomicInteger nextThread = new AtomicInteger();
+
+        /** Creates the allocator. */
+        @Setup(Level.Trial)
+        public void setUp() {
+            allocator = Impl.create(impl, MAX_THREADS * SLOT_STRIDE, null);
+        }
+
+        /** Frees everything and closes the allocator. */
+        @TearDown(Level.Trial)
+        public void tearDown() {
+            allocator.close();
+        }
+    }
+
+    /** @return a size log-uniform from 64 KiB to 1 MiB */
+    static long drawSize(SplittableRandom r) {
+        return (long) (MIN_BYTES * Math.pow(MAX_BYTES / (double) MIN_BYTES, r.nextDouble()));
+    }
+
+    /** One thread's slots and sizes. */
+    @State(Scope.Thread)
+    public static class PerThread {
+        int firstSlot;
+        final long[] sizes = new long[SIZES];
+        int next;
+
+        /** Takes the thread's slots, draws its sizes and fills its live allocations. */
+        @Setup(Level.Trial)
+        public void setUp(Shared shared) {
+            int t = shared.nextThread.getAndIncrement();
+            if (t >= MAX_THREADS) {
+                throw new IllegalStateException("threads=" + (t + 1) + " (expected: at most " + MAX_THREADS + ")");
+            }
+            firstSlot = t * SLOT_STRIDE;
+            SplittableRandom r = new SplittableRandom(1000 + t);
+            for (int i = 0; i < SIZES; i++) {
+                sizes[i] = drawSize(r);
+            }
+            for (int i = 0; i < LIVE_PER_THREAD; i++) {
+                step(shared.allocator);
+            }
+        }
+
+        /** Frees the oldest live allocation and allocates the next size in its place. */
+        void step(Impl allocator) {
+            int i = next++;
+            int slot = firstSlot + (i & (LIVE_PER_THREAD - 1));
+            allocator.free(slot);
+            allocator.alloc(slot, sizes[i & (SIZES - 1)], 64);
+        }
+    }
+
+    /** One thread. */
+    @Benchmark
+    @Threads(1)
+    public void threads1(Shared shared, PerThread t) {
+        t.step(shared.allocator);
+    }
+
+    /** Two threads. */
+    @Benchmark
+    @Threads(2)
+    public void threads2(Shared shared, PerThread t) {
+        t.step(shared.allocator);
+    }
+
+    /** Four threads. */
+    @Benchmark
+    @Threads(4)
+    public void threads4(Shared shared, PerThread t) {
+        t.step(shared.allocator);
+    }
+
+    /** Eight threads. */
+    @Benchmark
+    @Threads(8)
+    public void threads8(Shared shared, PerThread t) {
+        t.step(shared.allocator);
+    }
+}

@@ -1,0 +1,286 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.trace.TraceEvent;
+import io.github.bfc4j.trace.TraceHeader;
+import io.github.bfc4j.trace.TraceReader;
+import io.github.bfc4j.trace.WorkloadResult;
+import io.github.bfc4j.trace.WorkloadRunner;
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import java.util.zip.GZIPInputStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class GenerateCommandTest {
+    private static final long FIRST_SEED = Long.getLong("bfc4j.test.seed", 1L);
+
+    private final Cli cli = new Cli();
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void theSameSeedGivesTheSameBytesAndAnotherSeedOthers() throws IOException {
+        Path a = generate("a.bfctrace", 7, "--calls", 3000);
+        Path b = generate("b.bfctrace", 7, "--calls", 3000);
+        Path c = generate("c.bfctrace", 8, "--calls", 3000);
+        Path gz = generate("d.bfctrace.gz", 7, "--calls", 3000);
+        assertThat(Files.readAllBytes(b)).isEqualTo(Files.readAllBytes(a));
+        assertThat(Files.readAllBytes(c)).isNotEqualTo(Files.readAllBytes(a));
+        try (InputStream in = new GZIPInputStream(Files.newInputStream(gz))) {
+            assertThat(in.readAllBytes()).isEqualTo(Files.readAllBytes(a));
+        }
+        assertThat(Files.readAllLines(a).get(2)).isEqualTo("source workload: bfc generate --seed 7 --calls 3000");
+        assertThat(cli.out).startsWith("wrote " + gz + ": seed 7, 3000 calls, memory_limit=");
+    }
+
+    @Test
+    void countWritesTheTracesOfConsecutiveSeedsEachAsItsOwnSeedWould() throws IOException {
+        assertThat(cli.run("generate", "--seed", 20, "--count", 3, "--calls", 500, "--gap", 0, "-o",
+                dir.resolve("g{seed}.bfctrace"))).isEqualTo(0);
+        assertThat(cli.out.lines()).hasSize(3);
+        for (long seed = 20; seed < 23; seed++) {
+            Path alone = generate("alone" + seed + ".bfctrace", seed, "--calls", 500, "--gap", 0);
+            assertThat(Files.readAllBytes(dir.resolve("g" + seed + ".bfctrace"))).isEqualTo(Files.readAllBytes(alone));
+            assertThat(Files.readAllLines(alone).get(2))
+                    .isEqualTo("source workload: bfc generate --seed " + seed + " --calls 500 --gap 0");
+        }
+        assertThat(dir.resolve("g23.bfctrace")).doesNotExist();
+        assertThat(cli.run("generate", "--seed", 1, "--count", 2, "-o", dir.resolve("same.bfctrace"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc generate: -o=" + dir.resolve("same.bfctrace")
+                + " (expected with --count: a name holding {seed}, e.g. traces/g{seed}.bfctrace)");
+        assertThat(cli.run("generate", "--seed", 1, "--count", 0, "-o", dir.resolve("x{seed}.bfctrace")))
+                .isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc generate: --count=0 (expected: at least 1)");
+    }
+
+    /** What one seed's trace held, counted while checking that it is a consistent workload. */
+    private static final class Seen {
+        long calls;
+        long allocs;
+        long zeroByteAllocs;
+        long overLimitAllocs;
+        long smallAllocs;
+        long aligned;
+        long freedBefore;
+        long frontiers;
+        long clearStats;
+    }
+
+    private static Seen read(Path trace) throws IOException {
+        Seen s = new Seen();
+        Set<Long> live = new HashSet<>();
+        Set<Long> ids = new HashSet<>();
+        try (TraceReader r = TraceReader.open(trace)) {
+            long limit = r.header().memoryLimit();
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                assertThat(e.kind().isCall()).as("line %d", e.lineNumber()).isTrue();
+                s.calls++;
+                switch (e.kind()) {
+                    case ALLOC -> {
+                        assertThat(e.answered()).isFalse();
+                        assertThat(ids.add(e.id())).as("id %d used once", e.id()).isTrue();
+                        live.add(e.id());
+                        s.allocs++;
+                        s.zeroByteAllocs += e.bytes() == 0 ? 1 : 0;
+                        s.overLimitAllocs += e.bytes() > limit ? 1 : 0;
+                        s.smallAllocs += e.bytes() > 0 && e.bytes() <= 2304 ? 1 : 0;
+                        s.aligned += e.alignment() != TraceEvent.DEFAULT_ALIGNMENT ? 1 : 0;
+                        s.freedBefore += e.freedBefore() != 0 ? 1 : 0;
+                    }
+                    case FREE -> assertThat(live.remove(e.id())).as("free %d of a live id", e.id()).isTrue();
+                    case FRONTIER -> s.frontiers++;
+                    case CLEAR_STATS -> s.clearStats++;
+                    default -> throw new AssertionError("line " + e.lineNumber() + ": " + e.kind());
+                }
+            }
+        }
+        return s;
+    }
+
+    @Test
+    void everyGeneratedTraceParsesAndReplaysAndTogetherTheyCoverTheMix() throws IOException {
+        int seeds = 30;
+        System.out.println("GenerateCommandTest seeds " + FIRST_SEED + ".." + (FIRST_SEED + seeds - 1)
+                + " (-Dbfc4j.test.seed)");
+        Seen all = new Seen();
+        Set<String> headers = new HashSet<>();
+        int withOom = 0;
+        int withSeveralRegions = 0;
+        // The runner closes allocators with live allocations: quiet their warnings, as bfc replay does.
+        Logger bfcLogger = Logger.getLogger("io.github.bfc4j");
+        Level level = bfcLogger.getLevel();
+        bfcLogger.setLevel(Level.SEVERE);
+        try {
+            for (long seed = FIRST_SEED; seed < FIRST_SEED + seeds; seed++) {
+                Path t = generate("s" + seed + ".bfctrace", seed, "--calls", 1500);
+                Seen s = read(t);
+                assertThat(s.calls).as("seed %d", seed).isGreaterThanOrEqualTo(1500);
+                all.zeroByteAllocs += s.zeroByteAllocs;
+                all.overLimitAllocs += s.overLimitAllocs;
+                all.aligned += s.aligned;
+                all.freedBefore += s.freedBefore;
+                all.frontiers += s.frontiers;
+                all.clearStats += s.clearStats;
+                try (TraceReader r = TraceReader.open(t)) {
+                    TraceHeader h = r.header();
+                    headers.add("growth=" + h.allowGrowth());
+                    headers.add("gc=" + h.garbageCollection());
+                    headers.add("timing=" + h.timingCounter());
+                    headers.add("coalescing=" + h.simCoalescing());
+                    headers.add("gap=" + (h.simGap() > 0));
+                    headers.add("fraction=" + (h.fragmentationFraction() > 0));
+                    headers.add("limit%256=" + (h.memoryLimit() % 256 == 0));
+                    headers.add("tight=" + (h.simCapacity() < h.memoryLimit()));
+                    WorkloadResult w = WorkloadRunner.forHeader(h).run(r);
+                    withOom += w.oomCount() > 0 ? 1 : 0;
+                    withSeveralRegions += w.extendCount() > 1 ? 1 : 0;
+                }
+            }
+        } finally {
+            bfcLogger.setLevel(level);
+        }
+        assertThat(headers).contains("growth=true", "growth=false", "gc=true", "gc=false", "timing=true",
+                "timing=false", "coalescing=true", "coalescing=false", "gap=true", "gap=false", "fraction=true",
+                "fraction=false", "limit%256=true", "limit%256=false", "tight=true", "tight=false");
+        assertThat(all.zeroByteAllocs).isPositive();
+        assertThat(all.overLimitAllocs).isPositive();
+        assertThat(all.aligned).isPositive();
+        assertThat(all.freedBefore).isPositive();
+        assertThat(all.frontiers).isPositive();
+        assertThat(all.clearStats).isPositive();
+        assertThat(withOom).isPositive();
+        assertThat(withSeveralRegions).isPositive();
+    }
+
+    @Test
+    void settingsGivenReplaceTheDrawnOnesAndLeaveTheOthers() throws IOException {
+        TraceHeader drawn = header(generate("drawn.bfctrace", 11, "--calls", 100));
+        TraceHeader limit = header(generate("limit.bfctrace", 11, "--calls", 100, "--memory-limit", "64MiB"));
+        assertThat(limit.memoryLimit()).isEqualTo(64L << 20);
+        assertThat(limit.allowGrowth()).isEqualTo(drawn.allowGrowth());
+        assertThat(limit.garbageCollection()).isEqualTo(drawn.garbageCollection());
+        assertThat(limit.timingCounter()).isEqualTo(drawn.timingCounter());
+        assertThat(limit.simGap()).isEqualTo(drawn.simGap());
+        assertThat(limit.simCoalescing()).isEqualTo(drawn.simCoalescing());
+        assertThat(limit.simBase()).isEqualTo(drawn.simBase());
+
+        TraceHeader given = header(generate("given.bfctrace", 11, "--calls", 100, "--allow-growth",
+                !drawn.allowGrowth(), "--garbage-collection", !drawn.garbageCollection(), "--timing-counter",
+                !drawn.timingCounter(), "--coalescing", !drawn.simCoalescing(), "--gap", "4KiB", "--capacity",
+                "3GiB", "--fragmentation-fraction", "0.25", "--memory-limit", "1GiB"));
+        assertThat(given.allowGrowth()).isEqualTo(!drawn.allowGrowth());
+        assertThat(given.garbageCollection()).isEqualTo(!drawn.garbageCollection());
+        assertThat(given.timingCounter()).isEqualTo(!drawn.timingCounter());
+        assertThat(given.simCoalescing()).isEqualTo(!drawn.simCoalescing());
+        assertThat(given.simGap()).isEqualTo(4096);
+        assertThat(given.simCapacity()).isEqualTo(3L << 30);
+        assertThat(given.fragmentationFraction()).isEqualTo(0.25);
+        assertThat(given.memoryLimit()).isEqualTo(1L << 30);
+    }
+
+    @Test
+    void callsCountsTheCallsBeforeTheClosingFrees() throws IOException {
+        for (long seed = 1; seed <= 6; seed++) {
+            Path t = generate("c" + seed + ".bfctrace", seed, "--calls", 1234);
+            Set<Long> live = new HashSet<>();
+            long calls = 0;
+            try (TraceReader r = TraceReader.open(t)) {
+                for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                    calls++;
+                    if (calls <= 1234) {
+                        if (e.kind() == TraceEvent.Kind.ALLOC) {
+                            live.add(e.id());
+                        } else if (e.kind() == TraceEvent.Kind.FREE) {
+                            live.remove(e.id());
+                        }
+                    } else {
+                        assertThat(e.kind()).isEqualTo(TraceEvent.Kind.FREE);
+                        assertThat(live.remove(e.id())).isTrue();
+                    }
+                }
+            }
+            assertThat(calls).isGreaterThanOrEqualTo(1234);
+            // Either the trace ends after the 1234 calls, or it frees everything still live.
+            assertThat(calls == 1234 || live.isEmpty()).as("seed %d: %d calls, %d live at the end", seed, calls,
+                    live.size()).isTrue();
+        }
+    }
+
+    @Test
+    void timingCounterDecidesFreedBeforeAndFrontiers() throws IOException {
+        Seen on = read(generate("on.bfctrace", 5, "--calls", 4000, "--timing-counter", "true"));
+        Seen off = read(generate("off.bfctrace", 5, "--calls", 4000, "--timing-counter", "false"));
+        assertThat(on.freedBefore).isPositive();
+        assertThat(on.frontiers).isGreaterThan(off.frontiers);
+        assertThat(off.freedBefore).isZero();
+    }
+
+    @Test
+    void aSimThatMayRunOutGetsNoRequestThatWouldHangTheReference() throws IOException {
+        // Upstream's back-off never ends for requests of 2304 bytes or less (deviations.md #1).
+        for (long seed = 1; seed <= 5; seed++) {
+            Seen tight = read(generate("t" + seed + ".bfctrace", seed, "--calls", 3000, "--memory-limit", "64MiB",
+                    "--capacity", "16MiB"));
+            assertThat(tight.smallAllocs).as("seed %d", seed).isZero();
+        }
+        long small = 0;
+        for (long seed = 1; seed <= 5; seed++) {
+            small += read(generate("r" + seed + ".bfctrace", seed, "--calls", 3000, "--memory-limit", "64MiB",
+                    "--capacity", "256MiB")).smallAllocs;
+        }
+        assertThat(small).isPositive();
+    }
+
+    @Test
+    void badOptionsSayWhatWasExpected() {
+        Path out = dir.resolve("x.bfctrace");
+        assertThat(cli.run("generate", "--seed", 1, "-o", out, "--calls", 0)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc generate: --calls=0 (expected: at least 1)");
+        assertThat(cli.run("generate", "--seed", 1, "-o", out, "--memory-limit", "12XB")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly(
+                "bfc generate: --memory-limit=12XB (expected: a size like 16GiB, 512MiB or 1048576)");
+        assertThat(cli.run("generate", "--seed", 1, "-o", out, "--memory-limit", "1MiB",
+                "--fragmentation-fraction", "0.0000001")).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc generate: --fragmentation-fraction=0.0000001 (expected: 0, or at least"
+                + " 1 / memory limit");
+        assertThat(cli.run("generate", "--seed", 1, "-o", out, "--timing-counter", "yes")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc generate: --timing-counter=yes (expected: true or false)");
+        assertThat(cli.run("generate", "--seed", 1, "-o", dir.resolve("no/such/dir/x.bfctrace"))).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc generate: -o=");
+        assertThat(cli.run("generate", "-o", out)).isEqualTo(2);
+        assertThat(cli.err).contains("--seed");
+        assertThat(out).doesNotExist();
+    }
+
+    private Path generate(String name, long seed, Object... options) {
+        Path out = dir.resolve(name);
+        Object[] args = new Object[options.length + 5];
+        args[0] = "generate";
+        args[1] = "--seed";
+        args[2] = seed;
+        args[3] = "-o";
+        args[4] = out;
+        System.arraycopy(options, 0, args, 5, options.length);
+        assertThat(cli.run(args)).as("%s", cli.err).isEqualTo(0);
+        return out;
+    }
+
+    private static TraceHeader header(Path trace) throws IOException {
+        try (TraceReader r = TraceReader.open(trace)) {
+            return r.header();
+        }
+    }
+}

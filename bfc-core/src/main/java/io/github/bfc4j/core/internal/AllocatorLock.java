@@ -1,0 +1,167 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core.internal;
+
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * The allocator's one mutex (upstream's {@code mutex_}, an {@code absl::Mutex}, which also
+ * spins before it sleeps). Not reentrant. Mutual exclusion and the memory effects of a lock:
+ * everything written before {@link #unlock()} is seen after the next {@link #lock()}.
+ *
+ * <ul>
+ *   <li><b>Uncontended</b>: one compare-and-set to take the lock, one release store to give it
+ *       back (a plain store on x86), then one read of the sleeper count. A
+ *       {@code ReentrantLock} also records its owner and gives the lock back with a volatile
+ *       store (a full fence).</li>
+ *   <li><b>Contended</b>: a waiter spins with exponential backoff (so that the holder, which
+ *       has the allocator's data in its cache, usually takes the lock again for its next
+ *       call and long runs of calls stay on one core), then yields its core a few times (the
+ *       holder may be waiting for one), and only then sleeps. A thread that sleeps waits on a
+ *       condition and is woken by the next {@link #unlock()}; it also wakes up on its own every
+ *       {@value #SLEEP_MICROS} microseconds, because an unlock that races with a thread going to
+ *       sleep (the unlock's read of the sleeper count is not ordered after its release store)
+ *       may not see it.</li>
+ * </ul>
+ *
+ * <p>Unfair, as a non-fair {@code ReentrantLock}: a thread arriving at a free lock takes it
+ * ahead of waiters. {@link #lock()} cannot be interrupted; an interrupt that arrives while a
+ * thread sleeps here is kept and set again when it has the lock. Taking the lock creates no
+ * object, except a condition node for each sleep.
+ */
+public final class AllocatorLock {
+    private static final VarHandle STATE;
+    private static final VarHandle SLEEPERS;
+
+    static {
+        try {
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            STATE = l.findVarHandle(AllocatorLock.class, "state", int.class);
+            SLEEPERS = l.findVarHandle(AllocatorLock.class, "sleepers", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+
+    /**
+     * How long a waiter spins before it yields, in nanoseconds: some tens of calls of the
+     * holder, so that a waiter on another core never sleeps while calls flow, and a waiter that
+     * shares a core with the holder gives it back soon.
+     */
+    static final long SPIN_NANOS = 10_000;
+    /** The most spin-waits between two looks at the lock (the backoff doubles up to it). */
+    private static final int MAX_BACKOFF = 64;
+    /** Yields before sleeping. */
+    private static final int YIELDS = 2;
+    /** The longest a sleeper waits before it looks at the lock again, in microseconds. */
+    static final long SLEEP_MICROS = 1000;
+
+    // Padding: the lock word is read by spinning waiters; nothing the holder writes shares its
+    // cache line.
+    @SuppressWarnings("unused")
+    private long p0, p1, p2, p3, p4, p5, p6;
+    /** 0 free, 1 held. */
+    private volatile int state;
+    /** Threads sleeping (or about to) in {@link #sleepUntilAcquired()}. */
+    private volatile int sleepers;
+    @SuppressWarnings("unused")
+    private long q0, q1, q2, q3, q4, q5, q6;
+
+    private final ReentrantLock sleep = new ReentrantLock();
+    private final Condition released = sleep.newCondition();
+
+    /** Takes the lock, waiting as long as it takes. */
+    public void lock() {
+        if (!STATE.compareAndSet(this, 0, 1)) {
+            lockContended();
+        }
+    }
+
+    /**
+     * Takes the lock if it is free.
+     *
+     * @return true if the calling thread now holds the lock
+     */
+    public boolean tryLock() {
+        return STATE.compareAndSet(this, 0, 1);
+    }
+
+    /** Gives the lock back. Call it only while holding the lock. */
+    public void unlock() {
+        STATE.setRelease(this, 0);
+        if (sleepers != 0) {
+            wakeSleeper();
+        }
+    }
+
+    /** @return whether some thread holds the lock (a snapshot, for tests and assertions) */
+    public boolean isLocked() {
+        return state != 0;
+    }
+
+    private boolean tryAcquireIfFree() {
+        return (int) STATE.getOpaque(this) == 0 && STATE.compareAndSet(this, 0, 1);
+    }
+
+    private void lockContended() {
+        final long start = System.nanoTime();
+        int backoff = 1;
+        do {
+            for (int i = 0; i < backoff; i++) {
+                Thread.onSpinWait();
+            }
+            if (tryAcquireIfFree()) {
+                return;
+            }
+            if (backoff < MAX_BACKOFF) {
+                backoff <<= 1;
+            }
+        } while (System.nanoTime() - start < SPIN_NANOS);
+        for (int i = 0; i < YIELDS; i++) {
+            Thread.yield();
+            if (tryAcquireIfFree()) {
+                return;
+            }
+        }
+        sleepUntilAcquired();
+    }
+
+    private void sleepUntilAcquired() {
+        boolean interrupted = false;
+        sleep.lock();
+        try {
+            SLEEPERS.getAndAdd(this, 1);
+            try {
+                while (!tryAcquireIfFree()) {
+                    try {
+                        released.await(SLEEP_MICROS, TimeUnit.MICROSECONDS);
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    }
+                }
+            } finally {
+                SLEEPERS.getAndAdd(this, -1);
+            }
+        } finally {
+            sleep.unlock();
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private void wakeSleeper() {
+        sleep.lock();
+        try {
+            released.signal();
+        } finally {
+            sleep.unlock();
+        }
+    }
+}
