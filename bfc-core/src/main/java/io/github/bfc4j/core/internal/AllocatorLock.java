@@ -12,14 +12,20 @@ import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The allocator's one mutex (upstream's {@code mutex_}, an {@code absl::Mutex}, which also
- * spins before it sleeps). Not reentrant. Mutual exclusion and the memory effects of a lock:
- * everything written before {@link #unlock()} is seen after the next {@link #lock()}.
+ * spins before it sleeps). Mutual exclusion and the memory effects of a lock: everything
+ * written before {@link #unlock()} is seen after the next {@link #lock()}.
+ *
+ * <p>Reentrant, as the {@code ReentrantLock} it replaces: code that runs with the lock held
+ * may take it again (an out-of-memory listener that reads the allocator's summary, a facade
+ * method that installs listeners under the lock); each {@link #lock()} needs its
+ * {@link #unlock()}. {@link #unlock()} by a thread that does not hold the lock throws
+ * {@link IllegalMonitorStateException} and changes nothing.
  *
  * <ul>
- *   <li><b>Uncontended</b>: one compare-and-set to take the lock, one release store to give it
- *       back (a plain store on x86), then one read of the sleeper count. A
- *       {@code ReentrantLock} also records its owner and gives the lock back with a volatile
- *       store (a full fence).</li>
+ *   <li><b>Uncontended</b>: one compare-and-set to take the lock and a plain store of the
+ *       owner; a plain read and store of the owner and one release store to give it back (a
+ *       plain store on x86), then one read of the sleeper count. A {@code ReentrantLock} gives
+ *       the lock back with a volatile store (a full fence).</li>
  *   <li><b>Contended</b>: a waiter spins with exponential backoff (so that the holder, which
  *       has the allocator's data in its cache, usually takes the lock again for its next
  *       call and long runs of calls stay on one core), then yields its core a few times (the
@@ -73,14 +79,28 @@ public final class AllocatorLock {
     @SuppressWarnings("unused")
     private long q0, q1, q2, q3, q4, q5, q6;
 
+    /**
+     * The holder, written only by the thread that holds the lock (set after taking it, cleared
+     * before giving it back), so a thread reads itself here exactly when it holds the lock.
+     */
+    private Thread owner;
+    /** How many times the holder took the lock again; only the holder touches it. */
+    private int reentries;
+
     private final ReentrantLock sleep = new ReentrantLock();
     private final Condition released = sleep.newCondition();
 
     /** Takes the lock, waiting as long as it takes. */
     public void lock() {
+        Thread me = Thread.currentThread();
         if (!STATE.compareAndSet(this, 0, 1)) {
+            if (owner == me) {
+                reentries++;
+                return;
+            }
             lockContended();
         }
+        owner = me;
     }
 
     /**
@@ -89,11 +109,33 @@ public final class AllocatorLock {
      * @return true if the calling thread now holds the lock
      */
     public boolean tryLock() {
-        return STATE.compareAndSet(this, 0, 1);
+        Thread me = Thread.currentThread();
+        if (STATE.compareAndSet(this, 0, 1)) {
+            owner = me;
+            return true;
+        }
+        if (owner == me) {
+            reentries++;
+            return true;
+        }
+        return false;
     }
 
-    /** Gives the lock back. Call it only while holding the lock. */
+    /**
+     * Gives the lock back (once: a lock taken again is given back by as many calls).
+     *
+     * @throws IllegalMonitorStateException if the calling thread does not hold the lock
+     */
     public void unlock() {
+        if (owner != Thread.currentThread()) {
+            throw new IllegalMonitorStateException("the allocator's lock is not held by thread '"
+                    + Thread.currentThread().getName() + "'");
+        }
+        if (reentries != 0) {
+            reentries--;
+            return;
+        }
+        owner = null;
         STATE.setRelease(this, 0);
         if (sleepers != 0) {
             wakeSleeper();
@@ -103,6 +145,11 @@ public final class AllocatorLock {
     /** @return whether some thread holds the lock (a snapshot, for tests and assertions) */
     public boolean isLocked() {
         return state != 0;
+    }
+
+    /** @return whether the calling thread holds the lock */
+    public boolean isHeldByCurrentThread() {
+        return owner == Thread.currentThread();
     }
 
     private boolean tryAcquireIfFree() {

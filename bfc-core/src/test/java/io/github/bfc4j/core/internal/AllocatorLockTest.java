@@ -5,6 +5,7 @@
 package io.github.bfc4j.core.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -12,6 +13,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -116,14 +118,67 @@ class AllocatorLockTest {
     }
 
     @Test
-    void tryLockTakesOnlyAFreeLock() {
+    void tryLockTakesAFreeLockOrOneThisThreadHolds() throws InterruptedException {
         AllocatorLock lock = new AllocatorLock();
         assertThat(lock.tryLock()).isTrue();
         assertThat(lock.isLocked()).isTrue();
-        assertThat(lock.tryLock()).as("not reentrant").isFalse();
+        assertThat(lock.tryLock()).as("reentrant").isTrue();
+        AtomicBoolean other = new AtomicBoolean(true);
+        Thread t = new Thread(() -> other.set(lock.tryLock()));
+        t.start();
+        t.join(10_000);
+        assertThat(other.get()).as("another thread's tryLock").isFalse();
+        lock.unlock();
+        assertThat(lock.isLocked()).as("taken twice, given back once").isTrue();
         lock.unlock();
         assertThat(lock.isLocked()).isFalse();
         assertThat(lock.tryLock()).isTrue();
         lock.unlock();
+    }
+
+    @Test
+    void aHolderTakesTheLockAgainAndOthersWaitUntilTheLastUnlock() throws InterruptedException {
+        AllocatorLock lock = new AllocatorLock();
+        lock.lock();
+        lock.lock();
+        lock.lock();
+        assertThat(lock.isHeldByCurrentThread()).isTrue();
+        AtomicBoolean gotIt = new AtomicBoolean();
+        Thread waiter = new Thread(() -> {
+            lock.lock();
+            gotIt.set(true);
+            lock.unlock();
+        });
+        waiter.start();
+        lock.unlock();
+        lock.unlock();
+        Thread.sleep(50);
+        assertThat(gotIt.get()).as("one hold left").isFalse();
+        lock.unlock();
+        waiter.join(10_000);
+        assertThat(gotIt.get()).isTrue();
+        assertThat(lock.isLocked()).isFalse();
+    }
+
+    @Test
+    void anUnlockByAThreadThatDoesNotHoldTheLockIsRefused() throws InterruptedException {
+        AllocatorLock lock = new AllocatorLock();
+        assertThatThrownBy(lock::unlock).isInstanceOf(IllegalMonitorStateException.class);
+        lock.lock();
+        AtomicReference<Throwable> thrown = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                lock.unlock();
+            } catch (Throwable e) {
+                thrown.set(e);
+            }
+        });
+        t.start();
+        t.join(10_000);
+        assertThat(thrown.get()).isInstanceOf(IllegalMonitorStateException.class);
+        assertThat(lock.isLocked()).as("still held by its owner").isTrue();
+        assertThat(lock.isHeldByCurrentThread()).isTrue();
+        lock.unlock();
+        assertThat(lock.isLocked()).isFalse();
     }
 }
