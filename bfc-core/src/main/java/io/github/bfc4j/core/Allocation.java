@@ -82,9 +82,12 @@ public final class Allocation implements AutoCloseable {
         return allocationId;
     }
 
-    /** @return true once {@link #close()} was called (or the allocator was closed by force) */
+    /**
+     * @return true once {@link #close()} was called, or the allocator was closed (by force,
+     *     while this allocation was live)
+     */
     public boolean isClosed() {
-        return closed;
+        return closed || allocator.isClosed();
     }
 
     /** @return the allocator it came from */
@@ -132,8 +135,8 @@ public final class Allocation implements AutoCloseable {
     }
 
     /**
-     * Gives the memory back to the allocator. Idempotent; does nothing if the allocator was
-     * already closed by force.
+     * Gives the memory back to the allocator. Idempotent and thread-safe; does nothing if the
+     * allocator was already closed (by force). Frees only this allocation's own chunk.
      */
     @Override
     public void close() {
@@ -141,7 +144,7 @@ public final class Allocation implements AutoCloseable {
             return;
         }
         if (guard == null || guard.markClosed()) {
-            allocator.deallocateForHandle(address);
+            allocator.deallocateForHandle(address, allocationId);
         }
         Reference.reachabilityFence(this);
     }
@@ -151,6 +154,12 @@ public final class Allocation implements AutoCloseable {
             throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
                     + " bytes at 0x" + Long.toHexString(address) + ") of allocator '" + allocator.name()
                     + "' is closed: it must not be used after close()");
+        }
+        if (allocator.isClosed()) {
+            throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
+                    + " bytes at 0x" + Long.toHexString(address) + ") is closed: allocator '"
+                    + allocator.name() + "' was closed (ClosePolicy.FORCE) while it was live, and its"
+                    + " memory was given back");
         }
     }
 
@@ -168,6 +177,6 @@ public final class Allocation implements AutoCloseable {
     @Override
     public String toString() {
         return "Allocation[#" + allocationId + ", " + requestedSize + " bytes (" + size + " reserved) at 0x"
-                + Long.toHexString(address) + (closed ? ", closed" : "") + ", allocator '" + allocator.name() + "']";
+                + Long.toHexString(address) + (isClosed() ? ", closed" : "") + ", allocator '" + allocator.name() + "']";
     }
 }

@@ -99,6 +99,12 @@ public final class BfcAllocator implements AutoCloseable {
     private final AtomicLong leaksReclaimed = new AtomicLong();
 
     /**
+     * Set (under the lock) once {@link #close()} has given the regions back: every
+     * {@link Allocation} of this allocator is closed from then on.
+     */
+    private volatile boolean closed;
+
+    /**
      * Port of {@code BFCAllocator::BFCAllocator}.
      *
      * @param subAllocator where regions come from
@@ -332,7 +338,10 @@ public final class BfcAllocator implements AutoCloseable {
         port.lock();
         try {
             port.checkOpenLocked();
-            ChunkWalk c = newAllocationChunk.at(view.handleAt(ptr));
+            int h = view.handleAt(ptr);
+            // From here on only the handle frees this chunk: deallocateRaw of it is refused.
+            port.markHandleOwnedLocked(h);
+            ChunkWalk c = newAllocationChunk.at(h);
             return LeakGuard.newAllocation(this, leakDetection, ptr, c.size(), c.requestedSize(),
                     c.allocationId());
         } finally {
@@ -340,16 +349,37 @@ public final class BfcAllocator implements AutoCloseable {
         }
     }
 
-    /** {@link Allocation#close()}: frees, unless the allocator was closed (by force) before. */
-    void deallocateForHandle(long ptr) {
-        port.deallocateRawUnlessClosed(ptr);
+    /**
+     * {@link Allocation#close()}: frees the chunk at {@code ptr} if it is still the allocation
+     * {@code allocationId}; nothing if the allocator was closed before.
+     */
+    void deallocateForHandle(long ptr, long allocationId) {
+        port.deallocateOwned(ptr, allocationId);
     }
 
-    /** {@link LeakGuard}: returns a leaked allocation's memory and counts it. */
-    void reclaimLeak(long ptr) {
-        if (port.deallocateRawUnlessClosed(ptr)) {
+    /**
+     * {@link LeakGuard}: returns a leaked allocation's memory (as its handle's close would) and
+     * counts it.
+     *
+     * @return whether it was returned (false once the allocator is closed)
+     */
+    boolean reclaimLeak(long ptr, long allocationId) {
+        if (port.deallocateOwned(ptr, allocationId)) {
             leaksReclaimed.incrementAndGet();
+            return true;
         }
+        return false;
+    }
+
+    /**
+     * Whether {@link #close()} has given the regions back. From then on every {@link Allocation}
+     * of this allocator is closed ({@link Allocation#isClosed()}), even one that was live at a
+     * forced close.
+     *
+     * @return true once closed
+     */
+    public boolean isClosed() {
+        return closed;
     }
 
     /**
@@ -374,10 +404,12 @@ public final class BfcAllocator implements AutoCloseable {
      * Gives every region back to the sub-allocator, as upstream's destructor does. With
      * allocations still live, it logs their count and bytes, then follows the
      * {@link #closePolicy() close policy}: {@link ClosePolicy#REFUSE} throws and leaves the
-     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees the regions anyway (the live
-     * addresses become invalid). Idempotent once closed. Afterwards allocation, deallocation and
+     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees them with the regions: their
+     * {@link Allocation} handles are closed (their views are refused, closing them does nothing)
+     * and their raw addresses become invalid; the statistics count them as freed
+     * ({@code bytesInUse} 0). Idempotent once closed. Afterwards allocation, deallocation and
      * per-address queries throw {@link IllegalStateException}; {@link #getStats()} still
-     * answers, and closing an {@link Allocation} does nothing.
+     * answers. Views taken before the close are not invalidated (docs/host-memory.md).
      *
      * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
      */
@@ -403,9 +435,11 @@ public final class BfcAllocator implements AutoCloseable {
                             + " them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
                             + " free the memory under them anyway.");
                 }
-                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now and their addresses are invalid", what);
+                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now: their Allocation handles"
+                        + " are closed and their raw addresses are invalid", what);
             }
             port.closeLocked();
+            closed = true;
         } finally {
             port.unlock();
         }
@@ -910,8 +944,8 @@ public final class BfcAllocator implements AutoCloseable {
      *       is left as a neighbour (the port keeps that, as it keeps every upstream decision);</li>
      *   <li>a chunk in use is in no bin, has an allocation id below the next one and a
      *       requested size of at least 1 byte that rounds up to at most its
-     *       size; a free chunk is in exactly the bin its size maps to, and its {@code binNum}
-     *       says so;</li>
+     *       size; a free chunk is in exactly the bin its size maps to, its {@code binNum}
+     *       says so, and it is owned by no {@link Allocation} handle;</li>
      *   <li>every bin holds only free chunks of live regions that name it, in (size, address)
      *       order, and the bins together hold exactly the free chunks;</li>
      *   <li>the region manager maps every chunk's start address to its handle, and nothing

@@ -315,6 +315,14 @@ final class BfcPort {
      */
     void closeLocked() {
         closed = true;
+        // Not in upstream: the allocations still live are freed with their regions, so each is
+        // a free at the event point and bytes_in_use ends at 0 with the pool.
+        for (walk.all(); walk.next(); ) {
+            if (walk.inUse()) {
+                onFreeLocked(walk.handle());
+            }
+        }
+        bytesInUse = 0;
         for (AllocationRegion region : regionManager.regions()) {
             subAllocator.free(region.ptr(), region.memorySize());
         }
@@ -773,38 +781,48 @@ final class BfcPort {
      * @throws IllegalStateException if the allocator is closed
      */
     void deallocateRaw(long ptr) {
-        deallocateRawInternal(ptr, false);
+        deallocateRawInternal(ptr, 0);
         retryHelper.notifyDealloc();
     }
 
     /**
-     * {@code DeallocateRaw} for an {@link Allocation} handle and leak detection: nothing if
-     * the allocator was closed (by force) before.
+     * {@code DeallocateRaw} for an {@link Allocation} handle and leak detection: frees the chunk
+     * at {@code ptr} only if it is still the allocation {@code allocationId}, and nothing if the
+     * allocator was closed (by force) before.
      *
      * @return whether a chunk was freed
-     * @throws IllegalArgumentException if {@code ptr} is not an allocation of this allocator
+     * @throws IllegalStateException if the chunk at {@code ptr} is not that allocation (never,
+     *     unless the handle's books are wrong: raw frees of handle-owned chunks are refused)
      */
-    boolean deallocateRawUnlessClosed(long ptr) {
-        if (!deallocateRawInternal(ptr, true)) {
+    boolean deallocateOwned(long ptr, long allocationId) {
+        if (!deallocateRawInternal(ptr, allocationId)) {
             return false;
         }
         retryHelper.notifyDealloc();
         return true;
     }
 
+    /** Marks the chunk in use {@code h} as an {@link Allocation} handle's. Needs the lock. */
+    void markHandleOwnedLocked(int h) {
+        check(chunks.inUse(h), "a chunk handed to an Allocation is in use");
+        chunks.setHandleOwned(h, true);
+    }
+
     /**
      * Port of {@code BFCAllocator::DeallocateRawInternal}.
      *
-     * @param quietIfClosed return false instead of throwing when the allocator is closed
+     * @param ownerAllocationId 0 for a raw free; else the allocation id of the
+     *     {@link Allocation} handle freeing its chunk (not in upstream: a handle frees only its
+     *     own allocation, and nothing once the allocator is closed)
      * @return true if a chunk was freed
      */
-    private boolean deallocateRawInternal(long ptr, boolean quietIfClosed) {
+    private boolean deallocateRawInternal(long ptr, long ownerAllocationId) {
         if (ptr == 0) {
             return false;
         }
         lock.lock();
         try {
-            if (quietIfClosed && closed) {
+            if (ownerAllocationId != 0 && closed) {
                 return false;
             }
             checkOpenLocked();
@@ -813,9 +831,28 @@ final class BfcPort {
             // DEVIATION(port): upstream CHECK-fails (aborts the process); here the caller gets
             // an exception and the allocator is unchanged.
             if (h == ChunkTable.INVALID_CHUNK_HANDLE || !chunks.inUse(h)) {
+                if (ownerAllocationId != 0) {
+                    throw ownerMismatch(ptr, ownerAllocationId, "free");
+                }
                 throw new IllegalArgumentException("0x" + Long.toHexString(ptr)
                         + " was not allocated by allocator '" + name + "' (or was already"
                         + " freed). Free each address returned by allocateRaw exactly once.");
+            }
+            if (chunks.handleOwned(h)) {
+                // Not in upstream: memory behind an Allocation handle is freed by the handle
+                // only, so that it can never free (or view) another allocation's memory.
+                if (ownerAllocationId == 0) {
+                    throw new IllegalArgumentException("0x" + Long.toHexString(ptr)
+                            + " is allocation #" + chunks.allocationId(h) + " of allocator '" + name
+                            + "', owned by an Allocation handle: close the Allocation instead of"
+                            + " freeing its address with deallocateRaw. Nothing was freed.");
+                }
+                if (chunks.allocationId(h) != ownerAllocationId) {
+                    throw ownerMismatch(ptr, ownerAllocationId, "allocation #" + chunks.allocationId(h));
+                }
+                chunks.setHandleOwned(h, false);
+            } else if (ownerAllocationId != 0) {
+                throw ownerMismatch(ptr, ownerAllocationId, "raw allocation #" + chunks.allocationId(h));
             }
 
             // Where upstream records the chunk before it is freed, for its trace.
@@ -834,6 +871,12 @@ final class BfcPort {
         } finally {
             unlockAfterCall();
         }
+    }
+
+    private IllegalStateException ownerMismatch(long ptr, long ownerAllocationId, String found) {
+        return new IllegalStateException("the Allocation handle of allocation #" + ownerAllocationId
+                + " at 0x" + Long.toHexString(ptr) + " of allocator '" + name + "' found " + found
+                + " there: its memory was freed by other means; nothing was freed");
     }
 
     /**

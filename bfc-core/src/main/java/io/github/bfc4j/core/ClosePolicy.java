@@ -18,9 +18,10 @@ public enum ClosePolicy {
 
     /**
      * Force: {@code close()} gives every region back to the sub-allocator anyway, as upstream's
-     * destructor does; the live allocations' addresses (and any views of them) become invalid,
-     * and closing their handles afterwards does nothing. The policy of allocators made with the
-     * upstream-style constructor.
+     * destructor does. The live allocations count as freed; their {@link Allocation} handles
+     * are closed ({@link Allocation#isClosed()}; their views are refused and closing them does
+     * nothing); their raw addresses, and any view taken before, become invalid. The policy of
+     * allocators made with the upstream-style constructor.
      */
     FORCE
 }

@@ -82,6 +82,11 @@ final class LeakGuard implements Runnable {
         if (reachable.decrementAndGet() != 0 || !done.compareAndSet(false, true)) {
             return;
         }
+        // Returned as the handle's close would return it (its own allocation only); once the
+        // allocator is closed there is nothing to return and nothing to report.
+        if (!allocator.reclaimLeak(address, allocationId)) {
+            return;
+        }
         String message = "LEAK: allocation #" + allocationId + " of " + requestedSize + " bytes ("
                 + size + " reserved) at 0x" + Long.toHexString(address) + " from allocator '"
                 + allocator.name() + "' became unreachable without close(); its memory has been"
@@ -94,6 +99,5 @@ final class LeakGuard implements Runnable {
             message += "\n" + w;
         }
         LOG.log(Level.WARNING, message);
-        allocator.reclaimLeak(address);
     }
 }

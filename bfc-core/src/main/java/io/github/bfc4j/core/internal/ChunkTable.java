@@ -48,6 +48,12 @@ public final class ChunkTable {
     private int[] next;
     private int[] binNum;
 
+    /**
+     * Not in upstream: whether the chunk in use belongs to an {@code Allocation} handle (raw
+     * frees of it are refused). Only ever true for a chunk in use; cleared when the handle frees it.
+     */
+    private boolean[] handleOwned;
+
     // The bins' tree nodes, owned by FreeChunkSet (package-private for it): four ints per
     // handle, at h * 4: left child, right child, parent (INVALID_CHUNK_HANDLE for none), and
     // tag = (id of the set holding the handle << 1) | red, 0 when the handle is in no set.
@@ -79,6 +85,7 @@ public final class ChunkTable {
         prev = new int[n];
         next = new int[n];
         binNum = new int[n];
+        handleOwned = new boolean[n];
         binLinks = new int[4 * n];
     }
 
@@ -108,6 +115,7 @@ public final class ChunkTable {
         prev[h] = INVALID_CHUNK_HANDLE;
         next[h] = INVALID_CHUNK_HANDLE;
         binNum[h] = INVALID_BIN_NUM;
+        handleOwned[h] = false;
         binLinks[4 * h + FreeChunkSet.TAG] = 0;
         return h;
     }
@@ -141,6 +149,7 @@ public final class ChunkTable {
         prev = Arrays.copyOf(prev, n);
         next = Arrays.copyOf(next, n);
         binNum = Arrays.copyOf(binNum, n);
+        handleOwned = Arrays.copyOf(handleOwned, n);
         binLinks = Arrays.copyOf(binLinks, 4 * n);
     }
 
@@ -307,5 +316,21 @@ public final class ChunkTable {
      */
     public void setFreedAtCount(int h, long v) {
         freedAtCount[h] = v;
+    }
+
+    /**
+     * @param h a handle
+     * @return whether the chunk (in use) belongs to an {@code Allocation} handle
+     */
+    public boolean handleOwned(int h) {
+        return handleOwned[h];
+    }
+
+    /**
+     * @param h a handle of a chunk in use
+     * @param v whether it belongs to an {@code Allocation} handle
+     */
+    public void setHandleOwned(int h, boolean v) {
+        handleOwned[h] = v;
     }
 }
