@@ -38,6 +38,9 @@ public final class Allocation implements AutoCloseable {
     }
 
     private final BfcAllocator allocator;
+    /** The chunk's start: what is freed. */
+    private final long chunkAddress;
+    /** The first address handed out: the chunk's start, or past it for a larger alignment. */
     private final long address;
     private final long size;
     private final long requestedSize;
@@ -48,9 +51,10 @@ public final class Allocation implements AutoCloseable {
     @SuppressWarnings("unused") // through CLOSED
     private volatile boolean closed;
 
-    Allocation(BfcAllocator allocator, long address, long size, long requestedSize, long allocationId,
-            LeakGuard guard) {
+    Allocation(BfcAllocator allocator, long chunkAddress, long address, long size, long requestedSize,
+            long allocationId, LeakGuard guard) {
         this.allocator = allocator;
+        this.chunkAddress = chunkAddress;
         this.address = address;
         this.size = size;
         this.requestedSize = requestedSize;
@@ -59,7 +63,8 @@ public final class Allocation implements AutoCloseable {
     }
 
     /**
-     * @return the start address
+     * @return the start address: aligned as {@link BfcAllocator#allocate(long, long)} was asked
+     *     (past the chunk's start, for an alignment above 256 bytes, by less than the alignment)
      * @throws IllegalStateException if closed
      */
     public long address() {
@@ -67,7 +72,10 @@ public final class Allocation implements AutoCloseable {
         return address;
     }
 
-    /** @return the bytes actually reserved for it (upstream's {@code AllocatedSize}, a multiple of 256) */
+    /**
+     * @return the bytes of the chunk reserved for it (upstream's {@code AllocatedSize}, a multiple
+     *     of 256; with an alignment above 256, the padding in front of {@link #address()} too)
+     */
     public long size() {
         return size;
     }
@@ -144,7 +152,7 @@ public final class Allocation implements AutoCloseable {
             return;
         }
         if (guard == null || guard.markClosed()) {
-            allocator.deallocateForHandle(address, allocationId);
+            allocator.deallocateForHandle(chunkAddress, allocationId);
         }
         Reference.reachabilityFence(this);
     }

@@ -316,7 +316,8 @@ public final class BfcAllocator implements AutoCloseable {
      * Allocates {@code bytes} and returns a handle that gives them back on {@link
      * Allocation#close()}. Unlike {@link #allocateRaw(long, long)}, running out of memory is an
      * exception, and the handle carries the sizes, the id and (for host memory) views. Creates
-     * the handle object; use {@code allocateRaw} where even that matters.
+     * the handle object; use {@code allocateRaw} where even that matters. The address is aligned
+     * to {@link #ALLOCATION_ALIGNMENT} (64) bytes: {@code allocate(bytes, 64)}.
      *
      * @param bytes the size wanted, > 0
      * @return the allocation
@@ -326,23 +327,78 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public Allocation allocate(long bytes) {
+        return allocate(bytes, ALLOCATION_ALIGNMENT);
+    }
+
+    /**
+     * Allocates {@code bytes} at an address that is a multiple of {@code alignment}, and
+     * returns a handle as {@link #allocate(long)} does. Unlike {@link #allocateRaw(long, long)},
+     * whose alignment is only passed on to the sub-allocator, this one is kept: chunks are
+     * 256-byte aligned within their region, so for an alignment above 256 bytes (or a region
+     * that is not aligned) the chunk is over-allocated by up to {@code alignment - 256} bytes
+     * (or {@code alignment - 1}) and {@link Allocation#address()} is the first aligned address
+     * in it; {@link Allocation#size()} is then the whole chunk. An alignment of at most 256 on
+     * a sub-allocator with 256-byte aligned regions (all of bfc4j's) costs nothing.
+     *
+     * @param bytes the size wanted, > 0
+     * @param alignment a power of two
+     * @return the allocation, {@code address() % alignment == 0}
+     * @throws IllegalArgumentException if {@code bytes} is not positive, {@code alignment} is
+     *     not a power of two, or {@code bytes + alignment - 1} exceeds
+     *     {@link #MAX_ALLOCATION_BYTES}
+     * @throws BfcOutOfMemoryException if the memory (with the padding) cannot be had
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public Allocation allocate(long bytes, long alignment) {
         if (bytes <= 0) {
             throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '"
                     + port.name() + "'");
         }
-        long ptr = allocateRaw(ALLOCATION_ALIGNMENT, bytes);
+        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+            throw new IllegalArgumentException("alignment=" + alignment
+                    + " (expected: a power of two) for allocator '" + port.name() + "'");
+        }
+        if (bytes > MAX_ALLOCATION_BYTES - alignment + 1) {
+            throw new IllegalArgumentException("bytes=" + bytes + " with alignment=" + alignment
+                    + " (expected: bytes + alignment - 1 <= " + MAX_ALLOCATION_BYTES + ") for allocator '"
+                    + port.name() + "'");
+        }
+        // Chunks start 256 bytes apart from their region's start: in a 256-aligned region that
+        // padding suffices; where it does not (an unaligned region), alignment - 1 always does.
+        long padded = alignment <= MIN_ALLOCATION_SIZE ? bytes : bytes + alignment - MIN_ALLOCATION_SIZE;
+        Allocation a = allocatePadded(bytes, alignment, padded);
+        if (a == null) {
+            a = allocatePadded(bytes, alignment, bytes + alignment - 1);
+        }
+        return a;
+    }
+
+    /**
+     * One attempt of {@link #allocate(long, long)}: allocates {@code padded} bytes and hands
+     * out their first {@code alignment}-aligned address.
+     *
+     * @return the allocation, or null if the chunk (freed again) holds no aligned run of
+     *     {@code bytes} bytes
+     */
+    private Allocation allocatePadded(long bytes, long alignment, long padded) {
+        long ptr = allocateRaw(alignment, padded);
         if (ptr == 0) {
             // The figures of the moment of failure, taken under the lock in the failing call.
-            throw oomReporter.exceptionForLastFailure(bytes);
+            throw oomReporter.exceptionForLastFailure(padded);
         }
         port.lock();
         try {
             port.checkOpenLocked();
             int h = view.handleAt(ptr);
+            ChunkWalk c = newAllocationChunk.at(h);
+            long address = (ptr + alignment - 1) & -alignment;
+            if (address - ptr > c.size() - bytes) {
+                port.deallocateRaw(ptr);
+                return null;
+            }
             // From here on only the handle frees this chunk: deallocateRaw of it is refused.
             port.markHandleOwnedLocked(h);
-            ChunkWalk c = newAllocationChunk.at(h);
-            return LeakGuard.newAllocation(this, leakDetection, ptr, c.size(), c.requestedSize(),
+            return LeakGuard.newAllocation(this, leakDetection, ptr, address, c.size(), bytes,
                     c.allocationId());
         } finally {
             port.unlock();
@@ -510,8 +566,14 @@ public final class BfcAllocator implements AutoCloseable {
      * Allocates with upstream's default attributes (retry on failure, if the options allow it;
      * no timestamp constraint). Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes)}.
      *
+     * <p>The alignment is <b>not</b> a promise, as upstream's (whose parameter is named
+     * {@code unused_alignment}): it is only passed on to the sub-allocator when a new region is
+     * obtained. Every chunk starts a multiple of 256 bytes after its region's start, so an
+     * address is 256-byte aligned in a 256-byte aligned region, and an alignment above 256 bytes
+     * is not kept. {@link #allocate(long, long)} keeps any alignment.
+     *
      * @param alignment a power of two; only passed on to the sub-allocator (every chunk is
-     *     256-byte aligned within its region)
+     *     256-byte aligned within its region; larger alignments are not kept)
      * @param numBytes the size wanted
      * @return the address, or 0 if {@code numBytes} is 0, above {@link #MAX_ALLOCATION_BYTES},
      *     or the memory cannot be had
@@ -524,9 +586,11 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
-     * Allocates. Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}.
+     * Allocates. Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}. The
+     * alignment is only passed on to the sub-allocator, as in {@link #allocateRaw(long, long)}.
      *
-     * @param alignment a power of two; only passed on to the sub-allocator
+     * @param alignment a power of two; only passed on to the sub-allocator (alignments above
+     *     256 bytes are not kept)
      * @param numBytes the size wanted
      * @param attr per-call attributes (retry, timestamp constraint)
      * @return the address, or 0 if {@code numBytes} is 0, above {@link #MAX_ALLOCATION_BYTES},
