@@ -105,18 +105,57 @@ public final class BfcAllocator implements AutoCloseable {
     private volatile boolean closed;
 
     /**
-     * Port of {@code BFCAllocator::BFCAllocator}.
+     * Port of {@code BFCAllocator::BFCAllocator}: the upstream-compatible constructor. It checks
+     * its arguments as {@link #builder()} does; its defaults are upstream's where the builder's
+     * are a Java user's: the options are used as given ({@link BfcOptions#defaults()} retries
+     * on failure, as upstream), and {@link #close()} frees live allocations as upstream's
+     * destructor does ({@link ClosePolicy#FORCE}). docs/host-memory.md has the table.
      *
      * @param subAllocator where regions come from
-     * @param totalMemory the memory limit in bytes (upstream's {@code total_memory})
-     * @param name the allocator's name, for messages
+     * @param totalMemory the memory limit in bytes (upstream's {@code total_memory}), > 0
+     * @param name the allocator's name, for messages and metrics; not blank
      * @param opts the options
-     * @throws NullPointerException if an argument is null
-     * @throws IllegalArgumentException if {@code totalMemory} is negative, or the fragmentation
-     *     fraction is positive but its threshold {@code (long) (fraction * totalMemory)} is 0
+     * @throws IllegalArgumentException if an argument is null, {@code totalMemory} is not
+     *     positive, {@code name} is blank, or the fragmentation fraction is positive but its
+     *     threshold {@code (long) (fraction * totalMemory)} is 0
      */
     public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
-        this(subAllocator, totalMemory, name, opts, ClosePolicy.FORCE, LeakDetection.fromSystemProperty());
+        this(checkSubAllocator(subAllocator), checkMemoryLimit("totalMemory", totalMemory), checkName(name),
+                checkOptions(opts), ClosePolicy.FORCE, LeakDetection.fromSystemProperty());
+    }
+
+    // The checks of the constructor and the builder: one set, so that both refuse the same.
+
+    private static SubAllocator checkSubAllocator(SubAllocator subAllocator) {
+        if (subAllocator == null) {
+            throw new IllegalArgumentException("subAllocator=null (expected: a SubAllocator,"
+                    + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
+        }
+        return subAllocator;
+    }
+
+    private static long checkMemoryLimit(String what, long memoryLimit) {
+        // DEVIATION(port): upstream takes a total_memory of 0 and then fails every allocation.
+        if (memoryLimit <= 0) {
+            throw new IllegalArgumentException(what + "=" + memoryLimit
+                    + " (expected: a number of bytes > 0, e.g. 1L << 30 for 1 GiB)");
+        }
+        return memoryLimit;
+    }
+
+    private static String checkName(String name) {
+        if (name == null || name.isBlank()) {
+            throw new IllegalArgumentException("name=" + (name == null ? "null" : "'" + name + "'")
+                    + " (expected: a non-empty name such as \"cpu_bfc\")");
+        }
+        return name;
+    }
+
+    private static BfcOptions checkOptions(BfcOptions options) {
+        if (options == null) {
+            throw new IllegalArgumentException("options=null (expected: BfcOptions, e.g. BfcOptions.builder().build())");
+        }
+        return options;
     }
 
     private BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts,
@@ -149,7 +188,8 @@ public final class BfcAllocator implements AutoCloseable {
      *         .build();
      * }</pre>
      *
-     * @return a builder with upstream's default options, {@link ClosePolicy#REFUSE} and leak
+     * @return a builder with upstream's default options except retrying on failure (off: an
+     *     allocation that does not fit throws at once), {@link ClosePolicy#REFUSE}, and leak
      *     detection as the system property {@value LeakDetection#PROPERTY} says
      */
     public static Builder builder() {
@@ -161,7 +201,8 @@ public final class BfcAllocator implements AutoCloseable {
         private String name = "bfc";
         private long memoryLimit = -1;
         private SubAllocator subAllocator;
-        private BfcOptions.Builder options = BfcOptions.builder();
+        // Retry off: a Java caller expects BfcOutOfMemoryException now, not a wait of up to 10 s.
+        private BfcOptions.Builder options = BfcOptions.builder().allowRetryOnFailure(false);
         private ClosePolicy closePolicy = ClosePolicy.REFUSE;
         private LeakDetection leakDetection;
 
@@ -174,11 +215,7 @@ public final class BfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if the name is null or blank
          */
         public Builder name(String name) {
-            if (name == null || name.isBlank()) {
-                throw new IllegalArgumentException("name=" + (name == null ? "null" : "'" + name + "'")
-                        + " (expected: a non-empty name such as \"cpu_bfc\")");
-            }
-            this.name = name;
+            this.name = checkName(name);
             return this;
         }
 
@@ -189,11 +226,7 @@ public final class BfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if not positive
          */
         public Builder memoryLimit(long memoryLimit) {
-            if (memoryLimit <= 0) {
-                throw new IllegalArgumentException("memoryLimit=" + memoryLimit
-                        + " (expected: a number of bytes > 0, e.g. 1L << 30 for 1 GiB)");
-            }
-            this.memoryLimit = memoryLimit;
+            this.memoryLimit = checkMemoryLimit("memoryLimit", memoryLimit);
             return this;
         }
 
@@ -204,26 +237,20 @@ public final class BfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if null
          */
         public Builder subAllocator(SubAllocator subAllocator) {
-            if (subAllocator == null) {
-                throw new IllegalArgumentException("subAllocator=null (expected: a SubAllocator,"
-                        + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
-            }
-            this.subAllocator = subAllocator;
+            this.subAllocator = checkSubAllocator(subAllocator);
             return this;
         }
 
         /**
-         * Sets every upstream option at once (replacing earlier calls of the option setters).
+         * Sets every upstream option at once, as given (replacing earlier calls of the option
+         * setters, and the builder's default of no retry: {@code BfcOptions.defaults()} retries).
          *
          * @param options the options
          * @return this builder
          * @throws IllegalArgumentException if null
          */
         public Builder options(BfcOptions options) {
-            if (options == null) {
-                throw new IllegalArgumentException("options=null (expected: BfcOptions, e.g. BfcOptions.builder().build())");
-            }
-            this.options = options.toBuilder();
+            this.options = checkOptions(options).toBuilder();
             return this;
         }
 
@@ -246,7 +273,11 @@ public final class BfcAllocator implements AutoCloseable {
         }
 
         /**
-         * @param allowRetryOnFailure see {@link BfcOptions#allowRetryOnFailure()} (default true)
+         * @param allowRetryOnFailure see {@link BfcOptions#allowRetryOnFailure()}; default
+         *     false for the builder: an allocation that does not fit throws
+         *     {@link BfcOutOfMemoryException} at once. True waits up to 10 s for other threads
+         *     to free memory first, as upstream (whose default it is); a request that can never
+         *     fit fails at once either way
          * @return this builder
          */
         public Builder allowRetryOnFailure(boolean allowRetryOnFailure) {

@@ -443,10 +443,33 @@ final class BfcPort {
         if (r != 0) {
             return r;
         }
+        if (canNeverFit(roundedBytes(numBytes))) {
+            // DEVIATION(port): upstream waits up to 10 s for frees even for a request that no
+            // free can serve; here only the retry's last (verbose) attempt is made, at once.
+            return allocateRawInternal(alignment, numBytes, true, freedByCount(attr), true);
+        }
         // The retry helper's verbose attempt is its last.
         return retryHelper.allocateRaw(
                 (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v),
                 MAX_MILLIS_TO_WAIT, alignment, numBytes);
+    }
+
+    /**
+     * Not in upstream: whether no free can ever make room for {@code roundedBytes}: they exceed
+     * the memory limit (so no region is obtained for them) and the pool (so no chunk holds them,
+     * every chunk being at most the pool; the pool exceeds the limit only where a sub-allocator
+     * hands out more than asked).
+     */
+    private boolean canNeverFit(long roundedBytes) {
+        if (roundedBytes <= memoryLimit) {
+            return false;
+        }
+        lock.lock();
+        try {
+            return roundedBytes > poolBytes;
+        } finally {
+            lock.unlock();
+        }
     }
 
     private static long freedByCount(AllocationAttributes attr) {
