@@ -751,6 +751,30 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
+     * Restarts the peaks, and only they, from the current values: {@link #peakBytesInUse()},
+     * {@link #peakReservedBytes()} and the peak number of live allocations. PyTorch's
+     * {@code torch.cuda.reset_peak_memory_stats()}; unlike {@link #clearStats()}, it leaves
+     * {@code numAllocs} and {@code largestAllocSize} alone. Not in upstream.
+     */
+    public void resetPeakStats() {
+        port.resetPeakStats();
+    }
+
+    /**
+     * Gives every region that holds no allocation back to the sub-allocator now, whatever
+     * {@link BfcOptions#garbageCollection()} says: PyTorch's {@code torch.cuda.empty_cache()}.
+     * The allocations are untouched; the next one that needs room obtains a new region. A
+     * region holding a timestamped free chunk that is not yet safe
+     * ({@link #setSafeFrontier}) is kept. Counted as region frees in {@link #memoryStats()}.
+     * Not in upstream (it uses upstream's {@code DeallocateRegions}).
+     *
+     * @return the bytes given back (0 on a closed allocator)
+     */
+    public long emptyCache() {
+        return port.emptyCache();
+    }
+
+    /**
      * The kind of memory handed out. Port of {@code BFCAllocator::GetMemoryType}.
      *
      * @return the sub-allocator's memory type
@@ -875,6 +899,7 @@ public final class BfcAllocator implements AutoCloseable {
     /**
      * Bytes of the regions held from the sub-allocator: upstream's pool bytes
      * ({@code total_region_allocated_bytes_}), the same as {@link AllocatorStats#poolBytes()}.
+     * PyTorch's {@code memory_reserved()}.
      *
      * @return the reserved bytes
      */
@@ -888,7 +913,8 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
-     * The largest {@link #reservedBytes()} ever, the same as {@link AllocatorStats#peakPoolBytes()}.
+     * The largest {@link #reservedBytes()} since creation or {@link #resetPeakStats()}, the same
+     * as {@link AllocatorStats#peakPoolBytes()}. PyTorch's {@code max_memory_reserved()}.
      *
      * @return the peak reserved bytes
      */
@@ -918,7 +944,8 @@ public final class BfcAllocator implements AutoCloseable {
     /**
      * Upstream's {@code GetFragmentation}: {@code 1 - largestFreeChunk / (reserved - inUse)},
      * 0 when nothing is free. 0 means all free memory is one chunk; near 1, free memory is
-     * scattered in chunks much smaller than its sum.
+     * scattered in chunks much smaller than its sum. Free memory in several regions counts as
+     * fragmented too: see {@link #fragmentationWithinRegions()}.
      *
      * @return the ratio in {@code [0, 1)}
      */
@@ -926,6 +953,24 @@ public final class BfcAllocator implements AutoCloseable {
         port.lock();
         try {
             return view.fragmentation();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
+     * Fragmentation that region boundaries do not count: {@code 1 - (sum over regions of each
+     * region's largest free chunk) / (reserved - inUse)}, 0 when nothing is free. An idle pool
+     * of several regions reads 0 here (each region is one free chunk), where
+     * {@link #fragmentation()} reads {@code 1 - largest region / all regions}. Not in upstream;
+     * costs a walk of the free chunks (docs/metrics.md).
+     *
+     * @return the ratio in {@code [0, 1)}
+     */
+    public double fragmentationWithinRegions() {
+        port.lock();
+        try {
+            return reports.fragmentationWithinRegionsLocked();
         } finally {
             port.unlock();
         }
@@ -970,7 +1015,7 @@ public final class BfcAllocator implements AutoCloseable {
 
     /**
      * The bytes of chunks in use now (chunk sizes, not requests): {@code getStats().bytesInUse()}
-     * without building a stats object.
+     * without building a stats object. PyTorch's {@code memory_allocated()}.
      *
      * @return the bytes in use
      */
@@ -978,6 +1023,22 @@ public final class BfcAllocator implements AutoCloseable {
         port.lock();
         try {
             return view.bytesInUse();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
+     * The largest {@link #bytesInUse()} since creation, {@link #clearStats()} or
+     * {@link #resetPeakStats()}: upstream's {@code peak_bytes_in_use}, PyTorch's
+     * {@code max_memory_allocated()}.
+     *
+     * @return the peak bytes in use
+     */
+    public long peakBytesInUse() {
+        port.lock();
+        try {
+            return view.stats().peakBytesInUse();
         } finally {
             port.unlock();
         }

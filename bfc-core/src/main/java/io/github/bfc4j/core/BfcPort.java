@@ -1176,6 +1176,64 @@ final class BfcPort {
         }
     }
 
+    /**
+     * Not in upstream (PyTorch's {@code reset_peak_memory_stats}): the peaks, and only they,
+     * restart from the current values: {@code peak_bytes_in_use}, {@code peak_pool_bytes} and
+     * the peak number of live allocations.
+     */
+    void resetPeakStats() {
+        lock.lock();
+        try {
+            peakBytesInUse = bytesInUse;
+            peakPoolBytes = poolBytes;
+            counters.resetPeaks();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Not in upstream (PyTorch's {@code empty_cache}): gives every region without a chunk in
+     * use back to the sub-allocator now, whatever {@code garbage_collection} says, through
+     * upstream's {@code DeallocateRegions}. A region holding a free chunk whose timestamp is not
+     * yet safe ({@link #setSafeFrontier}) is kept: its memory may still be in use (by a GPU
+     * stream). Nothing on a closed allocator.
+     *
+     * @return the bytes given back
+     */
+    long emptyCache() {
+        lock.lock();
+        try {
+            if (closed) {
+                return 0;
+            }
+            final int regionCount = regionManager.regions().size();
+            final boolean[] free = new boolean[regionCount];
+            final long frontier = safeFrontier.get();
+            long released = 0;
+            for (int i = 0; i < regionCount; i++) {
+                boolean keep = false;
+                for (walk.region(i); walk.next(); ) {
+                    if (walk.inUse() || (walk.freedAtCount() != 0
+                            && Long.compareUnsigned(walk.freedAtCount(), frontier) >= 0)) {
+                        keep = true;
+                        break;
+                    }
+                }
+                if (!keep) {
+                    free[i] = true;
+                    released += walk.regionBytes();
+                }
+            }
+            if (released != 0) {
+                deallocateRegionsLocked(free);
+            }
+            return released;
+        } finally {
+            unlockAfterCall();
+        }
+    }
+
     // get_bin_debug_info: DebugQueries.
 
     /** Port of {@code BFCAllocator::GetMemoryType}. */
