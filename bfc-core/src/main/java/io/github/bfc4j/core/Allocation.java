@@ -20,10 +20,14 @@ import org.bytedeco.javacpp.BytePointer;
  * }
  * }</pre>
  *
- * <p>Thread-safe: {@link #close()} is idempotent and may race with itself. After close,
- * {@link #address()}, {@link #asByteBuffer()} and {@link #asPointer()} throw
- * {@link IllegalStateException}; the sizes and id stay readable. Views made before close are
- * not (cannot be) invalidated: do not use them after close.
+ * <p>Thread-safe: {@link #close()} is idempotent and may race with itself and with the
+ * allocator's close. After close (or a forced close of the allocator), {@link #address()},
+ * {@link #asByteBuffer()} and {@link #asPointer()} throw {@link IllegalStateException}; the sizes
+ * and id stay readable. Only the handle frees its memory: {@code deallocateRaw} of its address
+ * is refused. Views made before close are not (cannot be) invalidated: a view used after close
+ * reads and writes memory a later allocation may own, and after the allocator's close memory
+ * the operating system took back (the JVM may crash). Do not keep views beyond the handle's
+ * try-with-resources block.
  */
 public final class Allocation implements AutoCloseable {
 

@@ -11,8 +11,10 @@ public enum ClosePolicy {
     /**
      * Refuse: {@code close()} throws {@link IllegalStateException} naming the count and bytes
      * of live allocations, and the allocator stays open and unchanged. Close the allocations,
-     * then the allocator. The default for allocators made with {@link BfcAllocator#builder()},
-     * because freeing host memory under a live {@code ByteBuffer} view would crash the JVM.
+     * then the allocator. The default for allocators made with {@link BfcAllocator#builder()}:
+     * host memory is never given back under a live handle (whose views, used after the memory
+     * was given back, could crash the JVM). Views are not tracked: one kept after its handle
+     * was closed is not protected (docs/host-memory.md).
      */
     REFUSE,
 

@@ -95,7 +95,7 @@ final class MemoryReports {
         sb.append('|').append(" ".repeat(pad / 2)).append(title).append(" ".repeat(pad - pad / 2))
                 .append("|\n");
         sb.append(thin);
-        sb.append(line(String.format(Locale.ROOT, "OOMs: %d  |  region extends: %d  |  region frees (GC): %d",
+        sb.append(line(String.format(Locale.ROOT, "OOMs: %d  |  region extends: %d  |  region frees (GC, emptyCache): %d",
                 m.oomsTotal(), m.regionExtendsTotal(), m.regionFreesTotal())));
         sb.append(rule);
         sb.append(String.format(Locale.ROOT, row, "Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));

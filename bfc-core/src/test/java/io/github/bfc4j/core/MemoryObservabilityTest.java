@@ -245,7 +245,7 @@ class MemoryObservabilityTest {
             String summary = a.memorySummary();
             System.out.println(summary);
             assertThat(summary).contains("bfc4j memory summary: obs_bfc (UNKNOWN)")
-                    .contains("OOMs: 1  |  region extends: 1  |  region frees (GC): 0")
+                    .contains("OOMs: 1  |  region extends: 1  |  region frees (GC, emptyCache): 0")
                     .containsPattern("\\| Allocated memory +\\| +512\\.0KiB \\| +513\\.0KiB \\| +513\\.0KiB \\| +1\\.0KiB \\|")
                     .containsPattern("\\| Reserved memory +\\| +2\\.00MiB \\| +2\\.00MiB \\| +2\\.00MiB \\| +0B \\|")
                     .containsPattern("\\| Allocations +\\| +1 \\| +2 \\| +2 \\| +1 \\|")
