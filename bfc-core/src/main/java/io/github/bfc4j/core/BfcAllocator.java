@@ -421,6 +421,12 @@ public final class BfcAllocator implements AutoCloseable {
         try {
             port.checkOpenLocked();
             int h = view.handleAt(ptr);
+            if (h < 0 || !newAllocationChunk.at(h).inUse()) {
+                // Only a raw free of an address not yet handed out (by another thread) gets here.
+                throw new IllegalStateException("allocator '" + port.name() + "': the chunk at 0x"
+                        + Long.toHexString(ptr) + " was freed by deallocateRaw before its Allocation"
+                        + " was made; free only addresses allocateRaw returned to you");
+            }
             ChunkWalk c = newAllocationChunk.at(h);
             long address = (ptr + alignment - 1) & -alignment;
             if (address - ptr > c.size() - bytes) {
@@ -1100,8 +1106,8 @@ public final class BfcAllocator implements AutoCloseable {
      *       is left as a neighbour (the port keeps that, as it keeps every upstream decision);</li>
      *   <li>a chunk in use is in no bin, has an allocation id below the next one and a
      *       requested size of at least 1 byte that rounds up to at most its
-     *       size; a free chunk is in exactly the bin its size maps to, its {@code binNum}
-     *       says so, and it is owned by no {@link Allocation} handle;</li>
+     *       size; a free chunk is in exactly the bin its size maps to, and its {@code binNum}
+     *       says so;</li>
      *   <li>every bin holds only free chunks of live regions that name it, in (size, address)
      *       order, and the bins together hold exactly the free chunks;</li>
      *   <li>the region manager maps every chunk's start address to its handle, and nothing

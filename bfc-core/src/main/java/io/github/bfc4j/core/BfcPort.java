@@ -828,7 +828,7 @@ final class BfcPort {
     /** Marks the chunk in use {@code h} as an {@link Allocation} handle's. Needs the lock. */
     void markHandleOwnedLocked(int h) {
         check(chunks.inUse(h), "a chunk handed to an Allocation is in use");
-        chunks.setHandleOwned(h, true);
+        chunks.setHandleOwned(h);
     }
 
     /**
@@ -853,29 +853,11 @@ final class BfcPort {
             final int h = regionManager.getHandle(ptr);
             // DEVIATION(port): upstream CHECK-fails (aborts the process); here the caller gets
             // an exception and the allocator is unchanged.
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE || !chunks.inUse(h)) {
-                if (ownerAllocationId != 0) {
-                    throw ownerMismatch(ptr, ownerAllocationId, "free");
-                }
-                throw new IllegalArgumentException("0x" + Long.toHexString(ptr)
-                        + " was not allocated by allocator '" + name + "' (or was already"
-                        + " freed). Free each address returned by allocateRaw exactly once.");
-            }
-            if (chunks.handleOwned(h)) {
-                // Not in upstream: memory behind an Allocation handle is freed by the handle
-                // only, so that it can never free (or view) another allocation's memory.
-                if (ownerAllocationId == 0) {
-                    throw new IllegalArgumentException("0x" + Long.toHexString(ptr)
-                            + " is allocation #" + chunks.allocationId(h) + " of allocator '" + name
-                            + "', owned by an Allocation handle: close the Allocation instead of"
-                            + " freeing its address with deallocateRaw. Nothing was freed.");
-                }
-                if (chunks.allocationId(h) != ownerAllocationId) {
-                    throw ownerMismatch(ptr, ownerAllocationId, "allocation #" + chunks.allocationId(h));
-                }
-                chunks.setHandleOwned(h, false);
-            } else if (ownerAllocationId != 0) {
-                throw ownerMismatch(ptr, ownerAllocationId, "raw allocation #" + chunks.allocationId(h));
+            // Not in upstream: a raw free of a chunk that an Allocation handle owns is refused,
+            // and a handle frees only its own allocation (its id, under this lock).
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE || (ownerAllocationId == 0 ? !chunks.inUseRaw(h)
+                    : !chunks.ownedByHandle(h, ownerAllocationId))) {
+                throw refusedFreeLocked(ptr, h, ownerAllocationId);
             }
 
             // Where upstream records the chunk before it is freed, for its trace.
@@ -896,10 +878,30 @@ final class BfcPort {
         }
     }
 
-    private IllegalStateException ownerMismatch(long ptr, long ownerAllocationId, String found) {
+    /**
+     * The exception of a free that {@code deallocateRawInternal} refuses, the allocator
+     * unchanged. Built here so that the free itself stays small. Needs the lock.
+     */
+    private RuntimeException refusedFreeLocked(long ptr, int h, long ownerAllocationId) {
+        final boolean inUse = h != ChunkTable.INVALID_CHUNK_HANDLE && chunks.inUse(h);
+        if (ownerAllocationId == 0) {
+            if (inUse) {
+                // Not in upstream: memory behind an Allocation handle is freed by the handle
+                // only, so that it can never free (or view) another allocation's memory.
+                return new IllegalArgumentException("0x" + Long.toHexString(ptr)
+                        + " is allocation #" + chunks.allocationId(h) + " of allocator '" + name
+                        + "', owned by an Allocation handle: close the Allocation instead of"
+                        + " freeing its address with deallocateRaw. Nothing was freed.");
+            }
+            return new IllegalArgumentException("0x" + Long.toHexString(ptr)
+                    + " was not allocated by allocator '" + name + "' (or was already"
+                    + " freed). Free each address returned by allocateRaw exactly once.");
+        }
         return new IllegalStateException("the Allocation handle of allocation #" + ownerAllocationId
-                + " at 0x" + Long.toHexString(ptr) + " of allocator '" + name + "' found " + found
-                + " there: its memory was freed by other means; nothing was freed");
+                + " at 0x" + Long.toHexString(ptr) + " of allocator '" + name + "' found "
+                + (!inUse ? "a free chunk" : (chunks.handleOwned(h) ? "" : "raw ") + "allocation #"
+                        + chunks.allocationId(h)) + " there: its memory was freed by other means;"
+                + " nothing was freed");
     }
 
     /**

@@ -132,10 +132,6 @@ final class InvariantChecker {
                     }
                     inUseSum += size;
                 } else {
-                    if (c.handleOwned()) {
-                        throw violation("free chunk h=" + h + " at " + hex(ptr) + " is marked as owned"
-                                + " by an Allocation handle", r);
-                    }
                     final int binNum = BfcPort.binNumForSize(size);
                     if (c.binNum() != binNum) {
                         throw violation("free chunk h=" + h + " at " + hex(ptr) + " of size " + size

@@ -101,12 +101,6 @@ class BfcInvariantsTest {
     }
 
     @Test
-    void aFreeChunkOwnedByAHandleIsCaught() throws Exception {
-        corruptChunks("free chunk h=2 at 0x7f0000000800 is marked as owned by an Allocation handle",
-                c -> c.setHandleOwned(c.next(c.next(0)), true));
-    }
-
-    @Test
     void aChunkInUseThatIsStillInABinIsCaught() throws Exception {
         corruptChunks("is in use but has bin_num=11", c -> c.setAllocationId(c.next(c.next(0)), 1));
     }

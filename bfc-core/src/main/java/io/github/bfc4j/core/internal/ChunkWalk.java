@@ -178,11 +178,6 @@ public final class ChunkWalk {
         return chunks.inUse(current);
     }
 
-    /** @return whether the current chunk (in use) belongs to an {@code Allocation} handle */
-    public boolean handleOwned() {
-        return chunks.handleOwned(current);
-    }
-
     /** @return the current chunk's bin, {@link ChunkTable#INVALID_BIN_NUM} if in none */
     public int binNum() {
         return chunks.binNum(current);
