@@ -14,17 +14,12 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -197,15 +192,6 @@ class MisuseTest {
         assertThat(a.memoryStats().freesTotal()).isEqualTo(1000);
     }
 
-    /** Runs the garbage collector until the condition holds, for at most 10 s. */
-    private static boolean gcUntil(BooleanSupplier condition) throws InterruptedException {
-        for (int i = 0; i < 200 && !condition.getAsBoolean(); i++) {
-            System.gc();
-            Thread.sleep(50);
-        }
-        return condition.getAsBoolean();
-    }
-
     @Test
     void leakDetectionDoesNothingOnceTheAllocatorIsClosedByForce() throws InterruptedException {
         AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
@@ -215,28 +201,11 @@ class MisuseTest {
             a.allocate(1000).asByteBuffer().put(0, (byte) 1); // handles and views dropped, never closed
         }
         a.close();
-        List<String> reports = new CopyOnWriteArrayList<>();
-        Logger logger = Logger.getLogger(LeakDetection.class.getName());
-        Handler handler = new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                reports.add(r.getMessage());
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        logger.addHandler(handler);
-        try {
+        List<String> reports;
+        try (LogCapture log = new LogCapture(LeakDetection.class.getName())) {
+            reports = log.messages();
             marker.allocate(256); // a marker leak: once it is reclaimed, the collector has been through
-            assertThat(gcUntil(() -> marker.leaksReclaimed() == 1)).isTrue();
-        } finally {
-            logger.removeHandler(handler);
+            assertThat(LogCapture.gcUntil(() -> marker.leaksReclaimed() == 1)).isTrue();
         }
         // The forced close closed those handles: not leaks, nothing to return, nothing reported.
         assertThat(a.leaksReclaimed()).isZero();
