@@ -20,10 +20,14 @@ import org.bytedeco.javacpp.BytePointer;
  * }
  * }</pre>
  *
- * <p>Thread-safe: {@link #close()} is idempotent and may race with itself. After close,
- * {@link #address()}, {@link #asByteBuffer()} and {@link #asPointer()} throw
- * {@link IllegalStateException}; the sizes and id stay readable. Views made before close are
- * not (cannot be) invalidated: do not use them after close.
+ * <p>Thread-safe: {@link #close()} is idempotent and may race with itself and with the
+ * allocator's close. After close (or a forced close of the allocator), {@link #address()},
+ * {@link #asByteBuffer()} and {@link #asPointer()} throw {@link IllegalStateException}; the sizes
+ * and id stay readable. Only the handle frees its memory: {@code deallocateRaw} of its address
+ * is refused. Views made before close are not (cannot be) invalidated: a view used after close
+ * reads and writes memory a later allocation may own, and after the allocator's close memory
+ * the operating system took back (the JVM may crash). Do not keep views beyond the handle's
+ * try-with-resources block.
  */
 public final class Allocation implements AutoCloseable {
 
@@ -38,6 +42,9 @@ public final class Allocation implements AutoCloseable {
     }
 
     private final BfcAllocator allocator;
+    /** The chunk's start: what is freed. */
+    private final long chunkAddress;
+    /** The first address handed out: the chunk's start, or past it for a larger alignment. */
     private final long address;
     private final long size;
     private final long requestedSize;
@@ -48,9 +55,10 @@ public final class Allocation implements AutoCloseable {
     @SuppressWarnings("unused") // through CLOSED
     private volatile boolean closed;
 
-    Allocation(BfcAllocator allocator, long address, long size, long requestedSize, long allocationId,
-            LeakGuard guard) {
+    Allocation(BfcAllocator allocator, long chunkAddress, long address, long size, long requestedSize,
+            long allocationId, LeakGuard guard) {
         this.allocator = allocator;
+        this.chunkAddress = chunkAddress;
         this.address = address;
         this.size = size;
         this.requestedSize = requestedSize;
@@ -59,7 +67,8 @@ public final class Allocation implements AutoCloseable {
     }
 
     /**
-     * @return the start address
+     * @return the start address: aligned as {@link BfcAllocator#allocate(long, long)} was asked
+     *     (past the chunk's start, for an alignment above 256 bytes, by less than the alignment)
      * @throws IllegalStateException if closed
      */
     public long address() {
@@ -67,7 +76,10 @@ public final class Allocation implements AutoCloseable {
         return address;
     }
 
-    /** @return the bytes actually reserved for it (upstream's {@code AllocatedSize}, a multiple of 256) */
+    /**
+     * @return the bytes of the chunk reserved for it (upstream's {@code AllocatedSize}, a multiple
+     *     of 256; with an alignment above 256, the padding in front of {@link #address()} too)
+     */
     public long size() {
         return size;
     }
@@ -82,9 +94,12 @@ public final class Allocation implements AutoCloseable {
         return allocationId;
     }
 
-    /** @return true once {@link #close()} was called (or the allocator was closed by force) */
+    /**
+     * @return true once {@link #close()} was called, or the allocator was closed (by force,
+     *     while this allocation was live)
+     */
     public boolean isClosed() {
-        return closed;
+        return closed || allocator.isClosed();
     }
 
     /** @return the allocator it came from */
@@ -132,8 +147,8 @@ public final class Allocation implements AutoCloseable {
     }
 
     /**
-     * Gives the memory back to the allocator. Idempotent; does nothing if the allocator was
-     * already closed by force.
+     * Gives the memory back to the allocator. Idempotent and thread-safe; does nothing if the
+     * allocator was already closed (by force). Frees only this allocation's own chunk.
      */
     @Override
     public void close() {
@@ -141,7 +156,7 @@ public final class Allocation implements AutoCloseable {
             return;
         }
         if (guard == null || guard.markClosed()) {
-            allocator.deallocateForHandle(address);
+            allocator.deallocateForHandle(chunkAddress, allocationId);
         }
         Reference.reachabilityFence(this);
     }
@@ -151,6 +166,12 @@ public final class Allocation implements AutoCloseable {
             throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
                     + " bytes at 0x" + Long.toHexString(address) + ") of allocator '" + allocator.name()
                     + "' is closed: it must not be used after close()");
+        }
+        if (allocator.isClosed()) {
+            throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
+                    + " bytes at 0x" + Long.toHexString(address) + ") is closed: allocator '"
+                    + allocator.name() + "' was closed (ClosePolicy.FORCE) while it was live, and its"
+                    + " memory was given back");
         }
     }
 
@@ -168,6 +189,6 @@ public final class Allocation implements AutoCloseable {
     @Override
     public String toString() {
         return "Allocation[#" + allocationId + ", " + requestedSize + " bytes (" + size + " reserved) at 0x"
-                + Long.toHexString(address) + (closed ? ", closed" : "") + ", allocator '" + allocator.name() + "']";
+                + Long.toHexString(address) + (isClosed() ? ", closed" : "") + ", allocator '" + allocator.name() + "']";
     }
 }

@@ -108,18 +108,63 @@ public final class BfcAllocator implements AutoCloseable {
     private final AtomicLong leaksReclaimed = new AtomicLong();
 
     /**
-     * Port of {@code BFCAllocator::BFCAllocator}.
+     * Set (under the lock) once {@link #close()} has given the regions back: every
+     * {@link Allocation} of this allocator is closed from then on.
+     */
+    private volatile boolean closed;
+
+    /**
+     * Port of {@code BFCAllocator::BFCAllocator}: the upstream-compatible constructor. It checks
+     * its arguments as {@link #builder()} does; its defaults are upstream's where the builder's
+     * are a Java user's: the options are used as given ({@link BfcOptions#defaults()} retries
+     * on failure, as upstream), and {@link #close()} frees live allocations as upstream's
+     * destructor does ({@link ClosePolicy#FORCE}). docs/host-memory.md has the table.
      *
      * @param subAllocator where regions come from
-     * @param totalMemory the memory limit in bytes (upstream's {@code total_memory})
-     * @param name the allocator's name, for messages
+     * @param totalMemory the memory limit in bytes (upstream's {@code total_memory}), > 0
+     * @param name the allocator's name, for messages and metrics; not blank
      * @param opts the options
-     * @throws NullPointerException if an argument is null
-     * @throws IllegalArgumentException if {@code totalMemory} is negative, or the fragmentation
-     *     fraction is positive but its threshold {@code (long) (fraction * totalMemory)} is 0
+     * @throws IllegalArgumentException if an argument is null, {@code totalMemory} is not
+     *     positive, {@code name} is blank, or the fragmentation fraction is positive but its
+     *     threshold {@code (long) (fraction * totalMemory)} is 0
      */
     public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
-        this(subAllocator, totalMemory, name, opts, ClosePolicy.FORCE, LeakDetection.fromSystemProperty());
+        this(checkSubAllocator(subAllocator), checkMemoryLimit("totalMemory", totalMemory), checkName(name),
+                checkOptions(opts), ClosePolicy.FORCE, LeakDetection.fromSystemProperty());
+    }
+
+    // The checks of the constructor and the builder: one set, so that both refuse the same.
+
+    private static SubAllocator checkSubAllocator(SubAllocator subAllocator) {
+        if (subAllocator == null) {
+            throw new IllegalArgumentException("subAllocator=null (expected: a SubAllocator,"
+                    + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
+        }
+        return subAllocator;
+    }
+
+    private static long checkMemoryLimit(String what, long memoryLimit) {
+        // DEVIATION(port): upstream takes a total_memory of 0 and then fails every allocation.
+        if (memoryLimit <= 0) {
+            throw new IllegalArgumentException(what + "=" + memoryLimit
+                    + " (expected: a number of bytes > 0, e.g. 1L << 30 for 1 GiB)");
+        }
+        return memoryLimit;
+    }
+
+    private static String checkName(String name) {
+        if (name == null || name.isBlank()) {
+            throw new IllegalArgumentException("name=" + (name == null ? "null" : "'" + name + "'")
+                    + " (expected: a non-empty name such as \"cpu_bfc\")");
+        }
+        return name;
+    }
+
+    private static BfcOptions checkOptions(BfcOptions options) {
+        if (options == null) {
+            throw new IllegalArgumentException("options=null (expected: BfcOptions, e.g. BfcOptions.builder().build())");
+        }
+        return options;
     }
 
     private BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts,
@@ -164,7 +209,8 @@ public final class BfcAllocator implements AutoCloseable {
      *         .build();
      * }</pre>
      *
-     * @return a builder with upstream's default options, {@link ClosePolicy#REFUSE} and leak
+     * @return a builder with upstream's default options except retrying on failure (off: an
+     *     allocation that does not fit throws at once), {@link ClosePolicy#REFUSE}, and leak
      *     detection as the system property {@value LeakDetection#PROPERTY} says
      */
     public static Builder builder() {
@@ -176,7 +222,8 @@ public final class BfcAllocator implements AutoCloseable {
         private String name = "bfc";
         private long memoryLimit = -1;
         private SubAllocator subAllocator;
-        private BfcOptions.Builder options = BfcOptions.builder();
+        // Retry off: a Java caller expects BfcOutOfMemoryException now, not a wait of up to 10 s.
+        private BfcOptions.Builder options = BfcOptions.builder().allowRetryOnFailure(false);
         private ClosePolicy closePolicy = ClosePolicy.REFUSE;
         private LeakDetection leakDetection;
 
@@ -189,11 +236,7 @@ public final class BfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if the name is null or blank
          */
         public Builder name(String name) {
-            if (name == null || name.isBlank()) {
-                throw new IllegalArgumentException("name=" + (name == null ? "null" : "'" + name + "'")
-                        + " (expected: a non-empty name such as \"cpu_bfc\")");
-            }
-            this.name = name;
+            this.name = checkName(name);
             return this;
         }
 
@@ -204,11 +247,7 @@ public final class BfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if not positive
          */
         public Builder memoryLimit(long memoryLimit) {
-            if (memoryLimit <= 0) {
-                throw new IllegalArgumentException("memoryLimit=" + memoryLimit
-                        + " (expected: a number of bytes > 0, e.g. 1L << 30 for 1 GiB)");
-            }
-            this.memoryLimit = memoryLimit;
+            this.memoryLimit = checkMemoryLimit("memoryLimit", memoryLimit);
             return this;
         }
 
@@ -219,26 +258,20 @@ public final class BfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if null
          */
         public Builder subAllocator(SubAllocator subAllocator) {
-            if (subAllocator == null) {
-                throw new IllegalArgumentException("subAllocator=null (expected: a SubAllocator,"
-                        + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
-            }
-            this.subAllocator = subAllocator;
+            this.subAllocator = checkSubAllocator(subAllocator);
             return this;
         }
 
         /**
-         * Sets every upstream option at once (replacing earlier calls of the option setters).
+         * Sets every upstream option at once, as given (replacing earlier calls of the option
+         * setters, and the builder's default of no retry: {@code BfcOptions.defaults()} retries).
          *
          * @param options the options
          * @return this builder
          * @throws IllegalArgumentException if null
          */
         public Builder options(BfcOptions options) {
-            if (options == null) {
-                throw new IllegalArgumentException("options=null (expected: BfcOptions, e.g. BfcOptions.builder().build())");
-            }
-            this.options = options.toBuilder();
+            this.options = checkOptions(options).toBuilder();
             return this;
         }
 
@@ -261,7 +294,11 @@ public final class BfcAllocator implements AutoCloseable {
         }
 
         /**
-         * @param allowRetryOnFailure see {@link BfcOptions#allowRetryOnFailure()} (default true)
+         * @param allowRetryOnFailure see {@link BfcOptions#allowRetryOnFailure()}; default
+         *     false for the builder: an allocation that does not fit throws
+         *     {@link BfcOutOfMemoryException} at once. True waits up to 10 s for other threads
+         *     to free memory first, as upstream (whose default it is); a request that can never
+         *     fit fails at once either way
          * @return this builder
          */
         public Builder allowRetryOnFailure(boolean allowRetryOnFailure) {
@@ -331,7 +368,8 @@ public final class BfcAllocator implements AutoCloseable {
      * Allocates {@code bytes} and returns a handle that gives them back on {@link
      * Allocation#close()}. Unlike {@link #allocateRaw(long, long)}, running out of memory is an
      * exception, and the handle carries the sizes, the id and (for host memory) views. Creates
-     * the handle object; use {@code allocateRaw} where even that matters.
+     * the handle object; use {@code allocateRaw} where even that matters. The address is aligned
+     * to {@link #ALLOCATION_ALIGNMENT} (64) bytes: {@code allocate(bytes, 64)}.
      *
      * @param bytes the size wanted, > 0
      * @return the allocation
@@ -341,36 +379,121 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public Allocation allocate(long bytes) {
+        return allocate(bytes, ALLOCATION_ALIGNMENT);
+    }
+
+    /**
+     * Allocates {@code bytes} at an address that is a multiple of {@code alignment}, and
+     * returns a handle as {@link #allocate(long)} does. Unlike {@link #allocateRaw(long, long)},
+     * whose alignment is only passed on to the sub-allocator, this one is kept: chunks are
+     * 256-byte aligned within their region, so for an alignment above 256 bytes (or a region
+     * that is not aligned) the chunk is over-allocated by up to {@code alignment - 256} bytes
+     * (or {@code alignment - 1}) and {@link Allocation#address()} is the first aligned address
+     * in it; {@link Allocation#size()} is then the whole chunk. An alignment of at most 256 on
+     * a sub-allocator with 256-byte aligned regions (all of bfc4j's) costs nothing.
+     *
+     * @param bytes the size wanted, > 0
+     * @param alignment a power of two
+     * @return the allocation, {@code address() % alignment == 0}
+     * @throws IllegalArgumentException if {@code bytes} is not positive, {@code alignment} is
+     *     not a power of two, or {@code bytes + alignment - 1} exceeds
+     *     {@link #MAX_ALLOCATION_BYTES}
+     * @throws BfcOutOfMemoryException if the memory (with the padding) cannot be had
+     * @throws IllegalStateException if the allocator is closed
+     */
+    public Allocation allocate(long bytes, long alignment) {
         if (bytes <= 0) {
             throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '"
                     + port.name() + "'");
         }
-        long ptr = allocateRaw(ALLOCATION_ALIGNMENT, bytes);
+        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+            throw new IllegalArgumentException("alignment=" + alignment
+                    + " (expected: a power of two) for allocator '" + port.name() + "'");
+        }
+        if (bytes > MAX_ALLOCATION_BYTES - alignment + 1) {
+            throw new IllegalArgumentException("bytes=" + bytes + " with alignment=" + alignment
+                    + " (expected: bytes + alignment - 1 <= " + MAX_ALLOCATION_BYTES + ") for allocator '"
+                    + port.name() + "'");
+        }
+        // Chunks start 256 bytes apart from their region's start: in a 256-aligned region that
+        // padding suffices; where it does not (an unaligned region), alignment - 1 always does.
+        long padded = alignment <= MIN_ALLOCATION_SIZE ? bytes : bytes + alignment - MIN_ALLOCATION_SIZE;
+        Allocation a = allocatePadded(bytes, alignment, padded);
+        if (a == null) {
+            a = allocatePadded(bytes, alignment, bytes + alignment - 1);
+        }
+        return a;
+    }
+
+    /**
+     * One attempt of {@link #allocate(long, long)}: allocates {@code padded} bytes and hands
+     * out their first {@code alignment}-aligned address.
+     *
+     * @return the allocation, or null if the chunk (freed again) holds no aligned run of
+     *     {@code bytes} bytes
+     */
+    private Allocation allocatePadded(long bytes, long alignment, long padded) {
+        long ptr = allocateRaw(alignment, padded);
         if (ptr == 0) {
             // The figures of the moment of failure, taken under the lock in the failing call.
-            throw oomReporter.exceptionForLastFailure(bytes);
+            throw oomReporter.exceptionForLastFailure(padded);
         }
         port.lock();
         try {
             port.checkOpenLocked();
-            ChunkWalk c = newAllocationChunk.at(view.handleAt(ptr));
-            return LeakGuard.newAllocation(this, leakDetection, ptr, c.size(), c.requestedSize(),
+            int h = view.handleAt(ptr);
+            if (h < 0 || !newAllocationChunk.at(h).inUse()) {
+                // Only a raw free of an address not yet handed out (by another thread) gets here.
+                throw new IllegalStateException("allocator '" + port.name() + "': the chunk at 0x"
+                        + Long.toHexString(ptr) + " was freed by deallocateRaw before its Allocation"
+                        + " was made; free only addresses allocateRaw returned to you");
+            }
+            ChunkWalk c = newAllocationChunk.at(h);
+            long address = (ptr + alignment - 1) & -alignment;
+            if (address - ptr > c.size() - bytes) {
+                port.deallocateRaw(ptr);
+                return null;
+            }
+            // From here on only the handle frees this chunk: deallocateRaw of it is refused.
+            port.markHandleOwnedLocked(h);
+            return LeakGuard.newAllocation(this, leakDetection, ptr, address, c.size(), bytes,
                     c.allocationId());
         } finally {
             port.unlock();
         }
     }
 
-    /** {@link Allocation#close()}: frees, unless the allocator was closed (by force) before. */
-    void deallocateForHandle(long ptr) {
-        port.deallocateRawUnlessClosed(ptr);
+    /**
+     * {@link Allocation#close()}: frees the chunk at {@code ptr} if it is still the allocation
+     * {@code allocationId}; nothing if the allocator was closed before.
+     */
+    void deallocateForHandle(long ptr, long allocationId) {
+        port.deallocateOwned(ptr, allocationId);
     }
 
-    /** {@link LeakGuard}: returns a leaked allocation's memory and counts it. */
-    void reclaimLeak(long ptr) {
-        if (port.deallocateRawUnlessClosed(ptr)) {
+    /**
+     * {@link LeakGuard}: returns a leaked allocation's memory (as its handle's close would) and
+     * counts it.
+     *
+     * @return whether it was returned (false once the allocator is closed)
+     */
+    boolean reclaimLeak(long ptr, long allocationId) {
+        if (port.deallocateOwned(ptr, allocationId)) {
             leaksReclaimed.incrementAndGet();
+            return true;
         }
+        return false;
+    }
+
+    /**
+     * Whether {@link #close()} has given the regions back. From then on every {@link Allocation}
+     * of this allocator is closed ({@link Allocation#isClosed()}), even one that was live at a
+     * forced close.
+     *
+     * @return true once closed
+     */
+    public boolean isClosed() {
+        return closed;
     }
 
     /**
@@ -395,10 +518,12 @@ public final class BfcAllocator implements AutoCloseable {
      * Gives every region back to the sub-allocator, as upstream's destructor does. With
      * allocations still live, it logs their count and bytes, then follows the
      * {@link #closePolicy() close policy}: {@link ClosePolicy#REFUSE} throws and leaves the
-     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees the regions anyway (the live
-     * addresses become invalid). Idempotent once closed. Afterwards allocation, deallocation and
+     * allocator open and unchanged; {@link ClosePolicy#FORCE} frees them with the regions: their
+     * {@link Allocation} handles are closed (their views are refused, closing them does nothing)
+     * and their raw addresses become invalid; the statistics count them as freed
+     * ({@code bytesInUse} 0). Idempotent once closed. Afterwards allocation, deallocation and
      * per-address queries throw {@link IllegalStateException}; {@link #getStats()} still
-     * answers, and closing an {@link Allocation} does nothing.
+     * answers. Views taken before the close are not invalidated (docs/host-memory.md).
      *
      * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
      */
@@ -424,9 +549,11 @@ public final class BfcAllocator implements AutoCloseable {
                             + " them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
                             + " free the memory under them anyway.");
                 }
-                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now and their addresses are invalid", what);
+                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now: their Allocation handles"
+                        + " are closed and their raw addresses are invalid", what);
             }
             port.closeLocked();
+            closed = true;
         } finally {
             port.unlock();
         }
@@ -497,8 +624,14 @@ public final class BfcAllocator implements AutoCloseable {
      * Allocates with upstream's default attributes (retry on failure, if the options allow it;
      * no timestamp constraint). Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes)}.
      *
+     * <p>The alignment is <b>not</b> a promise, as upstream's (whose parameter is named
+     * {@code unused_alignment}): it is only passed on to the sub-allocator when a new region is
+     * obtained. Every chunk starts a multiple of 256 bytes after its region's start, so an
+     * address is 256-byte aligned in a 256-byte aligned region, and an alignment above 256 bytes
+     * is not kept. {@link #allocate(long, long)} keeps any alignment.
+     *
      * @param alignment a power of two; only passed on to the sub-allocator (every chunk is
-     *     256-byte aligned within its region)
+     *     256-byte aligned within its region; larger alignments are not kept)
      * @param numBytes the size wanted
      * @return the address, or 0 if {@code numBytes} is 0, above {@link #MAX_ALLOCATION_BYTES},
      *     or the memory cannot be had
@@ -511,9 +644,11 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
-     * Allocates. Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}.
+     * Allocates. Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}. The
+     * alignment is only passed on to the sub-allocator, as in {@link #allocateRaw(long, long)}.
      *
-     * @param alignment a power of two; only passed on to the sub-allocator
+     * @param alignment a power of two; only passed on to the sub-allocator (alignments above
+     *     256 bytes are not kept)
      * @param numBytes the size wanted
      * @param attr per-call attributes (retry, timestamp constraint)
      * @return the address, or 0 if {@code numBytes} is 0, above {@link #MAX_ALLOCATION_BYTES},
@@ -643,6 +778,30 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
+     * Restarts the peaks, and only they, from the current values: {@link #peakBytesInUse()},
+     * {@link #peakReservedBytes()} and the peak number of live allocations. PyTorch's
+     * {@code torch.cuda.reset_peak_memory_stats()}; unlike {@link #clearStats()}, it leaves
+     * {@code numAllocs} and {@code largestAllocSize} alone. Not in upstream.
+     */
+    public void resetPeakStats() {
+        port.resetPeakStats();
+    }
+
+    /**
+     * Gives every region that holds no allocation back to the sub-allocator now, whatever
+     * {@link BfcOptions#garbageCollection()} says: PyTorch's {@code torch.cuda.empty_cache()}.
+     * The allocations are untouched; the next one that needs room obtains a new region. A
+     * region holding a timestamped free chunk that is not yet safe
+     * ({@link #setSafeFrontier}) is kept. Counted as region frees in {@link #memoryStats()}.
+     * Not in upstream (it uses upstream's {@code DeallocateRegions}).
+     *
+     * @return the bytes given back (0 on a closed allocator)
+     */
+    public long emptyCache() {
+        return port.emptyCache();
+    }
+
+    /**
      * The kind of memory handed out. Port of {@code BFCAllocator::GetMemoryType}.
      *
      * @return the sub-allocator's memory type
@@ -767,6 +926,7 @@ public final class BfcAllocator implements AutoCloseable {
     /**
      * Bytes of the regions held from the sub-allocator: upstream's pool bytes
      * ({@code total_region_allocated_bytes_}), the same as {@link AllocatorStats#poolBytes()}.
+     * PyTorch's {@code memory_reserved()}.
      *
      * @return the reserved bytes
      */
@@ -780,7 +940,8 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
-     * The largest {@link #reservedBytes()} ever, the same as {@link AllocatorStats#peakPoolBytes()}.
+     * The largest {@link #reservedBytes()} since creation or {@link #resetPeakStats()}, the same
+     * as {@link AllocatorStats#peakPoolBytes()}. PyTorch's {@code max_memory_reserved()}.
      *
      * @return the peak reserved bytes
      */
@@ -810,7 +971,8 @@ public final class BfcAllocator implements AutoCloseable {
     /**
      * Upstream's {@code GetFragmentation}: {@code 1 - largestFreeChunk / (reserved - inUse)},
      * 0 when nothing is free. 0 means all free memory is one chunk; near 1, free memory is
-     * scattered in chunks much smaller than its sum.
+     * scattered in chunks much smaller than its sum. Free memory in several regions counts as
+     * fragmented too: see {@link #fragmentationWithinRegions()}.
      *
      * @return the ratio in {@code [0, 1)}
      */
@@ -818,6 +980,24 @@ public final class BfcAllocator implements AutoCloseable {
         port.lock();
         try {
             return view.fragmentation();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
+     * Fragmentation that region boundaries do not count: {@code 1 - (sum over regions of each
+     * region's largest free chunk) / (reserved - inUse)}, 0 when nothing is free. An idle pool
+     * of several regions reads 0 here (each region is one free chunk), where
+     * {@link #fragmentation()} reads {@code 1 - largest region / all regions}. Not in upstream;
+     * costs a walk of the free chunks (docs/metrics.md).
+     *
+     * @return the ratio in {@code [0, 1)}
+     */
+    public double fragmentationWithinRegions() {
+        port.lock();
+        try {
+            return reports.fragmentationWithinRegionsLocked();
         } finally {
             port.unlock();
         }
@@ -961,7 +1141,7 @@ public final class BfcAllocator implements AutoCloseable {
 
     /**
      * The bytes of chunks in use now (chunk sizes, not requests): {@code getStats().bytesInUse()}
-     * without building a stats object.
+     * without building a stats object. PyTorch's {@code memory_allocated()}.
      *
      * @return the bytes in use
      */
@@ -969,6 +1149,22 @@ public final class BfcAllocator implements AutoCloseable {
         port.lock();
         try {
             return view.bytesInUse();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
+     * The largest {@link #bytesInUse()} since creation, {@link #clearStats()} or
+     * {@link #resetPeakStats()}: upstream's {@code peak_bytes_in_use}, PyTorch's
+     * {@code max_memory_allocated()}.
+     *
+     * @return the peak bytes in use
+     */
+    public long peakBytesInUse() {
+        port.lock();
+        try {
+            return view.stats().peakBytesInUse();
         } finally {
             port.unlock();
         }

@@ -99,6 +99,15 @@ public final class BfcAllocatorView {
     }
 
     /**
+     * {@link BfcAllocator#peakBytesInUse()}.
+     *
+     * @return the largest bytes in use since creation or the last reset of the peaks
+     */
+    public long peakBytesInUse() {
+        return allocator.peakBytesInUse();
+    }
+
+    /**
      * {@link BfcAllocator#reservedBytes()}.
      *
      * @return the bytes of the regions held from the sub-allocator
@@ -110,7 +119,7 @@ public final class BfcAllocatorView {
     /**
      * {@link BfcAllocator#peakReservedBytes()}.
      *
-     * @return the largest reserved bytes ever
+     * @return the largest reserved bytes since creation or the last reset of the peaks
      */
     public long peakReservedBytes() {
         return allocator.peakReservedBytes();
@@ -141,6 +150,24 @@ public final class BfcAllocatorView {
      */
     public double fragmentation() {
         return allocator.fragmentation();
+    }
+
+    /**
+     * {@link BfcAllocator#fragmentationWithinRegions()}.
+     *
+     * @return the fragmentation that region boundaries do not count, in {@code [0, 1)}
+     */
+    public double fragmentationWithinRegions() {
+        return allocator.fragmentationWithinRegions();
+    }
+
+    /**
+     * {@link BfcAllocator#isClosed()}.
+     *
+     * @return whether the allocator is closed
+     */
+    public boolean isClosed() {
+        return allocator.isClosed();
     }
 
     /**

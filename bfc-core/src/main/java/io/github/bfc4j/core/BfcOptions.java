@@ -77,7 +77,10 @@ public final class BfcOptions {
 
     /**
      * Upstream's {@code allow_retry_on_failure}: if true, a failed allocation whose attributes
-     * ask for retry waits (up to 10 s) for other threads to free memory before giving up.
+     * ask for retry waits (up to 10 s) for other threads to free memory before giving up; a
+     * request larger than the memory limit (which no free can serve) fails at once
+     * (docs/deviations.md #24). Upstream's default, true; {@link BfcAllocator#builder()}'s is
+     * false.
      *
      * @return whether failed allocations may wait and retry
      */

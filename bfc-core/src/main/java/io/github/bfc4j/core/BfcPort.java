@@ -324,6 +324,14 @@ final class BfcPort {
     void closeLocked() {
         listener.closingLocked();
         closed = true;
+        // Not in upstream: the allocations still live are freed with their regions, so each is
+        // a free at the event point and bytes_in_use ends at 0 with the pool.
+        for (walk.all(); walk.next(); ) {
+            if (walk.inUse()) {
+                onFreeLocked(walk.handle());
+            }
+        }
+        bytesInUse = 0;
         for (AllocationRegion region : regionManager.regions()) {
             subAllocator.free(region.ptr(), region.memorySize());
         }
@@ -444,10 +452,33 @@ final class BfcPort {
         if (r != 0) {
             return r;
         }
+        if (canNeverFit(roundedBytes(numBytes))) {
+            // DEVIATION(port): upstream waits up to 10 s for frees even for a request that no
+            // free can serve; here only the retry's last (verbose) attempt is made, at once.
+            return allocateRawInternal(alignment, numBytes, true, freedByCount(attr), true);
+        }
         // The retry helper's verbose attempt is its last.
         return retryHelper.allocateRaw(
                 (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v),
                 MAX_MILLIS_TO_WAIT, alignment, numBytes);
+    }
+
+    /**
+     * Not in upstream: whether no free can ever make room for {@code roundedBytes}: they exceed
+     * the memory limit (so no region is obtained for them) and the pool (so no chunk holds them,
+     * every chunk being at most the pool; the pool exceeds the limit only where a sub-allocator
+     * hands out more than asked).
+     */
+    private boolean canNeverFit(long roundedBytes) {
+        if (roundedBytes <= memoryLimit) {
+            return false;
+        }
+        lock.lock();
+        try {
+            return roundedBytes > poolBytes;
+        } finally {
+            lock.unlock();
+        }
     }
 
     private static long freedByCount(AllocationAttributes attr) {
@@ -784,38 +815,48 @@ final class BfcPort {
      * @throws IllegalStateException if the allocator is closed
      */
     void deallocateRaw(long ptr) {
-        deallocateRawInternal(ptr, false);
+        deallocateRawInternal(ptr, 0);
         retryHelper.notifyDealloc();
     }
 
     /**
-     * {@code DeallocateRaw} for an {@link Allocation} handle and leak detection: nothing if
-     * the allocator was closed (by force) before.
+     * {@code DeallocateRaw} for an {@link Allocation} handle and leak detection: frees the chunk
+     * at {@code ptr} only if it is still the allocation {@code allocationId}, and nothing if the
+     * allocator was closed (by force) before.
      *
      * @return whether a chunk was freed
-     * @throws IllegalArgumentException if {@code ptr} is not an allocation of this allocator
+     * @throws IllegalStateException if the chunk at {@code ptr} is not that allocation (never,
+     *     unless the handle's books are wrong: raw frees of handle-owned chunks are refused)
      */
-    boolean deallocateRawUnlessClosed(long ptr) {
-        if (!deallocateRawInternal(ptr, true)) {
+    boolean deallocateOwned(long ptr, long allocationId) {
+        if (!deallocateRawInternal(ptr, allocationId)) {
             return false;
         }
         retryHelper.notifyDealloc();
         return true;
     }
 
+    /** Marks the chunk in use {@code h} as an {@link Allocation} handle's. Needs the lock. */
+    void markHandleOwnedLocked(int h) {
+        check(chunks.inUse(h), "a chunk handed to an Allocation is in use");
+        chunks.setHandleOwned(h);
+    }
+
     /**
      * Port of {@code BFCAllocator::DeallocateRawInternal}.
      *
-     * @param quietIfClosed return false instead of throwing when the allocator is closed
+     * @param ownerAllocationId 0 for a raw free; else the allocation id of the
+     *     {@link Allocation} handle freeing its chunk (not in upstream: a handle frees only its
+     *     own allocation, and nothing once the allocator is closed)
      * @return true if a chunk was freed
      */
-    private boolean deallocateRawInternal(long ptr, boolean quietIfClosed) {
+    private boolean deallocateRawInternal(long ptr, long ownerAllocationId) {
         if (ptr == 0) {
             return false;
         }
         lock.lock();
         try {
-            if (quietIfClosed && closed) {
+            if (ownerAllocationId != 0 && closed) {
                 return false;
             }
             checkOpenLocked();
@@ -823,10 +864,11 @@ final class BfcPort {
             final int h = regionManager.getHandle(ptr);
             // DEVIATION(port): upstream CHECK-fails (aborts the process); here the caller gets
             // an exception and the allocator is unchanged.
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE || !chunks.inUse(h)) {
-                throw new IllegalArgumentException("0x" + Long.toHexString(ptr)
-                        + " was not allocated by allocator '" + name + "' (or was already"
-                        + " freed). Free each address returned by allocateRaw exactly once.");
+            // Not in upstream: a raw free of a chunk that an Allocation handle owns is refused,
+            // and a handle frees only its own allocation (its id, under this lock).
+            if (h == ChunkTable.INVALID_CHUNK_HANDLE || (ownerAllocationId == 0 ? !chunks.inUseRaw(h)
+                    : !chunks.ownedByHandle(h, ownerAllocationId))) {
+                throw refusedFreeLocked(ptr, h, ownerAllocationId);
             }
 
             // Where upstream records the chunk before it is freed, for its trace.
@@ -845,6 +887,32 @@ final class BfcPort {
         } finally {
             unlockAfterCall();
         }
+    }
+
+    /**
+     * The exception of a free that {@code deallocateRawInternal} refuses, the allocator
+     * unchanged. Built here so that the free itself stays small. Needs the lock.
+     */
+    private RuntimeException refusedFreeLocked(long ptr, int h, long ownerAllocationId) {
+        final boolean inUse = h != ChunkTable.INVALID_CHUNK_HANDLE && chunks.inUse(h);
+        if (ownerAllocationId == 0) {
+            if (inUse) {
+                // Not in upstream: memory behind an Allocation handle is freed by the handle
+                // only, so that it can never free (or view) another allocation's memory.
+                return new IllegalArgumentException("0x" + Long.toHexString(ptr)
+                        + " is allocation #" + chunks.allocationId(h) + " of allocator '" + name
+                        + "', owned by an Allocation handle: close the Allocation instead of"
+                        + " freeing its address with deallocateRaw. Nothing was freed.");
+            }
+            return new IllegalArgumentException("0x" + Long.toHexString(ptr)
+                    + " was not allocated by allocator '" + name + "' (or was already"
+                    + " freed). Free each address returned by allocateRaw exactly once.");
+        }
+        return new IllegalStateException("the Allocation handle of allocation #" + ownerAllocationId
+                + " at 0x" + Long.toHexString(ptr) + " of allocator '" + name + "' found "
+                + (!inUse ? "a free chunk" : (chunks.handleOwned(h) ? "" : "raw ") + "allocation #"
+                        + chunks.allocationId(h)) + " there: its memory was freed by other means;"
+                + " nothing was freed");
     }
 
     /**
@@ -1118,6 +1186,64 @@ final class BfcPort {
             return true;
         } finally {
             lock.unlock();
+        }
+    }
+
+    /**
+     * Not in upstream (PyTorch's {@code reset_peak_memory_stats}): the peaks, and only they,
+     * restart from the current values: {@code peak_bytes_in_use}, {@code peak_pool_bytes} and
+     * the peak number of live allocations.
+     */
+    void resetPeakStats() {
+        lock.lock();
+        try {
+            peakBytesInUse = bytesInUse;
+            peakPoolBytes = poolBytes;
+            counters.resetPeaks();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Not in upstream (PyTorch's {@code empty_cache}): gives every region without a chunk in
+     * use back to the sub-allocator now, whatever {@code garbage_collection} says, through
+     * upstream's {@code DeallocateRegions}. A region holding a free chunk whose timestamp is not
+     * yet safe ({@link #setSafeFrontier}) is kept: its memory may still be in use (by a GPU
+     * stream). Nothing on a closed allocator.
+     *
+     * @return the bytes given back
+     */
+    long emptyCache() {
+        lock.lock();
+        try {
+            if (closed) {
+                return 0;
+            }
+            final int regionCount = regionManager.regions().size();
+            final boolean[] free = new boolean[regionCount];
+            final long frontier = safeFrontier.get();
+            long released = 0;
+            for (int i = 0; i < regionCount; i++) {
+                boolean keep = false;
+                for (walk.region(i); walk.next(); ) {
+                    if (walk.inUse() || (walk.freedAtCount() != 0
+                            && Long.compareUnsigned(walk.freedAtCount(), frontier) >= 0)) {
+                        keep = true;
+                        break;
+                    }
+                }
+                if (!keep) {
+                    free[i] = true;
+                    released += walk.regionBytes();
+                }
+            }
+            if (released != 0) {
+                deallocateRegionsLocked(free);
+            }
+            return released;
+        } finally {
+            unlockAfterCall();
         }
     }
 

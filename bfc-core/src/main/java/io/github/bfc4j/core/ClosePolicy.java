@@ -11,16 +11,19 @@ public enum ClosePolicy {
     /**
      * Refuse: {@code close()} throws {@link IllegalStateException} naming the count and bytes
      * of live allocations, and the allocator stays open and unchanged. Close the allocations,
-     * then the allocator. The default for allocators made with {@link BfcAllocator#builder()},
-     * because freeing host memory under a live {@code ByteBuffer} view would crash the JVM.
+     * then the allocator. The default for allocators made with {@link BfcAllocator#builder()}:
+     * host memory is never given back under a live handle (whose views, used after the memory
+     * was given back, could crash the JVM). Views are not tracked: one kept after its handle
+     * was closed is not protected (docs/host-memory.md).
      */
     REFUSE,
 
     /**
      * Force: {@code close()} gives every region back to the sub-allocator anyway, as upstream's
-     * destructor does; the live allocations' addresses (and any views of them) become invalid,
-     * and closing their handles afterwards does nothing. The policy of allocators made with the
-     * upstream-style constructor.
+     * destructor does. The live allocations count as freed; their {@link Allocation} handles
+     * are closed ({@link Allocation#isClosed()}; their views are refused and closing them does
+     * nothing); their raw addresses, and any view taken before, become invalid. The policy of
+     * allocators made with the upstream-style constructor.
      */
     FORCE
 }

@@ -19,7 +19,8 @@ public enum LeakDetection {
     /**
      * Each allocation (and each {@code ByteBuffer} view of it) is registered with a
      * {@link java.lang.ref.Cleaner}; when all have become unreachable without {@code close()},
-     * the leak is logged once (allocator, id, size) and the memory is returned.
+     * the leak is logged once (allocator, id, size) and the memory is returned (nothing once the
+     * allocator is closed: its memory is already back).
      */
     SIMPLE,
     /** As {@link #SIMPLE}, and the report also shows the stack where the allocation was made. */

@@ -30,6 +30,9 @@ final class LeakGuard implements Runnable {
     }
 
     private final BfcAllocator allocator;
+    /** The chunk's start, which is freed. */
+    private final long chunkAddress;
+    /** The address the allocation handed out. */
     private final long address;
     private final long size;
     private final long requestedSize;
@@ -41,9 +44,10 @@ final class LeakGuard implements Runnable {
     private final AtomicInteger reachable = new AtomicInteger(1);
     private final AtomicBoolean done = new AtomicBoolean();
 
-    private LeakGuard(BfcAllocator allocator, long address, long size, long requestedSize,
-            long allocationId, Throwable site) {
+    private LeakGuard(BfcAllocator allocator, long chunkAddress, long address, long size,
+            long requestedSize, long allocationId, Throwable site) {
         this.allocator = allocator;
+        this.chunkAddress = chunkAddress;
         this.address = address;
         this.size = size;
         this.requestedSize = requestedSize;
@@ -52,15 +56,17 @@ final class LeakGuard implements Runnable {
     }
 
     /** Makes the handle for a fresh allocation, watched when {@code level} asks for it. */
-    static Allocation newAllocation(BfcAllocator allocator, LeakDetection level, long address,
-            long size, long requestedSize, long allocationId) {
+    static Allocation newAllocation(BfcAllocator allocator, LeakDetection level, long chunkAddress,
+            long address, long size, long requestedSize, long allocationId) {
         if (level == LeakDetection.DISABLED) {
-            return new Allocation(allocator, address, size, requestedSize, allocationId, null);
+            return new Allocation(allocator, chunkAddress, address, size, requestedSize, allocationId, null);
         }
         Throwable site = level == LeakDetection.PARANOID
                 ? new Throwable("allocation #" + allocationId + " was made here") : null;
-        LeakGuard guard = new LeakGuard(allocator, address, size, requestedSize, allocationId, site);
-        Allocation allocation = new Allocation(allocator, address, size, requestedSize, allocationId, guard);
+        LeakGuard guard = new LeakGuard(allocator, chunkAddress, address, size, requestedSize,
+                allocationId, site);
+        Allocation allocation = new Allocation(allocator, chunkAddress, address, size, requestedSize,
+                allocationId, guard);
         CleanerHolder.CLEANER.register(allocation, guard);
         return allocation;
     }
@@ -82,6 +88,11 @@ final class LeakGuard implements Runnable {
         if (reachable.decrementAndGet() != 0 || !done.compareAndSet(false, true)) {
             return;
         }
+        // Returned as the handle's close would return it (its own allocation only); once the
+        // allocator is closed there is nothing to return and nothing to report.
+        if (!allocator.reclaimLeak(chunkAddress, allocationId)) {
+            return;
+        }
         String message = "LEAK: allocation #" + allocationId + " of " + requestedSize + " bytes ("
                 + size + " reserved) at 0x" + Long.toHexString(address) + " from allocator '"
                 + allocator.name() + "' became unreachable without close(); its memory has been"
@@ -94,6 +105,5 @@ final class LeakGuard implements Runnable {
             message += "\n" + w;
         }
         LOG.log(Level.WARNING, message);
-        allocator.reclaimLeak(address);
     }
 }

@@ -46,6 +46,11 @@ final class MemoryCounters {
         releasedBytesTotal += bytes;
     }
 
+    /** The peaks restart from the current values ({@code resetPeakStats}). */
+    void resetPeaks() {
+        peakActiveAllocations = allocationsTotal - freesTotal;
+    }
+
     /** A failed allocation. */
     void outOfMemory() {
         ++oomsTotal;

@@ -219,6 +219,7 @@ public record MemoryMap(
                 .append(", \"largestFreeChunkBytes\": ").append(m.largestFreeChunkBytes())
                 .append(", \"fragmentation\": ").append(m.fragmentation())
                 .append(", \"bytesLimit\": ").append(m.bytesLimit())
+                .append(", \"fragmentationWithinRegions\": ").append(m.fragmentationWithinRegions())
                 .append("},\n");
         sb.append("  \"bins\": [");
         for (int i = 0; i < bins.size(); i++) {

@@ -6,6 +6,7 @@ package io.github.bfc4j.core;
 import static io.github.bfc4j.core.DebugQueries.humanReadableNumBytes;
 
 import io.github.bfc4j.core.BfcAllocator.BinDebugInfo;
+import io.github.bfc4j.core.internal.ChunkTable;
 import io.github.bfc4j.core.internal.ChunkWalk;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,7 +42,48 @@ final class MemoryReports {
                 c.releasedBytesTotal(), c.allocationsTotal() - c.freesTotal(),
                 c.peakActiveAllocations(), c.allocationsTotal(), c.freesTotal(), c.oomsTotal(),
                 v.regionCount(), c.regionExtendsTotal(), c.regionFreesTotal(), v.largestFreeChunk(),
-                v.fragmentation(), v.memoryLimit());
+                v.fragmentation(), v.memoryLimit(), fragmentationWithinRegionsLocked());
+    }
+
+    /**
+     * {@link MemoryStats#fragmentationWithinRegions()}: {@code 1 - (sum over regions of each
+     * region's largest free chunk) / free bytes}, 0 when nothing is free. Walks the bins from
+     * the largest sizes down, so that each region's first chunk met is its largest, and stops
+     * once every region has one or every free chunk was seen: at most the free chunks, each
+     * placed in its region by a binary search. Needs the lock.
+     */
+    double fragmentationWithinRegionsLocked() {
+        final PortView v = view;
+        final long free = v.poolBytes() - v.bytesInUse();
+        if (free <= 0) {
+            return 0.0;
+        }
+        final int regionCount = v.regionCount();
+        final long[] largest = new long[regionCount];
+        final ChunkWalk c = v.walk();
+        int regionsDone = 0;
+        long seen = 0;
+        long sumOfLargest = 0;
+        for (int b = BfcPort.NUM_BINS - 1; b >= 0 && regionsDone < regionCount && seen < free; b--) {
+            // Every chunk of bin b is smaller than every chunk of bin b + 1: a region whose
+            // largest was found in a higher bin is done.
+            for (int h = v.binFirst(b); h != ChunkTable.INVALID_CHUNK_HANDLE; h = v.binHigher(b, h)) {
+                c.at(h);
+                final int r = v.regionIndexFor(c.ptr());
+                seen += c.size();
+                if (largest[r] >= 0 && c.size() > largest[r]) {
+                    largest[r] = c.size();
+                }
+            }
+            for (int r = 0; r < regionCount; r++) {
+                if (largest[r] > 0) {
+                    sumOfLargest += largest[r];
+                    largest[r] = -1;
+                    regionsDone++;
+                }
+            }
+        }
+        return (double) (free - sumOfLargest) / free;
     }
 
     /** The text summary (docs/observability.md shows one). Needs the lock. */
@@ -57,7 +99,7 @@ final class MemoryReports {
         sb.append('|').append(" ".repeat(pad / 2)).append(title).append(" ".repeat(pad - pad / 2))
                 .append("|\n");
         sb.append(thin);
-        sb.append(line(String.format(Locale.ROOT, "OOMs: %d  |  region extends: %d  |  region frees (GC): %d",
+        sb.append(line(String.format(Locale.ROOT, "OOMs: %d  |  region extends: %d  |  region frees (GC, emptyCache): %d",
                 m.oomsTotal(), m.regionExtendsTotal(), m.regionFreesTotal())));
         sb.append(rule);
         sb.append(String.format(Locale.ROOT, row, "Metric", "Cur Usage", "Peak Usage", "Tot Alloc", "Tot Freed"));
@@ -78,6 +120,8 @@ final class MemoryReports {
                 + humanReadableNumBytes(m.largestFreeChunkBytes())));
         sb.append(line(String.format(Locale.ROOT, "Fragmentation: %.4f  (1 - largest free chunk / free in pool)",
                 m.fragmentation())));
+        sb.append(line(String.format(Locale.ROOT, "Fragmentation within regions: %.4f  (region boundaries not counted)",
+                m.fragmentationWithinRegions())));
         sb.append(rule);
         for (BinDebugInfo info : debug.getBinDebugInfoLocked()) {
             DebugQueries.appendBinLine(sb, info);

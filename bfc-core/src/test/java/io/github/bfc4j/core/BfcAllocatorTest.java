@@ -189,10 +189,43 @@ class BfcAllocatorTest {
     }
 
     @Test
-    void negativeMemoryLimitIsRejected() {
-        assertThatThrownBy(() -> new BfcAllocator(new SimSubAllocator(BASE, MIB, 0, true), -1, "x", noRetry()))
+    void theConstructorChecksItsArgumentsAsTheBuilderDoes() {
+        SimSubAllocator sim = new SimSubAllocator(BASE, MIB, 0, true);
+        assertThatThrownBy(() -> new BfcAllocator(sim, -1, "x", noRetry()))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("totalMemory=-1");
+                .hasMessage("totalMemory=-1 (expected: a number of bytes > 0, e.g. 1L << 30 for 1 GiB)");
+        assertThatThrownBy(() -> new BfcAllocator(sim, 0, "x", noRetry()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("totalMemory=0 (expected: a number of bytes > 0, e.g. 1L << 30 for 1 GiB)");
+        assertThatThrownBy(() -> new BfcAllocator(sim, MIB, " ", noRetry()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("name=' ' (expected: a non-empty name such as \"cpu_bfc\")");
+        assertThatThrownBy(() -> new BfcAllocator(null, MIB, "x", noRetry()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("subAllocator=null (expected: ");
+        assertThatThrownBy(() -> new BfcAllocator(sim, MIB, null, noRetry()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("name=null (expected: ");
+        assertThatThrownBy(() -> new BfcAllocator(sim, MIB, "x", null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("options=null (expected: ");
+        assertThatThrownBy(() -> BfcAllocator.builder().memoryLimit(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("memoryLimit=0 (expected: ");
+    }
+
+    @Test
+    void theDefaultsDifferOnlyInRetryAndClosePolicy() {
+        SimSubAllocator sim = new SimSubAllocator(BASE, 64 * MIB, 0, true);
+        try (BfcAllocator upstreamShaped = new BfcAllocator(sim, MIB, "x", BfcOptions.defaults());
+             BfcAllocator built = BfcAllocator.builder().memoryLimit(MIB).subAllocator(sim).build()) {
+            assertThat(upstreamShaped.options().allowRetryOnFailure()).isTrue();
+            assertThat(built.options().allowRetryOnFailure()).isFalse();
+            assertThat(upstreamShaped.closePolicy()).isEqualTo(ClosePolicy.FORCE);
+            assertThat(built.closePolicy()).isEqualTo(ClosePolicy.REFUSE);
+            BfcOptions upstream = BfcOptions.defaults();
+            assertThat(built.options().allowGrowth()).isEqualTo(upstream.allowGrowth());
+            assertThat(built.options().garbageCollection()).isEqualTo(upstream.garbageCollection());
+            assertThat(built.options().fragmentationFraction()).isEqualTo(upstream.fragmentationFraction());
+            assertThat(BfcAllocator.builder().memoryLimit(MIB).subAllocator(sim).options(BfcOptions.defaults())
+                    .build().options().allowRetryOnFailure()).isTrue();
+        }
     }
 
     @Test
@@ -278,6 +311,25 @@ class BfcAllocatorTest {
             freer.join();
             assertThat(p).isEqualTo(full);
             assertThat(waitedMs).isLessThan(9_000);
+        }
+    }
+
+    @Test
+    void aRequestThatCanNeverFitFailsAtOnceEvenWhenRetryIsAllowed() {
+        // Upstream waits the whole 10 s for frees that cannot help: more than the limit can
+        // never be obtained, and every chunk is smaller. (Not a speed target: the 10 s wait is
+        // what is checked for, with a bound far from it.)
+        try (BfcAllocator a = simAllocator(MIB, BfcOptions.defaults())) {
+            long live = a.allocateRaw(64, 4096);
+            long t0 = System.nanoTime();
+            assertThat(a.allocateRaw(64, MIB + 1)).isZero();
+            assertThat(a.allocateRaw(64, 2 * MIB)).isZero();
+            long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertThat(tookMs).as("two requests above the limit took %d ms", tookMs).isLessThan(5_000);
+            assertThat(a.memoryStats().oomsTotal()).isEqualTo(2);
+            // A request within the limit still waits for frees (retryWaitsForAFreeFromAnotherThread).
+            a.deallocateRaw(live);
+            a.checkInvariants();
         }
     }
 

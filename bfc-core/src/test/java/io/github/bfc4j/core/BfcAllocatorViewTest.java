@@ -39,6 +39,10 @@ class BfcAllocatorViewTest {
             assertThat(v.largestFreeChunkBytes()).isEqualTo(a.largestFreeChunkBytes());
             assertThat(v.regionCount()).isEqualTo(a.regionCount());
             assertThat(v.fragmentation()).isEqualTo(a.fragmentation());
+            assertThat(v.fragmentationWithinRegions()).isEqualTo(a.fragmentationWithinRegions());
+            assertThat(v.peakBytesInUse()).isEqualTo(a.peakBytesInUse()).isEqualTo(a.getStats().peakBytesInUse())
+                    .isGreaterThan(5 * MIB);
+            assertThat(v.isClosed()).isFalse();
             assertThat(v.memorySummary()).isEqualTo(a.memorySummary());
             assertThat(v.memoryMap().toJson()).isEqualTo(a.memoryMap().toJson());
             assertThat(v.getBinDebugInfo()).isEqualTo(a.getBinDebugInfo());
@@ -65,7 +69,8 @@ class BfcAllocatorViewTest {
                 continue;
             }
             assertThat(m.getName()).as(m.toString()).doesNotStartWith("set")
-                    .isNotIn("allocate", "allocateRaw", "deallocateRaw", "close", "clearStats");
+                    .isNotIn("allocate", "allocateRaw", "deallocateRaw", "close", "clearStats",
+                            "resetPeakStats", "emptyCache");
             assertThat(m.getReturnType()).as(m.toString())
                     .isNotEqualTo(BfcAllocator.class).isNotEqualTo(SubAllocator.class);
         }

@@ -109,8 +109,10 @@ class MemoryObservabilityTest {
         long largestFree = 0;
         long[] binBytes = new long[BfcAllocator.NUM_BINS];
         long[] binChunks = new long[BfcAllocator.NUM_BINS];
+        long sumOfRegionsLargestFree = 0;
         for (MemoryMap.Region r : map.regions()) {
             reserved += r.size();
+            long regionLargestFree = 0;
             long expectPtr = r.ptr();
             for (MemoryMap.Chunk c : r.chunks()) {
                 assertThat(c.ptr()).as("chunks tile the region (seed %d)", seed).isEqualTo(expectPtr);
@@ -125,11 +127,13 @@ class MemoryObservabilityTest {
                     assertThat(c.requestedSize()).isEqualTo(a.requestedSize(c.ptr()));
                 } else {
                     largestFree = Math.max(largestFree, c.size());
+                    regionLargestFree = Math.max(regionLargestFree, c.size());
                     assertThat(c.bin()).isEqualTo(bin);
                     assertThat(c.allocationId()).isEqualTo(-1);
                 }
             }
             assertThat(expectPtr).isEqualTo(r.ptr() + r.size());
+            sumOfRegionsLargestFree += regionLargestFree;
         }
         assertThat(m.bytesInUse()).isEqualTo(inUse).isEqualTo(s.bytesInUse());
         assertThat(m.peakBytesInUse()).isEqualTo(s.peakBytesInUse());
@@ -142,6 +146,9 @@ class MemoryObservabilityTest {
         long free = reserved - inUse;
         double frag = free == 0 ? 0 : (double) (free - largestFree) / free;
         assertThat(m.fragmentation()).isEqualTo(frag).isEqualTo(a.fragmentation());
+        double fragWithin = free == 0 ? 0 : (double) (free - sumOfRegionsLargestFree) / free;
+        assertThat(m.fragmentationWithinRegions()).as("seed %d", seed).isEqualTo(fragWithin)
+                .isEqualTo(a.fragmentationWithinRegions()).isLessThanOrEqualTo(m.fragmentation());
         assertThat(m.regionExtendsTotal() - m.regionFreesTotal()).isGreaterThanOrEqualTo(m.regionCount());
         assertThat(map.bins()).isEqualTo(a.getBinDebugInfo());
         for (BfcAllocator.BinDebugInfo b : map.bins()) {
@@ -189,6 +196,8 @@ class MemoryObservabilityTest {
             assertThat(num(ms.get("freesTotal"))).isEqualTo(1);
             assertThat(num(ms.get("largestFreeChunkBytes"))).isEqualTo(a.largestFreeChunkBytes());
             assertThat(((BigDecimal) ms.get("fragmentation")).doubleValue()).isEqualTo(a.fragmentation());
+            assertThat(((BigDecimal) ms.get("fragmentationWithinRegions")).doubleValue())
+                    .isEqualTo(a.fragmentationWithinRegions());
             assertThat((List<?>) doc.get("bins")).hasSize(BfcAllocator.NUM_BINS);
             List<?> regions = (List<?>) doc.get("regions");
             assertThat(regions).hasSize(map.regions().size());
@@ -236,7 +245,7 @@ class MemoryObservabilityTest {
             String summary = a.memorySummary();
             System.out.println(summary);
             assertThat(summary).contains("bfc4j memory summary: obs_bfc (UNKNOWN)")
-                    .contains("OOMs: 1  |  region extends: 1  |  region frees (GC): 0")
+                    .contains("OOMs: 1  |  region extends: 1  |  region frees (GC, emptyCache): 0")
                     .containsPattern("\\| Allocated memory +\\| +512\\.0KiB \\| +513\\.0KiB \\| +513\\.0KiB \\| +1\\.0KiB \\|")
                     .containsPattern("\\| Reserved memory +\\| +2\\.00MiB \\| +2\\.00MiB \\| +2\\.00MiB \\| +0B \\|")
                     .containsPattern("\\| Allocations +\\| +1 \\| +2 \\| +2 \\| +1 \\|")

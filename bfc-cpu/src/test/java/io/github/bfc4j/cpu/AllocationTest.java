@@ -14,6 +14,8 @@ import io.github.bfc4j.core.LeakDetection;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.List;
 import org.bytedeco.javacpp.BytePointer;
 import org.junit.jupiter.api.Test;
 
@@ -118,6 +120,34 @@ class AllocationTest {
         x.close();
         assertThat(a.getStats().bytesInUse()).isEqualTo(4096);
         y.close();
+        a.close();
+    }
+
+    @Test
+    void alignedAllocationsKeepTheirAlignmentAndTheirViewsHoldTheirOwnBytes() {
+        BfcAllocator a = host(256 * MIB);
+        List<Allocation> live = new ArrayList<>();
+        for (long alignment = 512; alignment <= MIB; alignment *= 2) {
+            for (int i = 0; i < 3; i++) {
+                Allocation x = a.allocate(1000 + 777 * i, alignment);
+                assertThat(x.address() % alignment).isZero();
+                ByteBuffer b = x.asByteBuffer();
+                assertThat(b.capacity()).isEqualTo(1000 + 777 * i);
+                assertThat(x.asPointer().address()).isEqualTo(x.address());
+                for (int k = 0; k < b.capacity(); k++) {
+                    b.put(k, (byte) live.size());
+                }
+                live.add(x);
+            }
+        }
+        for (int n = 0; n < live.size(); n++) {
+            ByteBuffer b = live.get(n).asByteBuffer();
+            for (int k = 0; k < b.capacity(); k++) {
+                assertThat(b.get(k)).isEqualTo((byte) n);
+            }
+        }
+        live.forEach(Allocation::close);
+        assertThat(a.bytesInUse()).isZero();
         a.close();
     }
 

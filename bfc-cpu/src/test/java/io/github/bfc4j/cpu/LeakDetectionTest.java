@@ -11,11 +11,6 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.LeakDetection;
 import java.nio.ByteBuffer;
 import java.util.List;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.function.BooleanSupplier;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -24,45 +19,23 @@ class LeakDetectionTest {
 
     private static final long MIB = 1L << 20;
 
-    private final List<String> warnings = new CopyOnWriteArrayList<>();
-    private final Logger logger = Logger.getLogger(LeakDetection.class.getName());
-    private final Handler handler = new Handler() {
-        @Override
-        public void publish(LogRecord r) {
-            warnings.add(r.getMessage());
-        }
-
-        @Override
-        public void flush() {
-        }
-
-        @Override
-        public void close() {
-        }
-    };
+    private LogCapture log;
+    private List<String> warnings;
 
     @BeforeEach
     void listen() {
-        logger.addHandler(handler);
+        log = new LogCapture(LeakDetection.class.getName());
+        warnings = log.messages();
     }
 
     @AfterEach
     void stopListening() {
-        logger.removeHandler(handler);
+        log.close();
     }
 
     private static BfcAllocator allocator(LeakDetection level) {
         return BfcAllocator.builder().name("leaky").memoryLimit(64 * MIB)
                 .subAllocator(new AlignedHostSubAllocator()).leakDetection(level).build();
-    }
-
-    /** Runs the garbage collector until the condition holds, for at most 10 s. */
-    private static boolean gcUntil(BooleanSupplier condition) throws InterruptedException {
-        for (int i = 0; i < 200 && !condition.getAsBoolean(); i++) {
-            System.gc();
-            Thread.sleep(50);
-        }
-        return condition.getAsBoolean();
     }
 
     private static void leak(BfcAllocator a, long bytes) {
@@ -73,7 +46,7 @@ class LeakDetectionTest {
     void anUnreachableUnclosedAllocationIsReportedOnceAndItsMemoryReturned() throws InterruptedException {
         BfcAllocator a = allocator(LeakDetection.SIMPLE);
         leak(a, 3000);
-        assertThat(gcUntil(() -> a.leaksReclaimed() == 1)).as("leak reclaimed").isTrue();
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1)).as("leak reclaimed").isTrue();
         assertThat(a.getStats().bytesInUse()).isZero();
         assertThat(warnings).hasSize(1);
         assertThat(warnings.get(0)).startsWith("LEAK: allocation #1 of 3000 bytes (3072 reserved) at 0x")
@@ -86,7 +59,7 @@ class LeakDetectionTest {
     void paranoidReportsWhereTheAllocationWasMade() throws InterruptedException {
         BfcAllocator a = allocator(LeakDetection.PARANOID);
         leak(a, 100);
-        assertThat(gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
         assertThat(warnings).singleElement().asString()
                 .contains("java.lang.Throwable: allocation #1 was made here")
                 .contains("LeakDetectionTest.leak(");
@@ -101,11 +74,11 @@ class LeakDetectionTest {
         // The handle is gone, the view is not: once a marker leak is reclaimed (so the collector
         // has been through), the viewed memory must still be allocated.
         leak(a, 256);
-        assertThat(gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
         assertThat(a.getStats().bytesInUse()).isEqualTo(MIB);
         assertThat(view.getLong(0)).isEqualTo(42);
         view = null;
-        assertThat(gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
         assertThat(a.getStats().bytesInUse()).isZero();
         a.close();
     }
@@ -119,7 +92,7 @@ class LeakDetectionTest {
             }
         }
         leak(a, 256); // a marker: once it is reclaimed, the closed ones had their chance
-        assertThat(gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
         assertThat(warnings).hasSize(1);
         assertThat(a.getStats().bytesInUse()).isZero();
         a.close();
@@ -131,7 +104,7 @@ class LeakDetectionTest {
         BfcAllocator marker = allocator(LeakDetection.SIMPLE); // also named 'leaky'
         leak(a, 1000);
         leak(marker, 256);
-        assertThat(gcUntil(() -> marker.leaksReclaimed() == 1)).isTrue();
+        assertThat(LogCapture.gcUntil(() -> marker.leaksReclaimed() == 1)).isTrue();
         assertThat(a.leaksReclaimed()).isZero();
         assertThat(a.getStats().bytesInUse()).isEqualTo(1024);
         assertThat(warnings).singleElement().asString().contains("allocator 'leaky' became unreachable") // the marker

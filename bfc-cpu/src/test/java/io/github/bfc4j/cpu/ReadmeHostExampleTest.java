@@ -28,6 +28,14 @@ class ReadmeHostExampleTest {
                 assertThat(a.asPointer().getLong(0)).isEqualTo(42);
                 assertThat(a.size()).isEqualTo(1024);
             }
+            try (Allocation page = cpu.allocate(10_000, 4096)) {
+                assertThat(page.address() % 4096).isZero();
+            }
+            assertThat(cpu.peakBytesInUse()).isGreaterThanOrEqualTo(10_000);
+            assertThat(cpu.reservedBytes()).isPositive();
+            cpu.emptyCache();
+            assertThat(cpu.reservedBytes()).isZero();
+            assertThat(sub.liveBytes()).isZero();
         }
         assertThat(sub.liveBytes()).isZero();
     }

@@ -27,7 +27,7 @@ public enum BfcAllocatorMeters implements MeterDocumentation {
 
     /** The largest {@code bytes_in_use}: upstream's {@code peak_bytes_in_use}. */
     MEMORY_PEAK("bfc.allocator.memory.peak", Meter.Type.GAUGE, "bytes",
-            "Peak bytes in use since creation or clearStats(): upstream's peak_bytes_in_use",
+            "Peak bytes in use since creation, clearStats() or resetPeakStats(): upstream's peak_bytes_in_use",
             MemoryStats::peakBytesInUse),
 
     /** The memory limit. */
@@ -39,9 +39,9 @@ public enum BfcAllocatorMeters implements MeterDocumentation {
             "Reserved bytes: regions held from the sub-allocator (upstream's pool_bytes)",
             MemoryStats::reservedBytes),
 
-    /** The largest pool size ever: upstream's {@code peak_pool_bytes}. */
+    /** The largest pool size: upstream's {@code peak_pool_bytes}. */
     POOL_PEAK("bfc.allocator.pool.peak", Meter.Type.GAUGE, "bytes",
-            "Peak reserved bytes (upstream's peak_pool_bytes, never reset)",
+            "Peak reserved bytes since creation or resetPeakStats() (upstream's peak_pool_bytes)",
             MemoryStats::peakReservedBytes),
 
     /** Reserved bytes not in use. */
@@ -58,6 +58,12 @@ public enum BfcAllocatorMeters implements MeterDocumentation {
             "1 - largest free chunk / free bytes in pool (0 when nothing is free): upstream's"
                     + " GetFragmentation",
             MemoryStats::fragmentation),
+
+    /** Fragmentation that region boundaries do not count. */
+    FRAGMENTATION_WITHIN_REGIONS("bfc.allocator.fragmentation.within.regions", Meter.Type.GAUGE, "ratio",
+            "1 - sum of each region's largest free chunk / free bytes in pool (0 when nothing is free):"
+                    + " fragmentation that region boundaries do not count",
+            MemoryStats::fragmentationWithinRegions),
 
     /** Regions held now. */
     REGIONS("bfc.allocator.regions", Meter.Type.GAUGE, null,
@@ -92,9 +98,9 @@ public enum BfcAllocatorMeters implements MeterDocumentation {
             "Regions obtained from the sub-allocator (Extend) since creation",
             MemoryStats::regionExtendsTotal),
 
-    /** Regions given back by garbage collection. */
+    /** Regions given back by garbage collection or {@code emptyCache()}. */
     REGION_FREES("bfc.allocator.region.frees", Meter.Type.COUNTER, null,
-            "Free regions given back to the sub-allocator by garbage collection since creation",
+            "Free regions given back to the sub-allocator by garbage collection or emptyCache() since creation",
             MemoryStats::regionFreesTotal);
 
     private final String name;

@@ -87,6 +87,8 @@ class BfcAllocatorMetricsTest {
                 assertThat(value(e, "bfc_allocator_allocations_total")).isEqualTo(s.numAllocs());
                 assertThat(value(e, "bfc_allocator_oom_total")).isEqualTo(m.oomsTotal());
                 assertThat(value(e, "bfc_allocator_fragmentation_ratio")).isEqualTo(a.fragmentation());
+                assertThat(value(e, "bfc_allocator_fragmentation_within_regions_ratio"))
+                        .isEqualTo(a.fragmentationWithinRegions());
                 assertThat(value(e, "bfc_allocator_largest_free_chunk_bytes")).isEqualTo(a.largestFreeChunkBytes());
                 assertThat(value(e, "bfc_allocator_regions")).isEqualTo(a.regionCount());
             }

@@ -30,7 +30,7 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  *
  * <pre>{@code
  * try (BfcAllocator bfc = BfcAllocator.builder().name("ort_cpu").memoryLimit(1L << 30)
- *          .allowRetryOnFailure(false).subAllocator(new AlignedHostSubAllocator()).build();
+ *          .subAllocator(new AlignedHostSubAllocator()).build();
  *      BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
  *     SessionOptions options = BfcOrtAllocator.useEnvAllocators(new SessionOptions());
  *     Session session = new Session(env, modelBytes, modelBytes.capacity(), options);
@@ -65,9 +65,9 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  * ONNX Runtime asked for 8.00MiB; ...}). Answering null is not an option: ORT 1.22 does not
  * check a custom allocator's result and writes to it. {@code Free} and {@code Info} never throw:
  * a free that bfc4j rejects is logged (logger {@code io.github.bfc4j.onnxruntime.BfcOrtAllocator})
- * and counted in {@link #stats()}. With {@code allowRetryOnFailure} on (the builder's
- * default) a failed allocation waits up to 10 s for frees, inside ORT's call: build the allocator
- * with {@code allowRetryOnFailure(false)} unless several sessions share it.
+ * and counted in {@link #stats()}. The builder's allocators fail at once; with
+ * {@code allowRetryOnFailure(true)} a failed allocation that could fit waits up to 10 s for
+ * frees, inside ORT's call (worth it only when several sessions share the allocator).
  */
 public final class BfcOrtAllocator implements AutoCloseable {
 

@@ -75,8 +75,9 @@ import org.tensorflow.types.family.TType;
  *
  * <p><b>No copy:</b> {@code TF_NewTensor} copies a buffer that is not aligned to Eigen's
  * {@code EIGEN_MAX_ALIGN_BYTES} (64 in TensorFlow Java 1.1.0's build) into memory of its own and
- * frees the original at once. bfc4j's allocations are aligned to 256 bytes on
- * {@code AlignedHostSubAllocator}; every tensor is checked: its data address is the allocation's.
+ * frees the original at once. Every buffer is allocated with that alignment
+ * ({@code BfcAllocator.allocate(bytes, 64)}, on any sub-allocator), and every tensor is checked:
+ * its data address is the allocation's.
  *
  * <p><b>Lifetime:</b> the allocator must outlive every tensor made here, and the tensors that
  * TensorFlow derives from them. An allocator with {@code ClosePolicy.REFUSE} (the builder's
@@ -397,18 +398,11 @@ public final class BfcTensors {
         Allocation allocation;
         try {
             // allocate(0) is refused; an empty tensor gets one byte, and TensorFlow is told 0.
-            allocation = allocator.allocate(Math.max(1, bytes));
+            // Aligned as TF_NewTensor needs, whatever the sub-allocator's regions are.
+            allocation = allocator.allocate(Math.max(1, bytes), TENSORFLOW_ALIGNMENT);
         } catch (IllegalStateException e) {
             throw new IllegalStateException("cannot make a " + type.getSimpleName() + " tensor of shape " + shape
                     + " (" + bytes + " bytes): " + e.getMessage(), e);
-        }
-        long address = allocation.address();
-        if ((address & (TENSORFLOW_ALIGNMENT - 1)) != 0) {
-            allocation.close();
-            throw new IllegalStateException("allocator '" + allocator.name() + "' returned 0x"
-                    + Long.toHexString(address) + ", not aligned to " + TENSORFLOW_ALIGNMENT
-                    + " bytes: TF_NewTensor would copy it; use a sub-allocator whose regions are aligned"
-                    + " to at least " + TENSORFLOW_ALIGNMENT + " bytes (AlignedHostSubAllocator is)");
         }
         return wrap(type, shape, dtype, allocation, bytes);
     }

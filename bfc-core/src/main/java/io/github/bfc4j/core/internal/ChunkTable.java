@@ -38,6 +38,15 @@ public final class ChunkTable {
     /** Upstream's {@code kInvalidBinNum}. */
     public static final int INVALID_BIN_NUM = -1;
 
+    /**
+     * Not in upstream: the bit of a chunk's allocation-id word that marks it as owned by an
+     * {@code Allocation} handle (raw frees of it are refused). Ids count allocations from 1 and
+     * never reach {@code 2^62}; the bit lives in the word the free reads anyway (for
+     * {@link #inUse}), so checking it costs no memory access, and marking the chunk free
+     * ({@code -1}) clears it.
+     */
+    private static final long HANDLE_OWNED = 1L << 62;
+
     // size and ptr are package-private: FreeChunkSet orders its trees by them.
     long[] size;
     private long[] requestedSize;
@@ -218,7 +227,8 @@ public final class ChunkTable {
      * @return the allocation id, -1 when free
      */
     public long allocationId(int h) {
-        return allocationId[h];
+        final long v = allocationId[h];
+        return v == -1 ? -1 : v & ~HANDLE_OWNED;
     }
 
     /**
@@ -307,5 +317,46 @@ public final class ChunkTable {
      */
     public void setFreedAtCount(int h, long v) {
         freedAtCount[h] = v;
+    }
+
+    /**
+     * @param h a handle
+     * @return whether the chunk is in use and belongs to an {@code Allocation} handle
+     */
+    public boolean handleOwned(int h) {
+        final long v = allocationId[h];
+        return v != -1 && (v & HANDLE_OWNED) != 0;
+    }
+
+    /**
+     * {@link #inUse} for a raw free: one read of the allocation-id word.
+     *
+     * @param h a handle
+     * @return whether the chunk is in use and no {@code Allocation} handle owns it
+     */
+    public boolean inUseRaw(int h) {
+        final long v = allocationId[h];
+        return v != -1 && (v & HANDLE_OWNED) == 0;
+    }
+
+    /**
+     * {@link #inUse} for a handle's free: one read of the allocation-id word.
+     *
+     * @param h a handle
+     * @param id an allocation id, > 0
+     * @return whether the chunk is the allocation {@code id}, owned by an {@code Allocation} handle
+     */
+    public boolean ownedByHandle(int h, long id) {
+        return allocationId[h] == (id | HANDLE_OWNED);
+    }
+
+    /**
+     * Marks a chunk in use as an {@code Allocation} handle's; freeing it
+     * ({@code setAllocationId(h, -1)}) ends that.
+     *
+     * @param h a handle of a chunk in use
+     */
+    public void setHandleOwned(int h) {
+        allocationId[h] |= HANDLE_OWNED;
     }
 }
