@@ -22,8 +22,7 @@ import org.openjdk.jmh.annotations.Warmup;
 /**
  * Nanoseconds per call replaying a bundled trace's {@code alloc}/{@code free} calls, one call
  * per invocation, single-threaded, in steady state: the allocator is kept across passes (when
- * the trace ends, what is still live is freed and the trace starts over), as in the Java
- * figures of the reference PERFORMANCE.md. The trace is decoded into primitive arrays before
+ * the trace ends, what is still live is freed and the trace starts over). The trace is decoded into primitive arrays before
  * measuring ({@link BenchTrace}).
  *
  * <p>bfc4j runs on the trace's own sim sub-allocator; netty and malloc get the same sizes in
