@@ -17,7 +17,6 @@ module io.github.bfc4j.cli {
     requires info.picocli;
     requires micrometer.registry.prometheus;
     requires java.logging;
-    requires jdk.httpserver;
 
     // picocli reads and sets the commands' annotated fields reflectively.
     opens io.github.bfc4j.cli to info.picocli;
