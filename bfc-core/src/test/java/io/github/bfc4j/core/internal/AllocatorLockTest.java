@@ -13,7 +13,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -88,6 +90,58 @@ class AllocatorLockTest {
         lock.unlock();
         assertThat(done.await(10, TimeUnit.SECONDS)).as("every waiter got the lock").isTrue();
         assertThat(counter).isEqualTo(waiters);
+    }
+
+    @Test
+    @Timeout(60)
+    void aSleeperGetsTheLockFromAHolderThatKeepsTakingItBack() throws InterruptedException {
+        // The holder keeps the lock 20 us at a time (longer than a waiter spins, so waiters go
+        // to sleep) and takes it back at once: a release wakes a sleeper only while no wake-up
+        // is on its way, and a sleeper must still get the lock in one of the holder's short
+        // gaps (or on its own timed wake-up).
+        AllocatorLock lock = new AllocatorLock();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicLong holderRounds = new AtomicLong();
+        Thread holder = new Thread(() -> {
+            while (!stop.get()) {
+                lock.lock();
+                try {
+                    counter++;
+                    long start = System.nanoTime();
+                    while (System.nanoTime() - start < 20_000) {
+                        Thread.onSpinWait();
+                    }
+                } finally {
+                    lock.unlock();
+                }
+                holderRounds.incrementAndGet();
+            }
+        });
+        holder.start();
+        try {
+            int waiters = 3;
+            CountDownLatch done = new CountDownLatch(waiters);
+            for (int t = 0; t < waiters; t++) {
+                new Thread(() -> {
+                    for (int i = 0; i < 20; i++) {
+                        lock.lock();
+                        try {
+                            counter++;
+                        } finally {
+                            lock.unlock();
+                        }
+                        LockSupport.parkNanos(2_000_000); // long enough to have to wait again
+                    }
+                    done.countDown();
+                }).start();
+            }
+            assertThat(done.await(30, TimeUnit.SECONDS)).as("every waiter got the lock 20 times"
+                    + " while the holder ran " + holderRounds.get() + " rounds").isTrue();
+        } finally {
+            stop.set(true);
+            holder.join();
+        }
+        assertThat(lock.isLocked()).isFalse();
     }
 
     @Test
