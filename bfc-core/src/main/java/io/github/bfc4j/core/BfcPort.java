@@ -792,8 +792,11 @@ final class BfcPort {
         // The new chunk is not in use.
         chunks.setAllocationId(hNewChunk, -1);
 
-        // It inherits the freed time.
-        chunks.setFreedAtCount(hNewChunk, chunks.freedAtCount(h));
+        // It inherits the freed time (0, not read, if no timing counter was ever set: a recycled
+        // handle's stale freedAtCount is 0 then too).
+        if (timingCounterEverSet) {
+            chunks.setFreedAtCount(hNewChunk, chunks.freedAtCount(h));
+        }
 
         // Maintain the links: c <-> c_neighbor becomes c <-> new_chunk <-> c_neighbor.
         final int hNeighbor = chunks.next(h);
@@ -934,8 +937,10 @@ final class BfcPort {
         // Set the new size.
         chunks.setSize(h1, chunks.size(h1) + chunks.size(h2));
 
-        // Pick the latest free time.
-        chunks.setFreedAtCount(h1, maxUnsigned(chunks.freedAtCount(h1), chunks.freedAtCount(h2)));
+        // Pick the latest free time (both 0 if no timing counter was ever set).
+        if (timingCounterEverSet) {
+            chunks.setFreedAtCount(h1, maxUnsigned(chunks.freedAtCount(h1), chunks.freedAtCount(h2)));
+        }
 
         deleteChunkLocked(h2);
     }
@@ -995,7 +1000,10 @@ final class BfcPort {
      * @return the handle of the merged chunk
      */
     private int tryToCoalesceLocked(int h, boolean ignoreFreedAt) {
-        if (!ignoreFreedAt && chunks.freedAtCount(h) != 0) {
+        // Not in upstream: every freedAtCount is 0 until a timing counter is set, and is then
+        // not read (one array, a cache line per chunk, fewer per free).
+        final boolean checkFreedAt = timingCounterEverSet && !ignoreFreedAt;
+        if (checkFreedAt && chunks.freedAtCount(h) != 0) {
             return h;
         }
         int coalescedChunk = h;
@@ -1003,7 +1011,7 @@ final class BfcPort {
         // If the next chunk is free, merge it into c and delete it.
         int next = chunks.next(h);
         if (next != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(next)) {
-            if (chunks.freedAtCount(next) == 0 || ignoreFreedAt) {
+            if (!checkFreedAt || chunks.freedAtCount(next) == 0) {
                 removeFreeChunkFromBinLocked(next);
                 mergeLocked(h, next);
             }
@@ -1012,7 +1020,7 @@ final class BfcPort {
         // If the previous chunk is free, merge c into it and delete c.
         int prev = chunks.prev(h);
         if (prev != ChunkTable.INVALID_CHUNK_HANDLE && !chunks.inUse(prev)) {
-            if (chunks.freedAtCount(prev) == 0 || ignoreFreedAt) {
+            if (!checkFreedAt || chunks.freedAtCount(prev) == 0) {
                 coalescedChunk = prev;
                 removeFreeChunkFromBinLocked(prev);
                 mergeLocked(prev, h);
