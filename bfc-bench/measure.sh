@@ -3,7 +3,7 @@
 #   bfc-bench/measure.sh [OUT_DIR]            (from anywhere; default OUT_DIR: bfc-bench-results)
 # With TF_SRC set (a TensorFlow source tree, see bfc-bench/src/cpp/README.md) it also times
 # TensorFlow's release build against bfc4j (compare.sh); without it that part is skipped.
-# Run it on a quiet machine: about 40 minutes on 2 cores (ROUNDS=15 rounds of compare.sh).
+# Run it on a quiet machine: about 10 minutes on 2 cores (ROUNDS=15 rounds of compare.sh by default).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -32,12 +32,13 @@ say "threads: ThreadsBenchmark, 1/2/4/8 threads, bfc4j and Netty, 3 forks -> thr
 java -jar "$JAR" -f 3 -wi 3 -i 5 -w 1s -r 1s -rf json -rff "$OUT/threads.json" ThreadsBenchmark \
   | tee "$OUT/threads.txt"
 
-say "two threads running together against one: TwoThreadOverlap -> overlap.txt"
-java -cp "$JAR" io.github.bfc4j.bench.TwoThreadOverlap 8000000 5 | tee "$OUT/overlap.txt"
-
 say "garbage: ReplayBenchmark and PairBenchmark with -prof gc -> gc.txt, gc.json"
 java -jar "$JAR" -f 1 -wi 3 -i 5 -w 1s -r 1s -prof gc -rf json -rff "$OUT/gc.json" \
   'ReplayBenchmark|PairBenchmark' | tee "$OUT/gc.txt"
+
+say "provenance: HistoryBenchmark with -prof gc -> history.txt, history.json"
+java -jar "$JAR" -f 1 -wi 3 -i 5 -w 1s -r 1s -prof gc -rf json -rff "$OUT/history.json" \
+  HistoryBenchmark | tee "$OUT/history.txt"
 
 say "heap held by the metadata: MetadataFootprint -> metadata.txt"
 java -Xmx6g -cp "$JAR" io.github.bfc4j.bench.MetadataFootprint | tee "$OUT/metadata.txt"
