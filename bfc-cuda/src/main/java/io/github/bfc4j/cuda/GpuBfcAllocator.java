@@ -244,6 +244,34 @@ public final class GpuBfcAllocator implements AutoCloseable {
     }
 
     /**
+     * Gives every region with nothing in use back to the driver, as
+     * {@code torch.cuda.empty_cache()} and {@link BfcAllocator#emptyCache()}: polls the pending
+     * frees' events first; a region that holds memory freed on a stream whose event has not
+     * completed stays (as does one with anything in use).
+     *
+     * @return the bytes given back
+     * @throws IllegalStateException if paused or closed
+     * @throws CudaException if a CUDA call fails (polling an event, freeing a region)
+     */
+    public long emptyCache() {
+        checkOpen();
+        if (paused) {
+            throw new IllegalStateException("allocator '" + bfc.name() + "' is paused; call resume() first");
+        }
+        pollEvents();
+        return bfc.emptyCache();
+    }
+
+    /**
+     * Starts the peaks ({@code peakBytesInUse}, {@code peakReservedBytes}) again from the current
+     * figures, as {@code torch.cuda.reset_peak_memory_stats()} and
+     * {@link BfcAllocator#resetPeakStats()}.
+     */
+    public void resetPeakStats() {
+        bfc.resetPeakStats();
+    }
+
+    /**
      * The number of stream-ordered frees whose memory is not yet known to be safe.
      *
      * @return the pending frees, including immediate frees queued behind them

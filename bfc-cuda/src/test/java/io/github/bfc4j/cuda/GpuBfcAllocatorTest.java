@@ -212,6 +212,46 @@ class GpuBfcAllocatorTest {
     }
 
     @Test
+    void emptyCacheGivesBackARegionOnlyOnceItsStreamFreesAreSafe() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB))) {
+            long p = a.allocateRaw(256, MIB);
+            long peak = a.allocator().peakBytesInUse();
+            assertThat(peak).isGreaterThanOrEqualTo(MIB);
+            a.deallocateRaw(p, STREAM);
+            assertThat(a.emptyCache()).as("a kernel may still use p").isZero();
+            assertThat(driver.liveDeviceBlocks()).isNotZero();
+
+            driver.completeAllEvents();
+            long reserved = a.allocator().reservedBytes();
+            assertThat(reserved).isGreaterThanOrEqualTo(MIB);
+            assertThat(a.emptyCache()).isEqualTo(reserved);
+            assertThat(a.pendingFrees()).isZero();
+            assertThat(driver.liveDeviceBlocks()).isZero();
+            assertThat(a.allocator().reservedBytes()).isZero();
+
+            assertThat(a.allocator().peakBytesInUse()).isEqualTo(peak);
+            a.resetPeakStats();
+            assertThat(a.allocator().peakBytesInUse()).isZero();
+            assertThat(a.allocateRaw(256, 1024)).as("regions come back on demand").isNotZero();
+        }
+        assertThat(driver.liveDeviceBlocks()).isZero();
+    }
+
+    @Test
+    void emptyCacheIsRefusedWhilePausedAndAfterClose() {
+        GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB).virtualMemory(true));
+        a.allocateRaw(256, 4096);
+        a.pause(false);
+        assertThatThrownBy(a::emptyCache).isInstanceOf(IllegalStateException.class)
+                .hasMessage("allocator 'GPU_0_bfc' is paused; call resume() first");
+        a.resume();
+        assertThat(a.emptyCache()).as("a region with memory in use stays").isZero();
+        a.close();
+        assertThatThrownBy(a::emptyCache).isInstanceOf(IllegalStateException.class)
+                .hasMessage("allocator 'GPU_0_bfc' is closed");
+    }
+
+    @Test
     void nothingHandedOutCanAllocateOrFreeAroundTheStreamOrdering() {
         // Every public accessor: none gives the BFC allocator or the sub-allocator itself.
         for (Method m : GpuBfcAllocator.class.getMethods()) {
