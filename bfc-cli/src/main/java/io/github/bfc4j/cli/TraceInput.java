@@ -5,7 +5,6 @@
 package io.github.bfc4j.cli;
 
 import io.github.bfc4j.trace.TraceReader;
-import java.io.FileInputStream;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -103,12 +102,7 @@ final class TraceInput implements AutoCloseable {
                 }
             };
         }
-        if (Files.exists(path) && !Files.isRegularFile(path) && !Files.isDirectory(path)) {
-            // A named pipe or a device: Files.newInputStream's available() seeks, which a pipe
-            // refuses ("Illegal seek"); FileInputStream asks the pipe instead.
-            return new FileInputStream(path.toFile());
-        }
-        return Files.newInputStream(path);
+        return TraceReader.newInputStream(path);
     }
 
     /**

@@ -188,12 +188,24 @@ public final class TraceReader implements Closeable {
      * @throws IOException if the file cannot be read
      */
     public static TraceReader open(Path path) throws IOException {
+        return open(newInputStream(path), path.toString());
+    }
+
+    /**
+     * Opens a file to be read once from start to end: a regular file, a named pipe or a
+     * device. ({@code Files.newInputStream}'s {@code available()} seeks, which a pipe refuses
+     * with "Illegal seek"; a {@code FileInputStream} asks the pipe instead.)
+     *
+     * @param path the file
+     * @return its bytes
+     * @throws java.nio.file.NoSuchFileException if the file does not exist
+     * @throws IOException if the file cannot be opened
+     */
+    public static InputStream newInputStream(Path path) throws IOException {
         if (Files.exists(path) && !Files.isRegularFile(path) && !Files.isDirectory(path)) {
-            // A named pipe or a device: Files.newInputStream's available() seeks, which a pipe
-            // refuses ("Illegal seek"); FileInputStream asks the pipe instead.
-            return open(new FileInputStream(path.toFile()), path.toString());
+            return new FileInputStream(path.toFile());
         }
-        return open(Files.newInputStream(path), path.toString());
+        return Files.newInputStream(path);
     }
 
     /**
