@@ -182,8 +182,12 @@ final class BfcPort {
      */
     private final ChunkWalk walk = new ChunkWalk(chunks, regionManager);
 
-    /** Guarded by lock. Upstream's {@code bins_space_}: bin {@code i} holds free chunks of size {@code >= 256 << i}. */
-    private final Bin[] bins = new Bin[NUM_BINS];
+    /**
+     * Guarded by lock. Upstream's {@code bins_space_}: bin {@code i} holds free chunks of size
+     * {@code >= 256 << i} (upstream's {@code Bin}, whose {@code bin_size} is
+     * {@link #binNumToSize}), ordered by its {@code ChunkComparator}: size, then address.
+     */
+    private final FreeChunkSet[] bins = new FreeChunkSet[NUM_BINS];
 
     /** Guarded by lock. Upstream's {@code timestamped_chunks_}. */
     private IntDeque timestampedChunks = new IntDeque(64);
@@ -248,20 +252,6 @@ final class BfcPort {
     /** The read-only view of this state that the collaborators get. */
     private final PortView view = new View();
 
-    /** A bin: upstream's {@code BFCAllocator::Bin}. Guarded by the allocator's lock. */
-    private static final class Bin {
-        /** All chunks in this bin have {@code >= binSize} bytes. */
-        final long binSize;
-
-        /** Free chunks ordered by upstream's {@code ChunkComparator}: size, then address. */
-        final FreeChunkSet freeChunks;
-
-        Bin(ChunkTable chunks, long binSize) {
-            this.binSize = binSize;
-            this.freeChunks = new FreeChunkSet(chunks);
-        }
-    }
-
     /**
      * Port of {@code BFCAllocator::BFCAllocator}.
      *
@@ -306,7 +296,7 @@ final class BfcPort {
         // to (and including) the memory limit.
         for (int b = 0; b < NUM_BINS; b++) {
             long binSize = binNumToSize(b);
-            bins[b] = new Bin(chunks, binSize);
+            bins[b] = new FreeChunkSet(chunks);
             check(binNumForSize(binSize) == b, "BinForSize(bin_size)");
             check(binNumForSize(binSize + 255) == b, "BinForSize(bin_size + 255)");
             check(binNumForSize(binSize * 2 - 1) == b, "BinForSize(bin_size * 2 - 1)");
@@ -337,8 +327,8 @@ final class BfcPort {
         }
         poolBytes = 0;
         regionManager.clear();
-        for (Bin b : bins) {
-            b.freeChunks.clear();
+        for (FreeChunkSet b : bins) {
+            b.clear();
         }
         chunks.clear();
         timestampedChunks.clear();
@@ -696,7 +686,7 @@ final class BfcPort {
     /** Port of {@code BFCAllocator::LargestFreeChunk}: the last chunk of the highest non-empty bin. Needs the lock. */
     private long largestFreeChunkLocked() {
         for (int b = NUM_BINS - 1; b >= 0; b--) {
-            int h = bins[b].freeChunks.last();
+            int h = bins[b].last();
             if (h != FreeChunkSet.NONE) {
                 return chunks.size(h);
             }
@@ -726,7 +716,7 @@ final class BfcPort {
             // from its start and skips smaller chunks; ceilingSize() starts where the first
             // candidate is, with the same (size, address) order: the bin's first chunk when it
             // fits (O(1), as upstream's begin()), else a walk down the tree.
-            final FreeChunkSet freeChunks = bins[binNum].freeChunks;
+            final FreeChunkSet freeChunks = bins[binNum];
             if (freeChunks.isEmpty()) {
                 continue;
             }
@@ -957,7 +947,7 @@ final class BfcPort {
                 "InsertFreeChunkIntoBin of a chunk in use or already in a bin");
         final int binNum = binNumForSize(chunks.size(h));
         chunks.setBinNum(h, binNum);
-        bins[binNum].freeChunks.add(h);
+        bins[binNum].add(h);
     }
 
     /** Port of {@code BFCAllocator::RemoveFreeChunkIterFromBin}. Needs the lock. */
@@ -972,7 +962,7 @@ final class BfcPort {
     private void removeFreeChunkFromBinLocked(int h) {
         check(!chunks.inUse(h) && chunks.binNum(h) != ChunkTable.INVALID_BIN_NUM,
                 "RemoveFreeChunkFromBin of a chunk in use or in no bin");
-        check(bins[chunks.binNum(h)].freeChunks.remove(h), "Could not find chunk in bin");
+        check(bins[chunks.binNum(h)].remove(h), "Could not find chunk in bin");
         chunks.setBinNum(h, ChunkTable.INVALID_BIN_NUM);
     }
 
@@ -1537,22 +1527,22 @@ final class BfcPort {
 
         @Override
         public int binChunkCount(int binNum) {
-            return bins[binNum].freeChunks.size();
+            return bins[binNum].size();
         }
 
         @Override
         public int binFirst(int binNum) {
-            return bins[binNum].freeChunks.first();
+            return bins[binNum].first();
         }
 
         @Override
         public int binHigher(int binNum, int h) {
-            return bins[binNum].freeChunks.higher(h);
+            return bins[binNum].higher(h);
         }
 
         @Override
         public boolean binContains(int binNum, int h) {
-            return bins[binNum].freeChunks.contains(h);
+            return bins[binNum].contains(h);
         }
     }
 }

@@ -64,8 +64,8 @@ public final class ChunkTable {
     // cost up to four cache misses per node visited (measured: docs/performance.md).
     int[] binLinks;
 
-    /** The last id given to a {@link FreeChunkSet} of this table. */
-    private int lastSetId;
+    /** The {@link FreeChunkSet}s of this table, by id - 1: told when the arrays are replaced. */
+    private FreeChunkSet[] sets = new FreeChunkSet[0];
 
     /** Upstream's {@code chunks_.size()}: handles ever created. */
     private int count;
@@ -151,6 +151,9 @@ public final class ChunkTable {
         next = Arrays.copyOf(next, n);
         binNum = Arrays.copyOf(binNum, n);
         binLinks = Arrays.copyOf(binLinks, 4 * n);
+        for (FreeChunkSet set : sets) {
+            set.sync();
+        }
     }
 
     /**
@@ -169,12 +172,19 @@ public final class ChunkTable {
         return Long.compareUnsigned(ptr[a], ptr[b]);
     }
 
-    /** @return a new id for a {@link FreeChunkSet} of this table, never 0 */
-    int newSetId() {
-        if (lastSetId == Integer.MAX_VALUE >>> 1) {
+    /**
+     * Registers a {@link FreeChunkSet} of this table: it is told ({@code sync()}) whenever the
+     * arrays it reads are replaced.
+     *
+     * @return its id, never 0
+     */
+    int register(FreeChunkSet set) {
+        if (sets.length == Integer.MAX_VALUE >>> 1) {
             throw new IllegalStateException("too many FreeChunkSets on one ChunkTable");
         }
-        return ++lastSetId;
+        sets = Arrays.copyOf(sets, sets.length + 1);
+        sets[sets.length - 1] = set;
+        return sets.length;
     }
 
     /** @return handles ever created (upstream's {@code chunks_.size()}) */

@@ -68,7 +68,7 @@ public final class FreeChunkSet {
     private int min = NONE;
     private int count;
 
-    // The table's arrays, re-read after the table grows (sync()).
+    // The table's arrays, re-read when the table grows (it calls sync()).
     private long[] size;
     private long[] ptr;
     /** Per handle h, at h * 4: left child, right child, parent, tag (one 16-byte node). */
@@ -77,18 +77,16 @@ public final class FreeChunkSet {
     /** @param chunks the table whose sizes and addresses order the handles, and which holds the links */
     public FreeChunkSet(ChunkTable chunks) {
         this.chunks = chunks;
-        this.blackTag = chunks.newSetId() << 1;
+        this.blackTag = chunks.register(this) << 1;
         sync();
     }
 
-    /** Re-reads the table's arrays if it has grown (they are replaced together). */
-    private void sync() {
+    /** Re-reads the table's arrays (the table calls it when it has replaced them). */
+    void sync() {
         ChunkTable c = chunks;
-        if (links != c.binLinks) {
-            size = c.size;
-            ptr = c.ptr;
-            links = c.binLinks;
-        }
+        size = c.size;
+        ptr = c.ptr;
+        links = c.binLinks;
     }
 
     /** @return true if the set holds no chunk */
@@ -109,7 +107,6 @@ public final class FreeChunkSet {
      * @throws IllegalStateException if {@code h} is in another set of the same table
      */
     public boolean add(int h) {
-        sync();
         if (links[(h << 2) | TAG] != 0) {
             if ((links[(h << 2) | TAG] & ~RED) == blackTag) {
                 return false;
@@ -161,7 +158,6 @@ public final class FreeChunkSet {
      * @return false if it was not in
      */
     public boolean remove(int h) {
-        sync();
         int z = h;
         if ((links[(h << 2) | TAG] & ~RED) != blackTag) {
             z = find(size[h], ptr[h]);
@@ -183,7 +179,6 @@ public final class FreeChunkSet {
      * @return true if it (or a chunk of the same size and address) is in
      */
     public boolean contains(int h) {
-        sync();
         return (links[(h << 2) | TAG] & ~RED) == blackTag || find(size[h], ptr[h]) != NONE;
     }
 
@@ -195,7 +190,6 @@ public final class FreeChunkSet {
      * @return its handle, or {@link #NONE}
      */
     public int ceiling(long size, long ptr) {
-        sync();
         int best = NONE;
         int x = root;
         while (x != NONE) {
@@ -221,7 +215,6 @@ public final class FreeChunkSet {
      * @return its handle, or {@link #NONE}
      */
     public int ceilingSize(long size) {
-        sync();
         final int m = min;
         if (m != NONE && Long.compareUnsigned(this.size[m], size) >= 0) {
             return m;
@@ -235,7 +228,6 @@ public final class FreeChunkSet {
      * @return the next chunk after {@code h} in the order, or {@link #NONE}
      */
     public int higher(int h) {
-        sync();
         if ((links[(h << 2) | TAG] & ~RED) == blackTag) {
             return successor(h);
         }
@@ -261,7 +253,6 @@ public final class FreeChunkSet {
 
     /** @return the largest chunk (highest address among equals), or {@link #NONE} */
     public int last() {
-        sync();
         int x = root;
         if (x != NONE) {
             while (links[(x << 2) | RIGHT] != NONE) {
@@ -273,7 +264,6 @@ public final class FreeChunkSet {
 
     /** Removes every chunk (linear: each one's tag is reset). */
     public void clear() {
-        sync();
         for (int h = first(); h != NONE;) {
             int next = successor(h);
             links[(h << 2) | TAG] = 0;
@@ -550,7 +540,6 @@ public final class FreeChunkSet {
      * @throws IllegalStateException if an invariant is broken
      */
     int checkInvariants() {
-        sync();
         if (root != NONE && (links[(root << 2) | PARENT] != NONE || isRed(root))) {
             throw new IllegalStateException("root " + root + " has a parent or is red");
         }
