@@ -134,9 +134,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
      */
     public long allocateRaw(long alignment, long numBytes, boolean retryOnFailure) {
-        if (paused) {
-            throw new IllegalStateException("allocator '" + bfc.name() + "' is paused; call resume() first");
-        }
+        checkNotPaused();
         return bfc.allocateRaw(alignment, numBytes, retryOnFailure ? retryAttributes : noRetryAttributes);
     }
 
@@ -255,9 +253,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
      */
     public long emptyCache() {
         checkOpen();
-        if (paused) {
-            throw new IllegalStateException("allocator '" + bfc.name() + "' is paused; call resume() first");
-        }
+        checkNotPaused();
         pollEvents();
         return bfc.emptyCache();
     }
@@ -464,6 +460,12 @@ public final class GpuBfcAllocator implements AutoCloseable {
      */
     public long memoryLimit() {
         return bfc.memoryLimit();
+    }
+
+    private void checkNotPaused() {
+        if (paused) {
+            throw new IllegalStateException("allocator '" + bfc.name() + "' is paused; call resume() first");
+        }
     }
 
     private void checkOpen() {

@@ -35,7 +35,7 @@ import java.util.concurrent.locks.ReentrantLock;
  *       keeps calling pays for one wake-up per thread that goes to sleep, not one per release,
  *       and runs long stretches of calls with the allocator's data in its core's cache while
  *       the others sleep (measured with {@code ThreadsBenchmark}: two threads went from about
- *       0.6 to about 0.93 of one thread's pairs per second). A sleeper also wakes up on its
+ *       0.5 to about 0.9 of one thread's pairs per second). A sleeper also wakes up on its
  *       own every {@value #SLEEP_MICROS} microseconds (and so never waits longer than that for
  *       a lock left free), also because an unlock that races with a thread going to sleep (the
  *       unlock's read of the sleeper count is not ordered after its release store) may not
@@ -89,7 +89,7 @@ public final class AllocatorLock {
     private long p0, p1, p2, p3, p4, p5, p6;
     /** 0 free, 1 held. */
     private volatile int state;
-    /** Threads sleeping (or about to) in {@link #sleepUntilAcquired()}. */
+    /** Threads sleeping (or about to) in {@link #sleepUntilAcquired(long)}. */
     private volatile int sleepers;
     /**
      * 1 from the {@link #unlock()} that wakes a sleeper until the next thread goes to sleep: a
@@ -162,9 +162,9 @@ public final class AllocatorLock {
         STATE.setRelease(this, 0);
         if (sleepers != 0) {
             if (starving != 0) {
-                wakeSleepers();
+                wakeSleeper(true);
             } else if (waking == 0 && WAKING.compareAndSet(this, 0, 1)) {
-                wakeSleeper();
+                wakeSleeper(false);
             }
         }
     }
@@ -181,7 +181,7 @@ public final class AllocatorLock {
 
     /** Takes the lock if it is free and no starving sleeper waits for it. */
     private boolean tryAcquireIfFree() {
-        return (int) STATE.getOpaque(this) == 0 && starving == 0 && STATE.compareAndSet(this, 0, 1);
+        return starving == 0 && tryAcquireAnyway();
     }
 
     /** Takes the lock if it is free (for a starving sleeper). */
@@ -250,19 +250,15 @@ public final class AllocatorLock {
         }
     }
 
-    private void wakeSleeper() {
+    /** Wakes one sleeper, or every one (they are starving: the lock is theirs). */
+    private void wakeSleeper(boolean all) {
         sleep.lock();
         try {
-            released.signal();
-        } finally {
-            sleep.unlock();
-        }
-    }
-
-    private void wakeSleepers() {
-        sleep.lock();
-        try {
-            released.signalAll();
+            if (all) {
+                released.signalAll();
+            } else {
+                released.signal();
+            }
         } finally {
             sleep.unlock();
         }
