@@ -167,6 +167,40 @@ class BfcAllocatorTest {
     }
 
     @Test
+    void queriesOfAFreedChunkAnswerAsUpstreamUntilItIsMerged() {
+        // Upstream's slots hold free chunks too: a query of a freed address that is still a
+        // chunk start answers with the chunk's last values; once a merge deletes the chunk, no
+        // chunk starts there and the query fails.
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            long p = a.allocateRaw(64, 1000);
+            long q = a.allocateRaw(64, 5000);
+            long r = a.allocateRaw(64, 300);
+            assertThat(q).isEqualTo(p + 1024);
+            a.deallocateRaw(q);
+            a.checkInvariants();
+            assertThat(a.requestedSize(q)).isEqualTo(5000);
+            assertThat(a.allocatedSize(q)).isEqualTo(5120);
+            assertThat(a.allocationId(q)).isEqualTo(-1);
+            // Inside the freed chunk, not at its start: no chunk starts there.
+            assertThatThrownBy(() -> a.requestedSize(q + 256)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("never allocated");
+            // Freeing p merges q's chunk into p's: q is no chunk start any more; p still is.
+            a.deallocateRaw(p);
+            assertThatThrownBy(() -> a.allocatedSize(q)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("never allocated");
+            assertThat(a.allocatedSize(p)).isEqualTo(1024 + 5120);
+            assertThat(a.requestedSize(p)).isEqualTo(1000);
+            // The chunk in use still answers, and a freed address cannot be freed again.
+            assertThat(a.requestedSize(r)).isEqualTo(300);
+            assertThatThrownBy(() -> a.deallocateRaw(p)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("already freed");
+            a.checkInvariants();
+            a.deallocateRaw(r);
+            a.checkInvariants();
+        }
+    }
+
+    @Test
     void fragmentationFractionWhoseThresholdTruncatesToZeroIsRejected() {
         // Upstream would split exact fits into zero-size chunks (PITFALLS.md).
         BfcOptions opts = BfcOptions.builder().fragmentationFraction(1e-9).build();
