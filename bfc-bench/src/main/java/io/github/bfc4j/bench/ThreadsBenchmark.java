@@ -30,6 +30,12 @@ import org.openjdk.jmh.annotations.Warmup;
  * allocator splits, merges and searches as the threads' blocks come and go. bfc4j is a 1 GiB
  * allocator without growth (one region) on the sim sub-allocator; Netty is
  * {@code PooledByteBufAllocator} with direct buffers and its per-thread caches.
+ *
+ * <p>{@code serial2} is the control of {@code threads2}: one thread making the calls of both
+ * of its threads (the same sequences, the same live allocations), a pair of each in turn. The
+ * two differ by what the second thread itself costs (the lock, the allocator's data moving
+ * between cores); {@code serial2} and {@code threads1} differ by the allocator's work with
+ * twice the live allocations.
  */
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -76,27 +82,21 @@ public class ThreadsBenchmark {
         return (long) (MIN_BYTES * Math.pow(MAX_BYTES / (double) MIN_BYTES, r.nextDouble()));
     }
 
-    /** One thread's slots and sizes. */
-    @State(Scope.Thread)
-    public static class PerThread {
-        int firstSlot;
+    /** One sequence of calls: a thread's slots and sizes. */
+    static final class Lane {
+        final int firstSlot;
         final long[] sizes = new long[SIZES];
         int next;
 
-        /** Takes the thread's slots, draws its sizes and fills its live allocations. */
-        @Setup(Level.Trial)
-        public void setUp(Shared shared) {
-            int t = shared.nextThread.getAndIncrement();
-            if (t >= MAX_THREADS) {
-                throw new IllegalStateException("threads=" + (t + 1) + " (expected: at most " + MAX_THREADS + ")");
-            }
+        /** Draws lane {@code t}'s sizes and fills its live allocations. */
+        Lane(int t, Impl allocator) {
             firstSlot = t * SLOT_STRIDE;
             SplittableRandom r = new SplittableRandom(1000 + t);
             for (int i = 0; i < SIZES; i++) {
                 sizes[i] = drawSize(r);
             }
             for (int i = 0; i < LIVE_PER_THREAD; i++) {
-                step(shared.allocator);
+                step(allocator);
             }
         }
 
@@ -109,31 +109,70 @@ public class ThreadsBenchmark {
         }
     }
 
+    /** One thread's lane. */
+    @State(Scope.Thread)
+    public static class PerThread {
+        Lane lane;
+
+        /** Takes the next lane (thread t of a run has lane t). */
+        @Setup(Level.Trial)
+        public void setUp(Shared shared) {
+            int t = shared.nextThread.getAndIncrement();
+            if (t >= MAX_THREADS) {
+                throw new IllegalStateException("threads=" + (t + 1) + " (expected: at most " + MAX_THREADS + ")");
+            }
+            lane = new Lane(t, shared.allocator);
+        }
+    }
+
+    /** The two lanes of a {@code threads2} run, for one thread. */
+    @State(Scope.Thread)
+    public static class TwoLanes {
+        Lane first;
+        Lane second;
+        boolean secondNext;
+
+        /** Takes lanes 0 and 1. */
+        @Setup(Level.Trial)
+        public void setUp(Shared shared) {
+            first = new Lane(0, shared.allocator);
+            second = new Lane(1, shared.allocator);
+        }
+    }
+
     /** One thread. */
     @Benchmark
     @Threads(1)
     public void threads1(Shared shared, PerThread t) {
-        t.step(shared.allocator);
+        t.lane.step(shared.allocator);
     }
 
     /** Two threads. */
     @Benchmark
     @Threads(2)
     public void threads2(Shared shared, PerThread t) {
-        t.step(shared.allocator);
+        t.lane.step(shared.allocator);
     }
 
     /** Four threads. */
     @Benchmark
     @Threads(4)
     public void threads4(Shared shared, PerThread t) {
-        t.step(shared.allocator);
+        t.lane.step(shared.allocator);
     }
 
     /** Eight threads. */
     @Benchmark
     @Threads(8)
     public void threads8(Shared shared, PerThread t) {
-        t.step(shared.allocator);
+        t.lane.step(shared.allocator);
+    }
+
+    /** One thread making the calls of two threads' lanes in turn: the control of {@link #threads2}. */
+    @Benchmark
+    @Threads(1)
+    public void serial2(Shared shared, TwoLanes lanes) {
+        (lanes.secondNext ? lanes.second : lanes.first).step(shared.allocator);
+        lanes.secondNext = !lanes.secondNext;
     }
 }
