@@ -3,7 +3,7 @@
 #   bfc-bench/measure.sh [OUT_DIR]            (from anywhere; default OUT_DIR: bfc-bench-results)
 # With TF_SRC set (a TensorFlow source tree, see bfc-bench/src/cpp/README.md) it also times
 # TensorFlow's release build against bfc4j (compare.sh); without it that part is skipped.
-# Run it on a quiet machine: about 10 minutes on 2 cores (ROUNDS=15 rounds of compare.sh by default).
+# Run it on a quiet machine: about 15 minutes on 2 cores (ROUNDS=15 rounds of compare.sh by default).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -31,6 +31,10 @@ java -Xmx2g -XX:MaxDirectMemorySize=64g $NETTY_OPTS -cp "$JAR" io.github.bfc4j.b
 say "threads: ThreadsBenchmark, 1/2/4/8 threads, bfc4j and Netty, 3 forks -> threads.txt, threads.json"
 java -jar "$JAR" -f 3 -wi 3 -i 5 -w 1s -r 1s -rf json -rff "$OUT/threads.json" ThreadsBenchmark \
   | tee "$OUT/threads.txt"
+
+say "latency of one pair: ThreadsBenchmark on 1, 2 and 8 threads, sample mode, 2 forks -> latency.txt, latency.json"
+java -jar "$JAR" 'ThreadsBenchmark.threads[128]$' -bm sample -tu us -f 2 -wi 3 -i 5 -w 1s -r 1s \
+  -rf json -rff "$OUT/latency.json" | tee "$OUT/latency.txt"
 
 say "garbage: ReplayBenchmark and PairBenchmark with -prof gc -> gc.txt, gc.json"
 java -jar "$JAR" -f 1 -wi 3 -i 5 -w 1s -r 1s -prof gc -rf json -rff "$OUT/gc.json" \
