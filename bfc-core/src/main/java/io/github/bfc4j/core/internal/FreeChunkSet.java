@@ -18,7 +18,8 @@ package io.github.bfc4j.core.internal;
  * hence every decision of the allocator, is the same. The balancing is the textbook one
  * (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as in {@code java.util.TreeMap}),
  * except that deletion relinks the successor node instead of copying its key, since a node is
- * its handle.
+ * its handle, and that each fix-up is written once for both sides (the book's "same as then
+ * clause with right and left exchanged" is a side index, {@code LEFT} or {@code RIGHT}).
  *
  * <pre>
  *  bin 3 (chunks of 2 KiB .. 4 KiB), ordered by (size, ptr):
@@ -48,7 +49,8 @@ public final class FreeChunkSet {
 
     private static final int RED = 1;
 
-    // Offsets in a node of ChunkTable.binLinks.
+    // Offsets in a node of ChunkTable.binLinks. LEFT and RIGHT must stay 0 and 1: a side d's
+    // other side is d ^ 1.
     static final int LEFT = 0;
     static final int RIGHT = 1;
     static final int PARENT = 2;
@@ -330,84 +332,53 @@ public final class FreeChunkSet {
         links[(x << 2) | TAG] &= ~RED;
     }
 
-    private void rotateLeft(int x) {
-        int y = links[(x << 2) | RIGHT];
-        int yl = links[(y << 2) | LEFT];
-        links[(x << 2) | RIGHT] = yl;
-        if (yl != NONE) {
-            links[(yl << 2) | PARENT] = x;
+    /**
+     * Rotates around {@code x}, which moves down to its side {@code d}: {@code rotate(x, LEFT)}
+     * is the textbook left rotation (x's right child takes its place), {@code rotate(x, RIGHT)}
+     * its mirror image. The balancing below is written once for both sides: {@code d} is the
+     * side the walk is on, {@code d ^ 1} the other.
+     */
+    private void rotate(int x, int d) {
+        final int o = d ^ 1;
+        final int y = links[(x << 2) | o];
+        final int yd = links[(y << 2) | d];
+        links[(x << 2) | o] = yd;
+        if (yd != NONE) {
+            links[(yd << 2) | PARENT] = x;
         }
-        int xp = links[(x << 2) | PARENT];
+        final int xp = links[(x << 2) | PARENT];
         links[(y << 2) | PARENT] = xp;
         if (xp == NONE) {
             root = y;
-        } else if (links[(xp << 2) | LEFT] == x) {
-            links[(xp << 2) | LEFT] = y;
         } else {
-            links[(xp << 2) | RIGHT] = y;
+            links[(xp << 2) | (links[(xp << 2) | LEFT] == x ? LEFT : RIGHT)] = y;
         }
-        links[(y << 2) | LEFT] = x;
-        links[(x << 2) | PARENT] = y;
-    }
-
-    private void rotateRight(int x) {
-        int y = links[(x << 2) | LEFT];
-        int yr = links[(y << 2) | RIGHT];
-        links[(x << 2) | LEFT] = yr;
-        if (yr != NONE) {
-            links[(yr << 2) | PARENT] = x;
-        }
-        int xp = links[(x << 2) | PARENT];
-        links[(y << 2) | PARENT] = xp;
-        if (xp == NONE) {
-            root = y;
-        } else if (links[(xp << 2) | RIGHT] == x) {
-            links[(xp << 2) | RIGHT] = y;
-        } else {
-            links[(xp << 2) | LEFT] = y;
-        }
-        links[(y << 2) | RIGHT] = x;
+        links[(y << 2) | d] = x;
         links[(x << 2) | PARENT] = y;
     }
 
     private void fixAfterInsertion(int x) {
-        while (x != root && isRed(links[(x << 2) | PARENT])) {
-            int xp = links[(x << 2) | PARENT];
-            int xpp = links[(xp << 2) | PARENT];
-            if (xp == links[(xpp << 2) | LEFT]) {
-                int y = links[(xpp << 2) | RIGHT];
-                if (isRed(y)) {
-                    setBlack(xp);
-                    setBlack(y);
-                    setRed(xpp);
-                    x = xpp;
-                } else {
-                    if (x == links[(xp << 2) | RIGHT]) {
-                        x = xp;
-                        rotateLeft(x);
-                        xp = links[(x << 2) | PARENT];
-                    }
-                    setBlack(xp);
-                    setRed(xpp);
-                    rotateRight(xpp);
-                }
+        int xp;
+        while (x != root && isRed(xp = links[(x << 2) | PARENT])) {
+            final int xpp = links[(xp << 2) | PARENT];
+            // d: the side of xpp that xp is on; o: the uncle's side.
+            final int d = xp == links[(xpp << 2) | LEFT] ? LEFT : RIGHT;
+            final int o = d ^ 1;
+            final int y = links[(xpp << 2) | o];
+            if (isRed(y)) {
+                setBlack(xp);
+                setBlack(y);
+                setRed(xpp);
+                x = xpp;
             } else {
-                int y = links[(xpp << 2) | LEFT];
-                if (isRed(y)) {
-                    setBlack(xp);
-                    setBlack(y);
-                    setRed(xpp);
-                    x = xpp;
-                } else {
-                    if (x == links[(xp << 2) | LEFT]) {
-                        x = xp;
-                        rotateRight(x);
-                        xp = links[(x << 2) | PARENT];
-                    }
-                    setBlack(xp);
-                    setRed(xpp);
-                    rotateLeft(xpp);
+                if (x == links[(xp << 2) | o]) {
+                    x = xp;
+                    rotate(x, d);
+                    xp = links[(x << 2) | PARENT];
                 }
+                setBlack(xp);
+                setRed(xpp);
+                rotate(xpp, o);
             }
         }
         setBlack(root);
@@ -468,64 +439,37 @@ public final class FreeChunkSet {
 
     private void fixAfterDeletion(int x, int xp) {
         while (x != root && !isRed(x)) {
-            if (x == links[(xp << 2) | LEFT]) {
-                int w = links[(xp << 2) | RIGHT];
-                if (isRed(w)) {
-                    setBlack(w);
-                    setRed(xp);
-                    rotateLeft(xp);
-                    w = links[(xp << 2) | RIGHT];
-                }
-                if (!isRed(links[(w << 2) | LEFT]) && !isRed(links[(w << 2) | RIGHT])) {
-                    setRed(w);
-                    x = xp;
-                    xp = links[(x << 2) | PARENT];
-                } else {
-                    if (!isRed(links[(w << 2) | RIGHT])) {
-                        setBlack(links[(w << 2) | LEFT]);
-                        setRed(w);
-                        rotateRight(w);
-                        w = links[(xp << 2) | RIGHT];
-                    }
-                    if (isRed(xp)) {
-                        setRed(w);
-                    } else {
-                        setBlack(w);
-                    }
-                    setBlack(xp);
-                    setBlack(links[(w << 2) | RIGHT]);
-                    rotateLeft(xp);
-                    x = root;
-                }
+            // d: the side of xp that x is on (LEFT when x is NONE and xp has no left child,
+            // as in the textbook); o: the sibling's side.
+            final int d = x == links[(xp << 2) | LEFT] ? LEFT : RIGHT;
+            final int o = d ^ 1;
+            int w = links[(xp << 2) | o];
+            if (isRed(w)) {
+                setBlack(w);
+                setRed(xp);
+                rotate(xp, d);
+                w = links[(xp << 2) | o];
+            }
+            if (!isRed(links[(w << 2) | LEFT]) && !isRed(links[(w << 2) | RIGHT])) {
+                setRed(w);
+                x = xp;
+                xp = links[(x << 2) | PARENT];
             } else {
-                int w = links[(xp << 2) | LEFT];
-                if (isRed(w)) {
-                    setBlack(w);
-                    setRed(xp);
-                    rotateRight(xp);
-                    w = links[(xp << 2) | LEFT];
-                }
-                if (!isRed(links[(w << 2) | RIGHT]) && !isRed(links[(w << 2) | LEFT])) {
+                if (!isRed(links[(w << 2) | o])) {
+                    setBlack(links[(w << 2) | d]);
                     setRed(w);
-                    x = xp;
-                    xp = links[(x << 2) | PARENT];
-                } else {
-                    if (!isRed(links[(w << 2) | LEFT])) {
-                        setBlack(links[(w << 2) | RIGHT]);
-                        setRed(w);
-                        rotateLeft(w);
-                        w = links[(xp << 2) | LEFT];
-                    }
-                    if (isRed(xp)) {
-                        setRed(w);
-                    } else {
-                        setBlack(w);
-                    }
-                    setBlack(xp);
-                    setBlack(links[(w << 2) | LEFT]);
-                    rotateRight(xp);
-                    x = root;
+                    rotate(w, o);
+                    w = links[(xp << 2) | o];
                 }
+                if (isRed(xp)) {
+                    setRed(w);
+                } else {
+                    setBlack(w);
+                }
+                setBlack(xp);
+                setBlack(links[(w << 2) | o]);
+                rotate(xp, d);
+                x = root;
             }
         }
         if (x != NONE) {
