@@ -1,0 +1,154 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.FileTime;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Instant;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * {@code bin/bfc} builds {@code bfc-cli/target/bfc.jar} when it is missing and again when a
+ * source of it is newer than the jar, and not otherwise. Runs the real script in a copy of the
+ * repository's layout, with stand-ins for {@code mvn} (it logs its call and writes the jar) and
+ * {@code java} (it logs its call) first on the {@code PATH}.
+ */
+class LauncherRebuildTest {
+    /** Surefire runs in the module's directory. */
+    private static final Path REPO = Path.of("..").toAbsolutePath().normalize();
+    private static final Instant BUILT = Instant.parse("2026-01-02T00:00:00Z");
+
+    @TempDir
+    Path root;
+    private Path log;
+    private Path jar;
+    private Path fakeBin;
+
+    @BeforeEach
+    void layOut() throws IOException {
+        assumeTrue(Files.isExecutable(Path.of("/bin/sh")), "bin/bfc is a POSIX shell script: no /bin/sh here");
+        Files.createDirectories(root.resolve("bin"));
+        Files.copy(REPO.resolve("bin/bfc"), root.resolve("bin/bfc"));
+        for (String m : List.of("bfc-core", "bfc-cpu", "bfc-cuda", "bfc-micrometer", "bfc-cli", "bfc-bench")) {
+            write(root.resolve(m).resolve("src/main/java/A.java"), "class A {}");
+            write(root.resolve(m).resolve("pom.xml"), "<project/>");
+        }
+        write(root.resolve("pom.xml"), "<project/>");
+        jar = root.resolve("bfc-cli/target/bfc.jar");
+        log = root.resolve("calls.log");
+        fakeBin = root.resolve("fake-bin");
+        script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\nmkdir -p '" + jar.getParent()
+                + "'\n: > '" + jar + "'\n");
+        script(fakeBin.resolve("java"), "echo \"java $*\" >> '" + log + "'\n");
+        // Every source and folder older than BUILT; a jar written later is newer than all of
+        // them. (A folder counts too: adding or deleting a source changes its folder's time.)
+        try (var files = Files.walk(root)) {
+            for (Path p : files.toList()) {
+                Files.setLastModifiedTime(p, FileTime.from(BUILT.minusSeconds(3600)));
+            }
+        }
+    }
+
+    @Test
+    void buildsOnFirstUseThenRunsTheJar() throws Exception {
+        Run r = bfc("--version");
+        assertThat(r.err).contains("first run");
+        assertThat(r.calls).containsExactly("mvn -B -q -DskipTests -pl bfc-cli -am package",
+                "java -jar " + jar + " --version");
+    }
+
+    @Test
+    void runsAnUpToDateJarWithoutBuilding() throws Exception {
+        builtAt(BUILT);
+        Run r = bfc("verify", "x.bfctrace");
+        assertThat(r.err).doesNotContain("building");
+        assertThat(r.calls).containsExactly("java -jar " + jar + " verify x.bfctrace");
+    }
+
+    @Test
+    void rebuildsWhenASourceOfTheJarChanged() throws Exception {
+        for (String changed : List.of("bfc-core/src/main/java/A.java", "bfc-cli/pom.xml", "pom.xml",
+                "bfc-micrometer/src/main/java/A.java")) {
+            builtAt(BUILT);
+            Files.setLastModifiedTime(root.resolve(changed), FileTime.from(BUILT.plusSeconds(60)));
+            Run r = bfc("demo");
+            assertThat(r.err).as("after %s changed", changed).contains("its sources changed");
+            assertThat(r.calls).as("after %s changed", changed)
+                    .containsExactly("mvn -B -q -DskipTests -pl bfc-cli -am package", "java -jar " + jar + " demo");
+            Files.setLastModifiedTime(root.resolve(changed), FileTime.from(BUILT.minusSeconds(3600)));
+        }
+    }
+
+    @Test
+    void ignoresChangesOutsideTheJar() throws Exception {
+        builtAt(BUILT);
+        Files.setLastModifiedTime(root.resolve("bfc-bench/src/main/java/A.java"), FileTime.from(BUILT.plusSeconds(60)));
+        assertThat(bfc("demo").calls).containsExactly("java -jar " + jar + " demo");
+    }
+
+    @Test
+    void theLauncherWatchesEveryModuleTheCliDependsOn() throws IOException {
+        // The script's module list must follow bfc-cli/pom.xml, or a change in a new dependency
+        // would leave a stale jar.
+        String pom = Files.readString(REPO.resolve("bfc-cli/pom.xml"));
+        Set<String> deps = new LinkedHashSet<>();
+        Matcher m = Pattern.compile("<artifactId>(bfc-[a-z0-9-]+)</artifactId>").matcher(pom);
+        while (m.find()) {
+            deps.add(m.group(1));
+        }
+        Matcher line = Pattern.compile("(?m)^modules=\"([^\"]*)\"$").matcher(Files.readString(REPO.resolve("bin/bfc")));
+        assertThat(line.find()).as("bin/bfc has a modules=\"...\" line").isTrue();
+        assertThat(Set.of(line.group(1).split(" "))).containsExactlyInAnyOrderElementsOf(deps);
+    }
+
+    private void builtAt(Instant when) throws IOException {
+        Files.createDirectories(jar.getParent());
+        Files.write(jar, new byte[0]);
+        Files.setLastModifiedTime(jar, FileTime.from(when));
+        Files.deleteIfExists(log);
+    }
+
+    private record Run(List<String> calls, String err) { }
+
+    private Run bfc(String... args) throws Exception {
+        Files.deleteIfExists(log);
+        List<String> cmd = new java.util.ArrayList<>(List.of("/bin/sh", root.resolve("bin/bfc").toString()));
+        cmd.addAll(List.of(args));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD);
+        pb.environment().put("PATH", fakeBin + ":" + System.getenv("PATH"));
+        pb.environment().remove("BFC_JAVA_OPTS");
+        Process p = pb.start();
+        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("bin/bfc returned").isTrue();
+        assertThat(p.exitValue()).as("bin/bfc's exit status; stderr:%n%s", err).isZero();
+        List<String> calls = Files.exists(log) ? Files.readAllLines(log) : List.of();
+        return new Run(calls, err);
+    }
+
+    private static void write(Path file, String text) throws IOException {
+        Files.createDirectories(file.getParent());
+        Files.writeString(file, text);
+    }
+
+    private static void script(Path file, String body) throws IOException {
+        write(file, "#!/bin/sh\n" + body);
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+}
