@@ -31,7 +31,61 @@ class PyTorchSnapshotTest {
         byte[] bytes = out.toByteArray();
         assertThat(bytes[0] & 0xff).isEqualTo(0x80); // PROTO
         assertThat(bytes[1]).isEqualTo((byte) 2); // protocol 2: MemoryViz.js reads 2 to 4
+        MemoryVizOpcodes.check(bytes);
         return (Map<String, Object>) new Unpickler().loads(bytes);
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void theBytesAreOnesThatMemoryVizsOwnUnpicklerReads() throws IOException {
+        // pytorch.org/memory_viz reads the file with its own small unpickler, not Python's.
+        BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 1L << 30, 4096, false), 64L << 20, "pt",
+                BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(true).build());
+        a.recordHistory(HistoryOptions.builder().stackDepth(4).build());
+        String name = "\u00e9tape \u4e2d \ud83d\ude00"; // a 2-, a 3- and a 4-byte UTF-8 character
+        List<Long> live = new ArrayList<>();
+        try (MemoryAnnotation step = MemoryAnnotation.push(name, 7)) {
+            for (int i = 0; i < 20; i++) {
+                live.add(a.allocateRaw(64, 5000L + 150_000L * i));
+            }
+            assertThat(a.allocateRaw(64, 1L << 40)).isZero(); // an oom event
+        }
+        for (long p : live) {
+            a.deallocateRaw(p);
+        }
+        a.emptyCache(); // segment_free events
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        a.snapshot().writePyTorchPickle(out);
+        Map<String, Integer> opcodes = MemoryVizOpcodes.check(out.toByteArray());
+        assertThat(opcodes).containsKeys("LONG1", "BINUNICODE"); // addresses above 2^31; strings
+
+        Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(out.toByteArray());
+        List<Map<String, Object>> trace = ((List<List<Map<String, Object>>>) d.get("device_traces")).get(0);
+        assertThat(trace).extracting(t -> t.get("action")).contains("segment_free", "oom");
+        for (Map<String, Object> t : trace) {
+            // An event with a category makes the page push 'unknown' onto a misspelled field
+            // (snapshot.categores) and fail: the events carry none.
+            assertThat(t).doesNotContainKey("category");
+        }
+        assertThat(trace.get(0).get("user_metadata")).isEqualTo(name + " (step 7)");
+        a.close();
+    }
+
+    @Test
+    void theOpcodeCheckRefusesWhatMemoryVizCannotRead() {
+        byte[] ok = {(byte) 0x80, 2, 'K', 5, '.'};
+        assertThat(MemoryVizOpcodes.check(ok)).containsEntry("BININT1", 1);
+        byte[][] bad = {
+            {(byte) 0x80, 5, 'N', '.'}, // protocol 5
+            {(byte) 0x80, 2, 'C', 1, 'x', '.'}, // SHORT_BINBYTES: not in the page's list
+            {(byte) 0x80, 2, (byte) 0x8a, 9, 0, 0, 0, 0, 0, 0, 0, 0, 1, '.'}, // a 9-byte LONG1
+            {(byte) 0x80, 2, (byte) 0x8c, 2, (byte) 0xc3, 0x28, '.'}, // malformed UTF-8
+            {(byte) 0x80, 2, 'N'}, // no STOP
+        };
+        for (byte[] b : bad) {
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> MemoryVizOpcodes.check(b))
+                    .isInstanceOf(AssertionError.class);
+        }
     }
 
     static long num(Object o) {
