@@ -108,8 +108,8 @@ public final class TensorFlowExample {
     /**
      * Times {@code softmax(x W + b)} with x 64x512, W 512x256 on bfc4j-backed inputs against
      * TensorFlow's own ({@code TFloat32.tensorOf}), alternating, after a warm-up: first creating,
-     * filling, running and closing x each time; then running only, on inputs made once. W and b
-     * are of the same kind as x.
+     * filling, running and closing x each time; then creating and closing x only (not filled,
+     * not run); then running only, on inputs made once. W and b are of the same kind as x.
      */
     private static void compareLatency(PrintStream out, BfcTensors tensors, int n) {
         int batch = 64;
@@ -135,6 +135,11 @@ public final class TensorFlowExample {
                         sink[0] += ((TFloat32) r.get(0)).getFloat(0, 0);
                     }
                 });
+                long[][] createOnly = timeAlternating(n, useBfc -> {
+                    try (TFloat32 xt = useBfc ? tensors.tensorOf(TFloat32.class, xShape) : TFloat32.tensorOf(xShape)) {
+                        sink[0] += xt.shape().numDimensions();
+                    }
+                });
                 long[][] runOnly = timeAlternating(n, useBfc -> {
                     try (Result r = model.run(s, useBfc ? xBfc : xTf, useBfc ? wBfc : wTf, useBfc ? bBfc : bTf)) {
                         sink[0] += ((TFloat32) r.get(0)).getFloat(0, 0);
@@ -144,6 +149,7 @@ public final class TensorFlowExample {
                 out.println("Latency of softmax(x W + b), x 64x512, W 512x256, " + n
                         + " runs of each kind, alternating (check " + sink[0] + "):");
                 printMedians(out, "create x + run + close", createRun);
+                printMedians(out, "create x + close (not filled, not run)", createOnly);
                 printMedians(out, "run only (inputs made once)", runOnly);
             }
         }

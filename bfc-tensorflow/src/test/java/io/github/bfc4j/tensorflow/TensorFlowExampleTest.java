@@ -45,9 +45,12 @@ class TensorFlowExampleTest {
         // The latency comparison ran (its figures are not checked: timing is no unit test's business).
         assertThat(out).containsPattern("create x \\+ run \\+ close:\\s+bfc4j-backed inputs: +median +[0-9.]+ us, p90"
                 + " +[0-9.]+ us\\s+TFloat32.tensorOf inputs: +median +[0-9.]+ us");
+        assertThat(out).containsPattern("create x \\+ close \\(not filled, not run\\):\\s+bfc4j-backed inputs:"
+                + " +median +[0-9.]+ us");
         assertThat(out).containsPattern("run only \\(inputs made once\\):\\s+bfc4j-backed inputs: +median +[0-9.]+ us");
-        // 3 inputs, then the comparison's W, b and x made once, and (10 warm-up + 3) x made per run.
-        assertThat(out).contains("bfc4j tensors made: 19, buffers given back by TensorFlow: 19, still held: 0");
+        // 3 inputs, then the comparison's W, b and x made once, and (10 warm-up + 3) x made per
+        // run for each of the two timings that make x.
+        assertThat(out).contains("bfc4j tensors made: 32, buffers given back by TensorFlow: 32, still held: 0");
         assertThat(out).contains("bytes in use after closing everything: 0");
     }
 
