@@ -22,48 +22,57 @@ import java.util.TreeMap;
  * and strings that are well-formed UTF-8 (it decodes them with {@code TextDecoder}).
  */
 final class MemoryVizOpcodes {
-    /** Opcode -> bytes of its argument; -1: a 1-byte length, then that many bytes; -4: a 4-byte one. */
+    /** Opcode -> bytes of its argument, as in {@link #TABLE}. */
     private static final Map<Integer, Integer> READ = new TreeMap<>();
     private static final Map<Integer, String> NAMES = new TreeMap<>();
 
-    static {
-        op(0x80, "PROTO", 1);
-        op(0x95, "FRAME", 8);
-        op('.', "STOP", 0);
-        op('(', "MARK", 0);
-        op('a', "APPEND", 0);
-        op('e', "APPENDS", 0);
-        op('l', "LIST", 0);
-        op('t', "TUPLE", 0);
-        op('d', "DICT", 0);
-        op('s', "SETITEM", 0);
-        op('u', "SETITEMS", 0);
-        op(0x88, "NEWTRUE", 0);
-        op(0x89, "NEWFALSE", 0);
-        op('N', "NONE", 0);
-        op('}', "EMPTY_DICT", 0);
-        op(']', "EMPTY_LIST", 0);
-        op(')', "EMPTY_TUPLE", 0);
-        op(0x85, "TUPLE1", 0);
-        op(0x86, "TUPLE2", 0);
-        op(0x87, "TUPLE3", 0);
-        op(0x94, "MEMOIZE", 0);
-        op('h', "BINGET", 1);
-        op('q', "BINPUT", 1);
-        op('j', "LONG_BINGET", 4);
-        op('r', "LONG_BINPUT", 4);
-        op('J', "BININT", 4);
-        op('K', "BININT1", 1);
-        op('M', "BININT2", 2);
-        op('G', "BINFLOAT", 8);
-        op(0x8a, "LONG1", -1);
-        op(0x8c, "SHORT_BINUNICODE", -1);
-        op('X', "BINUNICODE", -4);
-    }
+    /**
+     * The page's opcodes: the byte (hex, or a character in quotes), the name, the argument's
+     * length in bytes (-1: a 1-byte length, then that many bytes; -4: a 4-byte length, then
+     * that many bytes).
+     */
+    private static final String TABLE = """
+            0x80  PROTO             1
+            0x95  FRAME             8
+            '.'   STOP              0
+            '('   MARK              0
+            'a'   APPEND            0
+            'e'   APPENDS           0
+            'l'   LIST              0
+            't'   TUPLE             0
+            'd'   DICT              0
+            's'   SETITEM           0
+            'u'   SETITEMS          0
+            0x88  NEWTRUE           0
+            0x89  NEWFALSE          0
+            'N'   NONE              0
+            '}'   EMPTY_DICT        0
+            ']'   EMPTY_LIST        0
+            ')'   EMPTY_TUPLE       0
+            0x85  TUPLE1            0
+            0x86  TUPLE2            0
+            0x87  TUPLE3            0
+            0x94  MEMOIZE           0
+            'h'   BINGET            1
+            'q'   BINPUT            1
+            'j'   LONG_BINGET       4
+            'r'   LONG_BINPUT       4
+            'J'   BININT            4
+            'K'   BININT1           1
+            'M'   BININT2           2
+            'G'   BINFLOAT          8
+            0x8a  LONG1             -1
+            0x8c  SHORT_BINUNICODE  -1
+            'X'   BINUNICODE        -4
+            """;
 
-    private static void op(int code, String name, int argument) {
-        READ.put(code, argument);
-        NAMES.put(code, name);
+    static {
+        for (String line : TABLE.strip().split("\n")) {
+            String[] f = line.strip().split(" +");
+            int code = f[0].startsWith("'") ? f[0].charAt(1) : Integer.parseInt(f[0].substring(2), 16);
+            READ.put(code, Integer.parseInt(f[2]));
+            NAMES.put(code, f[1]);
+        }
     }
 
     private MemoryVizOpcodes() {
