@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
@@ -129,7 +130,7 @@ class LauncherRebuildTest {
 
     private Run bfc(String... args) throws Exception {
         Files.deleteIfExists(log);
-        List<String> cmd = new java.util.ArrayList<>(List.of("/bin/sh", root.resolve("bin/bfc").toString()));
+        List<String> cmd = new ArrayList<>(List.of("/bin/sh", root.resolve("bin/bfc").toString()));
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD);
         pb.environment().put("PATH", fakeBin + ":" + System.getenv("PATH"));
