@@ -26,13 +26,19 @@ class PyTorchSnapshotTest {
 
     @SuppressWarnings("unchecked")
     static Map<String, Object> roundTrip(MemorySnapshot s) throws IOException {
+        byte[] bytes = pickle(s);
+        MemoryVizOpcodes.check(bytes);
+        return (Map<String, Object>) new Unpickler().loads(bytes);
+    }
+
+    /** The snapshot as {@code writePyTorchPickle} writes it: protocol 2. */
+    static byte[] pickle(MemorySnapshot s) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
         s.writePyTorchPickle(out);
         byte[] bytes = out.toByteArray();
         assertThat(bytes[0] & 0xff).isEqualTo(0x80); // PROTO
         assertThat(bytes[1]).isEqualTo((byte) 2); // protocol 2: MemoryViz.js reads 2 to 4
-        MemoryVizOpcodes.check(bytes);
-        return (Map<String, Object>) new Unpickler().loads(bytes);
+        return bytes;
     }
 
     @Test
@@ -54,12 +60,11 @@ class PyTorchSnapshotTest {
             a.deallocateRaw(p);
         }
         a.emptyCache(); // segment_free events
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        a.snapshot().writePyTorchPickle(out);
-        Map<String, Integer> opcodes = MemoryVizOpcodes.check(out.toByteArray());
+        byte[] bytes = pickle(a.snapshot());
+        Map<String, Integer> opcodes = MemoryVizOpcodes.check(bytes);
         assertThat(opcodes).containsKeys("LONG1", "BINUNICODE"); // addresses above 2^31; strings
 
-        Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(out.toByteArray());
+        Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(bytes);
         List<Map<String, Object>> trace = ((List<List<Map<String, Object>>>) d.get("device_traces")).get(0);
         assertThat(trace).extracting(t -> t.get("action")).contains("segment_free", "oom");
         for (Map<String, Object> t : trace) {
