@@ -402,42 +402,110 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public Allocation allocate(long bytes, long alignment) {
+        checkAllocateArguments(port.name(), bytes, alignment);
+        return allocateAligned(bytes, alignment, true);
+    }
+
+    /** The argument checks of {@link #allocate(long, long)}, for allocator {@code name}. */
+    static void checkAllocateArguments(String name, long bytes, long alignment) {
         if (bytes <= 0) {
             throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '"
-                    + port.name() + "'");
+                    + name + "'");
         }
-        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-            throw new IllegalArgumentException("alignment=" + alignment
-                    + " (expected: a power of two) for allocator '" + port.name() + "'");
-        }
+        checkAlignment(name, alignment);
         if (bytes > MAX_ALLOCATION_BYTES - alignment + 1) {
             throw new IllegalArgumentException("bytes=" + bytes + " with alignment=" + alignment
                     + " (expected: bytes + alignment - 1 <= " + MAX_ALLOCATION_BYTES + ") for allocator '"
-                    + port.name() + "'");
+                    + name + "'");
         }
-        // Chunks start 256 bytes apart from their region's start: in a 256-aligned region that
-        // padding suffices; where it does not (an unaligned region), alignment - 1 always does.
-        long padded = alignment <= MIN_ALLOCATION_SIZE ? bytes : bytes + alignment - MIN_ALLOCATION_SIZE;
-        Allocation a = allocatePadded(bytes, alignment, padded);
-        if (a == null) {
-            a = allocatePadded(bytes, alignment, bytes + alignment - 1);
+    }
+
+    /** The argument checks of {@link #allocateRaw(long, long, AllocationAttributes)}, for allocator {@code name}. */
+    static void checkAllocateRawArguments(String name, long alignment, long numBytes) {
+        if (numBytes < 0) {
+            throw new IllegalArgumentException("numBytes=" + numBytes
+                    + " (expected: >= 0) for allocator '" + name + "'");
         }
-        return a;
+        checkAlignment(name, alignment);
+    }
+
+    private static void checkAlignment(String name, long alignment) {
+        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
+            throw new IllegalArgumentException("alignment=" + alignment
+                    + " (expected: a power of two) for allocator '" + name + "'");
+        }
     }
 
     /**
-     * One attempt of {@link #allocate(long, long)}: allocates {@code padded} bytes and hands
-     * out their first {@code alignment}-aligned address.
+     * {@link ShardedBfcAllocator}'s quiet attempt: {@link #allocate(long, long)} (arguments
+     * already checked), but a failure is not reported (no out-of-memory event, log, listener or
+     * count), because another shard may still serve the call.
      *
-     * @return the allocation, or null if the chunk (freed again) holds no aligned run of
-     *     {@code bytes} bytes
+     * @return the allocation, or null if the memory cannot be had here
      */
-    private Allocation allocatePadded(long bytes, long alignment, long padded) {
+    Allocation tryAllocate(long bytes, long alignment) {
+        return allocateAligned(bytes, alignment, false);
+    }
+
+    /**
+     * {@link ShardedBfcAllocator}'s quiet attempt of {@link #allocateRaw(long, long,
+     * AllocationAttributes)} (arguments already checked): a failure is not reported and does not
+     * wait for frees.
+     *
+     * @return the address, or 0
+     */
+    long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+        return port.tryAllocateRaw(alignment, numBytes, attr);
+    }
+
+    /**
+     * {@link #allocate(long, long)} with its arguments checked.
+     *
+     * @param report whether a failure is the allocation's failure (reported, then thrown) or
+     *     only this allocator's (null is returned)
+     */
+    private Allocation allocateAligned(long bytes, long alignment, boolean report) {
+        // Chunks start 256 bytes apart from their region's start: in a 256-aligned region that
+        // padding suffices; where it does not (an unaligned region), alignment - 1 always does.
+        long padded = alignment <= MIN_ALLOCATION_SIZE ? bytes : bytes + alignment - MIN_ALLOCATION_SIZE;
+        long ptr = chunkFor(alignment, padded, report);
+        if (ptr == 0) {
+            return null;
+        }
+        Allocation a = handOut(ptr, bytes, alignment);
+        if (a != null) {
+            return a;
+        }
+        ptr = chunkFor(alignment, bytes + alignment - 1, report);
+        return ptr == 0 ? null : handOut(ptr, bytes, alignment);
+    }
+
+    /**
+     * Allocates the chunk of an {@link Allocation}.
+     *
+     * @return the chunk's address, or 0 if it cannot be had and {@code !report}
+     * @throws BfcOutOfMemoryException if it cannot be had and {@code report}
+     */
+    private long chunkFor(long alignment, long padded, boolean report) {
+        if (!report) {
+            return port.tryAllocateRaw(alignment, padded, AllocationAttributes.NO_RETRY);
+        }
         long ptr = allocateRaw(alignment, padded);
         if (ptr == 0) {
             // The figures of the moment of failure, taken under the lock in the failing call.
             throw oomReporter.exceptionForLastFailure(padded);
         }
+        return ptr;
+    }
+
+    /**
+     * Makes the handle of the chunk {@code allocateRaw} just returned at {@code ptr}: its first
+     * {@code alignment}-aligned address and {@code bytes} from there.
+     *
+     * @return the allocation, or null (the chunk freed again) if the chunk holds no aligned run
+     *     of {@code bytes} bytes
+     */
+    private Allocation handOut(long ptr, long bytes, long alignment) {
         port.lock();
         try {
             port.checkOpenLocked();
@@ -658,14 +726,7 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        if (numBytes < 0) {
-            throw new IllegalArgumentException("numBytes=" + numBytes
-                    + " (expected: >= 0) for allocator '" + port.name() + "'");
-        }
-        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-            throw new IllegalArgumentException("alignment=" + alignment
-                    + " (expected: a power of two) for allocator '" + port.name() + "'");
-        }
+        checkAllocateRawArguments(port.name(), alignment, numBytes);
         return port.allocateRaw(alignment, numBytes, attr);
     }
 

@@ -528,6 +528,22 @@ final class BfcPort {
         return r;
     }
 
+    /**
+     * Not in upstream: one attempt of {@code AllocateRawInternal} whose failure is not the
+     * allocation's failure (no out-of-memory event, log, listener or count, no wait for frees),
+     * for {@link ShardedBfcAllocator}, which then tries its other shards. The arguments are
+     * checked by the caller.
+     *
+     * @return the address, or 0
+     * @throws IllegalStateException if the allocator is closed
+     */
+    long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+        if (numBytes > MAX_ALLOCATION_BYTES) {
+            return 0;
+        }
+        return allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false);
+    }
+
     /** Port of {@code BFCAllocator::RoundedBytes}: rounds up to a multiple of 256. */
     static long roundedBytes(long bytes) {
         return ((bytes + MIN_ALLOCATION_SIZE - 1) >>> MIN_ALLOCATION_BITS) << MIN_ALLOCATION_BITS;

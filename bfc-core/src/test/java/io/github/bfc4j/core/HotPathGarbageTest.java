@@ -29,10 +29,12 @@ class HotPathGarbageTest {
     /**
      * Off (the default), with annotations recorded inside an open annotation, and with the
      * history recorded without Java stacks (the ring and the per-chunk arrays are allocated when
-     * recording starts; each event then stores primitives and references that already exist).
+     * recording starts; each event then stores primitives and references that already exist);
+     * and through a {@link ShardedBfcAllocator} (its home-shard lookup and its address-to-shard
+     * table).
      */
     @ParameterizedTest
-    @ValueSource(strings = {"off", "annotations", "history"})
+    @ValueSource(strings = {"off", "annotations", "history", "sharded"})
     void allocateAndFreeCreateNoObjectsInSteadyState(String provenance) {
         java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
         assumeTrue(std instanceof com.sun.management.ThreadMXBean,
@@ -59,6 +61,30 @@ class HotPathGarbageTest {
         }
         BfcOptions opts = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(false).build();
         BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true), 1L << 30, "hot", opts);
+        ShardedBfcAllocator sharded = !provenance.equals("sharded") ? null : ShardedBfcAllocator.builder()
+                .name("hot").memoryLimit(1L << 30).subAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true))
+                .shards(2).build();
+        RawCalls calls = sharded == null ? new RawCalls() {
+            @Override
+            public long allocate(long bytes) {
+                return a.allocateRaw(256, bytes, AllocationAttributes.NO_RETRY);
+            }
+
+            @Override
+            public void free(long ptr) {
+                a.deallocateRaw(ptr);
+            }
+        } : new RawCalls() {
+            @Override
+            public long allocate(long bytes) {
+                return sharded.allocateRaw(256, bytes);
+            }
+
+            @Override
+            public void free(long ptr) {
+                sharded.deallocateRaw(ptr);
+            }
+        };
         long[] live = new long[LIVE];
         MemoryAnnotation scope = null;
         if (provenance.equals("annotations")) {
@@ -69,14 +95,14 @@ class HotPathGarbageTest {
             scope = MemoryAnnotation.push("hot/path", 1);
         }
 
-        run(a, live, sizes, victims, CALLS); // warm-up: the region exists, the JIT has compiled
+        run(calls, live, sizes, victims, CALLS); // warm-up: the region exists, the JIT has compiled
         long baseline = threads.getThreadAllocatedBytes(self);
         long calibration = threads.getThreadAllocatedBytes(self) - baseline;
         long before = threads.getThreadAllocatedBytes(self);
-        long calls = run(a, live, sizes, victims, CALLS);
+        long succeeded = run(calls, live, sizes, victims, CALLS);
         long after = threads.getThreadAllocatedBytes(self);
 
-        assertThat(calls).as("allocations that succeeded").isEqualTo(CALLS);
+        assertThat(succeeded).as("allocations that succeeded").isEqualTo(CALLS);
         assertThat(after - before - calibration)
                 .as("bytes of Java heap allocated by %d allocateRaw + deallocateRaw pairs", CALLS)
                 .isZero();
@@ -84,16 +110,29 @@ class HotPathGarbageTest {
             scope.close();
         }
         a.close();
+        if (sharded != null) {
+            for (long ptr : live) {
+                sharded.deallocateRaw(ptr);
+            }
+            sharded.close();
+        }
+    }
+
+    /** The two calls measured, on a {@link BfcAllocator} or a {@link ShardedBfcAllocator}. */
+    private interface RawCalls {
+        long allocate(long bytes);
+
+        void free(long ptr);
     }
 
     /** Replaces a random live allocation by a new one, {@code n} times; returns the successes. */
-    private static long run(BfcAllocator a, long[] live, long[] sizes, int[] victims, int n) {
+    private static long run(RawCalls a, long[] live, long[] sizes, int[] victims, int n) {
         long ok = 0;
         int mask = sizes.length - 1;
         for (int i = 0; i < n; i++) {
             int v = victims[i & mask];
-            a.deallocateRaw(live[v]);
-            live[v] = a.allocateRaw(256, sizes[i & mask], AllocationAttributes.NO_RETRY);
+            a.free(live[v]);
+            live[v] = a.allocate(sizes[i & mask]);
             if (live[v] != 0) {
                 ok++;
             }

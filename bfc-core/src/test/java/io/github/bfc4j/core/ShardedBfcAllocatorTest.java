@@ -1,0 +1,306 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+
+class ShardedBfcAllocatorTest {
+
+    private static final long BASE = 0x7f0000000000L;
+    private static final long MIB = 1 << 20;
+
+    private static ShardedBfcAllocator sharded(long limit, int shards) {
+        return ShardedBfcAllocator.builder()
+                .name("sharded")
+                .memoryLimit(limit)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true))
+                .shards(shards)
+                .build();
+    }
+
+    /** Runs {@code task} on a new thread (so it gets the next home shard) and returns its result. */
+    private static <T> T onNewThread(Callable<T> task) throws Exception {
+        AtomicReference<T> result = new AtomicReference<>();
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        Thread t = new Thread(() -> {
+            try {
+                result.set(task.call());
+            } catch (Exception e) {
+                failure.set(e);
+            }
+        });
+        t.start();
+        t.join();
+        if (failure.get() != null) {
+            throw failure.get();
+        }
+        return result.get();
+    }
+
+    @Test
+    void threadsGetShardsInTurnAndAnyThreadFreesIntoTheHoldingShard() throws Exception {
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            long mine = a.allocateRaw(64, 100_000);
+            long theirs = onNewThread(() -> a.allocateRaw(64, 200_000));
+            BfcAllocator shard0 = a.shards().get(0);
+            BfcAllocator shard1 = a.shards().get(1);
+
+            assertThat(a.homeShard()).isSameAs(shard0);
+            assertThat(onNewThread(a::homeShard)).as("the third thread wraps around").isSameAs(shard0);
+            assertThat(a.shardOf(mine)).isSameAs(shard0);
+            assertThat(a.shardOf(theirs)).isSameAs(shard1);
+            assertThat(shard0.bytesInUse()).isEqualTo(BfcAllocator.roundedBytes(100_000));
+            assertThat(shard1.bytesInUse()).isEqualTo(BfcAllocator.roundedBytes(200_000));
+            assertThat(shard1.name()).isEqualTo("sharded/1");
+
+            a.deallocateRaw(theirs); // freed by this thread, in the other thread's shard
+            assertThat(shard1.bytesInUse()).isZero();
+            assertThat(a.bytesInUse()).isEqualTo(shard0.bytesInUse());
+            a.deallocateRaw(mine);
+            assertThat(a.getStats().numAllocs()).isEqualTo(2);
+        }
+    }
+
+    @Test
+    void handlesBelongToTheShardThatServedThem() throws Exception {
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            Allocation mine = a.allocate(4096, 4096);
+            Allocation theirs = onNewThread(() -> a.allocate(8192));
+            assertThat(mine.allocator()).isSameAs(a.shards().get(0));
+            assertThat(theirs.allocator()).isSameAs(a.shards().get(1));
+            assertThat(mine.address() % 4096).isZero();
+            assertThatThrownBy(() -> a.deallocateRaw(theirs.address()))
+                    .isInstanceOf(IllegalArgumentException.class);
+            theirs.close();
+            mine.close();
+            assertThat(a.bytesInUse()).isZero();
+        }
+    }
+
+    @Test
+    void anotherShardServesWhatTheHomeShardCannot() throws Exception {
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            // Shard 0 grows to the whole limit (a 6 MiB request makes an 8 MiB region), then frees.
+            a.deallocateRaw(a.allocateRaw(64, 6 * MIB));
+            assertThat(a.reservedBytes()).isEqualTo(8 * MIB);
+
+            long ptr = onNewThread(() -> a.allocateRaw(64, 6 * MIB));
+
+            assertThat(ptr).isNotZero();
+            assertThat(a.shardOf(ptr)).isSameAs(a.shards().get(0));
+            assertThat(a.shards().get(1).memoryStats().oomsTotal()).as("a failure of the home shard alone").isZero();
+            assertThat(a.shards().get(0).memoryStats().oomsTotal()).isZero();
+            a.deallocateRaw(ptr);
+        }
+    }
+
+    @Test
+    void freeRegionsOfEveryShardAreGivenBackBeforeAFailure() throws Exception {
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            a.deallocateRaw(a.allocateRaw(64, MIB)); // shard 0 keeps a free 2 MiB region
+            assertThat(a.reservedBytes()).isEqualTo(2 * MIB);
+
+            // 7 MiB fits in no shard's room: shard 1 can get 6 MiB, shard 0's region is 2 MiB.
+            long ptr = onNewThread(() -> a.allocateRaw(64, 7 * MIB));
+
+            assertThat(ptr).isNotZero();
+            assertThat(a.shardOf(ptr)).isSameAs(a.shards().get(1));
+            assertThat(a.shards().get(0).reservedBytes()).as("shard 0's free region, given back").isZero();
+            assertThat(a.reservedBytes()).isEqualTo(8 * MIB);
+            a.deallocateRaw(ptr);
+        }
+    }
+
+    @Test
+    void aFailureIsReportedOnceByTheHomeShard() throws Exception {
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            List<String> reports = new ArrayList<>();
+            a.addOutOfMemoryListener(r -> reports.add(r.allocatorName()));
+            long held = a.allocateRaw(64, 3 * MIB); // shard 0: a 4 MiB region
+
+            assertThat(onNewThread(() -> a.allocateRaw(64, 5 * MIB))).isZero();
+            assertThatThrownBy(() -> onNewThread(() -> a.allocate(6 * MIB)))
+                    .isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining("sharded/0"); // the third thread's home: shard 0 again
+
+            assertThat(reports).containsExactly("sharded/1", "sharded/0");
+            assertThat(a.shards().get(1).memoryStats().oomsTotal()).isEqualTo(1);
+            assertThat(a.shards().get(0).memoryStats().oomsTotal()).isEqualTo(1);
+            assertThat(a.reservedBytes()).isLessThanOrEqualTo(8 * MIB);
+            a.deallocateRaw(held);
+        }
+    }
+
+    @Test
+    void aRequestAboveTheLimitFailsWithoutEmptyingAnyShard() throws Exception {
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            a.deallocateRaw(a.allocateRaw(64, MIB)); // shard 0 keeps a free 2 MiB region
+            assertThat(onNewThread(() -> a.allocateRaw(64, 9 * MIB))).isZero();
+            assertThatThrownBy(() -> a.allocate(9 * MIB)).isInstanceOf(BfcOutOfMemoryException.class);
+            assertThat(a.reservedBytes()).as("shard 0's free region, kept").isEqualTo(2 * MIB);
+            assertThat(a.shards().get(1).memoryStats().oomsTotal()).isEqualTo(1);
+            assertThat(a.shards().get(0).memoryStats().oomsTotal()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void badArgumentsAreRefusedAndChangeNothing() {
+        assertThatThrownBy(() -> ShardedBfcAllocator.builder().shards(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("shards=0");
+        assertThatThrownBy(() -> ShardedBfcAllocator.builder().options(BfcOptions.builder()
+                .allowGrowth(false).allowRetryOnFailure(false).build()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("allowGrowth");
+        assertThatThrownBy(() -> ShardedBfcAllocator.builder().options(BfcOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("allowRetryOnFailure");
+        assertThatThrownBy(() -> ShardedBfcAllocator.builder().memoryLimit(1).build())
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("subAllocator");
+
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            long ptr = a.allocateRaw(64, 1000);
+            assertThatThrownBy(() -> a.allocateRaw(3, 10)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("alignment=3").hasMessageContaining("'sharded'");
+            assertThatThrownBy(() -> a.allocateRaw(64, -1)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> a.allocate(0)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> a.deallocateRaw(12345)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("0x3039 was not allocated by allocator 'sharded'");
+            assertThatThrownBy(() -> a.shardOf(12345)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> a.deallocateRaw(ptr + 256)).isInstanceOf(IllegalArgumentException.class);
+            assertThat(a.allocateRaw(64, 0)).isZero();
+            assertThat(a.bytesInUse()).isEqualTo(1024);
+
+            a.deallocateRaw(ptr);
+            assertThatThrownBy(() -> a.deallocateRaw(ptr)).as("a double free")
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThat(a.bytesInUse()).isZero();
+            a.shards().forEach(BfcAllocator::checkInvariants);
+        }
+    }
+
+    @Test
+    void closeRefusedByOneShardClosesTheOthersAndCanBeRepeated() throws Exception {
+        ShardedBfcAllocator a = sharded(64 * MIB, 2);
+        long mine = a.allocateRaw(64, 1000); // shard 0
+        long theirs = onNewThread(() -> a.allocateRaw(64, 1000)); // shard 1
+
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("shards sharded/0, sharded/1 of allocator 'sharded'");
+        assertThat(a.isClosed()).isFalse();
+        a.deallocateRaw(theirs);
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("shard sharded/0 of allocator 'sharded' (the other shards are closed)");
+        assertThat(a.shards().get(1).isClosed()).isTrue();
+        long third = onNewThread(() -> a.allocateRaw(64, 10));
+        assertThat(a.shardOf(third)).as("the third thread's home, shard 0, is open").isSameAs(a.shards().get(0));
+        assertThatThrownBy(() -> onNewThread(() -> a.allocateRaw(64, 10))).as("home shard 1, closed")
+                .isInstanceOf(IllegalStateException.class);
+
+        a.deallocateRaw(third);
+        a.deallocateRaw(mine);
+        a.close();
+        assertThat(a.isClosed()).isTrue();
+        a.close(); // idempotent
+    }
+
+    /**
+     * Threads allocate and free (half of the frees of another thread's allocations) at random:
+     * no two live allocations overlap, the shards hold at most the limit, and everything
+     * freed leaves every shard empty and consistent.
+     */
+    @Test
+    void threadsAllocatingAndFreeingAtRandomNeverOverlap() throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("ShardedBfcAllocatorTest seed: " + seed);
+        int threads = 4;
+        long limit = 12 * MIB;
+        ShardedBfcAllocator a = sharded(limit, 3);
+        ConcurrentSkipListMap<Long, Long> live = new ConcurrentSkipListMap<>();
+        ConcurrentLinkedQueue<Long> handOver = new ConcurrentLinkedQueue<>();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        AtomicInteger failures = new AtomicInteger();
+        CyclicBarrier start = new CyclicBarrier(threads);
+        List<Thread> workers = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            Random rnd = new Random(seed + t);
+            Thread w = new Thread(() -> {
+                try {
+                    List<Long> mine = new ArrayList<>();
+                    start.await();
+                    for (int i = 0; i < 20_000; i++) {
+                        int op = rnd.nextInt(10);
+                        if (op < 4 || mine.isEmpty() && handOver.isEmpty()) {
+                            long bytes = rnd.nextInt(8) == 0 ? 1 + rnd.nextInt(4 << 20) : 1 + rnd.nextInt(64 << 10);
+                            long ptr = a.allocateRaw(256, bytes);
+                            if (ptr == 0) {
+                                failures.incrementAndGet();
+                                continue;
+                            }
+                            long end = ptr + BfcAllocator.roundedBytes(bytes);
+                            Map.Entry<Long, Long> below = live.lowerEntry(end);
+                            if (below != null && below.getValue() > ptr) {
+                                throw new AssertionError("[0x" + Long.toHexString(ptr) + ", 0x" + Long.toHexString(end)
+                                        + ") overlaps the live [0x" + Long.toHexString(below.getKey()) + ", 0x"
+                                        + Long.toHexString(below.getValue()) + ")");
+                            }
+                            live.put(ptr, end);
+                            (rnd.nextBoolean() ? mine : handOver).add(ptr);
+                        } else {
+                            Long ptr = op < 7 && !mine.isEmpty() ? mine.remove(rnd.nextInt(mine.size())) : handOver.poll();
+                            if (ptr == null) {
+                                continue;
+                            }
+                            live.remove(ptr); // before the free: the range may be handed out again at once
+                            a.deallocateRaw(ptr);
+                        }
+                        if (a.reservedBytes() > limit) {
+                            throw new AssertionError("reserved " + a.reservedBytes() + " > limit " + limit);
+                        }
+                    }
+                    for (long ptr : mine) {
+                        live.remove(ptr);
+                        a.deallocateRaw(ptr);
+                    }
+                } catch (Throwable e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+            workers.add(w);
+            w.start();
+        }
+        for (Thread w : workers) {
+            w.join();
+        }
+        if (failure.get() != null) {
+            throw new AssertionError("seed " + seed + ": " + failure.get(), failure.get());
+        }
+        for (Long ptr; (ptr = handOver.poll()) != null; ) {
+            a.deallocateRaw(ptr);
+        }
+        assertThat(a.bytesInUse()).as("seed %d", seed).isZero();
+        assertThat(a.getStats().numAllocs()).as("seed %d", seed).isPositive();
+        assertThat(a.getStats().peakPoolBytes()).as("seed %d", seed).isLessThanOrEqualTo(limit);
+        a.shards().forEach(BfcAllocator::checkInvariants);
+        // Under this much pressure a shard can find the limit taken by the others and serve
+        // nothing itself (its threads are served by the others), but not all but one of them.
+        assertThat(a.shards()).as("seed %d: shards that served", seed)
+                .filteredOn(shard -> shard.getStats().numAllocs() > 0).hasSizeGreaterThan(1);
+        System.out.println("ShardedBfcAllocatorTest: " + failures.get() + " allocations found no memory");
+        a.close();
+        assertThat(a.isClosed()).isTrue();
+    }
+}

@@ -1,0 +1,73 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import org.junit.jupiter.api.Test;
+
+class ShardRegionsTest {
+
+    private static final long BASE = 0x10000;
+
+    @Test
+    void findsTheShardOfEveryAddressOfItsRegionsAndNoneOutside() {
+        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 1 << 20);
+        SubAllocator.Block a = regions.forShard(0).alloc(256, 4096);
+        SubAllocator.Block b = regions.forShard(1).alloc(256, 8192);
+        SubAllocator.Block c = regions.forShard(0).alloc(256, 256);
+
+        assertThat(regions.shardOf(a.ptr())).isZero();
+        assertThat(regions.shardOf(a.ptr() + 4095)).isZero();
+        assertThat(regions.shardOf(b.ptr())).isEqualTo(1);
+        assertThat(regions.shardOf(b.ptr() + 8191)).isEqualTo(1);
+        assertThat(regions.shardOf(c.ptr() + 255)).isZero();
+        assertThat(regions.shardOf(a.ptr() - 1)).isEqualTo(-1);
+        assertThat(regions.shardOf(c.ptr() + 256)).isEqualTo(-1);
+        assertThat(regions.heldBytes()).isEqualTo(4096 + 8192 + 256);
+
+        regions.forShard(1).free(b.ptr(), b.bytes());
+        assertThat(regions.shardOf(b.ptr())).isEqualTo(-1);
+        assertThat(regions.shardOf(a.ptr())).isZero();
+        assertThat(regions.regionCount()).isEqualTo(2);
+        assertThat(regions.peakHeldBytes()).isEqualTo(4096 + 8192 + 256);
+    }
+
+    @Test
+    void adjacentRegionsOfOneShardAreFreedAsOneButNotAcrossShards() {
+        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 1 << 20);
+        SubAllocator.Block a = regions.forShard(0).alloc(256, 4096);
+        SubAllocator.Block b = regions.forShard(0).alloc(256, 4096);
+        SubAllocator.Block c = regions.forShard(1).alloc(256, 4096);
+        assertThat(b.ptr()).isEqualTo(a.ptr() + 4096);
+        assertThat(c.ptr()).isEqualTo(b.ptr() + 4096);
+
+        assertThatThrownBy(() -> regions.forShard(0).free(a.ptr(), 3 * 4096))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("from shard 0");
+        assertThatThrownBy(() -> regions.forShard(1).free(a.ptr(), 4096))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> regions.forShard(0).free(a.ptr(), 2048))
+                .isInstanceOf(IllegalArgumentException.class);
+        assertThat(regions.heldBytes()).as("refused frees change nothing").isEqualTo(3 * 4096);
+
+        regions.forShard(0).free(a.ptr(), 2 * 4096);
+        assertThat(regions.shardOf(a.ptr())).isEqualTo(-1);
+        assertThat(regions.shardOf(b.ptr())).isEqualTo(-1);
+        assertThat(regions.shardOf(c.ptr())).isEqualTo(1);
+        assertThat(regions.heldBytes()).isEqualTo(4096);
+    }
+
+    @Test
+    void theCapCountsEveryShard() {
+        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 8192);
+        assertThat(regions.forShard(0).alloc(256, 4096)).isNotNull();
+        assertThat(regions.forShard(1).alloc(256, 4096)).isNotNull();
+        assertThat(regions.forShard(2).alloc(256, 256)).as("over the cap").isNull();
+        assertThat(regions.heldBytes()).isEqualTo(8192);
+    }
+}
