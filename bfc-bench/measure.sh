@@ -3,7 +3,7 @@
 #   bfc-bench/measure.sh [OUT_DIR]            (from anywhere; default OUT_DIR: bfc-bench-results)
 # With TF_SRC set (a TensorFlow source tree, see bfc-bench/src/cpp/README.md) it also times
 # TensorFlow's release build against bfc4j (compare.sh); without it that part is skipped.
-# Run it on a quiet machine: about 15 minutes on 2 cores (ROUNDS=15 rounds of compare.sh by default).
+# Run it on a quiet machine: about 20 minutes on 2 cores (ROUNDS=15 rounds of compare.sh by default).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
@@ -28,7 +28,7 @@ say "single thread, CPU time: bfc4j, Netty, malloc -> replay.txt"
 java -Xmx2g -XX:MaxDirectMemorySize=64g $NETTY_OPTS -cp "$JAR" io.github.bfc4j.bench.CpuTimeReplay \
   bfc4j,netty,malloc "$TRACES" 15 | tee "$OUT/replay.txt"
 
-say "threads: ThreadsBenchmark, 1/2/4/8 threads, bfc4j and Netty, 3 forks -> threads.txt, threads.json"
+say "threads: ThreadsBenchmark, 1/2/4/8 threads, bfc4j, bfc4j-sharded and Netty, 3 forks -> threads.txt, threads.json"
 java -jar "$JAR" -f 3 -wi 3 -i 5 -w 1s -r 1s -rf json -rff "$OUT/threads.json" ThreadsBenchmark \
   | tee "$OUT/threads.txt"
 

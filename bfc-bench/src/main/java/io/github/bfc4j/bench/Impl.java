@@ -13,6 +13,8 @@ public interface Impl extends AutoCloseable {
 
     /** The {@code impl} parameter values. */
     String BFC4J = "bfc4j";
+    /** bfc4j's {@code ShardedBfcAllocator}: one shard per available processor (threads benchmark only). */
+    String BFC4J_SHARDED = "bfc4j-sharded";
     /** Netty's {@code PooledByteBufAllocator}, direct buffers. */
     String NETTY = "netty";
     /** glibc malloc/free through JavaCPP. */
@@ -43,7 +45,8 @@ public interface Impl extends AutoCloseable {
     /**
      * Creates an implementation by name.
      *
-     * @param name {@link #BFC4J}, {@link #NETTY} or {@link #MALLOC}
+     * @param name {@link #BFC4J}, {@link #BFC4J_SHARDED} (with a {@code null} trace only),
+     *     {@link #NETTY} or {@link #MALLOC}
      * @param slots the number of slots
      * @param trace the trace whose header configures bfc4j's allocator and sim sub-allocator,
      *     or {@code null} for a plain 1 GiB one
@@ -53,6 +56,12 @@ public interface Impl extends AutoCloseable {
         switch (name) {
             case BFC4J:
                 return trace == null ? BfcImpl.plain(slots) : BfcImpl.forTrace(slots, trace);
+            case BFC4J_SHARDED:
+                if (trace != null) {
+                    throw new IllegalArgumentException("impl=bfc4j-sharded with a trace (expected: no trace;"
+                            + " a sharded allocator does not replay a trace's placement)");
+                }
+                return new ShardedImpl(slots);
             case NETTY:
                 if (trace != null && trace.maxBytes > Integer.MAX_VALUE) {
                     throw new IllegalArgumentException("impl=netty with a trace allocating "
@@ -63,7 +72,7 @@ public interface Impl extends AutoCloseable {
             case MALLOC:
                 return new MallocImpl(slots);
             default:
-                throw new IllegalArgumentException("impl=" + name + " (expected: bfc4j, netty or malloc)");
+                throw new IllegalArgumentException("impl=" + name + " (expected: bfc4j, bfc4j-sharded, netty or malloc)");
         }
     }
 }

@@ -28,8 +28,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * holds {@value #LIVE_PER_THREAD} live allocations of 64 KiB to 1 MiB and, per operation, frees
  * its oldest and allocates the next size of its own seeded sequence in its place; so the
  * allocator splits, merges and searches as the threads' blocks come and go. bfc4j is a 1 GiB
- * allocator without growth (one region) on the sim sub-allocator; Netty is
- * {@code PooledByteBufAllocator} with direct buffers and its per-thread caches.
+ * allocator without growth (one region) on the sim sub-allocator; bfc4j-sharded is a 1 GiB
+ * {@code ShardedBfcAllocator} (one shard per available processor, each growing) on the sim
+ * sub-allocator; Netty is {@code PooledByteBufAllocator} with direct buffers and its per-thread
+ * caches.
  *
  * <p>{@code serial2} is the control of {@code threads2}: one thread making the calls of both
  * of its threads (the same sequences, the same live allocations), a pair of each in turn. The
@@ -57,8 +59,8 @@ public class ThreadsBenchmark {
     /** The allocator shared by every thread. */
     @State(Scope.Benchmark)
     public static class Shared {
-        /** The allocator: bfc4j or netty. */
-        @Param({Impl.BFC4J, Impl.NETTY})
+        /** The allocator: bfc4j, bfc4j-sharded or netty. */
+        @Param({Impl.BFC4J, Impl.BFC4J_SHARDED, Impl.NETTY})
         public String impl;
 
         Impl allocator;
