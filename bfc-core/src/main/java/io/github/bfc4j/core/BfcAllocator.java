@@ -420,13 +420,22 @@ public final class BfcAllocator implements AutoCloseable {
         }
     }
 
-    /** The argument checks of {@link #allocateRaw(long, long, AllocationAttributes)}, for allocator {@code name}. */
-    static void checkAllocateRawArguments(String name, long alignment, long numBytes) {
+    /**
+     * Whether {@link #allocateRaw(long, long, AllocationAttributes)}'s arguments are bad: the
+     * hot path's one test (the name for the message is read only when they are).
+     */
+    static boolean badAllocateRawArguments(long alignment, long numBytes) {
+        return numBytes < 0 || alignment <= 0 || (alignment & (alignment - 1)) != 0;
+    }
+
+    /** The exception for {@link #badAllocateRawArguments}, for allocator {@code name}. */
+    static IllegalArgumentException badAllocateRawArguments(String name, long alignment, long numBytes) {
         if (numBytes < 0) {
-            throw new IllegalArgumentException("numBytes=" + numBytes
+            return new IllegalArgumentException("numBytes=" + numBytes
                     + " (expected: >= 0) for allocator '" + name + "'");
         }
-        checkAlignment(name, alignment);
+        return new IllegalArgumentException("alignment=" + alignment
+                + " (expected: a power of two) for allocator '" + name + "'");
     }
 
     private static void checkAlignment(String name, long alignment) {
@@ -726,7 +735,9 @@ public final class BfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        checkAllocateRawArguments(port.name(), alignment, numBytes);
+        if (badAllocateRawArguments(alignment, numBytes)) {
+            throw badAllocateRawArguments(port.name(), alignment, numBytes);
+        }
         return port.allocateRaw(alignment, numBytes, attr);
     }
 

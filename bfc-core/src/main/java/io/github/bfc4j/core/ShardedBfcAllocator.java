@@ -326,7 +326,9 @@ public final class ShardedBfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        BfcAllocator.checkAllocateRawArguments(name, alignment, numBytes);
+        if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
+            throw BfcAllocator.badAllocateRawArguments(name, alignment, numBytes);
+        }
         int h = home();
         long ptr = shards[h].tryAllocateRaw(alignment, numBytes, attr);
         return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr);
@@ -367,7 +369,8 @@ public final class ShardedBfcAllocator implements AutoCloseable {
      * @param ptr an address returned by {@link #allocateRaw} and not yet freed; 0 is a no-op
      * @throws IllegalArgumentException if {@code ptr} was not allocated here or was already
      *     freed; the allocator is unchanged
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator (or the shard holding {@code ptr}) is
+     *     closed
      */
     public void deallocateRaw(long ptr) {
         if (ptr == 0) {
@@ -375,6 +378,10 @@ public final class ShardedBfcAllocator implements AutoCloseable {
         }
         int s = regions.shardOf(ptr);
         if (s < 0) {
+            if (isClosed()) {
+                throw new IllegalStateException("allocator '" + name + "' is closed (deallocateRaw(0x"
+                        + Long.toHexString(ptr) + ") after close(): its memory was given back already)");
+            }
             throw new IllegalArgumentException("0x" + Long.toHexString(ptr) + " was not allocated by allocator '"
                     + name + "' (it lies in none of its shards' regions; or was freed with a region already given"
                     + " back, which a double free can do)");

@@ -215,6 +215,9 @@ class ShardedBfcAllocatorTest {
         a.close();
         assertThat(a.isClosed()).isTrue();
         a.close(); // idempotent
+        assertThatThrownBy(() -> a.deallocateRaw(mine)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("allocator 'sharded' is closed");
+        assertThatThrownBy(() -> a.allocateRaw(64, 10)).isInstanceOf(IllegalStateException.class);
     }
 
     /**
