@@ -26,6 +26,7 @@ public final class BfcOutOfMemoryException extends RuntimeException {
     private final long largestFreeChunkBytes;
     private final transient AllocatorStats stats;
     private final String dumpFile;
+    private final String dumpNote;
 
     BfcOutOfMemoryException(String allocatorName, long requestedBytes, long roundedBytes,
             long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
@@ -46,6 +47,7 @@ public final class BfcOutOfMemoryException extends RuntimeException {
         super(message(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
                 regionCount, memoryLimit, largestFreeChunkBytes) + dumpNote);
         this.dumpFile = dumpFile;
+        this.dumpNote = dumpNote;
         this.allocatorName = allocatorName;
         this.requestedBytes = requestedBytes;
         this.roundedBytes = roundedBytes;
@@ -55,6 +57,21 @@ public final class BfcOutOfMemoryException extends RuntimeException {
         this.memoryLimit = memoryLimit;
         this.largestFreeChunkBytes = largestFreeChunkBytes;
         this.stats = stats;
+    }
+
+    /**
+     * The exception of a {@link ShardedBfcAllocator} whose home shard threw this one: the same
+     * request, limit, dump note and file, with the figures of all shards together.
+     */
+    BfcOutOfMemoryException ofAllShards(String name, int shards, long allInUse, long allReserved,
+            int allRegions, long largestFree, AllocatorStats allStats) {
+        BfcOutOfMemoryException e = new BfcOutOfMemoryException(name, requestedBytes, roundedBytes,
+                allInUse, allReserved, allRegions, memoryLimit, largestFree, allStats,
+                " (The figures are those of all " + shards + " shards together, read just after shard '"
+                        + allocatorName + "' failed it, the other shards having failed it too.)" + dumpNote,
+                dumpFile);
+        e.initCause(this);
+        return e;
     }
 
     private static String message(String name, long requested, long rounded, long inUse,

@@ -42,8 +42,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * together hold at most {@link #memoryLimit()}. When the home shard cannot serve an allocation,
  * the other shards are tried in turn; when none can, every shard gives its free regions back
  * ({@link BfcAllocator#emptyCache()}) and the home shard tries once more. Only that last
- * failure is an out-of-memory: reported by the home shard (its listeners, its statistics,
- * its {@link BfcOutOfMemoryException}, whose figures are the home shard's own).
+ * failure is an out-of-memory: reported by the home shard (its listeners, its statistics);
+ * {@link #allocate} throws a {@link BfcOutOfMemoryException} with the figures of all shards
+ * together, whose cause is the home shard's own.
  *
  * <p><b>Options.</b> Growth must be on (each shard grows as its threads need: without growth the
  * first shard would take the whole limit), and a failed allocation does not wait for frees
@@ -262,7 +263,8 @@ public final class ShardedBfcAllocator implements AutoCloseable {
      * @param bytes the size wanted, > 0
      * @return the allocation
      * @throws IllegalArgumentException if {@code bytes} is not positive
-     * @throws BfcOutOfMemoryException if no shard can serve it (see the class description)
+     * @throws BfcOutOfMemoryException if no shard can serve it (see the class description);
+     *     its figures are those of all shards together, its cause the home shard's exception
      * @throws IllegalStateException if the allocator is closed
      */
     public Allocation allocate(long bytes) {
@@ -284,17 +286,25 @@ public final class ShardedBfcAllocator implements AutoCloseable {
         BfcAllocator.checkAllocateArguments(name, bytes, alignment);
         int h = home();
         Allocation a = shards[h].tryAllocate(bytes, alignment);
-        if (a == null && bytes > memoryLimit()) {
-            return shards[h].allocate(bytes, alignment); // can never fit: fails at once, reported
-        }
-        for (int k = 1; a == null && k < shards.length; k++) {
-            a = shards[(h + k) % shards.length].tryAllocate(bytes, alignment);
-        }
         if (a != null) {
             return a;
         }
-        emptyCache();
-        return shards[h].allocate(bytes, alignment);
+        if (bytes <= memoryLimit()) { // else it can never fit: it fails at once
+            for (int k = 1; a == null && k < shards.length; k++) {
+                BfcAllocator other = shards[(h + k) % shards.length];
+                a = other.isClosed() ? null : other.tryAllocate(bytes, alignment);
+            }
+            if (a != null) {
+                return a;
+            }
+            emptyCache();
+        }
+        try {
+            return shards[h].allocate(bytes, alignment);
+        } catch (BfcOutOfMemoryException e) {
+            throw e.ofAllShards(name, shards.length, bytesInUse(), reservedBytes(), regionCount(),
+                    largestFreeChunkBytes(), getStats());
+        }
     }
 
     /**
@@ -353,7 +363,8 @@ public final class ShardedBfcAllocator implements AutoCloseable {
             return shards[h].allocateRaw(alignment, numBytes, attr); // can never fit: fails at once, reported
         }
         for (int k = 1; k < shards.length; k++) {
-            long ptr = shards[(h + k) % shards.length].tryAllocateRaw(alignment, numBytes, attr);
+            BfcAllocator other = shards[(h + k) % shards.length];
+            long ptr = other.isClosed() ? 0 : other.tryAllocateRaw(alignment, numBytes, attr);
             if (ptr != 0) {
                 return ptr;
             }
@@ -451,6 +462,24 @@ public final class ShardedBfcAllocator implements AutoCloseable {
     /** @return the bytes all shards hold from the sub-allocator now */
     public long reservedBytes() {
         return regions.heldBytes();
+    }
+
+    /** @return the regions of all shards (each shard's count read in turn) */
+    public int regionCount() {
+        int sum = 0;
+        for (BfcAllocator s : shards) {
+            sum += s.regionCount();
+        }
+        return sum;
+    }
+
+    /** @return the largest free chunk of any shard (each shard's read in turn) */
+    public long largestFreeChunkBytes() {
+        long max = 0;
+        for (BfcAllocator s : shards) {
+            max = Math.max(max, s.largestFreeChunkBytes());
+        }
+        return max;
     }
 
     /**

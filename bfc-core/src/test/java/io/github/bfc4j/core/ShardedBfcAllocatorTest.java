@@ -132,12 +132,16 @@ class ShardedBfcAllocatorTest {
         try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
             List<String> reports = new ArrayList<>();
             a.addOutOfMemoryListener(r -> reports.add(r.allocatorName()));
-            long held = a.allocateRaw(64, 3 * MIB); // shard 0: a 4 MiB region
+            long held = a.allocateRaw(64, 3 * MIB); // shard 0: a 4 MiB region, all of it one chunk
 
             assertThat(onNewThread(() -> a.allocateRaw(64, 5 * MIB))).isZero();
             assertThatThrownBy(() -> onNewThread(() -> a.allocate(6 * MIB)))
                     .isInstanceOf(BfcOutOfMemoryException.class)
-                    .hasMessageContaining("sharded/0"); // the third thread's home: shard 0 again
+                    .hasMessageStartingWith("Allocator 'sharded' is out of memory: tried to allocate 6.00MiB. 4.00MiB"
+                            + " is in use by live allocations, 4.00MiB is reserved from the sub-allocator in 1 region,"
+                            + " the memory limit is 8.00MiB")
+                    .hasMessageContaining("all 2 shards together, read just after shard 'sharded/0' failed it")
+                    .hasCauseInstanceOf(BfcOutOfMemoryException.class); // the third thread's home: shard 0
 
             assertThat(reports).containsExactly("sharded/1", "sharded/0");
             assertThat(a.shards().get(1).memoryStats().oomsTotal()).isEqualTo(1);
@@ -218,6 +222,21 @@ class ShardedBfcAllocatorTest {
         assertThatThrownBy(() -> a.deallocateRaw(mine)).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("allocator 'sharded' is closed");
         assertThatThrownBy(() -> a.allocateRaw(64, 10)).isInstanceOf(IllegalStateException.class);
+    }
+
+    @Test
+    void aClosedShardIsSkippedWhenTheHomeShardFallsBack() throws Exception {
+        ShardedBfcAllocator a = sharded(8 * MIB, 2);
+        long mine = a.allocateRaw(64, 1024); // shard 0: a 2 MiB region
+        onNewThread(() -> a.homeShard()); // the next thread's home is shard 1, left empty
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class);
+        assertThat(a.shards().get(1).isClosed()).isTrue();
+
+        assertThat(a.allocateRaw(64, 7 * MIB)).as("shard 0 cannot grow to it; shard 1 is closed").isZero();
+        assertThatThrownBy(() -> a.allocate(7 * MIB)).isInstanceOf(BfcOutOfMemoryException.class);
+
+        a.deallocateRaw(mine);
+        a.close();
     }
 
     /**
