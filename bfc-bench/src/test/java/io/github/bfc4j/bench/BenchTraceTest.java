@@ -58,6 +58,22 @@ class BenchTraceTest {
         assertThatThrownBy(() -> BenchTrace.load("nope"))
                 .hasMessageContaining("trace=nope (expected: one of");
         assertThatThrownBy(() -> Impl.create("jemalloc", 1, null))
-                .hasMessageContaining("impl=jemalloc (expected: bfc4j, netty or malloc)");
+                .hasMessageContaining("impl=jemalloc (expected: bfc4j, bfc4j-sharded, netty or malloc)");
+        assertThatThrownBy(() -> Impl.create(Impl.BFC4J_SHARDED, 1, BenchTrace.load("tf-resnet-train")))
+                .hasMessageContaining("impl=bfc4j-sharded with a trace (expected: no trace");
+    }
+
+    @Test
+    void theShardedImplementationAllocatesAndFreesFromEachThread() throws Exception {
+        Impl impl = Impl.create(Impl.BFC4J_SHARDED, 2, null);
+        impl.alloc(0, 1 << 20, 64);
+        Thread other = new Thread(() -> impl.alloc(1, 1 << 20, 64));
+        other.start();
+        other.join();
+        ShardedImpl sharded = (ShardedImpl) impl;
+        assertThat(sharded.allocator.bytesInUse()).isEqualTo(2L << 20);
+        assertThat(sharded.allocator.shards()).allMatch(s -> s.bytesInUse() == 1 << 20);
+        impl.close();
+        assertThat(sharded.allocator.isClosed()).isTrue();
     }
 }
