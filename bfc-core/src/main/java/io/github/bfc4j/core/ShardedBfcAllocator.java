@@ -389,9 +389,10 @@ public final class ShardedBfcAllocator implements AutoCloseable {
         }
         int s = regions.shardOf(ptr);
         if (s < 0) {
-            if (isClosed()) {
-                throw new IllegalStateException("allocator '" + name + "' is closed (deallocateRaw(0x"
-                        + Long.toHexString(ptr) + ") after close(): its memory was given back already)");
+            if (anyShardClosed()) {
+                throw new IllegalStateException("allocator '" + name + "' is closed, or a shard of it"
+                        + " (deallocateRaw(0x" + Long.toHexString(ptr) + ") after close(): the memory"
+                        + " was given back already)");
             }
             throw new IllegalArgumentException("0x" + Long.toHexString(ptr) + " was not allocated by allocator '"
                     + name + "' (it lies in none of its shards' regions; or was freed with a region already given"
@@ -585,6 +586,15 @@ public final class ShardedBfcAllocator implements AutoCloseable {
             e.addSuppressed(first);
             throw e;
         }
+    }
+
+    private boolean anyShardClosed() {
+        for (BfcAllocator s : shards) {
+            if (s.isClosed()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** @return true once every shard is closed */

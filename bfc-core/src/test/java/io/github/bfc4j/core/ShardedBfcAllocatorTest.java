@@ -240,6 +240,77 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * A forced close while three threads allocate and free (each freeing its own and the
+     * others' allocations): every call either works or throws IllegalStateException (closed)
+     * or, for a free whose shard closed under it, IllegalArgumentException; nothing else, no
+     * hang, and every shard ends closed.
+     */
+    @Test
+    void aForcedCloseWhileThreadsAllocateOnlyRefusesCalls() throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("ShardedBfcAllocatorTest close seed: " + seed);
+        AtomicInteger refused = new AtomicInteger();
+        for (int round = 0; round < 20; round++) {
+            ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("closing").memoryLimit(16 * MIB)
+                    .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2)
+                    .closePolicy(ClosePolicy.FORCE).build();
+            ConcurrentLinkedQueue<Long> shared = new ConcurrentLinkedQueue<>();
+            AtomicReference<Throwable> unexpected = new AtomicReference<>();
+            CyclicBarrier start = new CyclicBarrier(4);
+            List<Thread> workers = new ArrayList<>();
+            for (int t = 0; t < 3; t++) {
+                Random rnd = new Random(seed + 31L * round + t);
+                Thread w = new Thread(() -> {
+                    try {
+                        start.await();
+                        for (int i = 0; i < 50_000; i++) {
+                            try {
+                                if (rnd.nextBoolean()) {
+                                    long ptr = a.allocateRaw(256, 1 + rnd.nextInt(256 << 10));
+                                    if (ptr != 0) {
+                                        shared.add(ptr);
+                                    }
+                                } else {
+                                    Long ptr = shared.poll();
+                                    if (ptr != null) {
+                                        a.deallocateRaw(ptr);
+                                    }
+                                }
+                            } catch (IllegalStateException | IllegalArgumentException e) {
+                                if (!a.shards().get(0).isClosed() && !a.shards().get(1).isClosed()) {
+                                    throw new AssertionError("refused before any shard closed", e);
+                                }
+                                refused.incrementAndGet();
+                            }
+                        }
+                    } catch (Throwable e) {
+                        unexpected.compareAndSet(null, e);
+                    }
+                });
+                workers.add(w);
+                w.start();
+            }
+            start.await();
+            Thread.sleep(rnd(seed, round));
+            a.close();
+            for (Thread w : workers) {
+                w.join(30_000);
+                assertThat(w.isAlive()).as("seed %d round %d: a worker hangs", seed, round).isFalse();
+            }
+            if (unexpected.get() != null) {
+                throw new AssertionError("seed " + seed + " round " + round + ": " + unexpected.get(), unexpected.get());
+            }
+            assertThat(a.isClosed()).isTrue();
+            assertThat(a.reservedBytes()).as("seed %d round %d", seed, round).isZero();
+        }
+        assertThat(refused.get()).as("seed %d: calls refused after the close (it raced with them)", seed).isPositive();
+    }
+
+    private static long rnd(long seed, int round) {
+        return new Random(seed ^ round).nextInt(3);
+    }
+
+    /**
      * Threads allocate and free (half of the frees of another thread's allocations) at random:
      * no two live allocations overlap, the shards hold at most the limit, and everything
      * freed leaves every shard empty and consistent.
