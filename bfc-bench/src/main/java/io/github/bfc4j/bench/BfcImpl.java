@@ -11,14 +11,13 @@ import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.trace.TraceHeader;
 
 /** bfc4j's {@link BfcAllocator} on the sim sub-allocator (memory is never touched). */
-final class BfcImpl implements Impl {
+final class BfcImpl extends AddressSlots {
 
     final BfcAllocator allocator;
-    private final long[] ptrs;
 
     private BfcImpl(BfcAllocator allocator, int slots) {
+        super(slots);
         this.allocator = allocator;
-        this.ptrs = new long[slots];
     }
 
     /** An allocator configured as the trace's header says. */
@@ -36,29 +35,17 @@ final class BfcImpl implements Impl {
     }
 
     @Override
-    public void alloc(int slot, long bytes, long alignment) {
-        ptrs[slot] = allocator.allocateRaw(alignment, bytes, AllocationAttributes.NO_RETRY);
+    long allocate(long bytes, long alignment) {
+        return allocator.allocateRaw(alignment, bytes, AllocationAttributes.NO_RETRY);
     }
 
     @Override
-    public void free(int slot) {
-        long p = ptrs[slot];
-        ptrs[slot] = 0;
-        allocator.deallocateRaw(p);
+    void deallocate(long ptr) {
+        allocator.deallocateRaw(ptr);
     }
 
     @Override
-    public void freeAll() {
-        for (int s = 0; s < ptrs.length; s++) {
-            if (ptrs[s] != 0) {
-                free(s);
-            }
-        }
-    }
-
-    @Override
-    public void close() {
-        freeAll();
+    void closeAllocator() {
         allocator.close();
     }
 }

@@ -135,7 +135,7 @@ public final class BfcAllocator implements AutoCloseable {
 
     // The checks of the constructor and the builder: one set, so that both refuse the same.
 
-    private static SubAllocator checkSubAllocator(SubAllocator subAllocator) {
+    static SubAllocator checkSubAllocator(SubAllocator subAllocator) {
         if (subAllocator == null) {
             throw new IllegalArgumentException("subAllocator=null (expected: a SubAllocator,"
                     + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
@@ -143,7 +143,7 @@ public final class BfcAllocator implements AutoCloseable {
         return subAllocator;
     }
 
-    private static long checkMemoryLimit(String what, long memoryLimit) {
+    static long checkMemoryLimit(String what, long memoryLimit) {
         // DEVIATION(port): upstream takes a total_memory of 0 and then fails every allocation.
         if (memoryLimit <= 0) {
             throw new IllegalArgumentException(what + "=" + memoryLimit
@@ -152,7 +152,7 @@ public final class BfcAllocator implements AutoCloseable {
         return memoryLimit;
     }
 
-    private static String checkName(String name) {
+    static String checkName(String name) {
         if (name == null || name.isBlank()) {
             throw new IllegalArgumentException("name=" + (name == null ? "null" : "'" + name + "'")
                     + " (expected: a non-empty name such as \"cpu_bfc\")");
@@ -160,11 +160,25 @@ public final class BfcAllocator implements AutoCloseable {
         return name;
     }
 
-    private static BfcOptions checkOptions(BfcOptions options) {
+    static BfcOptions checkOptions(BfcOptions options) {
         if (options == null) {
             throw new IllegalArgumentException("options=null (expected: BfcOptions, e.g. BfcOptions.builder().build())");
         }
         return options;
+    }
+
+    static ClosePolicy checkClosePolicy(ClosePolicy closePolicy) {
+        if (closePolicy == null) {
+            throw new IllegalArgumentException("closePolicy=null (expected: REFUSE or FORCE)");
+        }
+        return closePolicy;
+    }
+
+    static LeakDetection checkLeakDetection(LeakDetection leakDetection) {
+        if (leakDetection == null) {
+            throw new IllegalArgumentException("leakDetection=null (expected: DISABLED, SIMPLE or PARANOID)");
+        }
+        return leakDetection;
     }
 
     private BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts,
@@ -323,10 +337,7 @@ public final class BfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if null
          */
         public Builder closePolicy(ClosePolicy closePolicy) {
-            if (closePolicy == null) {
-                throw new IllegalArgumentException("closePolicy=null (expected: REFUSE or FORCE)");
-            }
-            this.closePolicy = closePolicy;
+            this.closePolicy = checkClosePolicy(closePolicy);
             return this;
         }
 
@@ -337,10 +348,7 @@ public final class BfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if null
          */
         public Builder leakDetection(LeakDetection leakDetection) {
-            if (leakDetection == null) {
-                throw new IllegalArgumentException("leakDetection=null (expected: DISABLED, SIMPLE or PARANOID)");
-            }
-            this.leakDetection = leakDetection;
+            this.leakDetection = checkLeakDetection(leakDetection);
             return this;
         }
 

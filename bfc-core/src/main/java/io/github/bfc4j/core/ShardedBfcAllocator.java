@@ -129,11 +129,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if the name is null or blank
          */
         public Builder name(String name) {
-            if (name == null || name.isBlank()) {
-                throw new IllegalArgumentException("name=" + (name == null ? "null" : "'" + name + "'")
-                        + " (expected: a non-empty name such as \"cpu_bfc\")");
-            }
-            this.name = name;
+            this.name = BfcAllocator.checkName(name);
             return this;
         }
 
@@ -144,11 +140,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if not positive
          */
         public Builder memoryLimit(long memoryLimit) {
-            if (memoryLimit <= 0) {
-                throw new IllegalArgumentException("memoryLimit=" + memoryLimit
-                        + " (expected: a number of bytes > 0, e.g. 1L << 30 for 1 GiB)");
-            }
-            this.memoryLimit = memoryLimit;
+            this.memoryLimit = BfcAllocator.checkMemoryLimit("memoryLimit", memoryLimit);
             return this;
         }
 
@@ -159,11 +151,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if null
          */
         public Builder subAllocator(SubAllocator subAllocator) {
-            if (subAllocator == null) {
-                throw new IllegalArgumentException("subAllocator=null (expected: a SubAllocator,"
-                        + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
-            }
-            this.subAllocator = subAllocator;
+            this.subAllocator = BfcAllocator.checkSubAllocator(subAllocator);
             return this;
         }
 
@@ -189,11 +177,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
          *     is on (see the class description)
          */
         public Builder options(BfcOptions options) {
-            if (options == null) {
-                throw new IllegalArgumentException("options=null (expected: BfcOptions, e.g."
-                        + " BfcOptions.builder().allowRetryOnFailure(false).build())");
-            }
-            if (!options.allowGrowth()) {
+            if (!BfcAllocator.checkOptions(options).allowGrowth()) {
                 throw new IllegalArgumentException("options.allowGrowth()=false (expected: true for a"
                         + " sharded allocator: without growth the first shard to allocate would take"
                         + " the whole memory limit; use a plain BfcAllocator for allowGrowth(false))");
@@ -214,10 +198,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if null
          */
         public Builder closePolicy(ClosePolicy closePolicy) {
-            if (closePolicy == null) {
-                throw new IllegalArgumentException("closePolicy=null (expected: REFUSE or FORCE)");
-            }
-            this.closePolicy = closePolicy;
+            this.closePolicy = BfcAllocator.checkClosePolicy(closePolicy);
             return this;
         }
 
@@ -228,10 +209,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
          * @throws IllegalArgumentException if null
          */
         public Builder leakDetection(LeakDetection leakDetection) {
-            if (leakDetection == null) {
-                throw new IllegalArgumentException("leakDetection=null (expected: DISABLED, SIMPLE or PARANOID)");
-            }
-            this.leakDetection = leakDetection;
+            this.leakDetection = BfcAllocator.checkLeakDetection(leakDetection);
             return this;
         }
 

@@ -3,7 +3,7 @@
  */
 package io.github.bfc4j.core.internal;
 
-import io.github.bfc4j.core.MemoryType;
+import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import java.util.Arrays;
 import java.util.Objects;
@@ -65,7 +65,7 @@ public final class ShardRegions {
      * @return the view
      */
     public SubAllocator forShard(int shard) {
-        return new SubAllocator() {
+        return new ForwardingSubAllocator(upstream) {
             @Override
             public Block alloc(long alignment, long numBytes) {
                 return ShardRegions.this.alloc(shard, alignment, numBytes);
@@ -74,16 +74,6 @@ public final class ShardRegions {
             @Override
             public void free(long ptr, long numBytes) {
                 ShardRegions.this.free(shard, ptr, numBytes);
-            }
-
-            @Override
-            public boolean supportsCoalescing() {
-                return upstream.supportsCoalescing();
-            }
-
-            @Override
-            public MemoryType memoryType() {
-                return upstream.memoryType();
             }
 
             @Override
