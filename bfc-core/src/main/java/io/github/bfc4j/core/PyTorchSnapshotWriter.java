@@ -10,6 +10,7 @@ package io.github.bfc4j.core;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
@@ -22,7 +23,8 @@ import net.razorvine.pickle.Pickler;
  * {@code torch.cuda.memory._snapshot()}, which pytorch.org/memory_viz and
  * {@code torch.cuda._memory_viz} read. The mapping (docs/observability.md):
  * <ul>
- *   <li>each region is a segment ({@code device} 0, {@code stream} 0, {@code segment_pool_id}
+ *   <li>each region is a segment ({@code device} 0, {@code stream} 0 (for the shards of a
+ *       {@link ShardedBfcAllocator}: the shard's index, on its events too), {@code segment_pool_id}
  *       (0, 0), {@code segment_type} {@code "large"} above 1 MiB, {@code is_expandable} when
  *       the sub-allocator merges regions); its chunks are its blocks, in address order, so that
  *       they tile it ({@code active_allocated} in use, {@code inactive} free);</li>
@@ -52,21 +54,75 @@ final class PyTorchSnapshotWriter {
     }
 
     static void write(MemorySnapshot snapshot, OutputStream out) throws IOException {
-        Map<String, Object> root = new PyTorchSnapshotWriter().dictionary(snapshot);
+        write(snapshot.coalescingRegions(),
+                List.of(new Part(0, snapshot.memoryMap().regions(), snapshot.history().events())), out);
+    }
+
+    /**
+     * The regions and history of one allocator, written as one stream.
+     *
+     * @param stream the {@code stream} of its segments, blocks and events
+     * @param regions its regions, in address order
+     * @param events its history, oldest first
+     */
+    record Part(long stream, List<MemoryMap.Region> regions, List<MemoryEvent> events) {
+    }
+
+    /**
+     * Writes several allocators (the shards of a {@link ShardedBfcAllocator}) as one snapshot:
+     * all their regions as segments in address order, and their histories as one timeline
+     * ({@link #mergeByTime}); each part's segments and events carry its stream, so that the
+     * viewer never merges segments of two parts.
+     */
+    static void write(boolean coalescing, List<Part> parts, OutputStream out) throws IOException {
+        Map<String, Object> root = new PyTorchSnapshotWriter().dictionary(coalescing, parts);
         new Pickler(true, false).dump(root, out);
         out.flush();
     }
 
-    private Map<String, Object> dictionary(MemorySnapshot snapshot) {
-        boolean coalescing = snapshot.coalescingRegions();
+    /**
+     * The events of several parts in one list, by time, each part's in its own order (the
+     * earlier part first on equal times).
+     *
+     * @return for each event in order, its part's index ({@code index[i]}) and the event
+     */
+    static List<Map.Entry<Integer, MemoryEvent>> mergeByTime(List<List<MemoryEvent>> histories) {
+        List<Map.Entry<Integer, MemoryEvent>> merged = new ArrayList<>();
+        int[] next = new int[histories.size()];
+        while (true) {
+            int pick = -1;
+            for (int i = 0; i < histories.size(); i++) {
+                if (next[i] < histories.get(i).size() && (pick < 0 || histories.get(i).get(next[i]).provenance()
+                        .timeMicros() < histories.get(pick).get(next[pick]).provenance().timeMicros())) {
+                    pick = i;
+                }
+            }
+            if (pick < 0) {
+                return merged;
+            }
+            merged.add(Map.entry(pick, histories.get(pick).get(next[pick]++)));
+        }
+    }
+
+    private Map<String, Object> dictionary(boolean coalescing, List<Part> parts) {
         List<Object> segments = new ArrayList<>();
         Map<Long, Provenance> regionProvenance = new HashMap<>();
-        for (MemoryEvent e : snapshot.history().events()) {
-            if (e.kind() == MemoryEvent.Kind.REGION_ALLOC) {
-                regionProvenance.put(e.address(), e.provenance());
+        List<List<MemoryEvent>> histories = new ArrayList<>();
+        List<Map.Entry<Long, MemoryMap.Region>> regions = new ArrayList<>();
+        for (Part part : parts) {
+            histories.add(part.events());
+            for (MemoryEvent e : part.events()) {
+                if (e.kind() == MemoryEvent.Kind.REGION_ALLOC) {
+                    regionProvenance.put(e.address(), e.provenance());
+                }
+            }
+            for (MemoryMap.Region r : part.regions()) {
+                regions.add(Map.entry(part.stream(), r));
             }
         }
-        for (MemoryMap.Region r : snapshot.memoryMap().regions()) {
+        regions.sort(Comparator.comparingLong(e -> e.getValue().ptr()));
+        for (Map.Entry<Long, MemoryMap.Region> sr : regions) {
+            MemoryMap.Region r = sr.getValue();
             long allocated = 0;
             long requested = 0;
             List<Object> blocks = new ArrayList<>(r.chunks().size());
@@ -90,7 +146,7 @@ final class PyTorchSnapshotWriter {
             s.put("allocated_size", allocated);
             s.put("active_size", allocated);
             s.put("requested_size", requested);
-            s.put("stream", 0L);
+            s.put("stream", sr.getKey());
             s.put("segment_type", r.size() > LARGE_SEGMENT_BYTES ? "large" : "small");
             s.put("segment_pool_id", new Object[] {0L, 0L});
             s.put("is_expandable", coalescing);
@@ -99,23 +155,25 @@ final class PyTorchSnapshotWriter {
             segments.add(s);
         }
         List<Object> trace = new ArrayList<>();
-        for (MemoryEvent e : snapshot.history().events()) {
+        for (Map.Entry<Integer, MemoryEvent> pe : mergeByTime(histories)) {
+            long stream = parts.get(pe.getKey()).stream();
+            MemoryEvent e = pe.getValue();
             switch (e.kind()) {
-                case ALLOC -> trace.add(entry("alloc", e.address(), e.requestedBytes(), e.provenance()));
+                case ALLOC -> trace.add(entry("alloc", e.address(), e.requestedBytes(), stream, e.provenance()));
                 case FREE -> {
-                    trace.add(entry("free_requested", e.address(), e.requestedBytes(), e.provenance()));
-                    trace.add(entry("free_completed", e.address(), e.requestedBytes(), e.provenance()));
+                    trace.add(entry("free_requested", e.address(), e.requestedBytes(), stream, e.provenance()));
+                    trace.add(entry("free_completed", e.address(), e.requestedBytes(), stream, e.provenance()));
                 }
                 case REGION_ALLOC -> trace.add(entry(coalescing ? "segment_map" : "segment_alloc", e.address(),
-                        e.bytes(), e.provenance()));
+                        e.bytes(), stream, e.provenance()));
                 case REGION_FREE -> trace.add(entry(coalescing ? "segment_unmap" : "segment_free", e.address(),
-                        e.bytes(), e.provenance()));
+                        e.bytes(), stream, e.provenance()));
                 case OUT_OF_MEMORY -> {
                     Map<String, Object> t = new LinkedHashMap<>();
                     t.put("action", "oom");
                     t.put("device_free", Math.max(0, e.availableBytes()));
                     t.put("size", e.requestedBytes());
-                    t.put("stream", 0L);
+                    t.put("stream", stream);
                     t.put("time_us", Math.max(0, e.provenance().timeMicros()));
                     t.put("frames", frames(e.provenance()));
                     metadata(t, e.provenance());
@@ -132,12 +190,12 @@ final class PyTorchSnapshotWriter {
         return root;
     }
 
-    private Map<String, Object> entry(String action, long addr, long size, Provenance p) {
+    private Map<String, Object> entry(String action, long addr, long size, long stream, Provenance p) {
         Map<String, Object> t = new LinkedHashMap<>();
         t.put("action", action);
         t.put("addr", addr);
         t.put("size", size);
-        t.put("stream", 0L);
+        t.put("stream", stream);
         t.put("time_us", Math.max(0, p.timeMicros()));
         t.put("frames", frames(p));
         metadata(t, p);

@@ -4,8 +4,13 @@
 package io.github.bfc4j.core;
 
 import io.github.bfc4j.core.internal.ShardRegions;
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -527,6 +532,75 @@ public final class ShardedBfcAllocator implements AutoCloseable {
             removed |= s.removeOutOfMemoryListener(listener);
         }
         return removed;
+    }
+
+    /**
+     * Records every shard's history ({@link BfcAllocator#recordHistory}), for
+     * {@link #writePyTorchPickle}.
+     *
+     * @param options what to record (each shard keeps up to {@code maxEntries} events)
+     * @throws NullPointerException if {@code options} is null
+     */
+    public void recordHistory(HistoryOptions options) {
+        for (BfcAllocator s : shards) {
+            s.recordHistory(options);
+        }
+    }
+
+    /** Stops recording every shard's history ({@link BfcAllocator#stopHistory}). */
+    public void stopHistory() {
+        for (BfcAllocator s : shards) {
+            s.stopHistory();
+        }
+    }
+
+    /**
+     * Whether each chunk allocated from now on, in any shard, keeps the open
+     * {@link MemoryAnnotation} ({@link BfcAllocator#recordAnnotations}).
+     *
+     * @param enabled true to record annotations, false to stop
+     */
+    public void recordAnnotations(boolean enabled) {
+        for (BfcAllocator s : shards) {
+            s.recordAnnotations(enabled);
+        }
+    }
+
+    /**
+     * Writes all shards as one PyTorch memory snapshot, for pytorch.org/memory_viz: every
+     * shard's regions as segments (with their chunks and who allocated them), and the events of
+     * every shard's history in one timeline, ordered by time (each shard's in its own order).
+     * The {@code stream} of a segment, block or event is its shard's index (the viewer shows
+     * it, and never merges segments of two shards).
+     * Each shard's picture is taken in turn ({@link BfcAllocator#snapshot()}), not all at one
+     * instant. For a memory map, a trace or allocation ids, use each shard's own
+     * {@link BfcAllocator#snapshot()}: allocation ids are unique within a shard only.
+     *
+     * @param out where the pickle goes (not closed)
+     * @throws IOException if writing fails
+     */
+    public void writePyTorchPickle(OutputStream out) throws IOException {
+        List<PyTorchSnapshotWriter.Part> parts = new ArrayList<>();
+        boolean coalescing = false;
+        for (int i = 0; i < shards.length; i++) {
+            MemorySnapshot snapshot = shards[i].snapshot();
+            parts.add(new PyTorchSnapshotWriter.Part(i, snapshot.memoryMap().regions(), snapshot.history().events()));
+            coalescing = snapshot.coalescingRegions();
+        }
+        PyTorchSnapshotWriter.write(coalescing, parts, out);
+    }
+
+    /**
+     * Writes all shards as one PyTorch memory snapshot to a file (created or replaced); see
+     * {@link #writePyTorchPickle(OutputStream)}.
+     *
+     * @param file the file, e.g. {@code snapshot.pickle}
+     * @throws IOException if the file cannot be written
+     */
+    public void writePyTorchPickle(Path file) throws IOException {
+        try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
+            writePyTorchPickle(out);
+        }
     }
 
     // ---------------------------------------------------------------------------------------

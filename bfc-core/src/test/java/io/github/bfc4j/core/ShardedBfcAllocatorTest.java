@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -18,6 +19,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import net.razorvine.pickle.Unpickler;
 import org.junit.jupiter.api.Test;
 
 class ShardedBfcAllocatorTest {
@@ -161,6 +163,72 @@ class ShardedBfcAllocatorTest {
             assertThat(a.shards().get(1).memoryStats().oomsTotal()).isEqualTo(1);
             assertThat(a.shards().get(0).memoryStats().oomsTotal()).isEqualTo(1);
         }
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void onePyTorchSnapshotShowsEveryShardAndOneTimeline() throws Exception {
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            a.recordHistory(HistoryOptions.builder().stackDepth(4).build());
+            long mine;
+            try (MemoryAnnotation step = MemoryAnnotation.push("main-thread", 1)) {
+                mine = a.allocateRaw(64, MIB);
+            }
+            long theirs = onNewThread(() -> {
+                try (MemoryAnnotation step = MemoryAnnotation.push("other-thread", 2)) {
+                    a.deallocateRaw(a.allocateRaw(64, 256 << 10));
+                    return a.allocateRaw(64, 2 * MIB);
+                }
+            });
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            a.writePyTorchPickle(out);
+            byte[] bytes = out.toByteArray();
+            MemoryVizOpcodes.check(bytes);
+            Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(bytes);
+
+            List<Map<String, Object>> segments = (List<Map<String, Object>>) d.get("segments");
+            assertThat(segments).extracting(seg -> PyTorchSnapshotTest.num(seg.get("address")))
+                    .containsExactlyInAnyOrder(a.shards().get(0).memoryMap().regions().get(0).ptr(),
+                            a.shards().get(1).memoryMap().regions().get(0).ptr());
+            assertThat(segments).flatExtracting(seg -> (List<Map<String, Object>>) seg.get("blocks"))
+                    .filteredOn(b -> b.get("state").equals("active_allocated"))
+                    .extracting(b -> PyTorchSnapshotTest.num(b.get("address")))
+                    .containsExactlyInAnyOrder(mine, theirs);
+
+            List<Map<String, Object>> trace = ((List<List<Map<String, Object>>>) d.get("device_traces")).get(0);
+            assertThat(trace).extracting(t -> (String) t.get("action"))
+                    .containsExactlyInAnyOrder("segment_map", "alloc", "segment_map", "alloc", "free_requested",
+                            "free_completed", "alloc");
+            assertThat(trace).extracting(t -> PyTorchSnapshotTest.num(t.get("time_us"))).isSorted();
+            assertThat(segments).allMatch(seg -> PyTorchSnapshotTest.num(seg.get("stream"))
+                    == a.shards().indexOf(a.shardOf(PyTorchSnapshotTest.num(seg.get("address")))));
+            assertThat(trace).filteredOn(t -> "alloc".equals(t.get("action")))
+                    .allMatch(t -> PyTorchSnapshotTest.num(t.get("stream"))
+                            == a.shards().indexOf(a.shardOf(PyTorchSnapshotTest.num(t.get("addr")))));
+            assertThat(trace).filteredOn(t -> "alloc".equals(t.get("action")))
+                    .extracting(t -> (String) t.get("user_metadata"))
+                    .containsOnly("main-thread (step 1)", "other-thread (step 2)");
+            a.deallocateRaw(mine);
+            a.deallocateRaw(theirs);
+        }
+    }
+
+    @Test
+    void eventsOfSeveralHistoriesAreMergedByTimeKeepingEachOnesOrder() {
+        Provenance at1 = new Provenance(1, "t", null, -1, List.of());
+        Provenance at2 = new Provenance(2, "t", null, -1, List.of());
+        MemoryEvent a1 = new MemoryEvent(MemoryEvent.Kind.ALLOC, 0x100, 256, 1, 64, 1, -1, at1);
+        MemoryEvent a2 = new MemoryEvent(MemoryEvent.Kind.FREE, 0x100, 256, 1, 0, 1, -1, at1);
+        MemoryEvent b1 = new MemoryEvent(MemoryEvent.Kind.ALLOC, 0x900, 256, 1, 64, 1, -1, at1);
+        MemoryEvent b2 = new MemoryEvent(MemoryEvent.Kind.ALLOC, 0xa00, 256, 1, 64, 2, -1, at2);
+        MemoryEvent c1 = new MemoryEvent(MemoryEvent.Kind.ALLOC, 0x500, 256, 1, 64, 1, -1, at2);
+
+        assertThat(PyTorchSnapshotWriter.mergeByTime(List.of(List.of(a1, a2), List.of(b1, b2), List.of(c1))))
+                .containsExactly(Map.entry(0, a1), Map.entry(0, a2), Map.entry(1, b1), Map.entry(1, b2),
+                        Map.entry(2, c1));
+        assertThat(PyTorchSnapshotWriter.mergeByTime(List.of(List.of(c1), List.of(b1, b2))))
+                .containsExactly(Map.entry(1, b1), Map.entry(0, c1), Map.entry(1, b2));
+        assertThat(PyTorchSnapshotWriter.mergeByTime(List.of())).isEmpty();
     }
 
     @Test
