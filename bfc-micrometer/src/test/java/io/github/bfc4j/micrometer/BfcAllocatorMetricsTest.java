@@ -11,6 +11,7 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryStats;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
@@ -120,6 +121,32 @@ class BfcAllocatorMetricsTest {
                 assertThat(s.labels()).containsEntry("allocator_name", "b");
                 assertThat(s.value()).isZero();
             });
+        }
+    }
+
+    @Test
+    void theShardsOfAShardedAllocatorAreSeriesOfTheirOwnThatAddUp() throws Exception {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("host").memoryLimit(1L << 30)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 2L << 30, 0, true)).shards(2).build()) {
+            sharded.shards().forEach(s -> new BfcAllocatorMetrics(s).bindTo(registry));
+            long mine = sharded.allocateRaw(256, 1000);
+            long[] theirs = new long[1];
+            Thread other = new Thread(() -> theirs[0] = sharded.allocateRaw(256, 5000));
+            other.start();
+            other.join();
+
+            PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
+            List<PrometheusText.Sample> used = e.named("bfc_allocator_memory_used_bytes");
+            assertThat(used).extracting(s -> s.labels().get("allocator_name")).containsExactlyInAnyOrder("host/0", "host/1");
+            assertThat(used).anySatisfy(s -> {
+                assertThat(s.labels()).containsEntry("allocator_name", "host/0");
+                assertThat(s.value()).isEqualTo(1024);
+            });
+            assertThat(used.stream().mapToDouble(PrometheusText.Sample::value).sum())
+                    .isEqualTo((double) sharded.bytesInUse()).isEqualTo(1024 + 5120);
+            sharded.deallocateRaw(mine);
+            sharded.deallocateRaw(theirs[0]);
         }
     }
 
