@@ -45,8 +45,9 @@ import java.util.concurrent.atomic.AtomicInteger;
  * holds the address, from any thread, without a common lock. The shards obtain their regions
  * from the one sub-allocator (calls to it are serialised, so it needs no thread safety) and
  * together hold at most {@link #memoryLimit()}. When the home shard cannot serve an allocation,
- * the other shards are tried in turn; when none can, every shard gives its free regions back
- * ({@link BfcAllocator#emptyCache()}) and the home shard tries once more. Only that last
+ * the other shards are tried in turn; when none can, every other shard gives its free regions
+ * back ({@link BfcAllocator#emptyCache()}) and the home shard tries once more. (So a sharded
+ * allocator of one shard decides exactly as one {@code BfcAllocator} does.) Only that last
  * failure is an out-of-memory: reported by the home shard (its listeners, its statistics);
  * {@link #allocate} throws a {@link BfcOutOfMemoryException} with the figures of all shards
  * together, whose cause is the home shard's own.
@@ -280,7 +281,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
             if (a != null) {
                 return a;
             }
-            emptyCache();
+            emptyOtherShards(h);
         }
         try {
             return shards[h].allocate(bytes, alignment);
@@ -327,6 +328,18 @@ public final class ShardedBfcAllocator implements AutoCloseable {
         return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr);
     }
 
+    /**
+     * Every shard but {@code h} gives its free regions back to the sub-allocator, so that shard
+     * {@code h} can obtain the room they held. Shard {@code h}'s own free regions are its own
+     * algorithm's business (garbage collection, if its options say so), so that one shard
+     * alone decides as one {@code BfcAllocator} does.
+     */
+    private void emptyOtherShards(int h) {
+        for (int k = 1; k < shards.length; k++) {
+            shards[(h + k) % shards.length].emptyCache();
+        }
+    }
+
     /** @return the index of the calling thread's home shard */
     private int home() {
         long id = Thread.currentThread().getId();
@@ -352,7 +365,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
                 return ptr;
             }
         }
-        emptyCache();
+        emptyOtherShards(h);
         return shards[h].allocateRaw(alignment, numBytes, attr);
     }
 

@@ -231,6 +231,91 @@ class ShardedBfcAllocatorTest {
         assertThat(PyTorchSnapshotWriter.mergeByTime(List.of())).isEmpty();
     }
 
+    /**
+     * One shard decides as one {@code BfcAllocator}: seeded random workloads (handles and raw
+     * calls, frees, out-of-memory failures), with garbage collection off and on, on adjacent
+     * and on separated regions, give the same address (or failure) on every call, the same
+     * statistics and the same regions.
+     */
+    @Test
+    void oneShardDecidesAsOneBfcAllocator() {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("ShardedBfcAllocatorTest one-shard seed: " + seed);
+        for (int variant = 0; variant < 4; variant++) {
+            boolean gc = (variant & 1) != 0;
+            long gap = (variant & 2) != 0 ? 4096 : 0;
+            BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(gc).build();
+            BfcAllocator plain = BfcAllocator.builder().name("one").memoryLimit(48 * MIB).options(opts)
+                    .subAllocator(new SimSubAllocator(BASE, 1L << 34, gap, gap == 0)).build();
+            ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("one").memoryLimit(48 * MIB).options(opts)
+                    .subAllocator(new SimSubAllocator(BASE, 1L << 34, gap, gap == 0)).shards(1).build();
+            Random rnd = new Random(seed + variant);
+            List<long[]> live = new ArrayList<>(); // {plain address, sharded address}
+            List<Allocation[]> handles = new ArrayList<>();
+            int failures = 0;
+            for (int i = 0; i < 20_000; i++) {
+                String at = "seed " + seed + " variant " + variant + " call " + i;
+                int op = rnd.nextInt(10);
+                if (op < 4) {
+                    long bytes = (long) Math.pow(2, 4 + rnd.nextDouble() * 20); // 16 B to 16 MiB
+                    long alignment = 1L << (6 + rnd.nextInt(7));
+                    long p = plain.allocateRaw(alignment, bytes);
+                    long q = sharded.allocateRaw(alignment, bytes);
+                    assertThat(q).as(at).isEqualTo(p);
+                    if (p != 0) {
+                        live.add(new long[] {p, q});
+                    } else {
+                        failures++;
+                    }
+                } else if (op < 5) {
+                    long bytes = 1 + rnd.nextInt(1 << 20);
+                    long alignment = 1L << (6 + rnd.nextInt(8));
+                    Allocation p = allocateOrNull(plain::allocate, bytes, alignment);
+                    Allocation q = allocateOrNull(sharded::allocate, bytes, alignment);
+                    assertThat(q == null ? 0 : q.address()).as(at).isEqualTo(p == null ? 0 : p.address());
+                    if (p != null) {
+                        handles.add(new Allocation[] {p, q});
+                    }
+                } else if (op < 9 && !live.isEmpty()) {
+                    long[] pq = live.remove(rnd.nextInt(live.size()));
+                    plain.deallocateRaw(pq[0]);
+                    sharded.deallocateRaw(pq[1]);
+                } else if (!handles.isEmpty()) {
+                    Allocation[] pq = handles.remove(rnd.nextInt(handles.size()));
+                    pq[0].close();
+                    pq[1].close();
+                }
+            }
+            BfcAllocator shard = sharded.shards().get(0);
+            assertThat(shard.getStats()).as("seed %d variant %d", seed, variant).isEqualTo(plain.getStats());
+            assertThat(shard.memoryMap().regions()).as("seed %d variant %d", seed, variant)
+                    .isEqualTo(plain.memoryMap().regions());
+            assertThat(failures).as("seed %d variant %d: some calls ran out of memory", seed, variant).isPositive();
+            live.forEach(pq -> {
+                plain.deallocateRaw(pq[0]);
+                sharded.deallocateRaw(pq[1]);
+            });
+            handles.forEach(pq -> {
+                pq[0].close();
+                pq[1].close();
+            });
+            plain.close();
+            sharded.close();
+        }
+    }
+
+    private interface Allocate {
+        Allocation allocate(long bytes, long alignment);
+    }
+
+    private static Allocation allocateOrNull(Allocate a, long bytes, long alignment) {
+        try {
+            return a.allocate(bytes, alignment);
+        } catch (BfcOutOfMemoryException e) {
+            return null;
+        }
+    }
+
     @Test
     void badArgumentsAreRefusedAndChangeNothing() {
         assertThatThrownBy(() -> ShardedBfcAllocator.builder().shards(0))
