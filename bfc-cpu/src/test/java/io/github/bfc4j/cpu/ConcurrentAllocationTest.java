@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +18,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongFunction;
 import org.bytedeco.javacpp.BytePointer;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -49,7 +51,7 @@ class ConcurrentAllocationTest {
                 long threadSeed = seed + t;
                 int owner = t;
                 done.add(pool.submit(() -> {
-                    run(a, liveRanges, new SplittableRandom(threadSeed), owner, allocations);
+                    run(a::allocate, liveRanges, new SplittableRandom(threadSeed), owner, allocations);
                     return null;
                 }));
             }
@@ -76,21 +78,66 @@ class ConcurrentAllocationTest {
         assertThat(sub.liveBytes()).isZero();
     }
 
-    private static void run(BfcAllocator a, ConcurrentSkipListMap<Long, Long> liveRanges, SplittableRandom random,
-            int owner, AtomicLong allocations) {
+    /**
+     * The same on a {@link ShardedBfcAllocator} of three shards (so that two threads share one),
+     * whose shards take their regions from one host sub-allocator: afterwards every shard is
+     * empty and consistent, and the shards hold exactly the bytes the sub-allocator handed out.
+     */
+    @ParameterizedTest(name = "{0} threads, sharded")
+    @ValueSource(ints = {4})
+    void threadsOnAShardedAllocatorNeverGetOverlappingMemory(int threads) throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("threadsOnAShardedAllocatorNeverGetOverlappingMemory[" + threads + "]: seed=" + seed
+                + "; replay with -Dbfc4j.test.seed=" + seed);
+        AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("sharded").memoryLimit(2L << 30)
+                .subAllocator(sub).shards(3).build();
+        ConcurrentSkipListMap<Long, Long> liveRanges = new ConcurrentSkipListMap<>(Long::compareUnsigned);
+        AtomicLong allocations = new AtomicLong();
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                long threadSeed = seed + t;
+                int owner = t;
+                done.add(pool.submit(() -> {
+                    run(a::allocate, liveRanges, new SplittableRandom(threadSeed), owner, allocations);
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get();
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        AllocatorStats stats = a.getStats();
+        assertThat(stats.bytesInUse()).isZero();
+        assertThat(stats.numAllocs()).isEqualTo(allocations.get());
+        assertThat(a.reservedBytes()).isEqualTo(sub.liveBytes()).isEqualTo(stats.poolBytes());
+        assertThat(a.shards()).allSatisfy(shard -> {
+            shard.checkInvariants();
+            assertThat(shard.getStats().numAllocs()).as("%s served", shard.name()).isPositive();
+        });
+        a.close();
+        assertThat(sub.liveBytes()).isZero();
+    }
+
+    private static void run(LongFunction<Allocation> allocate, ConcurrentSkipListMap<Long, Long> liveRanges,
+            SplittableRandom random, int owner, AtomicLong allocations) {
         List<Allocation> mine = new ArrayList<>();
         for (int step = 0; step < STEPS_PER_THREAD; step++) {
             if (!mine.isEmpty() && (mine.size() >= 64 || random.nextBoolean())) {
                 Allocation x = mine.remove(random.nextInt(mine.size()));
                 BytePointer p = x.asPointer();
-                long stamp = ((long) owner << 48) ^ x.allocationId();
+                long stamp = stamp(owner, x);
                 assertThat(p.getLong(0)).as("head stamp of %s", x).isEqualTo(stamp);
                 assertThat(p.getLong(x.requestedSize() - 8)).as("tail stamp of %s", x).isEqualTo(~stamp);
                 assertThat(liveRanges.remove(x.address())).isEqualTo(x.address() + x.size());
                 x.close();
             } else {
                 long bytes = random.nextInt(20) == 0 ? 16 + random.nextLong(MIB) : 16 + random.nextLong(16 << 10);
-                Allocation x = a.allocate(bytes);
+                Allocation x = allocate.apply(bytes);
                 allocations.incrementAndGet();
                 long start = x.address();
                 long end = start + x.size();
@@ -104,7 +151,7 @@ class ConcurrentAllocationTest {
                     assertThat(Long.compareUnsigned(end, above.getKey())).as("%s overlaps the one above", x).isLessThanOrEqualTo(0);
                 }
                 BytePointer p = x.asPointer();
-                long stamp = ((long) owner << 48) ^ x.allocationId();
+                long stamp = stamp(owner, x);
                 p.putLong(0, stamp);
                 p.putLong(bytes - 8, ~stamp);
                 mine.add(x);
@@ -114,5 +161,10 @@ class ConcurrentAllocationTest {
             liveRanges.remove(x.address());
             x.close();
         }
+    }
+
+    /** Unique among live allocations: the owner and the address (ids are unique per shard only). */
+    private static long stamp(int owner, Allocation x) {
+        return ((long) owner << 48) ^ (x.address() >>> 6);
     }
 }
