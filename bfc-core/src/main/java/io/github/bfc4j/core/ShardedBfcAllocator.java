@@ -56,9 +56,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * first shard would take the whole limit), and a failed allocation does not wait for frees
  * (retry on failure is off: frees in another shard would not wake it).
  *
- * <p><b>Seeing into it.</b> {@link #shards()} are ordinary allocators: record their history,
- * take their snapshots, bind their metrics one by one. {@link #shardOf(long)} says which holds
- * an address.
+ * <p><b>Seeing into it.</b> {@link #recordHistory} and {@link #recordAnnotations} reach every
+ * shard, and {@link #writePyTorchPickle(Path)} writes them all as one snapshot for
+ * pytorch.org/memory_viz. {@link #shards()} are ordinary allocators: take their own snapshots
+ * and memory maps, bind their metrics one by one (allocation ids are unique within a shard
+ * only). {@link #shardOf(long)} says which holds an address.
  *
  * <p>Thread-safe. The allocate/free path creates no Java object.
  */
@@ -353,7 +355,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
         return h;
     }
 
-    /** The home shard {@code h} could not serve the call: the others, then every free region. */
+    /** The home shard {@code h} could not serve the call: the other shards, then the room their free regions held. */
     private long allocateRawElsewhere(int h, long alignment, long numBytes, AllocationAttributes attr) {
         if (numBytes > memoryLimit()) {
             return shards[h].allocateRaw(alignment, numBytes, attr); // can never fit: fails at once, reported
