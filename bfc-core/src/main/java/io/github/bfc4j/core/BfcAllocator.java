@@ -582,6 +582,21 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
+     * Whether the allocator is closed, read under its lock: a close under way (which holds the
+     * lock while it gives the regions back) has finished by then. For
+     * {@link ShardedBfcAllocator}, which may see a shard's regions gone before
+     * {@link #isClosed()} says so.
+     */
+    boolean isClosedUnderLock() {
+        port.lock();
+        try {
+            return view.closed();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
      * @return how many {@link Allocation}s leak detection found unreachable without close and
      *     reclaimed
      */

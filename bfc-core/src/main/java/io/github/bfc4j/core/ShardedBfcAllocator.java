@@ -655,9 +655,14 @@ public final class ShardedBfcAllocator implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether a shard is closed, each asked under its lock: a shard closing now gives its
+     * regions back under its lock, so a free that found its region gone waits here for that
+     * close to finish, and is then told "closed", not "not allocated".
+     */
     private boolean anyShardClosed() {
         for (BfcAllocator s : shards) {
-            if (s.isClosed()) {
+            if (s.isClosedUnderLock()) {
                 return true;
             }
         }
