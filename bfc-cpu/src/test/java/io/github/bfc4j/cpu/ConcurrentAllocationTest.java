@@ -37,33 +37,12 @@ class ConcurrentAllocationTest {
     @ParameterizedTest(name = "{0} threads")
     @ValueSource(ints = {2, 4, 8})
     void threadsNeverGetOverlappingMemoryAndEverythingComesBack(int threads) throws Exception {
-        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
-        System.out.println("threadsNeverGetOverlappingMemoryAndEverythingComesBack[" + threads + "]: seed=" + seed
-                + "; replay with -Dbfc4j.test.seed=" + seed);
         AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
         BfcAllocator a = BfcAllocator.builder().name("concurrent").memoryLimit(2L << 30).subAllocator(sub).build();
-        ConcurrentSkipListMap<Long, Long> liveRanges = new ConcurrentSkipListMap<>(Long::compareUnsigned);
-        AtomicLong allocations = new AtomicLong();
-        ExecutorService pool = Executors.newFixedThreadPool(threads);
-        try {
-            List<Future<?>> done = new ArrayList<>();
-            for (int t = 0; t < threads; t++) {
-                long threadSeed = seed + t;
-                int owner = t;
-                done.add(pool.submit(() -> {
-                    run(a::allocate, liveRanges, new SplittableRandom(threadSeed), owner, allocations);
-                    return null;
-                }));
-            }
-            for (Future<?> f : done) {
-                f.get();
-            }
-        } finally {
-            pool.shutdownNow();
-        }
+        long allocations = runThreads("threadsNeverGetOverlappingMemoryAndEverythingComesBack", threads, a::allocate);
         AllocatorStats stats = a.getStats();
         assertThat(stats.bytesInUse()).isZero();
-        assertThat(stats.numAllocs()).isEqualTo(allocations.get());
+        assertThat(stats.numAllocs()).isEqualTo(allocations);
         assertThat(stats.poolBytes()).isEqualTo(sub.liveBytes());
         long chunks = 0;
         long chunkBytes = 0;
@@ -86,12 +65,30 @@ class ConcurrentAllocationTest {
     @ParameterizedTest(name = "{0} threads, sharded")
     @ValueSource(ints = {4})
     void threadsOnAShardedAllocatorNeverGetOverlappingMemory(int threads) throws Exception {
-        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
-        System.out.println("threadsOnAShardedAllocatorNeverGetOverlappingMemory[" + threads + "]: seed=" + seed
-                + "; replay with -Dbfc4j.test.seed=" + seed);
         AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
         ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("sharded").memoryLimit(2L << 30)
                 .subAllocator(sub).shards(3).build();
+        long allocations = runThreads("threadsOnAShardedAllocatorNeverGetOverlappingMemory", threads, a::allocate);
+        AllocatorStats stats = a.getStats();
+        assertThat(stats.bytesInUse()).isZero();
+        assertThat(stats.numAllocs()).isEqualTo(allocations);
+        assertThat(a.reservedBytes()).isEqualTo(sub.liveBytes()).isEqualTo(stats.poolBytes());
+        assertThat(a.shards()).allSatisfy(shard -> {
+            shard.checkInvariants();
+            assertThat(shard.getStats().numAllocs()).as("%s served", shard.name()).isPositive();
+        });
+        a.close();
+        assertThat(sub.liveBytes()).isZero();
+    }
+
+    /**
+     * Runs {@code threads} threads of {@link #run} (seeded, the seed printed) on one allocator.
+     *
+     * @return the allocations made
+     */
+    private static long runThreads(String test, int threads, LongFunction<Allocation> allocate) throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println(test + "[" + threads + "]: seed=" + seed + "; replay with -Dbfc4j.test.seed=" + seed);
         ConcurrentSkipListMap<Long, Long> liveRanges = new ConcurrentSkipListMap<>(Long::compareUnsigned);
         AtomicLong allocations = new AtomicLong();
         ExecutorService pool = Executors.newFixedThreadPool(threads);
@@ -101,7 +98,7 @@ class ConcurrentAllocationTest {
                 long threadSeed = seed + t;
                 int owner = t;
                 done.add(pool.submit(() -> {
-                    run(a::allocate, liveRanges, new SplittableRandom(threadSeed), owner, allocations);
+                    run(allocate, liveRanges, new SplittableRandom(threadSeed), owner, allocations);
                     return null;
                 }));
             }
@@ -111,16 +108,7 @@ class ConcurrentAllocationTest {
         } finally {
             pool.shutdownNow();
         }
-        AllocatorStats stats = a.getStats();
-        assertThat(stats.bytesInUse()).isZero();
-        assertThat(stats.numAllocs()).isEqualTo(allocations.get());
-        assertThat(a.reservedBytes()).isEqualTo(sub.liveBytes()).isEqualTo(stats.poolBytes());
-        assertThat(a.shards()).allSatisfy(shard -> {
-            shard.checkInvariants();
-            assertThat(shard.getStats().numAllocs()).as("%s served", shard.name()).isPositive();
-        });
-        a.close();
-        assertThat(sub.liveBytes()).isZero();
+        return allocations.get();
     }
 
     private static void run(LongFunction<Allocation> allocate, ConcurrentSkipListMap<Long, Long> liveRanges,
