@@ -482,6 +482,28 @@ public final class ShardedBfcAllocator implements AutoCloseable {
     }
 
     /**
+     * A readable summary of all shards, like {@code torch.cuda.memory_summary()}: one line of
+     * the figures of all shards together, then each shard's {@link BfcAllocator#memorySummary()}
+     * (each taken in turn).
+     *
+     * @return the summary
+     */
+    public String memorySummary() {
+        StringBuilder sb = new StringBuilder();
+        sb.append("Sharded allocator '").append(name).append("': ").append(shards.length)
+                .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
+                .append(BfcAllocator.humanReadableNumBytes(memoryLimit())).append(", reserved ")
+                .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regionCount())
+                .append(" regions, in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
+                .append(", largest free chunk ").append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()))
+                .append('\n');
+        for (BfcAllocator s : shards) {
+            sb.append(s.memorySummary());
+        }
+        return sb.toString();
+    }
+
+    /**
      * The shards' statistics, summed (each shard's read in turn, not all at one instant):
      * {@code numAllocs}, {@code bytesInUse} and {@code poolBytes} are sums;
      * {@code largestAllocSize} is the largest; {@code bytesLimit} is {@link #memoryLimit()};

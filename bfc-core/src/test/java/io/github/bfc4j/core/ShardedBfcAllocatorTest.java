@@ -71,6 +71,11 @@ class ShardedBfcAllocatorTest {
             assertThat(shard1.bytesInUse()).isEqualTo(BfcAllocator.roundedBytes(200_000));
             assertThat(shard1.name()).isEqualTo("sharded/1");
 
+            assertThat(a.memorySummary())
+                    .startsWith("Sharded allocator 'sharded': 2 shards, limit 64.00MiB, reserved 4.00MiB in 2 regions,"
+                            + " in use 293.3KiB, largest free chunk 1.90MiB\n") // 100,096 + 200,192; 2 MiB - 100,096
+                    .contains("bfc4j memory summary: sharded/0", "bfc4j memory summary: sharded/1");
+
             a.deallocateRaw(theirs); // freed by this thread, in the other thread's shard
             assertThat(shard1.bytesInUse()).isZero();
             assertThat(a.bytesInUse()).isEqualTo(shard0.bytesInUse());
