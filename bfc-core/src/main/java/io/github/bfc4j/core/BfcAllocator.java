@@ -582,6 +582,16 @@ public final class BfcAllocator implements AutoCloseable {
     }
 
     /**
+     * Whether a close has begun: set (under the lock) before the close gives the first region
+     * back, and read here without the lock. {@link ShardedBfcAllocator}'s region table reads it
+     * under its own monitor, which every region given back passes through first, so it sees a
+     * close whose regions it has taken back.
+     */
+    boolean closeBegun() {
+        return view.closed();
+    }
+
+    /**
      * Whether the allocator is closed, read under its lock: a close under way (which holds the
      * lock while it gives the regions back) has finished by then. For
      * {@link ShardedBfcAllocator}, which may see a shard's regions gone before

@@ -87,7 +87,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
 
     private ShardedBfcAllocator(Builder b) {
         this.name = b.name;
-        this.regions = new ShardRegions(b.subAllocator, b.memoryLimit);
+        this.regions = new ShardRegions(b.subAllocator, b.memoryLimit, this::anyShardCloseBegun);
         this.shards = new BfcAllocator[b.shards];
         for (int i = 0; i < shards.length; i++) {
             BfcAllocator.Builder shard = BfcAllocator.builder()
@@ -283,6 +283,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
             if (a != null) {
                 return a;
             }
+            checkNoShardClosed();
             emptyOtherShards(h);
         }
         try {
@@ -367,6 +368,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
                 return ptr;
             }
         }
+        checkNoShardClosed();
         emptyOtherShards(h);
         return shards[h].allocateRaw(alignment, numBytes, attr);
     }
@@ -648,7 +650,11 @@ public final class ShardedBfcAllocator implements AutoCloseable {
      * Closes every shard ({@link BfcAllocator#close()}, with the close policy). With
      * {@link ClosePolicy#REFUSE}, a shard with live allocations stays open and the others are
      * closed; the exception names every refusing shard, and a later {@code close()} (after
-     * the allocations are freed) closes the rest. Idempotent once closed.
+     * the allocations are freed) closes the rest. Idempotent once closed. Once any shard has
+     * begun to close (here or by its own {@code close()}), no shard obtains a new region, so
+     * the ranges a closed shard gave back never become another shard's: a late free of an
+     * address it held gets {@link IllegalStateException}, and an allocation that would need a
+     * new region does too.
      *
      * @throws IllegalStateException if a shard refused to close
      */
@@ -674,6 +680,28 @@ public final class ShardedBfcAllocator implements AutoCloseable {
                     + "' (the other shards are closed): " + first.getMessage());
             e.addSuppressed(first);
             throw e;
+        }
+    }
+
+    /** Whether a shard has begun to close (from then on no shard obtains a new region). */
+    private boolean anyShardCloseBegun() {
+        for (BfcAllocator s : shards) {
+            if (s.closeBegun()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Before an allocation's last attempt: once a shard has begun to close, the others obtain
+     * no new region, so an allocation that needs one is refused as closed, not reported as out
+     * of memory.
+     */
+    private void checkNoShardClosed() {
+        if (anyShardClosed()) {
+            throw new IllegalStateException("allocator '" + name + "' is closed, or a shard of it: its shards"
+                    + " obtain no new memory, and this allocation found no room in them");
         }
     }
 

@@ -17,6 +17,8 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import net.razorvine.pickle.Unpickler;
@@ -390,8 +392,15 @@ class ShardedBfcAllocatorTest {
         assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class);
         assertThat(a.shards().get(1).isClosed()).isTrue();
 
-        assertThat(a.allocateRaw(64, 7 * MIB)).as("shard 0 cannot grow to it; shard 1 is closed").isZero();
-        assertThatThrownBy(() -> a.allocate(7 * MIB)).isInstanceOf(BfcOutOfMemoryException.class);
+        // Shard 0 cannot grow to it (no shard obtains new regions once one is closed), and
+        // shard 1 is closed: refused as closed, not tried on shard 1, not reported as OOM.
+        assertThatThrownBy(() -> a.allocateRaw(64, 7 * MIB)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("allocator 'sharded' is closed, or a shard of it");
+        assertThatThrownBy(() -> a.allocate(7 * MIB)).isInstanceOf(IllegalStateException.class);
+        assertThat(a.shards().get(0).memoryStats().oomsTotal()).isZero();
+        long roomShard0Has = a.allocateRaw(64, 1024);
+        assertThat(roomShard0Has).isNotZero();
+        a.deallocateRaw(roomShard0Has);
 
         a.deallocateRaw(mine);
         a.close();
@@ -399,9 +408,9 @@ class ShardedBfcAllocatorTest {
 
     /**
      * A forced close while three threads allocate and free (each freeing its own and the
-     * others' allocations): every call either works or throws IllegalStateException (closed)
-     * or, for a free whose shard closed under it, IllegalArgumentException; nothing else, no
-     * hang, and every shard ends closed.
+     * others' allocations): every call either works or throws IllegalStateException (closed),
+     * a free whose region went away with its shard's close too; nothing else, no hang, and
+     * every shard ends closed.
      */
     @Test
     void aForcedCloseWhileThreadsAllocateOnlyRefusesCalls() throws Exception {
@@ -434,7 +443,7 @@ class ShardedBfcAllocatorTest {
                                         a.deallocateRaw(ptr);
                                     }
                                 }
-                            } catch (IllegalStateException | IllegalArgumentException e) {
+                            } catch (IllegalStateException e) {
                                 if (!a.shards().get(0).isClosed() && !a.shards().get(1).isClosed()) {
                                     throw new AssertionError("refused before any shard closed: " + e, e);
                                 }
@@ -466,6 +475,37 @@ class ShardedBfcAllocatorTest {
 
     private static long rnd(long seed, int round) {
         return new Random(seed ^ round).nextInt(3);
+    }
+
+    /**
+     * A shard closed by force while one of its allocations is live: no other shard ever gets
+     * the range it gave back, so a late free of that allocation is refused as closed and cannot
+     * free another shard's allocation.
+     */
+    @Test
+    void theRangesOfAShardClosedByForceNeverBecomeAnotherShards() throws Exception {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("forced").memoryLimit(64 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2)
+                .closePolicy(ClosePolicy.FORCE).build();
+        ExecutorService other = Executors.newSingleThreadExecutor(); // one thread: home shard 1
+        try {
+            long mine = a.allocateRaw(64, MIB); // shard 0, at the start of the address space
+            long theirs = other.submit(() -> a.allocateRaw(64, MIB)).get();
+            assertThat(a.shardOf(theirs)).isSameAs(a.shards().get(1));
+            a.shards().get(0).close(); // by force: mine's memory goes back to the sub-allocator
+
+            long reserved = a.reservedBytes();
+            assertThatThrownBy(() -> other.submit(() -> a.allocateRaw(64, 8 * MIB)).get())
+                    .as("shard 1 would need a new region").hasCauseInstanceOf(IllegalStateException.class);
+            assertThat(a.reservedBytes()).as("no new region").isEqualTo(reserved);
+            assertThatThrownBy(() -> a.deallocateRaw(mine)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("is closed");
+            a.deallocateRaw(theirs);
+        } finally {
+            other.shutdownNow();
+        }
+        a.close();
+        assertThat(a.reservedBytes()).isZero();
     }
 
     /**

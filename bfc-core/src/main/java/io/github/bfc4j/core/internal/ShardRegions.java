@@ -7,6 +7,7 @@ import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.function.BooleanSupplier;
 
 /**
  * The regions that the shards of a sharded allocator hold from one sub-allocator: one cap on
@@ -39,6 +40,8 @@ public final class ShardRegions {
 
     private final SubAllocator upstream;
     private final long limitBytes;
+    /** Whether no shard may obtain a region any more (read under this object's monitor). */
+    private final BooleanSupplier refuseNewRegions;
 
     /** Guarded by this. */
     private long heldBytes;
@@ -51,10 +54,15 @@ public final class ShardRegions {
     /**
      * @param upstream where the regions come from
      * @param limitBytes the most bytes all shards together may hold from {@code upstream}
+     * @param refuseNewRegions asked (under this object's monitor) before each region is
+     *     obtained; true refuses it. The sharded allocator answers true once a shard has begun
+     *     to close: the ranges a closed shard gave back must never become another shard's,
+     *     where a late free of an address of the closed shard would free another allocation.
      */
-    public ShardRegions(SubAllocator upstream, long limitBytes) {
+    public ShardRegions(SubAllocator upstream, long limitBytes, BooleanSupplier refuseNewRegions) {
         this.upstream = Objects.requireNonNull(upstream, "upstream");
         this.limitBytes = limitBytes;
+        this.refuseNewRegions = Objects.requireNonNull(refuseNewRegions, "refuseNewRegions");
     }
 
     /**
@@ -84,7 +92,7 @@ public final class ShardRegions {
     }
 
     private synchronized SubAllocator.Block alloc(int shard, long alignment, long numBytes) {
-        if (numBytes > limitBytes - heldBytes) {
+        if (numBytes > limitBytes - heldBytes || refuseNewRegions.getAsBoolean()) {
             return null;
         }
         SubAllocator.Block block = upstream.alloc(alignment, numBytes);

@@ -17,7 +17,7 @@ class ShardRegionsTest {
 
     @Test
     void findsTheShardOfEveryAddressOfItsRegionsAndNoneOutside() {
-        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 1 << 20);
+        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 1 << 20, () -> false);
         SubAllocator.Block a = regions.forShard(0).alloc(256, 4096);
         SubAllocator.Block b = regions.forShard(1).alloc(256, 8192);
         SubAllocator.Block c = regions.forShard(0).alloc(256, 256);
@@ -40,7 +40,7 @@ class ShardRegionsTest {
 
     @Test
     void adjacentRegionsOfOneShardAreFreedAsOneButNotAcrossShards() {
-        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 1 << 20);
+        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 1 << 20, () -> false);
         SubAllocator.Block a = regions.forShard(0).alloc(256, 4096);
         SubAllocator.Block b = regions.forShard(0).alloc(256, 4096);
         SubAllocator.Block c = regions.forShard(1).alloc(256, 4096);
@@ -63,8 +63,19 @@ class ShardRegionsTest {
     }
 
     @Test
+    void noRegionIsHandedOutOnceRefused() {
+        boolean[] refuse = {false};
+        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 1 << 20, () -> refuse[0]);
+        SubAllocator.Block a = regions.forShard(0).alloc(256, 4096);
+        refuse[0] = true;
+        assertThat(regions.forShard(1).alloc(256, 4096)).isNull();
+        regions.forShard(0).free(a.ptr(), a.bytes()); // giving back still works
+        assertThat(regions.heldBytes()).isZero();
+    }
+
+    @Test
     void theCapCountsEveryShard() {
-        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 8192);
+        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1 << 20, 0, true), 8192, () -> false);
         assertThat(regions.forShard(0).alloc(256, 4096)).isNotNull();
         assertThat(regions.forShard(1).alloc(256, 4096)).isNotNull();
         assertThat(regions.forShard(2).alloc(256, 256)).as("over the cap").isNull();
