@@ -14,6 +14,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Predicate;
 
 /**
  * An opt-in mode for many allocating threads: several {@link BfcAllocator}s (shards) under one
@@ -685,8 +686,12 @@ public final class ShardedBfcAllocator implements AutoCloseable {
 
     /** Whether a shard has begun to close (from then on no shard obtains a new region). */
     private boolean anyShardCloseBegun() {
+        return anyShard(BfcAllocator::closeBegun);
+    }
+
+    private boolean anyShard(Predicate<BfcAllocator> test) {
         for (BfcAllocator s : shards) {
-            if (s.closeBegun()) {
+            if (test.test(s)) {
                 return true;
             }
         }
@@ -711,22 +716,12 @@ public final class ShardedBfcAllocator implements AutoCloseable {
      * close to finish, and is then told "closed", not "not allocated".
      */
     private boolean anyShardClosed() {
-        for (BfcAllocator s : shards) {
-            if (s.isClosedUnderLock()) {
-                return true;
-            }
-        }
-        return false;
+        return anyShard(BfcAllocator::isClosedUnderLock);
     }
 
     /** @return true once every shard is closed */
     public boolean isClosed() {
-        for (BfcAllocator s : shards) {
-            if (!s.isClosed()) {
-                return false;
-            }
-        }
-        return true;
+        return !anyShard(s -> !s.isClosed());
     }
 
     @Override
