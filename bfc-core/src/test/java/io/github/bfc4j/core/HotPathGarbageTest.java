@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -17,7 +19,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * The allocate/free hot path creates no Java object in steady state: the current thread's
  * allocated-bytes counter ({@code com.sun.management.ThreadMXBean}) must not move at all over
  * a million warmed-up {@code allocateRaw}/{@code deallocateRaw} calls of mixed sizes (splits,
- * merges, bin searches across bins, several live chunks). Deterministic and untimed; the JMH
+ * merges, bin searches across bins, several live chunks), in one of up to three such windows. Deterministic and untimed; the JMH
  * {@code -prof gc} figures in docs/performance.md are the same claim measured there.
  */
 class HotPathGarbageTest {
@@ -98,13 +100,23 @@ class HotPathGarbageTest {
         run(calls, live, sizes, victims, CALLS); // warm-up: the region exists, the JIT has compiled
         long baseline = threads.getThreadAllocatedBytes(self);
         long calibration = threads.getThreadAllocatedBytes(self) - baseline;
-        long before = threads.getThreadAllocatedBytes(self);
-        long succeeded = run(calls, live, sizes, victims, CALLS);
-        long after = threads.getThreadAllocatedBytes(self);
+        // Up to three measured windows of a million pairs each: an allocation on the hot path
+        // shows in every window; a one-time event of the JVM (a recompilation after a
+        // deoptimization, in a suite whose earlier tests left other profiles) in one only.
+        // One window in a full `mvn verify` once saw 1,672 bytes for the sharded case.
+        List<Long> windows = new ArrayList<>();
+        long allocated;
+        do {
+            long before = threads.getThreadAllocatedBytes(self);
+            long succeeded = run(calls, live, sizes, victims, CALLS);
+            allocated = threads.getThreadAllocatedBytes(self) - before - calibration;
+            assertThat(succeeded).as("allocations that succeeded").isEqualTo(CALLS);
+            windows.add(allocated);
+        } while (allocated != 0 && windows.size() < 3);
 
-        assertThat(succeeded).as("allocations that succeeded").isEqualTo(CALLS);
-        assertThat(after - before - calibration)
-                .as("bytes of Java heap allocated by %d allocateRaw + deallocateRaw pairs", CALLS)
+        assertThat(allocated)
+                .as("bytes of Java heap allocated by %d allocateRaw + deallocateRaw pairs (windows: %s)", CALLS,
+                        windows)
                 .isZero();
         if (scope != null) {
             scope.close();
