@@ -433,7 +433,7 @@ public final class BfcAllocator implements AutoCloseable {
      * hot path's one test (the name for the message is read only when they are).
      */
     static boolean badAllocateRawArguments(long alignment, long numBytes) {
-        return numBytes < 0 || alignment <= 0 || (alignment & (alignment - 1)) != 0;
+        return numBytes < 0 || !isPowerOfTwo(alignment);
     }
 
     /** The exception for {@link #badAllocateRawArguments}, for allocator {@code name}. */
@@ -442,15 +442,22 @@ public final class BfcAllocator implements AutoCloseable {
             return new IllegalArgumentException("numBytes=" + numBytes
                     + " (expected: >= 0) for allocator '" + name + "'");
         }
-        return new IllegalArgumentException("alignment=" + alignment
-                + " (expected: a power of two) for allocator '" + name + "'");
+        return badAlignment(name, alignment);
     }
 
     private static void checkAlignment(String name, long alignment) {
-        if (alignment <= 0 || (alignment & (alignment - 1)) != 0) {
-            throw new IllegalArgumentException("alignment=" + alignment
-                    + " (expected: a power of two) for allocator '" + name + "'");
+        if (!isPowerOfTwo(alignment)) {
+            throw badAlignment(name, alignment);
         }
+    }
+
+    private static boolean isPowerOfTwo(long alignment) {
+        return alignment > 0 && (alignment & (alignment - 1)) == 0;
+    }
+
+    private static IllegalArgumentException badAlignment(String name, long alignment) {
+        return new IllegalArgumentException("alignment=" + alignment
+                + " (expected: a power of two) for allocator '" + name + "'");
     }
 
     /**
