@@ -14,7 +14,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import java.util.function.Predicate;
+import java.util.function.ToLongFunction;
 
 /**
  * An opt-in mode for many allocating threads: several {@link BfcAllocator}s (shards) under one
@@ -276,19 +278,8 @@ public final class ShardedBfcAllocator implements AutoCloseable {
         if (a != null) {
             return a;
         }
-        if (bytes <= memoryLimit()) { // else it can never fit: it fails at once
-            for (int k = 1; a == null && k < shards.length; k++) {
-                BfcAllocator other = shards[(h + k) % shards.length];
-                a = other.isClosed() ? null : other.tryAllocate(bytes, alignment);
-            }
-            if (a != null) {
-                return a;
-            }
-            checkNoShardClosed();
-            emptyOtherShards(h);
-        }
         try {
-            return shards[h].allocate(bytes, alignment);
+            return elsewhere(h, bytes, s -> s.tryAllocate(bytes, alignment), s -> s.allocate(bytes, alignment));
         } catch (BfcOutOfMemoryException e) {
             throw e.ofAllShards(name, shards.length, bytesInUse(), reservedBytes(), regionCount(),
                     largestFreeChunkBytes(), getStats());
@@ -357,21 +348,34 @@ public final class ShardedBfcAllocator implements AutoCloseable {
         return h;
     }
 
-    /** The home shard {@code h} could not serve the call: the other shards, then the room their free regions held. */
+    /** {@link #allocateRaw}'s slow path: the home shard {@code h} could not serve the call. */
     private long allocateRawElsewhere(int h, long alignment, long numBytes, AllocationAttributes attr) {
-        if (numBytes > memoryLimit()) {
-            return shards[h].allocateRaw(alignment, numBytes, attr); // can never fit: fails at once, reported
-        }
-        for (int k = 1; k < shards.length; k++) {
-            BfcAllocator other = shards[(h + k) % shards.length];
-            long ptr = other.isClosed() ? 0 : other.tryAllocateRaw(alignment, numBytes, attr);
-            if (ptr != 0) {
-                return ptr;
+        return elsewhere(h, numBytes, s -> {
+            long ptr = s.tryAllocateRaw(alignment, numBytes, attr);
+            return ptr == 0 ? null : ptr;
+        }, s -> s.allocateRaw(alignment, numBytes, attr));
+    }
+
+    /**
+     * An allocation of {@code bytes} that the home shard {@code h} could not serve: the other
+     * open shards quietly ({@code quiet} answers null where a shard cannot); with none, the
+     * other shards give back their free regions and the home shard makes the last, reported
+     * attempt ({@code last}). A request above the limit can never fit: it goes to the last
+     * attempt at once.
+     */
+    private <T> T elsewhere(int h, long bytes, Function<BfcAllocator, T> quiet, Function<BfcAllocator, T> last) {
+        if (bytes <= memoryLimit()) {
+            for (int k = 1; k < shards.length; k++) {
+                BfcAllocator other = shards[(h + k) % shards.length];
+                T served = other.isClosed() ? null : quiet.apply(other);
+                if (served != null) {
+                    return served;
+                }
             }
+            checkNoShardClosed();
+            emptyOtherShards(h);
         }
-        checkNoShardClosed();
-        emptyOtherShards(h);
-        return shards[h].allocateRaw(alignment, numBytes, attr);
+        return last.apply(shards[h]);
     }
 
     /**
@@ -454,11 +458,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
 
     /** @return the bytes of chunks in use in all shards (each shard's figure read in turn) */
     public long bytesInUse() {
-        long sum = 0;
-        for (BfcAllocator s : shards) {
-            sum += s.bytesInUse();
-        }
-        return sum;
+        return sum(BfcAllocator::bytesInUse);
     }
 
     /** @return the bytes all shards hold from the sub-allocator now */
@@ -468,11 +468,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
 
     /** @return the regions of all shards (each shard's count read in turn) */
     public int regionCount() {
-        int sum = 0;
-        for (BfcAllocator s : shards) {
-            sum += s.regionCount();
-        }
-        return sum;
+        return (int) sum(BfcAllocator::regionCount);
     }
 
     /** @return the largest free chunk of any shard (each shard's read in turn) */
@@ -541,9 +537,14 @@ public final class ShardedBfcAllocator implements AutoCloseable {
      * @return the bytes given back
      */
     public long emptyCache() {
+        return sum(BfcAllocator::emptyCache);
+    }
+
+    /** The sum of {@code figure} over the shards, each asked in turn. */
+    private long sum(ToLongFunction<BfcAllocator> figure) {
         long sum = 0;
         for (BfcAllocator s : shards) {
-            sum += s.emptyCache();
+            sum += figure.applyAsLong(s);
         }
         return sum;
     }
