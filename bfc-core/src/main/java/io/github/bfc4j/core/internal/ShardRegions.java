@@ -4,6 +4,7 @@
 package io.github.bfc4j.core.internal;
 
 import io.github.bfc4j.core.ForwardingSubAllocator;
+import io.github.bfc4j.core.LimitingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import java.util.Arrays;
 import java.util.Objects;
@@ -11,7 +12,7 @@ import java.util.function.BooleanSupplier;
 
 /**
  * The regions that the shards of a sharded allocator hold from one sub-allocator: one cap on
- * their sum, and a table from address to shard for frees.
+ * their sum (a {@link LimitingSubAllocator}), and a table from address to shard for frees.
  *
  * <p>Each shard gets a {@link #forShard(int) view} to use as its sub-allocator. Region calls
  * (rare: a shard's {@code Extend}, its garbage collection, its close) are serialised on this
@@ -38,13 +39,11 @@ public final class ShardRegions {
         }
     }
 
-    private final SubAllocator upstream;
-    private final long limitBytes;
+    /** The upstream under the common cap (it counts the bytes held). */
+    private final LimitingSubAllocator upstream;
     /** Whether no shard may obtain a region any more (read under this object's monitor). */
     private final BooleanSupplier refuseNewRegions;
 
-    /** Guarded by this. */
-    private long heldBytes;
     /** Guarded by this. */
     private long peakHeldBytes;
 
@@ -60,8 +59,7 @@ public final class ShardRegions {
      *     where a late free of an address of the closed shard would free another allocation.
      */
     public ShardRegions(SubAllocator upstream, long limitBytes, BooleanSupplier refuseNewRegions) {
-        this.upstream = Objects.requireNonNull(upstream, "upstream");
-        this.limitBytes = limitBytes;
+        this.upstream = new LimitingSubAllocator(Objects.requireNonNull(upstream, "upstream"), limitBytes);
         this.refuseNewRegions = Objects.requireNonNull(refuseNewRegions, "refuseNewRegions");
     }
 
@@ -92,21 +90,20 @@ public final class ShardRegions {
     }
 
     private synchronized SubAllocator.Block alloc(int shard, long alignment, long numBytes) {
-        if (numBytes > limitBytes - heldBytes || refuseNewRegions.getAsBoolean()) {
+        if (refuseNewRegions.getAsBoolean()) {
             return null;
         }
         SubAllocator.Block block = upstream.alloc(alignment, numBytes);
         if (block == null) {
             return null;
         }
-        if (block.bytes() > limitBytes - heldBytes) {
-            // The upstream gave more than asked and the surplus does not fit under the cap.
+        try {
+            insert(block.ptr(), block.ptr() + block.bytes(), shard);
+        } catch (IllegalStateException overlap) {
             upstream.free(block.ptr(), block.bytes());
-            return null;
+            throw overlap;
         }
-        insert(block.ptr(), block.ptr() + block.bytes(), shard);
-        heldBytes += block.bytes();
-        peakHeldBytes = Math.max(peakHeldBytes, heldBytes);
+        peakHeldBytes = Math.max(peakHeldBytes, upstream.heldBytes());
         return block;
     }
 
@@ -125,7 +122,6 @@ public final class ShardRegions {
                     + " (expected: regions handed out to it, adjacent when freed as one)");
         }
         upstream.free(ptr, numBytes);
-        heldBytes -= numBytes;
         remove(from, to);
     }
 
@@ -195,8 +191,8 @@ public final class ShardRegions {
     }
 
     /** @return the bytes all shards hold from the upstream now */
-    public synchronized long heldBytes() {
-        return heldBytes;
+    public long heldBytes() {
+        return upstream.heldBytes();
     }
 
     /** @return the most bytes all shards together have held at once */
@@ -211,6 +207,6 @@ public final class ShardRegions {
 
     /** @return the cap on {@link #heldBytes()} */
     public long limitBytes() {
-        return limitBytes;
+        return upstream.limitBytes();
     }
 }
