@@ -50,8 +50,18 @@ public class ThreadsBenchmark {
 
     static final int MAX_THREADS = 8;
     static final int LIVE_PER_THREAD = 4;
-    /** Slots between two threads' first slots: at least 128 bytes apart, no shared cache line. */
-    static final int SLOT_STRIDE = 32;
+    /**
+     * Slots between two lanes' first slots, and before lane 0's: at least 256 bytes (a slot is
+     * a long or a reference of 4 or more bytes), so that no lane shares a cache line, or the
+     * pair of lines that an adjacent-line prefetcher fetches together, with another lane or
+     * with the header of the slots array, which every thread reads (its length) on every call.
+     * With lane 0 in the header's line, the other threads' reads of the length kept taking the
+     * line from the thread writing lane 0: two threads on two shards then did between one and
+     * two threads' work, varying from fork to fork.
+     */
+    static final int SLOT_STRIDE = 64;
+    /** Slots in the allocator's slot array: a stride before each lane's first slot. */
+    static final int SLOTS = (MAX_THREADS + 1) * SLOT_STRIDE;
     static final int SIZES = 1024;
     static final long MIN_BYTES = 64 << 10;
     static final long MAX_BYTES = 1 << 20;
@@ -69,7 +79,7 @@ public class ThreadsBenchmark {
         /** Creates the allocator. */
         @Setup(Level.Trial)
         public void setUp() {
-            allocator = Impl.create(impl, MAX_THREADS * SLOT_STRIDE, null);
+            allocator = Impl.create(impl, SLOTS, null);
         }
 
         /** Frees everything and closes the allocator. */
@@ -90,9 +100,18 @@ public class ThreadsBenchmark {
         final long[] sizes = new long[SIZES];
         int next;
 
+        /**
+         * @param t a lane, 0 to {@value #MAX_THREADS} - 1
+         * @return the lane's first slot: a whole stride after the previous lane's (or after
+         *     the slot array's start)
+         */
+        static int firstSlot(int t) {
+            return (t + 1) * SLOT_STRIDE;
+        }
+
         /** Draws lane {@code t}'s sizes and fills its live allocations. */
         Lane(int t, Impl allocator) {
-            firstSlot = t * SLOT_STRIDE;
+            firstSlot = firstSlot(t);
             SplittableRandom r = new SplittableRandom(1000 + t);
             for (int i = 0; i < SIZES; i++) {
                 sizes[i] = drawSize(r);
