@@ -70,6 +70,7 @@ import java.util.function.ToLongFunction;
 public final class ShardedBfcAllocator implements AutoCloseable {
 
     private final String name;
+    private final ClosePolicy closePolicy;
     private final BfcAllocator[] shards;
     private final List<BfcAllocator> shardList;
     private final ShardRegions regions;
@@ -90,6 +91,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
 
     private ShardedBfcAllocator(Builder b) {
         this.name = b.name;
+        this.closePolicy = b.closePolicy;
         this.regions = new ShardRegions(b.subAllocator, b.memoryLimit, this::anyShardCloseBegun);
         this.shards = new BfcAllocator[b.shards];
         for (int i = 0; i < shards.length; i++) {
@@ -418,6 +420,21 @@ public final class ShardedBfcAllocator implements AutoCloseable {
     /** @return the most bytes all shards together may hold from the sub-allocator */
     public long memoryLimit() {
         return regions.limitBytes();
+    }
+
+    /** @return what {@link #close()} does with live allocations, as the builder was told */
+    public ClosePolicy closePolicy() {
+        return closePolicy;
+    }
+
+    /**
+     * The kind of memory handed out: the shared sub-allocator's, as
+     * {@link BfcAllocator#getMemoryType()} answers it for every shard.
+     *
+     * @return the sub-allocator's memory type
+     */
+    public MemoryType getMemoryType() {
+        return shards[0].getMemoryType();
     }
 
     /**

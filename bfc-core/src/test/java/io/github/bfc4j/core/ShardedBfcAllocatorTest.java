@@ -357,6 +357,25 @@ class ShardedBfcAllocatorTest {
     }
 
     @Test
+    void closePolicyAndMemoryTypeAreThoseItWasBuiltWith() {
+        SubAllocator pinned = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
+            @Override
+            public MemoryType memoryType() {
+                return MemoryType.HOST_PINNED;
+            }
+        };
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("pinned").memoryLimit(64 * MIB)
+                .subAllocator(pinned).closePolicy(ClosePolicy.FORCE).shards(2).build()) {
+            assertThat(a.getMemoryType()).isEqualTo(MemoryType.HOST_PINNED);
+            assertThat(a.closePolicy()).isEqualTo(ClosePolicy.FORCE);
+        }
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            assertThat(a.getMemoryType()).isEqualTo(MemoryType.UNKNOWN);
+            assertThat(a.closePolicy()).isEqualTo(ClosePolicy.REFUSE);
+        }
+    }
+
+    @Test
     void closeRefusedByOneShardClosesTheOthersAndCanBeRepeated() throws Exception {
         ShardedBfcAllocator a = sharded(64 * MIB, 2);
         long mine = a.allocateRaw(64, 1000); // shard 0

@@ -8,8 +8,8 @@ import static org.bytedeco.onnxruntime.global.onnxruntime.OrtMemTypeDefault;
 
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
-import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.MemoryType;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -23,8 +23,8 @@ import org.bytedeco.onnxruntime.OrtMemoryInfo;
 import org.bytedeco.onnxruntime.SessionOptionsImpl;
 
 /**
- * An ONNX Runtime {@code OrtAllocator} whose memory comes from a bfc4j {@link BfcAllocator},
- * registered with ORT's environment so that sessions created with
+ * An ONNX Runtime {@code OrtAllocator} whose memory comes from a bfc4j {@link BfcAllocator} (or
+ * a {@link ShardedBfcAllocator}, for sessions run from many threads at once), registered with ORT's environment so that sessions created with
  * {@value #USE_ENV_ALLOCATORS}{@code =1} take their CPU memory from it (weights, intermediate
  * tensors, outputs).
  *
@@ -99,7 +99,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
      */
     private static OrtMemoryInfo cpuMemoryInfo;
 
-    private final BfcAllocator bfc;
+    private final HostMemory bfc;
     private final OrtApi api;
     private final OrtEnv env;
     private final OrtMemoryInfo memoryInfo;
@@ -118,7 +118,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
     /** Told of every allocation served and every free, or null. For tests. */
     private volatile CallListener listener;
 
-    private BfcOrtAllocator(BfcAllocator bfc, OrtApi api, OrtEnv env, OrtMemoryInfo memoryInfo,
+    private BfcOrtAllocator(HostMemory bfc, OrtApi api, OrtEnv env, OrtMemoryInfo memoryInfo,
             OrtAllocator struct) {
         this.bfc = bfc;
         this.api = api;
@@ -141,11 +141,37 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * @throws OrtCallException if ORT refuses (e.g. another CPU allocator was registered with
      *     {@code CreateAndRegisterAllocator})
      */
-    public static synchronized BfcOrtAllocator register(BfcAllocator bfc) {
+    public static BfcOrtAllocator register(BfcAllocator bfc) {
         if (bfc == null) {
             throw new IllegalArgumentException("bfc=null (expected: a BfcAllocator over host memory)");
         }
-        MemoryType type = bfc.getMemoryType();
+        return register(HostMemory.of(bfc));
+    }
+
+    /**
+     * Creates an {@code OrtAllocator} over a {@link ShardedBfcAllocator} and registers it, as
+     * {@link #register(BfcAllocator)} does. For sessions run from many threads at once: each
+     * thread ORT allocates on (the thread that called {@code Run}, or ORT's inter-op threads)
+     * allocates from its own shard, so the threads do not wait for one another's allocations.
+     * Addresses then differ from those one {@code BfcAllocator} would give (see
+     * {@code ShardedBfcAllocator}); ORT's answers do not.
+     *
+     * @param sharded a sharded allocator over host memory with close policy {@code REFUSE}
+     * @return the registered allocator; close it after the sessions that use it
+     * @throws IllegalArgumentException if {@code sharded} is null, not over host memory, or
+     *     has close policy {@code FORCE}
+     * @throws IllegalStateException if another {@code BfcOrtAllocator} is registered and open
+     * @throws OrtCallException if ORT refuses
+     */
+    public static BfcOrtAllocator register(ShardedBfcAllocator sharded) {
+        if (sharded == null) {
+            throw new IllegalArgumentException("sharded=null (expected: a ShardedBfcAllocator over host memory)");
+        }
+        return register(HostMemory.of(sharded));
+    }
+
+    private static synchronized BfcOrtAllocator register(HostMemory bfc) {
+        MemoryType type = bfc.memoryType();
         if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
             throw new IllegalArgumentException("memoryType=" + type + " of allocator '" + bfc.name()
                     + "' (expected: HOST_PAGEABLE or HOST_PINNED: ORT's CPU kernels read and write"
@@ -154,7 +180,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
         if (bfc.closePolicy() == ClosePolicy.FORCE) {
             throw new IllegalArgumentException("closePolicy=FORCE of allocator '" + bfc.name()
                     + "' (expected: REFUSE: closing it while ORT holds memory would free memory under"
-                    + " ORT's tensors; build it with BfcAllocator.builder())");
+                    + " ORT's tensors; leave the builder's closePolicy at its default)");
         }
         if (registered != null) {
             throw new IllegalStateException("a BfcOrtAllocator over '" + registered.bfc.name()
@@ -225,9 +251,29 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * The bfc4j allocator behind this one.
      *
      * @return it
+     * @throws IllegalStateException if it is a {@link ShardedBfcAllocator} (see
+     *     {@link #shardedAllocator()})
      */
     public BfcAllocator allocator() {
-        return bfc;
+        if (bfc.allocator() instanceof BfcAllocator a) {
+            return a;
+        }
+        throw new IllegalStateException("allocator '" + bfc.name() + "' is a ShardedBfcAllocator"
+                + " (expected: call shardedAllocator())");
+    }
+
+    /**
+     * The sharded allocator behind this one.
+     *
+     * @return it
+     * @throws IllegalStateException if it is a plain {@link BfcAllocator} (see {@link #allocator()})
+     */
+    public ShardedBfcAllocator shardedAllocator() {
+        if (bfc.allocator() instanceof ShardedBfcAllocator a) {
+            return a;
+        }
+        throw new IllegalStateException("allocator '" + bfc.name() + "' is a BfcAllocator, not sharded"
+                + " (expected: call allocator())");
     }
 
     /**
@@ -389,12 +435,8 @@ public final class BfcOrtAllocator implements AutoCloseable {
         }
         if (ptr == 0) {
             counters.failedAllocs.increment();
-            MemoryStats s = bfc.memoryStats();
             throw new AllocationFailure("allocator '" + bfc.name() + "' is out of memory: ONNX Runtime asked for "
-                    + BfcAllocator.humanReadableNumBytes(size) + "; " + BfcAllocator.humanReadableNumBytes(s.bytesInUse())
-                    + " in use, " + BfcAllocator.humanReadableNumBytes(s.reservedBytes()) + " reserved, limit "
-                    + BfcAllocator.humanReadableNumBytes(s.bytesLimit()) + ", largest free chunk "
-                    + BfcAllocator.humanReadableNumBytes(s.largestFreeChunkBytes()));
+                    + BfcAllocator.humanReadableNumBytes(size) + "; " + bfc.figures());
         }
         counters.liveAllocations.incrementAndGet();
         return new Address(ptr);

@@ -9,6 +9,7 @@ import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.lang.ref.WeakReference;
@@ -174,9 +175,58 @@ class BfcOrtAllocatorTest {
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("of allocator 'simulated' (expected: HOST_PAGEABLE or HOST_PINNED");
         }
-        assertThatThrownBy(() -> BfcOrtAllocator.register(null))
+        assertThatThrownBy(() -> BfcOrtAllocator.register((BfcAllocator) null))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("bfc=null");
+        assertThatThrownBy(() -> BfcOrtAllocator.register((ShardedBfcAllocator) null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("sharded=null");
+        try (ShardedBfcAllocator force = ShardedBfcAllocator.builder().name("forced-shards").memoryLimit(1 << 20)
+                .closePolicy(ClosePolicy.FORCE).subAllocator(new AlignedHostSubAllocator()).build()) {
+            assertThatThrownBy(() -> BfcOrtAllocator.register(force))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("closePolicy=FORCE of allocator 'forced-shards' (expected: REFUSE");
+        }
+        try (ShardedBfcAllocator sim = ShardedBfcAllocator.builder().name("simulated-shards").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, true)).build()) {
+            assertThatThrownBy(() -> BfcOrtAllocator.register(sim))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("of allocator 'simulated-shards' (expected: HOST_PAGEABLE or HOST_PINNED");
+        }
+    }
+
+    @Test
+    void aShardedAllocatorServesOrtAndSaysWhenItIsOutOfMemory() {
+        try (HuggingFaceTokenizer long256 = MODEL.fixedLengthTokenizer(256);
+                HuggingFaceTokenizer short32 = MODEL.fixedLengthTokenizer(32);
+                ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("ort_shards").memoryLimit(96L << 20)
+                        .subAllocator(new AlignedHostSubAllocator()).shards(2).build();
+                BfcOrtAllocator ort = BfcOrtAllocator.register(sharded);
+                EmbeddingSession arena = new EmbeddingSession(env, MODEL, EmbeddingSession.options(false))) {
+            assertThat(ort.shardedAllocator()).isSameAs(sharded);
+            assertThatThrownBy(ort::allocator).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("'ort_shards' is a ShardedBfcAllocator (expected: call shardedAllocator())");
+            Encoding[] small = batch(short32, 4, 40);
+            Encoding[] big = batch(long256, 32, 300);   // 96 MiB of attention scores alone
+            try (EmbeddingSession session = new EmbeddingSession(env, MODEL, EmbeddingSession.options(true))) {
+                long weights = sharded.bytesInUse();
+                assertThat(weights).as("the weights live in the shards").isGreaterThan(1L << 20);
+                assertThatThrownBy(() -> session.run(big))
+                        .isInstanceOf(RuntimeException.class)
+                        .hasMessageContaining("bfc4j: allocator 'ort_shards' is out of memory: ONNX Runtime asked for")
+                        .hasMessageContaining("limit 96.00MiB");
+                assertThat(ort.stats().failedAllocs()).isPositive();
+                assertThat(sharded.bytesInUse()).as("nothing of the failed run is left").isEqualTo(weights);
+                for (int i = 0; i < 3; i++) {
+                    assertThat(RealModelEmbeddingsTest.bits(session.run(small).hidden()))
+                            .isEqualTo(RealModelEmbeddingsTest.bits(arena.run(small).hidden()));
+                }
+            }
+            assertThat(sharded.bytesInUse()).isZero();
+            assertThat(ort.stats().liveAllocations()).isZero();
+            assertThat(ort.stats().callbackErrors()).isZero();
+            sharded.shards().forEach(BfcAllocator::checkInvariants);
+        }
     }
 
     @Test
@@ -191,6 +241,8 @@ class BfcOrtAllocatorTest {
             assertThat(first.isClosed()).isTrue();
             try (BfcOrtAllocator second = BfcOrtAllocator.register(b)) {
                 assertThat(second.allocator()).isSameAs(b);
+                assertThatThrownBy(second::shardedAllocator).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("'second' is a BfcAllocator, not sharded (expected: call allocator())");
             }
         }
     }

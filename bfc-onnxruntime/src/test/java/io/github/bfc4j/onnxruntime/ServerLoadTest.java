@@ -8,6 +8,8 @@ import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.MemoryStats;
+import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -30,7 +32,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 /**
  * A model server's load on bfc4j memory: all-MiniLM-L6-v2 answering requests of varying batch
  * size (1 to 32) and sequence length (8 to 256 tokens) from 1, 2, 4 and 8 Java threads, sharing
- * one session or each with its own. Every answer is compared bit for bit with the same request
+ * one session or each with its own, on one {@code BfcAllocator} or on a
+ * {@code ShardedBfcAllocator}. Every answer is compared bit for bit with the same request
  * answered beforehand on ORT's own arena, one at a time; afterwards every allocation is back.
  * Which threads ORT called {@code Alloc} on is counted and printed.
  */
@@ -119,10 +122,14 @@ class ServerLoadTest {
         "2, session per thread",
         "4, session per thread",
         "8, session per thread",
-        "4, shared session with ORT's parallel executor"})
+        "4, shared session with ORT's parallel executor",
+        "4, session per thread on shards",
+        "8, shared session on shards",
+        "4, shared session with ORT's parallel executor on shards"})
     void everyAnswerRightAndEveryAllocationBack(int threads, String mode) throws Exception {
         boolean shared = mode.startsWith("shared");
         boolean parallelExecutor = mode.contains("parallel");
+        boolean sharded = mode.endsWith("on shards");
         Supplier<SessionOptions> options = () -> {
             SessionOptions o = EmbeddingSession.options(true);
             if (parallelExecutor) {
@@ -147,8 +154,10 @@ class ServerLoadTest {
             }
         });
         long started = System.nanoTime();
-        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("ort_load", 2L << 30);
-                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+        try (BfcAllocator bfc = sharded ? null : BfcOrtAllocatorTest.hostAllocator("ort_load", 2L << 30);
+                ShardedBfcAllocator shards = sharded ? ShardedBfcAllocator.builder().name("ort_load")
+                        .memoryLimit(2L << 30).subAllocator(new AlignedHostSubAllocator()).shards(4).build() : null;
+                BfcOrtAllocator ort = sharded ? BfcOrtAllocator.register(shards) : BfcOrtAllocator.register(bfc)) {
             ort.listener(new BfcOrtAllocator.CallListener() {
                 @Override
                 public void allocated(long size, long ptr, boolean reserve) {
@@ -199,18 +208,30 @@ class ServerLoadTest {
                 }
             }
             ort.listener(null);
-            MemoryStats after = bfc.memoryStats();
+            List<BfcAllocator> allocators = sharded ? shards.shards() : List.of(bfc);
+            StringBuilder served = new StringBuilder();
+            int shardsServing = 0;
+            for (BfcAllocator a : allocators) {
+                MemoryStats after = a.memoryStats();
+                served.append(String.format(java.util.Locale.ROOT, "%n  %s: %d allocations, peak in use %s,"
+                        + " peak reserved %s", a.name(), after.allocationsTotal(),
+                        BfcAllocator.humanReadableNumBytes(after.peakBytesInUse()),
+                        BfcAllocator.humanReadableNumBytes(after.peakReservedBytes())));
+                assertThat(after.bytesInUse()).as("bytes in use in %s once the sessions are closed", a.name()).isZero();
+                assertThat(after.activeAllocations()).isZero();
+                assertThat(after.freesTotal()).isEqualTo(after.allocationsTotal());
+                shardsServing += after.allocationsTotal() > 0 ? 1 : 0;
+                a.checkInvariants();
+            }
             System.out.printf(java.util.Locale.ROOT, "%d threads, %s (seed %d): %d requests, %d tokens in %.1f s;"
-                    + " Alloc %d, Reserve %d, Free %d; peak in use %s, peak reserved %s%n  Alloc by thread: %s;"
-                    + " by ORT's threads while a caller was in Run: %d%n",
+                    + " Alloc %d, Reserve %d, Free %d%n  Alloc by thread: %s;"
+                    + " by ORT's threads while a caller was in Run: %d%s%n",
                     threads, mode, seed, count, tokens, (System.nanoTime() - started) / 1e9, ort.stats().allocCalls(),
                     ort.stats().reserveCalls(), ort.stats().freeCalls(),
-                    BfcAllocator.humanReadableNumBytes(after.peakBytesInUse()),
-                    BfcAllocator.humanReadableNumBytes(after.peakReservedBytes()),
-                    new TreeMap<>(allocThreads), concurrentOrtThreadAllocs.get());
-            assertThat(after.bytesInUse()).as("bytes in use once the sessions are closed").isZero();
-            assertThat(after.activeAllocations()).isZero();
-            assertThat(after.freesTotal()).isEqualTo(after.allocationsTotal());
+                    new TreeMap<>(allocThreads), concurrentOrtThreadAllocs.get(), served);
+            if (sharded) {
+                assertThat(shardsServing).as("shards that served the threads' allocations").isGreaterThan(1);
+            }
             assertThat(ort.stats().liveAllocations()).isZero();
             assertThat(ort.stats().failedAllocs()).isZero();
             assertThat(ort.stats().callbackErrors()).isZero();
@@ -220,7 +241,6 @@ class ServerLoadTest {
             } else {
                 assertThat(allocThreads.keySet()).as("callers' threads allocated").anyMatch(n -> n.startsWith(CALLER));
             }
-            bfc.checkInvariants();
         } finally {
             pool.shutdownNow();
         }
