@@ -24,9 +24,9 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
 
 /**
  * An ONNX Runtime {@code OrtAllocator} whose memory comes from a bfc4j {@link BfcAllocator} (or
- * a {@link ShardedBfcAllocator}, for sessions run from many threads at once), registered with ORT's environment so that sessions created with
- * {@value #USE_ENV_ALLOCATORS}{@code =1} take their CPU memory from it (weights, intermediate
- * tensors, outputs).
+ * a {@link ShardedBfcAllocator}, for sessions run from many threads at once), registered with
+ * ORT's environment so that sessions created with {@value #USE_ENV_ALLOCATORS}{@code =1} take
+ * their CPU memory from it (weights, intermediate tensors, outputs).
  *
  * <pre>{@code
  * try (BfcAllocator bfc = BfcAllocator.builder().name("ort_cpu").memoryLimit(1L << 30)
