@@ -68,8 +68,11 @@ public final class BfcAllocator implements AutoCloseable {
     /** The alignment {@link #allocate(long)} asks for: upstream's {@code Allocator::kAllocatorAlignment}. */
     public static final long ALLOCATION_ALIGNMENT = 64;
 
-    /** Upstream's algorithm and state. */
-    private final BfcPort port;
+    /**
+     * Upstream's algorithm and state. {@link ShardedBfcAllocator} calls its shards' directly on
+     * its allocate/free path.
+     */
+    final BfcPort port;
 
     /** The port's state, read-only, as the collaborators below read it. */
     private final PortView view;

@@ -72,6 +72,8 @@ public final class ShardedBfcAllocator implements AutoCloseable {
     private final String name;
     private final ClosePolicy closePolicy;
     private final BfcAllocator[] shards;
+    /** The shards' algorithms, called directly on the allocate/free path (one load fewer per call). */
+    private final BfcPort[] ports;
     private final List<BfcAllocator> shardList;
     private final ShardRegions regions;
     private final AtomicInteger nextHome = new AtomicInteger();
@@ -107,6 +109,10 @@ public final class ShardedBfcAllocator implements AutoCloseable {
             shards[i] = shard.build();
         }
         this.shardList = List.of(shards);
+        this.ports = new BfcPort[shards.length];
+        for (int i = 0; i < shards.length; i++) {
+            ports[i] = shards[i].port;
+        }
         int n = shards.length;
         this.home = ThreadLocal.withInitial(() -> Math.floorMod(nextHome.getAndIncrement(), n));
     }
@@ -321,7 +327,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
             throw BfcAllocator.badAllocateRawArguments(name, alignment, numBytes);
         }
         int h = home();
-        long ptr = shards[h].tryAllocateRaw(alignment, numBytes, attr);
+        long ptr = ports[h].tryAllocateRaw(alignment, numBytes, attr);
         return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr);
     }
 
@@ -405,7 +411,7 @@ public final class ShardedBfcAllocator implements AutoCloseable {
                     + name + "' (it lies in none of its shards' regions; or was freed with a region already given"
                     + " back, which a double free can do)");
         }
-        shards[s].deallocateRaw(ptr);
+        ports[s].deallocateRaw(ptr);
     }
 
     // ---------------------------------------------------------------------------------------

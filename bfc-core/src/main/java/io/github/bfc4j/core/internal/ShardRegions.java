@@ -6,7 +6,6 @@ package io.github.bfc4j.core.internal;
 import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.LimitingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
-import java.util.Arrays;
 import java.util.Objects;
 import java.util.function.BooleanSupplier;
 
@@ -24,20 +23,12 @@ import java.util.function.BooleanSupplier;
  */
 public final class ShardRegions {
 
-    /** One immutable table: regions sorted by start, never overlapping. */
-    private static final class Table {
-        static final Table EMPTY = new Table(new long[0], new long[0], new int[0]);
-
-        final long[] starts;
-        final long[] ends;
-        final int[] shards;
-
-        Table(long[] starts, long[] ends, int[] shards) {
-            this.starts = starts;
-            this.ends = ends;
-            this.shards = shards;
-        }
-    }
+    /**
+     * One entry of the table per region, sorted by start, never overlapping: {@code
+     * [start, end, shard]} at {@code ENTRY * i}. One array, so that a free's lookup follows one
+     * reference.
+     */
+    private static final int ENTRY = 3;
 
     /** The upstream under the common cap (it counts the bytes held). */
     private final LimitingSubAllocator upstream;
@@ -47,8 +38,11 @@ public final class ShardRegions {
     /** Guarded by this. */
     private long peakHeldBytes;
 
-    /** Replaced (under this object's monitor) by each region call; read without a lock. */
-    private volatile Table table = Table.EMPTY;
+    /**
+     * The table (see {@link #ENTRY}); replaced, never changed, under this object's monitor by
+     * each region call; read without a lock.
+     */
+    private volatile long[] table = new long[0];
 
     /**
      * @param upstream where the regions come from
@@ -109,61 +103,75 @@ public final class ShardRegions {
 
     private synchronized void free(int shard, long ptr, long numBytes) {
         long end = ptr + numBytes;
-        Table t = table;
-        int from = Arrays.binarySearch(t.starts, ptr);
+        long[] t = table;
+        int n = t.length / ENTRY;
+        int from = find(t, ptr);
         int to = from;
-        while (from >= 0 && to < t.starts.length && t.ends[to] <= end && t.shards[to] == shard
-                && (to == from || t.starts[to] == t.ends[to - 1])) {
+        while (from >= 0 && to < n && end(t, to) <= end && shard(t, to) == shard
+                && (to == from || start(t, to) == end(t, to - 1))) {
             to++;
         }
-        if (from < 0 || to == from || t.ends[to - 1] != end) {
+        if (from < 0 || to == from || end(t, to - 1) != end) {
             throw new IllegalArgumentException("free(ptr=0x" + Long.toHexString(ptr) + ", numBytes="
                     + numBytes + ") from shard " + shard + ": not a range of regions this shard holds"
                     + " (expected: regions handed out to it, adjacent when freed as one)");
         }
         upstream.free(ptr, numBytes);
-        remove(from, to);
+        long[] rest = new long[t.length - (to - from) * ENTRY];
+        System.arraycopy(t, 0, rest, 0, from * ENTRY);
+        System.arraycopy(t, to * ENTRY, rest, from * ENTRY, t.length - to * ENTRY);
+        table = rest;
     }
 
     /** Enters {@code [start, end)} under {@code shard}. Needs this object's monitor. */
     private void insert(long start, long end, int shard) {
-        Table t = table;
-        int at = -Arrays.binarySearch(t.starts, start) - 1;
-        if (at < 0 || (at > 0 && t.ends[at - 1] > start) || (at < t.starts.length && t.starts[at] < end)) {
+        long[] t = table;
+        int n = t.length / ENTRY;
+        int at = -find(t, start) - 1;
+        if (at < 0 || (at > 0 && end(t, at - 1) > start) || (at < n && start(t, at) < end)) {
             throw new IllegalStateException("the sub-allocator handed out [0x" + Long.toHexString(start)
                     + ", 0x" + Long.toHexString(end) + "), which overlaps a region a shard holds");
         }
-        int n = t.starts.length;
-        long[] starts = new long[n + 1];
-        long[] ends = new long[n + 1];
-        int[] shards = new int[n + 1];
-        System.arraycopy(t.starts, 0, starts, 0, at);
-        System.arraycopy(t.ends, 0, ends, 0, at);
-        System.arraycopy(t.shards, 0, shards, 0, at);
-        starts[at] = start;
-        ends[at] = end;
-        shards[at] = shard;
-        System.arraycopy(t.starts, at, starts, at + 1, n - at);
-        System.arraycopy(t.ends, at, ends, at + 1, n - at);
-        System.arraycopy(t.shards, at, shards, at + 1, n - at);
-        table = new Table(starts, ends, shards);
+        long[] more = new long[t.length + ENTRY];
+        System.arraycopy(t, 0, more, 0, at * ENTRY);
+        more[at * ENTRY] = start;
+        more[at * ENTRY + 1] = end;
+        more[at * ENTRY + 2] = shard;
+        System.arraycopy(t, at * ENTRY, more, (at + 1) * ENTRY, t.length - at * ENTRY);
+        table = more;
     }
 
-    /** Removes entries {@code [from, to)}. Needs this object's monitor. */
-    private void remove(int from, int to) {
-        Table t = table;
-        int n = t.starts.length;
-        int k = to - from;
-        long[] starts = new long[n - k];
-        long[] ends = new long[n - k];
-        int[] shards = new int[n - k];
-        System.arraycopy(t.starts, 0, starts, 0, from);
-        System.arraycopy(t.ends, 0, ends, 0, from);
-        System.arraycopy(t.shards, 0, shards, 0, from);
-        System.arraycopy(t.starts, to, starts, from, n - to);
-        System.arraycopy(t.ends, to, ends, from, n - to);
-        System.arraycopy(t.shards, to, shards, from, n - to);
-        table = new Table(starts, ends, shards);
+    /**
+     * @return the entry whose region starts at {@code start}, or {@code -(insertion point) - 1}
+     *     (as {@link java.util.Arrays#binarySearch(long[], long)})
+     */
+    private static int find(long[] t, long start) {
+        int lo = 0;
+        int hi = t.length / ENTRY - 1;
+        while (lo <= hi) {
+            int mid = (lo + hi) >>> 1;
+            long s = start(t, mid);
+            if (s < start) {
+                lo = mid + 1;
+            } else if (s > start) {
+                hi = mid - 1;
+            } else {
+                return mid;
+            }
+        }
+        return -lo - 1;
+    }
+
+    private static long start(long[] t, int i) {
+        return t[i * ENTRY];
+    }
+
+    private static long end(long[] t, int i) {
+        return t[i * ENTRY + 1];
+    }
+
+    private static int shard(long[] t, int i) {
+        return (int) t[i * ENTRY + 2];
     }
 
     /**
@@ -174,20 +182,21 @@ public final class ShardRegions {
      * @return the shard's index, or -1 if no shard holds a region containing {@code ptr}
      */
     public int shardOf(long ptr) {
-        Table t = table;
-        long[] starts = t.starts;
-        int lo = 0;
-        int hi = starts.length - 1;
-        while (lo <= hi) {
-            int mid = (lo + hi) >>> 1;
-            if (starts[mid] <= ptr) {
-                lo = mid + 1;
-            } else {
-                hi = mid - 1;
-            }
+        long[] t = table;
+        int n = t.length / ENTRY;
+        if (n == 0 || ptr < t[0]) {
+            return -1;
         }
-        // hi: the last region starting at or before ptr.
-        return hi >= 0 && ptr < t.ends[hi] ? t.shards[hi] : -1;
+        // The last region starting at or before ptr. Each step selects one of two indices, a
+        // shape the compiler can turn into a conditional move: a free's region is as
+        // unpredictable as its address, so a branch here would often be mispredicted.
+        int at = 0;
+        while (n > 1) {
+            int half = n >>> 1;
+            at = t[(at + half) * ENTRY] <= ptr ? at + half : at;
+            n -= half;
+        }
+        return ptr < t[at * ENTRY + 1] ? (int) t[at * ENTRY + 2] : -1;
     }
 
     /** @return the bytes all shards hold from the upstream now */
@@ -202,7 +211,7 @@ public final class ShardRegions {
 
     /** @return the regions held now */
     public int regionCount() {
-        return table.starts.length;
+        return table.length / ENTRY;
     }
 
     /** @return the cap on {@link #heldBytes()} */

@@ -9,6 +9,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
 import org.junit.jupiter.api.Test;
 
 class ShardRegionsTest {
@@ -36,6 +39,37 @@ class ShardRegionsTest {
         assertThat(regions.shardOf(a.ptr())).isZero();
         assertThat(regions.regionCount()).isEqualTo(2);
         assertThat(regions.peakHeldBytes()).isEqualTo(4096 + 8192 + 256);
+    }
+
+    /** A region as the test recorded it when a shard obtained it. */
+    private record Held(long start, long end, int shard) {
+    }
+
+    @Test
+    void randomRegionsOfManyShardsAreFoundAtEveryEdgeAndBetween() {
+        long seed = Long.getLong("bfc4j.test.seed", new Random().nextLong());
+        System.out.println("ShardRegionsTest seed=" + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
+        Random random = new Random(seed);
+        // Gaps between the sub-allocator's blocks, so that addresses between regions exist.
+        ShardRegions regions = new ShardRegions(new SimSubAllocator(BASE, 1L << 40, 4096, false), 1L << 40, () -> false);
+        List<Held> held = new ArrayList<>();
+        for (int round = 0; round < 600; round++) {
+            if (held.isEmpty() || random.nextInt(3) != 0) {
+                int shard = random.nextInt(8);
+                SubAllocator.Block b = regions.forShard(shard).alloc(256, 256L * (1 + random.nextInt(64)));
+                held.add(new Held(b.ptr(), b.ptr() + b.bytes(), shard));
+            } else {
+                Held h = held.remove(random.nextInt(held.size()));
+                regions.forShard(h.shard()).free(h.start(), h.end() - h.start());
+            }
+            assertThat(regions.regionCount()).isEqualTo(held.size());
+            for (Held h : held) {
+                assertThat(regions.shardOf(h.start())).as("round %d, start of %s", round, h).isEqualTo(h.shard());
+                assertThat(regions.shardOf(h.end() - 1)).as("round %d, last byte of %s", round, h).isEqualTo(h.shard());
+                assertThat(regions.shardOf(h.start() - 1)).as("round %d, before %s", round, h).isEqualTo(-1);
+                assertThat(regions.shardOf(h.end())).as("round %d, after %s", round, h).isEqualTo(-1);
+            }
+        }
     }
 
     @Test
