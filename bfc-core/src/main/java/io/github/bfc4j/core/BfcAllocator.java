@@ -43,7 +43,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Thread-safe: every method takes one lock, as upstream. Deliberate differences from
  * upstream are listed in docs/deviations.md.
  */
-public final class BfcAllocator implements AutoCloseable {
+public final class BfcAllocator implements MemoryAllocator {
 
     private static final System.Logger LOG = System.getLogger(BfcPort.LOGGER_NAME);
 

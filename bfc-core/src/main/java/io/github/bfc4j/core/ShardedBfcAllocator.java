@@ -67,7 +67,7 @@ import java.util.function.ToLongFunction;
  *
  * <p>Thread-safe. The allocate/free path creates no Java object.
  */
-public final class ShardedBfcAllocator implements AutoCloseable {
+public final class ShardedBfcAllocator implements MemoryAllocator {
 
     private final String name;
     private final ClosePolicy closePolicy;

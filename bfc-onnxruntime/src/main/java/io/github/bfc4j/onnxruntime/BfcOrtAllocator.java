@@ -8,6 +8,7 @@ import static org.bytedeco.onnxruntime.global.onnxruntime.OrtMemTypeDefault;
 
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -99,7 +100,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
      */
     private static OrtMemoryInfo cpuMemoryInfo;
 
-    private final HostMemory bfc;
+    private final MemoryAllocator bfc;
     private final OrtApi api;
     private final OrtEnv env;
     private final OrtMemoryInfo memoryInfo;
@@ -118,7 +119,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
     /** Told of every allocation served and every free, or null. For tests. */
     private volatile CallListener listener;
 
-    private BfcOrtAllocator(HostMemory bfc, OrtApi api, OrtEnv env, OrtMemoryInfo memoryInfo,
+    private BfcOrtAllocator(MemoryAllocator bfc, OrtApi api, OrtEnv env, OrtMemoryInfo memoryInfo,
             OrtAllocator struct) {
         this.bfc = bfc;
         this.api = api;
@@ -133,6 +134,12 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * ({@code OrtApi::RegisterAllocator}) for CPU memory ({@code OrtMemoryInfo} "Cpu", device
      * allocator, default memory type).
      *
+     * <p>{@code bfc} is a {@link BfcAllocator}, or a {@link ShardedBfcAllocator} for sessions run
+     * from many threads at once: then each thread ORT allocates on (the thread that called
+     * {@code Run}, or ORT's inter-op threads) allocates from its own shard, and the threads do
+     * not wait for one another's allocations. Addresses then differ from those one
+     * {@code BfcAllocator} would give; ORT's answers do not.
+     *
      * @param bfc a bfc4j allocator over host memory with close policy {@code REFUSE}
      * @return the registered allocator; close it after the sessions that use it
      * @throws IllegalArgumentException if {@code bfc} is null, not over host memory, or has
@@ -141,37 +148,12 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * @throws OrtCallException if ORT refuses (e.g. another CPU allocator was registered with
      *     {@code CreateAndRegisterAllocator})
      */
-    public static BfcOrtAllocator register(BfcAllocator bfc) {
+    public static synchronized BfcOrtAllocator register(MemoryAllocator bfc) {
         if (bfc == null) {
-            throw new IllegalArgumentException("bfc=null (expected: a BfcAllocator over host memory)");
+            throw new IllegalArgumentException("bfc=null (expected: a BfcAllocator or ShardedBfcAllocator over"
+                    + " host memory)");
         }
-        return register(HostMemory.of(bfc));
-    }
-
-    /**
-     * Creates an {@code OrtAllocator} over a {@link ShardedBfcAllocator} and registers it, as
-     * {@link #register(BfcAllocator)} does. For sessions run from many threads at once: each
-     * thread ORT allocates on (the thread that called {@code Run}, or ORT's inter-op threads)
-     * allocates from its own shard, so the threads do not wait for one another's allocations.
-     * Addresses then differ from those one {@code BfcAllocator} would give (see
-     * {@code ShardedBfcAllocator}); ORT's answers do not.
-     *
-     * @param sharded a sharded allocator over host memory with close policy {@code REFUSE}
-     * @return the registered allocator; close it after the sessions that use it
-     * @throws IllegalArgumentException if {@code sharded} is null, not over host memory, or
-     *     has close policy {@code FORCE}
-     * @throws IllegalStateException if another {@code BfcOrtAllocator} is registered and open
-     * @throws OrtCallException if ORT refuses
-     */
-    public static BfcOrtAllocator register(ShardedBfcAllocator sharded) {
-        if (sharded == null) {
-            throw new IllegalArgumentException("sharded=null (expected: a ShardedBfcAllocator over host memory)");
-        }
-        return register(HostMemory.of(sharded));
-    }
-
-    private static synchronized BfcOrtAllocator register(HostMemory bfc) {
-        MemoryType type = bfc.memoryType();
+        MemoryType type = bfc.getMemoryType();
         if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
             throw new IllegalArgumentException("memoryType=" + type + " of allocator '" + bfc.name()
                     + "' (expected: HOST_PAGEABLE or HOST_PINNED: ORT's CPU kernels read and write"
@@ -250,30 +232,10 @@ public final class BfcOrtAllocator implements AutoCloseable {
     /**
      * The bfc4j allocator behind this one.
      *
-     * @return it
-     * @throws IllegalStateException if it is a {@link ShardedBfcAllocator} (see
-     *     {@link #shardedAllocator()})
+     * @return it: the {@link BfcAllocator} or {@link ShardedBfcAllocator} given to {@link #register}
      */
-    public BfcAllocator allocator() {
-        if (bfc.allocator() instanceof BfcAllocator a) {
-            return a;
-        }
-        throw new IllegalStateException("allocator '" + bfc.name() + "' is a ShardedBfcAllocator"
-                + " (expected: call shardedAllocator())");
-    }
-
-    /**
-     * The sharded allocator behind this one.
-     *
-     * @return it
-     * @throws IllegalStateException if it is a plain {@link BfcAllocator} (see {@link #allocator()})
-     */
-    public ShardedBfcAllocator shardedAllocator() {
-        if (bfc.allocator() instanceof ShardedBfcAllocator a) {
-            return a;
-        }
-        throw new IllegalStateException("allocator '" + bfc.name() + "' is a BfcAllocator, not sharded"
-                + " (expected: call allocator())");
+    public MemoryAllocator allocator() {
+        return bfc;
     }
 
     /**
@@ -436,7 +398,10 @@ public final class BfcOrtAllocator implements AutoCloseable {
         if (ptr == 0) {
             counters.failedAllocs.increment();
             throw new AllocationFailure("allocator '" + bfc.name() + "' is out of memory: ONNX Runtime asked for "
-                    + BfcAllocator.humanReadableNumBytes(size) + "; " + bfc.figures());
+                    + BfcAllocator.humanReadableNumBytes(size) + "; " + BfcAllocator.humanReadableNumBytes(bfc.bytesInUse())
+                    + " in use, " + BfcAllocator.humanReadableNumBytes(bfc.reservedBytes()) + " reserved, limit "
+                    + BfcAllocator.humanReadableNumBytes(bfc.memoryLimit()) + ", largest free chunk "
+                    + BfcAllocator.humanReadableNumBytes(bfc.largestFreeChunkBytes()));
         }
         counters.liveAllocations.incrementAndGet();
         return new Address(ptr);

@@ -8,6 +8,7 @@ import static org.tensorflow.internal.c_api.global.tensorflow.TF_TensorData;
 
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.BfcOutOfMemoryException;
 import io.github.bfc4j.core.MemoryType;
 import java.lang.System.Logger.Level;
@@ -45,7 +46,9 @@ import org.tensorflow.types.TUint8;
 import org.tensorflow.types.family.TType;
 
 /**
- * TensorFlow Java tensors whose buffers come from a {@link BfcAllocator}: ordinary typed tensors
+ * TensorFlow Java tensors whose buffers come from a {@link BfcAllocator} (or a
+ * {@link io.github.bfc4j.core.ShardedBfcAllocator}, where many threads make tensors at once: each
+ * thread allocates from its own shard): ordinary typed tensors
  * ({@link TFloat32}, {@link TInt32}, ...) to feed to {@code Session.runner()}, read, write and
  * close as any other, but whose data lives in memory that bfc4j allocated and gets back.
  *
@@ -144,19 +147,20 @@ public final class BfcTensors {
      */
     private static final Deallocator_Pointer_long_Pointer DEALLOCATOR = new Releaser().retainReference();
 
-    private final BfcAllocator allocator;
+    private final MemoryAllocator allocator;
     private final AtomicLong tensorsCreated = new AtomicLong();
     private final AtomicLong buffersReturned = new AtomicLong();
     private final AtomicLong liveBuffers = new AtomicLong();
     private final AtomicLong callbackFailures = new AtomicLong();
 
     /**
-     * @param allocator where the tensors' buffers come from; host memory (e.g. over bfc-cpu's
+     * @param allocator where the tensors' buffers come from: a {@code BfcAllocator} or a
+     *     {@code ShardedBfcAllocator} over host memory (e.g. over bfc-cpu's
      *     {@code AlignedHostSubAllocator}), since TensorFlow's C API tensors live on the host
      * @throws NullPointerException if {@code allocator} is null
      * @throws IllegalArgumentException if the allocator's memory is not host memory
      */
-    public BfcTensors(BfcAllocator allocator) {
+    public BfcTensors(MemoryAllocator allocator) {
         this.allocator = Objects.requireNonNull(allocator, "allocator");
         MemoryType type = allocator.getMemoryType();
         if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
@@ -167,7 +171,7 @@ public final class BfcTensors {
     }
 
     /** @return the allocator the buffers come from */
-    public BfcAllocator allocator() {
+    public MemoryAllocator allocator() {
         return allocator;
     }
 

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.BfcOutOfMemoryException;
 import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
@@ -318,6 +319,28 @@ class BfcTensorsTest {
 
     @Test
     void manyThreadsMakeRunAndClose() throws Exception {
+        makeRunAndCloseOnFourThreads(tensors);
+        assertThat(tensors.buffersReturned()).isEqualTo(tensors.tensorsCreated()).isEqualTo(200);
+    }
+
+    @Test
+    void manyThreadsMakeTensorsOnAShardedAllocatorEachFromItsOwnShard() throws Exception {
+        try (ShardedBfcAllocator shards = ShardedBfcAllocator.builder().name("tf_shards").memoryLimit(64L << 20)
+                .subAllocator(new AlignedHostSubAllocator()).shards(4).build()) {
+            BfcTensors onShards = new BfcTensors(shards);
+            assertThat(onShards.allocator()).isSameAs(shards);
+            makeRunAndCloseOnFourThreads(onShards);
+            assertThat(onShards.buffersReturned()).isEqualTo(onShards.tensorsCreated()).isEqualTo(200);
+            assertThat(onShards.liveBuffers()).isZero();
+            assertThat(shards.bytesInUse()).isZero();
+            assertThat(shards.shards()).as("shards that served the threads' tensors")
+                    .filteredOn(s -> s.getStats().numAllocs() > 0).hasSizeGreaterThan(1);
+            shards.shards().forEach(BfcAllocator::checkInvariants);
+        } // REFUSE: throws if anything is still allocated
+    }
+
+    /** Four threads each make 50 tensors, feed each to a run, check its answer and close it. */
+    private static void makeRunAndCloseOnFourThreads(BfcTensors tensors) throws Exception {
         try (Graph g = new Graph(); Session s = new Session(g)) {
             Ops tf = Ops.create(g);
             Placeholder<TFloat32> x = tf.placeholder(TFloat32.class);
@@ -347,7 +370,6 @@ class BfcTensorsTest {
                 pool.shutdown();
             }
         }
-        assertThat(tensors.buffersReturned()).isEqualTo(tensors.tensorsCreated()).isEqualTo(200);
     }
 
     @Test

@@ -1,0 +1,150 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+/**
+ * What code that takes its memory from bfc4j needs of an allocator, whichever kind it is: one
+ * {@link BfcAllocator}, or a {@link ShardedBfcAllocator} for many allocating threads. The
+ * integrations (ONNX Runtime's {@code BfcOrtAllocator}, TensorFlow Java's {@code BfcTensors})
+ * take one, so either kind serves them. Upstream's counterpart is {@code tsl::Allocator}, the
+ * interface {@code BFCAllocator} implements; this is the part of it that bfc4j's callers use,
+ * with bfc4j's handles, figures and provenance switches.
+ *
+ * <p>Each method means what the implementing class documents; the sharded allocator's figures
+ * are those of all its shards together. Thread-safe.
+ */
+public interface MemoryAllocator extends AutoCloseable {
+
+    /** @return the allocator's name, as given to its builder */
+    String name();
+
+    /** @return the most bytes it may hold from its sub-allocator */
+    long memoryLimit();
+
+    /** @return what {@link #close()} does with live allocations */
+    ClosePolicy closePolicy();
+
+    /** @return the kind of memory handed out (the sub-allocator's) */
+    MemoryType getMemoryType();
+
+    /**
+     * Allocates {@code bytes}, 64-byte aligned, and returns a handle.
+     *
+     * @param bytes the size wanted, > 0
+     * @return the allocation
+     * @throws IllegalArgumentException if {@code bytes} is not positive
+     * @throws BfcOutOfMemoryException if it cannot be served
+     * @throws IllegalStateException if the allocator is closed
+     */
+    Allocation allocate(long bytes);
+
+    /**
+     * Allocates {@code bytes} at a multiple of {@code alignment} and returns a handle.
+     *
+     * @param bytes the size wanted, > 0
+     * @param alignment a power of two
+     * @return the allocation
+     * @throws IllegalArgumentException if {@code bytes} is not positive or {@code alignment} is
+     *     not a power of two
+     * @throws BfcOutOfMemoryException if it cannot be served
+     * @throws IllegalStateException if the allocator is closed
+     */
+    Allocation allocate(long bytes, long alignment);
+
+    /**
+     * Allocates without a handle. Port of {@code Allocator::AllocateRaw}.
+     *
+     * @param alignment a power of two
+     * @param numBytes the size wanted
+     * @return the address, or 0 if {@code numBytes} is 0 or it cannot be served
+     * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
+     *     not a power of two
+     * @throws IllegalStateException if the allocator is closed
+     */
+    long allocateRaw(long alignment, long numBytes);
+
+    /**
+     * Allocates without a handle, with per-call attributes.
+     *
+     * @param alignment a power of two
+     * @param numBytes the size wanted
+     * @param attr per-call attributes
+     * @return the address, or 0 if {@code numBytes} is 0 or it cannot be served
+     * @throws IllegalArgumentException as {@link #allocateRaw(long, long)}
+     * @throws IllegalStateException if the allocator is closed
+     */
+    long allocateRaw(long alignment, long numBytes, AllocationAttributes attr);
+
+    /**
+     * Frees an address {@link #allocateRaw} returned. Port of {@code Allocator::DeallocateRaw}.
+     *
+     * @param ptr the address; 0 is a no-op
+     * @throws IllegalArgumentException if it was not allocated here or was already freed
+     * @throws IllegalStateException if the allocator is closed
+     */
+    void deallocateRaw(long ptr);
+
+    /** @return the bytes of chunks in use */
+    long bytesInUse();
+
+    /** @return the bytes held from the sub-allocator now */
+    long reservedBytes();
+
+    /** @return the largest free chunk */
+    long largestFreeChunkBytes();
+
+    /** @return TensorFlow's statistics. Port of {@code Allocator::GetStats} */
+    AllocatorStats getStats();
+
+    /** @return a readable summary, like {@code torch.cuda.memory_summary()} */
+    String memorySummary();
+
+    /**
+     * Gives free regions back to the sub-allocator.
+     *
+     * @return the bytes given back
+     */
+    long emptyCache();
+
+    /**
+     * Adds a listener told of every allocation that fails for want of memory.
+     *
+     * @param listener the listener
+     */
+    void addOutOfMemoryListener(OutOfMemoryListener listener);
+
+    /**
+     * Removes a listener.
+     *
+     * @param listener the listener
+     * @return whether it was there
+     */
+    boolean removeOutOfMemoryListener(OutOfMemoryListener listener);
+
+    /**
+     * Starts recording allocations and frees (who allocated, when, what for).
+     *
+     * @param options what to record
+     */
+    void recordHistory(HistoryOptions options);
+
+    /** Stops recording; what was recorded stays for snapshots until the next {@link #recordHistory}. */
+    void stopHistory();
+
+    /**
+     * Whether each chunk allocated from now on keeps the {@link MemoryAnnotation} open on the
+     * allocating thread.
+     *
+     * @param enabled true to keep them, false to stop
+     */
+    void recordAnnotations(boolean enabled);
+
+    /** @return whether {@link #close()} has closed it */
+    boolean isClosed();
+
+    /** Closes the allocator as its close policy says. */
+    @Override
+    void close();
+}
