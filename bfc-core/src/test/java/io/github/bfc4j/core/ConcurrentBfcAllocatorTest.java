@@ -7,9 +7,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -35,62 +33,43 @@ class ConcurrentBfcAllocatorTest {
         // the same unit by another live allocation means two allocations overlap.
         ConcurrentHashMap<Long, Integer> owners = new ConcurrentHashMap<>();
         AtomicLong successes = new AtomicLong();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        CyclicBarrier start = new CyclicBarrier(threads);
-        List<Thread> workers = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
-            final int id = t;
-            Thread w = new Thread(() -> {
-                Random rnd = new Random(seed + id);
-                List<long[]> mine = new ArrayList<>();
-                try {
-                    start.await();
-                    for (int i = 0; i < steps; i++) {
-                        if (mine.isEmpty() || rnd.nextInt(100) < 55) {
-                            long n = 1 + rnd.nextInt(64 * 1024);
-                            long p = a.allocateRaw(64, n, AllocationAttributes.NO_RETRY);
-                            if (p != 0) {
-                                long size = a.allocatedSize(p);
-                                for (long u = p; u < p + size; u += 256) {
-                                    Integer prev = owners.putIfAbsent(u, id);
-                                    if (prev != null) {
-                                        throw new AssertionError("0x" + Long.toHexString(u)
-                                                + " handed to thread " + id + " while thread " + prev + " holds it");
-                                    }
-                                }
-                                mine.add(new long[] {p, size});
-                                successes.incrementAndGet();
+        TestThreads.runTogether(threads, seed, id -> {
+            Random rnd = new Random(seed + id);
+            List<long[]> mine = new ArrayList<>();
+            for (int i = 0; i < steps; i++) {
+                if (mine.isEmpty() || rnd.nextInt(100) < 55) {
+                    long n = 1 + rnd.nextInt(64 * 1024);
+                    long p = a.allocateRaw(64, n, AllocationAttributes.NO_RETRY);
+                    if (p != 0) {
+                        long size = a.allocatedSize(p);
+                        for (long u = p; u < p + size; u += 256) {
+                            Integer prev = owners.putIfAbsent(u, id);
+                            if (prev != null) {
+                                throw new AssertionError("0x" + Long.toHexString(u)
+                                        + " handed to thread " + id + " while thread " + prev + " holds it");
                             }
-                        } else {
-                            long[] victim = mine.remove(rnd.nextInt(mine.size()));
-                            for (long u = victim[0]; u < victim[0] + victim[1]; u += 256) {
-                                owners.remove(u);
-                            }
-                            a.deallocateRaw(victim[0]);
                         }
-                        if (i % 1000 == 0) {
-                            a.getStats();
-                        }
+                        mine.add(new long[] {p, size});
+                        successes.incrementAndGet();
                     }
-                    for (long[] v : mine) {
-                        for (long u = v[0]; u < v[0] + v[1]; u += 256) {
-                            owners.remove(u);
-                        }
-                        a.deallocateRaw(v[0]);
+                } else {
+                    long[] victim = mine.remove(rnd.nextInt(mine.size()));
+                    for (long u = victim[0]; u < victim[0] + victim[1]; u += 256) {
+                        owners.remove(u);
                     }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
+                    a.deallocateRaw(victim[0]);
                 }
-            });
-            workers.add(w);
-            w.start();
-        }
-        for (Thread w : workers) {
-            w.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError("seed " + seed + ": " + failure.get(), failure.get());
-        }
+                if (i % 1000 == 0) {
+                    a.getStats();
+                }
+            }
+            for (long[] v : mine) {
+                for (long u = v[0]; u < v[0] + v[1]; u += 256) {
+                    owners.remove(u);
+                }
+                a.deallocateRaw(v[0]);
+            }
+        });
         AllocatorStats stats = a.getStats();
         assertThat(stats.bytesInUse()).isZero();
         assertThat(stats.numAllocs()).isEqualTo(successes.get());

@@ -541,63 +541,45 @@ class ShardedBfcAllocatorTest {
         ShardedBfcAllocator a = sharded(limit, 3);
         ConcurrentSkipListMap<Long, Long> live = new ConcurrentSkipListMap<>();
         ConcurrentLinkedQueue<Long> handOver = new ConcurrentLinkedQueue<>();
-        AtomicReference<Throwable> failure = new AtomicReference<>();
         AtomicInteger failures = new AtomicInteger();
-        CyclicBarrier start = new CyclicBarrier(threads);
-        List<Thread> workers = new ArrayList<>();
-        for (int t = 0; t < threads; t++) {
+        TestThreads.runTogether(threads, seed, t -> {
             Random rnd = new Random(seed + t);
-            Thread w = new Thread(() -> {
-                try {
-                    List<Long> mine = new ArrayList<>();
-                    start.await();
-                    for (int i = 0; i < 20_000; i++) {
-                        int op = rnd.nextInt(10);
-                        if (op < 4 || mine.isEmpty() && handOver.isEmpty()) {
-                            long bytes = rnd.nextInt(8) == 0 ? 1 + rnd.nextInt(4 << 20) : 1 + rnd.nextInt(64 << 10);
-                            long ptr = a.allocateRaw(256, bytes);
-                            if (ptr == 0) {
-                                failures.incrementAndGet();
-                                continue;
-                            }
-                            long end = ptr + BfcAllocator.roundedBytes(bytes);
-                            Map.Entry<Long, Long> below = live.lowerEntry(end);
-                            if (below != null && below.getValue() > ptr) {
-                                throw new AssertionError("[0x" + Long.toHexString(ptr) + ", 0x" + Long.toHexString(end)
-                                        + ") overlaps the live [0x" + Long.toHexString(below.getKey()) + ", 0x"
-                                        + Long.toHexString(below.getValue()) + ")");
-                            }
-                            live.put(ptr, end);
-                            (rnd.nextBoolean() ? mine : handOver).add(ptr);
-                        } else {
-                            Long ptr = op < 7 && !mine.isEmpty() ? mine.remove(rnd.nextInt(mine.size())) : handOver.poll();
-                            if (ptr == null) {
-                                continue;
-                            }
-                            live.remove(ptr); // before the free: the range may be handed out again at once
-                            a.deallocateRaw(ptr);
-                        }
-                        if (a.reservedBytes() > limit) {
-                            throw new AssertionError("reserved " + a.reservedBytes() + " > limit " + limit);
-                        }
+            List<Long> mine = new ArrayList<>();
+            for (int i = 0; i < 20_000; i++) {
+                int op = rnd.nextInt(10);
+                if (op < 4 || mine.isEmpty() && handOver.isEmpty()) {
+                    long bytes = rnd.nextInt(8) == 0 ? 1 + rnd.nextInt(4 << 20) : 1 + rnd.nextInt(64 << 10);
+                    long ptr = a.allocateRaw(256, bytes);
+                    if (ptr == 0) {
+                        failures.incrementAndGet();
+                        continue;
                     }
-                    for (long ptr : mine) {
-                        live.remove(ptr);
-                        a.deallocateRaw(ptr);
+                    long end = ptr + BfcAllocator.roundedBytes(bytes);
+                    Map.Entry<Long, Long> below = live.lowerEntry(end);
+                    if (below != null && below.getValue() > ptr) {
+                        throw new AssertionError("[0x" + Long.toHexString(ptr) + ", 0x" + Long.toHexString(end)
+                                + ") overlaps the live [0x" + Long.toHexString(below.getKey()) + ", 0x"
+                                + Long.toHexString(below.getValue()) + ")");
                     }
-                } catch (Throwable e) {
-                    failure.compareAndSet(null, e);
+                    live.put(ptr, end);
+                    (rnd.nextBoolean() ? mine : handOver).add(ptr);
+                } else {
+                    Long ptr = op < 7 && !mine.isEmpty() ? mine.remove(rnd.nextInt(mine.size())) : handOver.poll();
+                    if (ptr == null) {
+                        continue;
+                    }
+                    live.remove(ptr); // before the free: the range may be handed out again at once
+                    a.deallocateRaw(ptr);
                 }
-            });
-            workers.add(w);
-            w.start();
-        }
-        for (Thread w : workers) {
-            w.join();
-        }
-        if (failure.get() != null) {
-            throw new AssertionError("seed " + seed + ": " + failure.get(), failure.get());
-        }
+                if (a.reservedBytes() > limit) {
+                    throw new AssertionError("reserved " + a.reservedBytes() + " > limit " + limit);
+                }
+            }
+            for (long ptr : mine) {
+                live.remove(ptr);
+                a.deallocateRaw(ptr);
+            }
+        });
         for (Long ptr; (ptr = handOver.poll()) != null; ) {
             a.deallocateRaw(ptr);
         }
