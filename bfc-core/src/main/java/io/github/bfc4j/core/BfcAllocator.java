@@ -177,6 +177,23 @@ public final class BfcAllocator implements MemoryAllocator {
         return closePolicy;
     }
 
+    /**
+     * The builders' check that their two required settings were given.
+     *
+     * @param limitMeaning what the limit bounds, for the message (e.g. "the most memory the
+     *     allocator may hold")
+     */
+    static void checkRequiredSet(long memoryLimit, SubAllocator subAllocator, String limitMeaning) {
+        if (memoryLimit < 0) {
+            throw new IllegalStateException("memoryLimit is not set (expected: .memoryLimit(bytes), "
+                    + limitMeaning + ")");
+        }
+        if (subAllocator == null) {
+            throw new IllegalStateException("subAllocator is not set (expected: .subAllocator(...),"
+                    + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
+        }
+    }
+
     static LeakDetection checkLeakDetection(LeakDetection leakDetection) {
         if (leakDetection == null) {
             throw new IllegalArgumentException("leakDetection=null (expected: DISABLED, SIMPLE or PARANOID)");
@@ -362,14 +379,7 @@ public final class BfcAllocator implements MemoryAllocator {
          *     constructor), or the leak-detection system property is malformed
          */
         public BfcAllocator build() {
-            if (memoryLimit < 0) {
-                throw new IllegalStateException("memoryLimit is not set (expected: .memoryLimit(bytes),"
-                        + " the most memory the allocator may hold)");
-            }
-            if (subAllocator == null) {
-                throw new IllegalStateException("subAllocator is not set (expected: .subAllocator(...),"
-                        + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
-            }
+            checkRequiredSet(memoryLimit, subAllocator, "the most memory the allocator may hold");
             LeakDetection leaks = leakDetection != null ? leakDetection : LeakDetection.fromSystemProperty();
             return new BfcAllocator(subAllocator, memoryLimit, name, options.build(), closePolicy, leaks);
         }

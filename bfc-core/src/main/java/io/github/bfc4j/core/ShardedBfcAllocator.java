@@ -237,14 +237,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
          * @throws IllegalStateException if the memory limit or the sub-allocator was not set
          */
         public ShardedBfcAllocator build() {
-            if (memoryLimit < 0) {
-                throw new IllegalStateException("memoryLimit is not set (expected: .memoryLimit(bytes),"
-                        + " the most memory all shards together may hold)");
-            }
-            if (subAllocator == null) {
-                throw new IllegalStateException("subAllocator is not set (expected: .subAllocator(...),"
-                        + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
-            }
+            BfcAllocator.checkRequiredSet(memoryLimit, subAllocator, "the most memory all shards together may hold");
             return new ShardedBfcAllocator(this);
         }
     }
