@@ -178,7 +178,7 @@ public final class Allocation implements AutoCloseable {
     private void checkViewable() {
         checkOpen();
         MemoryType type = allocator.getMemoryType();
-        if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
+        if (!type.isHost()) {
             throw new IllegalStateException("allocation #" + allocationId + " of allocator '"
                     + allocator.name() + "' is " + type + " memory: only host memory (HOST_PAGEABLE,"
                     + " HOST_PINNED) can be viewed from Java; use a host sub-allocator such as"

@@ -14,5 +14,14 @@ public enum MemoryType {
     /** Pageable host memory ({@code kHostPageable}). */
     HOST_PAGEABLE,
     /** Pinned (page-locked) host memory ({@code kHostPinned}). */
-    HOST_PINNED
+    HOST_PINNED;
+
+    /**
+     * Whether Java and the CPU may read and write this memory directly.
+     *
+     * @return true for {@link #HOST_PAGEABLE} and {@link #HOST_PINNED}
+     */
+    public boolean isHost() {
+        return this == HOST_PAGEABLE || this == HOST_PINNED;
+    }
 }

@@ -154,7 +154,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
                     + " host memory)");
         }
         MemoryType type = bfc.getMemoryType();
-        if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
+        if (!type.isHost()) {
             throw new IllegalArgumentException("memoryType=" + type + " of allocator '" + bfc.name()
                     + "' (expected: HOST_PAGEABLE or HOST_PINNED: ORT's CPU kernels read and write"
                     + " the memory, e.g. use AlignedHostSubAllocator)");

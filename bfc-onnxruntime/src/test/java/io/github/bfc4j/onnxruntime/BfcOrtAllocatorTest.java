@@ -9,6 +9,7 @@ import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
@@ -25,6 +26,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
+import org.assertj.core.api.AbstractThrowableAssert;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.onnxruntime.Env;
 import org.bytedeco.onnxruntime.OrtAllocator;
@@ -163,32 +165,27 @@ class BfcOrtAllocatorTest {
 
     @Test
     void registerRejectsWhatCouldCorruptMemory() {
-        try (BfcAllocator force = BfcAllocator.builder().name("forced").memoryLimit(1 << 20)
-                .closePolicy(ClosePolicy.FORCE).subAllocator(new AlignedHostSubAllocator()).build()) {
-            assertThatThrownBy(() -> BfcOrtAllocator.register(force))
-                    .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageStartingWith("closePolicy=FORCE of allocator 'forced' (expected: REFUSE");
-        }
-        try (BfcAllocator sim = BfcAllocator.builder().name("simulated").memoryLimit(1 << 20)
-                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, true)).build()) {
-            assertThatThrownBy(() -> BfcOrtAllocator.register(sim))
-                    .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("of allocator 'simulated' (expected: HOST_PAGEABLE or HOST_PINNED");
-        }
+        registerRefuses(BfcAllocator.builder().name("forced").memoryLimit(1 << 20)
+                .closePolicy(ClosePolicy.FORCE).subAllocator(new AlignedHostSubAllocator()).build())
+                .hasMessageStartingWith("closePolicy=FORCE of allocator 'forced' (expected: REFUSE");
+        registerRefuses(BfcAllocator.builder().name("simulated").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, true)).build())
+                .hasMessageContaining("of allocator 'simulated' (expected: HOST_PAGEABLE or HOST_PINNED");
         assertThatThrownBy(() -> BfcOrtAllocator.register(null))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("bfc=null");
-        try (ShardedBfcAllocator force = ShardedBfcAllocator.builder().name("forced-shards").memoryLimit(1 << 20)
-                .closePolicy(ClosePolicy.FORCE).subAllocator(new AlignedHostSubAllocator()).build()) {
-            assertThatThrownBy(() -> BfcOrtAllocator.register(force))
-                    .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageStartingWith("closePolicy=FORCE of allocator 'forced-shards' (expected: REFUSE");
-        }
-        try (ShardedBfcAllocator sim = ShardedBfcAllocator.builder().name("simulated-shards").memoryLimit(1 << 20)
-                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, true)).build()) {
-            assertThatThrownBy(() -> BfcOrtAllocator.register(sim))
-                    .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("of allocator 'simulated-shards' (expected: HOST_PAGEABLE or HOST_PINNED");
+        registerRefuses(ShardedBfcAllocator.builder().name("forced-shards").memoryLimit(1 << 20)
+                .closePolicy(ClosePolicy.FORCE).subAllocator(new AlignedHostSubAllocator()).build())
+                .hasMessageStartingWith("closePolicy=FORCE of allocator 'forced-shards' (expected: REFUSE");
+        registerRefuses(ShardedBfcAllocator.builder().name("simulated-shards").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, true)).build())
+                .hasMessageContaining("of allocator 'simulated-shards' (expected: HOST_PAGEABLE or HOST_PINNED");
+    }
+
+    /** Registering {@code a} throws IllegalArgumentException; {@code a} is closed afterwards. */
+    private static AbstractThrowableAssert<?, ? extends Throwable> registerRefuses(MemoryAllocator a) {
+        try (a) {
+            return assertThatThrownBy(() -> BfcOrtAllocator.register(a)).isInstanceOf(IllegalArgumentException.class);
         }
     }
 

@@ -163,7 +163,7 @@ public final class BfcTensors {
     public BfcTensors(MemoryAllocator allocator) {
         this.allocator = Objects.requireNonNull(allocator, "allocator");
         MemoryType type = allocator.getMemoryType();
-        if (type != MemoryType.HOST_PAGEABLE && type != MemoryType.HOST_PINNED) {
+        if (!type.isHost()) {
             throw new IllegalArgumentException("allocator '" + allocator.name() + "' has memoryType=" + type
                     + " (expected: HOST_PAGEABLE or HOST_PINNED, e.g. over new AlignedHostSubAllocator()):"
                     + " TensorFlow Java's tensors hold host memory");
