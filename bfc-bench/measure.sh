@@ -28,13 +28,13 @@ say "single thread, CPU time: bfc4j, Netty, malloc -> replay.txt"
 java -Xmx2g -XX:MaxDirectMemorySize=64g $NETTY_OPTS -cp "$JAR" io.github.bfc4j.bench.CpuTimeReplay \
   bfc4j,netty,malloc "$TRACES" 15 | tee "$OUT/replay.txt"
 
-say "threads: ThreadsBenchmark, 1/2/4/8 threads, bfc4j, bfc4j-sharded and Netty, 3 forks -> threads.txt, threads.json"
+say "threads: ThreadsBenchmark, 1/2/4/8 threads, bfc4j, bfc4j-sharded, bfc4j-shard-per-thread and Netty, 3 forks -> threads.txt, threads.json"
 java -jar "$JAR" -f 3 -wi 3 -i 5 -w 1s -r 1s -rf json -rff "$OUT/threads.json" ThreadsBenchmark \
   | tee "$OUT/threads.txt"
 
 say "latency of one pair: ThreadsBenchmark on 1, 2 and 8 threads, sample mode, 2 forks -> latency.txt, latency.json"
-java -jar "$JAR" 'ThreadsBenchmark.threads[128]$' -bm sample -tu us -f 2 -wi 3 -i 5 -w 1s -r 1s \
-  -rf json -rff "$OUT/latency.json" | tee "$OUT/latency.txt"
+java -jar "$JAR" 'ThreadsBenchmark.threads[128]$' -p impl=bfc4j,bfc4j-sharded,netty -bm sample -tu us -f 2 \
+  -wi 3 -i 5 -w 1s -r 1s -rf json -rff "$OUT/latency.json" | tee "$OUT/latency.txt"
 
 say "garbage: ReplayBenchmark and PairBenchmark with -prof gc -> gc.txt, gc.json"
 java -jar "$JAR" -f 1 -wi 3 -i 5 -w 1s -r 1s -prof gc -rf json -rff "$OUT/gc.json" \

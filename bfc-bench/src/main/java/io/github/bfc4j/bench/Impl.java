@@ -15,6 +15,12 @@ public interface Impl extends AutoCloseable {
     String BFC4J = "bfc4j";
     /** bfc4j's {@code ShardedBfcAllocator}: one shard per available processor (threads benchmark only). */
     String BFC4J_SHARDED = "bfc4j-sharded";
+    /**
+     * bfc4j's {@code ShardedBfcAllocator} with {@value ShardedImpl#PER_THREAD_SHARDS} shards:
+     * up to that many threads, each allocates from a shard of its own and no two threads share
+     * a lock (threads benchmark only; the control: what the threads do with nothing shared).
+     */
+    String BFC4J_SHARD_PER_THREAD = "bfc4j-shard-per-thread";
     /** Netty's {@code PooledByteBufAllocator}, direct buffers. */
     String NETTY = "netty";
     /** glibc malloc/free through JavaCPP. */
@@ -45,8 +51,8 @@ public interface Impl extends AutoCloseable {
     /**
      * Creates an implementation by name.
      *
-     * @param name {@link #BFC4J}, {@link #BFC4J_SHARDED} (with a {@code null} trace only),
-     *     {@link #NETTY} or {@link #MALLOC}
+     * @param name {@link #BFC4J}, {@link #BFC4J_SHARDED} or {@link #BFC4J_SHARD_PER_THREAD}
+     *     (with a {@code null} trace only), {@link #NETTY} or {@link #MALLOC}
      * @param slots the number of slots
      * @param trace the trace whose header configures bfc4j's allocator and sim sub-allocator,
      *     or {@code null} for a plain 1 GiB one
@@ -57,11 +63,13 @@ public interface Impl extends AutoCloseable {
             case BFC4J:
                 return trace == null ? BfcImpl.plain(slots) : BfcImpl.forTrace(slots, trace);
             case BFC4J_SHARDED:
+            case BFC4J_SHARD_PER_THREAD:
                 if (trace != null) {
-                    throw new IllegalArgumentException("impl=bfc4j-sharded with a trace (expected: no trace;"
+                    throw new IllegalArgumentException("impl=" + name + " with a trace (expected: no trace;"
                             + " a sharded allocator does not replay a trace's placement)");
                 }
-                return new ShardedImpl(slots);
+                return new ShardedImpl(slots, name.equals(BFC4J_SHARDED)
+                        ? Runtime.getRuntime().availableProcessors() : ShardedImpl.PER_THREAD_SHARDS);
             case NETTY:
                 if (trace != null && trace.maxBytes > Integer.MAX_VALUE) {
                     throw new IllegalArgumentException("impl=netty with a trace allocating "
@@ -72,7 +80,8 @@ public interface Impl extends AutoCloseable {
             case MALLOC:
                 return new MallocImpl(slots);
             default:
-                throw new IllegalArgumentException("impl=" + name + " (expected: bfc4j, bfc4j-sharded, netty or malloc)");
+                throw new IllegalArgumentException("impl=" + name
+                        + " (expected: bfc4j, bfc4j-sharded, bfc4j-shard-per-thread, netty or malloc)");
         }
     }
 }

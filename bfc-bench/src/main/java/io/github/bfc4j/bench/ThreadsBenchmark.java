@@ -30,8 +30,10 @@ import org.openjdk.jmh.annotations.Warmup;
  * allocator splits, merges and searches as the threads' blocks come and go. bfc4j is a 1 GiB
  * allocator without growth (one region) on the sim sub-allocator; bfc4j-sharded is a 1 GiB
  * {@code ShardedBfcAllocator} (one shard per available processor, each growing) on the sim
- * sub-allocator; Netty is {@code PooledByteBufAllocator} with direct buffers and its per-thread
- * caches.
+ * sub-allocator; bfc4j-shard-per-thread is the same with {@value #MAX_THREADS} shards, so that
+ * each thread has a shard (and a lock) of its own: the control of the thread counts above the
+ * cores, where whatever the threads lose is lost to sharing the cores, not a lock; Netty is
+ * {@code PooledByteBufAllocator} with direct buffers and its per-thread caches.
  *
  * <p>{@code serial2} is the control of {@code threads2}: one thread making the calls of both
  * of its threads (the same sequences, the same live allocations), a pair of each in turn. The
@@ -69,8 +71,8 @@ public class ThreadsBenchmark {
     /** The allocator shared by every thread. */
     @State(Scope.Benchmark)
     public static class Shared {
-        /** The allocator: bfc4j, bfc4j-sharded or netty. */
-        @Param({Impl.BFC4J, Impl.BFC4J_SHARDED, Impl.NETTY})
+        /** The allocator: bfc4j, bfc4j-sharded, bfc4j-shard-per-thread or netty. */
+        @Param({Impl.BFC4J, Impl.BFC4J_SHARDED, Impl.BFC4J_SHARD_PER_THREAD, Impl.NETTY})
         public String impl;
 
         Impl allocator;

@@ -32,6 +32,27 @@ class ThreadsBenchmarkTest {
     }
 
     @Test
+    void theShardPerThreadControlGivesEachOfTheThreadsAShardOfItsOwn() throws Exception {
+        try (Impl impl = Impl.create(Impl.BFC4J_SHARD_PER_THREAD, ThreadsBenchmark.SLOTS, null)) {
+            ShardedImpl sharded = (ShardedImpl) impl;
+            assertThat(sharded.allocator.shards()).hasSize(ThreadsBenchmark.MAX_THREADS);
+            Thread[] threads = new Thread[ThreadsBenchmark.MAX_THREADS];
+            for (int t = 0; t < threads.length; t++) {
+                int lane = t;
+                threads[t] = new Thread(() -> new ThreadsBenchmark.Lane(lane, impl));
+                threads[t].start();
+            }
+            for (Thread thread : threads) {
+                thread.join();
+            }
+            assertThat(sharded.allocator.shards()).as("every shard serves one thread's live allocations")
+                    .allMatch(s -> s.getStats().numAllocs() == ThreadsBenchmark.LIVE_PER_THREAD);
+            impl.freeAll();
+            assertThat(sharded.allocator.bytesInUse()).isZero();
+        }
+    }
+
+    @Test
     void everyLaneFitsTheSlotsAndHoldsItsOwnAllocations() {
         try (Impl impl = Impl.create(Impl.BFC4J_SHARDED, ThreadsBenchmark.SLOTS, null)) {
             ThreadsBenchmark.Lane[] lanes = new ThreadsBenchmark.Lane[ThreadsBenchmark.MAX_THREADS];
