@@ -73,9 +73,10 @@ class BenchTraceTest {
         other.join();
         ShardedImpl sharded = (ShardedImpl) impl;
         assertThat(sharded.allocator.bytesInUse()).isEqualTo(2L << 20);
-        // One shard per available processor: the two threads' shards hold 1 MiB each, any others nothing.
-        assertThat(sharded.allocator.shards()).hasSize(Runtime.getRuntime().availableProcessors());
-        assertThat(sharded.allocator.shards()).filteredOn(s -> s.bytesInUse() == 1 << 20).hasSize(2);
+        // One shard per available processor; the two threads got the first two (one, on one processor).
+        int processors = Runtime.getRuntime().availableProcessors();
+        assertThat(sharded.allocator.shards()).hasSize(processors);
+        assertThat(sharded.allocator.shards()).filteredOn(s -> s.bytesInUse() != 0).hasSize(Math.min(2, processors));
         impl.close();
         assertThat(sharded.allocator.isClosed()).isTrue();
     }
