@@ -184,7 +184,7 @@ public final class ShardRegions {
     public int shardOf(long ptr) {
         long[] t = table;
         int n = t.length / ENTRY;
-        if (n == 0 || ptr < t[0]) {
+        if (n == 0 || ptr < start(t, 0)) {
             return -1;
         }
         // The last region starting at or before ptr. Each step selects one of two indices, a
@@ -193,10 +193,10 @@ public final class ShardRegions {
         int at = 0;
         while (n > 1) {
             int half = n >>> 1;
-            at = t[(at + half) * ENTRY] <= ptr ? at + half : at;
+            at = start(t, at + half) <= ptr ? at + half : at;
             n -= half;
         }
-        return ptr < t[at * ENTRY + 1] ? (int) t[at * ENTRY + 2] : -1;
+        return ptr < end(t, at) ? shard(t, at) : -1;
     }
 
     /** @return the bytes all shards hold from the upstream now */
