@@ -141,6 +141,7 @@ public final class DemoCommand implements Callable<Integer> {
             a.close();
         }
         allocator.close();
+        long heldForViews = allocator.bytesHeldForViews();
         double seconds = (System.nanoTime() - start) / 1e9;
 
         out.println("bfc demo: " + h.name());
@@ -159,7 +160,14 @@ public final class DemoCommand implements Callable<Integer> {
                 "(regions held from the sub-allocator, " + peakRegions + " at most)");
         row(out, "largest alloc", BfcAllocator.humanReadableNumBytes(s.largestAllocSize()), "");
         row(out, "memory limit", BfcAllocator.humanReadableNumBytes(s.bytesLimit()), "");
-        row(out, "reserved at exit", BfcAllocator.humanReadableNumBytes(sub.liveBytes()), "(all returned)");
+        // Read after heldForViews: a view collected since then only lowers what is left.
+        long left = sub.liveBytes();
+        row(out, "reserved at exit", BfcAllocator.humanReadableNumBytes(Math.max(0, left - heldForViews)),
+                heldForViews == 0 ? "(all returned)" : "(all returned, but for the views' regions below)");
+        if (heldForViews > 0) {
+            row(out, "held for views", BfcAllocator.humanReadableNumBytes(heldForViews),
+                    "(views of them are not yet collected: returned once they are)");
+        }
     }
 
     private static void row(PrintWriter out, String name, String value, String note) {

@@ -25,8 +25,10 @@ import org.bytedeco.javacpp.BytePointer;
  * {@link #asByteBuffer()} and {@link #asPointer()} throw {@link IllegalStateException}; the sizes
  * and id stay readable. Only the handle frees its memory: {@code deallocateRaw} of its address
  * is refused. Views made before close are not (cannot be) invalidated: a view used after close
- * reads and writes memory a later allocation may own, and after the allocator's close memory
- * the operating system took back (the JVM may crash). Do not keep views beyond the handle's
+ * reads and writes memory a later allocation may own. They never reach memory given back to
+ * the operating system: while a view is reachable, the allocator's close, {@code emptyCache()}
+ * or garbage collection leaves its region with the sub-allocator
+ * ({@link BfcAllocator#bytesHeldForViews()}). Do not keep views beyond the handle's
  * try-with-resources block.
  */
 public final class Allocation implements AutoCloseable {
@@ -110,8 +112,9 @@ public final class Allocation implements AutoCloseable {
     /**
      * A direct {@code ByteBuffer} over exactly the requested bytes, in native byte order, for
      * host memory. Each call returns a new buffer (own position and limit) over the same memory.
-     * The buffer must not be used after {@link #close()}. With leak detection on, the memory is
-     * not reclaimed while any buffer from here is reachable.
+     * The buffer must not be used after {@link #close()}. While it (or a buffer made from it) is
+     * reachable, its region's memory is not given back to the sub-allocator; with leak
+     * detection on, the allocation is not reclaimed either.
      *
      * @return the view
      * @throws IllegalStateException if closed, if the memory is not host memory, or if the
@@ -124,7 +127,8 @@ public final class Allocation implements AutoCloseable {
                     + " bytes, more than a ByteBuffer can span (" + Integer.MAX_VALUE
                     + "): use asPointer(), or allocate in pieces of at most 2 GiB");
         }
-        ByteBuffer buffer = MemoryViews.byteBuffer(address, (int) requestedSize);
+        ByteBuffer buffer = allocator.viewPins().buffer(address, (int) requestedSize);
+        checkHeldInTime();
         if (guard != null) {
             guard.watch(buffer);
         }
@@ -135,15 +139,29 @@ public final class Allocation implements AutoCloseable {
     /**
      * A JavaCPP {@code BytePointer} over exactly the requested bytes (capacity and limit equal
      * the requested size), for host memory. It has no deallocator of its own: closing or
-     * collecting it frees nothing. It keeps this allocation reachable (for leak detection)
-     * while it is reachable itself; pointers derived from it do not.
+     * collecting it frees nothing. While it is reachable it keeps this allocation reachable (for
+     * leak detection) and its region's memory with the sub-allocator, as do the buffers made
+     * from it ({@code asBuffer()}, {@code asByteBuffer()}); pointers JavaCPP derives from it by
+     * address ({@code new BytePointer(p)}, {@code getPointer}) do neither.
      *
      * @return the view
      * @throws IllegalStateException if closed or if the memory is not host memory
      */
     public BytePointer asPointer() {
         checkViewable();
-        return MemoryViews.pointer(address, requestedSize, this);
+        ViewPins pins = allocator.viewPins();
+        BytePointer pointer = MemoryViews.pointer(address, requestedSize, this, pins.anchor(address), pins);
+        checkHeldInTime();
+        return pointer;
+    }
+
+    /**
+     * Checks again, once a view holds its region, that this allocation is open: a close (of
+     * this handle or of the allocator) that gave the region back before the view held it must
+     * not let the view out.
+     */
+    private void checkHeldInTime() {
+        checkOpen();
     }
 
     /**
@@ -167,7 +185,7 @@ public final class Allocation implements AutoCloseable {
                     + " bytes at 0x" + Long.toHexString(address) + ") of allocator '" + allocator.name()
                     + "' is closed: it must not be used after close()");
         }
-        if (allocator.isClosed()) {
+        if (allocator.closeBegun()) {
             throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
                     + " bytes at 0x" + Long.toHexString(address) + ") is closed: allocator '"
                     + allocator.name() + "' was closed (ClosePolicy.FORCE) while it was live, and its"

@@ -77,6 +77,12 @@ public final class BfcAllocator implements MemoryAllocator {
     /** The port's state, read-only, as the collaborators below read it. */
     private final PortView view;
 
+    /**
+     * Where views are pinned: the sub-allocator as the port sees it, whose region frees wait
+     * while views of them are reachable; for a shard, the one its sharded allocator shares.
+     */
+    private final ViewPins pins;
+
     /** Upstream's debug queries. */
     private final DebugQueries debug;
 
@@ -133,7 +139,7 @@ public final class BfcAllocator implements MemoryAllocator {
      */
     public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
         this(checkSubAllocator(subAllocator), checkMemoryLimit("totalMemory", totalMemory), checkName(name),
-                checkOptions(opts), ClosePolicy.FORCE, LeakDetection.fromSystemProperty());
+                checkOptions(opts), ClosePolicy.FORCE, LeakDetection.fromSystemProperty(), null);
     }
 
     // The checks of the constructor and the builder: one set, so that both refuse the same.
@@ -202,10 +208,18 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     private BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts,
-            ClosePolicy closePolicy, LeakDetection leakDetection) {
+            ClosePolicy closePolicy, LeakDetection leakDetection, ViewPins sharedPins) {
         this.closePolicy = Objects.requireNonNull(closePolicy, "closePolicy");
         this.leakDetection = Objects.requireNonNull(leakDetection, "leakDetection");
-        this.port = new BfcPort(subAllocator, totalMemory, name, opts);
+        if (sharedPins != null) {
+            this.pins = sharedPins;
+            this.port = new BfcPort(subAllocator, totalMemory, name, opts);
+        } else {
+            // DEVIATION(port): a region that a view of memory in it still reaches is given back
+            // to the sub-allocator once the view is collected (docs/deviations.md).
+            this.pins = new ViewPins(subAllocator);
+            this.port = new BfcPort(pins, totalMemory, name, opts);
+        }
         this.view = port.view();
         this.debug = new DebugQueries(view);
         this.history = new HistoryRecorder(view);
@@ -260,8 +274,19 @@ public final class BfcAllocator implements MemoryAllocator {
         private BfcOptions.Builder options = BfcOptions.builder().allowRetryOnFailure(false);
         private ClosePolicy closePolicy = ClosePolicy.REFUSE;
         private LeakDetection leakDetection;
+        /** Set by {@link ShardedBfcAllocator}: the pins its shards share (below their common cap). */
+        private ViewPins sharedPins;
 
         private Builder() {
+        }
+
+        /**
+         * Pins views into {@code pins}, which the caller has placed under {@link
+         * #subAllocator(SubAllocator)} itself (the sub-allocator is then used as given).
+         */
+        Builder sharedViewPins(ViewPins pins) {
+            this.sharedPins = Objects.requireNonNull(pins, "pins");
+            return this;
         }
 
         /**
@@ -381,7 +406,7 @@ public final class BfcAllocator implements MemoryAllocator {
         public BfcAllocator build() {
             checkRequiredSet(memoryLimit, subAllocator, "the most memory the allocator may hold");
             LeakDetection leaks = leakDetection != null ? leakDetection : LeakDetection.fromSystemProperty();
-            return new BfcAllocator(subAllocator, memoryLimit, name, options.build(), closePolicy, leaks);
+            return new BfcAllocator(subAllocator, memoryLimit, name, options.build(), closePolicy, leaks, sharedPins);
         }
     }
 
@@ -627,6 +652,24 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * Bytes of regions that the allocator has given back (by {@link #close()}, garbage
+     * collection of free regions or {@link #emptyCache()}) whose memory it has not yet returned
+     * to the sub-allocator, because a {@code ByteBuffer} or {@code BytePointer} view of memory
+     * in them is still reachable. Each such region is returned once the last of those views has
+     * been collected. Not part of any statistic: the regions have left the pool.
+     *
+     * @return the bytes held back for views, 0 when none is
+     */
+    public long bytesHeldForViews() {
+        return pins.heldBackBytes();
+    }
+
+    /** Where views of this allocator's memory hold their regions. */
+    ViewPins viewPins() {
+        return pins;
+    }
+
+    /**
      * @return how many {@link Allocation}s leak detection found unreachable without close and
      *     reclaimed
      */
@@ -653,7 +696,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * and their raw addresses become invalid; the statistics count them as freed
      * ({@code bytesInUse} 0). Idempotent once closed. Afterwards allocation, deallocation and
      * per-address queries throw {@link IllegalStateException}; {@link #getStats()} still
-     * answers. Views taken before the close are not invalidated (docs/host-memory.md).
+     * answers. Views taken before the close are not invalidated: a region that one of them
+     * still reaches goes back to the sub-allocator once they are collected
+     * ({@link #bytesHeldForViews()}, docs/host-memory.md).
      *
      * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
      */
@@ -918,7 +963,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * The allocations are untouched; the next one that needs room obtains a new region. A
      * region holding a timestamped free chunk that is not yet safe
      * ({@link #setSafeFrontier}) is kept. Counted as region frees in {@link #memoryStats()}.
-     * Not in upstream (it uses upstream's {@code DeallocateRegions}).
+     * Not in upstream (it uses upstream's {@code DeallocateRegions}). A region that a view of
+     * memory in it still reaches leaves the pool now but reaches the sub-allocator once that
+     * view is collected ({@link #bytesHeldForViews()}).
      *
      * @return the bytes given back (0 on a closed allocator)
      */

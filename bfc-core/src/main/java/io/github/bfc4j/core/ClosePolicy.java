@@ -12,9 +12,7 @@ public enum ClosePolicy {
      * Refuse: {@code close()} throws {@link IllegalStateException} naming the count and bytes
      * of live allocations, and the allocator stays open and unchanged. Close the allocations,
      * then the allocator. The default for allocators made with {@link BfcAllocator#builder()}:
-     * host memory is never given back under a live handle (whose views, used after the memory
-     * was given back, could crash the JVM). Views are not tracked: one kept after its handle
-     * was closed is not protected (docs/host-memory.md).
+     * memory is never given back under a live handle (whose raw address native code may hold).
      */
     REFUSE,
 
@@ -22,8 +20,9 @@ public enum ClosePolicy {
      * Force: {@code close()} gives every region back to the sub-allocator anyway, as upstream's
      * destructor does. The live allocations count as freed; their {@link Allocation} handles
      * are closed ({@link Allocation#isClosed()}; their views are refused and closing them does
-     * nothing); their raw addresses, and any view taken before, become invalid. The policy of
-     * allocators made with the upstream-style constructor.
+     * nothing); their raw addresses become invalid. A view taken before stays over mapped
+     * memory while it is reachable ({@link BfcAllocator#bytesHeldForViews()}), but no longer
+     * over the allocation. The policy of allocators made with the upstream-style constructor.
      */
     FORCE
 }

@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.core;
 
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
@@ -13,31 +14,53 @@ final class MemoryViews {
     private MemoryViews() {
     }
 
-    /** A {@code BytePointer} at a given address, with no deallocator, holding an owner. */
+    /**
+     * A {@code BytePointer} at a given address, with no deallocator, holding an owner and an
+     * anchor of its region (see {@link ViewPins}). The buffers made from it ({@code
+     * asByteBuffer()}, {@code asBuffer()}) hold the region as it does.
+     */
     static final class ViewPointer extends BytePointer {
         @SuppressWarnings({"unused", "FieldCanBeLocal"}) // keeps the owner reachable
         private final Object owner;
+        @SuppressWarnings({"unused", "FieldCanBeLocal"}) // keeps the region
+        private final Object anchor;
+        /** Where the buffers made from this pointer hold the region; null: nowhere. */
+        private final ViewPins pins;
 
-        ViewPointer(long address, long bytes, Object owner) {
+        ViewPointer(long address, long bytes, Object owner, Object anchor, ViewPins pins) {
             super((Pointer) null);
             this.address = address;
             this.capacity = bytes;
             this.limit = bytes;
             this.owner = owner;
+            this.anchor = anchor;
+            this.pins = pins;
+        }
+
+        @Override
+        public ByteBuffer asByteBuffer() {
+            ByteBuffer buffer = super.asByteBuffer();
+            if (pins != null && buffer != null) {
+                // This pointer is reachable, so its anchor still holds the region.
+                pins.pin(buffer, address);
+            }
+            Reference.reachabilityFence(this);
+            return buffer;
         }
     }
 
+    /** A direct buffer over native memory, in native byte order; it holds nothing. */
     static ByteBuffer byteBuffer(long address, int bytes) {
         try {
-            return new ViewPointer(address, bytes, null).asByteBuffer();
+            return new ViewPointer(address, bytes, null, null, null).asByteBuffer();
         } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
             throw nativesMissing(e);
         }
     }
 
-    static BytePointer pointer(long address, long bytes, Object owner) {
+    static BytePointer pointer(long address, long bytes, Object owner, Object anchor, ViewPins pins) {
         try {
-            return new ViewPointer(address, bytes, owner);
+            return new ViewPointer(address, bytes, owner, anchor, pins);
         } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {
             throw nativesMissing(e);
         }

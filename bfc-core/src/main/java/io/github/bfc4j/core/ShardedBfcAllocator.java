@@ -76,6 +76,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     private final BfcPort[] ports;
     private final List<BfcAllocator> shardList;
     private final ShardRegions regions;
+    /** Under {@link #regions}: where every shard's views are pinned. */
+    private final ViewPins pins;
     private final AtomicInteger nextHome = new AtomicInteger();
     /** The index of the current thread's home shard, handed out in turn on first use. */
     private final ThreadLocal<Integer> home;
@@ -94,7 +96,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     private ShardedBfcAllocator(Builder b) {
         this.name = b.name;
         this.closePolicy = b.closePolicy;
-        this.regions = new ShardRegions(b.subAllocator, b.memoryLimit, this::anyShardCloseBegun);
+        // Below the common cap: a region held back for views has left the shards' books.
+        this.pins = new ViewPins(b.subAllocator);
+        this.regions = new ShardRegions(pins, b.memoryLimit, this::anyShardCloseBegun);
         this.shards = new BfcAllocator[b.shards];
         for (int i = 0; i < shards.length; i++) {
             BfcAllocator.Builder shard = BfcAllocator.builder()
@@ -102,7 +106,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                     .memoryLimit(b.memoryLimit)
                     .subAllocator(regions.forShard(i))
                     .options(b.options)
-                    .closePolicy(b.closePolicy);
+                    .closePolicy(b.closePolicy)
+                    .sharedViewPins(pins);
             if (b.leakDetection != null) {
                 shard.leakDetection(b.leakDetection);
             }
@@ -480,6 +485,18 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /** @return the bytes all shards hold from the sub-allocator now */
     public long reservedBytes() {
         return regions.heldBytes();
+    }
+
+    /**
+     * Bytes of regions the shards have given back whose memory waits for views of it to be
+     * collected, as {@link BfcAllocator#bytesHeldForViews()} says for one allocator. They count
+     * neither in {@link #reservedBytes()} nor against the memory limit. The shards share one
+     * figure: each shard's {@code bytesHeldForViews()} is this.
+     *
+     * @return the bytes held back for views, 0 when none is
+     */
+    public long bytesHeldForViews() {
+        return pins.heldBackBytes();
     }
 
     /** @return the regions of all shards (each shard's count read in turn) */

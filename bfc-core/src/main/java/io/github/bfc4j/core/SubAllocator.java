@@ -10,7 +10,11 @@ package io.github.bfc4j.core;
  * allocator's slow path ({@code Extend}) and given back only by garbage collection of
  * free regions or {@link BfcAllocator#close()}. Port of {@code tsl::SubAllocator}.
  *
- * <p>Implementations need not be thread-safe: the allocator calls them under its lock.
+ * <p>Implementations need not be thread-safe: the allocator never makes two calls at once. It
+ * calls them under its lock, except the {@link #free} of a region that a Java view still
+ * reached when the allocator gave it back: that call comes later, from the thread that finds
+ * the view collected, without the allocator's lock (so it must not call back into the
+ * allocator).
  */
 public interface SubAllocator {
 

@@ -54,7 +54,7 @@ class ConcurrentAllocationTest {
         assertThat(chunks).as("one free chunk per region").isEqualTo(sub.liveRegions());
         assertThat(chunkBytes).isEqualTo(stats.poolBytes());
         a.close();
-        assertThat(sub.liveBytes()).isZero();
+        Returned.assertAllReturned(sub, a::bytesHeldForViews);
     }
 
     /**
@@ -78,7 +78,7 @@ class ConcurrentAllocationTest {
             assertThat(shard.getStats().numAllocs()).as("%s served", shard.name()).isPositive();
         });
         a.close();
-        assertThat(sub.liveBytes()).isZero();
+        Returned.assertAllReturned(sub, a::bytesHeldForViews);
     }
 
     /**

@@ -1,0 +1,236 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.lang.System.Logger.Level;
+import java.lang.ref.Cleaner;
+import java.lang.ref.WeakReference;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * Keeps memory that a Java view can still reach from going back to the sub-allocator: the
+ * allocator's sub-allocator, seen through this, holds back the free of a region while a
+ * {@code ByteBuffer} or {@code BytePointer} view of memory in it is reachable, and passes it
+ * on once the last such view has been collected. So a view used after its allocator's close,
+ * or after the garbage collection of its region, reads and writes memory that is still
+ * mapped, never memory the operating system took back (which would crash the JVM). A
+ * {@link ShardedBfcAllocator} puts one under the cap its shards share, and they pin there.
+ *
+ * <p>How a view holds its region: each region has <em>anchors</em>, direct buffers over
+ * windows of it (of up to 2 GiB, one every 1 GiB), made on demand and held here only weakly.
+ * A {@code ByteBuffer} view is a slice of the window's anchor, and a slice keeps the buffer it
+ * was cut from reachable; a {@code BytePointer} view holds the anchor in a field. A
+ * {@link Cleaner} tells this object when an anchor has become unreachable, that is when no
+ * view of its window is left; a region with no anchor left may go. So a view costs a slice,
+ * and the cleaner sees one object per window, not one per view.
+ *
+ * <p>DEVIATION(port): upstream's views are raw pointers (docs/deviations.md). The allocator's
+ * bookkeeping is upstream's either way (the region leaves the pool at once, the statistics and
+ * events say so); only the call to the sub-allocator's {@code free} waits.
+ *
+ * <p>Every call to the sub-allocator underneath is made under this object's monitor: the
+ * allocator's (under its lock) and the held-back frees (from the cleaner's thread). Lock
+ * order: the allocator's lock, then this monitor, then whatever the sub-allocator takes.
+ */
+final class ViewPins extends ForwardingSubAllocator {
+
+    private static final System.Logger LOG = System.getLogger(ViewPins.class.getName());
+
+    /** A window starts every this many bytes of a region. */
+    private static final long WINDOW_STEP = 1L << 30;
+
+    /** Created on first use, so that an allocator whose memory is never viewed starts no thread. */
+    private static final class CleanerHolder {
+        static final Cleaner CLEANER = Cleaner.create(r -> {
+            Thread t = new Thread(r, "bfc4j-view-pins");
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    /** One block the sub-allocator handed out. Guarded by the {@link ViewPins}' monitor. */
+    private static final class Region {
+        final long start;
+        final long bytes;
+        /** The anchor of each window, weakly; null until a view of it is made. */
+        WeakReference<ByteBuffer>[] windows;
+        /** Anchors (and other objects pinned to it) not yet found unreachable. */
+        int anchors;
+
+        Region(long start, long bytes) {
+            this.start = start;
+            this.bytes = bytes;
+        }
+    }
+
+    /** The regions handed out and not yet freed upstream, by start. Guarded by this. */
+    private final TreeMap<Long, Region> regions = new TreeMap<>();
+    /** Frees the allocator made that wait for anchors: {@code [ptr, bytes]} each. Guarded by this. */
+    private final List<long[]> heldBack = new ArrayList<>();
+    /** The sum of their sizes. Guarded by this. */
+    private long heldBackBytes;
+
+    ViewPins(SubAllocator upstream) {
+        super(upstream);
+    }
+
+    @Override
+    public synchronized Block alloc(long alignment, long numBytes) {
+        Block b = upstream.alloc(alignment, numBytes);
+        if (b != null) {
+            regions.put(b.ptr(), new Region(b.ptr(), b.bytes()));
+        }
+        return b;
+    }
+
+    /** Frees the range now, or once no view of memory in it is reachable. */
+    @Override
+    public synchronized void free(long ptr, long numBytes) {
+        if (anchored(ptr, numBytes)) {
+            heldBack.add(new long[] {ptr, numBytes});
+            heldBackBytes += numBytes;
+            LOG.log(Level.DEBUG, () -> "the free of region 0x" + Long.toHexString(ptr) + " (" + numBytes
+                    + " bytes) waits: a view of memory in it is still reachable");
+            return;
+        }
+        upstream.free(ptr, numBytes);
+        within(ptr, numBytes).clear();
+    }
+
+    /**
+     * A native-order buffer over {@code [address, address + bytes)} that holds its region. The
+     * caller checks afterwards that the memory was not given back before this call.
+     *
+     * @throws IllegalStateException if no region holds {@code address} (it was freed)
+     */
+    ByteBuffer buffer(long address, int bytes) {
+        ByteBuffer anchor;
+        long anchorStart;
+        synchronized (this) {
+            Region r = regionOf(address);
+            int k = (int) ((address - r.start) / WINDOW_STEP);
+            anchorStart = r.start + k * WINDOW_STEP;
+            if (address + bytes > anchorStart + windowBytes(r, k)) {
+                // A view of more than 1 GiB across two windows: an anchor of its own.
+                return pinned(MemoryViews.byteBuffer(address, bytes), r);
+            }
+            anchor = anchor(r, k);
+        }
+        int offset = (int) (address - anchorStart);
+        return anchor.duplicate().position(offset).limit(offset + bytes).slice().order(ByteOrder.nativeOrder());
+    }
+
+    /**
+     * An object that holds the region of {@code address} while it is reachable: for a view
+     * that keeps it in a field.
+     *
+     * @throws IllegalStateException if no region holds {@code address} (it was freed)
+     */
+    synchronized Object anchor(long address) {
+        Region r = regionOf(address);
+        return anchor(r, (int) ((address - r.start) / WINDOW_STEP));
+    }
+
+    /**
+     * Holds the region of {@code address} while {@code view} is reachable: for views made
+     * elsewhere (a buffer JavaCPP makes from a pointer view, which holds the region meanwhile).
+     *
+     * @throws IllegalStateException if no region holds {@code address} (it was freed)
+     */
+    synchronized void pin(Object view, long address) {
+        pinned(view, regionOf(address));
+    }
+
+    /** Bytes of regions given back by the allocator whose free waits for views. */
+    synchronized long heldBackBytes() {
+        return heldBackBytes;
+    }
+
+    private Region regionOf(long address) {
+        Map.Entry<Long, Region> e = regions.floorEntry(address);
+        if (e == null || address >= e.getValue().start + e.getValue().bytes) {
+            throw new IllegalStateException("0x" + Long.toHexString(address) + " lies in no region the"
+                    + " allocator holds: its memory was given back");
+        }
+        return e.getValue();
+    }
+
+    private static int windowBytes(Region r, int k) {
+        return (int) Math.min(Integer.MAX_VALUE, r.bytes - k * WINDOW_STEP);
+    }
+
+    @SuppressWarnings("unchecked")
+    private ByteBuffer anchor(Region r, int k) {
+        if (r.windows == null) {
+            r.windows = new WeakReference[(int) ((r.bytes - 1) / WINDOW_STEP) + 1];
+        }
+        WeakReference<ByteBuffer> ref = r.windows[k];
+        ByteBuffer anchor = ref == null ? null : ref.get();
+        if (anchor == null) {
+            anchor = pinned(MemoryViews.byteBuffer(r.start + k * WINDOW_STEP, windowBytes(r, k)), r);
+            r.windows[k] = new WeakReference<>(anchor);
+        }
+        return anchor;
+    }
+
+    private <T> T pinned(T object, Region r) {
+        CleanerHolder.CLEANER.register(object, new Unpin(this, r));
+        r.anchors++;
+        return object;
+    }
+
+    private Collection<Region> within(long ptr, long numBytes) {
+        return regions.subMap(ptr, ptr + numBytes).values();
+    }
+
+    private boolean anchored(long ptr, long numBytes) {
+        for (Region r : within(ptr, numBytes)) {
+            if (r.anchors > 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** An anchor of {@code r} became unreachable: frees the held-back ranges nothing anchors any more. */
+    private synchronized void unpin(Region r) {
+        if (--r.anchors > 0) {
+            return;
+        }
+        for (int i = heldBack.size() - 1; i >= 0; i--) {
+            long[] range = heldBack.get(i);
+            if (anchored(range[0], range[1])) {
+                continue;
+            }
+            heldBack.remove(i);
+            heldBackBytes -= range[1];
+            within(range[0], range[1]).clear();
+            try {
+                upstream.free(range[0], range[1]);
+            } catch (RuntimeException e) {
+                LOG.log(Level.ERROR, "could not free region 0x" + Long.toHexString(range[0]) + " (" + range[1]
+                        + " bytes) once its last view was collected", e);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return upstream.toString();
+    }
+
+    /** The cleaner's action for one anchor; holds no reference to it. */
+    private record Unpin(ViewPins pins, Region region) implements Runnable {
+        @Override
+        public void run() {
+            pins.unpin(region);
+        }
+    }
+}

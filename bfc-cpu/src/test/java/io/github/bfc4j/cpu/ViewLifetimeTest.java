@@ -1,0 +1,323 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.ForwardingSubAllocator;
+import io.github.bfc4j.core.LeakDetection;
+import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.SubAllocator;
+import java.nio.ByteBuffer;
+import java.nio.LongBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.bytedeco.javacpp.BytePointer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A view (a {@code ByteBuffer} or {@code BytePointer} from an {@link Allocation}) that is still
+ * reachable keeps its region from going back to the sub-allocator: after a forced close, after
+ * the garbage collection of a closed allocation's region, while another thread closes. The
+ * regions here are 64 MiB, which the host sub-allocator maps with {@code mmap} and unmaps on
+ * free, so a write through a view of a region given back would crash the JVM.
+ */
+class ViewLifetimeTest {
+
+    private static final long MIB = 1L << 20;
+
+    /** Counts the regions the allocator gives back, and their bytes. */
+    private static final class Counting extends ForwardingSubAllocator {
+        final AtomicLong obtainedBytes = new AtomicLong();
+        final AtomicInteger frees = new AtomicInteger();
+        final AtomicLong freedBytes = new AtomicLong();
+
+        Counting() {
+            super(new AlignedHostSubAllocator());
+        }
+
+        @Override
+        public Block alloc(long alignment, long numBytes) {
+            Block b = super.alloc(alignment, numBytes);
+            if (b != null) {
+                obtainedBytes.addAndGet(b.bytes());
+            }
+            return b;
+        }
+
+        @Override
+        public void free(long ptr, long numBytes) {
+            super.free(ptr, numBytes);
+            frees.incrementAndGet();
+            freedBytes.addAndGet(numBytes);
+        }
+    }
+
+    /** Runs a few collections, for a test that something stays reachable through them. */
+    private static void collectAFewTimes() throws InterruptedException {
+        for (int i = 0; i < 5; i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+    }
+
+    private static BfcAllocator forcing(SubAllocator sub) {
+        return BfcAllocator.builder().name("views").memoryLimit(1024 * MIB).subAllocator(sub)
+                .closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
+    }
+
+    @Test
+    void aReachableBufferKeepsItsRegionAfterAForcedCloseUntilItIsCollected() throws InterruptedException {
+        Counting sub = new Counting();
+        BfcAllocator a = forcing(sub);
+        ByteBuffer view = a.allocate(64 * MIB).asByteBuffer();
+        view.putLong(0, 42);
+        a.close();
+
+        assertThat(sub.frees).as("regions given back while the view is reachable").hasValue(0);
+        assertThat(a.bytesHeldForViews()).isEqualTo(64 * MIB);
+        assertThat(a.reservedBytes()).as("the allocator's own books").isZero();
+        view.putLong((int) (64 * MIB - 8), 7); // mapped still: no crash
+        assertThat(view.getLong(0)).isEqualTo(42);
+
+        view = null;
+        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).as("returned once collected").isTrue();
+        assertThat(sub.freedBytes).hasValue(64 * MIB);
+        assertThat(a.bytesHeldForViews()).isZero();
+    }
+
+    @Test
+    void aBufferDerivedFromAViewHoldsTheRegionAsTheViewDoes() throws InterruptedException {
+        Counting sub = new Counting();
+        BfcAllocator a = forcing(sub);
+        LongBuffer longs = a.allocate(64 * MIB).asByteBuffer().asLongBuffer(); // the view itself is dropped
+        a.close();
+        collectAFewTimes(); // the view stays reachable through the derived buffer
+        assertThat(sub.frees).hasValue(0);
+        longs.put(longs.limit() - 1, 9);
+        assertThat(longs.get(longs.limit() - 1)).isEqualTo(9);
+
+        longs = null;
+        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+    }
+
+    @Test
+    void aPointerViewAndABufferMadeFromItHoldTheRegion() throws InterruptedException {
+        Counting sub = new Counting();
+        BfcAllocator a = forcing(sub);
+        BytePointer pointer = a.allocate(64 * MIB).asPointer();
+        ByteBuffer fromPointer = pointer.asBuffer();
+        a.close();
+        pointer.put(64 * MIB - 1, (byte) 5);
+        assertThat(sub.frees).hasValue(0);
+
+        pointer = null;
+        collectAFewTimes();
+        assertThat(sub.frees).as("the buffer made from the pointer still holds it").hasValue(0);
+        assertThat(fromPointer.get((int) (64 * MIB - 1))).isEqualTo((byte) 5);
+
+        fromPointer = null;
+        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        assertThat(a.bytesHeldForViews()).isZero();
+    }
+
+    @Test
+    void aViewKeptPastItsAllocationsCloseHoldsTheRegionThatGarbageCollectionGivesBack()
+            throws InterruptedException {
+        Counting sub = new Counting();
+        BfcAllocator a = BfcAllocator.builder().name("views").memoryLimit(1024 * MIB).subAllocator(sub)
+                .options(BfcOptions.builder().allowGrowth(true).garbageCollection(true).build())
+                .leakDetection(LeakDetection.DISABLED).build();
+        ByteBuffer stale;
+        try (Allocation x = a.allocate(64 * MIB)) {
+            stale = x.asByteBuffer(); // misuse: kept beyond the handle's block
+        }
+        assertThat(a.emptyCache()).isEqualTo(64 * MIB);
+        assertThat(sub.frees).hasValue(0);
+        assertThat(a.bytesHeldForViews()).isEqualTo(64 * MIB);
+        stale.put(0, (byte) 1); // memory nobody else can be given, not an unmapped page
+
+        // Memory without views goes back at once; the allocator works on.
+        try (Allocation y = a.allocate(64 * MIB)) {
+            y.asByteBuffer().put(0, (byte) 2);
+        }
+        stale = null;
+        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        a.close();
+        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 2)).isTrue();
+        assertThat(sub.freedBytes).hasValue(128 * MIB);
+    }
+
+    @Test
+    void viewsAnywhereInARegionLargerThanABufferCanSpanHoldIt() throws InterruptedException {
+        Counting sub = new Counting();
+        long gib = 1L << 30;
+        // One region of 3 GiB (no growth); only the pages written are ever touched.
+        BfcAllocator a = BfcAllocator.builder().name("views").memoryLimit(3 * gib).subAllocator(sub)
+                .options(BfcOptions.builder().allowGrowth(false).build())
+                .closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
+        Allocation first = a.allocate(768 * MIB);
+        Allocation across = a.allocate(1536 * MIB); // crosses the 2 GiB mark
+        Allocation last = a.allocate(512 * MIB);
+        List<ByteBuffer> views = new ArrayList<>(List.of(first.asByteBuffer(), across.asByteBuffer(),
+                last.asByteBuffer()));
+        BytePointer lastPointer = last.asPointer();
+        writeEnds(views, (byte) 2);
+        a.close();
+        assertThat(sub.frees).hasValue(0);
+        writeEnds(views, (byte) 3);
+        lastPointer.put(512 * MIB - 1, (byte) 4);
+        assertThat(views.get(2).get((int) (512 * MIB - 1))).isEqualTo((byte) 4);
+
+        // The view across two windows (an anchor of its own) holds the region alone.
+        lastPointer = null;
+        views.remove(2);
+        views.remove(0);
+        collectAFewTimes();
+        assertThat(sub.frees).hasValue(0);
+        writeEnds(views, (byte) 5);
+        views.clear();
+        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        assertThat(sub.freedBytes).hasValue(3 * gib);
+    }
+
+    /** In a method of its own, so that no local variable of the test keeps a view. */
+    private static void writeEnds(List<ByteBuffer> views, byte value) {
+        for (ByteBuffer v : views) {
+            v.put(0, value);
+            v.put(v.capacity() - 1, value);
+        }
+    }
+
+    @Test
+    void withoutViewsRegionsGoBackAtOnce() {
+        Counting sub = new Counting();
+        BfcAllocator a = forcing(sub);
+        Allocation x = a.allocate(64 * MIB);
+        x.close();
+        assertThat(a.emptyCache()).isEqualTo(64 * MIB);
+        assertThat(sub.frees).hasValue(1);
+        a.allocate(MIB);
+        a.close();
+        assertThat(sub.frees).hasValue(2);
+        assertThat(a.bytesHeldForViews()).isZero();
+    }
+
+    @Test
+    void writersThatKeepWritingWhileAnotherThreadClosesNeverTouchUnmappedMemory() throws Exception {
+        Counting sub = new Counting();
+        BfcAllocator a = forcing(sub);
+        int threads = 4;
+        CountDownLatch writing = new CountDownLatch(threads);
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> writers = new ArrayList<>();
+        AtomicLong written = new AtomicLong();
+        for (int t = 0; t < threads; t++) {
+            ByteBuffer view = a.allocate(16 * MIB).asByteBuffer();
+            Thread w = new Thread(() -> {
+                writing.countDown();
+                long n = 0;
+                while (!stop.get()) {
+                    for (int i = 0; i < view.capacity(); i += 4096) {
+                        view.put(i, (byte) n);
+                    }
+                    n++;
+                }
+                written.addAndGet(n);
+            });
+            writers.add(w);
+            w.start();
+        }
+        writing.await();
+        a.close(); // forced, under the writers' feet
+        Thread.sleep(200);
+        assertThat(sub.frees).as("regions given back under the writers").hasValue(0);
+        stop.set(true);
+        for (Thread w : writers) {
+            w.join();
+        }
+        assertThat(written.get()).isPositive();
+        writers.clear();
+        assertThat(LogCapture.gcUntil(() -> a.bytesHeldForViews() == 0)).isTrue();
+        assertThat(sub.freedBytes.get()).as("every region given back in the end")
+                .isEqualTo(sub.obtainedBytes.get()).isPositive();
+    }
+
+    @Test
+    void aViewAskedForWhileAnotherThreadClosesIsRefusedOrUsable() throws Exception {
+        for (int round = 0; round < 20; round++) {
+            Counting sub = new Counting();
+            BfcAllocator a = forcing(sub);
+            Allocation x = a.allocate(64 * MIB);
+            List<ByteBuffer> views = new ArrayList<>();
+            AtomicInteger refused = new AtomicInteger();
+            Thread viewer = new Thread(() -> {
+                while (true) {
+                    try {
+                        views.add(x.asByteBuffer());
+                    } catch (IllegalStateException e) {
+                        refused.incrementAndGet();
+                        return;
+                    }
+                }
+            });
+            viewer.start();
+            Thread.sleep(1);
+            a.close();
+            viewer.join();
+            assertThat(refused).hasValue(1);
+            for (ByteBuffer v : views) {
+                v.put(v.capacity() - 1, (byte) 3); // every view let out is over mapped memory
+            }
+            assertThat(sub.frees.get() == 0 || views.isEmpty())
+                    .as("round %d: the region was given back under %d views", round, views.size()).isTrue();
+            views.clear();
+            assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        }
+    }
+
+    @Test
+    void aShardedAllocatorsViewsHoldTheirRegionsOutsideItsBooks() throws InterruptedException {
+        Counting sub = new Counting();
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("views").memoryLimit(128 * MIB).shards(2)
+                .subAllocator(sub).closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
+        ByteBuffer view;
+        try (Allocation x = a.allocate(64 * MIB)) {
+            view = x.asByteBuffer();
+        }
+        assertThat(a.emptyCache()).isEqualTo(64 * MIB);
+        assertThat(sub.frees).hasValue(0);
+        assertThat(a.bytesHeldForViews()).isEqualTo(64 * MIB);
+        assertThat(a.reservedBytes()).as("not counted against the limit").isZero();
+        try (Allocation y = a.allocate(128 * MIB)) { // the whole limit, beside the held region
+            assertThat(y.size()).isEqualTo(128 * MIB);
+        }
+        view.put(0, (byte) 1);
+        a.close();
+        assertThat(sub.frees).as("the second region had no view").hasValue(1);
+
+        view = null;
+        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 2)).isTrue();
+        assertThat(a.bytesHeldForViews()).isZero();
+    }
+
+    @Test
+    void aViewIsRefusedAfterItsAllocationsClose() {
+        BfcAllocator a = forcing(new Counting());
+        Allocation x = a.allocate(MIB);
+        x.close();
+        assertThatThrownBy(x::asByteBuffer).isInstanceOf(IllegalStateException.class).hasMessageContaining("is closed");
+        assertThatThrownBy(x::asPointer).isInstanceOf(IllegalStateException.class).hasMessageContaining("is closed");
+        a.close();
+    }
+}
