@@ -84,8 +84,11 @@ import org.tensorflow.types.family.TType;
  *
  * <p><b>Lifetime:</b> the allocator must outlive every tensor made here, and the tensors that
  * TensorFlow derives from them. An allocator with {@code ClosePolicy.REFUSE} (the builder's
- * default) refuses to close while TensorFlow holds a buffer; one closed by force frees memory that
- * TensorFlow may still read. {@link #liveBuffers()} says how many buffers TensorFlow holds.
+ * default) refuses to close while TensorFlow holds a buffer. One closed by force gives its regions
+ * back, but the memory of a buffer TensorFlow still holds stays mapped until TensorFlow drops it
+ * (as for any view, {@code BfcAllocator.bytesHeldForViews()}): no tensor reads unmapped memory,
+ * though the memory is no longer the allocator's. {@link #liveBuffers()} says how many buffers
+ * TensorFlow holds.
  *
  * <p><b>Scope:</b> only the buffers of tensors made here come from bfc4j. TensorFlow's
  * intermediates and outputs come from TensorFlow's own allocators (its CPU and GPU devices take no
@@ -128,8 +131,12 @@ public final class BfcTensors {
         return Collections.unmodifiableMap(m);
     }
 
-    /** A buffer TensorFlow holds: whose it is and the allocation to close when TensorFlow drops it. */
-    private record Owned(BfcTensors owner, Allocation allocation) {
+    /**
+     * A buffer TensorFlow holds: whose it is, the allocation to close when TensorFlow drops it,
+     * and the view handed to TensorFlow, kept so that its region's memory stays mapped until
+     * then (even if the allocator is closed by force meanwhile).
+     */
+    private record Owned(BfcTensors owner, Allocation allocation, Pointer view) {
     }
 
     /**
@@ -416,7 +423,7 @@ public final class BfcTensors {
         Pointer data = allocation.asPointer();
         tensorsCreated.incrementAndGet();
         liveBuffers.incrementAndGet();
-        OWNED.put(address, new Owned(this, allocation));
+        OWNED.put(address, new Owned(this, allocation, data));
         TF_Tensor handle;
         try {
             handle = TF_NewTensor(dtype.dataType().getNumber(), shape.asArray(), shape.numDimensions(),

@@ -10,6 +10,7 @@ import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.BfcOutOfMemoryException;
+import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
@@ -22,6 +23,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -299,6 +301,49 @@ class BfcTensorsTest {
         }
         assertThat(tensors.buffersReturned()).as("seed " + seed).isEqualTo(made).isEqualTo(40);
         assertThat(tensors.callbackFailures()).isZero();
+    }
+
+    @Test
+    void aTensorOutlivingAForcedCloseReadsAndWritesMemoryThatStaysMappedUntilItIsClosed()
+            throws InterruptedException {
+        AtomicInteger frees = new AtomicInteger();
+        SubAllocator counting = new ForwardingSubAllocator(new AlignedHostSubAllocator()) {
+            @Override
+            public void free(long ptr, long numBytes) {
+                super.free(ptr, numBytes);
+                frees.incrementAndGet();
+            }
+        };
+        // 64 MiB: the host sub-allocator maps it and unmaps it on free, so a tensor reading it
+        // after the free would crash the JVM.
+        BfcAllocator forced = BfcAllocator.builder().name("forced").memoryLimit(128L << 20).subAllocator(counting)
+                .closePolicy(ClosePolicy.FORCE).build();
+        BfcTensors own = new BfcTensors(forced);
+        int n = (64 << 20) / Float.BYTES;
+        TFloat32 t = own.tensorOf(TFloat32.class, Shape.of(n));
+        t.setFloat(7f, n - 1);
+        for (int i = 0; i < 5; i++) { // collections first: only what BfcTensors keeps may hold the region
+            System.gc();
+            Thread.sleep(20);
+        }
+        forced.close();
+        assertThat(own.liveBuffers()).isEqualTo(1);
+        assertThat(frees).as("freed under a tensor TensorFlow holds").hasValue(0);
+        assertThat(forced.bytesHeldForViews()).isEqualTo(64L << 20);
+        t.setFloat(8f, 0);
+        assertThat(t.getFloat(n - 1)).isEqualTo(7f);
+        assertThat(t.getFloat(0)).isEqualTo(8f);
+
+        t.close(); // TensorFlow drops the buffer: the view handed to it goes
+        t = null;
+        assertThat(own.liveBuffers()).isZero();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (frees.get() == 0 && System.nanoTime() < deadline) {
+            System.gc();
+            Thread.sleep(20);
+        }
+        assertThat(frees).as("returned once TensorFlow dropped it").hasValue(1);
+        assertThat(forced.bytesHeldForViews()).isZero();
     }
 
     @Test
