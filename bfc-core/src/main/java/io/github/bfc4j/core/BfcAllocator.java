@@ -223,7 +223,7 @@ public final class BfcAllocator implements MemoryAllocator {
         this.view = port.view();
         this.debug = new DebugQueries(view);
         this.history = new HistoryRecorder(view);
-        this.reports = new MemoryReports(view, debug, history);
+        this.reports = new MemoryReports(view, debug, history, pins::heldBackBytes);
         this.oomListeners = new OutOfMemoryListeners(opts);
         this.oomReporter = new OutOfMemoryReporter(view, reports, debug, history, oomListeners, opts);
         this.checker = new InvariantChecker(view);

@@ -220,6 +220,7 @@ public record MemoryMap(
                 .append(", \"fragmentation\": ").append(m.fragmentation())
                 .append(", \"bytesLimit\": ").append(m.bytesLimit())
                 .append(", \"fragmentationWithinRegions\": ").append(m.fragmentationWithinRegions())
+                .append(", \"bytesHeldForViews\": ").append(m.bytesHeldForViews())
                 .append("},\n");
         sb.append("  \"bins\": [");
         for (int i = 0; i < bins.size(); i++) {

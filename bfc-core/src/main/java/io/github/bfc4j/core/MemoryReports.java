@@ -11,6 +11,7 @@ import io.github.bfc4j.core.internal.ChunkWalk;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.LongSupplier;
 
 /**
  * The reports beyond upstream's statistics, read through the {@link PortView}: the figures of
@@ -26,10 +27,14 @@ final class MemoryReports {
     /** Who holds each chunk, when recorded. */
     private final HistoryRecorder history;
 
-    MemoryReports(PortView view, DebugQueries debug, HistoryRecorder history) {
+    /** {@link MemoryStats#bytesHeldForViews()}. */
+    private final LongSupplier bytesHeldForViews;
+
+    MemoryReports(PortView view, DebugQueries debug, HistoryRecorder history, LongSupplier bytesHeldForViews) {
         this.view = view;
         this.debug = debug;
         this.history = history;
+        this.bytesHeldForViews = bytesHeldForViews;
     }
 
     /** Every figure beyond upstream's statistics. Needs the lock. */
@@ -42,7 +47,8 @@ final class MemoryReports {
                 c.releasedBytesTotal(), c.allocationsTotal() - c.freesTotal(),
                 c.peakActiveAllocations(), c.allocationsTotal(), c.freesTotal(), c.oomsTotal(),
                 v.regionCount(), c.regionExtendsTotal(), c.regionFreesTotal(), v.largestFreeChunk(),
-                v.fragmentation(), v.memoryLimit(), fragmentationWithinRegionsLocked());
+                v.fragmentation(), v.memoryLimit(), fragmentationWithinRegionsLocked(),
+                bytesHeldForViews.getAsLong());
     }
 
     /**
@@ -122,6 +128,10 @@ final class MemoryReports {
                 m.fragmentation())));
         sb.append(line(String.format(Locale.ROOT, "Fragmentation within regions: %.4f  (region boundaries not counted)",
                 m.fragmentationWithinRegions())));
+        if (m.bytesHeldForViews() > 0) {
+            sb.append(line("Held for views: " + humanReadableNumBytes(m.bytesHeldForViews())
+                    + "  (out of the pool; freed once its views are collected)"));
+        }
         sb.append(rule);
         for (BinDebugInfo info : debug.getBinDebugInfoLocked()) {
             DebugQueries.appendBinLine(sb, info);

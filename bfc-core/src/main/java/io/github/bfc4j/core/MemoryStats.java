@@ -51,6 +51,11 @@ package io.github.bfc4j.core;
  *     chunk) / (reservedBytes - bytesInUse)}, 0 when nothing is free: fragmentation that region
  *     boundaries do not count (an idle pool of several regions reads 0, where
  *     {@code fragmentation} reads more); not in upstream
+ * @param bytesHeldForViews bytes of regions given back (by garbage collection,
+ *     {@link BfcAllocator#emptyCache()} or {@link BfcAllocator#close()}) whose memory waits for
+ *     Java views of it to be collected before it goes to the sub-allocator
+ *     ({@link BfcAllocator#bytesHeldForViews()}); not counted in {@code reservedBytes}; not in
+ *     upstream
  */
 public record MemoryStats(
         long bytesInUse,
@@ -72,7 +77,8 @@ public record MemoryStats(
         long largestFreeChunkBytes,
         double fragmentation,
         long bytesLimit,
-        double fragmentationWithinRegions) {
+        double fragmentationWithinRegions,
+        long bytesHeldForViews) {
 
     /**
      * Bytes reserved but not in use.

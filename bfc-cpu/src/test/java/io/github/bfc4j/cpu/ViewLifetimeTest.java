@@ -145,6 +145,10 @@ class ViewLifetimeTest {
         assertThat(a.emptyCache()).isEqualTo(64 * MIB);
         assertThat(sub.frees).hasValue(0);
         assertThat(a.bytesHeldForViews()).isEqualTo(64 * MIB);
+        assertThat(a.memoryStats().bytesHeldForViews()).isEqualTo(64 * MIB);
+        assertThat(a.memoryStats().reservedBytes()).isZero();
+        assertThat(a.memorySummary()).contains("| Held for views: 64.00MiB  (out of the pool; freed once its views are collected) |");
+        assertThat(a.memoryMap().toJson()).contains("\"bytesHeldForViews\": " + 64 * MIB);
         stale.put(0, (byte) 1); // memory nobody else can be given, not an unmapped page
 
         // Memory without views goes back at once; the allocator works on.

@@ -44,6 +44,12 @@ public enum BfcAllocatorMeters implements MeterDocumentation {
             "Peak reserved bytes since creation or resetPeakStats() (upstream's peak_pool_bytes)",
             MemoryStats::peakReservedBytes),
 
+    /** Bytes of regions given back whose memory waits for Java views of it to be collected. */
+    HELD_FOR_VIEWS("bfc.allocator.held.for.views", Meter.Type.GAUGE, "bytes",
+            "Bytes of regions given back (not in the pool) whose memory goes to the sub-allocator once"
+                    + " the Java views of it are collected",
+            MemoryStats::bytesHeldForViews),
+
     /** Reserved bytes not in use. */
     POOL_FREE("bfc.allocator.pool.free", Meter.Type.GAUGE, "bytes",
             "Reserved bytes not in use (pool size - memory used)", MemoryStats::freeBytesInPool),

@@ -6,6 +6,7 @@ package io.github.bfc4j.micrometer;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcAllocatorView;
@@ -13,10 +14,12 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -147,6 +150,32 @@ class BfcAllocatorMetricsTest {
                     .isEqualTo((double) sharded.bytesInUse()).isEqualTo(1024 + 5120);
             sharded.deallocateRaw(mine);
             sharded.deallocateRaw(theirs[0]);
+        }
+    }
+
+    @Test
+    void heldForViewsIsTheMemoryOfAGivenBackRegionThatAViewStillReaches() throws InterruptedException {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = BfcAllocator.builder().name("host").memoryLimit(256 * MIB)
+                .subAllocator(new AlignedHostSubAllocator()).build()) {
+            new BfcAllocatorMetrics(a, "0", List.of()).bindTo(registry);
+            ByteBuffer view;
+            try (Allocation x = a.allocate(64 * MIB)) {
+                view = x.asByteBuffer();
+            }
+            assertThat(a.emptyCache()).isEqualTo(64 * MIB);
+            PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
+            assertThat(value(e, "bfc_allocator_held_for_views_bytes")).isEqualTo(64 * MIB);
+            assertThat(value(e, "bfc_allocator_pool_size_bytes")).isZero();
+            view.put(0, (byte) 1);
+
+            view = null;
+            for (int i = 0; i < 200 && a.bytesHeldForViews() > 0; i++) {
+                System.gc();
+                Thread.sleep(50);
+            }
+            e = PrometheusText.parse(registry.scrape());
+            assertThat(value(e, "bfc_allocator_held_for_views_bytes")).isZero();
         }
     }
 
