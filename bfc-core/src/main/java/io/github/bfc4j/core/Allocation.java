@@ -142,7 +142,9 @@ public final class Allocation implements AutoCloseable {
      * collecting it frees nothing. While it is reachable it keeps this allocation reachable (for
      * leak detection) and its region's memory with the sub-allocator, as do the buffers made
      * from it ({@code asBuffer()}, {@code asByteBuffer()}); pointers JavaCPP derives from it by
-     * address ({@code new BytePointer(p)}, {@code getPointer}) do neither.
+     * address ({@code new BytePointer(p)}, {@code getPointer}) do neither. Its accessors are
+     * JavaCPP's and check no bounds: an index past the requested bytes reads or writes outside
+     * the allocation. Use {@link #asByteBuffer()} where an index may be wrong.
      *
      * @return the view
      * @throws IllegalStateException if closed or if the memory is not host memory
