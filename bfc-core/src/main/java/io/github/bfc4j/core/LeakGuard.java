@@ -6,12 +6,11 @@ package io.github.bfc4j.core;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.lang.System.Logger.Level;
-import java.lang.ref.Cleaner;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * Leak detection for one {@link Allocation}: the {@link Cleaner} action registered for the
+ * Leak detection for one {@link Allocation}: the {@link BfcCleaner} action registered for the
  * allocation and for each {@code ByteBuffer} view of it. When every registered object has become
  * unreachable and the allocation was never closed, it reports the leak once and returns the
  * memory. Holds no reference to the allocation or its views (that would keep them reachable).
@@ -19,15 +18,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class LeakGuard implements Runnable {
 
     private static final System.Logger LOG = System.getLogger(LeakDetection.class.getName());
-
-    /** Created on first use, so that allocators without leak detection start no thread. */
-    private static final class CleanerHolder {
-        static final Cleaner CLEANER = Cleaner.create(r -> {
-            Thread t = new Thread(r, "bfc4j-leak-detector");
-            t.setDaemon(true);
-            return t;
-        });
-    }
 
     private final BfcAllocator allocator;
     /** The chunk's start, which is freed. */
@@ -67,14 +57,14 @@ final class LeakGuard implements Runnable {
                 allocationId, site);
         Allocation allocation = new Allocation(allocator, chunkAddress, address, size, requestedSize,
                 allocationId, guard);
-        CleanerHolder.CLEANER.register(allocation, guard);
+        BfcCleaner.CLEANER.register(allocation, guard);
         return allocation;
     }
 
     /** Also waits for {@code view} to become unreachable. The allocation must be reachable. */
     void watch(Object view) {
         reachable.incrementAndGet();
-        CleanerHolder.CLEANER.register(view, this);
+        BfcCleaner.CLEANER.register(view, this);
     }
 
     /** @return true if the caller (close) is the one to free the memory */

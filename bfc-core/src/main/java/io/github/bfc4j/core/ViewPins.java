@@ -4,7 +4,6 @@
 package io.github.bfc4j.core;
 
 import java.lang.System.Logger.Level;
-import java.lang.ref.Cleaner;
 import java.lang.ref.WeakReference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -27,7 +26,7 @@ import java.util.TreeMap;
  * windows of it (of up to 2 GiB, one every 1 GiB), made on demand and held here only weakly.
  * A {@code ByteBuffer} view is a slice of the window's anchor, and a slice keeps the buffer it
  * was cut from reachable; a {@code BytePointer} view holds the anchor in a field. A
- * {@link Cleaner} tells this object when an anchor has become unreachable, that is when no
+ * {@link BfcCleaner} tells this object when an anchor has become unreachable, that is when no
  * view of its window is left; a region with no anchor left may go. So a view costs a slice,
  * and the cleaner sees one object per window, not one per view.
  *
@@ -45,15 +44,6 @@ final class ViewPins extends ForwardingSubAllocator {
 
     /** A window starts every this many bytes of a region. */
     private static final long WINDOW_STEP = 1L << 30;
-
-    /** Created on first use, so that an allocator whose memory is never viewed starts no thread. */
-    private static final class CleanerHolder {
-        static final Cleaner CLEANER = Cleaner.create(r -> {
-            Thread t = new Thread(r, "bfc4j-view-pins");
-            t.setDaemon(true);
-            return t;
-        });
-    }
 
     /** One block the sub-allocator handed out. Guarded by the {@link ViewPins}' monitor. */
     private static final class Region {
@@ -181,7 +171,7 @@ final class ViewPins extends ForwardingSubAllocator {
     }
 
     private <T> T pinned(T object, Region r) {
-        CleanerHolder.CLEANER.register(object, new Unpin(this, r));
+        BfcCleaner.CLEANER.register(object, new Unpin(this, r));
         r.anchors++;
         return object;
     }
