@@ -127,7 +127,9 @@ public final class Allocation implements AutoCloseable {
                     + " bytes, more than a ByteBuffer can span (" + Integer.MAX_VALUE
                     + "): use asPointer(), or allocate in pieces of at most 2 GiB");
         }
-        ByteBuffer buffer = allocator.viewPins().buffer(address, (int) requestedSize);
+        // Leak detection watches the buffer itself, so the buffers made from it must keep it
+        // reachable: it is then their root, not a slice.
+        ByteBuffer buffer = allocator.viewPins().buffer(address, (int) requestedSize, guard != null);
         checkHeldInTime();
         if (guard != null) {
             guard.watch(buffer);

@@ -98,17 +98,20 @@ final class ViewPins extends ForwardingSubAllocator {
      * A native-order buffer over {@code [address, address + bytes)} that holds its region. The
      * caller checks afterwards that the memory was not given back before this call.
      *
+     * @param root whether the buffer must be the root of the buffers made from it (an anchor
+     *     of its own, so that they keep it reachable); else it is a slice of a shared anchor,
+     *     and they keep that anchor reachable instead (a slice of a slice refers to the root)
      * @throws IllegalStateException if no region holds {@code address} (it was freed)
      */
-    ByteBuffer buffer(long address, int bytes) {
+    ByteBuffer buffer(long address, int bytes, boolean root) {
         ByteBuffer anchor;
         long anchorStart;
         synchronized (this) {
             Region r = regionOf(address);
             int k = (int) ((address - r.start) / WINDOW_STEP);
             anchorStart = r.start + k * WINDOW_STEP;
-            if (address + bytes > anchorStart + windowBytes(r, k)) {
-                // A view of more than 1 GiB across two windows: an anchor of its own.
+            if (root || address + bytes > anchorStart + windowBytes(r, k)) {
+                // A root, or a view of more than 1 GiB across two windows: an anchor of its own.
                 return pinned(MemoryViews.byteBuffer(address, bytes), r);
             }
             anchor = anchor(r, k);

@@ -10,6 +10,7 @@ import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.LeakDetection;
 import java.nio.ByteBuffer;
+import java.nio.LongBuffer;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -78,6 +79,25 @@ class LeakDetectionTest {
         assertThat(a.getStats().bytesInUse()).isEqualTo(MIB);
         assertThat(view.getLong(0)).isEqualTo(42);
         view = null;
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
+        assertThat(a.getStats().bytesInUse()).isZero();
+        a.close();
+    }
+
+    @Test
+    void aBufferMadeFromAViewKeepsTheMemoryAliveToo() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.SIMPLE);
+        LongBuffer longs = a.allocate(MIB).asByteBuffer().asLongBuffer(); // handle and view dropped
+        longs.put(0, 42);
+        leak(a, 256);
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() >= 1)).isTrue();
+        assertThat(a.leaksReclaimed()).as("the marker only").isEqualTo(1);
+        assertThat(a.getStats().bytesInUse()).as("the viewed allocation is not reclaimed").isEqualTo(MIB);
+        try (Allocation other = a.allocate(MIB)) { // would be handed the same chunk if it were
+            other.asByteBuffer().putLong(0, 7);
+        }
+        assertThat(longs.get(0)).isEqualTo(42);
+        longs = null;
         assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
         assertThat(a.getStats().bytesInUse()).isZero();
         a.close();
