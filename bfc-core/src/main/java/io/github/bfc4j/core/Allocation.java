@@ -131,9 +131,7 @@ public final class Allocation implements AutoCloseable {
         // reachable: it is then their root, not a slice.
         ByteBuffer buffer = allocator.viewPins().buffer(address, (int) requestedSize, guard != null);
         checkHeldInTime();
-        if (guard != null) {
-            guard.watch(buffer);
-        }
+        watch(buffer);
         Reference.reachabilityFence(this);
         return buffer;
     }
@@ -141,10 +139,10 @@ public final class Allocation implements AutoCloseable {
     /**
      * A JavaCPP {@code BytePointer} over exactly the requested bytes (capacity and limit equal
      * the requested size), for host memory. It has no deallocator of its own: closing or
-     * collecting it frees nothing. While it is reachable it keeps this allocation reachable (for
-     * leak detection) and its region's memory with the sub-allocator, as do the buffers made
-     * from it ({@code asBuffer()}, {@code asByteBuffer()}); pointers JavaCPP derives from it by
-     * address ({@code new BytePointer(p)}, {@code getPointer}) do neither. Its accessors are
+     * collecting it frees nothing. While it is reachable, it keeps this allocation from being
+     * reclaimed by leak detection and its region's memory with the sub-allocator, as do the
+     * buffers made from it ({@code asBuffer()}, {@code asByteBuffer()}); pointers JavaCPP derives
+     * from it by address ({@code new BytePointer(p)}, {@code getPointer}) do neither. Its accessors are
      * JavaCPP's and check no bounds: an index past the requested bytes reads or writes outside
      * the allocation. Use {@link #asByteBuffer()} where an index may be wrong.
      *
@@ -157,6 +155,13 @@ public final class Allocation implements AutoCloseable {
         BytePointer pointer = MemoryViews.pointer(address, requestedSize, this, pins.anchor(address), pins);
         checkHeldInTime();
         return pointer;
+    }
+
+    /** Leak detection, when on, waits for {@code view} too. This allocation must be reachable. */
+    void watch(Object view) {
+        if (guard != null) {
+            guard.watch(view);
+        }
     }
 
     /**

@@ -15,19 +15,20 @@ final class MemoryViews {
     }
 
     /**
-     * A {@code BytePointer} at a given address, with no deallocator, holding an owner and an
-     * anchor of its region (see {@link ViewPins}). The buffers made from it ({@code
-     * asByteBuffer()}, {@code asBuffer()}) hold the region as it does.
+     * A {@code BytePointer} at a given address, with no deallocator, holding its allocation and
+     * an anchor of its region (see {@link ViewPins}). The buffers made from it ({@code
+     * asByteBuffer()}, {@code asBuffer()}) hold the region as it does, and leak detection
+     * watches them as it watches the allocation's own buffers.
      */
     static final class ViewPointer extends BytePointer {
-        @SuppressWarnings({"unused", "FieldCanBeLocal"}) // keeps the owner reachable
-        private final Object owner;
+        /** Kept reachable (for leak detection); null for a plain buffer's pointer. */
+        private final Allocation owner;
         @SuppressWarnings({"unused", "FieldCanBeLocal"}) // keeps the region
         private final Object anchor;
         /** Where the buffers made from this pointer hold the region; null: nowhere. */
         private final ViewPins pins;
 
-        ViewPointer(long address, long bytes, Object owner, Object anchor, ViewPins pins) {
+        ViewPointer(long address, long bytes, Allocation owner, Object anchor, ViewPins pins) {
             super((Pointer) null);
             this.address = address;
             this.capacity = bytes;
@@ -41,8 +42,10 @@ final class MemoryViews {
         public ByteBuffer asByteBuffer() {
             ByteBuffer buffer = super.asByteBuffer();
             if (pins != null && buffer != null) {
-                // This pointer is reachable, so its anchor still holds the region.
+                // This pointer is reachable, so its anchor still holds the region, and its owner
+                // is reachable for leak detection.
                 pins.pin(buffer, address);
+                owner.watch(buffer);
             }
             Reference.reachabilityFence(this);
             return buffer;
@@ -58,7 +61,7 @@ final class MemoryViews {
         }
     }
 
-    static BytePointer pointer(long address, long bytes, Object owner, Object anchor, ViewPins pins) {
+    static BytePointer pointer(long address, long bytes, Allocation owner, Object anchor, ViewPins pins) {
         try {
             return new ViewPointer(address, bytes, owner, anchor, pins);
         } catch (UnsatisfiedLinkError | NoClassDefFoundError e) {

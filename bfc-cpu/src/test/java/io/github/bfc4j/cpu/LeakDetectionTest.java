@@ -104,6 +104,21 @@ class LeakDetectionTest {
     }
 
     @Test
+    void aBufferMadeFromAPointerViewKeepsTheMemoryAlive() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.SIMPLE);
+        ByteBuffer bytes = a.allocate(MIB).asPointer().asBuffer(); // handle and pointer dropped
+        bytes.putLong(0, 42);
+        leak(a, 256);
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() >= 1)).isTrue();
+        assertThat(a.leaksReclaimed()).as("the marker only").isEqualTo(1);
+        assertThat(a.getStats().bytesInUse()).isEqualTo(MIB);
+        assertThat(bytes.getLong(0)).isEqualTo(42);
+        bytes = null;
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
+        a.close();
+    }
+
+    @Test
     void closedAllocationsAreNeverReported() throws InterruptedException {
         BfcAllocator a = allocator(LeakDetection.SIMPLE);
         for (int i = 0; i < 100; i++) {
