@@ -10,8 +10,8 @@ import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.LeakDetection;
 import java.nio.ByteBuffer;
-import java.nio.LongBuffer;
 import java.util.List;
+import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -69,26 +69,30 @@ class LeakDetectionTest {
 
     @Test
     void aReachableViewKeepsTheMemoryAlive() throws InterruptedException {
-        BfcAllocator a = allocator(LeakDetection.SIMPLE);
-        ByteBuffer view = a.allocate(MIB).asByteBuffer();
-        view.putLong(0, 42);
-        // The handle is gone, the view is not: once a marker leak is reclaimed (so the collector
-        // has been through), the viewed memory must still be allocated.
-        leak(a, 256);
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
-        assertThat(a.getStats().bytesInUse()).isEqualTo(MIB);
-        assertThat(view.getLong(0)).isEqualTo(42);
-        view = null;
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
-        assertThat(a.getStats().bytesInUse()).isZero();
-        a.close();
+        assertTheMemoryStaysWhileReachable(Allocation::asByteBuffer);
     }
 
     @Test
     void aBufferMadeFromAViewKeepsTheMemoryAliveToo() throws InterruptedException {
+        // A slice refers to the root of its chain of buffers, which must be the watched view.
+        assertTheMemoryStaysWhileReachable(x -> x.asByteBuffer().slice());
+    }
+
+    @Test
+    void aBufferMadeFromAPointerViewKeepsTheMemoryAlive() throws InterruptedException {
+        assertTheMemoryStaysWhileReachable(x -> x.asPointer().asBuffer());
+    }
+
+    /**
+     * Drops an allocation's handle but keeps what {@code view} makes of it: once a marker leak
+     * is reclaimed (so the collector has been through), the viewed memory must still be
+     * allocated, and reclaimed once the view is dropped too.
+     */
+    private static void assertTheMemoryStaysWhileReachable(Function<Allocation, ByteBuffer> view)
+            throws InterruptedException {
         BfcAllocator a = allocator(LeakDetection.SIMPLE);
-        LongBuffer longs = a.allocate(MIB).asByteBuffer().asLongBuffer(); // handle and view dropped
-        longs.put(0, 42);
+        ByteBuffer kept = view.apply(a.allocate(MIB));
+        kept.putLong(0, 42);
         leak(a, 256);
         assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() >= 1)).isTrue();
         assertThat(a.leaksReclaimed()).as("the marker only").isEqualTo(1);
@@ -96,25 +100,10 @@ class LeakDetectionTest {
         try (Allocation other = a.allocate(MIB)) { // would be handed the same chunk if it were
             other.asByteBuffer().putLong(0, 7);
         }
-        assertThat(longs.get(0)).isEqualTo(42);
-        longs = null;
+        assertThat(kept.getLong(0)).isEqualTo(42);
+        kept = null;
         assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
         assertThat(a.getStats().bytesInUse()).isZero();
-        a.close();
-    }
-
-    @Test
-    void aBufferMadeFromAPointerViewKeepsTheMemoryAlive() throws InterruptedException {
-        BfcAllocator a = allocator(LeakDetection.SIMPLE);
-        ByteBuffer bytes = a.allocate(MIB).asPointer().asBuffer(); // handle and pointer dropped
-        bytes.putLong(0, 42);
-        leak(a, 256);
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() >= 1)).isTrue();
-        assertThat(a.leaksReclaimed()).as("the marker only").isEqualTo(1);
-        assertThat(a.getStats().bytesInUse()).isEqualTo(MIB);
-        assertThat(bytes.getLong(0)).isEqualTo(42);
-        bytes = null;
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2)).isTrue();
         a.close();
     }
 
