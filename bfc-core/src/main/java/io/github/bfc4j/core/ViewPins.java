@@ -64,8 +64,6 @@ final class ViewPins extends ForwardingSubAllocator {
     private final TreeMap<Long, Region> regions = new TreeMap<>();
     /** Frees the allocator made that wait for anchors: {@code [ptr, bytes]} each. Guarded by this. */
     private final List<long[]> heldBack = new ArrayList<>();
-    /** The sum of their sizes. Guarded by this. */
-    private long heldBackBytes;
 
     ViewPins(SubAllocator upstream) {
         super(upstream);
@@ -85,7 +83,6 @@ final class ViewPins extends ForwardingSubAllocator {
     public synchronized void free(long ptr, long numBytes) {
         if (anchored(ptr, numBytes)) {
             heldBack.add(new long[] {ptr, numBytes});
-            heldBackBytes += numBytes;
             LOG.log(Level.DEBUG, () -> "the free of region 0x" + Long.toHexString(ptr) + " (" + numBytes
                     + " bytes) waits: a view of memory in it is still reachable");
             return;
@@ -143,7 +140,11 @@ final class ViewPins extends ForwardingSubAllocator {
 
     /** Bytes of regions given back by the allocator whose free waits for views. */
     synchronized long heldBackBytes() {
-        return heldBackBytes;
+        long sum = 0;
+        for (long[] range : heldBack) {
+            sum += range[1];
+        }
+        return sum;
     }
 
     private Region regionOf(long address) {
@@ -203,7 +204,6 @@ final class ViewPins extends ForwardingSubAllocator {
                 continue;
             }
             heldBack.remove(i);
-            heldBackBytes -= range[1];
             within(range[0], range[1]).clear();
             try {
                 upstream.free(range[0], range[1]);
