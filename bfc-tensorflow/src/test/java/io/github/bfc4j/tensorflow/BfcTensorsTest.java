@@ -24,6 +24,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -337,11 +338,7 @@ class BfcTensorsTest {
         t.close(); // TensorFlow drops the buffer: the view handed to it goes
         t = null;
         assertThat(own.liveBuffers()).isZero();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (frees.get() == 0 && System.nanoTime() < deadline) {
-            System.gc();
-            Thread.sleep(20);
-        }
+        gcUntil(() -> frees.get() != 0);
         assertThat(frees).as("returned once TensorFlow dropped it").hasValue(1);
         assertThat(forced.bytesHeldForViews()).isZero();
     }
@@ -349,12 +346,17 @@ class BfcTensorsTest {
     @Test
     void anUnclosedTensorIsGivenBackWhenGarbageCollected() throws InterruptedException {
         makeAndDrop();
+        gcUntil(() -> tensors.buffersReturned() >= 1);
+        assertThat(tensors.buffersReturned()).as("given back by JavaCPP's deallocator after GC").isEqualTo(1);
+    }
+
+    /** Runs the garbage collector until {@code done} holds, for at most 20 s. */
+    private static void gcUntil(BooleanSupplier done) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-        while (tensors.buffersReturned() < 1 && System.nanoTime() < deadline) {
+        while (!done.getAsBoolean() && System.nanoTime() < deadline) {
             System.gc();
             Thread.sleep(20);
         }
-        assertThat(tensors.buffersReturned()).as("given back by JavaCPP's deallocator after GC").isEqualTo(1);
     }
 
     private void makeAndDrop() {
