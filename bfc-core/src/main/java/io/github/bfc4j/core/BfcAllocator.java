@@ -709,15 +709,8 @@ public final class BfcAllocator implements MemoryAllocator {
             if (view.closed()) {
                 return;
             }
-            long live = 0;
-            for (ChunkWalk c = view.walk().all(); c.next(); ) {
-                if (c.inUse()) {
-                    live++;
-                }
-            }
-            if (live > 0) {
-                String what = "allocator '" + port.name() + "' has " + live + " live allocation"
-                        + (live == 1 ? "" : "s") + " (" + humanReadableNumBytes(view.bytesInUse()) + " in use)";
+            String what = liveAllocationsLocked();
+            if (what != null) {
                 if (closePolicy == ClosePolicy.REFUSE) {
                     LOG.log(Level.WARNING, "close() refused: {0}", what);
                     throw new IllegalStateException("close() refused: " + what + ". Close (or deallocate)"
@@ -732,6 +725,21 @@ public final class BfcAllocator implements MemoryAllocator {
         } finally {
             port.unlock();
         }
+    }
+
+    /**
+     * What {@link #close()} reports of the live allocations: {@code "allocator 'NAME' has N live
+     * allocations (B in use)"}, or null when there are none. Needs the lock.
+     */
+    String liveAllocationsLocked() {
+        long live = 0;
+        for (ChunkWalk c = view.walk().all(); c.next(); ) {
+            if (c.inUse()) {
+                live++;
+            }
+        }
+        return live == 0 ? null : "allocator '" + port.name() + "' has " + live + " live allocation"
+                + (live == 1 ? "" : "s") + " (" + humanReadableNumBytes(view.bytesInUse()) + " in use)";
     }
 
     // ---------------------------------------------------------------------------------------

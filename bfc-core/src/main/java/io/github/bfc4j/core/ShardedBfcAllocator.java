@@ -7,6 +7,7 @@ import io.github.bfc4j.core.internal.ShardRegions;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.file.Files;
@@ -68,6 +69,8 @@ import java.util.function.ToLongFunction;
  * <p>Thread-safe. The allocate/free path creates no Java object.
  */
 public final class ShardedBfcAllocator implements MemoryAllocator {
+
+    private static final System.Logger LOG = System.getLogger(BfcPort.LOGGER_NAME);
 
     private final String name;
     private final ClosePolicy closePolicy;
@@ -683,38 +686,54 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /**
      * Closes every shard ({@link BfcAllocator#close()}, with the close policy). With
-     * {@link ClosePolicy#REFUSE}, a shard with live allocations stays open and the others are
-     * closed; the exception names every refusing shard, and a later {@code close()} (after
-     * the allocations are freed) closes the rest. Idempotent once closed. Once any shard has
-     * begun to close (here or by its own {@code close()}), no shard obtains a new region, so
-     * the ranges a closed shard gave back never become another shard's: a late free of an
-     * address it held gets {@link IllegalStateException}, and an allocation that would need a
-     * new region does too.
+     * {@link ClosePolicy#REFUSE} it is all or nothing, as for one {@code BfcAllocator}: while
+     * any shard has live allocations, it throws, naming each such shard and its allocations, and
+     * closes no shard (every shard's lock is held while it looks, so no call slips in between);
+     * close them, then call it again. With {@link ClosePolicy#FORCE} every shard closes.
+     * Idempotent once closed. A shard can also be closed alone (its own {@code close()}); once
+     * any shard has begun to close, no shard obtains a new region, so the ranges a closed shard
+     * gave back never become another shard's: a late free of an address it held gets
+     * {@link IllegalStateException}, and an allocation that would need a new region does too.
      *
-     * @throws IllegalStateException if a shard refused to close
+     * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE};
+     *     no shard is closed then
      */
     @Override
     public void close() {
-        List<String> refused = new ArrayList<>();
-        IllegalStateException first = null;
-        for (BfcAllocator s : shards) {
-            try {
+        if (closePolicy == ClosePolicy.FORCE) {
+            for (BfcAllocator s : shards) {
                 s.close();
-            } catch (IllegalStateException e) {
-                refused.add(s.name());
-                if (first == null) {
-                    first = e;
-                } else {
-                    first.addSuppressed(e);
+            }
+            return;
+        }
+        // The locks in shard order (a caller never holds two of them, so none waits here for
+        // another's): no allocation can begin between the look and the close.
+        int locked = 0;
+        try {
+            for (; locked < ports.length; locked++) {
+                ports[locked].lock();
+            }
+            List<String> live = new ArrayList<>();
+            for (BfcAllocator s : shards) {
+                String what = s.isClosed() ? null : s.liveAllocationsLocked();
+                if (what != null) {
+                    live.add(what);
                 }
             }
-        }
-        if (first != null) {
-            IllegalStateException e = new IllegalStateException("close() refused by shard"
-                    + (refused.size() == 1 ? " " : "s ") + String.join(", ", refused) + " of allocator '" + name
-                    + "' (the other shards are closed): " + first.getMessage());
-            e.addSuppressed(first);
-            throw e;
+            if (!live.isEmpty()) {
+                String what = String.join("; ", live);
+                LOG.log(Level.WARNING, "close() of allocator ''{0}'' refused: {1}", name, what);
+                throw new IllegalStateException("close() of allocator '" + name + "' refused: " + what
+                        + ". No shard was closed. Close (or deallocate) them first; or build the allocator"
+                        + " with closePolicy(ClosePolicy.FORCE) to free the memory under them anyway.");
+            }
+            for (BfcAllocator s : shards) {
+                s.close();
+            }
+        } finally {
+            while (locked > 0) {
+                ports[--locked].unlock();
+            }
         }
     }
 
