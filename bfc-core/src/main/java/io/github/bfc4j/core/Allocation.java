@@ -142,9 +142,12 @@ public final class Allocation implements AutoCloseable {
      * collecting it frees nothing. While it is reachable, it keeps this allocation from being
      * reclaimed by leak detection and its region's memory with the sub-allocator, as do the
      * buffers made from it ({@code asBuffer()}, {@code asByteBuffer()}); pointers JavaCPP derives
-     * from it by address ({@code new BytePointer(p)}, {@code getPointer}) do neither. Its accessors are
-     * JavaCPP's and check no bounds: an index past the requested bytes reads or writes outside
-     * the allocation. Use {@link #asByteBuffer()} where an index may be wrong.
+     * from it by address ({@code new BytePointer(p)}, {@code getPointer}) do neither. Its own accessors
+     * check bounds where JavaCPP's check none: an index (from the position) past the requested
+     * bytes, and a position, limit or capacity beyond them, throw
+     * {@link IndexOutOfBoundsException} before the native call. JavaCPP's static functions
+     * ({@code Pointer.memcpy}, {@code BytePointer.strcpy}, ...), pointers derived from it by
+     * address and native code given its address check nothing.
      *
      * @return the view
      * @throws IllegalStateException if closed or if the memory is not host memory

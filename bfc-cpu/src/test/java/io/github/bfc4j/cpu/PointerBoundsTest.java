@@ -1,0 +1,189 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.LeakDetection;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.function.LongConsumer;
+import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Pointer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The {@code BytePointer} view checks bounds: every access through its own methods stays within
+ * the requested bytes or throws {@link IndexOutOfBoundsException}, and the next allocation's
+ * bytes are never touched (without the checks, the refused writes land in the chunk's 24 bytes
+ * of padding or in the next allocation).
+ */
+class PointerBoundsTest {
+
+    private static final int BYTES = 1000; // in a 1024-byte chunk: 24 bytes of padding follow
+
+    private BfcAllocator allocator;
+    private Allocation x;
+    private Allocation next;
+
+    @BeforeEach
+    void allocate() {
+        allocator = BfcAllocator.builder().name("bounds").memoryLimit(16L << 20)
+                .subAllocator(new AlignedHostSubAllocator()).leakDetection(LeakDetection.DISABLED).build();
+        x = allocator.allocate(BYTES);
+        next = allocator.allocate(1024);
+        assertThat(next.address()).as("the next chunk follows").isEqualTo(x.address() + 1024);
+        ByteBuffer n = next.asByteBuffer();
+        for (int i = 0; i < n.capacity(); i++) {
+            n.put(i, (byte) 0x5a);
+        }
+    }
+
+    @AfterEach
+    void nothingOutsideWasTouched() {
+        ByteBuffer n = next.asByteBuffer();
+        for (int i = 0; i < n.capacity(); i++) {
+            assertThat(n.get(i)).as("byte %d of the next allocation", i).isEqualTo((byte) 0x5a);
+        }
+        x.close();
+        next.close();
+        allocator.close();
+    }
+
+    /** Each accessor of one value: its last index works, one past it, and -1, throw. */
+    @Test
+    void everyAccessorOfOneValueStopsAtTheLastByte() {
+        BytePointer p = x.asPointer();
+        assertThat(p.sizeof()).isEqualTo(1);
+        List<Accessor> accessors = List.of(
+                new Accessor("get/put", 1, i -> p.put(i, (byte) 1), i -> p.get(i)),
+                new Accessor("getUnsigned/putUnsigned", 1, i -> p.putUnsigned(i, 200), i -> p.getUnsigned(i)),
+                new Accessor("getBool/putBool", 1, i -> p.putBool(i, true), i -> p.getBool(i)),
+                new Accessor("getShort/putShort", 2, i -> p.putShort(i, (short) 1), i -> p.getShort(i)),
+                new Accessor("getChar/putChar", 2, i -> p.putChar(i, 'c'), i -> p.getChar(i)),
+                new Accessor("getInt/putInt", 4, i -> p.putInt(i, 1), i -> p.getInt(i)),
+                new Accessor("getFloat/putFloat", 4, i -> p.putFloat(i, 1f), i -> p.getFloat(i)),
+                new Accessor("getLong/putLong", 8, i -> p.putLong(i, 1L), i -> p.getLong(i)),
+                new Accessor("getDouble/putDouble", 8, i -> p.putDouble(i, 1d), i -> p.getDouble(i)),
+                new Accessor("getPointerValue/putPointerValue", 8, i -> p.putPointerValue(i, new Pointer()),
+                        i -> p.getPointerValue(i)));
+        for (Accessor a : accessors) {
+            long last = BYTES - a.width;
+            a.put.accept(last);
+            a.get.accept(last);
+            for (long bad : new long[] {last + 1, BYTES, -1, Long.MAX_VALUE, Long.MIN_VALUE}) {
+                assertThatThrownBy(() -> a.put.accept(bad)).as("%s put at %d", a.name, bad)
+                        .isInstanceOf(IndexOutOfBoundsException.class)
+                        .hasMessageContaining("outside this pointer's 1000 bytes");
+                assertThatThrownBy(() -> a.get.accept(bad)).as("%s get at %d", a.name, bad)
+                        .isInstanceOf(IndexOutOfBoundsException.class);
+            }
+        }
+        // The forms without an index read and write at the position.
+        p.position(BYTES - 4).putInt(0x01020304);
+        assertThat(p.getInt()).isEqualTo(0x01020304);
+        assertThatThrownBy(p::getLong).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> p.putLong(7L)).isInstanceOf(IndexOutOfBoundsException.class);
+    }
+
+    /** An index counts from the position, as on every BytePointer; the bound stays the same. */
+    @Test
+    void indexesCountFromThePositionAndTheBoundDoesNotMove() {
+        BytePointer p = x.asPointer();
+        ByteBuffer b = x.asByteBuffer();
+        p.position(990);
+        p.put(9, (byte) 42);
+        assertThat(b.get(999)).isEqualTo((byte) 42);
+        p.put(-990, (byte) 43);
+        assertThat(b.get(0)).isEqualTo((byte) 43);
+        assertThatThrownBy(() -> p.put(10, (byte) 1)).isInstanceOf(IndexOutOfBoundsException.class)
+                .hasMessageContaining("at index 10 from position 990");
+        assertThatThrownBy(() -> p.put(-991, (byte) 1)).isInstanceOf(IndexOutOfBoundsException.class);
+    }
+
+    /** Position, limit and capacity stay between 0 and the requested bytes. */
+    @Test
+    void positionLimitAndCapacityStayWithinTheAllocation() {
+        BytePointer p = x.asPointer();
+        assertThat(p.position(BYTES).position()).isEqualTo(BYTES);
+        assertThat(p.limit(10).limit()).isEqualTo(10);
+        assertThat(p.capacity(10).capacity()).isEqualTo(10);
+        for (long bad : new long[] {BYTES + 1, 1024, -1}) {
+            assertThatThrownBy(() -> p.position(bad)).isInstanceOf(IndexOutOfBoundsException.class)
+                    .hasMessageContaining("position " + bad + " is outside this pointer's 1000 bytes");
+            assertThatThrownBy(() -> p.limit(bad)).isInstanceOf(IndexOutOfBoundsException.class);
+            assertThatThrownBy(() -> p.capacity(bad)).isInstanceOf(IndexOutOfBoundsException.class);
+        }
+        // So the buffers made from it cannot reach past the allocation either.
+        p.position(0).limit(BYTES).capacity(BYTES);
+        assertThat(p.asByteBuffer().capacity()).isEqualTo(BYTES);
+    }
+
+    /** The bulk copies check the pointer's bytes and the Java array's. */
+    @Test
+    void bulkCopiesCheckBothSides() {
+        BytePointer p = x.asPointer();
+        byte[] all = new byte[BYTES];
+        p.put(all).get(all);
+        assertThatThrownBy(() -> p.put(new byte[BYTES + 1])).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> p.get(new byte[BYTES + 1])).isInstanceOf(IndexOutOfBoundsException.class);
+        p.position(BYTES - 10);
+        p.put(new byte[10]);
+        assertThatThrownBy(() -> p.put(new byte[11])).isInstanceOf(IndexOutOfBoundsException.class);
+        p.position(0);
+        // JavaCPP copies from a Java array without checking its bounds either.
+        assertThatThrownBy(() -> p.put(new byte[16], 8, 9)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> p.get(new byte[16], -1, 4)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> p.get(new byte[16], 0, -4)).isInstanceOf(IndexOutOfBoundsException.class);
+
+        // memcpy from another pointer and memset, through the pointer's own methods.
+        try (BytePointer big = new BytePointer(2048)) {
+            big.limit(BYTES + 1);
+            assertThatThrownBy(() -> p.put(big)).isInstanceOf(IndexOutOfBoundsException.class);
+            big.limit(BYTES);
+            p.put(big);
+        }
+        p.position(0).limit(BYTES).fill(1);
+        assertThat(x.asByteBuffer().get(BYTES - 1)).isEqualTo((byte) 1);
+        // A limit of 0 means one element at the position: past the end when the position is.
+        p.limit(0).position(BYTES);
+        assertThatThrownBy(() -> p.fill(2)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(p::zero).isInstanceOf(IndexOutOfBoundsException.class);
+    }
+
+    /** Strings: written only if they fit with their null byte, read only up to the last byte. */
+    @Test
+    void stringsStayWithinTheAllocation() {
+        BytePointer p = x.asPointer();
+        p.putString("hello");
+        assertThat(p.limit()).isEqualTo(5);
+        assertThat(p.getString()).isEqualTo("hello");
+        p.limit(0);
+        assertThat(p.getString()).as("up to the null byte").isEqualTo("hello");
+
+        String fits = "a".repeat(BYTES - 1);
+        p.limit(BYTES).putString(fits, StandardCharsets.US_ASCII);
+        assertThat(p.limit(0).getString(StandardCharsets.US_ASCII)).isEqualTo(fits);
+        assertThatThrownBy(() -> p.limit(BYTES).putString("a".repeat(BYTES)))
+                .as("no room for the null byte").isInstanceOf(IndexOutOfBoundsException.class);
+
+        // No null byte in the allocation: JavaCPP's strlen would read on past it.
+        ByteBuffer b = x.asByteBuffer();
+        for (int i = 0; i < BYTES; i++) {
+            b.put(i, (byte) 'z');
+        }
+        p.position(0).limit(0);
+        assertThatThrownBy(p::getString).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(p::getStringBytes).isInstanceOf(IndexOutOfBoundsException.class);
+    }
+
+    private record Accessor(String name, int width, LongConsumer put, LongConsumer get) {
+    }
+}
