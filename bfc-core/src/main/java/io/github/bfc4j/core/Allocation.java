@@ -24,10 +24,11 @@ import org.bytedeco.javacpp.BytePointer;
  * allocator's close. After close (or a forced close of the allocator), {@link #address()},
  * {@link #asByteBuffer()} and {@link #asPointer()} throw {@link IllegalStateException}; the sizes
  * and id stay readable. Only the handle frees its memory: {@code deallocateRaw} of its address
- * is refused. Views made before close are not (cannot be) invalidated: a view used after close
- * reads and writes memory a later allocation may own. They never reach memory given back to
- * the operating system: while a view is reachable, the allocator's close, {@code emptyCache()}
- * or garbage collection leaves its region with the sub-allocator
+ * is refused. A {@code ByteBuffer} view made before close is not (cannot be) invalidated: used
+ * after close, it reads and writes memory a later allocation may own; a {@code BytePointer}
+ * view's own accessors throw {@link IllegalStateException} then. No view ever reaches memory
+ * given back to the operating system: while a view is reachable, the allocator's close,
+ * {@code emptyCache()} or garbage collection leaves its region with the sub-allocator
  * ({@link BfcAllocator#bytesHeldForViews()}). Do not keep views beyond the handle's
  * try-with-resources block.
  */
@@ -145,7 +146,8 @@ public final class Allocation implements AutoCloseable {
      * from it by address ({@code new BytePointer(p)}, {@code getPointer}) do neither. Its own accessors
      * check bounds where JavaCPP's check none: an index (from the position) past the requested
      * bytes, and a position, limit or capacity beyond them, throw
-     * {@link IndexOutOfBoundsException} before the native call. JavaCPP's static functions
+     * {@link IndexOutOfBoundsException} before the native call, and once this allocation is
+     * closed they throw {@link IllegalStateException}. JavaCPP's static functions
      * ({@code Pointer.memcpy}, {@code BytePointer.strcpy}, ...), pointers derived from it by
      * address and native code given its address check nothing.
      *
@@ -191,7 +193,11 @@ public final class Allocation implements AutoCloseable {
         Reference.reachabilityFence(this);
     }
 
-    private void checkOpen() {
+    /**
+     * @throws IllegalStateException if this handle is closed, or its allocator has begun to
+     *     close; also for the {@code BytePointer} view's accessors ({@link ViewPointer})
+     */
+    void checkOpen() {
         if (closed) {
             throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
                     + " bytes at 0x" + Long.toHexString(address) + ") of allocator '" + allocator.name()

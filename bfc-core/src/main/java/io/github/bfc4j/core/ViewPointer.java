@@ -20,7 +20,9 @@ import org.bytedeco.javacpp.Pointer;
  * a string without a terminating null byte) stays within its {@code bytes}, and its position,
  * limit and capacity stay between 0 and {@code bytes}; anything else throws
  * {@link IndexOutOfBoundsException} before the native call. As on every {@code BytePointer}, an
- * index counts bytes from the position. What JavaCPP does with it outside its own methods (its
+ * index counts bytes from the position. Once its allocation is closed (or its allocator closed
+ * by force), they and {@code asByteBuffer()} throw {@link IllegalStateException}: a check, not
+ * a lock, so an access racing the close may still land (in memory the region keeps mapped). What JavaCPP does with it outside its own methods (its
  * static functions such as {@code Pointer.memcpy} or {@code BytePointer.strcpy}, pointers
  * derived by address such as {@code new BytePointer(p)} or {@code getPointer(i)}) and what
  * native code does with its address are not checked.
@@ -49,6 +51,9 @@ final class ViewPointer extends BytePointer {
 
     @Override
     public ByteBuffer asByteBuffer() {
+        if (owner != null) {
+            owner.checkOpen();
+        }
         ByteBuffer buffer = super.asByteBuffer();
         if (pins != null && buffer != null) {
             // This pointer is reachable, so its anchor still holds the region, and its owner
@@ -86,12 +91,15 @@ final class ViewPointer extends BytePointer {
     }
 
     /**
-     * Checks that the {@code width} bytes at index {@code i} (from the position) lie in the
-     * pointer.
+     * Checks that the pointer's allocation is open and that the {@code width} bytes at index
+     * {@code i} (from the position) lie in the pointer.
      *
      * @return {@code i}
      */
     private long at(long i, long width) {
+        if (owner != null) {
+            owner.checkOpen();
+        }
         if (i < -position || width > bytes - position || i > bytes - position - width) {
             throw new IndexOutOfBoundsException(width + " byte" + (width == 1 ? "" : "s") + " at index " + i
                     + " from position " + position + " are outside this pointer's " + bytes + " bytes: the"

@@ -184,6 +184,26 @@ class PointerBoundsTest {
         assertThatThrownBy(p::getStringBytes).isInstanceOf(IndexOutOfBoundsException.class);
     }
 
+    /**
+     * Once its allocation is closed, the pointer's own accessors refuse (its position, limit and
+     * capacity stay readable and settable: they touch no memory).
+     */
+    @Test
+    void thePointersAccessorsAreRefusedOnceItsAllocationIsClosed() {
+        Allocation y = allocator.allocate(BYTES);
+        BytePointer p = y.asPointer();
+        p.putInt(0, 7);
+        y.close();
+        assertThatThrownBy(() -> p.getInt(0)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("is closed: it must not be used after close()");
+        assertThatThrownBy(() -> p.put(0, (byte) 1)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> p.put(new byte[4])).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> p.fill(0)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(p::getString).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(p::asByteBuffer).isInstanceOf(IllegalStateException.class);
+        assertThat(p.position(4).position()).isEqualTo(4);
+    }
+
     private record Accessor(String name, int width, LongConsumer put, LongConsumer get) {
     }
 }

@@ -118,7 +118,9 @@ class ViewLifetimeTest {
         BytePointer pointer = a.allocate(64 * MIB).asPointer();
         ByteBuffer fromPointer = pointer.asBuffer();
         a.close();
-        pointer.put(64 * MIB - 1, (byte) 5);
+        assertItsAccessorsRefuse(pointer);
+        // Native code given the address (here a pointer JavaCPP derives from it) still finds it mapped.
+        new BytePointer(pointer).put(64 * MIB - 1, (byte) 5);
         assertThat(sub.frees).hasValue(0);
 
         pointer = null;
@@ -180,7 +182,7 @@ class ViewLifetimeTest {
         a.close();
         assertThat(sub.frees).hasValue(0);
         writeEnds(views, (byte) 3);
-        lastPointer.put(512 * MIB - 1, (byte) 4);
+        new BytePointer(lastPointer).put(512 * MIB - 1, (byte) 4); // native code given the address
         assertThat(views.get(2).get((int) (512 * MIB - 1))).isEqualTo((byte) 4);
 
         // The view across two windows (an anchor of its own) holds the region alone.
@@ -193,6 +195,12 @@ class ViewLifetimeTest {
         views.clear();
         assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
         assertThat(sub.freedBytes).hasValue(3 * gib);
+    }
+
+    /** In a method of its own, so that no local variable of the test keeps the pointer. */
+    private static void assertItsAccessorsRefuse(BytePointer pointer) {
+        assertThatThrownBy(() -> pointer.put(0, (byte) 5)).as("the pointer's own accessors refuse")
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("ClosePolicy.FORCE");
     }
 
     /** In a method of its own, so that no local variable of the test keeps a view. */
