@@ -91,14 +91,17 @@ final class ViewPointer extends BytePointer {
     }
 
     /**
-     * Checks that the pointer's allocation is open and that the {@code width} bytes at index
-     * {@code i} (from the position) lie in the pointer.
+     * Checks that the pointer's allocation is open, that the pointer was not set to null and
+     * that the {@code width} bytes at index {@code i} (from the position) lie in the pointer.
      *
      * @return {@code i}
      */
     private long at(long i, long width) {
         if (owner != null) {
             owner.checkOpen();
+        }
+        if (address == 0) {
+            throw new NullPointerException("this pointer was set to null (setNull()): it reaches no memory");
         }
         if (i < -position || width > bytes - position || i > bytes - position - width) {
             throw new IndexOutOfBoundsException(width + " byte" + (width == 1 ? "" : "s") + " at index " + i

@@ -204,6 +204,20 @@ class PointerBoundsTest {
         assertThat(p.position(4).position()).isEqualTo(4);
     }
 
+    /** A pointer set to null (JavaCPP's setNull()) refuses, where JavaCPP would read address 0. */
+    @Test
+    void aPointerSetToNullRefusesItsAccessors() {
+        BytePointer p = x.asPointer();
+        p.setNull();
+        assertThat(p.isNull()).isTrue();
+        assertThatThrownBy(() -> p.get(0)).isInstanceOf(NullPointerException.class)
+                .hasMessageContaining("set to null");
+        assertThatThrownBy(() -> p.putLong(8, 1L)).isInstanceOf(NullPointerException.class);
+        assertThatThrownBy(() -> p.get(new byte[4])).isInstanceOf(NullPointerException.class);
+        assertThatThrownBy(() -> p.fill(0)).isInstanceOf(NullPointerException.class);
+        assertThat(p.asByteBuffer()).as("JavaCPP's answer for a null pointer").isNull();
+    }
+
     private record Accessor(String name, int width, LongConsumer put, LongConsumer get) {
     }
 }
