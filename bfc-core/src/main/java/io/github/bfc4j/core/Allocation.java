@@ -142,8 +142,9 @@ public final class Allocation implements AutoCloseable {
      * the requested size), for host memory. It has no deallocator of its own: closing or
      * collecting it frees nothing. While it is reachable, it keeps this allocation from being
      * reclaimed by leak detection and its region's memory with the sub-allocator, as do the
-     * buffers made from it ({@code asBuffer()}, {@code asByteBuffer()}); pointers JavaCPP derives
-     * from it by address ({@code new BytePointer(p)}, {@code getPointer}) do neither. Its own accessors
+     * buffers made from it ({@code asBuffer()}, {@code asByteBuffer()}) and the pointers of its
+     * {@code getPointer(i)}; pointers JavaCPP derives from it by address
+     * ({@code new BytePointer(p)}, casts to other pointer types) do neither. Its own accessors
      * check bounds where JavaCPP's check none: an index (from the position) past the requested
      * bytes, and a position, limit or capacity beyond them, throw
      * {@link IndexOutOfBoundsException} before the native call, and once this allocation is

@@ -24,8 +24,9 @@ import org.bytedeco.javacpp.Pointer;
  * by force), they and {@code asByteBuffer()} throw {@link IllegalStateException}: a check, not
  * a lock, so an access racing the close may still land (in memory the region keeps mapped). What JavaCPP does with it outside its own methods (its
  * static functions such as {@code Pointer.memcpy} or {@code BytePointer.strcpy}, pointers
- * derived by address such as {@code new BytePointer(p)} or {@code getPointer(i)}) and what
- * native code does with its address are not checked.
+ * derived by address such as {@code new BytePointer(p)} or {@code getPointer(IntPointer.class,
+ * i)}) and what native code does with its address are not checked; {@code getPointer(i)} is
+ * (a pointer of this class).
  */
 final class ViewPointer extends BytePointer {
 
@@ -63,6 +64,31 @@ final class ViewPointer extends BytePointer {
         }
         Reference.reachabilityFence(this);
         return buffer;
+    }
+
+    /**
+     * JavaCPP's {@code getPointer(i)} (a pointer {@code i} bytes further on, with this one's
+     * position, and its limit and capacity {@code i} smaller), as a pointer of this class over
+     * the rest of the allocation: checked, holding the region and the allocation as this one
+     * does.
+     *
+     * @throws IndexOutOfBoundsException if {@code i} is outside 0 to the pointer's bytes
+     */
+    @Override
+    public BytePointer getPointer(long i) {
+        if (owner != null) {
+            owner.checkOpen();
+        }
+        if (i < 0 || i > bytes) {
+            throw new IndexOutOfBoundsException("getPointer(" + i + ") is outside this pointer's " + bytes
+                    + " bytes (0 to " + bytes + "): the pointer covers its allocation only");
+        }
+        ViewPointer p = new ViewPointer(address == 0 ? 0 : address + i, bytes - i, owner, anchor, pins);
+        p.position = position;
+        p.limit = Math.max(0, limit - i);
+        p.capacity = Math.max(0, capacity - i);
+        Reference.reachabilityFence(this);
+        return p;
     }
 
     // Position, limit and capacity: between 0 and bytes.

@@ -204,6 +204,29 @@ class PointerBoundsTest {
         assertThat(p.position(4).position()).isEqualTo(4);
     }
 
+    /**
+     * getPointer(i) answers as JavaCPP's does (i bytes further on, the same position, limit and
+     * capacity i smaller), with a pointer that checks the rest of the allocation's bounds.
+     */
+    @Test
+    void aPointerFurtherOnChecksTheRestOfTheAllocation() {
+        BytePointer p = x.asPointer();
+        p.position(4);
+        BytePointer q = p.getPointer(990);
+        assertThat(q.address()).isEqualTo(x.address() + 990);
+        assertThat(q.position()).isEqualTo(4);
+        assertThat(q.limit()).isEqualTo(10);
+        assertThat(q.capacity()).isEqualTo(10);
+        q.put(5, (byte) 9); // 990 + 4 + 5 = byte 999
+        assertThat(x.asByteBuffer().get(999)).isEqualTo((byte) 9);
+        assertThatThrownBy(() -> q.put(6, (byte) 1)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> q.position(11)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThat(p.getPointer().address()).isEqualTo(x.address());
+        assertThat(p.getPointer(BYTES).capacity()).isZero();
+        assertThatThrownBy(() -> p.getPointer(BYTES + 1)).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(() -> p.getPointer(-1)).isInstanceOf(IndexOutOfBoundsException.class);
+    }
+
     /** A pointer set to null (JavaCPP's setNull()) refuses, where JavaCPP would read address 0. */
     @Test
     void aPointerSetToNullRefusesItsAccessors() {

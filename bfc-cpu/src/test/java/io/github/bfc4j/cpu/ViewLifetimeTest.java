@@ -134,6 +134,21 @@ class ViewLifetimeTest {
     }
 
     @Test
+    void aPointerFurtherOnHoldsTheRegionAsTheViewDoes() throws InterruptedException {
+        Counting sub = new Counting();
+        BfcAllocator a = forcing(sub);
+        BytePointer furtherOn = a.allocate(64 * MIB).asPointer().getPointer(MIB); // the view itself: garbage
+        a.close();
+        collectAFewTimes();
+        assertThat(sub.frees).as("held by the pointer further on").hasValue(0);
+        new BytePointer(furtherOn).put(63 * MIB - 1, (byte) 1); // native code given its address
+
+        furtherOn = null;
+        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        assertThat(a.bytesHeldForViews()).isZero();
+    }
+
+    @Test
     void aViewKeptPastItsAllocationsCloseHoldsTheRegionThatGarbageCollectionGivesBack()
             throws InterruptedException {
         Counting sub = new Counting();
