@@ -117,6 +117,15 @@ public final class BfcAllocatorView {
     }
 
     /**
+     * {@link BfcAllocator#bytesHeldForViews()}.
+     *
+     * @return the bytes of regions given back whose memory waits for their views to be collected
+     */
+    public long bytesHeldForViews() {
+        return allocator.bytesHeldForViews();
+    }
+
+    /**
      * {@link BfcAllocator#peakReservedBytes()}.
      *
      * @return the largest reserved bytes since creation or the last reset of the peaks

@@ -35,6 +35,7 @@ class BfcAllocatorViewTest {
             assertThat(v.memoryStats()).isEqualTo(a.memoryStats());
             assertThat(v.bytesInUse()).isEqualTo(3072);
             assertThat(v.reservedBytes()).isEqualTo(a.reservedBytes());
+            assertThat(v.bytesHeldForViews()).isEqualTo(a.bytesHeldForViews()).isZero();
             assertThat(v.peakReservedBytes()).isEqualTo(a.peakReservedBytes());
             assertThat(v.largestFreeChunkBytes()).isEqualTo(a.largestFreeChunkBytes());
             assertThat(v.regionCount()).isEqualTo(a.regionCount());

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.ForwardingSubAllocator;
@@ -162,6 +163,7 @@ class ViewLifetimeTest {
         assertThat(a.emptyCache()).isEqualTo(64 * MIB);
         assertThat(sub.frees).hasValue(0);
         assertThat(a.bytesHeldForViews()).isEqualTo(64 * MIB);
+        assertThat(BfcAllocatorView.of(a).bytesHeldForViews()).isEqualTo(64 * MIB);
         assertThat(a.memoryStats().bytesHeldForViews()).isEqualTo(64 * MIB);
         assertThat(a.memoryStats().reservedBytes()).isZero();
         assertThat(a.memorySummary()).contains("| Held for views: 64.00MiB  (out of the pool; freed once its views are collected) |");
