@@ -22,11 +22,12 @@ import org.bytedeco.javacpp.Pointer;
  * {@link IndexOutOfBoundsException} before the native call. As on every {@code BytePointer}, an
  * index counts bytes from the position. Once its allocation is closed (or its allocator closed
  * by force), they and {@code asByteBuffer()} throw {@link IllegalStateException}: a check, not
- * a lock, so an access racing the close may still land (in memory the region keeps mapped). What JavaCPP does with it outside its own methods (its
- * static functions such as {@code Pointer.memcpy} or {@code BytePointer.strcpy}, pointers
- * derived by address such as {@code new BytePointer(p)} or {@code getPointer(IntPointer.class,
- * i)}) and what native code does with its address are not checked; {@code getPointer(i)} is
- * (a pointer of this class).
+ * a lock, so an access racing the close may still land (in memory the region keeps mapped).
+ * {@code getPointer(i)} gives a pointer of this class. What JavaCPP does with it outside its
+ * own methods (its static functions such as {@code Pointer.memcpy} or {@code BytePointer.strcpy},
+ * pointers derived by address such as {@code new BytePointer(p)} or
+ * {@code getPointer(IntPointer.class, i)}) and what native code does with its address are not
+ * checked.
  */
 final class ViewPointer extends BytePointer {
 
