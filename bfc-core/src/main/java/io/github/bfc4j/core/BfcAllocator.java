@@ -727,6 +727,16 @@ public final class BfcAllocator implements MemoryAllocator {
         }
     }
 
+    /** Whether provenance was ever recorded here (annotations on, or a history started). */
+    boolean recordsProvenance() {
+        port.lock();
+        try {
+            return history.recorded();
+        } finally {
+            port.unlock();
+        }
+    }
+
     /**
      * What {@link #close()} reports of the live allocations: {@code "allocator 'NAME' has N live
      * allocations (B in use)"}, or null when there are none. Needs the lock.

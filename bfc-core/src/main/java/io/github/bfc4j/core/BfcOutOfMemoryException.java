@@ -32,20 +32,22 @@ public final class BfcOutOfMemoryException extends RuntimeException {
             long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
             long largestFreeChunkBytes, AllocatorStats stats) {
         this(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes, regionCount,
-                memoryLimit, largestFreeChunkBytes, stats, "", null);
+                memoryLimit, largestFreeChunkBytes, stats, "", "", null);
     }
 
     /**
-     * @param dumpNote {@code ""}, or sentences (each starting with a space) naming the largest
-     *     holders of memory (when provenance is recorded) and the dump file or
-     *     saying why it could not be written; appended to the message
+     * @param holders {@code ""}, or the sentence (starting with a space) naming the largest
+     *     holders of memory (when provenance is recorded); appended to the message
+     * @param dumpNote {@code ""}, or sentences (each starting with a space) naming the dump file
+     *     or saying why it could not be written; appended after the holders
      * @param dumpFile the dump file's absolute path, or null
      */
     BfcOutOfMemoryException(String allocatorName, long requestedBytes, long roundedBytes,
             long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
-            long largestFreeChunkBytes, AllocatorStats stats, String dumpNote, String dumpFile) {
+            long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
+            String dumpFile) {
         super(message(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
-                regionCount, memoryLimit, largestFreeChunkBytes) + dumpNote);
+                regionCount, memoryLimit, largestFreeChunkBytes) + holders + dumpNote);
         this.dumpFile = dumpFile;
         this.dumpNote = dumpNote;
         this.allocatorName = allocatorName;
@@ -61,15 +63,19 @@ public final class BfcOutOfMemoryException extends RuntimeException {
 
     /**
      * The exception of a {@link ShardedBfcAllocator} whose home shard threw this one: the same
-     * request, limit, dump note and file, with the figures of all shards together.
+     * request, limit, dump note and file, with the figures and the largest holders of all
+     * shards together.
+     *
+     * @param allHolders the holders' sentence of all shards ({@code ""} when no provenance is
+     *     recorded)
      */
     BfcOutOfMemoryException ofAllShards(String name, int shards, long allInUse, long allReserved,
-            int allRegions, long largestFree, AllocatorStats allStats) {
+            int allRegions, long largestFree, AllocatorStats allStats, String allHolders) {
         BfcOutOfMemoryException e = new BfcOutOfMemoryException(name, requestedBytes, roundedBytes,
                 allInUse, allReserved, allRegions, memoryLimit, largestFree, allStats,
                 " (The figures are those of all " + shards + " shards together, read just after shard '"
-                        + allocatorName + "' failed it, the other shards having failed it too.)" + dumpNote,
-                dumpFile);
+                        + allocatorName + "' failed it, the other shards having failed it too.)" + allHolders,
+                dumpNote, dumpFile);
         e.initCause(this);
         return e;
     }

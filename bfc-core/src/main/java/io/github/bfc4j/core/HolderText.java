@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.core;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 
@@ -25,12 +26,22 @@ final class HolderText {
 
     /** The summary's section, ending in a line break; empty when no provenance was recorded. */
     static String summarySection(MemoryMap map) {
-        if (!map.hasProvenance()) {
+        return summarySection(List.of(map), "Largest holders");
+    }
+
+    /**
+     * The summary's section of several allocators' maps together (a sharded allocator's), the
+     * holders summed by name; empty when no provenance was recorded.
+     *
+     * @param title the section's first words
+     */
+    static String summarySection(List<MemoryMap> maps, String title) {
+        if (!hasProvenance(maps)) {
             return "";
         }
-        List<MemoryMap.Holder> holders = map.largestHolders(SUMMARY_HOLDERS);
+        List<MemoryMap.Holder> holders = largestHolders(maps, SUMMARY_HOLDERS);
         StringBuilder sb = new StringBuilder();
-        sb.append("Largest holders (in use, by annotation or innermost frame):\n");
+        sb.append(title).append(" (in use, by annotation or innermost frame):\n");
         for (MemoryMap.Holder h : holders) {
             sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  %s%n",
                     BfcAllocator.humanReadableNumBytes(h.bytes()), h.chunks(), h.chunks() == 1 ? " " : "s",
@@ -41,10 +52,18 @@ final class HolderText {
 
     /** The message's sentence, starting with a space; empty when no provenance was recorded. */
     static String messageSentence(MemoryMap map) {
-        if (!map.hasProvenance()) {
+        return messageSentence(List.of(map));
+    }
+
+    /**
+     * The message's sentence of several allocators' maps together, the holders summed by name;
+     * empty when no provenance was recorded.
+     */
+    static String messageSentence(List<MemoryMap> maps) {
+        if (!hasProvenance(maps)) {
             return "";
         }
-        List<MemoryMap.Holder> holders = map.largestHolders(MESSAGE_HOLDERS);
+        List<MemoryMap.Holder> holders = largestHolders(maps, MESSAGE_HOLDERS);
         StringBuilder sb = new StringBuilder(" Largest holders:");
         for (int i = 0; i < holders.size(); i++) {
             MemoryMap.Holder h = holders.get(i);
@@ -52,5 +71,23 @@ final class HolderText {
                     .append(h.holder()).append(" (").append(h.chunks()).append(h.chunks() == 1 ? " chunk)" : " chunks)");
         }
         return sb.append('.').toString();
+    }
+
+    private static boolean hasProvenance(List<MemoryMap> maps) {
+        for (MemoryMap m : maps) {
+            if (m.hasProvenance()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The largest holders of the maps together, as {@link MemoryMap#largestHolders} orders them. */
+    private static List<MemoryMap.Holder> largestHolders(List<MemoryMap> maps, int limit) {
+        List<MemoryMap.Holder> all = new ArrayList<>();
+        for (MemoryMap m : maps) {
+            all.addAll(m.largestHolders(Integer.MAX_VALUE));
+        }
+        return MemoryMap.largest(all, limit);
     }
 }

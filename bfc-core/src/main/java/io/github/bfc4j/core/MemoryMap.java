@@ -6,6 +6,7 @@
  */
 package io.github.bfc4j.core;
 
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
@@ -131,16 +132,30 @@ public record MemoryMap(
         if (limit < 0) {
             throw new IllegalArgumentException("limit=" + limit + " (expected: >= 0)");
         }
-        Map<String, long[]> by = new HashMap<>();
+        List<Holder> each = new ArrayList<>();
         for (Region r : regions) {
             for (Chunk c : r.chunks()) {
                 if (c.inUse()) {
-                    long[] a = by.computeIfAbsent(c.provenance().holder(), k -> new long[3]);
-                    a[0] += c.size();
-                    a[1] += c.requestedSize();
-                    a[2]++;
+                    each.add(new Holder(c.provenance().holder(), c.size(), c.requestedSize(), 1));
                 }
             }
+        }
+        return largest(each, limit);
+    }
+
+    /**
+     * Holders summed by name (also across several maps: a sharded allocator's), largest first,
+     * ties by name.
+     *
+     * @param limit the most holders returned
+     */
+    static List<Holder> largest(Iterable<Holder> holders, int limit) {
+        Map<String, long[]> by = new HashMap<>();
+        for (Holder h : holders) {
+            long[] a = by.computeIfAbsent(h.holder(), k -> new long[3]);
+            a[0] += h.bytes();
+            a[1] += h.requestedBytes();
+            a[2] += h.chunks();
         }
         return by.entrySet().stream()
                 .map(e -> new Holder(e.getKey(), e.getValue()[0], e.getValue()[1], (int) e.getValue()[2]))

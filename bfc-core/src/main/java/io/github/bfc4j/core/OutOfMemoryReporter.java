@@ -171,6 +171,6 @@ final class OutOfMemoryReporter extends PortListener {
         }
         return new BfcOutOfMemoryException(view.name(), bytes, r.roundedBytes, r.bytesInUse,
                 r.poolBytes, r.regionCount, r.memoryLimit, r.largestFreeChunkBytes, r.stats,
-                r.holders + r.note, r.dumpFile);
+                r.holders, r.note, r.dumpFile);
     }
 }

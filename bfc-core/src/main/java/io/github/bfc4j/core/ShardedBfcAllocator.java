@@ -291,7 +291,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             return elsewhere(h, bytes, s -> s.tryAllocate(bytes, alignment), s -> s.allocate(bytes, alignment));
         } catch (BfcOutOfMemoryException e) {
             throw e.ofAllShards(name, shards.length, bytesInUse(), reservedBytes(), regionCount(),
-                    largestFreeChunkBytes(), getStats());
+                    largestFreeChunkBytes(), getStats(), HolderText.messageSentence(mapsForHolders()));
         }
     }
 
@@ -532,10 +532,27 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                 .append(" regions, in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
                 .append(", largest free chunk ").append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()))
                 .append('\n');
+        sb.append(HolderText.summarySection(mapsForHolders(), "Largest holders of all shards"));
         for (BfcAllocator s : shards) {
             sb.append(s.memorySummary());
         }
         return sb.toString();
+    }
+
+    /**
+     * The memory maps of the open shards, for their largest holders taken together; none when
+     * no shard records provenance.
+     */
+    private List<MemoryMap> mapsForHolders() {
+        List<MemoryMap> maps = new ArrayList<>();
+        if (anyShard(BfcAllocator::recordsProvenance)) {
+            for (BfcAllocator s : shards) {
+                if (!s.isClosed()) {
+                    maps.add(s.memoryMap());
+                }
+            }
+        }
+        return maps;
     }
 
     /**

@@ -379,6 +379,40 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * Who holds the memory, across the shards: the out-of-memory message and the summary name
+     * the largest holders of all shards together, not only those of the shard that failed.
+     */
+    @Test
+    void theLargestHoldersAreThoseOfAllShards() throws Exception {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("held").memoryLimit(16 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2).build();
+        a.recordAnnotations(true);
+        Allocation weights;
+        try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
+            weights = a.allocate(4 * MIB); // shard 0, this thread's
+        }
+        Allocation activations = onNewThread(() -> { // shard 1
+            try (MemoryAnnotation w = MemoryAnnotation.push("activations")) {
+                return a.allocate(9 * MIB);
+            }
+        });
+        assertThat(a.shardOf(activations.address())).isSameAs(a.shards().get(1));
+        // Its chunk is the rest of shard 1's region (too small a rest to split off).
+        String acts = BfcAllocator.humanReadableNumBytes(a.shards().get(1).allocatedSize(activations.address()));
+        assertThat(acts).isEqualTo("11.66MiB");
+
+        BfcOutOfMemoryException oom = org.junit.jupiter.api.Assertions.assertThrows(BfcOutOfMemoryException.class,
+                () -> a.allocate(8 * MIB)); // fails in shard 0, whose only holder is weights
+        assertThat(oom.getMessage()).contains("Largest holders: " + acts + " by activations (1 chunk); 4.00MiB by"
+                + " weights (1 chunk).");
+        assertThat(a.memorySummary()).contains("Largest holders of all shards (in use, by annotation or innermost"
+                + " frame):\n    " + acts + " in      1 chunk   activations\n     4.00MiB in      1 chunk   weights\n");
+        activations.close();
+        weights.close();
+        a.close();
+    }
+
+    /**
      * REFUSE is all or nothing, as for one BfcAllocator: a refused close names every shard with
      * live allocations and closes none, so the allocator keeps working (every shard serves its
      * threads and can still grow) until a close finds nothing live.
