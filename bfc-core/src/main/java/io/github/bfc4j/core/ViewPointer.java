@@ -56,6 +56,9 @@ final class ViewPointer extends BytePointer {
         if (owner != null) {
             owner.checkOpen();
         }
+        if (address != 0 && capacity <= 0 && limit <= 0) {
+            at(0, 1); // JavaCPP's buffer then ends one byte past the position
+        }
         ByteBuffer buffer = super.asByteBuffer();
         if (pins != null && buffer != null) {
             // This pointer is reachable, so its anchor still holds the region, and its owner

@@ -124,6 +124,13 @@ class PointerBoundsTest {
         // So the buffers made from it cannot reach past the allocation either.
         p.position(0).limit(BYTES).capacity(BYTES);
         assertThat(p.asByteBuffer().capacity()).isEqualTo(BYTES);
+        // With capacity and limit 0, JavaCPP's buffer ends one byte past the position: not
+        // past the allocation's end.
+        p.capacity(0).limit(0).position(BYTES - 1);
+        assertThat(p.asByteBuffer().capacity()).isEqualTo(BYTES);
+        p.position(BYTES);
+        assertThatThrownBy(p::asByteBuffer).isInstanceOf(IndexOutOfBoundsException.class);
+        assertThatThrownBy(p::asBuffer).isInstanceOf(IndexOutOfBoundsException.class);
     }
 
     /** The bulk copies check the pointer's bytes and the Java array's. */
