@@ -717,32 +717,15 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     @Override
     public void close() {
-        if (closePolicy == ClosePolicy.FORCE) {
-            for (BfcAllocator s : shards) {
-                s.close();
-            }
-            return;
-        }
-        // The locks in shard order (a caller never holds two of them, so none waits here for
-        // another's): no allocation can begin between the look and the close.
+        // Under REFUSE, the locks in shard order (a caller never holds two of them, so none
+        // waits here for another's): no allocation can begin between the look and the close.
         int locked = 0;
         try {
-            for (; locked < ports.length; locked++) {
-                ports[locked].lock();
-            }
-            List<String> live = new ArrayList<>();
-            for (BfcAllocator s : shards) {
-                String what = s.isClosed() ? null : s.liveAllocationsLocked();
-                if (what != null) {
-                    live.add(what);
+            if (closePolicy == ClosePolicy.REFUSE) {
+                for (; locked < ports.length; locked++) {
+                    ports[locked].lock();
                 }
-            }
-            if (!live.isEmpty()) {
-                String what = String.join("; ", live);
-                LOG.log(Level.WARNING, "close() of allocator ''{0}'' refused: {1}", name, what);
-                throw new IllegalStateException("close() of allocator '" + name + "' refused: " + what
-                        + ". No shard was closed. Close (or deallocate) them first; or build the allocator"
-                        + " with closePolicy(ClosePolicy.FORCE) to free the memory under them anyway.");
+                refuseIfLiveLocked();
             }
             for (BfcAllocator s : shards) {
                 s.close();
@@ -751,6 +734,24 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             while (locked > 0) {
                 ports[--locked].unlock();
             }
+        }
+    }
+
+    /** Throws if any open shard has live allocations, naming each. Needs every shard's lock. */
+    private void refuseIfLiveLocked() {
+        List<String> live = new ArrayList<>();
+        for (BfcAllocator s : shards) {
+            String what = s.isClosed() ? null : s.liveAllocationsLocked();
+            if (what != null) {
+                live.add(what);
+            }
+        }
+        if (!live.isEmpty()) {
+            String what = String.join("; ", live);
+            LOG.log(Level.WARNING, "close() of allocator ''{0}'' refused: {1}", name, what);
+            throw new IllegalStateException("close() of allocator '" + name + "' refused: " + what
+                    + ". No shard was closed. Close (or deallocate) them first; or build the allocator"
+                    + " with closePolicy(ClosePolicy.FORCE) to free the memory under them anyway.");
         }
     }
 

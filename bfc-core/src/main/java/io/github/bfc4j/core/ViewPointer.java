@@ -53,9 +53,7 @@ final class ViewPointer extends BytePointer {
 
     @Override
     public ByteBuffer asByteBuffer() {
-        if (owner != null) {
-            owner.checkOpen();
-        }
+        checkOwnerOpen();
         if (address != 0 && capacity <= 0 && limit <= 0) {
             at(0, 1); // JavaCPP's buffer then ends one byte past the position
         }
@@ -80,13 +78,8 @@ final class ViewPointer extends BytePointer {
      */
     @Override
     public BytePointer getPointer(long i) {
-        if (owner != null) {
-            owner.checkOpen();
-        }
-        if (i < 0 || i > bytes) {
-            throw new IndexOutOfBoundsException("getPointer(" + i + ") is outside this pointer's " + bytes
-                    + " bytes (0 to " + bytes + "): the pointer covers its allocation only");
-        }
+        checkOwnerOpen();
+        inView("getPointer offset", i);
         ViewPointer p = new ViewPointer(address == 0 ? 0 : address + i, bytes - i, owner, anchor, pins);
         p.position = position;
         p.limit = Math.max(0, limit - i);
@@ -112,6 +105,13 @@ final class ViewPointer extends BytePointer {
         return super.capacity(inView("capacity", capacity));
     }
 
+    /** @throws IllegalStateException once the pointer's allocation is closed */
+    private void checkOwnerOpen() {
+        if (owner != null) {
+            owner.checkOpen();
+        }
+    }
+
     private long inView(String what, long value) {
         if (value < 0 || value > bytes) {
             throw new IndexOutOfBoundsException(what + " " + value + " is outside this pointer's "
@@ -127,9 +127,7 @@ final class ViewPointer extends BytePointer {
      * @return {@code i}
      */
     private long at(long i, long width) {
-        if (owner != null) {
-            owner.checkOpen();
-        }
+        checkOwnerOpen();
         if (address == 0) {
             throw new NullPointerException("this pointer was set to null (setNull()): it reaches no memory");
         }
