@@ -34,7 +34,10 @@ public final class CudaHostSubAllocator extends CudaBlockSubAllocator {
         super(driver, deviceId);
     }
 
-    /** {@code cuMemHostAlloc} (portable): page-aligned addresses. */
+    /**
+     * {@code cuMemHostAlloc} (portable). Its addresses are aligned to 256 bytes but not always to
+     * a page: the driver packs small blocks.
+     */
     @Override
     long driverAlloc(long numBytes) {
         return driver.hostAlloc(deviceId, numBytes);

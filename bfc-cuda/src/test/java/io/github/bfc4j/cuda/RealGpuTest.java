@@ -158,6 +158,11 @@ class RealGpuTest {
             requireGpu();
             return new CudaHostSubAllocator(0);
         }
+
+        @Override
+        protected long maxHonouredAlignment() {
+            return 256; // cuMemHostAlloc's small blocks are not page-aligned
+        }
     }
 
     /** bfc-core's sub-allocator contract on the real device, virtual memory. */

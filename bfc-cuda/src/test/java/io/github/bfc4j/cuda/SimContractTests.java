@@ -47,6 +47,11 @@ class SimContractTests {
         }
 
         @Override
+        protected long maxHonouredAlignment() {
+            return 256;
+        }
+
+        @Override
         protected void close(SubAllocator subAllocator) {
             ((CudaHostSubAllocator) subAllocator).close();
             assertThat(driver.liveHostBlocks()).isZero();
