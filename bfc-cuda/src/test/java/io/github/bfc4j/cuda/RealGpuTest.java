@@ -19,8 +19,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The real calls on a real device (run with {@code mvn -Pgpu verify}; skipped, with the probe's
- * sentence, where no usable GPU is). Device 0 is used. Not run by the bfc4j authors: no machine
- * of theirs has a GPU.
+ * sentence, where no usable GPU is). Device 0 is used.
  */
 @Tag("gpu")
 class RealGpuTest {
