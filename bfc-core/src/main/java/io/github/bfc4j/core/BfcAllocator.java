@@ -217,7 +217,7 @@ public final class BfcAllocator implements MemoryAllocator {
         } else {
             // DEVIATION(port): a region that a view of memory in it still reaches is given back
             // to the sub-allocator once the view is collected (docs/deviations.md).
-            this.pins = new ViewPins(subAllocator);
+            this.pins = new ViewPins(new AllocatorCalls(name, subAllocator));
             this.port = new BfcPort(pins, totalMemory, name, opts);
         }
         this.view = port.view();

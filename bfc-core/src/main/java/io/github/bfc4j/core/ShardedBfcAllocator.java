@@ -100,7 +100,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         this.name = b.name;
         this.closePolicy = b.closePolicy;
         // Below the common cap: a region held back for views has left the shards' books.
-        this.pins = new ViewPins(b.subAllocator);
+        this.pins = new ViewPins(new AllocatorCalls(b.name, b.subAllocator));
         this.regions = new ShardRegions(pins, b.memoryLimit, this::anyShardCloseBegun);
         this.shards = new BfcAllocator[b.shards];
         for (int i = 0; i < shards.length; i++) {

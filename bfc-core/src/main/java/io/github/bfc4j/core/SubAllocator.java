@@ -58,6 +58,24 @@ public interface SubAllocator {
     }
 
     /**
+     * The name of the allocator whose call to its sub-allocator is in progress on this thread,
+     * or null when no allocator's is: a call that a {@link BfcAllocator} or a
+     * {@link ShardedBfcAllocator} makes to the sub-allocator it was given (through any adaptors
+     * in between) sees the allocator's name; a call that other code makes directly sees null.
+     *
+     * <p>A sub-allocator whose memory Java code can reach uses it to refuse a {@link #free} of
+     * a region that an allocator obtained, when no allocator makes the call: the allocator
+     * still hands out that memory, so freeing it under the allocator would let its
+     * views read and write memory given back to the operating system. bfc-cpu's
+     * {@code AlignedHostSubAllocator} and bfc-cuda's device and pinned host sub-allocators do.
+     *
+     * @return the allocator's name, or null
+     */
+    static String callingAllocator() {
+        return AllocatorCalls.CALLER.get();
+    }
+
+    /**
      * A range obtained from a sub-allocator.
      *
      * @param ptr the start address, never 0

@@ -15,7 +15,9 @@ import org.bytedeco.javacpp.Pointer;
 /**
  * Off-heap host memory for a {@link io.github.bfc4j.core.BfcAllocator}: each region is a
  * {@code malloc} through JavaCPP, over-allocated by {@code alignment - 1} bytes and aligned up,
- * and {@code free}d when the allocator gives it back.
+ * and {@code free}d when the allocator gives it back. A region that an allocator obtained is
+ * freed only by an allocator: a {@code free} of it from other code is refused, since the
+ * allocator's views still reach its memory.
  *
  * <p><b>Overhead:</b> at most {@code alignment - 1} bytes per region (255 at the default 256),
  * plus malloc's own header; regions are at least 2 MiB, so under 0.02%.
@@ -71,7 +73,8 @@ public final class AlignedHostSubAllocator implements SubAllocator {
     /** Guarded by this. */
     private long liveBytes;
 
-    private record Region(Pointer raw, long ptr, long bytes) {
+    /** @param owner the allocator that obtained the region, null for a call of other code */
+    private record Region(Pointer raw, long ptr, long bytes, String owner) {
     }
 
     /**
@@ -149,7 +152,7 @@ public final class AlignedHostSubAllocator implements SubAllocator {
         }
         long ptr = (raw.address() + align - 1) & -align;
         checkNoOverlap(ptr, numBytes, raw);
-        live.put(ptr, new Region(raw, ptr, numBytes));
+        live.put(ptr, new Region(raw, ptr, numBytes, SubAllocator.callingAllocator()));
         liveBytes += numBytes;
         return new Block(ptr, numBytes);
     }
@@ -171,7 +174,8 @@ public final class AlignedHostSubAllocator implements SubAllocator {
      * trim threshold has been freed since the last trim.
      *
      * @throws IllegalArgumentException if {@code ptr} is not the start of a live region of
-     *     exactly {@code numBytes}; nothing is freed then
+     *     exactly {@code numBytes}, or if an allocator obtained the region and no allocator
+     *     makes this call ({@link SubAllocator#callingAllocator()}); nothing is freed then
      */
     @Override
     public void free(long ptr, long numBytes) {
@@ -186,6 +190,15 @@ public final class AlignedHostSubAllocator implements SubAllocator {
                 throw new IllegalArgumentException("free(ptr=0x" + Long.toHexString(ptr) + ", numBytes=" + numBytes
                         + "): the region there has " + r.bytes() + " bytes (expected: its exact size;"
                         + " this sub-allocator does not coalesce)");
+            }
+            // DEVIATION(port): upstream frees it, and its allocator hands out memory that is gone
+            // (docs/deviations.md #26).
+            if (r.owner() != null && SubAllocator.callingAllocator() == null) {
+                throw new IllegalArgumentException("free(ptr=0x" + Long.toHexString(ptr) + ", numBytes=" + numBytes
+                        + "): the region belongs to allocator '" + r.owner() + "', which still hands out its memory"
+                        + " (expected: a region obtained by calling alloc directly; the allocator gives its"
+                        + " regions back itself: emptyCache(), garbage collection of free regions, close()). Nothing"
+                        + " was freed");
             }
             live.remove(ptr);
             liveBytes -= numBytes;

@@ -10,6 +10,10 @@ import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.LeakDetection;
+import io.github.bfc4j.core.LimitingSubAllocator;
+import io.github.bfc4j.core.MemoryMap;
+import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.SubAllocator;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -108,6 +112,65 @@ class MisuseTest {
         a.checkInvariants();
         a.close();
         Returned.assertAllReturned(sub, a::bytesHeldForViews);
+    }
+
+    @Test
+    void aDirectFreeOfARegionTheAllocatorHoldsIsRefusedAndChangesNothing() throws InterruptedException {
+        AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
+        BfcAllocator a = allocator(sub, ClosePolicy.REFUSE, LeakDetection.DISABLED);
+        Allocation x = a.allocate(100_000);
+        fill(x, (byte) 7);
+        MemoryMap.Region region = a.memoryMap().regions().get(0);
+        SubAllocator.Block own = sub.alloc(256, 4096); // the caller's own region, beside the allocator's
+        assertThatThrownBy(() -> sub.free(region.ptr(), region.size()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("belongs to allocator 'misuse', which still hands out its memory")
+                .hasMessageContaining("Nothing was freed");
+        assertThat(sub.liveRegions()).isEqualTo(2);
+        Allocation y = a.allocate(1000); // more of the same region, still the allocator's
+        assertThat(a.memoryMap().regions()).hasSize(1);
+        fill(y, (byte) 8);
+        assertFilled(x, (byte) 7);
+        sub.free(own.ptr(), own.bytes());
+        assertThat(sub.liveRegions()).isEqualTo(1);
+        x.close();
+        y.close();
+        a.close();
+        Returned.assertAllReturned(sub, a::bytesHeldForViews);
+    }
+
+    @Test
+    void aDirectFreeBelowAnAdaptorIsRefusedAndTheAllocatorStillGivesTheRegionBack() throws InterruptedException {
+        AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
+        LimitingSubAllocator capped = new LimitingSubAllocator(sub, 64 * MIB);
+        BfcAllocator a = BfcAllocator.builder().name("capped").memoryLimit(64 * MIB).subAllocator(capped).build();
+        Allocation x = a.allocate(1000);
+        MemoryMap.Region region = a.memoryMap().regions().get(0);
+        for (SubAllocator s : List.of(sub, capped)) {
+            assertThatThrownBy(() -> s.free(region.ptr(), region.size()))
+                    .as("a free through %s", s)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("belongs to allocator 'capped'");
+        }
+        x.close();
+        assertThat(a.emptyCache()).isEqualTo(region.size());
+        a.close();
+        Returned.assertAllReturned(sub, a::bytesHeldForViews);
+    }
+
+    @Test
+    void aDirectFreeOfAShardsRegionIsRefusedNamingTheShardedAllocator() throws InterruptedException {
+        AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("host").memoryLimit(64 * MIB).subAllocator(sub)
+                .shards(2).build();
+        long p = a.allocateRaw(256, 1000);
+        MemoryMap.Region region = a.shardOf(p).memoryMap().regions().get(0);
+        assertThatThrownBy(() -> sub.free(region.ptr(), region.size()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("belongs to allocator 'host'");
+        a.deallocateRaw(p);
+        a.close();
+        assertThat(sub.liveRegions()).isZero();
     }
 
     @Test

@@ -13,6 +13,7 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.LeakDetection;
+import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import java.nio.ByteBuffer;
@@ -95,6 +96,25 @@ class ViewLifetimeTest {
         assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).as("returned once collected").isTrue();
         assertThat(sub.freedBytes).hasValue(64 * MIB);
         assertThat(a.bytesHeldForViews()).isZero();
+    }
+
+    @Test
+    void aRegionHeldForAViewCannotBeFreedAroundTheAllocator() throws InterruptedException {
+        AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
+        BfcAllocator a = forcing(sub);
+        ByteBuffer view = a.allocate(MIB).asByteBuffer();
+        MemoryMap.Region region = a.memoryMap().regions().get(0);
+        a.close();
+
+        assertThatThrownBy(() -> sub.free(region.ptr(), region.size()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("belongs to allocator 'views'");
+        view.putLong((int) (MIB - 8), 7); // mapped still: no crash
+        assertThat(view.getLong((int) (MIB - 8))).isEqualTo(7);
+
+        view = null;
+        assertThat(LogCapture.gcUntil(() -> sub.liveRegions() == 0))
+                .as("the allocator's held-back free, made once the view is collected, is not refused").isTrue();
     }
 
     @Test

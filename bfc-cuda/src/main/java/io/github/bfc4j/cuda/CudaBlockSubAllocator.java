@@ -24,8 +24,12 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
 
     final CudaDriver driver;
     final int deviceId;
-    /** Live blocks: address to size. */
-    private final Map<Long, Long> live = new HashMap<>();
+    /** Live blocks by address. */
+    private final Map<Long, Live> live = new HashMap<>();
+
+    /** @param allocator the allocator that obtained the block, null for a call of other code */
+    private record Live(long bytes, String allocator) {
+    }
     private boolean closed;
 
     /** Retains the device's primary context until {@link #close()}. */
@@ -70,7 +74,7 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
             }
             throw e;
         }
-        live.put(ptr, numBytes);
+        live.put(ptr, new Live(numBytes, SubAllocator.callingAllocator()));
         return new Block(ptr, numBytes);
     }
 
@@ -78,7 +82,8 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
      * Frees one block.
      *
      * @throws IllegalArgumentException if {@code ptr} is not a live block of exactly
-     *     {@code numBytes} bytes; nothing changes
+     *     {@code numBytes} bytes, or if an allocator obtained the block and no allocator makes
+     *     this call ({@link SubAllocator#callingAllocator()}); nothing changes
      * @throws IllegalStateException if closed (every block was freed then)
      * @throws CudaException if the driver's free fails
      */
@@ -87,11 +92,19 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
         if (closed) {
             throw new IllegalStateException("free after close: " + this);
         }
-        Long bytes = live.get(ptr);
-        if (bytes == null || bytes != numBytes) {
+        Live block = live.get(ptr);
+        if (block == null || block.bytes() != numBytes) {
             throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes
-                    + "): " + (bytes == null ? "not a live block" : "the block has " + bytes + " bytes")
+                    + "): " + (block == null ? "not a live block" : "the block has " + block.bytes() + " bytes")
                     + " of " + owner() + " (expected: an address and size returned by alloc, freed once)");
+        }
+        // DEVIATION(port): upstream frees it, and its allocator hands out memory that is gone
+        // (docs/deviations.md #26).
+        if (block.allocator() != null && SubAllocator.callingAllocator() == null) {
+            throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes
+                    + "): the block of " + owner() + " belongs to allocator '" + block.allocator()
+                    + "', which still hands out its memory (expected: a block obtained by calling alloc"
+                    + " directly; the allocator gives its regions back itself). Nothing was freed");
         }
         driverFree(ptr);
         live.remove(ptr);

@@ -1,0 +1,84 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** What {@link SubAllocator#callingAllocator()} tells a sub-allocator, below any adaptors. */
+class CallingAllocatorTest {
+
+    private static final long MIB = 1L << 20;
+
+    /** Writes down, for each call, what it was and who was calling. */
+    private static final class Listening extends ForwardingSubAllocator {
+        final List<String> calls = new ArrayList<>();
+
+        Listening() {
+            super(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false));
+        }
+
+        @Override
+        public Block alloc(long alignment, long numBytes) {
+            calls.add("alloc by " + SubAllocator.callingAllocator());
+            return super.alloc(alignment, numBytes);
+        }
+
+        @Override
+        public void free(long ptr, long numBytes) {
+            calls.add("free by " + SubAllocator.callingAllocator());
+            super.free(ptr, numBytes);
+        }
+    }
+
+    @Test
+    void anAllocatorsRegionCallsNameItAndOtherCallsNameNobody() {
+        Listening sub = new Listening();
+        try (BfcAllocator a = BfcAllocator.builder().name("gpu_0_bfc").memoryLimit(64 * MIB)
+                .subAllocator(new LimitingSubAllocator(sub, 64 * MIB)).build()) {
+            a.deallocateRaw(a.allocateRaw(256, 1000));
+            a.emptyCache();
+            SubAllocator.Block own = sub.alloc(256, MIB);
+            sub.free(own.ptr(), own.bytes());
+            long p = a.allocateRaw(256, 1000); // given back by close()
+            assertThat(p).isNotZero();
+            assertThat(SubAllocator.callingAllocator()).isNull();
+            a.deallocateRaw(p);
+        }
+        assertThat(sub.calls).containsExactly("alloc by gpu_0_bfc", "free by gpu_0_bfc", "alloc by null",
+                "free by null", "alloc by gpu_0_bfc", "free by gpu_0_bfc");
+        assertThat(SubAllocator.callingAllocator()).as("after the calls, on this thread").isNull();
+    }
+
+    @Test
+    void aShardedAllocatorsShardsAreNamedByIt() {
+        Listening sub = new Listening();
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("host").memoryLimit(64 * MIB)
+                .subAllocator(sub).shards(2).build()) {
+            a.deallocateRaw(a.allocateRaw(256, 1000));
+            a.emptyCache();
+        }
+        assertThat(sub.calls).containsExactly("alloc by host", "free by host");
+    }
+
+    @Test
+    void aCallThatThrowsLeavesTheThreadUnmarked() {
+        SubAllocator throwing = new ForwardingSubAllocator(new Listening()) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                throw new IllegalStateException("the device is gone");
+            }
+        };
+        try (BfcAllocator a = BfcAllocator.builder().name("failing").memoryLimit(64 * MIB).subAllocator(throwing)
+                .build()) {
+            assertThatThrownBy(() -> a.allocateRaw(256, 1000)).hasMessageContaining("the device is gone");
+            assertThat(SubAllocator.callingAllocator()).isNull();
+        }
+    }
+}
