@@ -15,7 +15,8 @@ import java.util.Map;
  * matching call: the bookkeeping shared by {@link CudaDeviceSubAllocator} and
  * {@link CudaHostSubAllocator}. Blocks are not contiguous, so {@link #supportsCoalescing()} is
  * false, as upstream. Holds a retain of the device's primary context from construction to
- * {@link #close()}. Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock.
+ * {@link #close()}, or, when an allocator still holds blocks then, until it has given the last of
+ * them back. Its calls are serialised on this object.
  */
 abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseable
         permits CudaDeviceSubAllocator, CudaHostSubAllocator {
@@ -57,7 +58,7 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
      * @throws CudaException for any other CUDA error
      */
     @Override
-    public final Block alloc(long alignment, long numBytes) {
+    public final synchronized Block alloc(long alignment, long numBytes) {
         if (closed) {
             throw new IllegalStateException("alloc after close: " + this);
         }
@@ -84,12 +85,14 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
      * @throws IllegalArgumentException if {@code ptr} is not a live block of exactly
      *     {@code numBytes} bytes, or if an allocator obtained the block and no allocator makes
      *     this call ({@link SubAllocator#callingAllocator()}); nothing changes
-     * @throws IllegalStateException if closed (every block was freed then)
+     * @throws IllegalStateException if closed, unless an allocator gives back a block it still
+     *     held at the close (every other block was freed then)
      * @throws CudaException if the driver's free fails
      */
     @Override
-    public final void free(long ptr, long numBytes) {
-        if (closed) {
+    public final synchronized void free(long ptr, long numBytes) {
+        boolean byAllocator = SubAllocator.callingAllocator() != null;
+        if (closed && !byAllocator) {
             throw new IllegalStateException("free after close: " + this);
         }
         Live block = live.get(ptr);
@@ -106,8 +109,15 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
                     + "', which still hands out its memory (expected: a block obtained by calling alloc"
                     + " directly; the allocator gives its regions back itself). Nothing was freed");
         }
+        if (block.allocator() != null) {
+            // The allocator is done with it, even if the driver's free fails: close() may free it.
+            live.put(ptr, new Live(numBytes, null));
+        }
         driverFree(ptr);
         live.remove(ptr);
+        if (closed && live.isEmpty()) {
+            driver.releasePrimaryContext(deviceId); // held since close() for this allocator's blocks
+        }
     }
 
     /** Separate driver blocks are not adjacent: false, as upstream. */
@@ -126,29 +136,44 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
     }
 
     /**
-     * Frees every block still live (their addresses become invalid) and releases the device's
-     * primary context. Every free and the release are attempted even when one fails; a block
-     * whose free failed is forgotten. Idempotent: a second call does nothing.
+     * Frees every live block that no allocator holds (their addresses become invalid) and
+     * releases the device's primary context. A block that an allocator obtained and has not
+     * given back stays, since the allocator (and its views, for pinned host memory) may still
+     * reach it: the allocator frees it when it gives it back (its {@code close()}, or once the
+     * last view is collected), and the context is released after the last such block. Every
+     * free and the release are attempted even when one fails; a block whose free failed is
+     * forgotten. Idempotent: a second call does nothing.
      *
      * @throws CudaException the first call that failed, the later failures suppressed by it
      */
     @Override
-    public final void close() {
+    public final synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
         RuntimeException failure = null;
-        for (long ptr : live.keySet()) {
+        for (var it = live.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<Long, Live> e = it.next();
+            if (e.getValue().allocator() != null) {
+                continue;
+            }
+            long ptr = e.getKey();
             failure = Failures.attempt(failure, () -> driverFree(ptr));
+            it.remove();
         }
-        live.clear();
-        failure = Failures.attempt(failure, () -> driver.releasePrimaryContext(deviceId));
+        if (live.isEmpty()) {
+            failure = Failures.attempt(failure, () -> driver.releasePrimaryContext(deviceId));
+        } else {
+            LOG.log(Level.WARNING, "{0} closed while allocator ''{1}'' holds {2} of its blocks: they are freed,"
+                    + " and the context released, when the allocator gives them back", this,
+                    live.values().iterator().next().allocator(), live.size());
+        }
         Failures.throwIfAny(failure);
     }
 
     @Override
-    public final String toString() {
+    public final synchronized String toString() {
         return getClass().getSimpleName() + "[" + owner() + ", " + live.size() + " blocks"
                 + (closed ? ", closed" : "") + "]";
     }

@@ -13,7 +13,7 @@ import io.github.bfc4j.core.MemoryType;
  * false. The device's primary context is retained from construction to {@link #close()} and made
  * current on the calling thread for each call.
  *
- * <p>Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock.
+ * <p>Thread-safe: its calls are serialised on the object.
  */
 public final class CudaDeviceSubAllocator extends CudaBlockSubAllocator {
 

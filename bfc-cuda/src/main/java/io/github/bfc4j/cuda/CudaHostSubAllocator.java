@@ -14,7 +14,7 @@ import io.github.bfc4j.core.MemoryType;
  * Regions are not contiguous, so {@link #supportsCoalescing()} is false. The device's primary
  * context is retained from construction to {@link #close()}.
  *
- * <p>Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock.
+ * <p>Thread-safe: its calls are serialised on the object.
  */
 public final class CudaHostSubAllocator extends CudaBlockSubAllocator {
 

@@ -11,6 +11,7 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.SubAllocator;
 import java.util.function.IntSupplier;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -45,5 +46,44 @@ class CudaBlockOwnershipTest {
             a.close(); // the allocator gives its block back
             assertThat(liveBlocks.getAsInt()).isZero();
         }
+    }
+
+    @ParameterizedTest(name = "pinned host memory: {0}")
+    @ValueSource(booleans = {false, true})
+    void aCloseUnderAnAllocatorLeavesItsBlocksUntilItGivesThemBack(boolean host) {
+        SimulatedCudaDriver driver = new SimulatedCudaDriver(1L << 30, 1 << 16);
+        IntSupplier liveBlocks = host ? driver::liveHostBlocks : driver::liveDeviceBlocks;
+        CudaBlockSubAllocator sub = host ? new CudaHostSubAllocator(driver, 0) : new CudaDeviceSubAllocator(driver, 0);
+        BfcAllocator a = BfcAllocator.builder().name("gpu_0").memoryLimit(64 * MIB).subAllocator(sub).build();
+        long p = a.allocateRaw(256, 1000);
+        SubAllocator.Block own = sub.alloc(256, 4096);
+        sub.close();
+        assertThat(liveBlocks.getAsInt()).as("the caller's block freed, the allocator's kept").isEqualTo(1);
+        assertThat(driver.retainedContexts()).isEqualTo(1);
+        assertThatThrownBy(() -> sub.free(own.ptr(), own.bytes())).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("free after close");
+        assertThat(a.allocatedSize(p)).isEqualTo(1024);
+
+        a.deallocateRaw(p);
+        a.close(); // gives the block back: freed now, and the context released after it
+        assertThat(liveBlocks.getAsInt()).isZero();
+        assertThat(driver.retainedContexts()).isZero();
+        sub.close(); // nothing more
+        assertThat(driver.calls()).filteredOn(c -> c.startsWith("releasePrimaryContext")).hasSize(1);
+    }
+
+    @Test
+    void aBlockWhoseFreeFailedUnderTheAllocatorIsFreedByTheClose() {
+        SimulatedCudaDriver driver = new SimulatedCudaDriver(1L << 30, 1 << 16);
+        CudaDeviceSubAllocator sub = new CudaDeviceSubAllocator(driver, 0);
+        BfcAllocator a = BfcAllocator.builder().name("gpu_0").memoryLimit(64 * MIB).subAllocator(sub).build();
+        a.deallocateRaw(a.allocateRaw(256, 1000));
+        driver.failNext("memFree", 700); // CUDA_ERROR_ILLEGAL_ADDRESS
+        assertThatThrownBy(a::emptyCache).isInstanceOf(CudaException.class);
+        assertThat(driver.liveDeviceBlocks()).isEqualTo(1);
+        a.close();
+        sub.close(); // the allocator gave the block up: the close frees it
+        assertThat(driver.liveDeviceBlocks()).isZero();
+        assertThat(driver.retainedContexts()).isZero();
     }
 }

@@ -5,11 +5,17 @@
 package io.github.bfc4j.cuda;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.SubAllocatorContractTest;
 import io.github.bfc4j.core.SubAllocator.Block;
+import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.Random;
 import org.bytedeco.javacpp.BytePointer;
@@ -131,6 +137,51 @@ class RealGpuTest {
             assertThat(download(d, q, data.length)).isEqualTo(data);
             a.deallocateRaw(q);
             a.deallocateRaw(p);
+        }
+    }
+
+    /**
+     * Pinned host memory under a {@code BfcAllocator}, through an {@code Allocation}'s views: the
+     * bytes written through the buffer reach the device and come back; the sub-allocator's own
+     * {@code free} of the region is refused, and its {@code close()} leaves the region (the view
+     * writes on) until the allocator gives it back, once the view is collected.
+     */
+    @Test
+    void pinnedHostMemoryServesViewsAndStaysWhileItsAllocatorHoldsIt() throws InterruptedException {
+        CudaDriver d = requireGpu();
+        CudaHostSubAllocator sub = new CudaHostSubAllocator(0);
+        BfcAllocator a = BfcAllocator.builder().name("pinned").memoryLimit(64 * MIB).subAllocator(sub)
+                .closePolicy(ClosePolicy.FORCE).build();
+        writeThroughAViewAcrossTheSubAllocatorsClose(d, a, sub);
+        a.close();
+        // The region goes back to the sub-allocator once the view is collected, and the
+        // context's retain with it.
+        for (int i = 0; i < 200 && !sub.toString().contains(" 0 blocks"); i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        assertThat(sub.toString()).contains(" 0 blocks");
+    }
+
+    private static void writeThroughAViewAcrossTheSubAllocatorsClose(CudaDriver d, BfcAllocator a,
+            CudaHostSubAllocator sub) {
+        byte[] data = pattern(Math.toIntExact(MIB), 4);
+        try (Allocation x = a.allocate(MIB)) {
+            ByteBuffer view = x.asByteBuffer();
+            view.put(0, data);
+            long device = d.memAlloc(0, MIB);
+            d.memcpyHtoD(0, device, x.address(), MIB); // pinned host to device, and back below
+            assertThat(download(d, device, data.length)).isEqualTo(data);
+            MemoryMap.Region region = a.memoryMap().regions().get(0);
+            assertThatThrownBy(() -> sub.free(region.ptr(), region.size()))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("belongs to allocator 'pinned'");
+            sub.close();
+            view.putLong((int) (MIB - 8), 42); // still pinned memory: no crash
+            assertThat(view.getLong((int) (MIB - 8))).isEqualTo(42);
+            d.memcpyDtoH(0, x.address(), device, 8);
+            assertThat(view.get(0)).isEqualTo(data[0]);
+            d.memFree(0, device);
         }
     }
 
