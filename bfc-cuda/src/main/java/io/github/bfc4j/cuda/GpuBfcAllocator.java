@@ -9,7 +9,10 @@ import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemorySnapshot;
 import io.github.bfc4j.core.MemoryType;
+import io.github.bfc4j.core.OutOfMemoryListener;
 import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.core.SubAllocator;
 import java.lang.System.Logger.Level;
@@ -38,6 +41,10 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Events are polled on each allocation, by {@link #pollEvents()}, and by a background thread
  * unless {@link GpuBfcOptions#eventPollIntervalMicros()} is 0. Before a region goes back to the
  * driver (garbage collection, {@link #close()}), every pending event is waited for.
+ *
+ * <p>Who holds the memory: {@link #recordHistory}, {@link #recordAnnotations},
+ * {@link #snapshot()} (for pytorch.org/memory_viz) and {@link #addOutOfMemoryListener}, as on a
+ * {@code BfcAllocator}.
  *
  * <p>Allocation and free go through this class only: {@link #allocator()} is a read-only view of
  * the BFC allocator (statistics, summaries, memory map), and the sub-allocator is not handed out,
@@ -413,6 +420,69 @@ public final class GpuBfcAllocator implements AutoCloseable {
      */
     public BfcAllocatorView allocator() {
         return view;
+    }
+
+    /**
+     * Starts recording who holds the device's memory: every allocation, free, region obtained
+     * and given back, and out-of-memory failure, with its time, thread,
+     * {@link io.github.bfc4j.core.MemoryAnnotation} and (as the options say) Java stack, and with
+     * each chunk allocated from then on, who allocated it. {@link BfcAllocator#recordHistory}; a
+     * stack starts at the caller of this class. A free on a stream is recorded when it is made,
+     * not when its event completes.
+     *
+     * @param options what to record, e.g. {@link HistoryOptions#defaults()}
+     * @throws NullPointerException if {@code options} is null
+     */
+    public void recordHistory(HistoryOptions options) {
+        bfc.recordHistory(options);
+    }
+
+    /** Stops recording the history; what was recorded stays ({@link BfcAllocator#stopHistory}). */
+    public void stopHistory() {
+        bfc.stopHistory();
+    }
+
+    /**
+     * Whether each chunk allocated from now on keeps the annotation open on the allocating
+     * thread ({@link BfcAllocator#recordAnnotations}).
+     *
+     * @param enabled true to record annotations, false to stop
+     */
+    public void recordAnnotations(boolean enabled) {
+        bfc.recordAnnotations(enabled);
+    }
+
+    /**
+     * Everything the allocator knows about the device's memory now: its memory map, with who
+     * holds each chunk when recorded, and the recorded history ({@link BfcAllocator#snapshot}).
+     * {@link MemorySnapshot#writePyTorchPickle} writes it for pytorch.org/memory_viz (as device
+     * 0, whatever this allocator's device).
+     *
+     * @return the immutable snapshot
+     */
+    public MemorySnapshot snapshot() {
+        return bfc.snapshot();
+    }
+
+    /**
+     * Tells {@code listener} of every failed allocation, with the allocator's state at the
+     * moment of failure ({@link BfcAllocator#addOutOfMemoryListener}).
+     *
+     * @param listener the listener
+     * @throws NullPointerException if {@code listener} is null
+     */
+    public void addOutOfMemoryListener(OutOfMemoryListener listener) {
+        bfc.addOutOfMemoryListener(listener);
+    }
+
+    /**
+     * Stops telling a listener of failures.
+     *
+     * @param listener a listener given to {@link #addOutOfMemoryListener}
+     * @return whether it was there
+     */
+    public boolean removeOutOfMemoryListener(OutOfMemoryListener listener) {
+        return bfc.removeOutOfMemoryListener(listener);
     }
 
     /**

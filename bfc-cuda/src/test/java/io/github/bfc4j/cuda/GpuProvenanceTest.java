@@ -1,0 +1,111 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryAnnotation;
+import io.github.bfc4j.core.MemoryEvent;
+import io.github.bfc4j.core.MemoryMap;
+import io.github.bfc4j.core.MemorySnapshot;
+import io.github.bfc4j.core.OutOfMemoryReport;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import net.razorvine.pickle.Unpickler;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Who holds the device's memory, through {@link GpuBfcAllocator}, against the simulated driver.
+ * (Its name does not start with {@code GpuBfc}: a recorded stack leaves out bfc4j's classes named
+ * so, and would leave out this test's frames too.)
+ */
+class GpuProvenanceTest {
+
+    private static final long MIB = 1 << 20;
+    private static final long STREAM = 0x5eed;
+
+    private final SimulatedCudaDriver driver = new SimulatedCudaDriver(64 * MIB, 64 << 10);
+
+    private GpuBfcAllocator create(long limit) {
+        return GpuBfcAllocators.create(driver, 0, GpuBfcOptions.builder().memoryLimitBytes(limit)
+                .allowRetryOnFailure(false).eventPollIntervalMicros(0).environment(Map.<String, String>of()::get)
+                .build());
+    }
+
+    @Test
+    void theHistoryNamesTheCallerItsThreadAndItsAnnotation() {
+        try (GpuBfcAllocator gpu = create(16 * MIB)) {
+            gpu.recordHistory(HistoryOptions.defaults());
+            gpu.recordAnnotations(true);
+            long p;
+            try (MemoryAnnotation layer = MemoryAnnotation.push("encoder/layer3", 12)) {
+                p = gpu.allocateRaw(256, 3 * MIB);
+            }
+            MemoryMap.Chunk held = gpu.snapshot().memoryMap().regions().get(0).chunks().get(0);
+            assertThat(held.ptr()).isEqualTo(p);
+            assertThat(held.provenance().annotation()).isEqualTo("encoder/layer3");
+
+            gpu.deallocateRaw(p, STREAM); // recorded when made, while its event is pending
+            List<MemoryEvent> events = gpu.snapshot().history().events();
+            assertThat(events).extracting(MemoryEvent::kind).containsExactly(MemoryEvent.Kind.REGION_ALLOC,
+                    MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE);
+            MemoryEvent alloc = events.get(1);
+            assertThat(alloc.address()).isEqualTo(p);
+            assertThat(alloc.requestedBytes()).isEqualTo(3 * MIB);
+            assertThat(alloc.provenance().thread()).isEqualTo(Thread.currentThread().getName());
+            assertThat(alloc.provenance().annotation()).isEqualTo("encoder/layer3");
+            assertThat(alloc.provenance().step()).isEqualTo(12);
+            assertThat(alloc.provenance().stack().get(0).className())
+                    .as("the stack starts at the caller: GpuBfcAllocator's own frames are left out")
+                    .isEqualTo(getClass().getName());
+            assertThat(gpu.pendingFrees()).isEqualTo(1);
+
+            gpu.stopHistory();
+            driver.completeAllEvents();
+            gpu.deallocateRaw(gpu.allocateRaw(256, MIB));
+            assertThat(gpu.snapshot().history().events()).as("nothing recorded once stopped").hasSize(3);
+        }
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void aSnapshotIsWrittenForPyTorchsMemoryViz() throws IOException {
+        try (GpuBfcAllocator gpu = create(16 * MIB)) {
+            gpu.recordHistory(HistoryOptions.builder().stackDepth(4).build());
+            long p = gpu.allocateRaw(256, 3 * MIB);
+            MemorySnapshot snapshot = gpu.snapshot();
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            snapshot.writePyTorchPickle(out);
+            Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(out.toByteArray());
+            List<Map<String, Object>> segments = (List<Map<String, Object>>) d.get("segments");
+            assertThat(segments).hasSize(1);
+            List<Map<String, Object>> blocks = (List<Map<String, Object>>) segments.get(0).get("blocks");
+            assertThat(blocks.get(0).get("state")).isEqualTo("active_allocated");
+            List<Map<String, Object>> trace = ((List<List<Map<String, Object>>>) d.get("device_traces")).get(0);
+            assertThat(trace).extracting(t -> t.get("action")).contains("segment_alloc", "alloc");
+            gpu.deallocateRaw(p);
+        }
+    }
+
+    @Test
+    void anOutOfMemoryListenerHearsOfEachFailureUntilRemoved() {
+        try (GpuBfcAllocator gpu = create(4 * MIB)) {
+            List<OutOfMemoryReport> reports = new ArrayList<>();
+            io.github.bfc4j.core.OutOfMemoryListener listener = reports::add;
+            gpu.addOutOfMemoryListener(listener);
+            assertThat(gpu.allocateRaw(256, 8 * MIB)).isZero();
+            assertThat(reports).hasSize(1);
+            assertThat(reports.get(0).allocatorName()).isEqualTo("GPU_0_bfc");
+            assertThat(reports.get(0).requestedBytes()).isEqualTo(8 * MIB);
+            assertThat(gpu.removeOutOfMemoryListener(listener)).isTrue();
+            assertThat(gpu.allocateRaw(256, 8 * MIB)).isZero();
+            assertThat(reports).hasSize(1);
+        }
+    }
+}
