@@ -8,6 +8,9 @@ import static io.github.bfc4j.cuda.RealGpuTest.requireGpu;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryEvent;
+import io.github.bfc4j.core.MemoryHistory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -88,6 +91,8 @@ class RealGpuWorkloadTest {
                 GpuBfcAllocator simulated = GpuBfcAllocators.create(sim, 0, o);
                 BytePointer host = new BytePointer(8)) {
             List<long[]> live = new ArrayList<>(); // {device address, simulated address, bytes, tag}
+            List<Long> failedRequests = new ArrayList<>();
+            device.addOutOfMemoryListener(report -> failedRequests.add(report.requestedBytes()));
             long deviceFirst = 0;
             long simulatedFirst = 0;
             for (int step = 0; step < 20_000; step++) {
@@ -111,6 +116,7 @@ class RealGpuWorkloadTest {
                         .isEqualTo(q == 0 ? -1 : q - simulatedFirst);
                 if (p == 0) {
                     outOfMemory++;
+                    assertThat(failedRequests).as("the listener told of the failure").endsWith(bytes);
                     continue;
                 }
                 long tag = seed ^ ((long) step << 32);
@@ -124,6 +130,7 @@ class RealGpuWorkloadTest {
             }
             assertThat(device.getStats()).isEqualTo(simulated.getStats());
             assertThat(device.getStats().bytesInUse()).isZero();
+            assertThat(failedRequests).hasSize(outOfMemory);
         }
         assertThat(outOfMemory).as("out-of-memory answers: the workload must reach the limit").isPositive();
     }
@@ -146,6 +153,7 @@ class RealGpuWorkloadTest {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         CountDownLatch start = new CountDownLatch(1);
         try (GpuBfcAllocator gpu = GpuBfcAllocators.create(0, options(512 * MIB).virtualMemory(virtualMemory).build())) {
+            gpu.recordHistory(HistoryOptions.builder().stacks(false).build());
             List<Thread> workers = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
                 Random r = new Random(seed + t);
@@ -214,6 +222,13 @@ class RealGpuWorkloadTest {
             assertThat(gpu.pendingFrees()).isZero();
             assertThat(gpu.getStats().bytesInUse()).isZero();
             assertThat(gpu.getStats().numAllocs()).isGreaterThan(threads * 4000L);
+            MemoryHistory history = gpu.snapshot().history();
+            assertThat(history.droppedEvents()).isZero();
+            assertThat(history.events().stream().filter(e -> e.kind() == MemoryEvent.Kind.ALLOC).count())
+                    .as("every allocation recorded").isEqualTo(gpu.getStats().numAllocs());
+            assertThat(history.events().stream().map(e -> e.provenance().thread()))
+                    .as("each worker's calls recorded under its name")
+                    .contains("gpu-worker-0", "gpu-worker-1", "gpu-worker-2", "gpu-worker-3");
         }
     }
 }
