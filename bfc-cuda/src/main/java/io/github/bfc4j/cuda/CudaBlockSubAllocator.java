@@ -103,7 +103,7 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
         }
         // DEVIATION(port): upstream frees it, and its allocator hands out memory that is gone
         // (docs/deviations.md #26).
-        if (block.allocator() != null && SubAllocator.callingAllocator() == null) {
+        if (block.allocator() != null && !byAllocator) {
             throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes
                     + "): the block of " + owner() + " belongs to allocator '" + block.allocator()
                     + "', which still hands out its memory (expected: a block obtained by calling alloc"

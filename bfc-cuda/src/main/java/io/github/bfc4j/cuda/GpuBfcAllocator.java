@@ -49,7 +49,7 @@ import java.util.concurrent.locks.LockSupport;
  * <p>Allocation and free go through this class only: {@link #allocator()} is a read-only view of
  * the BFC allocator (statistics, summaries, memory map), and the sub-allocator is not handed out,
  * since an allocation or free made around this class would ignore the stamps (and the
- * sub-allocator is not thread-safe).
+ * virtual-memory sub-allocator is not thread-safe).
  *
  * <p>Thread-safe, except that {@link #pause(boolean)}, {@link #resume()} and {@link #close()}
  * must not run while another thread allocates or frees.
