@@ -413,6 +413,52 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * A listener of the sharded allocator hears of a shard's failure with the figures and holders
+     * of all shards added to the shard's summary; one added to a shard hears the shard alone.
+     */
+    @Test
+    void anOutOfMemoryListenerHearsWhatAllShardsHold() throws Exception {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("held").memoryLimit(16 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2).build();
+        a.recordAnnotations(true);
+        List<OutOfMemoryReport> heard = new ArrayList<>();
+        List<OutOfMemoryReport> heardByTheShard = new ArrayList<>();
+        OutOfMemoryListener listener = heard::add;
+        a.addOutOfMemoryListener(listener);
+        a.shards().get(0).addOutOfMemoryListener(heardByTheShard::add);
+        Allocation weights;
+        try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
+            weights = a.allocate(4 * MIB); // shard 0, this thread's
+        }
+        Allocation activations = onNewThread(() -> { // shard 1
+            try (MemoryAnnotation w = MemoryAnnotation.push("activations")) {
+                return a.allocate(9 * MIB);
+            }
+        });
+
+        assertThat(a.allocateRaw(256, 8 * MIB)).isZero(); // fails in shard 0
+        assertThat(heard).hasSize(1);
+        OutOfMemoryReport r = heard.get(0);
+        assertThat(r.allocatorName()).isEqualTo("held/0");
+        assertThat(r.requestedBytes()).isEqualTo(8 * MIB);
+        assertThat(r.summary()).startsWith(heardByTheShard.get(0).summary())
+                .endsWith("\nAll 2 shards of allocator 'held', read just after shard 'held/0' failed: 15.66MiB in"
+                        + " use, 15.66MiB reserved in 2 regions, the memory limit is 16.00MiB, the largest free"
+                        + " chunk is 0B. Largest holders: 11.66MiB by activations (1 chunk); 4.00MiB by weights"
+                        + " (1 chunk).\n");
+        assertThat(heardByTheShard.get(0).summary()).doesNotContain("activations");
+
+        assertThat(a.removeOutOfMemoryListener(listener)).isTrue();
+        assertThat(a.removeOutOfMemoryListener(listener)).isFalse();
+        assertThat(a.allocateRaw(256, 8 * MIB)).isZero();
+        assertThat(heard).hasSize(1);
+        assertThat(heardByTheShard).hasSize(2);
+        activations.close();
+        weights.close();
+        a.close();
+    }
+
+    /**
      * REFUSE is all or nothing, as for one BfcAllocator: a refused close names every shard with
      * live allocations and closes none, so the allocator keeps working (every shard serves its
      * threads and can still grow) until a close finds nothing live.
