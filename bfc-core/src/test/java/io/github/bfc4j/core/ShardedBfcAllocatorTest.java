@@ -384,18 +384,10 @@ class ShardedBfcAllocatorTest {
      */
     @Test
     void theLargestHoldersAreThoseOfAllShards() throws Exception {
-        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("held").memoryLimit(16 * MIB)
-                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2).build();
-        a.recordAnnotations(true);
-        Allocation weights;
-        try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
-            weights = a.allocate(4 * MIB); // shard 0, this thread's
-        }
-        Allocation activations = onNewThread(() -> { // shard 1
-            try (MemoryAnnotation w = MemoryAnnotation.push("activations")) {
-                return a.allocate(9 * MIB);
-            }
-        });
+        ShardedBfcAllocator a = twoShardsOf16MiB("held");
+        Allocation[] held = weightsAndActivations(a);
+        Allocation weights = held[0];
+        Allocation activations = held[1];
         assertThat(a.shardOf(activations.address())).isSameAs(a.shards().get(1));
         // Its chunk is the rest of shard 1's region (too small a rest to split off).
         String acts = BfcAllocator.humanReadableNumBytes(a.shards().get(1).allocatedSize(activations.address()));
@@ -418,23 +410,13 @@ class ShardedBfcAllocatorTest {
      */
     @Test
     void anOutOfMemoryListenerHearsWhatAllShardsHold() throws Exception {
-        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("held").memoryLimit(16 * MIB)
-                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2).build();
-        a.recordAnnotations(true);
+        ShardedBfcAllocator a = twoShardsOf16MiB("held");
         List<OutOfMemoryReport> heard = new ArrayList<>();
         List<OutOfMemoryReport> heardByTheShard = new ArrayList<>();
         OutOfMemoryListener listener = heard::add;
         a.addOutOfMemoryListener(listener);
         a.shards().get(0).addOutOfMemoryListener(heardByTheShard::add);
-        Allocation weights;
-        try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
-            weights = a.allocate(4 * MIB); // shard 0, this thread's
-        }
-        Allocation activations = onNewThread(() -> { // shard 1
-            try (MemoryAnnotation w = MemoryAnnotation.push("activations")) {
-                return a.allocate(9 * MIB);
-            }
-        });
+        Allocation[] held = weightsAndActivations(a);
 
         assertThat(a.allocateRaw(256, 8 * MIB)).isZero(); // fails in shard 0
         assertThat(heard).hasSize(1);
@@ -453,9 +435,36 @@ class ShardedBfcAllocatorTest {
         assertThat(a.allocateRaw(256, 8 * MIB)).isZero();
         assertThat(heard).hasSize(1);
         assertThat(heardByTheShard).hasSize(2);
-        activations.close();
-        weights.close();
+        held[1].close();
+        held[0].close();
         a.close();
+    }
+
+    /** Two shards under a 16 MiB cap, on simulated memory, recording annotations. */
+    private static ShardedBfcAllocator twoShardsOf16MiB(String name) {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name(name).memoryLimit(16 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2).build();
+        a.recordAnnotations(true);
+        return a;
+    }
+
+    /**
+     * 4 MiB of "weights" in shard 0 (this thread's home) and 9 MiB of "activations" in shard 1
+     * (a new thread's), whose chunk is the rest of its 11.66 MiB region.
+     *
+     * @return {weights, activations}
+     */
+    private static Allocation[] weightsAndActivations(ShardedBfcAllocator a) throws Exception {
+        Allocation weights;
+        try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
+            weights = a.allocate(4 * MIB);
+        }
+        Allocation activations = onNewThread(() -> {
+            try (MemoryAnnotation w = MemoryAnnotation.push("activations")) {
+                return a.allocate(9 * MIB);
+            }
+        });
+        return new Allocation[] {weights, activations};
     }
 
     /**
