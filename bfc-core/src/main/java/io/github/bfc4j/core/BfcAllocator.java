@@ -8,6 +8,7 @@ package io.github.bfc4j.core;
 
 import io.github.bfc4j.core.internal.ChunkWalk;
 import java.lang.System.Logger.Level;
+import java.util.function.UnaryOperator;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
@@ -1322,6 +1323,14 @@ public final class BfcAllocator implements MemoryAllocator {
      */
     public boolean removeOutOfMemoryListener(OutOfMemoryListener listener) {
         return oomListeners.remove(listener);
+    }
+
+    /**
+     * What every out-of-memory report of this allocator becomes before its dump and its
+     * listeners see it: a {@link ShardedBfcAllocator} adds what all its shards hold.
+     */
+    void completeOutOfMemoryReports(UnaryOperator<OutOfMemoryReport> completion) {
+        oomListeners.complete(completion);
     }
 
     // ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.UnaryOperator;
 
 /**
  * The out-of-memory listeners of one allocator ({@link BfcAllocator#addOutOfMemoryListener}),
@@ -21,6 +22,8 @@ final class OutOfMemoryListeners {
 
     private final List<OutOfMemoryListener> listeners = new CopyOnWriteArrayList<>();
     private final OomDumpWriter dumps;
+    /** What the report becomes before the dump and the listeners see it: a sharded allocator's addition. */
+    private volatile UnaryOperator<OutOfMemoryReport> completion = UnaryOperator.identity();
 
     OutOfMemoryListeners(BfcOptions options) {
         this.dumps = options.dumpOnOomDirectory() == null ? null : new OomDumpWriter(options.dumpOnOomDirectory());
@@ -39,13 +42,20 @@ final class OutOfMemoryListeners {
         return dumps != null || !listeners.isEmpty();
     }
 
+    /** Sets what every report becomes before the dump and the listeners see it. */
+    void complete(UnaryOperator<OutOfMemoryReport> completion) {
+        this.completion = completion;
+    }
+
     /**
-     * Writes the dump (if configured), then tells every listener. A listener's exception is
+     * Completes the report ({@link #complete}), writes the dump (if configured), then tells every
+     * listener. A listener's exception is
      * logged and otherwise ignored: the failing call fails as it would have.
      *
      * @return what the failure's messages say about the dump
      */
-    OomDumpWriter.Result notify(OutOfMemoryReport report) {
+    OomDumpWriter.Result notify(OutOfMemoryReport failure) {
+        OutOfMemoryReport report = completed(failure);
         OomDumpWriter.Result dump = dumps == null ? OomDumpWriter.Result.NONE : dumps.write(report);
         for (OutOfMemoryListener l : listeners) {
             try {
@@ -59,5 +69,16 @@ final class OutOfMemoryListeners {
             }
         }
         return dump;
+    }
+
+    /** The completed report; the report as it was if the completion fails (logged). */
+    private OutOfMemoryReport completed(OutOfMemoryReport report) {
+        try {
+            return completion.apply(report);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "Completing the out-of-memory report of allocator '" + report.allocatorName()
+                    + "' failed; its own report is used", e);
+            return report;
+        }
     }
 }

@@ -14,9 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Predicate;
@@ -55,8 +53,8 @@ import java.util.function.ToLongFunction;
  * the other shards are tried in turn; when none can, every other shard gives its free regions
  * back ({@link BfcAllocator#emptyCache()}) and the home shard tries once more. (So a sharded
  * allocator of one shard decides exactly as one {@code BfcAllocator} does.) Only that last
- * failure is an out-of-memory: reported by the home shard (its statistics, its listeners, and
- * this allocator's listeners with the figures of all shards added);
+ * failure is an out-of-memory: reported by the home shard (its statistics; its listeners and
+ * dump, whose summary ends with the figures of all shards);
  * {@link #allocate} throws a {@link BfcOutOfMemoryException} with the figures of all shards
  * together, whose cause is the home shard's own.
  *
@@ -100,10 +98,6 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     private static final int HOME_CACHE_ENTRIES = 1024;
     private static final VarHandle HOME_CACHE = MethodHandles.arrayElementVarHandle(long[].class);
 
-    /** Each listener given to addOutOfMemoryListener, with the one its shards were given. */
-    private final List<Map.Entry<OutOfMemoryListener, OutOfMemoryListener>> oomListeners =
-            new CopyOnWriteArrayList<>();
-
     private ShardedBfcAllocator(Builder b) {
         this.name = b.name;
         this.closePolicy = b.closePolicy;
@@ -125,6 +119,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             shards[i] = shard.build();
         }
         this.shardList = List.of(shards);
+        for (BfcAllocator s : shards) {
+            s.completeOutOfMemoryReports(this::withAllShards);
+        }
         this.ports = new BfcPort[shards.length];
         for (int i = 0; i < shards.length; i++) {
             ports[i] = shards[i].port;
@@ -614,17 +611,15 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * Tells {@code listener} of every failed allocation, from whichever shard reports it. The
      * report is the failing shard's (its name, its snapshot), and its summary ends with the
      * figures and largest holders of all shards together, read just after the failure (as the
-     * exception's message gives them).
+     * exception's message gives them); so does the summary of the shard's out-of-memory dump.
      *
      * @param listener the listener
      * @throws NullPointerException if {@code listener} is null
      */
     public void addOutOfMemoryListener(OutOfMemoryListener listener) {
         Objects.requireNonNull(listener, "listener");
-        OutOfMemoryListener ofAllShards = report -> listener.onOutOfMemory(withAllShards(report));
-        oomListeners.add(Map.entry(listener, ofAllShards));
         for (BfcAllocator s : shards) {
-            s.addOutOfMemoryListener(ofAllShards);
+            s.addOutOfMemoryListener(listener);
         }
     }
 
@@ -635,15 +630,11 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return whether it was there
      */
     public boolean removeOutOfMemoryListener(OutOfMemoryListener listener) {
-        for (Map.Entry<OutOfMemoryListener, OutOfMemoryListener> e : oomListeners) {
-            if (e.getKey().equals(listener) && oomListeners.remove(e)) {
-                for (BfcAllocator s : shards) {
-                    s.removeOutOfMemoryListener(e.getValue());
-                }
-                return true;
-            }
+        boolean removed = false;
+        for (BfcAllocator s : shards) {
+            removed |= s.removeOutOfMemoryListener(listener);
         }
-        return false;
+        return removed;
     }
 
     /** A shard's report, its summary followed by what all shards hold, read now. */

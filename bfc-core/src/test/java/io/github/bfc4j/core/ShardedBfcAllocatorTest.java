@@ -9,6 +9,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.ByteArrayOutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +28,7 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 import net.razorvine.pickle.Unpickler;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class ShardedBfcAllocatorTest {
 
@@ -405,12 +408,16 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
-     * A listener of the sharded allocator hears of a shard's failure with the figures and holders
-     * of all shards added to the shard's summary; one added to a shard hears the shard alone.
+     * A shard's out-of-memory report, as its listeners (the sharded allocator's and its own) and
+     * its dump see it, ends with the figures and holders of all shards.
      */
     @Test
-    void anOutOfMemoryListenerHearsWhatAllShardsHold() throws Exception {
-        ShardedBfcAllocator a = twoShardsOf16MiB("held");
+    void anOutOfMemoryReportAndDumpSayWhatAllShardsHold(@TempDir Path dumps) throws Exception {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("held").memoryLimit(16 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2)
+                .options(BfcOptions.builder().allowRetryOnFailure(false).dumpOnOomDirectory(dumps).build())
+                .build();
+        a.recordAnnotations(true);
         List<OutOfMemoryReport> heard = new ArrayList<>();
         List<OutOfMemoryReport> heardByTheShard = new ArrayList<>();
         OutOfMemoryListener listener = heard::add;
@@ -418,17 +425,24 @@ class ShardedBfcAllocatorTest {
         a.shards().get(0).addOutOfMemoryListener(heardByTheShard::add);
         Allocation[] held = weightsAndActivations(a);
 
-        assertThat(a.allocateRaw(256, 8 * MIB)).isZero(); // fails in shard 0
+        assertThatThrownBy(() -> a.allocate(8 * MIB)).isInstanceOf(BfcOutOfMemoryException.class); // in shard 0
         assertThat(heard).hasSize(1);
         OutOfMemoryReport r = heard.get(0);
         assertThat(r.allocatorName()).isEqualTo("held/0");
         assertThat(r.requestedBytes()).isEqualTo(8 * MIB);
-        assertThat(r.summary()).startsWith(heardByTheShard.get(0).summary())
-                .endsWith("\nAll 2 shards of allocator 'held', read just after shard 'held/0' failed: 15.66MiB in"
-                        + " use, 15.66MiB reserved in 2 regions, the memory limit is 16.00MiB, the largest free"
-                        + " chunk is 0B. Largest holders: 11.66MiB by activations (1 chunk); 4.00MiB by weights"
-                        + " (1 chunk).\n");
-        assertThat(heardByTheShard.get(0).summary()).doesNotContain("activations");
+        String allShards = "\nAll 2 shards of allocator 'held', read just after shard 'held/0' failed: 15.66MiB in"
+                + " use, 15.66MiB reserved in 2 regions, the memory limit is 16.00MiB, the largest free chunk is 0B."
+                + " Largest holders: 11.66MiB by activations (1 chunk); 4.00MiB by weights (1 chunk).\n";
+        assertThat(r.summary()).contains("held/0").endsWith(allShards);
+        assertThat(r.summary().substring(0, r.summary().length() - allShards.length()))
+                .as("the shard's own summary").doesNotContain("activations");
+        assertThat(heardByTheShard).containsExactly(r);
+        try (var files = Files.list(dumps)) {
+            Path dump = files.filter(f -> f.getFileName().toString().startsWith("bfc-oom-held_0-")).findFirst()
+                    .orElseThrow();
+            assertThat(Files.readString(dump)).contains("All 2 shards of allocator 'held'")
+                    .contains("11.66MiB by activations");
+        }
 
         assertThat(a.removeOutOfMemoryListener(listener)).isTrue();
         assertThat(a.removeOutOfMemoryListener(listener)).isFalse();
