@@ -8,10 +8,10 @@ package io.github.bfc4j.core;
 
 import io.github.bfc4j.core.internal.ChunkWalk;
 import java.lang.System.Logger.Level;
-import java.util.function.UnaryOperator;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
 
 /**
  * A memory allocator that implements best-fit with coalescing (BFC): a port, in behaviour, of
