@@ -702,6 +702,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * ({@link #bytesHeldForViews()}, docs/host-memory.md).
      *
      * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
+     * @throws RuntimeException what the sub-allocator's {@code free} threw (a CUDA error; the
+     *     later ones suppressed by it): the allocator is closed all the same, every region given
+     *     up
      */
     @Override
     public void close() {
@@ -721,8 +724,11 @@ public final class BfcAllocator implements MemoryAllocator {
                 LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now: their Allocation handles"
                         + " are closed and their raw addresses are invalid", what);
             }
-            port.closeLocked();
-            closed = true;
+            try {
+                port.closeLocked();
+            } finally {
+                closed = true;
+            }
         } finally {
             port.unlock();
         }
@@ -987,6 +993,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * view is collected ({@link #bytesHeldForViews()}).
      *
      * @return the bytes given back (0 on a closed allocator)
+     * @throws RuntimeException what the sub-allocator's {@code free} threw (a CUDA error; the
+     *     later ones suppressed by it): every such region is given up all the same, and the
+     *     sub-allocator keeps what it could not free
      */
     public long emptyCache() {
         return port.emptyCache();

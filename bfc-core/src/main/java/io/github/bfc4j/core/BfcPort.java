@@ -310,6 +310,9 @@ final class BfcPort {
      * Port of {@code BFCAllocator::~BFCAllocator}: gives every region back to the
      * sub-allocator; afterwards the allocator holds nothing and refuses every call. Needs the
      * lock.
+     *
+     * @throws RuntimeException the first exception of the sub-allocator's frees (the later ones
+     *     suppressed by it), once every region is given up and the allocator is closed
      */
     void closeLocked() {
         listener.closingLocked();
@@ -322,8 +325,9 @@ final class BfcPort {
             }
         }
         bytesInUse = 0;
+        RuntimeException failure = null;
         for (AllocationRegion region : regionManager.regions()) {
-            subAllocator.free(region.ptr(), region.memorySize());
+            failure = freeRegion(region, failure);
         }
         poolBytes = 0;
         regionManager.clear();
@@ -332,6 +336,7 @@ final class BfcPort {
         }
         chunks.clear();
         timestampedChunks.clear();
+        throwIfAny(failure);
     }
 
     /** Port of {@code BFCAllocator::Extend}. Needs the lock. */
@@ -597,9 +602,13 @@ final class BfcPort {
      * Port of {@code BFCAllocator::DeallocateRegions}: frees the regions flagged in
      * {@code free} (indexed like {@link RegionManager#regions()}), in address order. Needs the
      * lock.
+     *
+     * @throws RuntimeException the first exception of the sub-allocator's frees (the later ones
+     *     suppressed by it), once every flagged region is given up
      */
     private void deallocateRegionsLocked(boolean[] free) {
         final List<AllocationRegion> regions = regionManager.regions();
+        RuntimeException failure = null;
         int it = 0;
         for (int i = 0; i < free.length; i++) {
             if (!free[i]) {
@@ -617,10 +626,39 @@ final class BfcPort {
             }
 
             // Deallocate the memory.
-            subAllocator.free(region.ptr(), region.memorySize());
+            failure = freeRegion(region, failure);
             poolBytes -= region.memorySize();
             onRegionReturnedLocked(region.ptr(), region.memorySize());
             regionManager.removeAllocationRegion(it);
+        }
+        throwIfAny(failure);
+    }
+
+    /**
+     * Gives a region to the sub-allocator's {@code free}. DEVIATION(port): upstream's
+     * {@code SubAllocator::Free} cannot fail; here one that throws (a CUDA error) leaves the
+     * region given up all the same, so the books stay whole and the other regions are still
+     * freed; the sub-allocator keeps what it could not free (bfc-cuda's free it at their close;
+     * docs/deviations.md #27).
+     *
+     * @return {@code failure}, or the exception of this free, added to it as suppressed
+     */
+    private RuntimeException freeRegion(AllocationRegion region, RuntimeException failure) {
+        try {
+            subAllocator.free(region.ptr(), region.memorySize());
+            return failure;
+        } catch (RuntimeException e) {
+            if (failure == null) {
+                return e;
+            }
+            failure.addSuppressed(e);
+            return failure;
+        }
+    }
+
+    private static void throwIfAny(RuntimeException failure) {
+        if (failure != null) {
+            throw failure;
         }
     }
 

@@ -737,6 +737,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *
      * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE};
      *     no shard is closed then
+     * @throws RuntimeException what a sub-allocator's {@code free} threw (the later ones
+     *     suppressed by it); every shard is closed all the same
      */
     @Override
     public void close() {
@@ -750,8 +752,20 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                 }
                 refuseIfLiveLocked();
             }
+            RuntimeException failure = null;
             for (BfcAllocator s : shards) {
-                s.close();
+                try {
+                    s.close();
+                } catch (RuntimeException e) { // a sub-allocator's free failed; the shard is closed
+                    if (failure == null) {
+                        failure = e;
+                    } else {
+                        failure.addSuppressed(e);
+                    }
+                }
+            }
+            if (failure != null) {
+                throw failure;
             }
         } finally {
             while (locked > 0) {

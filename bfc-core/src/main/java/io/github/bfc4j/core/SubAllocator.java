@@ -34,6 +34,11 @@ public interface SubAllocator {
      * is true, one call may return several adjacent blocks that {@link #alloc} handed out, as
      * one range.
      *
+     * <p>When the allocator makes this call, it gives the region up whatever happens here: if
+     * the release fails (a driver error), throw, and keep what could not be freed to free it
+     * later (at the sub-allocator's close); the allocator passes the exception on once its books
+     * are whole and its other regions freed.
+     *
      * @param ptr the start of the range, as returned by {@link #alloc}
      * @param numBytes the size of the range
      * @throws IllegalArgumentException if the range was not handed out by this sub-allocator

@@ -87,8 +87,11 @@ final class ViewPins extends ForwardingSubAllocator {
                     + " bytes) waits: a view of memory in it is still reachable");
             return;
         }
-        upstream.free(ptr, numBytes);
-        within(ptr, numBytes).clear();
+        try {
+            upstream.free(ptr, numBytes);
+        } finally {
+            within(ptr, numBytes).clear(); // the allocator forgets the region even if the free failed
+        }
     }
 
     /**

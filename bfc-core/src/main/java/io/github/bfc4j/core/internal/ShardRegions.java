@@ -116,11 +116,15 @@ public final class ShardRegions {
                     + numBytes + ") from shard " + shard + ": not a range of regions this shard holds"
                     + " (expected: regions handed out to it, adjacent when freed as one)");
         }
-        upstream.free(ptr, numBytes);
-        long[] rest = new long[t.length - (to - from) * ENTRY];
-        System.arraycopy(t, 0, rest, 0, from * ENTRY);
-        System.arraycopy(t, to * ENTRY, rest, from * ENTRY, t.length - to * ENTRY);
-        table = rest;
+        try {
+            upstream.free(ptr, numBytes);
+        } finally {
+            // The shard forgets the regions even if the free failed.
+            long[] rest = new long[t.length - (to - from) * ENTRY];
+            System.arraycopy(t, 0, rest, 0, from * ENTRY);
+            System.arraycopy(t, to * ENTRY, rest, from * ENTRY, t.length - to * ENTRY);
+            table = rest;
+        }
     }
 
     /** Enters {@code [start, end)} under {@code shard}. Needs this object's monitor. */

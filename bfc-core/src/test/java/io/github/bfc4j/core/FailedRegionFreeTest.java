@@ -1,0 +1,113 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A sub-allocator's {@code free} that throws (as a CUDA driver's free can) leaves the allocator
+ * whole: the region is given up all the same, the other regions are still freed, and the
+ * allocator goes on serving.
+ */
+class FailedRegionFreeTest {
+
+    private static final long MIB = 1L << 20;
+
+    /** Fails the frees it is told to, before passing anything on; records the frees passed on. */
+    private static final class FailingFrees extends ForwardingSubAllocator {
+        int failNext;
+        final List<Long> freed = new ArrayList<>();
+
+        FailingFrees() {
+            super(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false));
+        }
+
+        @Override
+        public void free(long ptr, long numBytes) {
+            if (failNext > 0) {
+                failNext--;
+                throw new IllegalStateException("injected failure of free(0x" + Long.toHexString(ptr) + ")");
+            }
+            super.free(ptr, numBytes);
+            freed.add(ptr);
+        }
+    }
+
+    /** An allocator holding two free regions (1 MiB asked, then 4 MiB) and nothing live. */
+    private static BfcAllocator allocatorOfTwoFreeRegions(SubAllocator sub, ClosePolicy policy) {
+        BfcAllocator a = BfcAllocator.builder().name("t").memoryLimit(64 * MIB).subAllocator(sub)
+                .closePolicy(policy).build();
+        long p = a.allocateRaw(256, MIB);
+        long q = a.allocateRaw(256, 4 * MIB);
+        a.deallocateRaw(p);
+        a.deallocateRaw(q);
+        assertThat(a.regionCount()).isEqualTo(2);
+        return a;
+    }
+
+    @Test
+    void aFailedFreeInEmptyCacheGivesTheRegionUpAndFreesTheOthers() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = allocatorOfTwoFreeRegions(sub, ClosePolicy.REFUSE);
+        sub.failNext = 1;
+
+        assertThatThrownBy(a::emptyCache).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("injected failure");
+        assertThat(sub.freed).as("the second region is still freed").hasSize(1);
+        assertThat(a.regionCount()).isZero();
+        assertThat(a.reservedBytes()).isZero();
+        assertThat(a.memoryStats().regionFreesTotal()).isEqualTo(2);
+        a.checkInvariants();
+
+        long p = a.allocateRaw(256, 2 * MIB); // serves on, from a new region
+        assertThat(a.allocatedSize(p)).isEqualTo(2 * MIB);
+        assertThat(a.regionCount()).isEqualTo(1);
+        a.checkInvariants();
+        a.deallocateRaw(p);
+        a.close();
+        assertThat(sub.freed).hasSize(2);
+    }
+
+    @Test
+    void aFailedFreeInCloseStillClosesAndFreesTheOtherRegions() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = allocatorOfTwoFreeRegions(sub, ClosePolicy.FORCE);
+        long held = a.allocateRaw(256, 256);
+        Allocation handle = a.allocate(256);
+        sub.failNext = 2;
+
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("injected failure")
+                .satisfies(e -> assertThat(e.getSuppressed()).hasSize(1));
+        assertThat(a.isClosed()).isTrue();
+        assertThat(handle.isClosed()).as("the handles are closed as after any close").isTrue();
+        assertThat(a.reservedBytes()).isZero();
+        assertThatThrownBy(() -> a.deallocateRaw(held)).isInstanceOf(IllegalStateException.class);
+        a.close(); // idempotent: nothing more
+        assertThat(sub.freed).as("the frees that did not fail").hasSize(0);
+    }
+
+    @Test
+    void aFailedFreeInAShardsCloseStillClosesEveryShard() {
+        FailingFrees sub = new FailingFrees();
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("s").shards(2).memoryLimit(64 * MIB)
+                .subAllocator(sub).build();
+        for (BfcAllocator shard : a.shards()) {
+            shard.deallocateRaw(shard.allocateRaw(256, MIB));
+        }
+        sub.failNext = 1;
+
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("injected failure");
+        assertThat(a.shards()).allSatisfy(s -> assertThat(s.isClosed()).isTrue());
+        assertThat(sub.freed).as("the other shard's region").hasSize(1);
+    }
+}
