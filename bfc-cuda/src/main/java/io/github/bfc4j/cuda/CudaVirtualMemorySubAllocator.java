@@ -47,9 +47,11 @@ import java.util.TreeMap;
  *
  * <p>Out-of-memory answers {@code null} (so that the BFC allocator backs off); any other CUDA
  * error is a {@link CudaException}. Only the owning device gets access (upstream's peer access
- * is not ported). The device's primary context is retained from construction to
- * {@link #close()}. Not thread-safe on its own: the {@code BfcAllocator} calls it under its lock;
- * call {@link #pause} and {@link #resume} only while no other thread uses the allocator.
+ * is not ported). The device's primary context is retained, and the range reserved, from
+ * construction to {@link #close()}, or, when an allocator still holds mappings then, until it has
+ * given the last of them back. A mapping that an allocator obtained is freed by that allocator
+ * only ({@link SubAllocator#callingAllocator()}). Its calls are serialised on this object; call
+ * {@link #pause} and {@link #resume} only while no other thread uses the allocator.
  */
 public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCloseable {
 
@@ -65,12 +67,15 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         boolean mapped;
         /** Pinned host copy of the contents while paused with backup, else 0. */
         long backupHostPtr;
+        /** The allocator that obtained it and has not given it up, null for a call of other code. */
+        String allocator;
 
-        Mapping(long va, long bytes, long handle) {
+        Mapping(long va, long bytes, long handle, String allocator) {
             this.va = va;
             this.bytes = bytes;
             this.handle = handle;
             this.mapped = true;
+            this.allocator = allocator;
         }
     }
 
@@ -162,7 +167,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      * @throws CudaException for a CUDA error other than out-of-memory
      */
     @Override
-    public Block alloc(long alignment, long numBytes) {
+    public synchronized Block alloc(long alignment, long numBytes) {
         checkUsable("alloc");
         if (numBytes <= 0) {
             return null;
@@ -187,7 +192,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
             return nullIfOutOfMemory(e);
         }
         nextAllocOffset += paddedBytes;
-        mappings.put(nextVa, new Mapping(nextVa, paddedBytes, handle));
+        mappings.put(nextVa, new Mapping(nextVa, paddedBytes, handle, SubAllocator.callingAllocator()));
         return new Block(nextVa, paddedBytes);
     }
 
@@ -220,13 +225,16 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      * paused (the mappings' host copies are freed).
      *
      * @throws IllegalArgumentException if no mapping starts at {@code ptr}, or the run does not
-     *     add up to exactly {@code numBytes}; nothing changes
-     * @throws IllegalStateException if closed
+     *     add up to exactly {@code numBytes}, or an allocator obtained a mapping of the run and no
+     *     allocator makes this call ({@link SubAllocator#callingAllocator()}); nothing changes
+     * @throws IllegalStateException if closed, unless an allocator gives back mappings it still
+     *     held at the close (every other mapping was released then)
      * @throws CudaException if unmapping or releasing fails
      */
     @Override
-    public void free(long ptr, long numBytes) {
-        if (closed) {
+    public synchronized void free(long ptr, long numBytes) {
+        boolean byAllocator = SubAllocator.callingAllocator() != null;
+        if (closed && !byAllocator) {
             throw new IllegalStateException("free after close: " + this);
         }
         // DEVIATION(port): upstream logs and ignores a bad free; the SubAllocator contract
@@ -250,6 +258,20 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
                     + Long.toHexString(ptr) + ": got " + numBytes + " bytes but the adjacent mappings"
                     + " there add up to " + total + " (expected: the sizes of whole blocks from alloc)");
         }
+        // DEVIATION(port): upstream unmaps it, and its allocator hands out addresses that are
+        // gone (docs/deviations.md #26).
+        for (Mapping m : run) {
+            if (m.allocator != null && !byAllocator) {
+                throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes
+                        + "): the mapping at 0x" + Long.toHexString(m.va) + " belongs to allocator '" + m.allocator
+                        + "', which still hands out its memory (expected: a block obtained by calling alloc"
+                        + " directly; the allocator gives its regions back itself). Nothing was freed");
+            }
+        }
+        for (Mapping m : run) {
+            // The allocator is done with it, even if unmapping fails: close() may release it.
+            m.allocator = null;
+        }
         for (Mapping m : run) {
             releasePhysical(m);
             if (m.backupHostPtr != 0) {
@@ -266,6 +288,9 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         if (mappings.higherKey(ptr) == null) {
             Map.Entry<Long, Mapping> last = mappings.lastEntry();
             nextAllocOffset = last == null ? 0 : last.getKey() + last.getValue().bytes - base;
+        }
+        if (closed && mappings.isEmpty()) {
+            releaseReservation(); // kept since close() for this allocator's mappings
         }
     }
 
@@ -292,7 +317,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      * @throws CudaException if a call fails; the mappings released so far stay released, and
      *     calling {@code pause} again carries on
      */
-    public void pause(boolean backupToHost) {
+    public synchronized void pause(boolean backupToHost) {
         if (closed) {
             throw new IllegalStateException("pause after close: " + this);
         }
@@ -322,7 +347,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      * @throws CudaException if a call fails (e.g. out of memory because someone else took it);
      *     the allocator stays paused, and calling {@code resume} again carries on
      */
-    public void resume() {
+    public synchronized void resume() {
         if (closed) {
             throw new IllegalStateException("resume after close: " + this);
         }
@@ -348,7 +373,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      *
      * @return true while paused
      */
-    public boolean isPaused() {
+    public synchronized boolean isPaused() {
         return paused;
     }
 
@@ -358,7 +383,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      *
      * @return the sum of the live blocks' sizes
      */
-    public long allocatedBytes() {
+    public synchronized long allocatedBytes() {
         long sum = 0;
         for (Mapping m : mappings.values()) {
             sum += m.bytes;
@@ -371,7 +396,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      *
      * @return {@link #allocatedBytes()} while running, 0 once fully paused
      */
-    public long physicalBytes() {
+    public synchronized long physicalBytes() {
         long sum = 0;
         for (Mapping m : mappings.values()) {
             if (m.handle != 0) {
@@ -439,22 +464,31 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
     }
 
     /**
-     * Port of {@code ~GpuVirtualMemAllocator}: unmaps and releases every mapping, frees host
-     * backups and the reservation, and releases the device's primary context. Every one of
-     * those calls is attempted even when an earlier one failed, as upstream's calls log and carry
-     * on (what failed stays leaked, and is named in the exception). Idempotent: a second call
-     * does nothing.
+     * Port of {@code ~GpuVirtualMemAllocator}: unmaps and releases every mapping that no
+     * allocator holds, frees host backups and the reservation, and releases the device's primary
+     * context. A mapping that an allocator obtained and has not given back stays mapped, since
+     * the allocator may still hand out its addresses: the allocator releases it when it gives it
+     * back (its {@code close()}), and the reservation and the context go back after the last
+     * such mapping. Every one of those calls is attempted even when an earlier one failed, as
+     * upstream's calls log and carry on (what failed stays leaked, and is named in the
+     * exception). Idempotent: a second call does nothing.
      *
      * @throws CudaException the first call that failed, the later failures suppressed by it
      */
     @Override
-    public void close() {
+    public synchronized void close() {
         if (closed) {
             return;
         }
         closed = true;
         RuntimeException failure = null;
-        for (Mapping m : mappings.values()) {
+        String holder = null;
+        for (var it = mappings.values().iterator(); it.hasNext(); ) {
+            Mapping m = it.next();
+            if (m.allocator != null) {
+                holder = m.allocator;
+                continue;
+            }
             if (m.mapped) {
                 failure = Failures.attempt(failure, () -> driver.memUnmap(deviceId, m.va, m.bytes));
             }
@@ -464,15 +498,27 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
             if (m.backupHostPtr != 0) {
                 failure = Failures.attempt(failure, () -> driver.hostFree(deviceId, m.backupHostPtr));
             }
+            it.remove();
         }
-        mappings.clear();
-        failure = Failures.attempt(failure, () -> driver.addressFree(deviceId, base, sizeBytes));
+        if (mappings.isEmpty()) {
+            failure = Failures.attempt(failure, this::releaseReservation);
+        } else {
+            LOG.log(Level.WARNING, "{0} closed while allocator ''{1}'' holds {2} of its mappings: they are"
+                    + " released, and the reservation and the context after them, when the allocator gives them"
+                    + " back", this, holder, mappings.size());
+        }
+        Failures.throwIfAny(failure);
+    }
+
+    /** Frees the reservation and releases the context, both attempted. */
+    private void releaseReservation() {
+        RuntimeException failure = Failures.attempt(null, () -> driver.addressFree(deviceId, base, sizeBytes));
         failure = Failures.attempt(failure, () -> driver.releasePrimaryContext(deviceId));
         Failures.throwIfAny(failure);
     }
 
     @Override
-    public String toString() {
+    public synchronized String toString() {
         return "CudaVirtualMemorySubAllocator[device " + deviceId + ", 0x" + Long.toHexString(base)
                 + " + " + sizeBytes + ", " + mappings.size() + " mappings"
                 + (paused ? ", paused" : "") + (closed ? ", closed" : "") + "]";

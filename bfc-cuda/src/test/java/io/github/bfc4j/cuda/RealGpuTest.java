@@ -185,6 +185,34 @@ class RealGpuTest {
         }
     }
 
+    /**
+     * Virtual memory an allocator holds: the sub-allocator's own {@code free} of the region is
+     * refused, and its {@code close()} leaves the mappings (data copied there survives it) until
+     * the allocator gives them back; the reservation goes then.
+     */
+    @Test
+    void virtualMemoryStaysMappedWhileItsAllocatorHoldsIt() {
+        CudaDriver d = requireGpu();
+        assumeTrue(d.deviceInfo(0).virtualMemoryManagement(), "skipped: GPU 0 has no virtual memory management");
+        CudaVirtualMemorySubAllocator sub = new CudaVirtualMemorySubAllocator(0, 256 * MIB);
+        BfcAllocator a = BfcAllocator.builder().name("vmm").memoryLimit(256 * MIB).subAllocator(sub).build();
+        long p = a.allocateRaw(256, 3 * MIB);
+        MemoryMap.Region region = a.memoryMap().regions().get(0);
+        assertThatThrownBy(() -> sub.free(region.ptr(), region.size()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("belongs to allocator 'vmm'");
+        byte[] data = pattern(Math.toIntExact(3 * MIB), 5);
+        upload(d, p, data);
+        long freeBefore = d.memGetInfo(0).freeBytes();
+        sub.close();
+        assertThat(download(d, p, data.length)).as("still mapped after the sub-allocator's close").isEqualTo(data);
+        assertThat(d.memGetInfo(0).freeBytes()).isLessThanOrEqualTo(freeBefore);
+        a.deallocateRaw(p);
+        a.close(); // the mappings go back now, then the reservation
+        assertThat(sub.allocatedBytes()).isZero();
+        assertThat(d.memGetInfo(0).freeBytes()).isGreaterThan(freeBefore);
+    }
+
     /** bfc-core's sub-allocator contract on the real device. */
     @Nested
     class DeviceContract extends SubAllocatorContractTest {
