@@ -303,13 +303,22 @@ final class HistoryRecorder extends PortListener {
                 a == null ? null : a.name(), a == null ? -1 : a.step(), st);
     }
 
-    /** A region was given back to the sub-allocator. */
+    /**
+     * A region was given back to the sub-allocator, by the caller of {@code emptyCache()} or
+     * {@code close()}, or by an allocation's garbage collection: its annotation and stack, as
+     * PyTorch's {@code segment_free} carries them.
+     */
     void onRegionFree(long ptr, long regionBytes) {
         if (options == null) {
             return;
         }
-        put(REGION_FREE, nowMicros(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(), null, -1,
-                null);
+        MemoryAnnotation a = MemoryAnnotation.current();
+        List<StackFrame> st = explicitStack(a);
+        if (st == null && options.stacks()) {
+            st = capture(walker, options.stackDepth());
+        }
+        put(REGION_FREE, nowMicros(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(),
+                a == null ? null : a.name(), a == null ? -1 : a.step(), st);
     }
 
     /** An allocation failed; returns the failing call's provenance (for listeners and messages). */

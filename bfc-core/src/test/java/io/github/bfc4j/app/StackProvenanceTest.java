@@ -10,6 +10,7 @@ import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryAnnotation;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.Provenance;
@@ -76,6 +77,34 @@ class StackProvenanceTest {
             handle.close();
             a.deallocateRaw(raw);
             a.deallocateRaw(viaHelper);
+        }
+    }
+
+    private static Provenance regionFree(BfcAllocator a) {
+        return a.snapshot().history().events().stream().filter(e -> e.kind() == MemoryEvent.Kind.REGION_FREE)
+                .findFirst().orElseThrow().provenance();
+    }
+
+    @Test
+    void aRegionGivenBackRecordsWhoGaveItBack() {
+        try (BfcAllocator a = allocator()) {
+            a.recordHistory(HistoryOptions.defaults());
+            a.deallocateRaw(a.allocateRaw(64, 1000));
+            try (MemoryAnnotation x = MemoryAnnotation.push("cleanup", 7)) {
+                assertThat(a.emptyCache()).isPositive();
+            }
+            Provenance p = regionFree(a);
+            assertThat(p.annotation()).isEqualTo("cleanup");
+            assertThat(p.step()).isEqualTo(7);
+            assertThat(p.thread()).isEqualTo(Thread.currentThread().getName());
+            assertThat(p.stack()).first().extracting(StackFrame::methodName)
+                    .isEqualTo("aRegionGivenBackRecordsWhoGaveItBack");
+
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.deallocateRaw(a.allocateRaw(64, 1000));
+            a.emptyCache();
+            assertThat(regionFree(a)).extracting(Provenance::annotation, Provenance::stack)
+                    .containsExactly(null, List.of());
         }
     }
 
