@@ -52,7 +52,21 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * @throws IOException if writing fails
      */
     public void writePyTorchPickle(OutputStream out) throws IOException {
-        PyTorchSnapshotWriter.write(this, out);
+        writePyTorchPickle(out, 0);
+    }
+
+    /**
+     * Writes PyTorch's memory snapshot as the memory of CUDA device {@code device}: its segments
+     * say that device, and the history is {@code device_traces[device]} (the lists before it
+     * empty, as PyTorch writes devices without a history).
+     *
+     * @param out where the pickle goes (not closed)
+     * @param device the device's ordinal, as PyTorch numbers it
+     * @throws IllegalArgumentException if {@code device} is negative
+     * @throws IOException if writing fails
+     */
+    public void writePyTorchPickle(OutputStream out, int device) throws IOException {
+        PyTorchSnapshotWriter.write(this, device, out);
     }
 
     /**

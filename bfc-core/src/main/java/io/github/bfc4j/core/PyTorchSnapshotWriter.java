@@ -23,12 +23,14 @@ import net.razorvine.pickle.Pickler;
  * {@code torch.cuda.memory._snapshot()}, which pytorch.org/memory_viz and
  * {@code torch.cuda._memory_viz} read. The mapping (docs/observability.md):
  * <ul>
- *   <li>each region is a segment ({@code device} 0, {@code stream} 0 (for the shards of a
+ *   <li>each region is a segment ({@code device} 0 unless written for another device,
+ *       {@code stream} 0 (for the shards of a
  *       {@link ShardedBfcAllocator}: the shard's index, on its events too), {@code segment_pool_id}
  *       (0, 0), {@code segment_type} {@code "large"} above 1 MiB, {@code is_expandable} when
  *       the sub-allocator merges regions); its chunks are its blocks, in address order, so that
  *       they tile it ({@code active_allocated} in use, {@code inactive} free);</li>
- *   <li>the history is {@code device_traces[0]}: an allocation is {@code alloc}, a free is
+ *   <li>the history is {@code device_traces[device]} (the lists before it empty): an
+ *       allocation is {@code alloc}, a free is
  *       {@code free_requested} then {@code free_completed} (BFC frees at once), a region
  *       obtained or given back is {@code segment_alloc}/{@code segment_free} (with a
  *       coalescing sub-allocator {@code segment_map}/{@code segment_unmap}, which the viewer
@@ -49,13 +51,19 @@ final class PyTorchSnapshotWriter {
     private final Map<Object, List<Map<String, Object>>> framesOf = new IdentityHashMap<>();
     private final Map<StackFrame, Map<String, Object>> frameDicts = new IdentityHashMap<>();
     private final List<Map<String, Object>> noFrames = new ArrayList<>();
+    /** The CUDA ordinal the segments carry, and the index of the history in device_traces. */
+    private final int device;
 
-    private PyTorchSnapshotWriter() {
+    private PyTorchSnapshotWriter(int device) {
+        if (device < 0) {
+            throw new IllegalArgumentException("device=" + device + " (expected: a CUDA device ordinal, >= 0)");
+        }
+        this.device = device;
     }
 
-    static void write(MemorySnapshot snapshot, OutputStream out) throws IOException {
+    static void write(MemorySnapshot snapshot, int device, OutputStream out) throws IOException {
         write(snapshot.coalescingRegions(),
-                List.of(new Part(0, snapshot.memoryMap().regions(), snapshot.history().events())), out);
+                List.of(new Part(0, snapshot.memoryMap().regions(), snapshot.history().events())), device, out);
     }
 
     /**
@@ -74,8 +82,8 @@ final class PyTorchSnapshotWriter {
      * ({@link #mergeByTime}); each part's segments and events carry its stream, so that the
      * viewer never merges segments of two parts.
      */
-    static void write(boolean coalescing, List<Part> parts, OutputStream out) throws IOException {
-        Map<String, Object> root = new PyTorchSnapshotWriter().dictionary(coalescing, parts);
+    static void write(boolean coalescing, List<Part> parts, int device, OutputStream out) throws IOException {
+        Map<String, Object> root = new PyTorchSnapshotWriter(device).dictionary(coalescing, parts);
         new Pickler(true, false).dump(root, out);
         out.flush();
     }
@@ -140,7 +148,7 @@ final class PyTorchSnapshotWriter {
                 }
             }
             Map<String, Object> s = new LinkedHashMap<>();
-            s.put("device", 0L);
+            s.put("device", (long) device);
             s.put("address", r.ptr());
             s.put("total_size", r.size());
             s.put("allocated_size", allocated);
@@ -183,6 +191,9 @@ final class PyTorchSnapshotWriter {
             }
         }
         List<Object> deviceTraces = new ArrayList<>();
+        for (int d = 0; d < device; d++) {
+            deviceTraces.add(List.of());
+        }
         deviceTraces.add(trace);
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("segments", segments);

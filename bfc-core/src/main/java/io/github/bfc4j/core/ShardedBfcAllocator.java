@@ -704,7 +704,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             parts.add(new PyTorchSnapshotWriter.Part(i, snapshot.memoryMap().regions(), snapshot.history().events()));
             coalescing = snapshot.coalescingRegions();
         }
-        PyTorchSnapshotWriter.write(coalescing, parts, out);
+        PyTorchSnapshotWriter.write(coalescing, parts, 0, out);
     }
 
     /**

@@ -77,6 +77,33 @@ class PyTorchSnapshotTest {
     }
 
     @Test
+    @SuppressWarnings("unchecked")
+    void anotherDevicesSnapshotPutsItsHistoryAtItsIndex() throws IOException {
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 1L << 30, 0, false), 64L << 20, "gpu2",
+                BfcOptions.defaults())) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long p = a.allocateRaw(64, 1000);
+            MemorySnapshot s = a.snapshot();
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            s.writePyTorchPickle(out, 2);
+            Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(out.toByteArray());
+            List<List<Object>> traces = (List<List<Object>>) d.get("device_traces");
+            assertThat(traces).hasSize(3);
+            assertThat(traces.get(0)).isEmpty();
+            assertThat(traces.get(1)).isEmpty();
+            assertThat(traces.get(2)).hasSize(2); // segment_alloc, alloc
+            assertThat((List<Map<String, Object>>) d.get("segments"))
+                    .allSatisfy(seg -> assertThat(num(seg.get("device"))).isEqualTo(2));
+
+            ByteArrayOutputStream none = new ByteArrayOutputStream();
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> s.writePyTorchPickle(none, -1))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("device=-1");
+            assertThat(none.size()).isZero();
+            a.deallocateRaw(p);
+        }
+    }
+
+    @Test
     void theOpcodeCheckRefusesWhatMemoryVizCannotRead() {
         byte[] ok = {(byte) 0x80, 2, 'K', 5, '.'};
         assertThat(MemoryVizOpcodes.check(ok)).containsEntry("BININT1", 1);

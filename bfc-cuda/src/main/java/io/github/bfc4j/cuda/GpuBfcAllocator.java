@@ -15,7 +15,12 @@ import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.OutOfMemoryListener;
 import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.core.SubAllocator;
+import java.io.BufferedOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
 import java.lang.System.Logger.Level;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -455,13 +460,27 @@ public final class GpuBfcAllocator implements AutoCloseable {
     /**
      * Everything the allocator knows about the device's memory now: its memory map, with who
      * holds each chunk when recorded, and the recorded history ({@link BfcAllocator#snapshot}).
-     * {@link MemorySnapshot#writePyTorchPickle} writes it for pytorch.org/memory_viz (as device
-     * 0, whatever this allocator's device).
+     * {@link #writePyTorchPickle(Path)} writes it for pytorch.org/memory_viz as this device's.
      *
      * @return the immutable snapshot
      */
     public MemorySnapshot snapshot() {
         return bfc.snapshot();
+    }
+
+    /**
+     * Writes {@link #snapshot()} as PyTorch's memory snapshot of this allocator's device
+     * ({@link MemorySnapshot#writePyTorchPickle(OutputStream, int)}), to a file (created or
+     * replaced), for pytorch.org/memory_viz or {@code torch.cuda._memory_viz}.
+     *
+     * @param file the file, e.g. {@code snapshot.pickle}
+     * @throws IOException if the file cannot be written
+     */
+    public void writePyTorchPickle(Path file) throws IOException {
+        MemorySnapshot snapshot = snapshot();
+        try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
+            snapshot.writePyTorchPickle(out, deviceId);
+        }
     }
 
     /**

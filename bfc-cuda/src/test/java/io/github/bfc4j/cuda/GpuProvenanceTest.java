@@ -10,15 +10,16 @@ import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryAnnotation;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryMap;
-import io.github.bfc4j.core.MemorySnapshot;
 import io.github.bfc4j.core.OutOfMemoryReport;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import net.razorvine.pickle.Unpickler;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Who holds the device's memory, through {@link GpuBfcAllocator}, against the simulated driver.
@@ -75,20 +76,27 @@ class GpuProvenanceTest {
 
     @Test
     @SuppressWarnings("unchecked")
-    void aSnapshotIsWrittenForPyTorchsMemoryViz() throws IOException {
-        try (GpuBfcAllocator gpu = create(16 * MIB)) {
+    void aSnapshotIsWrittenForPyTorchsMemoryVizAsItsDevices(@TempDir Path dir) throws IOException {
+        SimulatedCudaDriver twoGpus = new SimulatedCudaDriver(List.of(
+                new CudaDeviceInfo(0, "Simulated GPU", 64 * MIB, 9, 0, true),
+                new CudaDeviceInfo(1, "Simulated GPU", 64 * MIB, 9, 0, true)), 64 << 10);
+        try (GpuBfcAllocator gpu = GpuBfcAllocators.create(twoGpus, 1, GpuBfcOptions.builder()
+                .memoryLimitBytes(16 * MIB).eventPollIntervalMicros(0).environment(Map.<String, String>of()::get)
+                .build())) {
             gpu.recordHistory(HistoryOptions.builder().stackDepth(4).build());
             long p = gpu.allocateRaw(256, 3 * MIB);
-            MemorySnapshot snapshot = gpu.snapshot();
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
-            snapshot.writePyTorchPickle(out);
-            Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(out.toByteArray());
+            Path file = dir.resolve("snapshot.pickle");
+            gpu.writePyTorchPickle(file);
+            Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(Files.readAllBytes(file));
             List<Map<String, Object>> segments = (List<Map<String, Object>>) d.get("segments");
             assertThat(segments).hasSize(1);
+            assertThat(((Number) segments.get(0).get("device")).intValue()).isEqualTo(1);
             List<Map<String, Object>> blocks = (List<Map<String, Object>>) segments.get(0).get("blocks");
             assertThat(blocks.get(0).get("state")).isEqualTo("active_allocated");
-            List<Map<String, Object>> trace = ((List<List<Map<String, Object>>>) d.get("device_traces")).get(0);
-            assertThat(trace).extracting(t -> t.get("action")).contains("segment_alloc", "alloc");
+            List<List<Map<String, Object>>> traces = (List<List<Map<String, Object>>>) d.get("device_traces");
+            assertThat(traces).hasSize(2);
+            assertThat(traces.get(0)).as("device 0 has no history here").isEmpty();
+            assertThat(traces.get(1)).extracting(t -> t.get("action")).contains("segment_alloc", "alloc");
             gpu.deallocateRaw(p);
         }
     }
