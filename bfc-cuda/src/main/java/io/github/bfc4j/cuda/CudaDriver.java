@@ -216,6 +216,8 @@ public interface CudaDriver {
      * @param device the ordinal
      * @param event the event
      * @param stream the stream, 0 for the default stream
+     * @throws IllegalArgumentException if {@code stream} cannot be a stream (no memory of the
+     *     process there), before the driver reads it
      */
     void eventRecord(int device, long event, long stream);
 

@@ -187,8 +187,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @param ptr an address from {@link #allocateRaw}; 0 is a no-op
      * @param stream the {@code CUstream} the last use of the memory was queued on (0: the
      *     default stream)
-     * @throws IllegalArgumentException if {@code ptr} is not a live allocation (no event is
-     *     left behind)
+     * @throws IllegalArgumentException if {@code ptr} is not a live allocation, or
+     *     {@code stream} is no stream (a number where no memory of the process is, which the
+     *     driver would crash the JVM reading); nothing is freed, no event is left behind
      * @throws IllegalStateException if closed
      * @throws CudaException if creating or recording the event fails (nothing is freed)
      */
@@ -202,6 +203,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
             driver.eventRecord(deviceId, event, stream);
         } catch (CudaException e) {
             driver.eventDestroy(deviceId, event);
+            throw e;
+        } catch (IllegalArgumentException e) { // refused before it reached the driver
+            recycleEvent(event);
             throw e;
         }
         synchronized (freeLock) {

@@ -330,6 +330,7 @@ final class JavaCppCudaDriver implements CudaDriver {
 
     @Override
     public void eventRecord(int device, long event, long stream) {
+        StreamHandles.check(stream); // the driver would read it unchecked
         makeCurrent(device, "eventRecord");
         CUstream_st s = stream == 0 ? null : new CUstream_st(new RawPointer(stream));
         check(cudart.cuEventRecord(new CUevent_st(new RawPointer(event)), s),

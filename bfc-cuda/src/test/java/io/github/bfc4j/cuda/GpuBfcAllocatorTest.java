@@ -26,7 +26,7 @@ class GpuBfcAllocatorTest {
 
     private static final long G = 64 << 10;
     private static final long MIB = 1 << 20;
-    private static final long STREAM = 0x5eed;
+    private static final long STREAM = SimulatedCudaDriver.STREAM;
 
     private final SimulatedCudaDriver driver = new SimulatedCudaDriver(256 * G, G);
 
@@ -36,6 +36,23 @@ class GpuBfcAllocatorTest {
 
     private GpuBfcAllocator create(GpuBfcOptions.Builder b) {
         return GpuBfcAllocators.create(driver, 0, b.build());
+    }
+
+    @Test
+    void aNumberThatIsNoStreamIsRefusedAndFreesNothing() {
+        try (GpuBfcAllocator a = create(options())) {
+            long p = a.allocateRaw(256, 1000);
+            int events = driver.liveEvents();
+            assertThatThrownBy(() -> a.deallocateRaw(p, 0x3039)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("stream=0x3039 is not a CUDA stream");
+            assertThat(a.getStats().bytesInUse()).as("nothing freed").isEqualTo(1024);
+            assertThat(a.pendingFrees()).isZero();
+            assertThat(driver.pendingEvents()).isEmpty();
+            a.deallocateRaw(p, STREAM);
+            assertThat(driver.pendingEvents()).hasSize(1);
+            assertThat(driver.liveEvents()).as("the refused free's event was pooled and used again")
+                    .isEqualTo(events + 1);
+        }
     }
 
     @Test

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.io.TempDir;
 class GpuProvenanceTest {
 
     private static final long MIB = 1 << 20;
-    private static final long STREAM = 0x5eed;
+    private static final long STREAM = SimulatedCudaDriver.STREAM;
 
     private final SimulatedCudaDriver driver = new SimulatedCudaDriver(64 * MIB, 64 << 10);
 

@@ -61,9 +61,9 @@ class PrimaryContextTest {
                     options().memoryLimitBytes(4 * MIB).virtualMemory(virtualMemory).build());
             assertThat(driver.retainedContexts()).as("create's own retain is released").isEqualTo(1);
             long p = a.allocateRaw(256, 4096);
-            a.deallocateRaw(p, 0x5eed); // an event pending at close: destroyed while the context is held
+            a.deallocateRaw(p, SimulatedCudaDriver.STREAM); // an event pending at close: destroyed while the context is held
             long q = a.allocateRaw(256, 4096);
-            a.deallocateRaw(q, 0x5eed);
+            a.deallocateRaw(q, SimulatedCudaDriver.STREAM);
             driver.completeAllEvents();
             a.pollEvents(); // its event goes back to the pool, destroyed on close
             a.close();

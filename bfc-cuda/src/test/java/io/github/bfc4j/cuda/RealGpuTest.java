@@ -213,6 +213,26 @@ class RealGpuTest {
         assertThat(d.memGetInfo(0).freeBytes()).isGreaterThan(freeBefore);
     }
 
+    /**
+     * A number that is no stream is refused before the driver reads it (the driver would kill
+     * the JVM with SIGSEGV), and nothing is freed.
+     */
+    @Test
+    void aNumberThatIsNoStreamIsRefusedNotACrash() {
+        requireGpu();
+        try (GpuBfcAllocator gpu = GpuBfcAllocators.create(0, GpuBfcOptions.builder().memoryLimitBytes(64 * MIB)
+                .build())) {
+            long p = gpu.allocateRaw(256, MIB);
+            for (long stream : new long[] {0x3039, 0xdeadbeef000L}) {
+                assertThatThrownBy(() -> gpu.deallocateRaw(p, stream)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("is not a CUDA stream");
+            }
+            assertThat(gpu.getStats().bytesInUse()).isEqualTo(MIB);
+            gpu.deallocateRaw(p, 0);
+            assertThat(gpu.getStats().bytesInUse()).isZero();
+        }
+    }
+
     /** bfc-core's sub-allocator contract on the real device. */
     @Nested
     class DeviceContract extends SubAllocatorContractTest {

@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.cuda;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -26,6 +27,11 @@ final class SimulatedCudaDriver implements CudaDriver {
     static final int CUDA_ERROR_INVALID_VALUE = 1;
     static final int CUDA_ERROR_OUT_OF_MEMORY = 2;
     static final int CUDA_ERROR_ILLEGAL_ADDRESS = 700;
+
+    /** Memory standing for a stream's driver object: readable, as a real {@code CUstream} is. */
+    private static final ByteBuffer STREAM_OBJECT = ByteBuffer.allocateDirect(64);
+    /** A stream handle that {@link #eventRecord} takes, as the real driver takes a live stream's. */
+    static final long STREAM = new org.bytedeco.javacpp.BytePointer(STREAM_OBJECT).address();
 
     private static final Map<Integer, String> NAMES = Map.of(
             1, "CUDA_ERROR_INVALID_VALUE",
@@ -435,6 +441,7 @@ final class SimulatedCudaDriver implements CudaDriver {
 
     @Override
     public synchronized void eventRecord(int device, long event, long stream) {
+        StreamHandles.check(stream); // as the real driver's binding checks it
         enter("eventRecord", "event=0x" + Long.toHexString(event) + ", stream=" + stream);
         needsContext(device, "eventRecord");
         requireEvent(event);

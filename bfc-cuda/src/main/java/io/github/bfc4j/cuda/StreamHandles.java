@@ -1,0 +1,82 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import java.io.IOException;
+import java.lang.System.Logger.Level;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+
+/**
+ * Checks a {@code CUstream} handle before the driver gets it. The driver reads the memory a
+ * handle points at without checking that anything is there, so a number that is not a stream
+ * (an address where nothing is mapped) kills the process with SIGSEGV inside {@code libcuda}.
+ * So a handle is refused here unless it is one of the special streams or its first bytes can be
+ * read, which is asked of the kernel (a read of {@code /proc/self/mem} fails where nothing is
+ * mapped) rather than by touching them. Where the kernel cannot be asked (no {@code /proc}), only
+ * handles in the first page are refused.
+ *
+ * <p>What this cannot tell: readable memory that holds no stream, and a destroyed stream. The
+ * driver answers some of those with {@code CUDA_ERROR_INVALID_HANDLE} (memory of zeros, a stream
+ * just destroyed, on driver 580) and dies on others (memory of {@code 0xff} bytes): passing them
+ * is undefined behaviour in CUDA, as it is in C.
+ */
+final class StreamHandles {
+
+    private static final System.Logger LOG = System.getLogger(StreamHandles.class.getName());
+
+    /** {@code CU_STREAM_LEGACY} and {@code CU_STREAM_PER_THREAD}: special handles, not addresses. */
+    private static final long LEGACY = 1;
+    private static final long PER_THREAD = 2;
+    /** Never mapped: the first page (Linux's {@code mmap_min_addr} keeps at least it free). */
+    private static final long FIRST_PAGE = 4096;
+    /** The bytes of the handle the driver reads first. */
+    private static final int PROBE_BYTES = 8;
+    private static final FileChannel MEMORY = openOwnMemory();
+
+    private StreamHandles() {
+    }
+
+    private static FileChannel openOwnMemory() {
+        try {
+            return FileChannel.open(Path.of("/proc/self/mem"), StandardOpenOption.READ);
+        } catch (IOException | UnsupportedOperationException | SecurityException e) {
+            LOG.log(Level.DEBUG, "stream handles are checked against the first page only: {0}", e.toString());
+            return null;
+        }
+    }
+
+    /**
+     * Refuses a handle that cannot be a stream.
+     *
+     * @param stream the handle, as passed to the driver
+     * @throws IllegalArgumentException if it is not 0, {@code CU_STREAM_LEGACY},
+     *     {@code CU_STREAM_PER_THREAD} or an address whose first bytes the process can read
+     */
+    static void check(long stream) {
+        if (stream == 0 || stream == LEGACY || stream == PER_THREAD) {
+            return;
+        }
+        if (stream < 0 || stream < FIRST_PAGE || !readable(stream)) {
+            throw new IllegalArgumentException("stream=0x" + Long.toHexString(stream) + " is not a CUDA stream:"
+                    + " no memory of this process is there, and the driver would crash the JVM reading it"
+                    + " (expected: 0 for the default stream, CU_STREAM_LEGACY (1), CU_STREAM_PER_THREAD (2), or a"
+                    + " CUstream from cuStreamCreate or cudaStreamCreate, not yet destroyed)");
+        }
+    }
+
+    private static boolean readable(long address) {
+        if (MEMORY == null) {
+            return true;
+        }
+        try {
+            return MEMORY.read(ByteBuffer.allocate(PROBE_BYTES), address) == PROBE_BYTES;
+        } catch (IOException e) { // EIO: nothing mapped there
+            return false;
+        }
+    }
+}
