@@ -10,6 +10,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * Checks a {@code CUstream} handle before the driver gets it. The driver reads the memory a
@@ -17,8 +18,10 @@ import java.nio.file.StandardOpenOption;
  * (an address where nothing is mapped) kills the process with SIGSEGV inside {@code libcuda}.
  * So a handle is refused here unless it is one of the special streams or its first bytes can be
  * read, which is asked of the kernel (a read of {@code /proc/self/mem} fails where nothing is
- * mapped) rather than by touching them. Where the kernel cannot be asked (no {@code /proc}), only
- * handles in the first page are refused.
+ * mapped) rather than by touching them, once per handle: the handles found readable are
+ * remembered (64 of them, by hash), so a stream used again costs a table read, not a system
+ * call. Where the kernel cannot be asked (no {@code /proc}), only handles in the first page are
+ * refused.
  *
  * <p>What this cannot tell: readable memory that holds no stream, and a destroyed stream. The
  * driver answers some of those with {@code CUDA_ERROR_INVALID_HANDLE} (memory of zeros, a stream
@@ -37,6 +40,8 @@ final class StreamHandles {
     /** The bytes of the handle the driver reads first. */
     private static final int PROBE_BYTES = 8;
     private static final FileChannel MEMORY = openOwnMemory();
+    /** Handles found readable, each in slot {@link #slot}; 0 is empty. Opaque access: no tearing. */
+    private static final AtomicLongArray READABLE = new AtomicLongArray(64);
 
     private StreamHandles() {
     }
@@ -61,12 +66,22 @@ final class StreamHandles {
         if (stream == 0 || stream == LEGACY || stream == PER_THREAD) {
             return;
         }
+        int slot = slot(stream);
+        if (READABLE.getOpaque(slot) == stream) {
+            return;
+        }
         if (stream < 0 || stream < FIRST_PAGE || !readable(stream)) {
             throw new IllegalArgumentException("stream=0x" + Long.toHexString(stream) + " is not a CUDA stream:"
                     + " no memory of this process is there, and the driver would crash the JVM reading it"
                     + " (expected: 0 for the default stream, CU_STREAM_LEGACY (1), CU_STREAM_PER_THREAD (2), or a"
                     + " CUstream from cuStreamCreate or cudaStreamCreate, not yet destroyed)");
         }
+        READABLE.setOpaque(slot, stream);
+    }
+
+    private static int slot(long stream) {
+        long h = stream * 0x9E3779B97F4A7C15L; // Fibonacci hashing: the top bits mix every bit
+        return (int) (h >>> 58);
     }
 
     private static boolean readable(long address) {

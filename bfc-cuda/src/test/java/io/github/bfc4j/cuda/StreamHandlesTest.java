@@ -25,7 +25,7 @@ class StreamHandlesTest {
     @EnabledOnOs(value = OS.LINUX, disabledReason = "the kernel is asked through /proc/self/mem, which only Linux has")
     void aNumberWhereNothingIsMappedIsRefused() {
         // The first page, a low number no process maps, beyond user space, negative.
-        for (long stream : new long[] {3, 77, 0x3039, 1L << 47, -1}) {
+        for (long stream : new long[] {3, 77, 0x3039, 1L << 47, -1, 0x3039}) { // refused again: never remembered
             assertThatThrownBy(() -> StreamHandles.check(stream)).as("0x%x", stream)
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageStartingWith("stream=0x" + Long.toHexString(stream) + " is not a CUDA stream")
