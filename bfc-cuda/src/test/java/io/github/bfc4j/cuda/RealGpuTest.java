@@ -16,12 +16,14 @@ import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.SubAllocatorContractTest;
 import io.github.bfc4j.core.SubAllocator.Block;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.Random;
 import org.bytedeco.javacpp.BytePointer;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The real calls on a real device (run with {@code mvn -Pgpu verify}; skipped, with the probe's
@@ -231,6 +233,19 @@ class RealGpuTest {
             gpu.deallocateRaw(p, 0);
             assertThat(gpu.getStats().bytesInUse()).isZero();
         }
+    }
+
+    /**
+     * {@link GpuHostileCalls} on the device: hostile sizes, addresses and streams, pause and
+     * resume at any point. The JVM survives, only documented exceptions, nothing left in use.
+     */
+    @Test
+    void hostileCallsGetDocumentedExceptionsNotACrash(@TempDir Path dir) {
+        CudaDriver d = requireGpu();
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        assertThat(GpuHostileCalls.run(vmm -> GpuBfcAllocators.create(0, GpuBfcOptions.builder()
+                .memoryLimitBytes(64 * MIB).virtualMemory(vmm).allowRetryOnFailure(false).build()),
+                () -> d.deviceInfo(0).virtualMemoryManagement(), seed, 10, dir)).as("seed %d", seed).isEmpty();
     }
 
     /** bfc-core's sub-allocator contract on the real device. */
