@@ -11,17 +11,18 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.concurrent.atomic.AtomicLongArray;
+import org.bytedeco.javacpp.BytePointer;
 
 /**
  * Checks a {@code CUstream} handle before the driver gets it. The driver reads the memory a
  * handle points at without checking that anything is there, so a number that is not a stream
  * (an address where nothing is mapped) kills the process with SIGSEGV inside {@code libcuda}.
  * So a handle is refused here unless it is one of the special streams or its first bytes can be
- * read, which is asked of the kernel (a read of {@code /proc/self/mem} fails where nothing is
- * mapped) rather than by touching them, once per handle: the handles found readable are
- * remembered (64 of them, by hash), so a stream used again costs a table read, not a system
- * call. Where the kernel cannot be asked (no {@code /proc}), only handles in the first page are
- * refused.
+ * read, which is asked of the kernel rather than by touching them: a read of
+ * {@code /proc/self/mem} fails where nothing is mapped (it is used only if it reads memory known
+ * to be there). Once per handle: the handles found readable are remembered (64 of them, by
+ * hash), so a stream used again costs a table read, not a system call. Where the kernel cannot
+ * be asked (no {@code /proc}), only handles in the first page are refused.
  *
  * <p>What this cannot tell: readable memory that holds no stream, and a destroyed stream. The
  * driver answers some of those with {@code CUDA_ERROR_INVALID_HANDLE} (memory of zeros, a stream
@@ -46,13 +47,30 @@ final class StreamHandles {
     private StreamHandles() {
     }
 
+    /**
+     * {@code /proc/self/mem}, if it opens and reads memory known to be there (a kernel that
+     * refuses such reads must not make every stream look unreadable); else null.
+     */
     private static FileChannel openOwnMemory() {
-        try {
-            return FileChannel.open(Path.of("/proc/self/mem"), StandardOpenOption.READ);
-        } catch (IOException | UnsupportedOperationException | SecurityException e) {
+        FileChannel mem = null;
+        try (BytePointer known = new BytePointer(PROBE_BYTES)) {
+            mem = FileChannel.open(Path.of("/proc/self/mem"), StandardOpenOption.READ);
+            if (mem.read(ByteBuffer.allocate(PROBE_BYTES), known.address()) == PROBE_BYTES) {
+                return mem;
+            }
+            LOG.log(Level.DEBUG, "stream handles are checked against the first page only: /proc/self/mem"
+                    + " reads short");
+        } catch (IOException | RuntimeException e) {
             LOG.log(Level.DEBUG, "stream handles are checked against the first page only: {0}", e.toString());
-            return null;
         }
+        if (mem != null) {
+            try {
+                mem.close();
+            } catch (IOException e) {
+                LOG.log(Level.DEBUG, "{0}", e.toString());
+            }
+        }
+        return null;
     }
 
     /**
