@@ -47,6 +47,8 @@ import net.razorvine.pickle.Pickler;
 final class PyTorchSnapshotWriter {
 
     private static final long LARGE_SEGMENT_BYTES = 1L << 20;
+    /** PyTorch's {@code compile_context} of an event outside torch.compile. */
+    private static final String NO_COMPILE_CONTEXT = "N/A";
 
     private final Map<Object, List<Map<String, Object>>> framesOf = new IdentityHashMap<>();
     private final Map<StackFrame, Map<String, Object>> frameDicts = new IdentityHashMap<>();
@@ -183,8 +185,8 @@ final class PyTorchSnapshotWriter {
                     t.put("size", e.requestedBytes());
                     t.put("stream", stream);
                     t.put("time_us", Math.max(0, e.provenance().timeMicros()));
-                    t.put("frames", frames(e.provenance()));
                     metadata(t, e.provenance());
+                    t.put("frames", frames(e.provenance()));
                     trace.add(t);
                 }
                 default -> throw new IllegalStateException("unknown event kind " + e.kind());
@@ -198,6 +200,7 @@ final class PyTorchSnapshotWriter {
         Map<String, Object> root = new LinkedHashMap<>();
         root.put("segments", segments);
         root.put("device_traces", deviceTraces);
+        root.put("external_annotations", List.of()); // PyTorch's annotations of its own; none here
         return root;
     }
 
@@ -208,15 +211,20 @@ final class PyTorchSnapshotWriter {
         t.put("size", size);
         t.put("stream", stream);
         t.put("time_us", Math.max(0, p.timeMicros()));
-        t.put("frames", frames(p));
         metadata(t, p);
+        t.put("frames", frames(p));
         return t;
     }
 
+    /**
+     * What PyTorch puts on every event besides the frames: {@code compile_context} (torch.compile's;
+     * {@code "N/A"} outside it, as PyTorch writes it) and {@code user_metadata} (the annotation,
+     * or {@code ""}).
+     */
     private static void metadata(Map<String, Object> t, Provenance p) {
-        if (p.annotation() != null) {
-            t.put("user_metadata", p.step() >= 0 ? p.annotation() + " (step " + p.step() + ")" : p.annotation());
-        }
+        t.put("compile_context", NO_COMPILE_CONTEXT);
+        t.put("user_metadata", p.annotation() == null ? ""
+                : p.step() >= 0 ? p.annotation() + " (step " + p.step() + ")" : p.annotation());
     }
 
     /** The frames of a provenance: the annotation first (if any), then the stack. */
