@@ -9,8 +9,9 @@ import java.util.SplittableRandom;
 /**
  * A sub-allocator that makes chosen {@link #alloc} calls fail ({@code null}) as if the memory
  * could not be had, and passes everything else to another. For tests, and for users who want to
- * rehearse out-of-memory handling. Frees are never failed: a {@link SubAllocator} has no way to
- * report a failed free.
+ * rehearse out-of-memory handling. Frees are passed on, never failed here (a sub-allocator
+ * reports a failed free by throwing, as bfc-cuda's do on a driver error; what the allocator then
+ * does is in docs/deviations.md #27).
  *
  * <p>Which calls fail (calls are numbered from 1, in the order they reach this object):
  * <ul>
