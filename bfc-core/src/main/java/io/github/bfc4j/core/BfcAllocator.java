@@ -424,6 +424,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws BfcOutOfMemoryException if the memory cannot be had (after upstream's retries,
      *     when {@link BfcOptions#allowRetryOnFailure()} is on)
      * @throws IllegalStateException if the allocator is closed
+     * @throws RuntimeException what the sub-allocator's {@code alloc} or {@code free} threw while
+     *     serving it (bfc-cuda's {@code CudaException} for a driver error other than out of
+     *     memory): the allocator stays whole (docs/deviations.md #27)
      */
     public Allocation allocate(long bytes) {
         return allocate(bytes, ALLOCATION_ALIGNMENT);
@@ -447,6 +450,9 @@ public final class BfcAllocator implements MemoryAllocator {
      *     {@link #MAX_ALLOCATION_BYTES}
      * @throws BfcOutOfMemoryException if the memory (with the padding) cannot be had
      * @throws IllegalStateException if the allocator is closed
+     * @throws RuntimeException what the sub-allocator's {@code alloc} or {@code free} threw while
+     *     serving it (bfc-cuda's {@code CudaException} for a driver error other than out of
+     *     memory): the allocator stays whole (docs/deviations.md #27)
      */
     public Allocation allocate(long bytes, long alignment) {
         checkAllocateArguments(port.name(), bytes, alignment);
@@ -838,6 +844,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
      *     not a power of two
      * @throws IllegalStateException if the allocator is closed
+     * @throws RuntimeException what the sub-allocator's {@code alloc} or {@code free} threw while
+     *     serving it (bfc-cuda's {@code CudaException} for a driver error other than out of
+     *     memory): the allocator stays whole (docs/deviations.md #27)
      */
     public long allocateRaw(long alignment, long numBytes) {
         return allocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
@@ -856,6 +865,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
      *     not a power of two
      * @throws IllegalStateException if the allocator is closed
+     * @throws RuntimeException what the sub-allocator's {@code alloc} or {@code free} threw while
+     *     serving it (bfc-cuda's {@code CudaException} for a driver error other than out of
+     *     memory): the allocator stays whole (docs/deviations.md #27)
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
         if (badAllocateRawArguments(alignment, numBytes)) {

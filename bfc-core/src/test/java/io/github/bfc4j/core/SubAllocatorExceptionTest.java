@@ -13,21 +13,32 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 /**
- * A sub-allocator's {@code free} that throws (as a CUDA driver's free can) leaves the allocator
- * whole: the region is given up all the same, the other regions are still freed, and the
- * allocator goes on serving.
+ * A sub-allocator that throws (as bfc-cuda's do on a driver error) leaves the allocator whole.
+ * An {@code alloc} that throws in {@code Extend} changes nothing; a {@code free} that throws
+ * gives the region up all the same, and the other regions are still freed. The exception reaches
+ * the caller, and the allocator goes on serving.
  */
-class FailedRegionFreeTest {
+class SubAllocatorExceptionTest {
 
     private static final long MIB = 1L << 20;
 
-    /** Fails the frees it is told to, before passing anything on; records the frees passed on. */
+    /** Fails the calls it is told to, before passing them on; records the frees passed on. */
     private static final class FailingFrees extends ForwardingSubAllocator {
         int failNext;
+        int failNextAlloc;
         final List<Long> freed = new ArrayList<>();
 
         FailingFrees() {
             super(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false));
+        }
+
+        @Override
+        public Block alloc(long alignment, long numBytes) {
+            if (failNextAlloc > 0) {
+                failNextAlloc--;
+                throw new IllegalStateException("injected failure of alloc(" + numBytes + ")");
+            }
+            return super.alloc(alignment, numBytes);
         }
 
         @Override
@@ -74,6 +85,49 @@ class FailedRegionFreeTest {
         a.deallocateRaw(p);
         a.close();
         assertThat(sub.freed).hasSize(2);
+    }
+
+    @Test
+    void anAllocThatThrowsInExtendChangesNothing() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = BfcAllocator.builder().name("t").memoryLimit(64 * MIB).subAllocator(sub).build();
+        long p = a.allocateRaw(256, MIB);
+        AllocatorStats before = a.getStats();
+        sub.failNextAlloc = 1;
+
+        assertThatThrownBy(() -> a.allocateRaw(256, 10 * MIB)).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("injected failure of alloc");
+        assertThat(a.getStats()).isEqualTo(before);
+        a.checkInvariants();
+        long q = a.allocateRaw(256, 10 * MIB); // serves on
+        assertThat(q).isNotZero();
+        a.checkInvariants();
+        a.deallocateRaw(p);
+        a.deallocateRaw(q);
+        a.close();
+    }
+
+    @Test
+    void aFreeThatThrowsInAnAllocationsGarbageCollectionGivesTheRegionsUp() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = BfcAllocator.builder().name("t").memoryLimit(8 * MIB).subAllocator(sub)
+                .options(BfcOptions.builder().garbageCollection(true).allowRetryOnFailure(false).build()).build();
+        a.deallocateRaw(a.allocateRaw(256, MIB)); // a 2 MiB region
+        a.deallocateRaw(a.allocateRaw(256, 4 * MIB)); // a 4 MiB region; 2 MiB left under the limit
+        assertThat(a.regionCount()).isEqualTo(2);
+        sub.failNext = 1;
+
+        // 7 MiB needs both free regions given back first: the first one's free throws.
+        assertThatThrownBy(() -> a.allocateRaw(256, 7 * MIB)).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("injected failure");
+        assertThat(a.regionCount()).as("both given up").isZero();
+        assertThat(sub.freed).as("the other region is still freed").hasSize(1);
+        a.checkInvariants();
+        long p = a.allocateRaw(256, 7 * MIB); // serves on
+        assertThat(p).isNotZero();
+        a.checkInvariants();
+        a.deallocateRaw(p);
+        a.close();
     }
 
     @Test
