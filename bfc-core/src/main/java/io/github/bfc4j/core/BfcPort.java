@@ -1535,6 +1535,11 @@ final class BfcPort {
         }
 
         @Override
+        public long safeFrontier() {
+            return safeFrontier.get();
+        }
+
+        @Override
         public boolean timingCounterEverSet() {
             return timingCounterEverSet;
         }

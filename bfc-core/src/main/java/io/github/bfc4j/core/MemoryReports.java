@@ -132,6 +132,7 @@ final class MemoryReports {
             sb.append(line("Held for views: " + humanReadableNumBytes(m.bytesHeldForViews())
                     + "  (out of the pool; freed once its views are collected)"));
         }
+        appendNotYetSafeLocked(sb);
         sb.append(rule);
         for (BinDebugInfo info : debug.getBinDebugInfoLocked()) {
             DebugQueries.appendBinLine(sb, info);
@@ -142,6 +143,30 @@ final class MemoryReports {
             sb.append(HolderText.summarySection(memoryMapLocked()));
         }
         return sb.toString();
+    }
+
+    /**
+     * With a timing counter (stream-ordered frees): the free bytes whose free is not yet safe
+     * (stamped at or after the safe frontier), which no allocation that cannot wait for them is
+     * given, though they count as free in the pool. Needs the lock.
+     */
+    private void appendNotYetSafeLocked(StringBuilder sb) {
+        if (!view.timingCounterSet()) {
+            return;
+        }
+        final long frontier = view.safeFrontier();
+        long bytes = 0;
+        long count = 0;
+        for (ChunkWalk c = view.walk().all(); c.next(); ) {
+            if (!c.inUse() && c.freedAtCount() != 0 && Long.compareUnsigned(c.freedAtCount(), frontier) >= 0) {
+                bytes += c.size();
+                count++;
+            }
+        }
+        if (count > 0) {
+            sb.append(line("Not yet safe: " + humanReadableNumBytes(bytes) + " in " + count + " free chunk"
+                    + (count == 1 ? "" : "s") + " (freed on busy streams)"));
+        }
     }
 
     private static String line(String text) {

@@ -59,6 +59,9 @@ interface PortView {
     /** @return whether a timing counter is set (upstream's {@code timing_counter_ != nullptr}) */
     boolean timingCounterSet();
 
+    /** @return the safe frontier ({@code SetSafeFrontier}): frees counted before it are safe */
+    long safeFrontier();
+
     /** @return whether a timing counter was ever set (free neighbours may then stay apart) */
     boolean timingCounterEverSet();
 

@@ -66,7 +66,7 @@ class MemoryApiTest {
     }
 
     @Test
-    void emptyCacheKeepsARegionWhoseFreeChunkIsNotYetSafe() {
+    void emptyCacheKeepsARegionWhoseFreeChunkIsNotYetSafeAndTheSummarySaysSo() {
         SimSubAllocator sim = new SimSubAllocator(BASE, 256 * MIB, 0, false);
         try (BfcAllocator a = new BfcAllocator(sim, 64 * MIB, "stamped",
                 BfcOptions.builder().allowRetryOnFailure(false).build())) {
@@ -76,7 +76,10 @@ class MemoryApiTest {
             a.deallocateRaw(p); // stamped, not safe until the frontier passes its count
             assertThat(a.emptyCache()).isZero();
             assertThat(a.reservedBytes()).isEqualTo(2 * MIB);
+            assertThat(a.memorySummary()).as("what the free memory waits for")
+                    .contains("| Not yet safe: 1.00MiB in 1 free chunk (freed on busy streams)");
             a.setSafeFrontier(counter.next() + 1);
+            assertThat(a.memorySummary()).doesNotContain("Not yet safe");
             assertThat(a.emptyCache()).isEqualTo(2 * MIB);
             assertThat(a.reservedBytes()).isZero();
             a.checkInvariants();
