@@ -67,11 +67,13 @@ class GpuBfcAllocatorTest {
             long q = a.allocateRaw(256, 1024);
             assertThat(q).as("a kernel may still read p").isNotEqualTo(p).isNotZero();
             assertThat(a.pollEvents()).isEqualTo(1);
+            assertThat(a.allocator().memorySummary()).contains("| Not yet safe: 1.0KiB in 1 free chunk");
 
             driver.completeAllEvents();
             long r = a.allocateRaw(256, 1024);
             assertThat(r).as("p is safe once its event completed").isEqualTo(p);
             assertThat(a.pendingFrees()).isZero();
+            assertThat(a.allocator().memorySummary()).doesNotContain("Not yet safe");
         }
         assertThat(driver.liveEvents()).isZero();
         assertThat(driver.deviceBytesUsed()).isZero();
