@@ -60,7 +60,7 @@ final class StreamHandles {
             }
             LOG.log(Level.DEBUG, "stream handles are checked against the first page only: /proc/self/mem"
                     + " reads short");
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | LinkageError e) { // LinkageError: no JavaCPP natives
             LOG.log(Level.DEBUG, "stream handles are checked against the first page only: {0}", e.toString());
         }
         if (mem != null) {
