@@ -83,6 +83,7 @@ final class GpuHostileCalls {
                 gpu.close();
             }
         }
+        System.out.println("GpuHostileCalls: " + served + " calls served, " + refused + " refused");
         assertThat(served).as("calls served").isGreaterThan(rounds * 100);
         assertThat(refused).as("calls refused").isGreaterThan(rounds * 50);
         return undocumented;
