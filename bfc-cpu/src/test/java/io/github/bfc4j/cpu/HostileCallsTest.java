@@ -51,6 +51,8 @@ class HostileCallsTest {
         System.out.println("hostileCallsGetDocumentedExceptionsAndLeaveTheAllocatorWhole seed=" + seed);
         Random random = new Random(seed);
         Set<String> undocumented = new TreeSet<>();
+        int served = 0;
+        int refused = 0;
         for (int round = 0; round < 20; round++) {
             boolean sharded = random.nextBoolean();
             ClosePolicy policy = random.nextBoolean() ? ClosePolicy.FORCE : ClosePolicy.REFUSE;
@@ -64,7 +66,9 @@ class HostileCallsTest {
                 int op = random.nextInt(14);
                 try {
                     call(a, held, op, random);
+                    served++;
                 } catch (RuntimeException e) {
+                    refused++;
                     if (!DOCUMENTED.contains(e.getClass())) {
                         undocumented.add("op " + op + ": " + e);
                     }
@@ -73,7 +77,10 @@ class HostileCallsTest {
             checkInvariants(a);
             closeAndUseTheViews(a, held, undocumented);
         }
+        System.out.println("HostileCallsTest: " + served + " calls served, " + refused + " refused");
         assertThat(undocumented).as("exceptions the API does not document (seed %d)", seed).isEmpty();
+        assertThat(served).as("calls served").isGreaterThan(10_000);
+        assertThat(refused).as("calls refused").isGreaterThan(5_000);
     }
 
     /** One random call; {@code op} picks which. */
