@@ -147,8 +147,8 @@ final class MemoryReports {
 
     /**
      * With a timing counter (stream-ordered frees): the free bytes whose free is not yet safe
-     * (stamped at or after the safe frontier), which no allocation that cannot wait for them is
-     * given, though they count as free in the pool. Needs the lock.
+     * (stamped at or after the safe frontier). They count as free in the pool, but an allocation
+     * with a {@code freedByFunc} skips them until its count passes their stamp. Needs the lock.
      */
     private void appendNotYetSafeLocked(StringBuilder sb) {
         if (!view.timingCounterSet()) {
