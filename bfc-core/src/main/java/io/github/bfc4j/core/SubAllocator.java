@@ -72,12 +72,34 @@ public interface SubAllocator {
      * a region that an allocator obtained, when no allocator makes the call: the allocator
      * still hands out that memory, so freeing it under the allocator would let its
      * views read and write memory given back to the operating system. bfc-cpu's
-     * {@code AlignedHostSubAllocator} and bfc-cuda's device and pinned host sub-allocators do.
+     * {@code AlignedHostSubAllocator} and bfc-cuda's device, pinned host and virtual-memory
+     * sub-allocators do, through {@link #refuseIfAllocatorHolds}.
      *
      * @return the allocator's name, or null
      */
     static String callingAllocator() {
         return AllocatorCalls.CALLER.get();
+    }
+
+    /**
+     * The check of a {@link #free} that {@link #callingAllocator()} serves: refuses to free
+     * memory that an allocator obtained (the name {@code callingAllocator()} gave at its
+     * {@link #alloc}) unless an allocator makes this call, since that allocator still hands the
+     * memory out. Call it before changing anything (docs/deviations.md #26).
+     *
+     * @param owner the allocator that obtained the memory, or null if other code did
+     * @param what the memory, for the message: {@code "the region"}, {@code "the mapping at 0x..."}
+     * @param ptr the address given to {@code free}
+     * @param numBytes the size given to {@code free}
+     * @throws IllegalArgumentException if {@code owner} is not null and no allocator makes the call
+     */
+    static void refuseIfAllocatorHolds(String owner, String what, long ptr, long numBytes) {
+        if (owner != null && callingAllocator() == null) {
+            throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes + "): " + what
+                    + " belongs to allocator '" + owner + "', which still hands out its memory (expected: memory"
+                    + " obtained by calling alloc directly; the allocator gives its regions back itself:"
+                    + " emptyCache(), garbage collection of free regions, close()). Nothing was freed");
+        }
     }
 
     /**

@@ -68,6 +68,33 @@ class CallingAllocatorTest {
     }
 
     @Test
+    void refuseIfAllocatorHoldsRefusesOnlyOtherCodesFreeOfAnAllocatorsMemory() {
+        assertThatThrownBy(() -> SubAllocator.refuseIfAllocatorHolds("gpu_0", "the region", 0x7f00, 4096))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("free(0x7f00, 4096): the region belongs to allocator 'gpu_0', which still hands out its"
+                        + " memory (expected: memory obtained by calling alloc directly; the allocator gives its"
+                        + " regions back itself: emptyCache(), garbage collection of free regions, close())."
+                        + " Nothing was freed");
+        SubAllocator.refuseIfAllocatorHolds(null, "the region", 0x7f00, 4096); // other code's own memory
+
+        List<String> checked = new ArrayList<>();
+        SubAllocator checking = new ForwardingSubAllocator(new Listening()) {
+            @Override
+            public void free(long ptr, long numBytes) {
+                SubAllocator.refuseIfAllocatorHolds("checking", "the region", ptr, numBytes); // the allocator's call
+                checked.add("free of 0x" + Long.toHexString(ptr));
+                super.free(ptr, numBytes);
+            }
+        };
+        try (BfcAllocator a = BfcAllocator.builder().name("checking").memoryLimit(64 * MIB).subAllocator(checking)
+                .build()) {
+            a.deallocateRaw(a.allocateRaw(256, 1000));
+            assertThat(a.emptyCache()).isPositive();
+        }
+        assertThat(checked).hasSize(1);
+    }
+
+    @Test
     void aCallThatThrowsLeavesTheThreadUnmarked() {
         SubAllocator throwing = new ForwardingSubAllocator(new Listening()) {
             @Override

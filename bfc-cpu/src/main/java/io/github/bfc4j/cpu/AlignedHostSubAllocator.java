@@ -193,13 +193,7 @@ public final class AlignedHostSubAllocator implements SubAllocator {
             }
             // DEVIATION(port): upstream frees it, and its allocator hands out memory that is gone
             // (docs/deviations.md #26).
-            if (r.owner() != null && SubAllocator.callingAllocator() == null) {
-                throw new IllegalArgumentException("free(ptr=0x" + Long.toHexString(ptr) + ", numBytes=" + numBytes
-                        + "): the region belongs to allocator '" + r.owner() + "', which still hands out its memory"
-                        + " (expected: a region obtained by calling alloc directly; the allocator gives its"
-                        + " regions back itself: emptyCache(), garbage collection of free regions, close()). Nothing"
-                        + " was freed");
-            }
+            SubAllocator.refuseIfAllocatorHolds(r.owner(), "the region", ptr, numBytes);
             live.remove(ptr);
             liveBytes -= numBytes;
             Pointer.free(r.raw());

@@ -103,12 +103,7 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
         }
         // DEVIATION(port): upstream frees it, and its allocator hands out memory that is gone
         // (docs/deviations.md #26).
-        if (block.allocator() != null && !byAllocator) {
-            throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes
-                    + "): the block of " + owner() + " belongs to allocator '" + block.allocator()
-                    + "', which still hands out its memory (expected: a block obtained by calling alloc"
-                    + " directly; the allocator gives its regions back itself). Nothing was freed");
-        }
+        SubAllocator.refuseIfAllocatorHolds(block.allocator(), "the block of " + owner(), ptr, numBytes);
         if (block.allocator() != null) {
             // The allocator is done with it, even if the driver's free fails: close() may free it.
             live.put(ptr, new Live(numBytes, null));

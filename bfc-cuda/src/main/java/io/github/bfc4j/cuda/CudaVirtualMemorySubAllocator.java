@@ -261,12 +261,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         // DEVIATION(port): upstream unmaps it, and its allocator hands out addresses that are
         // gone (docs/deviations.md #26).
         for (Mapping m : run) {
-            if (m.allocator != null && !byAllocator) {
-                throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes
-                        + "): the mapping at 0x" + Long.toHexString(m.va) + " belongs to allocator '" + m.allocator
-                        + "', which still hands out its memory (expected: a block obtained by calling alloc"
-                        + " directly; the allocator gives its regions back itself). Nothing was freed");
-            }
+            SubAllocator.refuseIfAllocatorHolds(m.allocator, "the mapping at 0x" + Long.toHexString(m.va), ptr,
+                    numBytes);
         }
         for (Mapping m : run) {
             // The allocator is done with it, even if unmapping fails: close() may release it.
