@@ -648,15 +648,26 @@ final class BfcPort {
             subAllocator.free(region.ptr(), region.memorySize());
             return failure;
         } catch (RuntimeException e) {
-            if (failure == null) {
-                return e;
-            }
-            failure.addSuppressed(e);
-            return failure;
+            return collect(failure, e);
         }
     }
 
-    private static void throwIfAny(RuntimeException failure) {
+    /**
+     * Collects the failures of steps that are all attempted (the regions' frees, the shards'
+     * closes): the first is the one thrown, the later ones are suppressed by it.
+     *
+     * @return {@code first} with {@code next} suppressed by it, or {@code next} if it is the first
+     */
+    static RuntimeException collect(RuntimeException first, RuntimeException next) {
+        if (first == null) {
+            return next;
+        }
+        first.addSuppressed(next);
+        return first;
+    }
+
+    /** Ends steps that were all attempted: throws the first failure, if any. */
+    static void throwIfAny(RuntimeException failure) {
         if (failure != null) {
             throw failure;
         }

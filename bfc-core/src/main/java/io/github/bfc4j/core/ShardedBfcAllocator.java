@@ -757,16 +757,10 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                 try {
                     s.close();
                 } catch (RuntimeException e) { // a sub-allocator's free failed; the shard is closed
-                    if (failure == null) {
-                        failure = e;
-                    } else {
-                        failure.addSuppressed(e);
-                    }
+                    failure = BfcPort.collect(failure, e);
                 }
             }
-            if (failure != null) {
-                throw failure;
-            }
+            BfcPort.throwIfAny(failure);
         } finally {
             while (locked > 0) {
                 ports[--locked].unlock();
