@@ -290,17 +290,9 @@ final class HistoryRecorder extends PortListener {
 
     /** A region was obtained from the sub-allocator while serving a request of {@code requestBytes}. */
     void onRegionAlloc(long ptr, long regionBytes, long requestBytes) {
-        if (options == null) {
-            return;
+        if (options != null) {
+            onRegion(REGION_ALLOC, ptr, regionBytes, requestBytes >= options.stackMinBytes());
         }
-        MemoryAnnotation a = MemoryAnnotation.current();
-        HistoryOptions o = options;
-        List<StackFrame> st = explicitStack(a);
-        if (st == null && o.stacks() && requestBytes >= o.stackMinBytes()) {
-            st = capture(walker, o.stackDepth());
-        }
-        put(REGION_ALLOC, nowMicros(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(),
-                a == null ? null : a.name(), a == null ? -1 : a.step(), st);
     }
 
     /**
@@ -309,16 +301,16 @@ final class HistoryRecorder extends PortListener {
      * PyTorch's {@code segment_free} carries them.
      */
     void onRegionFree(long ptr, long regionBytes) {
-        if (options == null) {
-            return;
+        if (options != null) {
+            onRegion(REGION_FREE, ptr, regionBytes, true);
         }
+    }
+
+    /** A region event, with the calling thread's annotation and (if wanted and on) stack. */
+    private void onRegion(byte kind, long ptr, long regionBytes, boolean stackWanted) {
         MemoryAnnotation a = MemoryAnnotation.current();
-        List<StackFrame> st = explicitStack(a);
-        if (st == null && options.stacks()) {
-            st = capture(walker, options.stackDepth());
-        }
-        put(REGION_FREE, nowMicros(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(),
-                a == null ? null : a.name(), a == null ? -1 : a.step(), st);
+        put(kind, nowMicros(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(),
+                a == null ? null : a.name(), a == null ? -1 : a.step(), stackOf(a, stackWanted));
     }
 
     /** An allocation failed; returns the failing call's provenance (for listeners and messages). */
@@ -329,10 +321,7 @@ final class HistoryRecorder extends PortListener {
         if (options == null) {
             return name == null ? Provenance.UNKNOWN : new Provenance(-1, null, name, s, null);
         }
-        List<StackFrame> st = explicitStack(a);
-        if (st == null && options.stacks()) {
-            st = capture(walker, options.stackDepth());
-        }
+        List<StackFrame> st = stackOf(a, true);
         long t = nowMicros();
         String th = Thread.currentThread().getName();
         put(OUT_OF_MEMORY, t, 0, roundedBytes, requestedBytes, align, -1, availableBytes, th, name, s, st);
@@ -366,6 +355,18 @@ final class HistoryRecorder extends PortListener {
     // Stacks
 
     /** The stack an annotation gives (the innermost that gives one), or null: recorded without walking. */
+    /**
+     * The stack an event records: the one an annotation gives, else, if {@code wanted} and
+     * stacks are on, the calling thread's; else null.
+     */
+    private List<StackFrame> stackOf(MemoryAnnotation a, boolean wanted) {
+        List<StackFrame> st = explicitStack(a);
+        if (st == null && wanted && options.stacks()) {
+            st = capture(walker, options.stackDepth());
+        }
+        return st;
+    }
+
     private static List<StackFrame> explicitStack(MemoryAnnotation a) {
         for (MemoryAnnotation x = a; x != null; x = x.parent()) {
             if (x.stack() != null) {
