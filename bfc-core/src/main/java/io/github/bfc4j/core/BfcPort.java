@@ -666,6 +666,15 @@ final class BfcPort {
         return first;
     }
 
+    /**
+     * Whether a free chunk stamped {@code freedAtCount} is not yet safe at {@code frontier}: it
+     * was stamped (0 is no stamp) at or after the frontier. {@code emptyCache()} keeps its region
+     * and the summary counts it.
+     */
+    static boolean notYetSafe(long freedAtCount, long frontier) {
+        return freedAtCount != 0 && Long.compareUnsigned(freedAtCount, frontier) >= 0;
+    }
+
     /** Ends steps that were all attempted: throws the first failure, if any. */
     static void throwIfAny(RuntimeException failure) {
         if (failure != null) {
@@ -1290,8 +1299,7 @@ final class BfcPort {
             for (int i = 0; i < regionCount; i++) {
                 boolean keep = false;
                 for (walk.region(i); walk.next(); ) {
-                    if (walk.inUse() || (walk.freedAtCount() != 0
-                            && Long.compareUnsigned(walk.freedAtCount(), frontier) >= 0)) {
+                    if (walk.inUse() || notYetSafe(walk.freedAtCount(), frontier)) {
                         keep = true;
                         break;
                     }

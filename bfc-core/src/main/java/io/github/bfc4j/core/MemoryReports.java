@@ -158,7 +158,7 @@ final class MemoryReports {
         long bytes = 0;
         long count = 0;
         for (ChunkWalk c = view.walk().all(); c.next(); ) {
-            if (!c.inUse() && c.freedAtCount() != 0 && Long.compareUnsigned(c.freedAtCount(), frontier) >= 0) {
+            if (!c.inUse() && BfcPort.notYetSafe(c.freedAtCount(), frontier)) {
                 bytes += c.size();
                 count++;
             }
