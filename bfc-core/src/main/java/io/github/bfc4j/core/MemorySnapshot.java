@@ -76,8 +76,21 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * @throws IOException if the file cannot be written
      */
     public void writePyTorchPickle(Path file) throws IOException {
+        writePyTorchPickle(file, 0);
+    }
+
+    /**
+     * Writes PyTorch's memory snapshot as the memory of CUDA device {@code device} to a file
+     * (created or replaced); see {@link #writePyTorchPickle(OutputStream, int)}.
+     *
+     * @param file the file, e.g. {@code snapshot.pickle}
+     * @param device the device's ordinal, as PyTorch numbers it
+     * @throws IllegalArgumentException if {@code device} is negative
+     * @throws IOException if the file cannot be written
+     */
+    public void writePyTorchPickle(Path file, int device) throws IOException {
         try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
-            writePyTorchPickle(out);
+            writePyTorchPickle(out, device);
         }
     }
 }

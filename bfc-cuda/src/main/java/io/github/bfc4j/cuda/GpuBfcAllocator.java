@@ -15,11 +15,8 @@ import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.OutOfMemoryListener;
 import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.core.SubAllocator;
-import java.io.BufferedOutputStream;
 import java.io.IOException;
-import java.io.OutputStream;
 import java.lang.System.Logger.Level;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.locks.LockSupport;
 
@@ -474,17 +471,14 @@ public final class GpuBfcAllocator implements AutoCloseable {
 
     /**
      * Writes {@link #snapshot()} as PyTorch's memory snapshot of this allocator's device
-     * ({@link MemorySnapshot#writePyTorchPickle(OutputStream, int)}), to a file (created or
-     * replaced), for pytorch.org/memory_viz or {@code torch.cuda._memory_viz}.
+     * ({@link MemorySnapshot#writePyTorchPickle(Path, int)}), to a file (created or replaced),
+     * for pytorch.org/memory_viz or {@code torch.cuda._memory_viz}.
      *
      * @param file the file, e.g. {@code snapshot.pickle}
      * @throws IOException if the file cannot be written
      */
     public void writePyTorchPickle(Path file) throws IOException {
-        MemorySnapshot snapshot = snapshot();
-        try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
-            snapshot.writePyTorchPickle(out, deviceId);
-        }
+        snapshot().writePyTorchPickle(file, deviceId);
     }
 
     /**
