@@ -88,7 +88,7 @@ final class StreamHandles {
         if (READABLE.getOpaque(slot) == stream) {
             return;
         }
-        if (stream < 0 || stream < FIRST_PAGE || !readable(stream)) {
+        if (stream < FIRST_PAGE || !readable(stream)) { // negative numbers too
             throw new IllegalArgumentException("stream=0x" + Long.toHexString(stream) + " is not a CUDA stream:"
                     + " no memory of this process is there, and the driver would crash the JVM reading it"
                     + " (expected: 0 for the default stream, CU_STREAM_LEGACY (1), CU_STREAM_PER_THREAD (2), or a"
