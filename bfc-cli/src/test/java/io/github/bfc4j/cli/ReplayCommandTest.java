@@ -20,6 +20,8 @@ import java.lang.reflect.Field;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -199,16 +201,36 @@ class ReplayCommandTest {
     }
 
     @Test
-    void realHostMemoryGivesTheSimsSummaryWhereRegionsNeverMerge() {
-        // gap 4096, no coalescing: the sim's regions behave as separate host mallocs do.
-        Path t = Cli.TRACES.resolve("nocoalesce-gap4k-gc.bfctrace");
-        assertThat(cli.run("replay", t)).isIn(0, 1);
+    void oneRegionOfRealHostMemoryGivesTheSimsSummary() {
+        // No growth: one region, so every decision is an offset from its start, wherever the
+        // operating system puts it (29 allocations fail).
+        Path t = Cli.TRACES.resolve("random-nogrowth-256mib-s2.bfctrace");
+        assertThat(cli.run("replay", t)).isEqualTo(1);
         String sim = cli.out;
-        int simStatus = cli.run("replay", t, "--sub", "host");
+        assertThat(sim).contains("out of memory  29: ");
+        assertThat(cli.run("replay", t, "--sub", "host")).isEqualTo(1);
         assertThat(cli.err).isEmpty();
         assertThat(cli.out).contains("sub=host");
         assertThat(cli.out.replace("sub=host", "sub=sim")).isEqualTo(sim);
-        assertThat(simStatus).isIn(0, 1);
+    }
+
+    @Test
+    void severalRegionsOfRealHostMemoryReplayTheTrace() {
+        // gap 4096, no coalescing: the sim's regions behave as separate host mallocs do. Which of
+        // two equal free chunks in different regions comes first depends on where the operating
+        // system put the regions (in a JVM whose earlier work left malloc's heap otherwise, one
+        // allocation more can fail than on the sim), so only what does not depend on it is compared.
+        Path t = Cli.TRACES.resolve("nocoalesce-gap4k-gc.bfctrace");
+        assertThat(cli.run("replay", t)).isIn(0, 1);
+        List<String> sim = cli.out.lines().collect(Collectors.toList());
+        assertThat(cli.run("replay", t, "--sub", "host")).isIn(0, 1);
+        assertThat(cli.err).isEmpty();
+        List<String> host = cli.out.replace("sub=host", "sub=sim").lines().collect(Collectors.toList());
+        assertThat(host).hasSameSizeAs(sim);
+        assertThat(host.subList(0, 2)).isEqualTo(sim.subList(0, 2)); // the trace, its calls, the options
+        for (int i = 2; i < sim.size(); i++) {
+            assertThat(host.get(i)).startsWith(sim.get(i).substring(0, 15)); // the same figures named
+        }
     }
 
     @Test
