@@ -76,6 +76,26 @@ class LauncherRebuildTest {
     }
 
     @Test
+    void showsMavensOutputOnlyWhenTheBuildFails() throws Exception {
+        // Maven prints colour codes even with -B -q: a build that succeeds shows none of its output.
+        script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\nprintf '\\033[0m\\033[0m'\n"
+                + "echo 'maven says' >&2\nmkdir -p '" + jar.getParent() + "'\n: > '" + jar + "'\n");
+        Run ok = bfc("--version");
+        assertThat(ok.err).isEqualTo("bfc: building " + jar + " (first run; takes a minute)...\n");
+        assertThat(ok.calls).containsExactly("mvn -B -q -DskipTests -pl bfc-cli -am package",
+                "java -jar " + jar + " --version");
+
+        Files.delete(jar);
+        script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\necho '[ERROR] COMPILATION ERROR'\n"
+                + "echo 'on stderr' >&2\nexit 1\n");
+        Run failed = run("--version");
+        assertThat(failed.status).isEqualTo(2);
+        assertThat(failed.err).contains("[ERROR] COMPILATION ERROR\n").contains("on stderr\n")
+                .contains("bfc: the build failed (Maven's output above)");
+        assertThat(failed.calls).containsExactly("mvn -B -q -DskipTests -pl bfc-cli -am package");
+    }
+
+    @Test
     void runsAnUpToDateJarWithoutBuilding() throws Exception {
         builtAt(BUILT);
         Run r = bfc("verify", "x.bfctrace");
@@ -126,9 +146,16 @@ class LauncherRebuildTest {
         Files.deleteIfExists(log);
     }
 
-    private record Run(List<String> calls, String err) { }
+    private record Run(List<String> calls, String err, int status) { }
 
+    /** Runs bin/bfc, which must exit with 0. */
     private Run bfc(String... args) throws Exception {
+        Run r = run(args);
+        assertThat(r.status).as("bin/bfc's exit status; stderr:%n%s", r.err).isZero();
+        return r;
+    }
+
+    private Run run(String... args) throws Exception {
         Files.deleteIfExists(log);
         List<String> cmd = new ArrayList<>(List.of("/bin/sh", root.resolve("bin/bfc").toString()));
         cmd.addAll(List.of(args));
@@ -138,9 +165,8 @@ class LauncherRebuildTest {
         Process p = pb.start();
         String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("bin/bfc returned").isTrue();
-        assertThat(p.exitValue()).as("bin/bfc's exit status; stderr:%n%s", err).isZero();
         List<String> calls = Files.exists(log) ? Files.readAllLines(log) : List.of();
-        return new Run(calls, err);
+        return new Run(calls, err, p.exitValue());
     }
 
     private static void write(Path file, String text) throws IOException {
