@@ -78,8 +78,18 @@ final class HistoryRecorder extends PortListener {
      */
     private StackWalker walker;
 
+    // ---- the clock
+    /**
+     * One clock for every recording in the process, so that the times of two allocators'
+     * events compare (the shards of a {@link ShardedBfcAllocator}, merged into one timeline):
+     * epoch microseconds read once, then advanced by the monotonic clock (each recording
+     * anchoring its own wall-clock reading, to the millisecond, could put two shards' events up
+     * to a millisecond out of order).
+     */
+    private static final long ORIGIN_NANOS = System.nanoTime();
+    private static final long ORIGIN_MICROS = System.currentTimeMillis() * 1000;
+
     // ---- the ring (history)
-    private long startNanos;
     private long startMicros = -1;
     private boolean startedEmpty;
     private HistoryOptions lastOptions;
@@ -158,8 +168,7 @@ final class HistoryRecorder extends PortListener {
         count = 0;
         dropped = 0;
         allocCalls = 0;
-        startNanos = System.nanoTime();
-        startMicros = System.currentTimeMillis() * 1000;
+        startMicros = nowMicros();
         startedEmpty = allocatorEmpty;
         walker = StackWalker.getInstance(Set.of(), o.stackDepth() + OWN_FRAMES);
         options = o;
@@ -173,8 +182,8 @@ final class HistoryRecorder extends PortListener {
         on = annotations;
     }
 
-    private long nowMicros() {
-        return startMicros + (System.nanoTime() - startNanos) / 1000;
+    private static long nowMicros() {
+        return ORIGIN_MICROS + (System.nanoTime() - ORIGIN_NANOS) / 1000;
     }
 
     // ---------------------------------------------------------------------------------------
@@ -476,8 +485,8 @@ final class HistoryRecorder extends PortListener {
         return new MemoryHistory(lastOptions, options != null, startMicros, startedEmpty, dropped, events);
     }
 
-    /** Epoch microseconds now, on the recording's clock when recording, else the wall clock. */
+    /** Epoch microseconds now, on the clock of every recording. */
     long now() {
-        return startMicros >= 0 ? nowMicros() : System.currentTimeMillis() * 1000;
+        return nowMicros();
     }
 }

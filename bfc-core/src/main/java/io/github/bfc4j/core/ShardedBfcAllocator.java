@@ -64,7 +64,8 @@ import java.util.function.ToLongFunction;
  *
  * <p><b>Seeing into it.</b> {@link #recordHistory} and {@link #recordAnnotations} reach every
  * shard, and {@link #writePyTorchPickle(Path)} writes them all as one snapshot for
- * pytorch.org/memory_viz. {@link #shards()} are ordinary allocators: take their own snapshots
+ * pytorch.org/memory_viz; {@link #snapshots()} with {@code SnapshotTraces} writes their calls as
+ * one workload trace. {@link #shards()} are ordinary allocators: take their own snapshots
  * and memory maps, bind their metrics one by one (allocation ids are unique within a shard
  * only). {@link #shardOf(long)} says which holds an address.
  *
@@ -684,27 +685,45 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * Every shard's {@link BfcAllocator#snapshot()}, in shard order, each taken in turn (not all
+     * at one instant). With the shards' history recorded from the start
+     * ({@link #recordHistory}), {@code SnapshotTraces.write(snapshots(), file, name)} writes
+     * their calls as one workload trace, for {@code bfc replay}, {@code whatif} and
+     * {@code report}: the calls of all shards in the order they were made, replayed as one
+     * allocator serving them all.
+     *
+     * @return the snapshots
+     */
+    public List<MemorySnapshot> snapshots() {
+        List<MemorySnapshot> out = new ArrayList<>(shards.length);
+        for (BfcAllocator s : shards) {
+            out.add(s.snapshot());
+        }
+        return out;
+    }
+
+    /**
      * Writes all shards as one PyTorch memory snapshot, for pytorch.org/memory_viz: every
      * shard's regions as segments (with their chunks and who allocated them), and the events of
      * every shard's history in one timeline, ordered by time (each shard's in its own order).
      * The {@code stream} of a segment, block or event is its shard's index (the viewer shows
      * it, and never merges segments of two shards).
      * Each shard's picture is taken in turn ({@link BfcAllocator#snapshot()}), not all at one
-     * instant. For a memory map, a trace or allocation ids, use each shard's own
-     * {@link BfcAllocator#snapshot()}: allocation ids are unique within a shard only.
+     * instant. For a memory map or allocation ids, use each shard's own
+     * {@link BfcAllocator#snapshot()} ({@link #snapshots()}): allocation ids are unique within a
+     * shard only.
      *
      * @param out where the pickle goes (not closed)
      * @throws IOException if writing fails
      */
     public void writePyTorchPickle(OutputStream out) throws IOException {
+        List<MemorySnapshot> snapshots = snapshots();
         List<PyTorchSnapshotWriter.Part> parts = new ArrayList<>();
-        boolean coalescing = false;
-        for (int i = 0; i < shards.length; i++) {
-            MemorySnapshot snapshot = shards[i].snapshot();
+        for (int i = 0; i < snapshots.size(); i++) {
+            MemorySnapshot snapshot = snapshots.get(i);
             parts.add(new PyTorchSnapshotWriter.Part(i, snapshot.memoryMap().regions(), snapshot.history().events()));
-            coalescing = snapshot.coalescingRegions();
         }
-        PyTorchSnapshotWriter.write(coalescing, parts, 0, out);
+        PyTorchSnapshotWriter.write(snapshots.get(0).coalescingRegions(), parts, 0, out);
     }
 
     /**

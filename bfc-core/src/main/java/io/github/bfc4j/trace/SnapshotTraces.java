@@ -10,7 +10,9 @@ import io.github.bfc4j.core.MemoryHistory;
 import io.github.bfc4j.core.MemorySnapshot;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -27,6 +29,11 @@ import java.util.Map;
  * sub-allocator. A replay makes the same calls; where the recorded sub-allocator returned
  * regions at other relative addresses, decisions that depend on address order (ties between
  * free chunks of equal size) may differ.
+ *
+ * <p>Several allocators' snapshots can be written as one trace (the shards of a
+ * {@code ShardedBfcAllocator}, {@code snapshots()}): their calls merged into one sequence by
+ * the time each was made (each allocator's in its own order), to replay as one allocator
+ * serving all of them.
  */
 public final class SnapshotTraces {
 
@@ -61,17 +68,53 @@ public final class SnapshotTraces {
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
      */
     public static TraceHeader header(MemorySnapshot snapshot, String name) {
-        check(snapshot);
-        BfcOptions o = snapshot.options();
-        long limit = snapshot.memoryMap().stats().bytesLimit();
+        return header(List.of(snapshot), name);
+    }
+
+    /**
+     * The header of the trace of several allocators' snapshots (see
+     * {@link #write(List, Path, String)}).
+     *
+     * @param snapshots the snapshots, at least one
+     * @param name the trace's name
+     * @return a workload trace header with the allocators' options
+     * @throws IllegalArgumentException if {@code snapshots} is empty, or its allocators differ in
+     *     what the header says (memory limit, growth, garbage collection, fragmentation fraction,
+     *     sub-allocator coalescing); if {@code name} is null, empty or holds a line break
+     * @throws IllegalStateException if a history cannot be a trace (see {@link #write})
+     */
+    public static TraceHeader header(List<MemorySnapshot> snapshots, String name) {
+        if (snapshots.isEmpty()) {
+            throw new IllegalArgumentException("no snapshot: give the snapshots of the allocators whose calls make the trace");
+        }
+        MemorySnapshot first = snapshots.get(0);
+        long events = 0;
+        StringBuilder names = new StringBuilder();
+        for (MemorySnapshot s : snapshots) {
+            check(s);
+            BfcOptions o = s.options();
+            BfcOptions o1 = first.options();
+            if (s.memoryMap().stats().bytesLimit() != first.memoryMap().stats().bytesLimit()
+                    || o.allowGrowth() != o1.allowGrowth() || o.garbageCollection() != o1.garbageCollection()
+                    || Double.compare(o.fragmentationFraction(), o1.fragmentationFraction()) != 0
+                    || s.coalescingRegions() != first.coalescingRegions()) {
+                throw new IllegalArgumentException("allocators '" + oneLine(first.memoryMap().allocatorName())
+                        + "' and '" + oneLine(s.memoryMap().allocatorName()) + "' differ in memory limit, options or"
+                        + " sub-allocator: one trace replays the calls of allocators alike (the shards of one"
+                        + " ShardedBfcAllocator)");
+            }
+            events += s.history().events().size();
+            names.append(names.length() == 0 ? "'" : ", '").append(oneLine(s.memoryMap().allocatorName())).append('\'');
+        }
+        BfcOptions o = first.options();
+        long limit = first.memoryMap().stats().bytesLimit();
         long capacity = limit > (Long.MAX_VALUE - SIM_BASE) / 2 ? Long.MAX_VALUE - SIM_BASE : 2 * limit;
-        MemoryHistory h = snapshot.history();
-        return new TraceHeader(name,
-                TraceHeader.WORKLOAD_SOURCE_PREFIX + " recorded by bfc4j from allocator '"
-                        + oneLine(snapshot.memoryMap().allocatorName()) + "' (" + h.events().size()
-                        + " events of its history)",
+        String from = snapshots.size() == 1
+                ? "allocator " + names + " (" + events + " events of its history)"
+                : "allocators " + names + " (" + events + " events of their histories, merged by time)";
+        return new TraceHeader(name, TraceHeader.WORKLOAD_SOURCE_PREFIX + " recorded by bfc4j from " + from,
                 limit, o.allowGrowth(), o.garbageCollection(), o.fragmentationFraction(), false, SIM_BASE,
-                capacity, 0, snapshot.coalescingRegions());
+                capacity, 0, first.coalescingRegions());
     }
 
     /**
@@ -98,9 +141,30 @@ public final class SnapshotTraces {
      * @throws IOException if the file cannot be written
      */
     public static void write(MemorySnapshot snapshot, Path file, String name) throws IOException {
-        TraceHeader header = header(snapshot, name);
+        write(List.of(snapshot), file, name);
+    }
+
+    /**
+     * Writes the calls of several allocators as one trace to a file ({@code .gz}:
+     * gzip-compressed), created or replaced: the shards of a {@code ShardedBfcAllocator}
+     * ({@code snapshots()}), whose calls then replay as one allocator serving all of them (each
+     * shard's in its order, the shards' merged by the time each call was made; the times of all
+     * recordings of a process are on one clock). Every history must be complete, as for one
+     * snapshot, and the allocators alike (memory limit, growth, garbage collection,
+     * fragmentation fraction, sub-allocator coalescing).
+     *
+     * @param snapshots the snapshots, at least one
+     * @param file the trace file
+     * @param name the trace's name
+     * @throws IllegalArgumentException if {@code snapshots} is empty or its allocators differ
+     *     (see {@link #header(List, String)}); if {@code name} is null, empty or holds a line break
+     * @throws IllegalStateException if a history cannot be a trace (see {@link #write})
+     * @throws IOException if the file cannot be written
+     */
+    public static void write(List<MemorySnapshot> snapshots, Path file, String name) throws IOException {
+        TraceHeader header = header(snapshots, name);
         try (TraceWriter w = TraceWriter.create(file)) {
-            write(snapshot, header, w);
+            write(snapshots, header, w);
         }
     }
 
@@ -115,28 +179,48 @@ public final class SnapshotTraces {
      * @throws IOException if writing fails
      */
     public static void write(MemorySnapshot snapshot, TraceWriter w) throws IOException {
-        write(snapshot, header(snapshot), w);
+        write(List.of(snapshot), header(snapshot), w);
     }
 
-    private static void write(MemorySnapshot snapshot, TraceHeader header, TraceWriter w) throws IOException {
+    private static void write(List<MemorySnapshot> snapshots, TraceHeader header, TraceWriter w) throws IOException {
         w.header(header);
-        Map<Long, Long> traceIdOf = new HashMap<>();
-        long next = 1;
-        for (MemoryEvent e : snapshot.history().events()) {
+        int n = snapshots.size();
+        List<List<MemoryEvent>> histories = new ArrayList<>(n);
+        List<Map<Long, Long>> traceIdOf = new ArrayList<>(n);
+        for (MemorySnapshot s : snapshots) {
+            histories.add(s.history().events());
+            traceIdOf.add(new HashMap<>());
+        }
+        int[] next = new int[n];
+        long nextId = 1;
+        while (true) {
+            // The earliest next event of any history; the lower index first among equal times.
+            int pick = -1;
+            for (int i = 0; i < n; i++) {
+                if (next[i] < histories.get(i).size() && (pick < 0 || histories.get(i).get(next[i]).provenance()
+                        .timeMicros() < histories.get(pick).get(next[pick]).provenance().timeMicros())) {
+                    pick = i;
+                }
+            }
+            if (pick < 0) {
+                return;
+            }
+            MemoryEvent e = histories.get(pick).get(next[pick]++);
             switch (e.kind()) {
                 case ALLOC, OUT_OF_MEMORY -> {
-                    long id = next++;
+                    long id = nextId++;
                     if (e.kind() == MemoryEvent.Kind.ALLOC) {
-                        traceIdOf.put(e.allocationId(), id);
+                        traceIdOf.get(pick).put(e.allocationId(), id);
                     }
                     w.provenance(id, e.provenance());
                     w.workloadAlloc(id, e.requestedBytes(), Math.max(1, e.alignment()), 0);
                 }
                 case FREE -> {
-                    Long id = traceIdOf.remove(e.allocationId());
+                    Long id = traceIdOf.get(pick).remove(e.allocationId());
                     if (id == null) {
-                        throw new IllegalStateException("the history frees allocation " + e.allocationId()
-                                + ", which it never allocated");
+                        throw new IllegalStateException("the history of allocator '"
+                                + snapshots.get(pick).memoryMap().allocatorName() + "' frees allocation "
+                                + e.allocationId() + ", which it never allocated");
                     }
                     w.free(id);
                 }

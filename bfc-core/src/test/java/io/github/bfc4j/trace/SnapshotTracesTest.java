@@ -9,10 +9,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryAnnotation;
 import io.github.bfc4j.core.MemorySnapshot;
 import io.github.bfc4j.core.SharedCounter;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -21,7 +23,10 @@ import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -106,6 +111,138 @@ class SnapshotTracesTest {
             }
         }
         a.close();
+    }
+
+    @Test
+    void theShardsOfAShardedAllocatorWriteOneTraceOfTheirCallsInTheOrderMade() throws Exception {
+        long limit = 64L << 20;
+        try (ShardedBfcAllocator host = ShardedBfcAllocator.builder().name("host").memoryLimit(limit)
+                .subAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 2 * limit, 0, false)).shards(2)
+                .closePolicy(ClosePolicy.FORCE).build()) {
+            host.recordHistory(HistoryOptions.builder().stacks(false).build());
+            // Two threads take turns (a home shard each): call k asks for 1000 + k bytes, and
+            // every third call of a thread also frees its oldest allocation.
+            int calls = 300;
+            AtomicInteger turn = new AtomicInteger();
+            Set<Integer> shardsUsed = ConcurrentHashMap.newKeySet();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                final int first = t;
+                Thread th = new Thread(() -> {
+                    Deque<Long> live = new ArrayDeque<>();
+                    try {
+                        for (int k = first; k < calls; k += 2) {
+                            while (turn.get() != k) {
+                                if (failure.get() != null) {
+                                    return;
+                                }
+                                Thread.onSpinWait();
+                            }
+                            long p = host.allocateRaw(64, 1000 + k);
+                            shardsUsed.add(host.shards().indexOf(host.shardOf(p)));
+                            live.add(p);
+                            if (k % 3 == 0) {
+                                host.deallocateRaw(live.poll());
+                            }
+                            spinMicros(2); // the next call is made at a later microsecond
+                            turn.set(k + 1);
+                        }
+                    } catch (Throwable e) {
+                        failure.set(e);
+                    }
+                }, "turn-" + t);
+                threads.add(th);
+                th.start();
+            }
+            for (Thread th : threads) {
+                th.join(30_000);
+            }
+            assertThat(failure.get()).isNull();
+            assertThat(shardsUsed).containsExactlyInAnyOrder(0, 1);
+
+            List<MemorySnapshot> snapshots = host.snapshots();
+            assertThat(snapshots).hasSize(2);
+            Path trace = dir.resolve("host.bfctrace.gz");
+            SnapshotTraces.write(snapshots, trace, "host: two threads taking turns");
+            List<Long> sizes = new ArrayList<>();
+            try (TraceReader reader = TraceReader.open(trace)) {
+                assertThat(reader.header().source()).isEqualTo("workload: recorded by bfc4j from allocators"
+                        + " 'host/0', 'host/1' (" + (snapshots.get(0).history().events().size()
+                        + snapshots.get(1).history().events().size()) + " events of their histories, merged by time)");
+                assertThat(reader.header().memoryLimit()).isEqualTo(limit);
+                for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
+                    if (e.kind() == TraceEvent.Kind.ALLOC) {
+                        int k = (int) (e.bytes() - 1000);
+                        assertThat(e.provenance().thread()).as("call %d", k).isEqualTo("turn-" + (k % 2));
+                        sizes.add(e.bytes());
+                    }
+                }
+            }
+            List<Long> made = new ArrayList<>();
+            for (int k = 0; k < calls; k++) {
+                made.add(1000L + k);
+            }
+            assertThat(sizes).as("the calls in the order the threads made them").isEqualTo(made);
+            try (TraceReader reader = TraceReader.open(trace)) {
+                WorkloadResult r = WorkloadRunner.forHeader(reader.header()).run(reader);
+                assertThat(r.allocations()).isEqualTo(calls);
+                assertThat(r.oomCount()).isZero();
+            }
+        }
+    }
+
+    @Test
+    void twoAllocatorsRecordOnOneClock() throws IOException {
+        // Their events merge in the order made, whenever each recording began.
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "a", opts);
+             BfcAllocator b = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "b", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            spinMicros(700);
+            b.recordHistory(HistoryOptions.builder().stacks(false).build());
+            for (int k = 0; k < 200; k++) {
+                (k % 2 == 0 ? a : b).allocateRaw(64, 1000 + k);
+                spinMicros(2);
+            }
+            Path trace = dir.resolve("ab.bfctrace");
+            SnapshotTraces.write(List.of(a.snapshot(), b.snapshot()), trace, "a and b");
+            long last = 0;
+            try (TraceReader reader = TraceReader.open(trace)) {
+                for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
+                    assertThat(e.bytes()).as("the call after %d bytes", last).isEqualTo(last == 0 ? 1000 : last + 1);
+                    last = e.bytes();
+                }
+            }
+            assertThat(last).isEqualTo(1199);
+        }
+    }
+
+    @Test
+    void snapshotsOfUnlikeAllocatorsAreNotOneTrace() {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "a", opts);
+             BfcAllocator b = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                32L << 20, "b", opts)) {
+            a.recordHistory(HistoryOptions.defaults());
+            b.recordHistory(HistoryOptions.defaults());
+            assertThatThrownBy(() -> SnapshotTraces.write(List.of(a.snapshot(), b.snapshot()), dir.resolve("x"), "x"))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("allocators 'a' and 'b' differ in memory limit, options or sub-allocator");
+            assertThatThrownBy(() -> SnapshotTraces.header(List.of(), "x"))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("no snapshot");
+            assertThat(dir.resolve("x")).doesNotExist();
+        }
+    }
+
+    private static void spinMicros(long micros) {
+        long end = System.nanoTime() + micros * 1000;
+        while (System.nanoTime() < end) {
+            Thread.onSpinWait();
+        }
     }
 
     @Test
