@@ -15,7 +15,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -53,8 +52,7 @@ class DocSnippetsTest {
 
     @Test
     void theSnippetsThatNameNoModuleCompile(@TempDir Path classes) throws IOException {
-        List<Snippet> mine = DocSnippets.all(ROOT).stream()
-                .filter(s -> s.module().equals(DocSnippets.DEFAULT_MODULE)).collect(Collectors.toList());
+        List<Snippet> mine = DocSnippets.of(ROOT, DocSnippets.DEFAULT_MODULE);
         assertThat(mine).hasSizeGreaterThanOrEqualTo(10);
         assertThat(DocSnippets.compile(mine, classes))
                 .as("compile errors (what a snippet may use: the javadoc of DocSnippets, in bfc-core's tests)").isEmpty();

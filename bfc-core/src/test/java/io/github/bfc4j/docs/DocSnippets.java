@@ -106,6 +106,25 @@ public final class DocSnippets {
     }
 
     /**
+     * The snippets of README.md and docs/ that a module's tests compile.
+     *
+     * @param root the repository's root
+     * @param module the module, e.g. {@code bfc-onnxruntime} ({@link #DEFAULT_MODULE} for those
+     *     that name none)
+     * @return them, in file order then line order
+     * @throws IOException if a file cannot be read
+     */
+    public static List<Snippet> of(Path root, String module) throws IOException {
+        List<Snippet> out = new ArrayList<>();
+        for (Snippet s : all(root)) {
+            if (s.module().equals(module)) {
+                out.add(s);
+            }
+        }
+        return out;
+    }
+
+    /**
      * The snippets of one Markdown text.
      *
      * @param file its name, for messages

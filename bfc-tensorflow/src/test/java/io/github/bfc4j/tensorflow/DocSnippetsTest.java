@@ -11,7 +11,6 @@ import io.github.bfc4j.docs.DocSnippets.Snippet;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -20,8 +19,7 @@ class DocSnippetsTest {
 
     @Test
     void theSnippetsThatNameThisModuleCompile(@TempDir Path classes) throws IOException {
-        List<Snippet> mine = DocSnippets.all(Path.of("..")).stream()
-                .filter(s -> s.module().equals("bfc-tensorflow")).collect(Collectors.toList());
+        List<Snippet> mine = DocSnippets.of(Path.of(".."), "bfc-tensorflow");
         assertThat(mine).isNotEmpty();
         assertThat(DocSnippets.compile(mine, classes))
                 .as("compile errors (what a snippet may use: the javadoc of DocSnippets, in bfc-core's tests)").isEmpty();
