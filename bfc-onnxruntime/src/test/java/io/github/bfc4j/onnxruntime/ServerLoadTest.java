@@ -7,9 +7,15 @@ import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_PARALLEL;
 import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
+import io.github.bfc4j.trace.SnapshotTraces;
+import io.github.bfc4j.trace.TraceReader;
+import io.github.bfc4j.trace.WorkloadResult;
+import io.github.bfc4j.trace.WorkloadRunner;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +32,7 @@ import org.bytedeco.onnxruntime.Env;
 import org.bytedeco.onnxruntime.SessionOptions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -126,7 +133,7 @@ class ServerLoadTest {
         "4, session per thread on shards",
         "8, shared session on shards",
         "4, shared session with ORT's parallel executor on shards"})
-    void everyAnswerRightAndEveryAllocationBack(int threads, String mode) throws Exception {
+    void everyAnswerRightAndEveryAllocationBack(int threads, String mode, @TempDir Path dir) throws Exception {
         boolean shared = mode.startsWith("shared");
         boolean parallelExecutor = mode.contains("parallel");
         boolean sharded = mode.endsWith("on shards");
@@ -158,6 +165,10 @@ class ServerLoadTest {
                 ShardedBfcAllocator shards = sharded ? ShardedBfcAllocator.builder().name("ort_load")
                         .memoryLimit(2L << 30).subAllocator(new AlignedHostSubAllocator()).shards(4).build() : null;
                 BfcOrtAllocator ort = sharded ? BfcOrtAllocator.register(shards) : BfcOrtAllocator.register(bfc)) {
+            if (sharded) {
+                // Every shard's calls, for one trace of the whole run (below).
+                shards.recordHistory(HistoryOptions.builder().stacks(false).maxEntries(1 << 20).build());
+            }
             ort.listener(new BfcOrtAllocator.CallListener() {
                 @Override
                 public void allocated(long size, long ptr, boolean reserve) {
@@ -231,6 +242,20 @@ class ServerLoadTest {
                     new TreeMap<>(allocThreads), concurrentOrtThreadAllocs.get(), served);
             if (sharded) {
                 assertThat(shardsServing).as("shards that served the threads' allocations").isGreaterThan(1);
+                // The shards' calls as one trace: every allocation and free, each free after
+                // its allocation, replayed as one allocator serving them all.
+                Path trace = dir.resolve("ort_load.bfctrace.gz");
+                SnapshotTraces.write(shards.snapshots(), trace, "ort_load: " + threads + " threads, " + mode);
+                long allocations = 0;
+                for (BfcAllocator a : allocators) {
+                    allocations += a.memoryStats().allocationsTotal();
+                }
+                try (TraceReader reader = TraceReader.open(trace)) {
+                    WorkloadResult replay = WorkloadRunner.forHeader(reader.header()).run(reader);
+                    assertThat(replay.allocations()).as("allocations replayed from the shards' trace")
+                            .isEqualTo(allocations);
+                    assertThat(replay.oomCount()).isZero();
+                }
             }
             assertThat(ort.stats().liveAllocations()).isZero();
             assertThat(ort.stats().failedAllocs()).isZero();
