@@ -14,6 +14,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * Writes the recorded history of a {@link MemorySnapshot} as a workload trace: the live
@@ -82,8 +83,13 @@ public final class SnapshotTraces {
      *     what the header says (memory limit, growth, garbage collection, fragmentation fraction,
      *     sub-allocator coalescing); if {@code name} is null, empty or holds a line break
      * @throws IllegalStateException if a history cannot be a trace (see {@link #write})
+     * @throws NullPointerException if {@code snapshots} or one of them is null
      */
     public static TraceHeader header(List<MemorySnapshot> snapshots, String name) {
+        Objects.requireNonNull(snapshots, "snapshots");
+        for (int i = 0; i < snapshots.size(); i++) {
+            Objects.requireNonNull(snapshots.get(i), "snapshots[" + i + "]");
+        }
         if (snapshots.isEmpty()) {
             throw new IllegalArgumentException("no snapshot: give the snapshots of the allocators whose calls make the trace");
         }

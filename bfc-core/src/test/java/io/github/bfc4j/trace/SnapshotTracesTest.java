@@ -234,6 +234,8 @@ class SnapshotTracesTest {
                     .hasMessageContaining("allocators 'a' and 'b' differ in memory limit, options or sub-allocator");
             assertThatThrownBy(() -> SnapshotTraces.header(List.of(), "x"))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("no snapshot");
+            assertThatThrownBy(() -> SnapshotTraces.header(java.util.Arrays.asList(a.snapshot(), null), "x"))
+                    .isInstanceOf(NullPointerException.class).hasMessage("snapshots[1]");
             assertThat(dir.resolve("x")).doesNotExist();
         }
     }
