@@ -363,7 +363,6 @@ final class HistoryRecorder extends PortListener {
     // ---------------------------------------------------------------------------------------
     // Stacks
 
-    /** The stack an annotation gives (the innermost that gives one), or null: recorded without walking. */
     /**
      * The stack an event records: the one an annotation gives, else, if {@code wanted} and
      * stacks are on, the calling thread's; else null.
@@ -376,6 +375,7 @@ final class HistoryRecorder extends PortListener {
         return st;
     }
 
+    /** The stack an annotation gives (the innermost that gives one), or null: recorded without walking. */
     private static List<StackFrame> explicitStack(MemoryAnnotation a) {
         for (MemoryAnnotation x = a; x != null; x = x.parent()) {
             if (x.stack() != null) {
