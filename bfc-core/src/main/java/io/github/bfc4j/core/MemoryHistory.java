@@ -4,7 +4,9 @@
  */
 package io.github.bfc4j.core;
 
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * The recorded history of an allocator, as {@link BfcAllocator#snapshot()} copies it: the
@@ -38,5 +40,32 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
      */
     public boolean isComplete() {
         return options != null && startedEmpty && droppedEvents == 0;
+    }
+
+    /**
+     * The events of several histories as one timeline: by time, each history's in its own order
+     * (the earlier history first on equal times). Every recording of a process reads one clock,
+     * so the histories of several allocators (the shards of a {@link ShardedBfcAllocator}) merge
+     * in the order their calls were made.
+     *
+     * @param histories the histories' events ({@link #events()} of each)
+     * @return for each event in order, the index of its history and the event
+     */
+    public static List<Map.Entry<Integer, MemoryEvent>> mergeByTime(List<List<MemoryEvent>> histories) {
+        List<Map.Entry<Integer, MemoryEvent>> merged = new ArrayList<>();
+        int[] next = new int[histories.size()];
+        while (true) {
+            int pick = -1;
+            for (int i = 0; i < histories.size(); i++) {
+                if (next[i] < histories.get(i).size() && (pick < 0 || histories.get(i).get(next[i]).provenance()
+                        .timeMicros() < histories.get(pick).get(next[pick]).provenance().timeMicros())) {
+                    pick = i;
+                }
+            }
+            if (pick < 0) {
+                return merged;
+            }
+            merged.add(Map.entry(pick, histories.get(pick).get(next[pick]++)));
+        }
     }
 }

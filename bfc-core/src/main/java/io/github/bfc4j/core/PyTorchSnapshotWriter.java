@@ -81,37 +81,13 @@ final class PyTorchSnapshotWriter {
     /**
      * Writes several allocators (the shards of a {@link ShardedBfcAllocator}) as one snapshot:
      * all their regions as segments in address order, and their histories as one timeline
-     * ({@link #mergeByTime}); each part's segments and events carry its stream, so that the
-     * viewer never merges segments of two parts.
+     * ({@link MemoryHistory#mergeByTime}); each part's segments and events carry its stream, so
+     * that the viewer never merges segments of two parts.
      */
     static void write(boolean coalescing, List<Part> parts, int device, OutputStream out) throws IOException {
         Map<String, Object> root = new PyTorchSnapshotWriter(device).dictionary(coalescing, parts);
         new Pickler(true, false).dump(root, out);
         out.flush();
-    }
-
-    /**
-     * The events of several parts in one list, by time, each part's in its own order (the
-     * earlier part first on equal times).
-     *
-     * @return for each event in order, its part's index ({@code index[i]}) and the event
-     */
-    static List<Map.Entry<Integer, MemoryEvent>> mergeByTime(List<List<MemoryEvent>> histories) {
-        List<Map.Entry<Integer, MemoryEvent>> merged = new ArrayList<>();
-        int[] next = new int[histories.size()];
-        while (true) {
-            int pick = -1;
-            for (int i = 0; i < histories.size(); i++) {
-                if (next[i] < histories.get(i).size() && (pick < 0 || histories.get(i).get(next[i]).provenance()
-                        .timeMicros() < histories.get(pick).get(next[pick]).provenance().timeMicros())) {
-                    pick = i;
-                }
-            }
-            if (pick < 0) {
-                return merged;
-            }
-            merged.add(Map.entry(pick, histories.get(pick).get(next[pick]++)));
-        }
     }
 
     private Map<String, Object> dictionary(boolean coalescing, List<Part> parts) {
@@ -165,7 +141,7 @@ final class PyTorchSnapshotWriter {
             segments.add(s);
         }
         List<Object> trace = new ArrayList<>();
-        for (Map.Entry<Integer, MemoryEvent> pe : mergeByTime(histories)) {
+        for (Map.Entry<Integer, MemoryEvent> pe : MemoryHistory.mergeByTime(histories)) {
             long stream = parts.get(pe.getKey()).stream();
             MemoryEvent e = pe.getValue();
             switch (e.kind()) {

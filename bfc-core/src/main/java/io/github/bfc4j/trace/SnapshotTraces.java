@@ -94,15 +94,16 @@ public final class SnapshotTraces {
             throw new IllegalArgumentException("no snapshot: give the snapshots of the allocators whose calls make the trace");
         }
         MemorySnapshot first = snapshots.get(0);
+        BfcOptions o = first.options();
+        long limit = first.memoryMap().stats().bytesLimit();
         long events = 0;
         StringBuilder names = new StringBuilder();
         for (MemorySnapshot s : snapshots) {
             check(s);
-            BfcOptions o = s.options();
-            BfcOptions o1 = first.options();
-            if (s.memoryMap().stats().bytesLimit() != first.memoryMap().stats().bytesLimit()
-                    || o.allowGrowth() != o1.allowGrowth() || o.garbageCollection() != o1.garbageCollection()
-                    || Double.compare(o.fragmentationFraction(), o1.fragmentationFraction()) != 0
+            BfcOptions so = s.options();
+            if (s.memoryMap().stats().bytesLimit() != limit
+                    || so.allowGrowth() != o.allowGrowth() || so.garbageCollection() != o.garbageCollection()
+                    || Double.compare(so.fragmentationFraction(), o.fragmentationFraction()) != 0
                     || s.coalescingRegions() != first.coalescingRegions()) {
                 throw new IllegalArgumentException("allocators '" + oneLine(first.memoryMap().allocatorName())
                         + "' and '" + oneLine(s.memoryMap().allocatorName()) + "' differ in memory limit, options or"
@@ -112,8 +113,6 @@ public final class SnapshotTraces {
             events += s.history().events().size();
             names.append(names.length() == 0 ? "'" : ", '").append(oneLine(s.memoryMap().allocatorName())).append('\'');
         }
-        BfcOptions o = first.options();
-        long limit = first.memoryMap().stats().bytesLimit();
         long capacity = limit > (Long.MAX_VALUE - SIM_BASE) / 2 ? Long.MAX_VALUE - SIM_BASE : 2 * limit;
         String from = snapshots.size() == 1
                 ? "allocator " + names + " (" + events + " events of its history)"
@@ -190,42 +189,30 @@ public final class SnapshotTraces {
 
     private static void write(List<MemorySnapshot> snapshots, TraceHeader header, TraceWriter w) throws IOException {
         w.header(header);
-        int n = snapshots.size();
-        List<List<MemoryEvent>> histories = new ArrayList<>(n);
-        List<Map<Long, Long>> traceIdOf = new ArrayList<>(n);
+        List<List<MemoryEvent>> histories = new ArrayList<>(snapshots.size());
+        List<Map<Long, Long>> traceIdOf = new ArrayList<>(snapshots.size());
         for (MemorySnapshot s : snapshots) {
             histories.add(s.history().events());
             traceIdOf.add(new HashMap<>());
         }
-        int[] next = new int[n];
         long nextId = 1;
-        while (true) {
-            // The earliest next event of any history; the lower index first among equal times.
-            int pick = -1;
-            for (int i = 0; i < n; i++) {
-                if (next[i] < histories.get(i).size() && (pick < 0 || histories.get(i).get(next[i]).provenance()
-                        .timeMicros() < histories.get(pick).get(next[pick]).provenance().timeMicros())) {
-                    pick = i;
-                }
-            }
-            if (pick < 0) {
-                return;
-            }
-            MemoryEvent e = histories.get(pick).get(next[pick]++);
+        for (Map.Entry<Integer, MemoryEvent> pe : MemoryHistory.mergeByTime(histories)) {
+            final int from = pe.getKey();
+            final MemoryEvent e = pe.getValue();
             switch (e.kind()) {
                 case ALLOC, OUT_OF_MEMORY -> {
                     long id = nextId++;
                     if (e.kind() == MemoryEvent.Kind.ALLOC) {
-                        traceIdOf.get(pick).put(e.allocationId(), id);
+                        traceIdOf.get(from).put(e.allocationId(), id);
                     }
                     w.provenance(id, e.provenance());
                     w.workloadAlloc(id, e.requestedBytes(), Math.max(1, e.alignment()), 0);
                 }
                 case FREE -> {
-                    Long id = traceIdOf.get(pick).remove(e.allocationId());
+                    Long id = traceIdOf.get(from).remove(e.allocationId());
                     if (id == null) {
                         throw new IllegalStateException("the history of allocator '"
-                                + snapshots.get(pick).memoryMap().allocatorName() + "' frees allocation "
+                                + snapshots.get(from).memoryMap().allocatorName() + "' frees allocation "
                                 + e.allocationId() + ", which it never allocated");
                     }
                     w.free(id);

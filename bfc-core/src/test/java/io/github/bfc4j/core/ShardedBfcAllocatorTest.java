@@ -236,12 +236,12 @@ class ShardedBfcAllocatorTest {
         MemoryEvent b2 = new MemoryEvent(MemoryEvent.Kind.ALLOC, 0xa00, 256, 1, 64, 2, -1, at2);
         MemoryEvent c1 = new MemoryEvent(MemoryEvent.Kind.ALLOC, 0x500, 256, 1, 64, 1, -1, at2);
 
-        assertThat(PyTorchSnapshotWriter.mergeByTime(List.of(List.of(a1, a2), List.of(b1, b2), List.of(c1))))
+        assertThat(MemoryHistory.mergeByTime(List.of(List.of(a1, a2), List.of(b1, b2), List.of(c1))))
                 .containsExactly(Map.entry(0, a1), Map.entry(0, a2), Map.entry(1, b1), Map.entry(1, b2),
                         Map.entry(2, c1));
-        assertThat(PyTorchSnapshotWriter.mergeByTime(List.of(List.of(c1), List.of(b1, b2))))
+        assertThat(MemoryHistory.mergeByTime(List.of(List.of(c1), List.of(b1, b2))))
                 .containsExactly(Map.entry(1, b1), Map.entry(0, c1), Map.entry(1, b2));
-        assertThat(PyTorchSnapshotWriter.mergeByTime(List.of())).isEmpty();
+        assertThat(MemoryHistory.mergeByTime(List.of())).isEmpty();
     }
 
     /**
