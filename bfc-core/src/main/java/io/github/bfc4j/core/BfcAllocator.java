@@ -11,6 +11,7 @@ import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
@@ -1348,10 +1349,12 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * What every out-of-memory report of this allocator becomes before its dump and its
-     * listeners see it: a {@link ShardedBfcAllocator} adds what all its shards hold.
+     * listeners see it, and the memory maps its dump adds: a {@link ShardedBfcAllocator} adds
+     * what all its shards hold.
      */
-    void completeOutOfMemoryReports(UnaryOperator<OutOfMemoryReport> completion) {
-        oomListeners.complete(completion);
+    void completeOutOfMemoryReports(UnaryOperator<OutOfMemoryReport> completion,
+            Supplier<List<MemoryMap>> shardMaps) {
+        oomListeners.complete(completion, shardMaps);
     }
 
     // ---------------------------------------------------------------------------------------

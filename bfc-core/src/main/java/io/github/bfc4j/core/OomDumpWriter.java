@@ -9,13 +9,16 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
  * The out-of-memory dumps of {@link BfcOptions#dumpOnOomDirectory()}: an
  * {@link OutOfMemoryListener} that writes one JSON file per failure (schema
- * {@value #SCHEMA}: the summary and the memory map at the moment of failure), rate-limited so
+ * {@value #SCHEMA}: the summary and the memory map at the moment of failure, and for a shard of
+ * a {@link ShardedBfcAllocator} the memory maps of all shards), rate-limited so
  * that a storm of expected failures (probing with retry off, say) cannot fill a disk: the first
  * {@value #FIRST_DUMPS} failures of the allocator are written, then at most one a minute.
  */
@@ -78,12 +81,19 @@ final class OomDumpWriter implements OutOfMemoryListener {
         write(report);
     }
 
+    /** {@link #write(OutOfMemoryReport, Supplier)} with no shards. */
+    Result write(OutOfMemoryReport report) {
+        return write(report, List::of);
+    }
+
     /**
      * Writes the dump of a failure, unless the rate limit says no.
      *
+     * @param shards the memory maps of all shards of the sharded allocator whose shard failed,
+     *     read only if the dump is written; none for an allocator of its own
      * @return the sentence for the failure's messages (starting with a space), and the file
      */
-    Result write(OutOfMemoryReport report) {
+    Result write(OutOfMemoryReport report, Supplier<List<MemoryMap>> shards) {
         synchronized (this) {
             long now = nanoClock.getAsLong();
             if (written >= FIRST_DUMPS && now - lastNanos < INTERVAL_NANOS) {
@@ -101,7 +111,7 @@ final class OomDumpWriter implements OutOfMemoryListener {
         Path file = dir.resolve(fileName);
         try {
             Files.createDirectories(dir);
-            Files.writeString(file, json(report), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
+            Files.writeString(file, json(report, shards.get()), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
             String abs = file.toAbsolutePath().toString();
             return new Result(" Memory map and summary written to " + abs + ".", abs);
         } catch (IOException | RuntimeException e) {
@@ -110,8 +120,8 @@ final class OomDumpWriter implements OutOfMemoryListener {
         }
     }
 
-    /** The dump's JSON document. */
-    static String json(OutOfMemoryReport report) {
+    /** The dump's JSON document; {@code shards}, when not empty, as a last field. */
+    static String json(OutOfMemoryReport report, List<MemoryMap> shards) {
         StringBuilder sb = new StringBuilder();
         sb.append("{\n\"schema\": \"").append(SCHEMA).append("\",\n\"allocatorName\": ");
         MemoryMap.string(sb, report.allocatorName());
@@ -119,7 +129,15 @@ final class OomDumpWriter implements OutOfMemoryListener {
                 .append(",\n\"roundedBytes\": ").append(report.roundedBytes())
                 .append(",\n\"summary\": ");
         MemoryMap.string(sb, report.summary());
-        sb.append(",\n\"memoryMap\": ").append(report.snapshot().memoryMap().toJson()).append("}\n");
+        sb.append(",\n\"memoryMap\": ").append(report.snapshot().memoryMap().toJson());
+        if (!shards.isEmpty()) {
+            sb.append(",\n\"shards\": [");
+            for (int i = 0; i < shards.size(); i++) {
+                sb.append(i == 0 ? "\n" : ",\n").append(shards.get(i).toJson());
+            }
+            sb.append("]");
+        }
+        sb.append("}\n");
         return sb.toString();
     }
 }

@@ -8,6 +8,7 @@ import java.lang.System.Logger;
 import java.lang.System.Logger.Level;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Supplier;
 import java.util.function.UnaryOperator;
 
 /**
@@ -24,6 +25,8 @@ final class OutOfMemoryListeners {
     private final OomDumpWriter dumps;
     /** What the report becomes before the dump and the listeners see it: a sharded allocator's addition. */
     private volatile UnaryOperator<OutOfMemoryReport> completion = UnaryOperator.identity();
+    /** The memory maps a dump adds: a sharded allocator's, of all its shards. */
+    private volatile Supplier<List<MemoryMap>> shardMaps = List::of;
 
     OutOfMemoryListeners(BfcOptions options) {
         this.dumps = options.dumpOnOomDirectory() == null ? null : new OomDumpWriter(options.dumpOnOomDirectory());
@@ -42,9 +45,13 @@ final class OutOfMemoryListeners {
         return dumps != null || !listeners.isEmpty();
     }
 
-    /** Sets what every report becomes before the dump and the listeners see it. */
-    void complete(UnaryOperator<OutOfMemoryReport> completion) {
+    /**
+     * Sets what every report becomes before the dump and the listeners see it, and the memory
+     * maps that a dump adds (read only when one is written).
+     */
+    void complete(UnaryOperator<OutOfMemoryReport> completion, Supplier<List<MemoryMap>> shardMaps) {
         this.completion = completion;
+        this.shardMaps = shardMaps;
     }
 
     /**
@@ -56,7 +63,7 @@ final class OutOfMemoryListeners {
      */
     OomDumpWriter.Result notify(OutOfMemoryReport failure) {
         OutOfMemoryReport report = completed(failure);
-        OomDumpWriter.Result dump = dumps == null ? OomDumpWriter.Result.NONE : dumps.write(report);
+        OomDumpWriter.Result dump = dumps == null ? OomDumpWriter.Result.NONE : dumps.write(report, shardMaps);
         for (OutOfMemoryListener l : listeners) {
             try {
                 l.onOutOfMemory(report);

@@ -121,7 +121,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         }
         this.shardList = List.of(shards);
         for (BfcAllocator s : shards) {
-            s.completeOutOfMemoryReports(this::withAllShards);
+            s.completeOutOfMemoryReports(this::withAllShards, this::openShardMaps);
         }
         this.ports = new BfcPort[shards.length];
         for (int i = 0; i < shards.length; i++) {
@@ -550,12 +550,15 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * no shard records provenance.
      */
     private List<MemoryMap> mapsForHolders() {
+        return anyShard(BfcAllocator::recordsProvenance) ? openShardMaps() : List.of();
+    }
+
+    /** The memory maps of the open shards, in shard order, each read in turn. */
+    private List<MemoryMap> openShardMaps() {
         List<MemoryMap> maps = new ArrayList<>();
-        if (anyShard(BfcAllocator::recordsProvenance)) {
-            for (BfcAllocator s : shards) {
-                if (!s.isClosed()) {
-                    maps.add(s.memoryMap());
-                }
+        for (BfcAllocator s : shards) {
+            if (!s.isClosed()) {
+                maps.add(s.memoryMap());
             }
         }
         return maps;

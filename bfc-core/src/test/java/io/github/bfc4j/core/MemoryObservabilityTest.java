@@ -282,6 +282,7 @@ class MemoryObservabilityTest {
             assertThat(map.get("schema")).isEqualTo(MemoryMap.SCHEMA);
             Map<?, ?> stats = (Map<?, ?>) map.get("stats");
             assertThat(num(stats.get("bytesInUse"))).isEqualTo(a.getStats().bytesInUse());
+            assertThat(doc.containsKey("shards")).as("shards: a sharded allocator's only").isFalse();
             // A second failure writes a second file.
             assertThat(a.allocateRaw(256, 7 * MIB)).isZero();
             try (Stream<Path> list = Files.list(dumps)) {

@@ -440,8 +440,22 @@ class ShardedBfcAllocatorTest {
         try (var files = Files.list(dumps)) {
             Path dump = files.filter(f -> f.getFileName().toString().startsWith("bfc-oom-held_0-")).findFirst()
                     .orElseThrow();
-            assertThat(Files.readString(dump)).contains("All 2 shards of allocator 'held'")
+            Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(dump));
+            assertThat((String) doc.get("summary")).contains("All 2 shards of allocator 'held'")
                     .contains("11.66MiB by activations");
+            assertThat(((Map<?, ?>) doc.get("memoryMap")).get("allocatorName")).isEqualTo("held/0");
+            // Every shard's memory map, each with the bytes its shard holds: the activations are
+            // in shard 1, which did not fail.
+            List<?> shardMaps = (List<?>) doc.get("shards");
+            assertThat(shardMaps).hasSize(2);
+            for (int i = 0; i < 2; i++) {
+                Map<?, ?> map = (Map<?, ?>) shardMaps.get(i);
+                assertThat(map.get("allocatorName")).isEqualTo("held/" + i);
+                assertThat(((Number) ((Map<?, ?>) map.get("stats")).get("bytesInUse")).longValue())
+                        .isEqualTo(a.shards().get(i).bytesInUse());
+            }
+            assertThat(((Number) ((Map<?, ?>) ((Map<?, ?>) shardMaps.get(1)).get("stats")).get("bytesInUse"))
+                    .longValue()).isEqualTo(a.shards().get(1).allocatedSize(held[1].address()));
         }
 
         assertThat(a.removeOutOfMemoryListener(listener)).isTrue();
