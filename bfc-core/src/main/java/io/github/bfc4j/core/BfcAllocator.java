@@ -1349,12 +1349,12 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * What every out-of-memory report of this allocator becomes before its dump and its
-     * listeners see it, and the memory maps its dump adds: a {@link ShardedBfcAllocator} adds
+     * listeners see it, and the snapshots its dump adds: a {@link ShardedBfcAllocator} adds
      * what all its shards hold.
      */
     void completeOutOfMemoryReports(UnaryOperator<OutOfMemoryReport> completion,
-            Supplier<List<MemoryMap>> shardMaps) {
-        oomListeners.complete(completion, shardMaps);
+            Supplier<List<MemorySnapshot>> shardSnapshots) {
+        oomListeners.complete(completion, shardSnapshots);
     }
 
     // ---------------------------------------------------------------------------------------

@@ -110,8 +110,10 @@ public final class BfcOptions {
     }
 
     /**
-     * Where an out-of-memory failure writes its dump (the memory map as JSON and the memory
-     * summary, one file per failure, named in the log and in the exception). Not in upstream.
+     * Where an out-of-memory failure writes its dump (the memory map and the memory summary as
+     * JSON, and PyTorch's memory snapshot of the same moment by the same name with
+     * {@code .pickle}, for pytorch.org/memory_viz; named in the log and in the exception). Not in
+     * upstream.
      * Default: the system property {@code bfc4j.dumpOnOom}, else none.
      *
      * @return the directory, or {@code null} for no dumps

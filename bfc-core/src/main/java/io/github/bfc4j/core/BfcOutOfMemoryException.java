@@ -10,7 +10,7 @@ import static io.github.bfc4j.core.BfcAllocator.humanReadableNumBytes;
  * like PyTorch's: what was asked, what is in use, what is reserved, the limit, the largest free
  * chunk, and a hint when one applies. The same figures are fields, read under the allocator's
  * lock at the moment of failure. When out-of-memory dumps are on
- * ({@link BfcOptions#dumpOnOomDirectory()}), the message ends by naming the dump file.
+ * ({@link BfcOptions#dumpOnOomDirectory()}), the message ends by naming the dump's files.
  */
 public final class BfcOutOfMemoryException extends RuntimeException {
 
@@ -151,7 +151,9 @@ public final class BfcOutOfMemoryException extends RuntimeException {
 
     /**
      * The out-of-memory dump written for this failure (memory map and summary as JSON, see
-     * docs/observability.md).
+     * docs/observability.md); PyTorch's memory snapshot of the same moment is next to it, by the
+     * same name with {@code .pickle} instead of {@code .json}, when the message says it was
+     * written.
      *
      * @return the file's absolute path, or null if dumps are off or it could not be written
      */

@@ -4,11 +4,14 @@
  */
 package io.github.bfc4j.core;
 
+import java.io.BufferedOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
@@ -16,9 +19,11 @@ import java.util.function.Supplier;
 
 /**
  * The out-of-memory dumps of {@link BfcOptions#dumpOnOomDirectory()}: an
- * {@link OutOfMemoryListener} that writes one JSON file per failure (schema
+ * {@link OutOfMemoryListener} that writes two files per failure, a JSON document (schema
  * {@value #SCHEMA}: the summary and the memory map at the moment of failure, and for a shard of
- * a {@link ShardedBfcAllocator} the memory maps of all shards), rate-limited so
+ * a {@link ShardedBfcAllocator} the memory maps of all shards) and, by the same name with
+ * {@code .pickle}, PyTorch's memory snapshot of the same moment (with the recent history, when
+ * recorded; all shards of a sharded allocator), for pytorch.org/memory_viz; rate-limited so
  * that a storm of expected failures (probing with retry off, say) cannot fill a disk: the first
  * {@value #FIRST_DUMPS} failures of the allocator are written, then at most one a minute.
  */
@@ -89,11 +94,11 @@ final class OomDumpWriter implements OutOfMemoryListener {
     /**
      * Writes the dump of a failure, unless the rate limit says no.
      *
-     * @param shards the memory maps of all shards of the sharded allocator whose shard failed,
-     *     read only if the dump is written; none for an allocator of its own
-     * @return the sentence for the failure's messages (starting with a space), and the file
+     * @param shards the snapshots of all shards of the sharded allocator whose shard failed, in
+     *     shard order, taken only if the dump is written; none for an allocator of its own
+     * @return the sentence for the failure's messages (starting with a space), and the JSON file
      */
-    Result write(OutOfMemoryReport report, Supplier<List<MemoryMap>> shards) {
+    Result write(OutOfMemoryReport report, Supplier<List<MemorySnapshot>> shards) {
         synchronized (this) {
             long now = nanoClock.getAsLong();
             if (written >= FIRST_DUMPS && now - lastNanos < INTERVAL_NANOS) {
@@ -106,18 +111,61 @@ final class OomDumpWriter implements OutOfMemoryListener {
             lastNanos = now;
         }
         String name = report.allocatorName();
-        String fileName = "bfc-oom-" + name.replaceAll("[^A-Za-z0-9._-]", "_") + "-" + System.currentTimeMillis()
-                + "-" + SEQUENCE.incrementAndGet() + ".json";
-        Path file = dir.resolve(fileName);
+        String stem = "bfc-oom-" + name.replaceAll("[^A-Za-z0-9._-]", "_") + "-" + System.currentTimeMillis()
+                + "-" + SEQUENCE.incrementAndGet();
+        Path file = dir.resolve(stem + ".json");
+        List<MemorySnapshot> all;
+        String abs;
         try {
+            all = withFailingShardAsReported(report, shards.get());
+            List<MemoryMap> maps = new ArrayList<>(all.size());
+            for (MemorySnapshot s : all) {
+                maps.add(s.memoryMap());
+            }
             Files.createDirectories(dir);
-            Files.writeString(file, json(report, shards.get()), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
-            String abs = file.toAbsolutePath().toString();
-            return new Result(" Memory map and summary written to " + abs + ".", abs);
+            Files.writeString(file, json(report, maps), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
+            abs = file.toAbsolutePath().toString();
         } catch (IOException | RuntimeException e) {
             return new Result(" Could not write the memory dump to " + file.toAbsolutePath() + ": " + e
                     + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable directory).", null);
         }
+        Path pickle = dir.resolve(stem + ".pickle");
+        try {
+            try (OutputStream out = new BufferedOutputStream(
+                    Files.newOutputStream(pickle, StandardOpenOption.CREATE_NEW), 1 << 16)) {
+                if (all.isEmpty()) {
+                    report.snapshot().writePyTorchPickle(out);
+                } else {
+                    PyTorchSnapshotWriter.writeShards(all, out);
+                }
+            }
+            return new Result(" Memory map and summary written to " + abs + ", PyTorch's memory snapshot of it (for"
+                    + " pytorch.org/memory_viz) to " + pickle.toAbsolutePath() + ".", abs);
+        } catch (IOException | RuntimeException e) {
+            try {
+                Files.deleteIfExists(pickle);
+            } catch (IOException ignored) {
+                // The note below says what failed; a partial file left here is named there.
+            }
+            return new Result(" Memory map and summary written to " + abs + "; could not write PyTorch's memory"
+                    + " snapshot to " + pickle.toAbsolutePath() + ": " + e + ".", abs);
+        }
+    }
+
+    /**
+     * The shards' snapshots with the failing shard's replaced by the report's, taken at the
+     * moment of failure (the others are read after it); {@code shards} as given if no shard has
+     * the report's name.
+     */
+    private static List<MemorySnapshot> withFailingShardAsReported(OutOfMemoryReport report,
+            List<MemorySnapshot> shards) {
+        List<MemorySnapshot> out = new ArrayList<>(shards);
+        for (int i = 0; i < out.size(); i++) {
+            if (out.get(i).memoryMap().allocatorName().equals(report.allocatorName())) {
+                out.set(i, report.snapshot());
+            }
+        }
+        return out;
     }
 
     /** The dump's JSON document; {@code shards}, when not empty, as a last field. */

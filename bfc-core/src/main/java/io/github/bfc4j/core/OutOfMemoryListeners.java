@@ -25,8 +25,8 @@ final class OutOfMemoryListeners {
     private final OomDumpWriter dumps;
     /** What the report becomes before the dump and the listeners see it: a sharded allocator's addition. */
     private volatile UnaryOperator<OutOfMemoryReport> completion = UnaryOperator.identity();
-    /** The memory maps a dump adds: a sharded allocator's, of all its shards. */
-    private volatile Supplier<List<MemoryMap>> shardMaps = List::of;
+    /** The snapshots a dump adds: a sharded allocator's, of all its shards. */
+    private volatile Supplier<List<MemorySnapshot>> shardSnapshots = List::of;
 
     OutOfMemoryListeners(BfcOptions options) {
         this.dumps = options.dumpOnOomDirectory() == null ? null : new OomDumpWriter(options.dumpOnOomDirectory());
@@ -46,12 +46,12 @@ final class OutOfMemoryListeners {
     }
 
     /**
-     * Sets what every report becomes before the dump and the listeners see it, and the memory
-     * maps that a dump adds (read only when one is written).
+     * Sets what every report becomes before the dump and the listeners see it, and the
+     * snapshots that a dump adds (taken only when one is written).
      */
-    void complete(UnaryOperator<OutOfMemoryReport> completion, Supplier<List<MemoryMap>> shardMaps) {
+    void complete(UnaryOperator<OutOfMemoryReport> completion, Supplier<List<MemorySnapshot>> shardSnapshots) {
         this.completion = completion;
-        this.shardMaps = shardMaps;
+        this.shardSnapshots = shardSnapshots;
     }
 
     /**
@@ -63,7 +63,7 @@ final class OutOfMemoryListeners {
      */
     OomDumpWriter.Result notify(OutOfMemoryReport failure) {
         OutOfMemoryReport report = completed(failure);
-        OomDumpWriter.Result dump = dumps == null ? OomDumpWriter.Result.NONE : dumps.write(report, shardMaps);
+        OomDumpWriter.Result dump = dumps == null ? OomDumpWriter.Result.NONE : dumps.write(report, shardSnapshots);
         for (OutOfMemoryListener l : listeners) {
             try {
                 l.onOutOfMemory(report);

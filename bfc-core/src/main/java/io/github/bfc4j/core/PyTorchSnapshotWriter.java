@@ -79,6 +79,19 @@ final class PyTorchSnapshotWriter {
     }
 
     /**
+     * Writes the snapshots of the shards of a {@link ShardedBfcAllocator}, in shard order, as one
+     * snapshot of device 0 whose stream {@code i} is shard {@code i}.
+     */
+    static void writeShards(List<MemorySnapshot> shards, OutputStream out) throws IOException {
+        List<Part> parts = new ArrayList<>(shards.size());
+        for (int i = 0; i < shards.size(); i++) {
+            MemorySnapshot s = shards.get(i);
+            parts.add(new Part(i, s.memoryMap().regions(), s.history().events()));
+        }
+        write(shards.get(0).coalescingRegions(), parts, 0, out);
+    }
+
+    /**
      * Writes several allocators (the shards of a {@link ShardedBfcAllocator}) as one snapshot:
      * all their regions as segments in address order, and their histories as one timeline
      * ({@link MemoryHistory#mergeByTime}); each part's segments and events carry its stream, so

@@ -121,7 +121,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         }
         this.shardList = List.of(shards);
         for (BfcAllocator s : shards) {
-            s.completeOutOfMemoryReports(this::withAllShards, this::openShardMaps);
+            s.completeOutOfMemoryReports(this::withAllShards, this::snapshots);
         }
         this.ports = new BfcPort[shards.length];
         for (int i = 0; i < shards.length; i++) {
@@ -720,13 +720,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @throws IOException if writing fails
      */
     public void writePyTorchPickle(OutputStream out) throws IOException {
-        List<MemorySnapshot> snapshots = snapshots();
-        List<PyTorchSnapshotWriter.Part> parts = new ArrayList<>();
-        for (int i = 0; i < snapshots.size(); i++) {
-            MemorySnapshot snapshot = snapshots.get(i);
-            parts.add(new PyTorchSnapshotWriter.Part(i, snapshot.memoryMap().regions(), snapshot.history().events()));
-        }
-        PyTorchSnapshotWriter.write(snapshots.get(0).coalescingRegions(), parts, 0, out);
+        PyTorchSnapshotWriter.writeShards(snapshots(), out);
     }
 
     /**

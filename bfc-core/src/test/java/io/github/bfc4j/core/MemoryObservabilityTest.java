@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.stream.Stream;
+import net.razorvine.pickle.Unpickler;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -270,10 +271,25 @@ class MemoryObservabilityTest {
             assertThat(a.memoryStats().oomsTotal()).isEqualTo(1);
             List<Path> files;
             try (Stream<Path> list = Files.list(dumps)) {
-                files = list.toList();
+                files = list.sorted().toList();
             }
-            assertThat(files).hasSize(1);
-            assertThat(files.get(0).getFileName().toString()).startsWith("bfc-oom-obs_bfc-").endsWith(".json");
+            // One JSON document and, by the same name, PyTorch's snapshot of the same moment.
+            assertThat(files).hasSize(2);
+            String json = files.get(0).getFileName().toString();
+            assertThat(json).startsWith("bfc-oom-obs_bfc-").endsWith(".json");
+            assertThat(files.get(1).getFileName().toString())
+                    .isEqualTo(json.substring(0, json.length() - ".json".length()) + ".pickle");
+            byte[] pickle = Files.readAllBytes(files.get(1));
+            MemoryVizOpcodes.check(pickle);
+            @SuppressWarnings("unchecked")
+            List<Map<String, Object>> segments = (List<Map<String, Object>>) ((Map<?, ?>) new Unpickler()
+                    .loads(pickle)).get("segments");
+            assertThat(segments.stream().mapToLong(seg -> PyTorchSnapshotTest.num(seg.get("total_size"))).sum())
+                    .isEqualTo(a.getStats().poolBytes());
+            assertThat(segments).flatExtracting(seg -> (List<?>) seg.get("blocks"))
+                    .filteredOn(b -> ((Map<?, ?>) b).get("state").equals("active_allocated"))
+                    .extracting(b -> PyTorchSnapshotTest.num(((Map<?, ?>) b).get("address")))
+                    .containsExactly(p);
             Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(files.get(0)));
             assertThat(doc.get("schema")).isEqualTo("bfc4j.oom-dump/1");
             assertThat(num(doc.get("requestedBytes"))).isEqualTo(6 * MIB);
@@ -283,10 +299,10 @@ class MemoryObservabilityTest {
             Map<?, ?> stats = (Map<?, ?>) map.get("stats");
             assertThat(num(stats.get("bytesInUse"))).isEqualTo(a.getStats().bytesInUse());
             assertThat(doc.containsKey("shards")).as("shards: a sharded allocator's only").isFalse();
-            // A second failure writes a second file.
+            // A second failure writes a second dump.
             assertThat(a.allocateRaw(256, 7 * MIB)).isZero();
             try (Stream<Path> list = Files.list(dumps)) {
-                assertThat(list.count()).isEqualTo(2);
+                assertThat(list.count()).isEqualTo(4);
             }
         }
     }
@@ -300,7 +316,10 @@ class MemoryObservabilityTest {
             BfcOutOfMemoryException e = org.junit.jupiter.api.Assertions.assertThrows(
                     BfcOutOfMemoryException.class, () -> a.allocate(6 * MIB));
             assertThat(e.dumpFile()).isNotNull();
-            assertThat(e.getMessage()).endsWith(" Memory map and summary written to " + e.dumpFile() + ".");
+            String pickle = e.dumpFile().substring(0, e.dumpFile().length() - ".json".length()) + ".pickle";
+            assertThat(e.getMessage()).endsWith(" Memory map and summary written to " + e.dumpFile() + ", PyTorch's"
+                    + " memory snapshot of it (for pytorch.org/memory_viz) to " + pickle + ".");
+            assertThat(Path.of(pickle)).isRegularFile();
             Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(Path.of(e.dumpFile())));
             assertThat(num(doc.get("requestedBytes"))).isEqualTo(6 * MIB);
             assertThat(a.memoryStats().oomsTotal()).isEqualTo(2);

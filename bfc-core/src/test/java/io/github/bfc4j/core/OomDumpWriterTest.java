@@ -21,9 +21,9 @@ class OomDumpWriterTest {
     @TempDir
     Path dir;
 
-    private static long files(Path dir) throws IOException {
+    private static long files(Path dir, String suffix) throws IOException {
         try (Stream<Path> s = Files.list(dir)) {
-            return s.count();
+            return s.filter(f -> f.getFileName().toString().endsWith(suffix)).count();
         }
     }
 
@@ -47,13 +47,15 @@ class OomDumpWriterTest {
         assertThat(skipped.file()).isNull();
         assertThat(skipped.note()).isEqualTo(" No memory dump written (10 written, 1 skipped: at most one a minute after"
                 + " the first 10); memorySummary() tells the state now.");
-        assertThat(files(dir)).isEqualTo(10);
+        assertThat(files(dir, ".json")).isEqualTo(10);
+        assertThat(files(dir, ".pickle")).as("each with its PyTorch snapshot").isEqualTo(10);
         now.addAndGet(OomDumpWriter.INTERVAL_NANOS);
         assertThat(writer.write(report).file()).isNotNull();
         assertThat(writer.write(report).file()).isNull();
-        assertThat(files(dir)).isEqualTo(11);
+        assertThat(files(dir, ".json")).isEqualTo(11);
+        assertThat(files(dir, ".pickle")).isEqualTo(11);
         try (Stream<Path> s = Files.list(dir)) {
-            String json = Files.readString(s.findFirst().orElseThrow());
+            String json = Files.readString(s.filter(f -> f.toString().endsWith(".json")).findFirst().orElseThrow());
             assertThat(json).startsWith("{\n\"schema\": \"bfc4j.oom-dump/1\",\n\"allocatorName\": \"storm\"")
                     .contains("\"requestedBytes\": 2097152");
         }

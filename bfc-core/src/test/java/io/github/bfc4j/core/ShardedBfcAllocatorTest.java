@@ -438,8 +438,8 @@ class ShardedBfcAllocatorTest {
                 .as("the shard's own summary").doesNotContain("activations");
         assertThat(heardByTheShard).containsExactly(r);
         try (var files = Files.list(dumps)) {
-            Path dump = files.filter(f -> f.getFileName().toString().startsWith("bfc-oom-held_0-")).findFirst()
-                    .orElseThrow();
+            Path dump = files.filter(f -> f.getFileName().toString().startsWith("bfc-oom-held_0-")
+                    && f.toString().endsWith(".json")).findFirst().orElseThrow();
             Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(dump));
             assertThat((String) doc.get("summary")).contains("All 2 shards of allocator 'held'")
                     .contains("11.66MiB by activations");
@@ -456,6 +456,18 @@ class ShardedBfcAllocatorTest {
             }
             assertThat(((Number) ((Map<?, ?>) ((Map<?, ?>) shardMaps.get(1)).get("stats")).get("bytesInUse"))
                     .longValue()).isEqualTo(a.shards().get(1).allocatedSize(held[1].address()));
+            // PyTorch's snapshot of the failure holds both shards, each as its own stream.
+            String json = dump.toString();
+            byte[] pickle = Files.readAllBytes(Path.of(json.substring(0, json.length() - ".json".length()) + ".pickle"));
+            MemoryVizOpcodes.check(pickle);
+            @SuppressWarnings("unchecked")
+            List<Map<String, Object>> segments = (List<Map<String, Object>>) ((Map<?, ?>) new Unpickler()
+                    .loads(pickle)).get("segments");
+            assertThat(segments).extracting(seg -> PyTorchSnapshotTest.num(seg.get("stream"))).containsExactly(0L, 1L);
+            assertThat(segments).flatExtracting(seg -> (List<?>) seg.get("blocks"))
+                    .filteredOn(blk -> ((Map<?, ?>) blk).get("state").equals("active_allocated"))
+                    .extracting(blk -> PyTorchSnapshotTest.num(((Map<?, ?>) blk).get("address")))
+                    .containsExactlyInAnyOrder(held[0].address(), held[1].address());
         }
 
         assertThat(a.removeOutOfMemoryListener(listener)).isTrue();
