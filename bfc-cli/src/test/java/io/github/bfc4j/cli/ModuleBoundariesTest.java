@@ -128,7 +128,10 @@ class ModuleBoundariesTest {
     void anAllocatorRunsFromTheModulesInALayer() throws Exception {
         Set<String> roots = Set.of("io.github.bfc4j.cpu", JAVACPP_NATIVES);
         Configuration cf = ModuleLayer.boot().configuration().resolve(finder, ModuleFinder.of(), roots);
-        ModuleLayer layer = ModuleLayer.boot().defineModulesWithOneLoader(cf, ClassLoader.getPlatformClassLoader());
+        ModuleLayer.Controller controller = ModuleLayer.defineModulesWithOneLoader(cf, List.of(ModuleLayer.boot()),
+                ClassLoader.getPlatformClassLoader());
+        ModuleLayer layer = controller.layer();
+        enableNativeAccess(controller, layer.findModule("org.bytedeco.javacpp").orElseThrow());
         ClassLoader loader = layer.findLoader("io.github.bfc4j.cpu");
         Class<?> bfc = loader.loadClass("io.github.bfc4j.core.BfcAllocator");
         Class<?> subAllocator = loader.loadClass("io.github.bfc4j.core.SubAllocator");
@@ -152,6 +155,17 @@ class ModuleBoundariesTest {
                 assertThat(buf.getLong(0)).isEqualTo(42);
                 assertThat(allocation.getMethod("size").invoke(a)).isEqualTo(1024L);
             }
+        }
+    }
+
+    /**
+     * From JDK 22 on, lets the layer's JavaCPP load its native libraries without the JVM's
+     * warning, as an application that defines a layer does ({@code enableNativeAccess} is not in
+     * JDK 17; the command-line equivalent is {@code --enable-native-access}).
+     */
+    private static void enableNativeAccess(ModuleLayer.Controller controller, Module module) throws Exception {
+        if (Runtime.version().feature() >= 22) {
+            ModuleLayer.Controller.class.getMethod("enableNativeAccess", Module.class).invoke(controller, module);
         }
     }
 
