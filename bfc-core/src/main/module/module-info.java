@@ -12,9 +12,6 @@ module io.github.bfc4j.core {
     requires transitive org.bytedeco.javacpp;
     // The allocator's JDK Flight Recorder events.
     requires jdk.jfr;
-    // MemorySnapshot.writePyTorchPickle: net.razorvine:pickle, an automatic module named after
-    // its jar (it declares no Automatic-Module-Name).
-    requires pickle;
 
     exports io.github.bfc4j.core;
     exports io.github.bfc4j.core.sim;

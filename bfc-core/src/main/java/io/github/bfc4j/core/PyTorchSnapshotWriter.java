@@ -10,13 +10,14 @@ package io.github.bfc4j.core;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import net.razorvine.pickle.Pickler;
+import java.util.Set;
 
 /**
  * Writes a {@link MemorySnapshot} as PyTorch's memory snapshot: the pickled dictionary of
@@ -42,7 +43,9 @@ import net.razorvine.pickle.Pickler;
  *       frame ({@code name} the annotation, {@code filename} {@code "<annotation>"} or
  *       {@code "<annotation step N>"}, {@code line} 0) and also {@code user_metadata}.</li>
  * </ul>
- * Objects are memoised by identity, so a stack shared by many events is written once.
+ * Every list of frames is made once for each distinct (annotation, step, stack), and every
+ * frame once, and {@link PickleWriter} writes each of them once: the stacks that many events
+ * share are written once, however many allocations made them.
  */
 final class PyTorchSnapshotWriter {
 
@@ -50,7 +53,8 @@ final class PyTorchSnapshotWriter {
     /** PyTorch's {@code compile_context} of an event outside torch.compile. */
     private static final String NO_COMPILE_CONTEXT = "N/A";
 
-    private final Map<Object, List<Map<String, Object>>> framesOf = new IdentityHashMap<>();
+    /** The frames of each distinct (annotation, step, stack), built once and shared. */
+    private final Map<FramesKey, List<Map<String, Object>>> framesOf = new HashMap<>();
     private final Map<StackFrame, Map<String, Object>> frameDicts = new IdentityHashMap<>();
     private final List<Map<String, Object>> noFrames = new ArrayList<>();
     /** The CUDA ordinal the segments carry, and the index of the history in device_traces. */
@@ -98,8 +102,9 @@ final class PyTorchSnapshotWriter {
      * that the viewer never merges segments of two parts.
      */
     static void write(boolean coalescing, List<Part> parts, int device, OutputStream out) throws IOException {
-        Map<String, Object> root = new PyTorchSnapshotWriter(device).dictionary(coalescing, parts);
-        new Pickler(true, false).dump(root, out);
+        PyTorchSnapshotWriter w = new PyTorchSnapshotWriter(device);
+        Map<String, Object> root = w.dictionary(coalescing, parts);
+        PickleWriter.write(root, w.shared(), out);
         out.flush();
     }
 
@@ -216,20 +221,38 @@ final class PyTorchSnapshotWriter {
                 : p.step() >= 0 ? p.annotation() + " (step " + p.step() + ")" : p.annotation());
     }
 
-    /** The frames of a provenance: the annotation first (if any), then the stack. */
+    /** The objects that the dictionary holds in more than one place: the frames and their lists. */
+    private Set<Object> shared() {
+        Set<Object> shared = Collections.newSetFromMap(new IdentityHashMap<>());
+        shared.add(noFrames);
+        shared.addAll(framesOf.values());
+        shared.addAll(frameDicts.values());
+        return shared;
+    }
+
+    /** What makes two provenances' frames the same list. */
+    private record FramesKey(String annotation, long step, List<StackFrame> stack) {
+    }
+
+    /**
+     * The frames of a provenance: the annotation first (if any), then the stack; one list for
+     * all provenances with the same annotation, step and stack.
+     */
     private List<Map<String, Object>> frames(Provenance p) {
         if (p.annotation() == null && p.stack().isEmpty()) {
             return noFrames;
         }
-        if (p.annotation() == null) {
-            // The stack list is shared by every event and chunk of one allocation: write it once.
-            return framesOf.computeIfAbsent(p.stack(), k -> stackFrames(p.stack(), null));
-        }
-        Map<String, Object> annotation = new LinkedHashMap<>();
-        annotation.put("filename", p.step() >= 0 ? "<annotation step " + p.step() + ">" : "<annotation>");
-        annotation.put("line", 0L);
-        annotation.put("name", p.annotation());
-        return stackFrames(p.stack(), annotation);
+        long step = p.annotation() == null ? -1 : p.step();
+        return framesOf.computeIfAbsent(new FramesKey(p.annotation(), step, p.stack()), k -> {
+            if (k.annotation() == null) {
+                return stackFrames(k.stack(), null);
+            }
+            Map<String, Object> annotation = new LinkedHashMap<>();
+            annotation.put("filename", k.step() >= 0 ? "<annotation step " + k.step() + ">" : "<annotation>");
+            annotation.put("line", 0L);
+            annotation.put("name", k.annotation());
+            return stackFrames(k.stack(), annotation);
+        });
     }
 
     private List<Map<String, Object>> stackFrames(List<StackFrame> stack, Map<String, Object> first) {
