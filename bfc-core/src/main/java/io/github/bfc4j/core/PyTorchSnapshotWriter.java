@@ -55,7 +55,8 @@ final class PyTorchSnapshotWriter {
 
     /** The frames of each distinct (annotation, step, stack), built once and shared. */
     private final Map<FramesKey, List<Map<String, Object>>> framesOf = new HashMap<>();
-    private final Map<StackFrame, Map<String, Object>> frameDicts = new IdentityHashMap<>();
+    /** The dictionary of each distinct frame, built once and shared. */
+    private final Map<StackFrame, Map<String, Object>> frameDicts = new HashMap<>();
     private final List<Map<String, Object>> noFrames = new ArrayList<>();
     /** The CUDA ordinal the segments carry, and the index of the history in device_traces. */
     private final int device;
