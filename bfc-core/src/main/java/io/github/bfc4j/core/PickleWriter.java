@@ -218,22 +218,21 @@ final class PickleWriter {
 
     /** Stores the object just written at the next memo index. */
     private void memoPut() throws IOException {
-        int index = nextMemo++;
-        if (index <= 0xff) {
-            put(BINPUT);
-            put(index);
-        } else {
-            put(LONG_BINPUT);
-            putInt32(index);
-        }
+        memoOp(BINPUT, LONG_BINPUT, nextMemo++);
     }
 
+    /** Refers to the object at memo index {@code index}. */
     private void get(int index) throws IOException {
+        memoOp(BINGET, LONG_BINGET, index);
+    }
+
+    /** A memo opcode with a one-byte index, or its four-byte form beyond 255. */
+    private void memoOp(int oneByte, int fourBytes, int index) throws IOException {
         if (index <= 0xff) {
-            put(BINGET);
+            put(oneByte);
             put(index);
         } else {
-            put(LONG_BINGET);
+            put(fourBytes);
             putInt32(index);
         }
     }
