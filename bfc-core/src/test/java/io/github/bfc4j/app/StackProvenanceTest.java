@@ -44,6 +44,38 @@ class StackProvenanceTest {
         return a.allocateRaw(64, bytes);
     }
 
+    /**
+     * The events and chunks of allocations made from one place share one list of frames (one
+     * copy per stack, not per allocation), and a stack from another place shares its common frames.
+     */
+    @Test
+    void allocationsFromOnePlaceShareOneStack() {
+        try (BfcAllocator a = allocator()) {
+            a.recordHistory(HistoryOptions.defaults());
+            long[] ptrs = new long[100];
+            for (int i = 0; i < ptrs.length; i++) {
+                ptrs[i] = allocateHere(a, 4096);
+            }
+            long elsewhere = a.allocateRaw(64, 4096);
+            List<MemoryEvent> allocs = a.snapshot().history().events().stream()
+                    .filter(e -> e.kind() == MemoryEvent.Kind.ALLOC).toList();
+            assertThat(allocs).hasSize(101);
+            List<StackFrame> here = allocs.get(0).provenance().stack();
+            assertThat(here.get(0).methodName()).isEqualTo("allocateHere");
+            for (int i = 0; i < ptrs.length; i++) {
+                assertThat(allocs.get(i).provenance().stack()).isSameAs(here);
+                assertThat(provenanceOf(a, ptrs[i]).stack()).isSameAs(here);
+            }
+            List<StackFrame> there = allocs.get(100).provenance().stack();
+            assertThat(there.get(0).methodName()).isEqualTo("allocationsFromOnePlaceShareOneStack");
+            assertThat(there.get(1)).as("the frame below the test method, shared").isSameAs(here.get(2));
+            for (long p : ptrs) {
+                a.deallocateRaw(p);
+            }
+            a.deallocateRaw(elsewhere);
+        }
+    }
+
     @Test
     void stacksPointAtTheCallingTestMethod() {
         try (BfcAllocator a = allocator()) {
