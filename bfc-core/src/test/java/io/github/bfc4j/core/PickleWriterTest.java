@@ -223,6 +223,86 @@ class PickleWriterTest {
         }
     }
 
+    /**
+     * Python's own unpickler (the format's reference) reads random trees as written: each is
+     * compared through {@code repr}, which Python prints and {@link #repr} writes the same way.
+     * Skipped, saying why, where no {@code python3} runs.
+     */
+    @Test
+    void pythonReadsRandomTreesAsWritten(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(python3Runs(),
+                "no python3 on the PATH: the check against Python's own unpickler is skipped");
+        long seed = System.nanoTime();
+        System.out.println("PickleWriterTest.pythonReadsRandomTreesAsWritten seed=" + seed);
+        Random random = new Random(seed);
+        List<Object> trees = new ArrayList<>();
+        StringBuilder expected = new StringBuilder();
+        for (int i = 0; i < 100; i++) {
+            Object tree = randomTree(random, 4);
+            java.nio.file.Files.write(dir.resolve(i + ".pickle"), pickle(tree, Set.of()));
+            trees.add(tree);
+            expected.append(repr(tree)).append('\n');
+        }
+        Process p = new ProcessBuilder("python3", "-c", "import pickle, sys\n"
+                + "for i in range(100):\n"
+                + "    with open(sys.argv[1] + '/' + str(i) + '.pickle', 'rb') as f:\n"
+                + "        sys.stdout.write(repr(pickle.load(f)) + '\\n')\n", dir.toString())
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor()).as("python3: %s", out).isZero();
+        assertThat(out).as("seed %d", seed).isEqualTo(expected.toString());
+    }
+
+    private static boolean python3Runs() {
+        try {
+            Process p = new ProcessBuilder("python3", "-c", "print(1)").redirectErrorStream(true).start();
+            return p.waitFor() == 0;
+        } catch (IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    /** Python's {@code repr} of what the tree unpickles to (for randomTree's strings and numbers). */
+    private static String repr(Object o) {
+        if (o == null) {
+            return "None";
+        }
+        if (o instanceof Boolean b) {
+            return b ? "True" : "False";
+        }
+        if (o instanceof Number n) {
+            return Long.toString(n.longValue());
+        }
+        if (o instanceof String str) {
+            return "'" + str + "'";
+        }
+        if (o instanceof Object[] t) {
+            StringBuilder sb = new StringBuilder("(");
+            for (int i = 0; i < t.length; i++) {
+                sb.append(i == 0 ? "" : ", ").append(repr(t[i]));
+            }
+            return sb.append(t.length == 1 ? ",)" : ")").toString();
+        }
+        if (o instanceof List<?> l) {
+            StringBuilder sb = new StringBuilder("[");
+            for (int i = 0; i < l.size(); i++) {
+                sb.append(i == 0 ? "" : ", ").append(repr(l.get(i)));
+            }
+            return sb.append(']').toString();
+        }
+        StringBuilder sb = new StringBuilder("{");
+        boolean first = true;
+        for (Map.Entry<?, ?> e : ((Map<?, ?>) o).entrySet()) {
+            sb.append(first ? "" : ", ").append(repr(e.getKey())).append(": ").append(repr(e.getValue()));
+            first = false;
+        }
+        return sb.append('}').toString();
+    }
+
     @Test
     void anUnsupportedValueIsRefusedNamingItsClass() {
         assertThatThrownBy(() -> PickleWriter.write(Map.of("x", 1.5), new ByteArrayOutputStream()))
