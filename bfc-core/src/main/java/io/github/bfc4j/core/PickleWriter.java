@@ -7,7 +7,6 @@ package io.github.bfc4j.core;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
@@ -90,11 +89,6 @@ final class PickleWriter {
         w.save(root);
         w.put(STOP);
         w.flush();
-    }
-
-    /** {@link #write(Object, Set, OutputStream)} with nothing shared but strings. */
-    static void write(Object root, OutputStream out) throws IOException {
-        write(root, Collections.emptySet(), out);
     }
 
     private void save(Object o) throws IOException {

@@ -550,15 +550,12 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * no shard records provenance.
      */
     private List<MemoryMap> mapsForHolders() {
-        return anyShard(BfcAllocator::recordsProvenance) ? openShardMaps() : List.of();
-    }
-
-    /** The memory maps of the open shards, in shard order, each read in turn. */
-    private List<MemoryMap> openShardMaps() {
         List<MemoryMap> maps = new ArrayList<>();
-        for (BfcAllocator s : shards) {
-            if (!s.isClosed()) {
-                maps.add(s.memoryMap());
+        if (anyShard(BfcAllocator::recordsProvenance)) {
+            for (BfcAllocator s : shards) {
+                if (!s.isClosed()) {
+                    maps.add(s.memoryMap());
+                }
             }
         }
         return maps;

@@ -305,7 +305,7 @@ class PickleWriterTest {
 
     @Test
     void anUnsupportedValueIsRefusedNamingItsClass() {
-        assertThatThrownBy(() -> PickleWriter.write(Map.of("x", 1.5), new ByteArrayOutputStream()))
+        assertThatThrownBy(() -> PickleWriter.write(Map.of("x", 1.5), Set.of(), new ByteArrayOutputStream()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("java.lang.Double");
     }
 
