@@ -296,7 +296,7 @@ final class BfcPort {
         // to (and including) the memory limit.
         for (int b = 0; b < NUM_BINS; b++) {
             long binSize = binNumToSize(b);
-            bins[b] = new FreeChunkSet(chunks);
+            bins[b] = new FreeChunkSet(chunks, binSize);
             check(binNumForSize(binSize) == b, "BinForSize(bin_size)");
             check(binNumForSize(binSize + 255) == b, "BinForSize(bin_size + 255)");
             check(binNumForSize(binSize * 2 - 1) == b, "BinForSize(bin_size * 2 - 1)");

@@ -179,7 +179,7 @@ public final class ChunkTable {
      * @return its id, never 0
      */
     int register(FreeChunkSet set) {
-        if (sets.length == Integer.MAX_VALUE >>> 1) {
+        if (sets.length == Integer.MAX_VALUE >>> FreeChunkSet.SET_SHIFT) {
             throw new IllegalStateException("too many FreeChunkSets on one ChunkTable");
         }
         sets = Arrays.copyOf(sets, sets.length + 1);

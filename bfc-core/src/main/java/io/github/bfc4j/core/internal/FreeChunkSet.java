@@ -10,28 +10,35 @@ package io.github.bfc4j.core.internal;
  * (both unsigned). Port of {@code BFCAllocator::Bin::FreeChunkSet}, an {@code std::set} of
  * chunk handles, which libstdc++ implements as a red-black tree; so is this.
  *
- * <p>DEVIATION(port) (representation only, docs/deviations.md): the tree is intrusive. Its
- * links live in the {@link ChunkTable}, in one {@code int[] binLinks} holding a 16-byte node
- * per chunk handle (left, right, parent, tag: the set's id and the node's colour), shared by every set of
- * the table because a free chunk is in at most one bin. Adding, removing and searching create
- * no object (a {@code TreeSet<Integer>} created a 40-byte entry per insertion), and the order,
- * hence every decision of the allocator, is the same. The balancing is the textbook one
- * (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as in {@code java.util.TreeMap}),
- * except that deletion relinks the successor node instead of copying its key, since a node is
- * its handle, and that each fix-up is written once for both sides (the book's "same as then
- * clause with right and left exchanged" is a side index, {@code LEFT} or {@code RIGHT}).
+ * <p>DEVIATION(port) (representation only, docs/deviations.md): the tree is intrusive, and a
+ * bin is 64 trees. The links live in the {@link ChunkTable}, in one {@code int[] binLinks}
+ * holding a 16-byte node per chunk handle (left, right, parent, tag: the set's id, the node's
+ * subset and its colour), shared by every set of the table because a free chunk is in at most
+ * one bin. A bin's size range (2<sup>b</sup> to 2<sup>b+1</sup> - 1 times 256 bytes) is cut
+ * into 64 equal slices, the <em>subsets</em>, each a tree of its own, with a bit per subset
+ * saying whether it has a chunk and its smallest chunk cached. Every chunk of a subset is
+ * smaller than every chunk of the next, so walking the subsets in turn walks the bin in
+ * upstream's order, and every decision of the allocator is the same. A bin of a few hundred
+ * free chunks is many trees of a few, mostly of one or none: the first chunk of a subset is
+ * added, and its last removed, without a descent or a fix-up. Adding, removing and searching
+ * create no object (a {@code TreeSet<Integer>} created a 40-byte entry per insertion). The
+ * balancing is the textbook one (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as
+ * in {@code java.util.TreeMap}), except that deletion relinks the successor node instead of
+ * copying its key, since a node is its handle, and that each fix-up is written once for both
+ * sides (the book's "same as then clause with right and left exchanged" is a side index,
+ * {@code LEFT} or {@code RIGHT}).
  *
  * <pre>
- *  bin 3 (chunks of 2 KiB .. 4 KiB), ordered by (size, ptr):
+ *  bin 3 (chunks of 2 KiB .. 4 KiB - 1, subsets of 32 bytes), ordered by (size, ptr):
  *
- *                 h7 (3072, 0x..1000) black
- *                /                      \
- *   h2 (2048, 0x..9000) black     h5 (3584, 0x..0400) black
- *                                     /
- *                       h9 (3072, 0x..8000) red
+ *  nonEmpty = bits 0, 32, 48
+ *  subset 0 (2048 .. 2079)   subset 32 (3072 .. 3103)           subset 48 (3584 .. 3615)
+ *  h2 (2048, 0x..9000) black       h7 (3072, 0x..1000) black    h5 (3584, 0x..0400) black
+ *                                              \
+ *                                  h9 (3072, 0x..8000) red
  *
- *  binLinks[h7 * 4 ..] = {left h2, right h5, parent NONE, tag id(bin 3) << 1 | black}
- *  binLinks[h9 * 4 ..] = {left NONE, right NONE, parent h5, tag id(bin 3) << 1 | red}
+ *  binLinks[h7 * 4 ..] = {left NONE, right h9, parent NONE, tag id(bin 3) << 7 | 32 << 1 | black}
+ *  binLinks[h9 * 4 ..] = {left NONE, right NONE, parent h7, tag id(bin 3) << 7 | 32 << 1 | red}
  * </pre>
  *
  * <p>The API speaks {@code int} handles only. Walk a set in order with
@@ -49,6 +56,12 @@ public final class FreeChunkSet {
 
     private static final int RED = 1;
 
+    /** The number of subsets (trees) of a set. */
+    static final int SUBSETS = 64;
+    /** A node's tag: the set's id above SET_SHIFT, its subset above bit 0, its colour in bit 0. */
+    static final int SET_SHIFT = 7;
+    private static final int NODE_BITS = (1 << SET_SHIFT) - 1;
+
     // Offsets in a node of ChunkTable.binLinks. LEFT and RIGHT must stay 0 and 1: a side d's
     // other side is d ^ 1.
     static final int LEFT = 0;
@@ -57,17 +70,25 @@ public final class FreeChunkSet {
     static final int TAG = 3;
 
     private final ChunkTable chunks;
-    /** This set's tag for a black node; {@code | RED} for a red one. */
-    private final int blackTag;
-    private int root = NONE;
+    /** This set's id, shifted into place in a node's tag. */
+    private final int setTag;
     /**
-     * The smallest chunk (lowest address among equals), kept up to date as libstdc++'s
-     * {@code std::set} keeps its leftmost node for {@code begin()}: {@link #first()} and the
-     * usual hit of {@link #ceilingSize} are then one read instead of a walk down the tree.
-     * Measured: {@code CpuTimeReplay} of big-random-1m, 12 JVMs alternated, median 197 ns per
-     * call without, 183 with (docs/performance.md).
+     * The set is split by size into {@link #SUBSETS} subsets, each its own tree: subset k holds
+     * the chunks whose {@code (size >>> shift) - SUBSETS} is k (clamped to the first and the
+     * last subset), so that every chunk of a lower subset comes before every chunk of a higher
+     * one. A bin's subsets are 64 equal slices of its size range.
      */
-    private int min = NONE;
+    private final int shift;
+    /** Bit k set: subset k is not empty. */
+    private long nonEmpty;
+    /** Per subset: the root of its tree. */
+    private final int[] roots = new int[SUBSETS];
+    /**
+     * Per subset: its smallest chunk (lowest address among equals), kept up to date as
+     * libstdc++'s {@code std::set} keeps its leftmost node for {@code begin()}: {@link #first()}
+     * and the usual hit of {@link #ceilingSize} are then one read instead of a walk down a tree.
+     */
+    private final int[] mins = new int[SUBSETS];
     private int count;
 
     // The table's arrays, re-read when the table grows (it calls sync()).
@@ -76,11 +97,47 @@ public final class FreeChunkSet {
     /** Per handle h, at h * 4: left child, right child, parent, tag (one 16-byte node). */
     private int[] links;
 
-    /** @param chunks the table whose sizes and addresses order the handles, and which holds the links */
+    /**
+     * A set for chunks of any size: one tree (the first subset) for every size below
+     * 2<sup>63</sup>.
+     *
+     * @param chunks the table whose sizes and addresses order the handles, and which holds the links
+     */
     public FreeChunkSet(ChunkTable chunks) {
+        this(chunks, Long.MIN_VALUE);
+    }
+
+    /**
+     * A set for chunks of {@code minSize} to {@code 2 * minSize - 1} bytes (a bin), kept in 64
+     * trees of equal slices of that range (chunks outside it are in the first or the last).
+     *
+     * @param chunks the table whose sizes and addresses order the handles, and which holds the links
+     * @param minSize a power of two (unsigned), at least 64
+     * @throws IllegalArgumentException if {@code minSize} is not
+     */
+    public FreeChunkSet(ChunkTable chunks, long minSize) {
+        if (Long.bitCount(minSize) != 1 || Long.compareUnsigned(minSize, SUBSETS) < 0) {
+            throw new IllegalArgumentException("minSize must be a power of two of at least "
+                    + SUBSETS + ", not " + Long.toUnsignedString(minSize));
+        }
         this.chunks = chunks;
-        this.blackTag = chunks.register(this) << 1;
+        this.setTag = chunks.register(this) << SET_SHIFT;
+        this.shift = Long.numberOfTrailingZeros(minSize) - Long.numberOfTrailingZeros(SUBSETS);
+        java.util.Arrays.fill(roots, NONE);
+        java.util.Arrays.fill(mins, NONE);
         sync();
+    }
+
+    /** The subset of chunks of {@code size} bytes. */
+    private int subset(long size) {
+        long q = (size >>> shift) - SUBSETS;
+        return q < 0 ? 0 : q >= SUBSETS ? SUBSETS - 1 : (int) q;
+    }
+
+    /** The smallest chunk of the first non-empty subset above {@code k}, or NONE. */
+    private int firstAbove(int k) {
+        final long m = nonEmpty & (-2L << k);
+        return m == 0 ? NONE : mins[Long.numberOfTrailingZeros(m)];
     }
 
     /** Re-reads the table's arrays (the table calls it when it has replaced them). */
@@ -110,15 +167,37 @@ public final class FreeChunkSet {
      */
     public boolean add(int h) {
         if (links[(h << 2) | TAG] != 0) {
-            if ((links[(h << 2) | TAG] & ~RED) == blackTag) {
-                return false;
-            }
-            throw new IllegalStateException("chunk handle " + h
-                    + " is already in another FreeChunkSet of this ChunkTable; remove it there first");
+            return alreadyIn(h);
         }
+        final int k = subset(size[h]);
+        if (roots[k] != NONE) {
+            return insert(h, k);
+        }
+        // The first chunk of its subset: its tree's root, leftmost, black.
+        links[(h << 2) | LEFT] = NONE;
+        links[(h << 2) | RIGHT] = NONE;
+        links[(h << 2) | PARENT] = NONE;
+        links[(h << 2) | TAG] = setTag | (k << 1);
+        roots[k] = h;
+        mins[k] = h;
+        nonEmpty |= 1L << k;
+        count++;
+        return true;
+    }
+
+    private boolean alreadyIn(int h) {
+        if ((links[(h << 2) | TAG] & ~NODE_BITS) == setTag) {
+            return false;
+        }
+        throw new IllegalStateException("chunk handle " + h
+                + " is already in another FreeChunkSet of this ChunkTable; remove it there first");
+    }
+
+    /** Adds {@code h} to the non-empty tree of subset {@code k}. */
+    private boolean insert(int h, int k) {
         final long s = size[h];
         final long p = ptr[h];
-        int x = root;
+        int x = roots[k];
         int xp = NONE;
         int cmp = 0;
         boolean leftmost = true;
@@ -135,21 +214,19 @@ public final class FreeChunkSet {
             }
         }
         if (leftmost) {
-            min = h;
+            mins[k] = h;
         }
         links[(h << 2) | LEFT] = NONE;
         links[(h << 2) | RIGHT] = NONE;
         links[(h << 2) | PARENT] = xp;
-        links[(h << 2) | TAG] = blackTag | RED;
-        if (xp == NONE) {
-            root = h;
-        } else if (cmp < 0) {
+        links[(h << 2) | TAG] = setTag | (k << 1) | RED;
+        if (cmp < 0) {
             links[(xp << 2) | LEFT] = h;
         } else {
             links[(xp << 2) | RIGHT] = h;
         }
+        fixAfterInsertion(h, k);
         count++;
-        fixAfterInsertion(h);
         return true;
     }
 
@@ -161,16 +238,24 @@ public final class FreeChunkSet {
      */
     public boolean remove(int h) {
         int z = h;
-        if ((links[(h << 2) | TAG] & ~RED) != blackTag) {
+        if ((links[(h << 2) | TAG] & ~NODE_BITS) != setTag) {
             z = find(size[h], ptr[h]);
             if (z == NONE) {
                 return false;
             }
         }
-        if (z == min) {
-            min = successor(z);
+        final int k = (links[(z << 2) | TAG] >>> 1) & (SUBSETS - 1);
+        if (z == roots[k] && links[(z << 2) | LEFT] == NONE && links[(z << 2) | RIGHT] == NONE) {
+            // The only chunk of its subset.
+            roots[k] = NONE;
+            mins[k] = NONE;
+            nonEmpty &= ~(1L << k);
+        } else {
+            if (z == mins[k]) {
+                mins[k] = successor(z);
+            }
+            delete(z, k);
         }
-        delete(z);
         links[(z << 2) | TAG] = 0;
         count--;
         return true;
@@ -181,7 +266,7 @@ public final class FreeChunkSet {
      * @return true if it (or a chunk of the same size and address) is in
      */
     public boolean contains(int h) {
-        return (links[(h << 2) | TAG] & ~RED) == blackTag || find(size[h], ptr[h]) != NONE;
+        return (links[(h << 2) | TAG] & ~NODE_BITS) == setTag || find(size[h], ptr[h]) != NONE;
     }
 
     /**
@@ -192,8 +277,9 @@ public final class FreeChunkSet {
      * @return its handle, or {@link #NONE}
      */
     public int ceiling(long size, long ptr) {
+        final int k = subset(size);
         int best = NONE;
-        int x = root;
+        int x = roots[k];
         while (x != NONE) {
             int cmp = compare(size, ptr, x);
             if (cmp < 0) {
@@ -205,7 +291,7 @@ public final class FreeChunkSet {
                 return x;
             }
         }
-        return best;
+        return best != NONE ? best : firstAbove(k);
     }
 
     /**
@@ -217,8 +303,12 @@ public final class FreeChunkSet {
      * @return its handle, or {@link #NONE}
      */
     public int ceilingSize(long size) {
-        final int m = min;
-        if (m != NONE && Long.compareUnsigned(this.size[m], size) >= 0) {
+        final int k = subset(size);
+        final int m = mins[k];
+        if (m == NONE) {
+            return firstAbove(k);
+        }
+        if (Long.compareUnsigned(this.size[m], size) >= 0) {
             return m;
         }
         return ceiling(size, 0);
@@ -230,13 +320,15 @@ public final class FreeChunkSet {
      * @return the next chunk after {@code h} in the order, or {@link #NONE}
      */
     public int higher(int h) {
-        if ((links[(h << 2) | TAG] & ~RED) == blackTag) {
-            return successor(h);
-        }
         final long s = size[h];
+        final int k = subset(s);
+        if ((links[(h << 2) | TAG] & ~NODE_BITS) == setTag) {
+            final int next = successor(h);
+            return next != NONE ? next : firstAbove(k);
+        }
         final long p = ptr[h];
         int best = NONE;
-        int x = root;
+        int x = roots[k];
         while (x != NONE) {
             if (compare(s, p, x) < 0) {
                 best = x;
@@ -245,17 +337,17 @@ public final class FreeChunkSet {
                 x = links[(x << 2) | RIGHT];
             }
         }
-        return best;
+        return best != NONE ? best : firstAbove(k);
     }
 
     /** @return the smallest chunk (lowest address among equals), or {@link #NONE} */
     public int first() {
-        return min;
+        return nonEmpty == 0 ? NONE : mins[Long.numberOfTrailingZeros(nonEmpty)];
     }
 
     /** @return the largest chunk (highest address among equals), or {@link #NONE} */
     public int last() {
-        int x = root;
+        int x = nonEmpty == 0 ? NONE : roots[63 - Long.numberOfLeadingZeros(nonEmpty)];
         if (x != NONE) {
             while (links[(x << 2) | RIGHT] != NONE) {
                 x = links[(x << 2) | RIGHT];
@@ -267,12 +359,13 @@ public final class FreeChunkSet {
     /** Removes every chunk (linear: each one's tag is reset). */
     public void clear() {
         for (int h = first(); h != NONE;) {
-            int next = successor(h);
+            int next = higher(h);
             links[(h << 2) | TAG] = 0;
             h = next;
         }
-        root = NONE;
-        min = NONE;
+        java.util.Arrays.fill(roots, NONE);
+        java.util.Arrays.fill(mins, NONE);
+        nonEmpty = 0;
         count = 0;
     }
 
@@ -290,7 +383,7 @@ public final class FreeChunkSet {
     }
 
     private int find(long s, long p) {
-        int x = root;
+        int x = roots[subset(s)];
         while (x != NONE) {
             int cmp = compare(s, p, x);
             if (cmp < 0) {
@@ -338,7 +431,7 @@ public final class FreeChunkSet {
      * its mirror image. The balancing below is written once for both sides: {@code d} is the
      * side the walk is on, {@code d ^ 1} the other.
      */
-    private void rotate(int x, int d) {
+    private void rotate(int x, int d, int k) {
         final int o = d ^ 1;
         final int y = links[(x << 2) | o];
         final int yd = links[(y << 2) | d];
@@ -349,7 +442,7 @@ public final class FreeChunkSet {
         final int xp = links[(x << 2) | PARENT];
         links[(y << 2) | PARENT] = xp;
         if (xp == NONE) {
-            root = y;
+            roots[k] = y;
         } else {
             links[(xp << 2) | (links[(xp << 2) | LEFT] == x ? LEFT : RIGHT)] = y;
         }
@@ -357,9 +450,9 @@ public final class FreeChunkSet {
         links[(x << 2) | PARENT] = y;
     }
 
-    private void fixAfterInsertion(int x) {
+    private void fixAfterInsertion(int x, int k) {
         int xp;
-        while (x != root && isRed(xp = links[(x << 2) | PARENT])) {
+        while (isRed(xp = links[(x << 2) | PARENT])) {
             final int xpp = links[(xp << 2) | PARENT];
             // d: the side of xpp that xp is on; o: the uncle's side.
             final int d = xp == links[(xpp << 2) | LEFT] ? LEFT : RIGHT;
@@ -373,22 +466,22 @@ public final class FreeChunkSet {
             } else {
                 if (x == links[(xp << 2) | o]) {
                     x = xp;
-                    rotate(x, d);
+                    rotate(x, d, k);
                     xp = links[(x << 2) | PARENT];
                 }
                 setBlack(xp);
                 setRed(xpp);
-                rotate(xpp, o);
+                rotate(xpp, o, k);
             }
         }
-        setBlack(root);
+        setBlack(roots[k]);
     }
 
     /** Replaces the subtree rooted at {@code u} by the one rooted at {@code v} (may be NONE). */
-    private void transplant(int u, int v) {
+    private void transplant(int u, int v, int k) {
         int up = links[(u << 2) | PARENT];
         if (up == NONE) {
-            root = v;
+            roots[k] = v;
         } else if (u == links[(up << 2) | LEFT]) {
             links[(up << 2) | LEFT] = v;
         } else {
@@ -400,18 +493,18 @@ public final class FreeChunkSet {
     }
 
     /** Unlinks node {@code z} (CLRS RB-DELETE, tracking x's parent since there is no sentinel). */
-    private void delete(int z) {
+    private void delete(int z, int k) {
         boolean removedBlack = (links[(z << 2) | TAG] & RED) == 0;
         int x;
         int xp;
         if (links[(z << 2) | LEFT] == NONE) {
             x = links[(z << 2) | RIGHT];
             xp = links[(z << 2) | PARENT];
-            transplant(z, x);
+            transplant(z, x, k);
         } else if (links[(z << 2) | RIGHT] == NONE) {
             x = links[(z << 2) | LEFT];
             xp = links[(z << 2) | PARENT];
-            transplant(z, x);
+            transplant(z, x, k);
         } else {
             int y = links[(z << 2) | RIGHT];
             while (links[(y << 2) | LEFT] != NONE) {
@@ -423,22 +516,22 @@ public final class FreeChunkSet {
                 xp = y;
             } else {
                 xp = links[(y << 2) | PARENT];
-                transplant(y, x);
+                transplant(y, x, k);
                 links[(y << 2) | RIGHT] = links[(z << 2) | RIGHT];
                 links[(links[(y << 2) | RIGHT] << 2) | PARENT] = y;
             }
-            transplant(z, y);
+            transplant(z, y, k);
             links[(y << 2) | LEFT] = links[(z << 2) | LEFT];
             links[(links[(y << 2) | LEFT] << 2) | PARENT] = y;
             links[(y << 2) | TAG] = (links[(y << 2) | TAG] & ~RED) | (links[(z << 2) | TAG] & RED);
         }
         if (removedBlack) {
-            fixAfterDeletion(x, xp);
+            fixAfterDeletion(x, xp, k);
         }
     }
 
-    private void fixAfterDeletion(int x, int xp) {
-        while (x != root && !isRed(x)) {
+    private void fixAfterDeletion(int x, int xp, int k) {
+        while (x != roots[k] && !isRed(x)) {
             // d: the side of xp that x is on (LEFT when x is NONE and xp has no left child,
             // as in the textbook); o: the sibling's side.
             final int d = x == links[(xp << 2) | LEFT] ? LEFT : RIGHT;
@@ -447,7 +540,7 @@ public final class FreeChunkSet {
             if (isRed(w)) {
                 setBlack(w);
                 setRed(xp);
-                rotate(xp, d);
+                rotate(xp, d, k);
                 w = links[(xp << 2) | o];
             }
             if (!isRed(links[(w << 2) | LEFT]) && !isRed(links[(w << 2) | RIGHT])) {
@@ -458,7 +551,7 @@ public final class FreeChunkSet {
                 if (!isRed(links[(w << 2) | o])) {
                     setBlack(links[(w << 2) | d]);
                     setRed(w);
-                    rotate(w, o);
+                    rotate(w, o, k);
                     w = links[(xp << 2) | o];
                 }
                 if (isRed(xp)) {
@@ -468,8 +561,8 @@ public final class FreeChunkSet {
                 }
                 setBlack(xp);
                 setBlack(links[(w << 2) | o]);
-                rotate(xp, d);
-                x = root;
+                rotate(xp, d, k);
+                x = roots[k];
             }
         }
         if (x != NONE) {
@@ -484,32 +577,56 @@ public final class FreeChunkSet {
      * @throws IllegalStateException if an invariant is broken
      */
     int checkInvariants() {
-        if (root != NONE && (links[(root << 2) | PARENT] != NONE || isRed(root))) {
-            throw new IllegalStateException("root " + root + " has a parent or is red");
-        }
-        int leftmost = root;
-        if (leftmost != NONE) {
-            while (links[(leftmost << 2) | LEFT] != NONE) {
-                leftmost = links[(leftmost << 2) | LEFT];
+        int[] n = new int[1];
+        int bh = 0;
+        int previousLast = NONE;
+        for (int k = 0; k < SUBSETS; k++) {
+            final int root = roots[k];
+            if (((nonEmpty >>> k) & 1) != (root == NONE ? 0 : 1)) {
+                throw new IllegalStateException("subset " + k + " marked " + ((nonEmpty >>> k) & 1)
+                        + " but its root is " + root);
+            }
+            if (root != NONE && (links[(root << 2) | PARENT] != NONE || isRed(root))) {
+                throw new IllegalStateException("root " + root + " has a parent or is red");
+            }
+            int leftmost = root;
+            if (leftmost != NONE) {
+                while (links[(leftmost << 2) | LEFT] != NONE) {
+                    leftmost = links[(leftmost << 2) | LEFT];
+                }
+            }
+            if (mins[k] != leftmost) {
+                throw new IllegalStateException("cached first " + mins[k] + " of subset " + k
+                        + " but the leftmost node is " + leftmost);
+            }
+            if (leftmost != NONE && previousLast != NONE && chunks.compare(previousLast, leftmost) >= 0) {
+                throw new IllegalStateException("subset " + k + " starts before the one below ends");
+            }
+            int before = n[0];
+            bh = Math.max(bh, check(root, n, k));
+            if (n[0] > before) {
+                int x = root;
+                while (links[(x << 2) | RIGHT] != NONE) {
+                    x = links[(x << 2) | RIGHT];
+                }
+                previousLast = x;
             }
         }
-        if (min != leftmost) {
-            throw new IllegalStateException("cached first " + min + " but the leftmost node is " + leftmost);
-        }
-        int[] n = new int[1];
-        int bh = check(root, n);
         if (n[0] != count) {
             throw new IllegalStateException("count " + count + " but " + n[0] + " nodes");
         }
         return bh;
     }
 
-    private int check(int x, int[] n) {
+    private int check(int x, int[] n, int k) {
         if (x == NONE) {
             return 1;
         }
         n[0]++;
-        if ((links[(x << 2) | TAG] & ~RED) != blackTag) {
+        if (subset(size[x]) != k) {
+            throw new IllegalStateException("node " + x + " of " + size[x] + " bytes in subset " + k);
+        }
+        if ((links[(x << 2) | TAG] & ~RED) != (setTag | (k << 1))) {
             throw new IllegalStateException("node " + x + " has tag " + links[(x << 2) | TAG]);
         }
         int l = links[(x << 2) | LEFT];
@@ -523,8 +640,8 @@ public final class FreeChunkSet {
         if (isRed(x) && (isRed(l) || isRed(r))) {
             throw new IllegalStateException("red node " + x + " has a red child");
         }
-        int bl = check(l, n);
-        int br = check(r, n);
+        int bl = check(l, n, k);
+        int br = check(r, n, k);
         if (bl != br) {
             throw new IllegalStateException("black heights differ under " + x);
         }

@@ -39,7 +39,9 @@ class FreeChunkSetTest {
         FreeChunkSet[] sets = new FreeChunkSet[SETS];
         List<TreeSet<Integer>> models = new ArrayList<>();
         for (int k = 0; k < SETS; k++) {
-            sets[k] = new FreeChunkSet(chunks);
+            // One tree; a bin of 1-2 KiB (the sizes spread over its subsets, the rest in its first
+            // and last); one of 2-4 KiB (most sizes below it, in its first subset).
+            sets[k] = k == 0 ? new FreeChunkSet(chunks) : new FreeChunkSet(chunks, 512L << k);
             models.add(new TreeSet<>(keys::compare));
         }
         int probe = chunks.allocateChunk(); // a handle in no set, for ceiling() models
@@ -118,6 +120,57 @@ class FreeChunkSetTest {
         for (int k = 0; k < SETS; k++) {
             assertThat(walk(sets[k])).as("seed %d, set %d", seed, k).containsExactlyElementsOf(models.get(k));
         }
+    }
+
+    @Test
+    void aBinsSubsetsAnswerAsOneOrderedSet() {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("FreeChunkSetTest subsets seed: " + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
+        Random rnd = new Random(seed);
+        ChunkTable chunks = new ChunkTable(16);
+        Keys keys = new Keys(chunks, MAX_HANDLES);
+        FreeChunkSet bin = new FreeChunkSet(chunks, 2048); // subsets of 32 bytes
+        TreeSet<Integer> model = new TreeSet<>(keys::compare);
+        for (int i = 0; i < 300; i++) {
+            int h = chunks.allocateChunk();
+            // Mostly in the bin's range, some below and above it, a few sizes repeated.
+            long size = switch (rnd.nextInt(8)) {
+                case 0 -> 1 + rnd.nextInt(2048);
+                case 1 -> 4096 + rnd.nextInt(1 << 20);
+                case 2 -> 2048 + 32L * rnd.nextInt(64);
+                default -> 2048 + rnd.nextInt(2048);
+            };
+            keys.set(h, size, 256L * rnd.nextInt(1 << 20));
+            assertThat(bin.add(h)).isEqualTo(model.add(h));
+        }
+        bin.checkInvariants();
+        assertThat(walk(bin)).as("seed %d", seed).containsExactlyElementsOf(model);
+        assertThat(bin.last()).isEqualTo(model.last());
+        int probe = chunks.allocateChunk();
+        for (long size = 0; size <= 4200; size++) {
+            keys.set(probe, size, 0);
+            Integer expected = model.ceiling(probe);
+            assertThat(bin.ceilingSize(size)).as("seed %d, ceilingSize(%d)", seed, size)
+                    .isEqualTo(expected == null ? FreeChunkSet.NONE : expected);
+        }
+        List<Integer> order = new ArrayList<>(model);
+        java.util.Collections.shuffle(order, rnd);
+        for (int h : order) {
+            assertThat(bin.remove(h)).isTrue();
+            model.remove(h);
+            assertThat(bin.first()).isEqualTo(model.isEmpty() ? FreeChunkSet.NONE : model.first());
+        }
+        bin.checkInvariants();
+        assertThat(bin.isEmpty()).isTrue();
+    }
+
+    @Test
+    void refusesABinSizeThatIsNotAPowerOfTwoOfAtLeast64() {
+        ChunkTable chunks = new ChunkTable(16);
+        assertThatThrownBy(() -> new FreeChunkSet(chunks, 3000)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("minSize must be a power of two of at least 64, not 3000");
+        assertThatThrownBy(() -> new FreeChunkSet(chunks, 32)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new FreeChunkSet(chunks, 0)).isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test
