@@ -11,34 +11,35 @@ package io.github.bfc4j.core.internal;
  * chunk handles, which libstdc++ implements as a red-black tree; so is this.
  *
  * <p>DEVIATION(port) (representation only, docs/deviations.md): the tree is intrusive, and a
- * bin is 64 trees. The links live in the {@link ChunkTable}, in one {@code int[] binLinks}
+ * bin is 16 trees. The links live in the {@link ChunkTable}, in one {@code int[] binLinks}
  * holding a 16-byte node per chunk handle (left, right, parent, tag: the set's id, the node's
  * subset and its colour), shared by every set of the table because a free chunk is in at most
  * one bin. A bin's size range (2<sup>b</sup> to 2<sup>b+1</sup> - 1 times 256 bytes) is cut
- * into 64 equal slices, the <em>subsets</em>, each a tree of its own, with a bit per subset
- * saying whether it has a chunk and its smallest chunk cached. Every chunk of a subset is
- * smaller than every chunk of the next, so walking the subsets in turn walks the bin in
- * upstream's order, and every decision of the allocator is the same. A bin of a few hundred
- * free chunks is many trees of a few, mostly of one or none: the first chunk of a subset is
- * added, and its last removed, without a descent or a fix-up. Adding, removing and searching
- * create no object (a {@code TreeSet<Integer>} created a 40-byte entry per insertion). The
- * balancing is the textbook one (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as
- * in {@code java.util.TreeMap}), except that deletion relinks the successor node instead of
+ * into {@value #SUBSETS} equal slices, the <em>subsets</em>, each a tree of its own, with a bit
+ * per subset saying whether it has a chunk and its smallest chunk cached. Every chunk of a
+ * subset is smaller than every chunk of the next, so walking the subsets in turn walks the bin
+ * in upstream's order, and every decision of the allocator is the same. A bin of a few hundred
+ * free chunks is many small trees, many of one chunk or none: the first chunk of a subset is
+ * added, and its last removed, without a descent or a fix-up, in a method short enough for
+ * the JIT to inline. Adding, removing and searching create no object (a
+ * {@code TreeSet<Integer>} created a 40-byte entry per insertion). The balancing is the
+ * textbook one (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as in
+ * {@code java.util.TreeMap}), except that deletion relinks the successor node instead of
  * copying its key, since a node is its handle, and that each fix-up is written once for both
  * sides (the book's "same as then clause with right and left exchanged" is a side index,
  * {@code LEFT} or {@code RIGHT}).
  *
  * <pre>
- *  bin 3 (chunks of 2 KiB .. 4 KiB - 1, subsets of 32 bytes), ordered by (size, ptr):
+ *  bin 3 (chunks of 2 KiB .. 4 KiB - 1, subsets of 128 bytes), ordered by (size, ptr):
  *
- *  nonEmpty = bits 0, 32, 48
- *  subset 0 (2048 .. 2079)   subset 32 (3072 .. 3103)           subset 48 (3584 .. 3615)
+ *  nonEmpty = bits 0, 8, 12
+ *  subset 0 (2048 .. 2175)   subset 8 (3072 .. 3199)            subset 12 (3584 .. 3711)
  *  h2 (2048, 0x..9000) black       h7 (3072, 0x..1000) black    h5 (3584, 0x..0400) black
  *                                              \
  *                                  h9 (3072, 0x..8000) red
  *
- *  binLinks[h7 * 4 ..] = {left NONE, right h9, parent NONE, tag id(bin 3) << 7 | 32 << 1 | black}
- *  binLinks[h9 * 4 ..] = {left NONE, right NONE, parent h7, tag id(bin 3) << 7 | 32 << 1 | red}
+ *  binLinks[h7 * 4 ..] = {left NONE, right h9, parent NONE, tag id(bin 3) << 7 | 8 << 1 | black}
+ *  binLinks[h9 * 4 ..] = {left NONE, right NONE, parent h7, tag id(bin 3) << 7 | 8 << 1 | red}
  * </pre>
  *
  * <p>The API speaks {@code int} handles only. Walk a set in order with
@@ -57,7 +58,7 @@ public final class FreeChunkSet {
     private static final int RED = 1;
 
     /** The number of subsets (trees) of a set. */
-    static final int SUBSETS = 64;
+    static final int SUBSETS = 16;
     /** A node's tag: the set's id above SET_SHIFT, its subset above bit 0, its colour in bit 0. */
     static final int SET_SHIFT = 7;
     private static final int NODE_BITS = (1 << SET_SHIFT) - 1;
@@ -76,19 +77,19 @@ public final class FreeChunkSet {
      * The set is split by size into {@link #SUBSETS} subsets, each its own tree: subset k holds
      * the chunks whose {@code (size >>> shift) - SUBSETS} is k (clamped to the first and the
      * last subset), so that every chunk of a lower subset comes before every chunk of a higher
-     * one. A bin's subsets are 64 equal slices of its size range.
+     * one. A bin's subsets are equal slices of its size range.
      */
     private final int shift;
     /** Bit k set: subset k is not empty. */
     private long nonEmpty;
-    /** Per subset: the root of its tree. */
-    private final int[] roots = new int[SUBSETS];
     /**
-     * Per subset: its smallest chunk (lowest address among equals), kept up to date as
-     * libstdc++'s {@code std::set} keeps its leftmost node for {@code begin()}: {@link #first()}
-     * and the usual hit of {@link #ceilingSize} are then one read instead of a walk down a tree.
+     * Per subset k: at {@code 2 * k} the root of its tree, at {@code 2 * k + 1} its smallest
+     * chunk (lowest address among equals), kept up to date as libstdc++'s {@code std::set} keeps
+     * its leftmost node for {@code begin()}: {@link #first()} and the usual hit of
+     * {@link #ceilingSize} are then one read instead of a walk down a tree. Side by side, so
+     * that a subset's root and first chunk are one cache line.
      */
-    private final int[] mins = new int[SUBSETS];
+    private final int[] tops = new int[2 * SUBSETS];
     private int count;
 
     // The table's arrays, re-read when the table grows (it calls sync()).
@@ -108,11 +109,12 @@ public final class FreeChunkSet {
     }
 
     /**
-     * A set for chunks of {@code minSize} to {@code 2 * minSize - 1} bytes (a bin), kept in 64
-     * trees of equal slices of that range (chunks outside it are in the first or the last).
+     * A set for chunks of {@code minSize} to {@code 2 * minSize - 1} bytes (a bin), kept in
+     * {@value #SUBSETS} trees of equal slices of that range (chunks outside it are in the first
+     * or the last).
      *
      * @param chunks the table whose sizes and addresses order the handles, and which holds the links
-     * @param minSize a power of two (unsigned), at least 64
+     * @param minSize a power of two (unsigned), at least {@value #SUBSETS}
      * @throws IllegalArgumentException if {@code minSize} is not
      */
     public FreeChunkSet(ChunkTable chunks, long minSize) {
@@ -123,8 +125,7 @@ public final class FreeChunkSet {
         this.chunks = chunks;
         this.setTag = chunks.register(this) << SET_SHIFT;
         this.shift = Long.numberOfTrailingZeros(minSize) - Long.numberOfTrailingZeros(SUBSETS);
-        java.util.Arrays.fill(roots, NONE);
-        java.util.Arrays.fill(mins, NONE);
+        java.util.Arrays.fill(tops, NONE);
         sync();
     }
 
@@ -137,7 +138,7 @@ public final class FreeChunkSet {
     /** The smallest chunk of the first non-empty subset above {@code k}, or NONE. */
     private int firstAbove(int k) {
         final long m = nonEmpty & (-2L << k);
-        return m == 0 ? NONE : mins[Long.numberOfTrailingZeros(m)];
+        return m == 0 ? NONE : tops[2 * Long.numberOfTrailingZeros(m) + 1];
     }
 
     /** Re-reads the table's arrays (the table calls it when it has replaced them). */
@@ -170,7 +171,7 @@ public final class FreeChunkSet {
             return alreadyIn(h);
         }
         final int k = subset(size[h]);
-        if (roots[k] != NONE) {
+        if (tops[2 * k] != NONE) {
             return insert(h, k);
         }
         // The first chunk of its subset: its tree's root, leftmost, black.
@@ -178,8 +179,8 @@ public final class FreeChunkSet {
         links[(h << 2) | RIGHT] = NONE;
         links[(h << 2) | PARENT] = NONE;
         links[(h << 2) | TAG] = setTag | (k << 1);
-        roots[k] = h;
-        mins[k] = h;
+        tops[2 * k] = h;
+        tops[2 * k + 1] = h;
         nonEmpty |= 1L << k;
         count++;
         return true;
@@ -197,7 +198,7 @@ public final class FreeChunkSet {
     private boolean insert(int h, int k) {
         final long s = size[h];
         final long p = ptr[h];
-        int x = roots[k];
+        int x = tops[2 * k];
         int xp = NONE;
         int cmp = 0;
         boolean leftmost = true;
@@ -214,7 +215,7 @@ public final class FreeChunkSet {
             }
         }
         if (leftmost) {
-            mins[k] = h;
+            tops[2 * k + 1] = h;
         }
         links[(h << 2) | LEFT] = NONE;
         links[(h << 2) | RIGHT] = NONE;
@@ -245,14 +246,14 @@ public final class FreeChunkSet {
             }
         }
         final int k = (links[(z << 2) | TAG] >>> 1) & (SUBSETS - 1);
-        if (z == roots[k] && links[(z << 2) | LEFT] == NONE && links[(z << 2) | RIGHT] == NONE) {
+        if (z == tops[2 * k] && links[(z << 2) | LEFT] == NONE && links[(z << 2) | RIGHT] == NONE) {
             // The only chunk of its subset.
-            roots[k] = NONE;
-            mins[k] = NONE;
+            tops[2 * k] = NONE;
+            tops[2 * k + 1] = NONE;
             nonEmpty &= ~(1L << k);
         } else {
-            if (z == mins[k]) {
-                mins[k] = successor(z);
+            if (z == tops[2 * k + 1]) {
+                tops[2 * k + 1] = successor(z);
             }
             delete(z, k);
         }
@@ -279,7 +280,7 @@ public final class FreeChunkSet {
     public int ceiling(long size, long ptr) {
         final int k = subset(size);
         int best = NONE;
-        int x = roots[k];
+        int x = tops[2 * k];
         while (x != NONE) {
             int cmp = compare(size, ptr, x);
             if (cmp < 0) {
@@ -304,7 +305,7 @@ public final class FreeChunkSet {
      */
     public int ceilingSize(long size) {
         final int k = subset(size);
-        final int m = mins[k];
+        final int m = tops[2 * k + 1];
         if (m == NONE) {
             return firstAbove(k);
         }
@@ -328,7 +329,7 @@ public final class FreeChunkSet {
         }
         final long p = ptr[h];
         int best = NONE;
-        int x = roots[k];
+        int x = tops[2 * k];
         while (x != NONE) {
             if (compare(s, p, x) < 0) {
                 best = x;
@@ -342,12 +343,12 @@ public final class FreeChunkSet {
 
     /** @return the smallest chunk (lowest address among equals), or {@link #NONE} */
     public int first() {
-        return nonEmpty == 0 ? NONE : mins[Long.numberOfTrailingZeros(nonEmpty)];
+        return nonEmpty == 0 ? NONE : tops[2 * Long.numberOfTrailingZeros(nonEmpty) + 1];
     }
 
     /** @return the largest chunk (highest address among equals), or {@link #NONE} */
     public int last() {
-        int x = nonEmpty == 0 ? NONE : roots[63 - Long.numberOfLeadingZeros(nonEmpty)];
+        int x = nonEmpty == 0 ? NONE : tops[2 * (63 - Long.numberOfLeadingZeros(nonEmpty))];
         if (x != NONE) {
             while (links[(x << 2) | RIGHT] != NONE) {
                 x = links[(x << 2) | RIGHT];
@@ -363,8 +364,7 @@ public final class FreeChunkSet {
             links[(h << 2) | TAG] = 0;
             h = next;
         }
-        java.util.Arrays.fill(roots, NONE);
-        java.util.Arrays.fill(mins, NONE);
+        java.util.Arrays.fill(tops, NONE);
         nonEmpty = 0;
         count = 0;
     }
@@ -383,7 +383,7 @@ public final class FreeChunkSet {
     }
 
     private int find(long s, long p) {
-        int x = roots[subset(s)];
+        int x = tops[2 * subset(s)];
         while (x != NONE) {
             int cmp = compare(s, p, x);
             if (cmp < 0) {
@@ -442,7 +442,7 @@ public final class FreeChunkSet {
         final int xp = links[(x << 2) | PARENT];
         links[(y << 2) | PARENT] = xp;
         if (xp == NONE) {
-            roots[k] = y;
+            tops[2 * k] = y;
         } else {
             links[(xp << 2) | (links[(xp << 2) | LEFT] == x ? LEFT : RIGHT)] = y;
         }
@@ -474,14 +474,14 @@ public final class FreeChunkSet {
                 rotate(xpp, o, k);
             }
         }
-        setBlack(roots[k]);
+        setBlack(tops[2 * k]);
     }
 
     /** Replaces the subtree rooted at {@code u} by the one rooted at {@code v} (may be NONE). */
     private void transplant(int u, int v, int k) {
         int up = links[(u << 2) | PARENT];
         if (up == NONE) {
-            roots[k] = v;
+            tops[2 * k] = v;
         } else if (u == links[(up << 2) | LEFT]) {
             links[(up << 2) | LEFT] = v;
         } else {
@@ -531,7 +531,7 @@ public final class FreeChunkSet {
     }
 
     private void fixAfterDeletion(int x, int xp, int k) {
-        while (x != roots[k] && !isRed(x)) {
+        while (x != tops[2 * k] && !isRed(x)) {
             // d: the side of xp that x is on (LEFT when x is NONE and xp has no left child,
             // as in the textbook); o: the sibling's side.
             final int d = x == links[(xp << 2) | LEFT] ? LEFT : RIGHT;
@@ -562,7 +562,7 @@ public final class FreeChunkSet {
                 setBlack(xp);
                 setBlack(links[(w << 2) | o]);
                 rotate(xp, d, k);
-                x = roots[k];
+                x = tops[2 * k];
             }
         }
         if (x != NONE) {
@@ -581,7 +581,7 @@ public final class FreeChunkSet {
         int bh = 0;
         int previousLast = NONE;
         for (int k = 0; k < SUBSETS; k++) {
-            final int root = roots[k];
+            final int root = tops[2 * k];
             if (((nonEmpty >>> k) & 1) != (root == NONE ? 0 : 1)) {
                 throw new IllegalStateException("subset " + k + " marked " + ((nonEmpty >>> k) & 1)
                         + " but its root is " + root);
@@ -595,8 +595,8 @@ public final class FreeChunkSet {
                     leftmost = links[(leftmost << 2) | LEFT];
                 }
             }
-            if (mins[k] != leftmost) {
-                throw new IllegalStateException("cached first " + mins[k] + " of subset " + k
+            if (tops[2 * k + 1] != leftmost) {
+                throw new IllegalStateException("cached first " + tops[2 * k + 1] + " of subset " + k
                         + " but the leftmost node is " + leftmost);
             }
             if (leftmost != NONE && previousLast != NONE && chunks.compare(previousLast, leftmost) >= 0) {

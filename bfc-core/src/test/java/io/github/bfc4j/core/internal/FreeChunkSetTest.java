@@ -129,7 +129,7 @@ class FreeChunkSetTest {
         Random rnd = new Random(seed);
         ChunkTable chunks = new ChunkTable(16);
         Keys keys = new Keys(chunks, MAX_HANDLES);
-        FreeChunkSet bin = new FreeChunkSet(chunks, 2048); // subsets of 32 bytes
+        FreeChunkSet bin = new FreeChunkSet(chunks, 2048);
         TreeSet<Integer> model = new TreeSet<>(keys::compare);
         for (int i = 0; i < 300; i++) {
             int h = chunks.allocateChunk();
@@ -137,7 +137,7 @@ class FreeChunkSetTest {
             long size = switch (rnd.nextInt(8)) {
                 case 0 -> 1 + rnd.nextInt(2048);
                 case 1 -> 4096 + rnd.nextInt(1 << 20);
-                case 2 -> 2048 + 32L * rnd.nextInt(64);
+                case 2 -> 2048 + (2048 / FreeChunkSet.SUBSETS) * rnd.nextInt(FreeChunkSet.SUBSETS); // subset starts
                 default -> 2048 + rnd.nextInt(2048);
             };
             keys.set(h, size, 256L * rnd.nextInt(1 << 20));
@@ -165,11 +165,11 @@ class FreeChunkSetTest {
     }
 
     @Test
-    void refusesABinSizeThatIsNotAPowerOfTwoOfAtLeast64() {
+    void refusesABinSizeThatIsNotAPowerOfTwoOfAtLeastTheSubsets() {
         ChunkTable chunks = new ChunkTable(16);
         assertThatThrownBy(() -> new FreeChunkSet(chunks, 3000)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("minSize must be a power of two of at least 64, not 3000");
-        assertThatThrownBy(() -> new FreeChunkSet(chunks, 32)).isInstanceOf(IllegalArgumentException.class);
+                .hasMessage("minSize must be a power of two of at least 16, not 3000");
+        assertThatThrownBy(() -> new FreeChunkSet(chunks, 8)).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> new FreeChunkSet(chunks, 0)).isInstanceOf(IllegalArgumentException.class);
     }
 
