@@ -5,6 +5,8 @@
  */
 package io.github.bfc4j.core.internal;
 
+import java.util.Arrays;
+
 /**
  * The free chunks of one bin, ordered by upstream's {@code ChunkComparator}: size, then address
  * (both unsigned). Port of {@code BFCAllocator::Bin::FreeChunkSet}, an {@code std::set} of
@@ -125,7 +127,7 @@ public final class FreeChunkSet {
         this.chunks = chunks;
         this.setTag = chunks.register(this) << SET_SHIFT;
         this.shift = Long.numberOfTrailingZeros(minSize) - Long.numberOfTrailingZeros(SUBSETS);
-        java.util.Arrays.fill(tops, NONE);
+        Arrays.fill(tops, NONE);
         sync();
     }
 
@@ -247,7 +249,7 @@ public final class FreeChunkSet {
         }
         final int k = (links[(z << 2) | TAG] >>> 1) & (SUBSETS - 1);
         if (z == tops[2 * k] && links[(z << 2) | LEFT] == NONE && links[(z << 2) | RIGHT] == NONE) {
-            // The only chunk of its subset.
+            // The only chunk of its subset: no descent, no fix-up.
             tops[2 * k] = NONE;
             tops[2 * k + 1] = NONE;
             nonEmpty &= ~(1L << k);
@@ -364,7 +366,7 @@ public final class FreeChunkSet {
             links[(h << 2) | TAG] = 0;
             h = next;
         }
-        java.util.Arrays.fill(tops, NONE);
+        Arrays.fill(tops, NONE);
         nonEmpty = 0;
         count = 0;
     }

@@ -31,8 +31,7 @@ class FreeChunkSetTest {
 
     @Test
     void behavesLikeATreeSetOrderedBySizeThenUnsignedAddress() {
-        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
-        System.out.println("FreeChunkSetTest seed: " + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
+        long seed = seed("FreeChunkSetTest");
         Random rnd = new Random(seed);
         ChunkTable chunks = new ChunkTable(16);
         Keys keys = new Keys(chunks, MAX_HANDLES);
@@ -124,8 +123,7 @@ class FreeChunkSetTest {
 
     @Test
     void aBinsSubsetsAnswerAsOneOrderedSet() {
-        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
-        System.out.println("FreeChunkSetTest subsets seed: " + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
+        long seed = seed("FreeChunkSetTest subsets");
         Random rnd = new Random(seed);
         ChunkTable chunks = new ChunkTable(16);
         Keys keys = new Keys(chunks, MAX_HANDLES);
@@ -252,6 +250,13 @@ class FreeChunkSetTest {
             int bySize = Long.compare(size[a] ^ Long.MIN_VALUE, size[b] ^ Long.MIN_VALUE);
             return bySize != 0 ? bySize : Long.compare(ptr[a] ^ Long.MIN_VALUE, ptr[b] ^ Long.MIN_VALUE);
         }
+    }
+
+    /** The test's seed: {@code -Dbfc4j.test.seed}, else the clock; printed. */
+    private static long seed(String test) {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println(test + " seed: " + seed + " (rerun with -Dbfc4j.test.seed=" + seed + ")");
+        return seed;
     }
 
     private static List<Integer> walk(FreeChunkSet set) {
