@@ -11,7 +11,6 @@ import io.github.bfc4j.trace.WorkloadListener;
 import io.github.bfc4j.trace.WorkloadResult;
 import io.github.bfc4j.trace.WorkloadStep;
 import io.github.bfc4j.trace.TraceReader;
-import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
@@ -109,7 +108,7 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
         }
         MemorySnapshot snapshot = recorder.snapshot;
         OutputFile.write("-o", output, "snapshot.pickle", file -> {
-            try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
+            try (OutputStream out = Files.newOutputStream(file)) {
                 snapshot.writePyTorchPickle(out);
             }
         });

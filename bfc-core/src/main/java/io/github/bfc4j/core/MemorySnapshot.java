@@ -4,7 +4,6 @@
  */
 package io.github.bfc4j.core;
 
-import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
@@ -89,7 +88,7 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * @throws IOException if the file cannot be written
      */
     public void writePyTorchPickle(Path file, int device) throws IOException {
-        try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
+        try (OutputStream out = Files.newOutputStream(file)) {
             writePyTorchPickle(out, device);
         }
     }

@@ -4,7 +4,6 @@
  */
 package io.github.bfc4j.core;
 
-import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
@@ -131,8 +130,7 @@ final class OomDumpWriter implements OutOfMemoryListener {
         }
         Path pickle = dir.resolve(stem + ".pickle");
         try {
-            try (OutputStream out = new BufferedOutputStream(
-                    Files.newOutputStream(pickle, StandardOpenOption.CREATE_NEW), 1 << 16)) {
+            try (OutputStream out = Files.newOutputStream(pickle, StandardOpenOption.CREATE_NEW)) {
                 if (all.isEmpty()) {
                     report.snapshot().writePyTorchPickle(out);
                 } else {

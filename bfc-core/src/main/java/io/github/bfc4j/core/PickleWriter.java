@@ -24,6 +24,9 @@ import java.util.Set;
  * and lists are written where they stand, without a memo entry, so the memo holds no more than
  * what is referred to again.
  *
+ * <p>It buffers what it writes and hands {@code out} blocks of up to 64 KiB, so {@code out}
+ * needs no buffer of its own.
+ *
  * <p>Format: Python's {@code Lib/pickletools.py} describes every opcode; the ones here are
  * {@code PROTO}, {@code STOP}, {@code NONE}, {@code NEWTRUE}, {@code NEWFALSE},
  * {@code BININT1}, {@code BININT2}, {@code BININT}, {@code LONG1}, {@code BINUNICODE},

@@ -4,7 +4,6 @@
 package io.github.bfc4j.core;
 
 import io.github.bfc4j.core.internal.ShardRegions;
-import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.lang.System.Logger.Level;
@@ -728,7 +727,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @throws IOException if the file cannot be written
      */
     public void writePyTorchPickle(Path file) throws IOException {
-        try (OutputStream out = new BufferedOutputStream(Files.newOutputStream(file), 1 << 16)) {
+        try (OutputStream out = Files.newOutputStream(file)) {
             writePyTorchPickle(out);
         }
     }
