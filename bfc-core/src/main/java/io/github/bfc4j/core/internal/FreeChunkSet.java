@@ -23,7 +23,9 @@ import java.util.Arrays;
  * in upstream's order, and every decision of the allocator is the same. A bin of a few hundred
  * free chunks is many small trees, many of one chunk or none: the first chunk of a subset is
  * added, and its last removed, without a descent or a fix-up, in a method short enough for
- * the JIT to inline. Adding, removing and searching create no object (a
+ * the JIT to inline; a chunk that comes before every other of its subset (an allocator giving
+ * back the lowest address of a size it has just taken) is linked below the subset's cached
+ * smallest chunk, where a descent would end, without one. Adding, removing and searching create no object (a
  * {@code TreeSet<Integer>} created a 40-byte entry per insertion). The balancing is the
  * textbook one (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as in
  * {@code java.util.TreeMap}), except that deletion relinks the successor node instead of
@@ -200,10 +202,23 @@ public final class FreeChunkSet {
     private boolean insert(int h, int k) {
         final long s = size[h];
         final long p = ptr[h];
-        int x = tops[2 * k];
-        int xp = NONE;
-        int cmp = 0;
-        boolean leftmost = true;
+        final int m = tops[2 * k + 1];
+        int cmp = compare(s, p, m);
+        int x;
+        int xp;
+        boolean leftmost;
+        if (cmp < 0) {
+            // Before the smallest chunk: its empty left link is where a descent would end.
+            x = NONE;
+            xp = m;
+            leftmost = true;
+        } else if (cmp == 0) {
+            return false;
+        } else {
+            x = tops[2 * k];
+            xp = NONE;
+            leftmost = false;
+        }
         while (x != NONE) {
             xp = x;
             cmp = compare(s, p, x);

@@ -163,6 +163,37 @@ class FreeChunkSetTest {
     }
 
     @Test
+    void aChunkBeforeEveryOtherOfItsSubsetBecomesTheFirst() {
+        // An allocator's common churn: the lowest address of a size is taken and given back,
+        // and chunks of one size arrive in falling address order.
+        ChunkTable chunks = new ChunkTable(16);
+        Keys keys = new Keys(chunks, MAX_HANDLES);
+        FreeChunkSet bin = new FreeChunkSet(chunks, 65536);
+        TreeSet<Integer> model = new TreeSet<>(keys::compare);
+        for (int i = 200; i > 0; i--) {
+            int h = chunks.allocateChunk();
+            keys.set(h, 65536 + 256 * (i % 3), 65536L * i);
+            assertThat(bin.add(h)).isEqualTo(model.add(h));
+            assertThat(bin.first()).isEqualTo(model.first());
+            bin.checkInvariants();
+        }
+        int probe = chunks.allocateChunk();
+        for (int round = 0; round < 300; round++) {
+            long size = 65536 + 256 * (round % 3);
+            keys.set(probe, size, 0);
+            int h = bin.ceilingSize(size);
+            assertThat(h).isEqualTo(model.ceiling(probe));
+            assertThat(bin.remove(h)).isTrue();
+            model.remove(h);
+            assertThat(bin.add(h)).isTrue();
+            model.add(h);
+            assertThat(bin.first()).isEqualTo(model.first());
+            bin.checkInvariants();
+        }
+        assertThat(walk(bin)).containsExactlyElementsOf(model);
+    }
+
+    @Test
     void refusesABinSizeThatIsNotAPowerOfTwoOfAtLeastTheSubsets() {
         ChunkTable chunks = new ChunkTable(16);
         assertThatThrownBy(() -> new FreeChunkSet(chunks, 3000)).isInstanceOf(IllegalArgumentException.class)
