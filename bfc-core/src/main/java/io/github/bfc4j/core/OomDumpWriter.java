@@ -65,8 +65,15 @@ final class OomDumpWriter implements OutOfMemoryListener {
         }
     }
 
+    /** Opens a new file for writing, failing if it exists: {@code Files.newOutputStream}. */
+    @FunctionalInterface
+    interface FileOpener {
+        OutputStream openNew(Path file) throws IOException;
+    }
+
     private final Path dir;
     private final LongSupplier nanoClock;
+    private final FileOpener pickleOpener;
     private int written;
     private long lastNanos;
     private long skipped;
@@ -76,8 +83,16 @@ final class OomDumpWriter implements OutOfMemoryListener {
     }
 
     OomDumpWriter(Path dir, LongSupplier nanoClock) {
+        this(dir, nanoClock, file -> Files.newOutputStream(file, StandardOpenOption.CREATE_NEW));
+    }
+
+    /**
+     * @param pickleOpener opens the {@code .pickle} file (tests give one whose stream fails)
+     */
+    OomDumpWriter(Path dir, LongSupplier nanoClock, FileOpener pickleOpener) {
         this.dir = dir;
         this.nanoClock = nanoClock;
+        this.pickleOpener = pickleOpener;
     }
 
     @Override
@@ -129,25 +144,34 @@ final class OomDumpWriter implements OutOfMemoryListener {
                     + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable directory).", null);
         }
         Path pickle = dir.resolve(stem + ".pickle");
+        OutputStream opened;
         try {
-            try (OutputStream out = Files.newOutputStream(pickle, StandardOpenOption.CREATE_NEW)) {
-                if (all.isEmpty()) {
-                    report.snapshot().writePyTorchPickle(out);
-                } else {
-                    PyTorchSnapshotWriter.writeShards(all, out);
-                }
+            opened = pickleOpener.openNew(pickle);
+        } catch (IOException | RuntimeException e) {
+            // Not created here (it may be another's file): left alone.
+            return pickleFailed(abs, pickle, e);
+        }
+        try (OutputStream out = opened) {
+            if (all.isEmpty()) {
+                report.snapshot().writePyTorchPickle(out);
+            } else {
+                PyTorchSnapshotWriter.writeShards(all, out);
             }
-            return new Result(" Memory map and summary written to " + abs + ", PyTorch's memory snapshot of it (for"
-                    + " pytorch.org/memory_viz) to " + pickle.toAbsolutePath() + ".", abs);
         } catch (IOException | RuntimeException e) {
             try {
                 Files.deleteIfExists(pickle);
             } catch (IOException ignored) {
-                // The note below says what failed; a partial file left here is named there.
+                // The note says what failed; a partial file left here is named there.
             }
-            return new Result(" Memory map and summary written to " + abs + "; could not write PyTorch's memory"
-                    + " snapshot to " + pickle.toAbsolutePath() + ": " + e + ".", abs);
+            return pickleFailed(abs, pickle, e);
         }
+        return new Result(" Memory map and summary written to " + abs + ", PyTorch's memory snapshot of it (for"
+                + " pytorch.org/memory_viz) to " + pickle.toAbsolutePath() + ".", abs);
+    }
+
+    private static Result pickleFailed(String json, Path pickle, Exception e) {
+        return new Result(" Memory map and summary written to " + json + "; could not write PyTorch's memory"
+                + " snapshot to " + pickle.toAbsolutePath() + ": " + e + ".", json);
     }
 
     /**

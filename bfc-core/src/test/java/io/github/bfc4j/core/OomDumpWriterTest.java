@@ -7,15 +7,21 @@ package io.github.bfc4j.core;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.io.FilterOutputStream;
 import java.io.IOException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** The out-of-memory dumps are rate-limited: a storm of failures cannot fill a disk. */
+/**
+ * The out-of-memory dumps are rate-limited (a storm of failures cannot fill a disk), and a
+ * snapshot that cannot be written leaves the memory map written and says why.
+ */
 class OomDumpWriterTest {
 
     @TempDir
@@ -27,16 +33,19 @@ class OomDumpWriterTest {
         }
     }
 
+    private static OutOfMemoryReport report(String name) {
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false), 1 << 20,
+                name, BfcOptions.builder().allowRetryOnFailure(false).dumpOnOomDirectory(null).build())) {
+            return new OutOfMemoryReport(name, 2 << 20, 2 << 20, Provenance.UNKNOWN, a.snapshot(),
+                    a.memorySummary());
+        }
+    }
+
     @Test
     void theFirstTenFailuresAreDumpedThenOneAMinute() throws IOException {
         AtomicLong now = new AtomicLong(1_000_000_000L);
         OomDumpWriter writer = new OomDumpWriter(dir, now::get);
-        OutOfMemoryReport report;
-        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false), 1 << 20,
-                "storm", BfcOptions.builder().allowRetryOnFailure(false).dumpOnOomDirectory(null).build())) {
-            report = new OutOfMemoryReport("storm", 2 << 20, 2 << 20, Provenance.UNKNOWN, a.snapshot(),
-                    a.memorySummary());
-        }
+        OutOfMemoryReport report = report("storm");
         for (int i = 0; i < OomDumpWriter.FIRST_DUMPS; i++) {
             OomDumpWriter.Result r = writer.write(report);
             assertThat(r.file()).isNotNull();
@@ -59,5 +68,50 @@ class OomDumpWriterTest {
             assertThat(json).startsWith("{\n\"schema\": \"bfc4j.oom-dump/1\",\n\"allocatorName\": \"storm\"")
                     .contains("\"requestedBytes\": 2097152");
         }
+    }
+
+    @Test
+    void aSnapshotThatCannotBeWrittenLeavesTheMapAndNoPartialFile() throws IOException {
+        // The disk fills up after the first 16 bytes of the pickle.
+        OomDumpWriter writer = new OomDumpWriter(dir, System::nanoTime, file -> new FilterOutputStream(
+                Files.newOutputStream(file, StandardOpenOption.CREATE_NEW)) {
+            private int written;
+
+            @Override
+            public void write(int b) throws IOException {
+                if (++written > 16) {
+                    throw new IOException("No space left on device");
+                }
+                super.write(b);
+            }
+
+            @Override
+            public void write(byte[] b, int off, int len) throws IOException {
+                for (int i = 0; i < len; i++) {
+                    write(b[off + i]);
+                }
+            }
+        });
+        OomDumpWriter.Result r = writer.write(report("full"));
+        assertThat(r.file()).as("the memory map is written").isNotNull().endsWith(".json");
+        assertThat(Files.readString(Path.of(r.file()))).contains("\"allocatorName\": \"full\"");
+        String pickle = r.file().replaceFirst("\\.json$", ".pickle");
+        assertThat(r.note()).isEqualTo(" Memory map and summary written to " + r.file() + "; could not write"
+                + " PyTorch's memory snapshot to " + pickle + ": java.io.IOException: No space left on device.");
+        assertThat(files(dir, ".pickle")).as("the partial snapshot is deleted").isZero();
+    }
+
+    @Test
+    void aSnapshotFileThatExistsIsLeftAlone() throws IOException {
+        OomDumpWriter writer = new OomDumpWriter(dir, System::nanoTime, file -> {
+            Files.writeString(file, "another's file"); // what CREATE_NEW refuses to replace
+            throw new FileAlreadyExistsException(file.toString());
+        });
+        OomDumpWriter.Result r = writer.write(report("taken"));
+        assertThat(r.file()).isNotNull();
+        String pickle = r.file().replaceFirst("\\.json$", ".pickle");
+        assertThat(r.note()).endsWith("; could not write PyTorch's memory snapshot to " + pickle
+                + ": java.nio.file.FileAlreadyExistsException: " + pickle + ".");
+        assertThat(Files.readString(Path.of(pickle))).isEqualTo("another's file");
     }
 }
