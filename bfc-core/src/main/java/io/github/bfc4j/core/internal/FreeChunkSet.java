@@ -25,10 +25,10 @@ import java.util.Arrays;
  * added, and its last removed, without a descent or a fix-up, in a method short enough for
  * the JIT to inline; a chunk that comes before every other of its subset (an allocator giving
  * back the lowest address of a size it has just taken) is linked below the subset's cached
- * smallest chunk, where a descent would end, without one. Adding, removing and searching create no object (a
- * {@code TreeSet<Integer>} created a 40-byte entry per insertion). The balancing is the
- * textbook one (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as in
- * {@code java.util.TreeMap}), except that deletion relinks the successor node instead of
+ * smallest chunk, where a descent would end, with no descent. Adding, removing and searching
+ * create no object (a {@code TreeSet<Integer>} created a 40-byte entry per insertion). The
+ * balancing is the textbook one (Cormen et al., <i>Introduction to Algorithms</i>, ch. 13, as
+ * in {@code java.util.TreeMap}), except that deletion relinks the successor node instead of
  * copying its key, since a node is its handle, and that each fix-up is written once for both
  * sides (the book's "same as then clause with right and left exchanged" is a side index,
  * {@code LEFT} or {@code RIGHT}).
