@@ -204,35 +204,27 @@ public final class FreeChunkSet {
         final long p = ptr[h];
         final int m = tops[2 * k + 1];
         int cmp = compare(s, p, m);
-        int x;
         int xp;
-        boolean leftmost;
         if (cmp < 0) {
             // Before the smallest chunk: its empty left link is where a descent would end.
-            x = NONE;
             xp = m;
-            leftmost = true;
+            tops[2 * k + 1] = h;
         } else if (cmp == 0) {
             return false;
         } else {
-            x = tops[2 * k];
+            // After the smallest chunk: a descent, which cannot end leftmost.
             xp = NONE;
-            leftmost = false;
-        }
-        while (x != NONE) {
-            xp = x;
-            cmp = compare(s, p, x);
-            if (cmp < 0) {
-                x = links[(x << 2) | LEFT];
-            } else if (cmp > 0) {
-                x = links[(x << 2) | RIGHT];
-                leftmost = false;
-            } else {
-                return false;
+            for (int x = tops[2 * k]; x != NONE; ) {
+                xp = x;
+                cmp = compare(s, p, x);
+                if (cmp < 0) {
+                    x = links[(x << 2) | LEFT];
+                } else if (cmp > 0) {
+                    x = links[(x << 2) | RIGHT];
+                } else {
+                    return false;
+                }
             }
-        }
-        if (leftmost) {
-            tops[2 * k + 1] = h;
         }
         links[(h << 2) | LEFT] = NONE;
         links[(h << 2) | RIGHT] = NONE;
