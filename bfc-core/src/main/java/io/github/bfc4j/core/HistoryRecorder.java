@@ -275,7 +275,7 @@ final class HistoryRecorder extends PortListener {
         }
         List<StackFrame> st = explicitStack(a);
         if (st == null && sampleStack(requestedBytes)) {
-            st = stacks.intern(capture(walker, options.stackDepth()));
+            st = captureStack();
         }
         long t = nowMicros();
         String th = Thread.currentThread().getName();
@@ -373,9 +373,14 @@ final class HistoryRecorder extends PortListener {
     private List<StackFrame> stackOf(MemoryAnnotation a, boolean wanted) {
         List<StackFrame> st = explicitStack(a);
         if (st == null && wanted && options.stacks()) {
-            st = stacks.intern(capture(walker, options.stackDepth()));
+            st = captureStack();
         }
         return st;
+    }
+
+    /** The calling thread's stack (outside bfc4j), the recording's one copy of it. */
+    private List<StackFrame> captureStack() {
+        return stacks.intern(capture(walker, options.stackDepth()));
     }
 
     /** The stack an annotation gives (the innermost that gives one), or null: recorded without walking. */
