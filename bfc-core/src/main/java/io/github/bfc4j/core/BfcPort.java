@@ -177,8 +177,9 @@ final class BfcPort {
     private final RegionManager regionManager = new RegionManager(chunks);
 
     /**
-     * Guarded by lock. The walk of extend and garbage collection, reused so that they create
-     * nothing; the collaborators walk with cursors of their own ({@link PortView#walk()}).
+     * Guarded by lock. The walk of extend, garbage collection, the address map's catching up
+     * and the queries of a free chunk's start, reused so that they create nothing; the
+     * collaborators walk with cursors of their own ({@link PortView#walk()}).
      */
     private final ChunkWalk walk = new ChunkWalk(chunks, regionManager);
 
@@ -209,6 +210,22 @@ final class BfcPort {
      * two free neighbours without timestamps are possible (see {@link InvariantChecker}).
      */
     private boolean timingCounterEverSet;
+
+    /**
+     * Guarded by lock. DEVIATION(port) (representation only, docs/deviations.md #28): while
+     * true, the address map learns a split's free rest only when that chunk is first allocated
+     * ({@link #findChunkPtrLocked}; until then it is marked {@link ChunkTable#FREE_UNMAPPED}),
+     * and a deleted chunk's start is erased only if the map holds it. A chunk split off and
+     * merged back before anyone allocates it (most allocate/free pairs) then costs the map
+     * nothing. Every chunk in use and every chunk that {@code Extend} creates (a region's first)
+     * is always in the map; a query of another free chunk's start walks its region
+     * ({@link #handleAtLocked}). Upstream records every chunk start at once. The timestamped
+     * frees look chunks up by address, and chunk starts off 256-byte boundaries can share a
+     * slot, so the first timing counter, or the first region that starts off a 256-byte
+     * boundary, records every start ({@link #mapEveryChunkStartLocked}) and ends this for good:
+     * the map then holds every chunk start, as upstream's does.
+     */
+    private boolean lazyAddressMap = true;
 
     /** Guarded by lock. Upstream's {@code curr_region_allocation_bytes_}. */
     private long currRegionAllocationBytes;
@@ -382,6 +399,11 @@ final class BfcPort {
         }
         final long memAddr = block.ptr();
         final long bytesReceived = block.bytes();
+        if ((memAddr & (MIN_ALLOCATION_SIZE - 1)) != 0) {
+            // Chunk starts off 256-byte boundaries can share an address-map slot: the map must
+            // see every start as it comes (AddressHandleMap.put refuses a shared slot).
+            mapEveryChunkStartLocked();
+        }
 
         if (!increasedAllocation) {
             // Increase the region size of the next required allocation.
@@ -816,6 +838,12 @@ final class BfcPort {
                     splitChunkLocked(h, roundedBytes);
                 }
 
+                // DEVIATION(port): a split's rest enters the address map when it is first
+                // allocated (lazyAddressMap).
+                if (!chunks.mapped(h)) {
+                    regionManager.setHandle(chunks.ptr(h), h);
+                }
+
                 // The requested size of the returned chunk is what the user has allocated.
                 chunks.setRequestedSize(h, numBytes);
                 // Assign a unique id and increment the id counter, marking the chunk in use.
@@ -847,14 +875,17 @@ final class BfcPort {
         // Create a new chunk starting numBytes after c.
         final long newPtr = chunks.ptr(h) + numBytes;
         chunks.setPtr(hNewChunk, newPtr);
-        regionManager.setHandle(newPtr, hNewChunk);
+        final boolean lazy = lazyAddressMap;
+        if (!lazy) {
+            regionManager.setHandle(newPtr, hNewChunk);
+        }
 
         // Set the new sizes of the chunks.
         chunks.setSize(hNewChunk, chunks.size(h) - numBytes);
         chunks.setSize(h, numBytes);
 
-        // The new chunk is not in use.
-        chunks.setAllocationId(hNewChunk, -1);
+        // The new chunk is not in use (nor, with the lazy address map, in the map yet).
+        chunks.setAllocationId(hNewChunk, lazy ? ChunkTable.FREE_UNMAPPED : -1);
 
         // It inherits the freed time (0, not read, if no timing counter was ever set: a recycled
         // handle's stale freedAtCount is 0 then too).
@@ -1011,7 +1042,9 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::DeleteChunk}. Needs the lock. */
     private void deleteChunkLocked(int h) {
-        regionManager.erase(chunks.ptr(h));
+        if (chunks.mapped(h)) {
+            regionManager.erase(chunks.ptr(h));
+        }
         chunks.deallocateChunk(h);
     }
 
@@ -1184,13 +1217,61 @@ final class BfcPort {
     // TracksAllocationSizes: BfcAllocator.tracksAllocationSizes.
 
     /**
+     * Upstream's {@code region_manager_.get_handle(ptr)}: the chunk starting at {@code ptr},
+     * free or in use. The address map answers for every chunk in use; with the lazy address map
+     * a free chunk it does not hold is found by walking its region (slow path: queries only).
+     * Needs the lock.
+     *
+     * @return the handle, or {@link ChunkTable#INVALID_CHUNK_HANDLE} if no chunk starts there
+     */
+    private int handleAtLocked(long ptr) {
+        final int h = regionManager.getHandle(ptr);
+        if (h != ChunkTable.INVALID_CHUNK_HANDLE || !lazyAddressMap) {
+            return h;
+        }
+        final int r = regionManager.regionIndexFor(ptr);
+        if (r < 0) {
+            return ChunkTable.INVALID_CHUNK_HANDLE;
+        }
+        for (walk.region(r); walk.next(); ) {
+            final long start = walk.ptr();
+            if (start == ptr) {
+                return walk.handle();
+            }
+            if (Long.compareUnsigned(start, ptr) > 0) {
+                break;
+            }
+        }
+        return ChunkTable.INVALID_CHUNK_HANDLE;
+    }
+
+    /**
+     * Ends the lazy address map: records the start of every chunk the map does not hold, so
+     * that it holds every chunk start, as upstream's does. Slow path (once per allocator).
+     * Needs the lock.
+     */
+    private void mapEveryChunkStartLocked() {
+        if (!lazyAddressMap) {
+            return;
+        }
+        lazyAddressMap = false;
+        for (walk.all(); walk.next(); ) {
+            final int h = walk.handle();
+            if (!chunks.mapped(h)) {
+                regionManager.setHandle(chunks.ptr(h), h);
+                chunks.setAllocationId(h, -1);
+            }
+        }
+    }
+
+    /**
      * The chunk starting at {@code ptr}, for the queries. Needs the lock.
      *
      * @throws IllegalArgumentException as upstream's {@code CHECK}: no chunk starts there
      */
     private int handleForQueryLocked(long ptr, String what) {
         checkOpenLocked();
-        int h = regionManager.getHandle(ptr);
+        int h = handleAtLocked(ptr);
         if (ptr == 0 || h == ChunkTable.INVALID_CHUNK_HANDLE) {
             throw new IllegalArgumentException("Asked for " + what + " of 0x"
                     + Long.toHexString(ptr) + ", which allocator '" + name
@@ -1350,6 +1431,10 @@ final class BfcPort {
         try {
             timingCounter = sc;
             timingCounterEverSet |= sc != null;
+            if (sc != null) {
+                // The timestamped frees look chunks up by address (mergeTimestampedChunks).
+                mapEveryChunkStartLocked();
+            }
         } finally {
             lock.unlock();
         }
@@ -1561,6 +1646,11 @@ final class BfcPort {
         @Override
         public boolean timingCounterEverSet() {
             return timingCounterEverSet;
+        }
+
+        @Override
+        public boolean lazyAddressMap() {
+            return lazyAddressMap;
         }
 
         @Override

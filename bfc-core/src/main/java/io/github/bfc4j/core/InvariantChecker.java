@@ -48,9 +48,11 @@ final class InvariantChecker {
         final AllocatorStats stats = v.stats();
         final long nextAllocationId = v.nextAllocationId();
         final boolean timingCounterEverSet = v.timingCounterEverSet();
+        final boolean lazyAddressMap = v.lazyAddressMap();
         final int handles = v.handleCount();
         final boolean[] live = new boolean[handles];
         int liveChunks = 0;
+        int mappedChunks = 0;
         int freeChunkCount = 0;
         long poolSum = 0;
         long inUseSum = 0;
@@ -110,10 +112,6 @@ final class InvariantChecker {
                             + " (expected: a positive multiple of 256 within the region, at most "
                             + (end - cursor) + ")", r);
                 }
-                if (v.handleAt(ptr) != h) {
-                    throw violation("the address map gives " + v.handleAt(ptr)
-                            + " for " + hex(ptr) + ", where chunk h=" + h + " starts", r);
-                }
                 if (c.inUse()) {
                     final long id = c.allocationId();
                     final long requested = c.requestedSize();
@@ -148,6 +146,27 @@ final class InvariantChecker {
                     }
                     freeChunkCount++;
                 }
+                if (lazyAddressMap && (ptr & (BfcPort.MIN_ALLOCATION_SIZE - 1)) != 0) {
+                    throw violation("chunk h=" + h + " starts at " + hex(ptr) + ", off a 256-byte"
+                            + " boundary, while the address map still leaves free chunks out (the"
+                            + " first region there must put every chunk start in the map)", r);
+                }
+                if (c.mapped()) {
+                    mappedChunks++;
+                    if (v.handleAt(ptr) != h) {
+                        throw violation("the address map gives " + v.handleAt(ptr)
+                                + " for " + hex(ptr) + ", where chunk h=" + h + " starts", r);
+                    }
+                } else if (!lazyAddressMap || ptr == start) {
+                    throw violation("chunk h=" + h + " at " + hex(ptr) + " is not in the address"
+                            + " map (only a free chunk that does not begin its region's memory may"
+                            + " be left out, and only while no timing counter was set and every"
+                            + " region starts on 256 bytes)", r);
+                } else if (v.handleAt(ptr) != ChunkTable.INVALID_CHUNK_HANDLE) {
+                    throw violation("the address map gives " + v.handleAt(ptr) + " for "
+                            + hex(ptr) + ", where chunk h=" + h + " starts and is marked as left"
+                            + " out of the map", r);
+                }
                 prevFree = !c.inUse();
                 prevSize = size;
                 cursor += size;
@@ -159,9 +178,10 @@ final class InvariantChecker {
             }
         }
         checkBinsLocked(c, live, freeChunkCount);
-        if (v.addressMapSize() != liveChunks) {
+        if (v.addressMapSize() != mappedChunks) {
             throw violation("the address map holds " + v.addressMapSize()
-                    + " addresses, the regions " + liveChunks + " chunks", -1);
+                    + " addresses, the regions " + mappedChunks + " chunks in the map (of "
+                    + liveChunks + ")", -1);
         }
         checkStatsLocked(stats, inUseSum, poolSum, nextAllocationId);
     }

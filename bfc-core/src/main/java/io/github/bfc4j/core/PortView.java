@@ -65,6 +65,12 @@ interface PortView {
     /** @return whether a timing counter was ever set (free neighbours may then stay apart) */
     boolean timingCounterEverSet();
 
+    /**
+     * @return whether the address map may still lack the start of a free chunk split off and
+     *     never allocated since ({@code BfcPort.lazyAddressMap})
+     */
+    boolean lazyAddressMap();
+
     /** @return upstream's {@code LargestFreeChunk()}: 0 if no chunk is free */
     long largestFreeChunk();
 

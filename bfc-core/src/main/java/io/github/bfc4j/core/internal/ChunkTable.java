@@ -47,6 +47,14 @@ public final class ChunkTable {
      */
     private static final long HANDLE_OWNED = 1L << 62;
 
+    /**
+     * Not in upstream: the allocation-id word of a free chunk whose start the address map does
+     * not hold yet (a split's rest while the allocator records such starts lazily; see
+     * {@code BfcPort.lazyAddressMap}). Every other free chunk, and a deleted handle, holds
+     * {@code -1}; a chunk in use holds its id ({@code > 0}), so "in use" is "not negative".
+     */
+    public static final long FREE_UNMAPPED = -2;
+
     // size and ptr are package-private: FreeChunkSet orders its trees by them.
     long[] size;
     private long[] requestedSize;
@@ -197,7 +205,7 @@ public final class ChunkTable {
      * @return upstream's {@code Chunk::in_use()}
      */
     public boolean inUse(int h) {
-        return allocationId[h] != -1;
+        return allocationId[h] >= 0;
     }
 
     /**
@@ -238,12 +246,13 @@ public final class ChunkTable {
      */
     public long allocationId(int h) {
         final long v = allocationId[h];
-        return v == -1 ? -1 : v & ~HANDLE_OWNED;
+        return v < 0 ? -1 : v & ~HANDLE_OWNED;
     }
 
     /**
      * @param h a handle
-     * @param v the allocation id, -1 when free
+     * @param v the allocation id, -1 when free ({@link #FREE_UNMAPPED} for a free chunk whose
+     *     start is not in the address map)
      */
     public void setAllocationId(int h, long v) {
         allocationId[h] = v;
@@ -335,7 +344,7 @@ public final class ChunkTable {
      */
     public boolean handleOwned(int h) {
         final long v = allocationId[h];
-        return v != -1 && (v & HANDLE_OWNED) != 0;
+        return v >= 0 && (v & HANDLE_OWNED) != 0;
     }
 
     /**
@@ -346,7 +355,7 @@ public final class ChunkTable {
      */
     public boolean inUseRaw(int h) {
         final long v = allocationId[h];
-        return v != -1 && (v & HANDLE_OWNED) == 0;
+        return v >= 0 && (v & HANDLE_OWNED) == 0;
     }
 
     /**
@@ -358,6 +367,15 @@ public final class ChunkTable {
      */
     public boolean ownedByHandle(int h, long id) {
         return allocationId[h] == (id | HANDLE_OWNED);
+    }
+
+    /**
+     * @param h a live handle
+     * @return whether the address map holds the chunk's start: false only for a free chunk
+     *     marked {@link #FREE_UNMAPPED}
+     */
+    public boolean mapped(int h) {
+        return allocationId[h] != FREE_UNMAPPED;
     }
 
     /**

@@ -178,6 +178,11 @@ public final class ChunkWalk {
         return chunks.inUse(current);
     }
 
+    /** @return whether the address map holds the current chunk's start */
+    public boolean mapped() {
+        return chunks.mapped(current);
+    }
+
     /** @return the current chunk's bin, {@link ChunkTable#INVALID_BIN_NUM} if in none */
     public int binNum() {
         return chunks.binNum(current);
