@@ -275,7 +275,9 @@ final class HistoryRecorder extends PortListener {
         }
         List<StackFrame> st = explicitStack(a);
         if (st == null && sampleStack(requestedBytes)) {
-            st = captureStack();
+            // Written out here and in stackOf, not in a helper: a helper is one more frame for
+            // the walk to read and drop (64 more bytes per stack, HistoryBenchmark "stacks").
+            st = stacks.intern(capture(walker, options.stackDepth()));
         }
         long t = nowMicros();
         String th = Thread.currentThread().getName();
@@ -373,14 +375,9 @@ final class HistoryRecorder extends PortListener {
     private List<StackFrame> stackOf(MemoryAnnotation a, boolean wanted) {
         List<StackFrame> st = explicitStack(a);
         if (st == null && wanted && options.stacks()) {
-            st = captureStack();
+            st = stacks.intern(capture(walker, options.stackDepth()));
         }
         return st;
-    }
-
-    /** The calling thread's stack (outside bfc4j), the recording's one copy of it. */
-    private List<StackFrame> captureStack() {
-        return stacks.intern(capture(walker, options.stackDepth()));
     }
 
     /** The stack an annotation gives (the innermost that gives one), or null: recorded without walking. */
