@@ -60,8 +60,9 @@ import java.util.function.LongSupplier;
  *       a stamped chunk ({@code freedAtCount > 0}) is not coalesced until it is safe, and even
  *       then upstream's {@code MergeTimestampedChunks} merges each chunk once per side, so two
  *       chunks made safe in one pass can stay neighbours ({@link InvariantChecker}).</li>
- *   <li>The region manager maps the start address of every live chunk, and nothing else, to
- *       its handle.</li>
+ *   <li>The region manager maps the start address of every live chunk to its handle, and
+ *       nothing else to anything; while the recording is lazy ({@link #lazyAddressMap}), a
+ *       split's free rest that was never allocated is left out.</li>
  * </ul>
  *
  * <h2>Algorithm, by method</h2>
@@ -177,11 +178,18 @@ final class BfcPort {
     private final RegionManager regionManager = new RegionManager(chunks);
 
     /**
-     * Guarded by lock. The walk of extend, garbage collection, the address map's catching up
-     * and the queries of a free chunk's start, reused so that they create nothing; the
-     * collaborators walk with cursors of their own ({@link PortView#walk()}).
+     * Guarded by lock. The walk of extend, garbage collection and the address map's catching
+     * up, reused so that they create nothing; the collaborators walk with cursors of their own
+     * ({@link PortView#walk()}).
      */
     private final ChunkWalk walk = new ChunkWalk(chunks, regionManager);
+
+    /**
+     * Guarded by lock. The walk of the queries of a free chunk's start ({@link #handleAtLocked}):
+     * a cursor of its own, so that a query made while {@link #walk} is on its way (the lock is
+     * reentrant) cannot move it.
+     */
+    private final ChunkWalk queryWalk = new ChunkWalk(chunks, regionManager);
 
     /**
      * Guarded by lock. Upstream's {@code bins_space_}: bin {@code i} holds free chunks of size
@@ -1233,10 +1241,10 @@ final class BfcPort {
         if (r < 0) {
             return ChunkTable.INVALID_CHUNK_HANDLE;
         }
-        for (walk.region(r); walk.next(); ) {
-            final long start = walk.ptr();
+        for (queryWalk.region(r); queryWalk.next(); ) {
+            final long start = queryWalk.ptr();
             if (start == ptr) {
-                return walk.handle();
+                return queryWalk.handle();
             }
             if (Long.compareUnsigned(start, ptr) > 0) {
                 break;

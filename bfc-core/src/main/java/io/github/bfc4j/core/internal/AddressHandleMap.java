@@ -6,7 +6,8 @@ package io.github.bfc4j.core.internal;
 import java.util.Arrays;
 
 /**
- * Maps the start address of every live chunk to its handle: upstream's
+ * Maps the start address of a live chunk to its handle (of every live chunk, but for a split's
+ * free rest never allocated while the allocator records such starts lazily): upstream's
  * {@code AllocationRegion::handles_} (one handle per 256-byte slot of a region), made sparse
  * and keyed by absolute address, so that no region is searched.
  *
