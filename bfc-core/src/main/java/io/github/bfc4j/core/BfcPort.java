@@ -13,7 +13,6 @@ import io.github.bfc4j.core.internal.ChunkTable;
 import io.github.bfc4j.core.internal.ChunkWalk;
 import io.github.bfc4j.core.internal.FreeChunkSet;
 import io.github.bfc4j.core.internal.IntDeque;
-import io.github.bfc4j.core.internal.LongList;
 import io.github.bfc4j.core.internal.RegionManager;
 import java.lang.System.Logger.Level;
 import java.util.List;
@@ -204,8 +203,11 @@ final class BfcPort {
     /** Guarded by lock. Scratch queue of {@code mergeTimestampedChunksLocked}. */
     private IntDeque newTsQueue = new IntDeque(64);
 
-    /** Guarded by lock. Scratch list of {@code mergeTimestampedChunksLocked}. */
-    private final LongList toMerge = new LongList(64);
+    /**
+     * Guarded by lock. Scratch list of {@code mergeTimestampedChunksLocked}: upstream's
+     * {@code to_merge}, by handle instead of address (see there).
+     */
+    private final IntDeque toMerge = new IntDeque(64);
 
     /** Upstream's {@code safe_frontier_} (unsigned). */
     private final AtomicLong safeFrontier = new AtomicLong();
@@ -227,11 +229,11 @@ final class BfcPort {
      * merged back before anyone allocates it (most allocate/free pairs) then costs the map
      * nothing. Every chunk in use and every chunk that {@code Extend} creates (a region's first)
      * is always in the map; a query of another free chunk's start walks its region
-     * ({@link #handleAtLocked}). Upstream records every chunk start at once. The timestamped
-     * frees look chunks up by address, and chunk starts off 256-byte boundaries can share a
-     * slot, so the first timing counter, or the first region that starts off a 256-byte
-     * boundary, records every start ({@link #mapEveryChunkStartLocked}) and ends this for good:
-     * the map then holds every chunk start, as upstream's does.
+     * ({@link #handleAtLocked}); the timestamped frees keep their chunks by handle
+     * ({@link #mergeTimestampedChunksLocked}). Upstream records every chunk start at once.
+     * Chunk starts off 256-byte boundaries can share a slot, so the first region that starts
+     * off a 256-byte boundary records every start ({@link #mapEveryChunkStartLocked}) and ends
+     * this for good: the map then holds every chunk start, as upstream's does.
      */
     private boolean lazyAddressMap = true;
 
@@ -1150,37 +1152,36 @@ final class BfcPort {
     private boolean mergeTimestampedChunksLocked(long requiredBytes) {
         boolean satisfied = requiredBytes == 0;
         final long frontier = safeFrontier.get();
-        final LongList toMerge = this.toMerge;
+        final IntDeque toMerge = this.toMerge;
         toMerge.clear();
         final IntDeque newTsQueue = this.newTsQueue;
         newTsQueue.clear();
         while (!timestampedChunks.isEmpty()) {
-            int h = timestampedChunks.popFront();
-            assert h != ChunkTable.INVALID_CHUNK_HANDLE;
-            final int c = h;
-            // This chunk may have been merged already, so refetch and retest the handle. A
-            // handle deleted by garbage collection still holds its old address here (and may
-            // have been recycled for a new chunk), exactly as upstream.
-            h = regionManager.getHandle(chunks.ptr(c));
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
-                continue;
-            }
+            final int c = timestampedChunks.popFront();
+            assert c != ChunkTable.INVALID_CHUNK_HANDLE;
+            // This chunk may have been merged already. Upstream refetches the handle by the
+            // chunk's address and skips the entry if no chunk starts there. DEVIATION(port)
+            // (representation only, docs/deviations.md #28): that lookup is left out, as it
+            // changes nothing: a live handle's address gives the handle itself, and a handle
+            // deleted since (it keeps its old address, as upstream's; garbage collection may
+            // have given its region back) is in no bin, so the next test skips it either way.
+            // A recycled handle is a live chunk, as upstream's lookup finds it.
             if (chunks.inUse(c) || chunks.binNum(c) == ChunkTable.INVALID_BIN_NUM) {
                 // This chunk has already been reallocated.
                 continue;
             }
             if (chunks.freedAtCount(c) == 0) {
-                toMerge.add(chunks.ptr(c));
+                toMerge.pushBack(c);
                 continue;
             }
             // The chunk is free and in a bin.
             if (Long.compareUnsigned(chunks.freedAtCount(c), frontier) < 0) {
                 chunks.setFreedAtCount(c, 0);
-                toMerge.add(chunks.ptr(c));
+                toMerge.pushBack(c);
             } else if (requiredBytes > 0) {
-                toMerge.add(chunks.ptr(c));
+                toMerge.pushBack(c);
             } else {
-                newTsQueue.pushBack(h);
+                newTsQueue.pushBack(c);
             }
         }
         assert timestampedChunks.isEmpty();
@@ -1193,11 +1194,12 @@ final class BfcPort {
         // (requiredBytes == 0) merges them all; otherwise merge just until a chunk of the
         // required size is produced.
         for (int ci = 0, end = toMerge.size(); ci < end; ++ci) {
-            final long ptr = toMerge.get(ci);
-            // The chunk at this address may have been merged and deleted in a prior iteration,
-            // so refetch the handle and retest.
-            final int h = regionManager.getHandle(ptr);
-            if (h == ChunkTable.INVALID_CHUNK_HANDLE) {
+            final int h = toMerge.get(ci);
+            // The chunk may have been merged and deleted in a prior iteration. Upstream
+            // refetches the handle by address; here (#28) the handle tells: this loop creates
+            // no chunk and recycles no handle, every live chunk it meets is free and in a bin
+            // between iterations, and a deleted one is in none.
+            if (chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM) {
                 continue;
             }
             if (requiredBytes == 0 || !satisfied) {
@@ -1439,10 +1441,6 @@ final class BfcPort {
         try {
             timingCounter = sc;
             timingCounterEverSet |= sc != null;
-            if (sc != null) {
-                // The timestamped frees look chunks up by address (mergeTimestampedChunks).
-                mapEveryChunkStartLocked();
-            }
         } finally {
             lock.unlock();
         }

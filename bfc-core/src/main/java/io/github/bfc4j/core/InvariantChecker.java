@@ -160,8 +160,7 @@ final class InvariantChecker {
                 } else if (!lazyAddressMap || ptr == start) {
                     throw violation("chunk h=" + h + " at " + hex(ptr) + " is not in the address"
                             + " map (only a free chunk that does not begin its region's memory may"
-                            + " be left out, and only while no timing counter was set and every"
-                            + " region starts on 256 bytes)", r);
+                            + " be left out, and only while every region starts on 256 bytes)", r);
                 } else if (v.handleAt(ptr) != ChunkTable.INVALID_CHUNK_HANDLE) {
                     throw violation("the address map gives " + v.handleAt(ptr) + " for "
                             + hex(ptr) + ", where chunk h=" + h + " starts and is marked as left"
