@@ -28,6 +28,8 @@ say "single thread, CPU time: bfc4j, Netty, malloc -> replay.txt"
 java -Xmx2g -XX:MaxDirectMemorySize=64g $NETTY_OPTS -cp "$JAR" io.github.bfc4j.bench.CpuTimeReplay \
   bfc4j,netty,malloc "$TRACES" 15 | tee "$OUT/replay.txt"
 
+say "single thread with a timing counter: TimestampedReplay -> timestamped.txt"
+java -Xmx2g -cp "$JAR" io.github.bfc4j.bench.TimestampedReplay "$TRACES" 15 | tee "$OUT/timestamped.txt"
 say "threads: ThreadsBenchmark, 1/2/4/8 threads, bfc4j, bfc4j-sharded, bfc4j-shard-per-thread and Netty, 3 forks -> threads.txt, threads.json"
 java -jar "$JAR" -f 3 -wi 3 -i 5 -w 1s -r 1s -rf json -rff "$OUT/threads.json" ThreadsBenchmark \
   | tee "$OUT/threads.txt"
