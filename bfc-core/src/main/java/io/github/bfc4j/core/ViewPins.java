@@ -163,7 +163,7 @@ final class ViewPins extends ForwardingSubAllocator {
         return (int) Math.min(Integer.MAX_VALUE, r.bytes - k * WINDOW_STEP);
     }
 
-    @SuppressWarnings("unchecked")
+    @SuppressWarnings({"unchecked", "rawtypes"}) // an array of a generic type is created raw
     private ByteBuffer anchor(Region r, int k) {
         if (r.windows == null) {
             r.windows = new WeakReference[(int) ((r.bytes - 1) / WINDOW_STEP) + 1];
