@@ -54,8 +54,9 @@ final class ViewPointer extends BytePointer {
     @Override
     public ByteBuffer asByteBuffer() {
         checkOwnerOpen();
-        if (address != 0 && capacity <= 0 && limit <= 0) {
-            at(0, 1); // JavaCPP's buffer then ends one byte past the position
+        if (address != 0 && limit <= 0) {
+            // JavaCPP's buffer then ends one byte past the position, whatever the capacity.
+            at(0, 1);
         }
         ByteBuffer buffer = super.asByteBuffer();
         if (pins != null && buffer != null) {
@@ -252,14 +253,32 @@ final class ViewPointer extends BytePointer {
 
     /**
      * JavaCPP's {@code memcpy} of {@code p}'s bytes from its position to its limit (one element
-     * if its limit is 0) to this pointer's position, checked first.
+     * if its limit is 0) to this pointer's position, checked first: the bytes must fit in this
+     * pointer and, where {@code p} is a view of an allocation too, lie in {@code p}. Any other
+     * source is read as JavaCPP reads it.
      */
     @Override
     public <P extends Pointer> P put(Pointer p) {
-        if (p.limit() <= 0 || p.limit() >= p.position()) {
-            at(0, (long) p.sizeof() * (p.limit() <= 0 ? 1 : p.limit() - p.position()));
+        if (p.limit() <= 0 || p.limit() >= p.position()) { // else JavaCPP throws, copying nothing
+            final long length = copyLength(p);
+            at(0, length);
+            if (p instanceof ViewPointer) {
+                ((ViewPointer) p).at(0, length);
+            }
         }
         return super.put(p);
+    }
+
+    /** The bytes JavaCPP's {@code put(p)} copies, computed without overflow. */
+    private long copyLength(Pointer p) {
+        try {
+            return Math.multiplyExact((long) p.sizeof(),
+                    p.limit() <= 0 ? 1 : Math.subtractExact(p.limit(), p.position()));
+        } catch (ArithmeticException e) {
+            throw new IndexOutOfBoundsException("the source's " + p.sizeof() + "-byte elements from position "
+                    + p.position() + " to limit " + p.limit() + " are more bytes than a long counts, and"
+                    + " more than this pointer's " + bytes + " bytes: the pointer covers its allocation only");
+        }
     }
 
     /**

@@ -14,6 +14,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.function.LongConsumer;
 import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.LongPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -131,6 +132,16 @@ class PointerBoundsTest {
         p.position(BYTES);
         assertThatThrownBy(p::asByteBuffer).isInstanceOf(IndexOutOfBoundsException.class);
         assertThatThrownBy(p::asBuffer).isInstanceOf(IndexOutOfBoundsException.class);
+        // JavaCPP ignores the capacity there: with limit 0 the buffer ends one byte past the
+        // position whatever the capacity says.
+        p.capacity(BYTES).limit(0).position(BYTES);
+        assertThatThrownBy(p::asByteBuffer).isInstanceOf(IndexOutOfBoundsException.class);
+        p.position(BYTES - 1);
+        assertThat(p.asByteBuffer().capacity()).isEqualTo(BYTES);
+        // A pointer further on keeps the position, which may then lie past its own end.
+        p.position(BYTES).limit(BYTES);
+        BytePointer q = p.getPointer(BYTES / 2).limit(0);
+        assertThatThrownBy(q::asByteBuffer).isInstanceOf(IndexOutOfBoundsException.class);
     }
 
     /** The bulk copies check the pointer's bytes and the Java array's. */
@@ -157,6 +168,27 @@ class PointerBoundsTest {
             big.limit(BYTES);
             p.put(big);
         }
+        // A source whose byte count overflows a long (JavaCPP's own product wraps around to a
+        // small or negative count, which memcpy reads as a huge one).
+        try (Pointer longs = new LongPointer(4)) {
+            longs.limit((1L << 61) - 1);
+            assertThatThrownBy(() -> p.put(longs)).isInstanceOf(IndexOutOfBoundsException.class)
+                    .hasMessageContaining("more bytes than a long counts");
+            longs.limit(1L << 61);
+            assertThatThrownBy(() -> p.put(longs)).isInstanceOf(IndexOutOfBoundsException.class);
+            longs.position(Long.MIN_VALUE + 1).limit(Long.MAX_VALUE);
+            assertThatThrownBy(() -> p.put(longs)).isInstanceOf(IndexOutOfBoundsException.class);
+        }
+        // A source that is a view of an allocation is checked against its own bytes (and its
+        // allocation's close), so that it is not read past its end.
+        Allocation small = allocator.allocate(10);
+        BytePointer src = small.asPointer();
+        src.position(10).limit(0);
+        assertThatThrownBy(() -> p.put(src)).isInstanceOf(IndexOutOfBoundsException.class);
+        src.position(0).limit(10);
+        p.position(0).put(src);
+        small.close();
+        assertThatThrownBy(() -> p.put(src)).isInstanceOf(IllegalStateException.class);
         p.position(0).limit(BYTES).fill(1);
         assertThat(x.asByteBuffer().get(BYTES - 1)).isEqualTo((byte) 1);
         // A limit of 0 means one element at the position: past the end when the position is.
