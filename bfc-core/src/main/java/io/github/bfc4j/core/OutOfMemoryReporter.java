@@ -28,6 +28,12 @@ final class OutOfMemoryReporter extends PortListener {
     /** This thread's latest failure (of any allocator). */
     private static final ThreadLocal<Report> LAST = new ThreadLocal<>();
 
+    /**
+     * Set while this thread tells listeners of a failure: a failure inside a listener (of any
+     * allocator) tells none and writes no dump, so that a listener that allocates cannot recurse.
+     */
+    private static final ThreadLocal<Boolean> NOTIFYING = new ThreadLocal<>();
+
     /** One failure, as it was when it happened. */
     private static final class Report {
         final long requestedBytes;
@@ -96,7 +102,7 @@ final class OutOfMemoryReporter extends PortListener {
             map = reports.memoryMapLocked();
             r.holders = HolderText.messageSentence(map);
         }
-        if (listeners.wanted() && !v.closed()) {
+        if (listeners.wanted() && !v.closed() && NOTIFYING.get() == null) {
             if (map == null) {
                 map = reports.memoryMapLocked();
             }
@@ -138,7 +144,15 @@ final class OutOfMemoryReporter extends PortListener {
             return;
         }
         if (r.report != null) {
-            OomDumpWriter.Result dump = listeners.notify(r.report);
+            OomDumpWriter.Result dump;
+            NOTIFYING.set(Boolean.TRUE);
+            try {
+                dump = listeners.notify(r.report);
+            } finally {
+                NOTIFYING.remove();
+                // A failure inside a listener replaced this thread's report with its own.
+                LAST.set(r);
+            }
             r.note = dump.note();
             r.dumpFile = dump.file();
             r.report = null;
