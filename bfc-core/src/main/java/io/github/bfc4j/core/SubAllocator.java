@@ -25,7 +25,10 @@ public interface SubAllocator {
      *     an implementation may align more strictly
      * @param numBytes the number of bytes wanted, a positive multiple of 256
      * @return the region obtained (its {@link Block#bytes()} may exceed {@code numBytes}), or
-     *     {@code null} if the memory cannot be had; the allocator then asks for less
+     *     {@code null} if the memory cannot be had; the allocator then asks for less. It must
+     *     overlap no block handed out and not yet freed, and lie between address 1 and
+     *     2<sup>63</sup> - 1: an allocator given any other block throws
+     *     {@link IllegalStateException} from the allocation that asked for it
      */
     Block alloc(long alignment, long numBytes);
 

@@ -34,6 +34,11 @@ import java.util.TreeMap;
  * bookkeeping is upstream's either way (the region leaves the pool at once, the statistics and
  * events say so); only the call to the sub-allocator's {@code free} waits.
  *
+ * <p>Its map of the blocks handed out is keyed by address, so it refuses a block that it
+ * cannot map (a broken sub-allocator's): one that overlaps a block handed out and not yet freed
+ * (given back by the allocator or not), or that does not lie between address 1 and
+ * 2<sup>63</sup> - 1. That allocation then throws, and nothing changes (docs/deviations.md).
+ *
  * <p>Every call to the sub-allocator underneath is made under this object's monitor: the
  * allocator's (under its lock) and the held-back frees (from the cleaner's thread). Lock
  * order: the allocator's lock, then this monitor, then whatever the sub-allocator takes.
@@ -73,9 +78,32 @@ final class ViewPins extends ForwardingSubAllocator {
     public synchronized Block alloc(long alignment, long numBytes) {
         Block b = upstream.alloc(alignment, numBytes);
         if (b != null) {
+            String wrong = unmappable(b);
+            if (wrong != null) {
+                // DEVIATION(port): upstream would hand out the same memory twice.
+                throw new IllegalStateException("sub-allocator " + upstream + " handed out the block 0x"
+                        + Long.toHexString(b.ptr()) + " of " + b.bytes() + " bytes, which " + wrong + ". A"
+                        + " SubAllocator must hand out disjoint blocks at addresses from 1 to 2^63 - 1; the"
+                        + " allocation failed, and the allocator's regions, chunks and statistics are unchanged. The block was not given back:"
+                        + " freeing it could free memory in use.");
+            }
             regions.put(b.ptr(), new Region(b.ptr(), b.bytes()));
         }
         return b;
+    }
+
+    /** Why {@code b} cannot be mapped next to the blocks held, or null if it can. */
+    private String unmappable(Block b) {
+        if (b.ptr() < 0 || b.bytes() > Long.MAX_VALUE - b.ptr()) {
+            return "does not lie between address 1 and 2^63 - 1";
+        }
+        Map.Entry<Long, Region> e = regions.floorEntry(b.ptr() + b.bytes() - 1);
+        if (e != null && e.getValue().start + e.getValue().bytes > b.ptr()) {
+            Region r = e.getValue();
+            return "overlaps the block 0x" + Long.toHexString(r.start) + " of " + r.bytes
+                    + " bytes that it handed out before and that was not freed";
+        }
+        return null;
     }
 
     /** Frees the range now, or once no view of memory in it is reachable. */
