@@ -802,8 +802,13 @@ public final class BfcAllocator implements MemoryAllocator {
      *
      * @param bytes a size, {@code 0 <= bytes <= MAX_ALLOCATION_BYTES}
      * @return the size rounded up to a multiple of {@link #MIN_ALLOCATION_SIZE}
+     * @throws IllegalArgumentException if {@code bytes} is outside that range
      */
     public static long roundedBytes(long bytes) {
+        if (bytes < 0 || bytes > MAX_ALLOCATION_BYTES) {
+            throw new IllegalArgumentException("bytes=" + bytes + " (expected: 0 to MAX_ALLOCATION_BYTES, "
+                    + MAX_ALLOCATION_BYTES + ")");
+        }
         return BfcPort.roundedBytes(bytes);
     }
 
@@ -865,12 +870,14 @@ public final class BfcAllocator implements MemoryAllocator {
      *     or the memory cannot be had
      * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
      *     not a power of two
+     * @throws NullPointerException if {@code attr} is null
      * @throws IllegalStateException if the allocator is closed
      * @throws RuntimeException what the sub-allocator's {@code alloc} or {@code free} threw while
      *     serving it (bfc-cuda's {@code CudaException} for a driver error other than out of
      *     memory): the allocator stays whole (docs/deviations.md #27)
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+        Objects.requireNonNull(attr, "attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
         if (badAllocateRawArguments(alignment, numBytes)) {
             throw badAllocateRawArguments(port.name(), alignment, numBytes);
         }

@@ -326,9 +326,11 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the address, or 0 if {@code numBytes} is 0 or no shard can serve it
      * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
      *     not a power of two
+     * @throws NullPointerException if {@code attr} is null
      * @throws IllegalStateException if the allocator is closed
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+        Objects.requireNonNull(attr, "attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
         if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
             throw BfcAllocator.badAllocateRawArguments(name, alignment, numBytes);
         }

@@ -85,8 +85,17 @@ class BfcAllocatorTest {
             // Too large to ever be served: a failure, like upstream's null (newer upstream).
             assertThat(a.allocateRaw(64, BfcAllocator.MAX_ALLOCATION_BYTES + 1)).isZero();
             assertThat(a.allocateRaw(64, Long.MAX_VALUE)).isZero();
+            assertThatThrownBy(() -> a.allocateRaw(64, 10, null)).isInstanceOf(NullPointerException.class)
+                    .hasMessage("attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
             assertThat(a.getStats()).isEqualTo(before);
             a.deallocateRaw(p);
+        }
+        // The static rounding, outside its range.
+        assertThat(BfcAllocator.roundedBytes(BfcAllocator.MAX_ALLOCATION_BYTES))
+                .isEqualTo(BfcAllocator.MAX_ALLOCATION_BYTES);
+        for (long bad : new long[] {-1, BfcAllocator.MAX_ALLOCATION_BYTES + 1, Long.MAX_VALUE}) {
+            assertThatThrownBy(() -> BfcAllocator.roundedBytes(bad)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("bytes=" + bad + " (expected: 0 to MAX_ALLOCATION_BYTES");
         }
     }
 

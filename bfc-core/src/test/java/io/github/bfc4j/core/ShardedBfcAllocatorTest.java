@@ -346,6 +346,8 @@ class ShardedBfcAllocatorTest {
             assertThatThrownBy(() -> a.allocateRaw(3, 10)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("alignment=3").hasMessageContaining("'sharded'");
             assertThatThrownBy(() -> a.allocateRaw(64, -1)).isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> a.allocateRaw(64, 10, null)).isInstanceOf(NullPointerException.class)
+                    .hasMessageStartingWith("attr=null");
             assertThatThrownBy(() -> a.allocate(0)).isInstanceOf(IllegalArgumentException.class);
             assertThatThrownBy(() -> a.deallocateRaw(12345)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("0x3039 was not allocated by allocator 'sharded'");
