@@ -170,6 +170,8 @@ class ImportTfLogCommandTest {
         assertThat(cli.run("import-tf-log", dir.resolve("none.log"), "--allocator", "a", "-o", dir.resolve("x")))
                 .isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + dir.resolve("none.log") + ": no such file");
+        assertThat(cli.run("import-tf-log", dir, "--allocator", "a", "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + dir + ": is a directory (expected: a file)");
         assertThat(cli.run("import-tf-log", full, "-o", dir.resolve("x"))).isEqualTo(2);
         assertThat(cli.err).contains("Missing required option: '--allocator=NAME'");
     }

@@ -188,6 +188,8 @@ class ReplayCommandTest {
         Path missing = dir.resolve("missing.bfctrace");
         assertThat(cli.run("replay", missing)).isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly("bfc replay: " + missing + ": no such file");
+        assertThat(cli.run("replay", dir)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: " + dir + ": is a directory (expected: a file)");
         Path bad = dir.resolve("bad.bfctrace");
         Files.writeString(bad, "bfctrace 1\nname x\nsource workload: t\noptions memory_limit=1048576"
                 + " allow_growth=true garbage_collection=false fragmentation_fraction=0 timing_counter=false\n"

@@ -94,14 +94,15 @@ class VerifyCommandTest {
         Path malformed = write("malformed.bfctrace", MALFORMED);
         Path bad = write("bad.bfctrace", WRONG_ADDRESS);
         Path good = write("good.bfctrace", GOOD);
-        assertThat(cli.run("verify", missing.toString(), malformed.toString(), bad.toString(), good.toString()))
-                .isEqualTo(2);
+        assertThat(cli.run("verify", missing.toString(), dir.toString(), malformed.toString(), bad.toString(),
+                good.toString())).isEqualTo(2);
         assertThat(cli.out.lines()).containsExactly(
                 "FAIL " + bad + " line 8: expected 0x7f0000000400, got 0x7f0000000100",
                 "PASS " + good + " 4 calls",
-                "1 passed, 3 failed");
+                "1 passed, 4 failed");
         assertThat(cli.err.lines()).containsExactly(
                 "ERROR " + missing + ": no such file",
+                "ERROR " + dir + ": is a directory (expected: a file)",
                 "ERROR " + malformed + " line 6: found unknown key 'algn=64', expected align=<n> or freed_before=<n>");
     }
 

@@ -14,6 +14,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -199,10 +200,16 @@ public final class TraceReader implements Closeable {
      * @param path the file
      * @return its bytes
      * @throws java.nio.file.NoSuchFileException if the file does not exist
+     * @throws FileSystemException if it is a directory (its reason says so)
      * @throws IOException if the file cannot be opened
      */
     public static InputStream newInputStream(Path path) throws IOException {
-        if (Files.exists(path) && !Files.isRegularFile(path) && !Files.isDirectory(path)) {
+        if (Files.isDirectory(path)) {
+            // Reading one fails with a bare "Is a directory", which names no file.
+            throw new FileSystemException(path.toString(), null,
+                    "is a directory (expected: a file)");
+        }
+        if (Files.exists(path) && !Files.isRegularFile(path)) {
             return new FileInputStream(path.toFile());
         }
         return Files.newInputStream(path);
