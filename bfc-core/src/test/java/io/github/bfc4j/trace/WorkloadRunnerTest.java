@@ -11,7 +11,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;
 
+import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.ByteArrayInputStream;
@@ -19,6 +21,10 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -71,6 +77,59 @@ class WorkloadRunnerTest {
         assertThat(r.extendCount()).isEqualTo(1);
         assertThat(r.extendLine(0)).isEqualTo(6);
         assertThat(r.extendBytes(0)).isEqualTo(1024 * K);
+    }
+
+    /**
+     * The trace ends with three allocations live: they are freed before the close, which is then
+     * a plain one (no "close() forced" warning), and every region goes back.
+     */
+    @Test
+    void theAllocationsLiveAtTheEndAreFreedAndTheCloseIsQuiet() throws IOException {
+        List<String> warnings = new ArrayList<>(); // of the close (the out-of-memory ones are expected)
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                if (r.getLevel().intValue() >= Level.WARNING.intValue() && r.getMessage().startsWith("close()")) {
+                    warnings.add(r.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        List<long[]> obtained = new ArrayList<>();
+        List<Long> freed = new ArrayList<>();
+        Logger jul = Logger.getLogger(BfcAllocator.class.getName());
+        jul.addHandler(handler);
+        try (TraceReader reader = open(WORKLOAD)) {
+            SubAllocator sim = WorkloadRunner.simFor(reader.header(), reader.header().memoryLimit());
+            SubAllocator counting = new ForwardingSubAllocator(sim) {
+                @Override
+                public Block alloc(long alignment, long numBytes) {
+                    Block b = upstream.alloc(alignment, numBytes);
+                    obtained.add(new long[] {b.ptr(), b.bytes()});
+                    return b;
+                }
+
+                @Override
+                public void free(long ptr, long numBytes) {
+                    freed.add(ptr);
+                    upstream.free(ptr, numBytes);
+                }
+            };
+            WorkloadResult r = new WorkloadRunner(reader.header().memoryLimit(), reader.header().bfcOptions(),
+                    counting).run(reader);
+            assertThat(r.peakBytesInUse()).isEqualTo(768 * K);
+        } finally {
+            jul.removeHandler(handler);
+        }
+        assertThat(warnings).isEmpty();
+        assertThat(freed).containsExactly(obtained.get(0)[0]);
     }
 
     @Test
