@@ -4,8 +4,10 @@
  */
 package io.github.bfc4j.cli;
 
+import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
+import java.util.stream.Collectors;
 import picocli.CommandLine;
 import picocli.CommandLine.IParameterExceptionHandler;
 import picocli.CommandLine.Model.OptionSpec;
@@ -21,7 +23,9 @@ import picocli.CommandLine.UnmatchedArgumentException;
  * false}) takes the next word only when it is {@code true} or {@code false}; any other word is
  * left for the positional parameters, where picocli reports it as an "unmatched argument". That
  * case is reported as the bad option value it is: {@code --allow-growth maybe (expected: true or
- * false ...)}.
+ * false ...)}. Other unmatched words: a misspelt command gets the nearest command's name
+ * ({@code bfc: unknown command 'repaly' (did you mean replay?)}), an argument too many gets
+ * what the command takes ({@code unexpected argument 'b' (expected: TRACE only)}).
  */
 final class UsageErrorHandler implements IParameterExceptionHandler {
 
@@ -33,8 +37,19 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         String hint = "";
         if (ex instanceof UnmatchedArgumentException u) {
             String value = optionalBooleanValue(c, args, u.getUnmatched());
+            String word = u.getUnmatched().isEmpty() ? "-" : u.getUnmatched().get(0);
             if (value != null) {
                 message = value.startsWith("(") ? message + " " + value : value;
+            } else if (!word.startsWith("-") && c.getCommandSpec().parent() == null) {
+                // picocli suggests commands by prefix ('repaly': report); a typo is nearer.
+                message = "unknown command '" + word + "'";
+                String near = nearest(word, c.getSubcommands().keySet());
+                hint = near == null ? "" : " (did you mean " + near + "?)";
+            } else if (!word.startsWith("-") && !c.getCommandSpec().positionalParameters().isEmpty()) {
+                message = "unexpected argument '" + word + "' (expected: "
+                        + c.getCommandSpec().positionalParameters().stream()
+                                .map(p -> p.paramLabel() + (p.arity().max() > 1 ? "..." : ""))
+                                .collect(Collectors.joining(" ")) + " only)";
             } else if (!u.getSuggestions().isEmpty()) {
                 hint = " (did you mean " + String.join(" or ", u.getSuggestions()) + "?)";
             }
@@ -42,6 +57,39 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         c.getErr().println(name + ": " + message + hint + " (see '" + name + " --help')");
         c.getErr().flush();
         return CommandRunner.EXIT_USAGE;
+    }
+
+    /** The name nearest {@code word} by edit distance (a swap of two letters counts one), if near. */
+    private static String nearest(String word, Collection<String> names) {
+        String best = null;
+        int bestDistance = Math.max(1, word.length() / 3) + 1;
+        for (String n : names) {
+            int d = editDistance(word.toLowerCase(Locale.ROOT), n);
+            if (d < bestDistance) {
+                best = n;
+                bestDistance = d;
+            }
+        }
+        return best;
+    }
+
+    /** Levenshtein distance, with a swap of two adjacent letters as one edit. */
+    private static int editDistance(String a, String b) {
+        int[][] d = new int[a.length() + 1][b.length() + 1];
+        for (int i = 0; i <= a.length(); i++) {
+            for (int j = 0; j <= b.length(); j++) {
+                if (i == 0 || j == 0) {
+                    d[i][j] = i + j;
+                    continue;
+                }
+                int cost = a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1;
+                d[i][j] = Math.min(Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1), d[i - 1][j - 1] + cost);
+                if (i > 1 && j > 1 && a.charAt(i - 1) == b.charAt(j - 2) && a.charAt(i - 2) == b.charAt(j - 1)) {
+                    d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+                }
+            }
+        }
+        return d[a.length()][b.length()];
     }
 
     /**

@@ -28,6 +28,25 @@ class BfcCommandTest {
     }
 
     @Test
+    void aMisspeltCommandGetsTheNearestName() {
+        assertThat(cli.run("repaly", "x")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc: unknown command 'repaly' (did you mean replay?)"
+                + " (see 'bfc --help')");
+        assertThat(cli.run("Verfy")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc: unknown command 'Verfy' (did you mean verify?)"
+                + " (see 'bfc --help')");
+        assertThat(cli.run("xyzzy")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc: unknown command 'xyzzy' (see 'bfc --help')");
+    }
+
+    @Test
+    void anArgumentTooManyIsNamedWithWhatTheCommandTakes() {
+        assertThat(cli.run("replay", "a.bfctrace", "b.bfctrace")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: unexpected argument 'b.bfctrace' (expected: TRACE"
+                + " only) (see 'bfc replay --help')");
+    }
+
+    @Test
     void theLaunchersUsageCommentNamesEverySubcommand() throws IOException {
         // Surefire runs in the module's directory.
         List<String> comment = Files.readAllLines(Path.of("../bin/bfc")).stream().skip(1)
