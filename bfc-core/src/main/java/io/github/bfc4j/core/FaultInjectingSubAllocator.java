@@ -4,6 +4,7 @@
 package io.github.bfc4j.core;
 
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.SplittableRandom;
 
 /**
@@ -43,8 +44,10 @@ public final class FaultInjectingSubAllocator extends ForwardingSubAllocator {
      * @param callNumbers 1-based call numbers, counted since this object was made
      * @return this
      * @throws IllegalArgumentException if a number is below 1
+     * @throws NullPointerException if {@code callNumbers} is null
      */
     public synchronized FaultInjectingSubAllocator failCalls(long... callNumbers) {
+        Objects.requireNonNull(callNumbers, "callNumbers=null (expected: call numbers; none: failCalls())");
         for (long n : callNumbers) {
             if (n < 1) {
                 throw new IllegalArgumentException("callNumber=" + n + " (expected: >= 1, calls are numbered from 1)");

@@ -90,6 +90,8 @@ class FaultInjectingSubAllocatorTest extends SubAllocatorContractTest {
     void badRulesAreRejected() {
         assertThatThrownBy(() -> sub().failCalls(0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("callNumber=0 (expected: >= 1, calls are numbered from 1)");
+        assertThatThrownBy(() -> sub().failCalls((long[]) null)).isInstanceOf(NullPointerException.class)
+                .hasMessageStartingWith("callNumbers=null");
         assertThatThrownBy(() -> sub().failCallsFrom(-5)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("callNumber=-5 (expected: >= 1");
         assertThatThrownBy(() -> sub().failFraction(1.5, 1)).isInstanceOf(IllegalArgumentException.class)
