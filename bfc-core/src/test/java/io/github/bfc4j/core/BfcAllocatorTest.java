@@ -211,7 +211,7 @@ class BfcAllocatorTest {
 
     @Test
     void fragmentationFractionWhoseThresholdTruncatesToZeroIsRejected() {
-        // Upstream would split exact fits into zero-size chunks (PITFALLS.md).
+        // Upstream would split exact fits into zero-size chunks (docs/deviations.md #2).
         BfcOptions opts = BfcOptions.builder().fragmentationFraction(1e-9).build();
         assertThatThrownBy(() -> new BfcAllocator(new SimSubAllocator(BASE, 1L << 30, 0, true),
                 100 * MIB, "frag", opts))
@@ -273,7 +273,7 @@ class BfcAllocatorTest {
 
     @Test
     void backOffEndsForSmallRequestsWhenTheSubAllocatorRefusesEverything() {
-        // Upstream loops forever here: 0.9 * 2304 rounds back up to 2304 (PITFALLS.md).
+        // Upstream loops forever here: 0.9 * 2304 rounds back up to 2304 (docs/deviations.md #1).
         RefusingSubAllocator sub = new RefusingSubAllocator();
         try (BfcAllocator a = new BfcAllocator(sub, 2304, "tiny", noRetry())) {
             assertThat(a.allocateRaw(64, 1000)).isZero();

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Replays small hand-made traces. The expected answers follow the reference's rules (see
- * docs/trace-format.md and PITFALLS): memory_limit 1 MiB with growth, so the first allocation
+ * docs/trace-format.md): memory_limit 1 MiB with growth, so the first allocation
  * extends by min(limit, 2 MiB) = 1 MiB at the sim's base, and chunks are rounded to 256 bytes.
  */
 class TraceReplayerTest {

@@ -21,8 +21,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Not ports: upstream has no unit tests for the timing counter, {@code freed_by_func}, region
  * coalescing or allocation ids (those are proven by the bundled traces, TraceConformanceTest).
- * These few small cases pin the reference behaviour documented in
- * shared/conformance/PITFALLS.md, derived by hand from bfc_allocator.cc at the reference commit,
+ * These few small cases pin the reference's behaviour, derived by hand from bfc_allocator.cc at
+ * the reference commit,
  * plus a known-answer check of the tests' Philox generator.
  */
 class BfcAllocatorReferenceBehaviourTest {
@@ -43,7 +43,7 @@ class BfcAllocatorReferenceBehaviourTest {
                 .allowRetryOnFailure(false).garbageCollection(false).build());
     }
 
-    /** PITFALLS: allocation ids start at 1 and advance only on successful allocations. */
+    /** Allocation ids start at 1 and advance only on successful allocations. */
     @Test
     void allocationIdsStartAtOneAndAdvanceOnlyOnSuccess() {
         try (BfcAllocator a = oneMiBNoGrowth(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false))) {
@@ -58,7 +58,7 @@ class BfcAllocatorReferenceBehaviourTest {
     }
 
     /**
-     * PITFALLS: {@code AllocateRaw(…, 0)} returns null without touching anything, and
+     * {@code AllocateRaw(…, 0)} returns null without touching anything, and
      * {@code DeallocateRaw(nullptr)} is a no-op that does not advance the timing counter.
      */
     @Test
@@ -77,7 +77,7 @@ class BfcAllocatorReferenceBehaviourTest {
     }
 
     /**
-     * PITFALLS, timing counter: a freed chunk is stamped and kept out of coalescing; a
+     * Timing counter: a freed chunk is stamped and kept out of coalescing; a
      * {@code freed_by} count below its stamp skips it; once the safe frontier passes the stamp the
      * next allocation merges it back and it can be reused.
      */
@@ -110,7 +110,7 @@ class BfcAllocatorReferenceBehaviourTest {
     }
 
     /**
-     * PITFALLS, region coalescing: with a coalescing sub-allocator a region that starts where the
+     * Region coalescing: with a coalescing sub-allocator a region that starts where the
      * previous one ends extends it, and a free chunk can then straddle the two sub-allocations.
      * Without coalescing the same 6 MiB request fails (garbage collection off).
      */

@@ -27,7 +27,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * bfc_allocator_test.cc (read at tensorflow/tensorflow 0eb4958023ea37857ad09a1fb57d4fcebb4f154a;
  * the file is newer than the reference commit) that apply to the classic algorithm. The
  * spatial-partitioning tests, the allocation-annotation log test and the tests of alignments
- * above 256 bytes are not ported: the reference has neither feature (PITFALLS.md: alignment is
+ * above 256 bytes are not ported: the reference has neither feature (its alignment is
  * only passed on to the sub-allocator). See docs/conformance.md.
  *
  * <p>Upstream's {@code FakeSubAllocator} bump-allocates from {@code 1 << 40} without
@@ -119,7 +119,7 @@ class BfcAllocatorXlaTest {
 
     /**
      * Regression test for the backpedal loop of {@code Extend} (upstream's fix is newer than the
-     * reference, which loops forever here: PITFALLS.md, "Upstream hang"; the port's deviation is
+     * reference, which loops forever here; the port's fix is deviation #1
      * in docs/deviations.md). A pool of 8 * 256 = 2048 bytes makes the first backpedal attempt
      * land where rounding undoes the shrink: RoundedBytes(0.9 * 2048) == 2048.
      */
