@@ -84,8 +84,8 @@ final class ViewPins extends ForwardingSubAllocator {
                 throw new IllegalStateException("sub-allocator " + upstream + " handed out the block 0x"
                         + Long.toHexString(b.ptr()) + " of " + b.bytes() + " bytes, which " + wrong + ". A"
                         + " SubAllocator must hand out disjoint blocks at addresses from 1 to 2^63 - 1; the"
-                        + " allocation failed, and the allocator's regions, chunks and statistics are unchanged. The block was not given back:"
-                        + " freeing it could free memory in use.");
+                        + " allocation failed, and the allocator's regions, chunks and statistics are"
+                        + " unchanged. The block was not given back: freeing it could free memory in use.");
             }
             regions.put(b.ptr(), new Region(b.ptr(), b.bytes()));
         }
