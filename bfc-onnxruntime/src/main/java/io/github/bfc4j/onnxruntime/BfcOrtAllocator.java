@@ -115,6 +115,11 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * {@code close()} sees the callback in flight and waits for it.
      */
     private final AtomicInteger inFlight = new AtomicInteger();
+    /**
+     * Per thread, the allocations of any instance it is inside (an out-of-memory listener runs
+     * inside one): {@link #close()} from there would wait for itself.
+     */
+    private static final ThreadLocal<int[]> IN_CALLBACK = ThreadLocal.withInitial(() -> new int[1]);
     private final OrtCallbackStats.Counters counters = new OrtCallbackStats.Counters();
     /** Told of every allocation served and every free, or null. For tests. */
     private volatile CallListener listener;
@@ -142,8 +147,8 @@ public final class BfcOrtAllocator implements AutoCloseable {
      *
      * @param bfc a bfc4j allocator over host memory with close policy {@code REFUSE}
      * @return the registered allocator; close it after the sessions that use it
-     * @throws IllegalArgumentException if {@code bfc} is null, not over host memory, or has
-     *     close policy {@code FORCE} (closing it would free memory ORT still uses)
+     * @throws IllegalArgumentException if {@code bfc} is null, closed, not over host memory, or
+     *     has close policy {@code FORCE} (closing it would free memory ORT still uses)
      * @throws IllegalStateException if another {@code BfcOrtAllocator} is registered and open
      * @throws OrtCallException if ORT refuses (e.g. another CPU allocator was registered with
      *     {@code CreateAndRegisterAllocator})
@@ -163,6 +168,10 @@ public final class BfcOrtAllocator implements AutoCloseable {
             throw new IllegalArgumentException("closePolicy=FORCE of allocator '" + bfc.name()
                     + "' (expected: REFUSE: closing it while ORT holds memory would free memory under"
                     + " ORT's tensors; leave the builder's closePolicy at its default)");
+        }
+        if (bfc.isClosed()) {
+            throw new IllegalArgumentException("allocator '" + bfc.name() + "' is closed (expected: an open"
+                    + " allocator: every allocation ONNX Runtime asked of it would fail)");
         }
         if (registered != null) {
             throw new IllegalStateException("a BfcOrtAllocator over '" + registered.bfc.name()
@@ -284,10 +293,16 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * arrives while {@code close()} waits fails as after a close. Idempotent.
      *
      * @throws IllegalStateException if ORT still holds memory from this allocator (release the
-     *     sessions and output values first); the allocator then stays registered and open
+     *     sessions and output values first), or if called on a thread inside one of ORT's
+     *     allocations (an out-of-memory listener); the allocator then stays registered and open
      */
     @Override
     public void close() {
+        if (IN_CALLBACK.get()[0] != 0 && !closed) {
+            throw new IllegalStateException("close() of BfcOrtAllocator '" + bfc.name() + "' refused: this thread is"
+                    + " inside an allocation that ONNX Runtime asked of it (e.g. in an out-of-memory listener), which"
+                    + " close() would wait for forever. Close it after that call returns.");
+        }
         synchronized (BfcOrtAllocator.class) {
             if (closed) {
                 return;
@@ -370,14 +385,23 @@ public final class BfcOrtAllocator implements AutoCloseable {
 
     private Pointer alloc(long size, boolean reserve) {
         (reserve ? counters.reserveCalls : counters.allocCalls).increment();
-        if (size <= 0) {
+        if (size == 0) {
             return null;   // as ORT's CPUAllocator: nothing for 0 bytes
         }
+        if (size < 0) {
+            // A size_t of 2^63 or more. Null is no answer: ORT would write to it.
+            counters.failedAllocs.increment();
+            throw new AllocationFailure("allocator '" + bfc.name() + "' cannot serve it: ONNX Runtime asked for "
+                    + Long.toUnsignedString(size) + " bytes, more than any allocation can be");
+        }
+        final int[] depth = IN_CALLBACK.get();
+        depth[0]++;
         inFlight.incrementAndGet();
         try {
             return allocInFlight(size, reserve);
         } finally {
             inFlight.decrementAndGet();
+            depth[0]--;
         }
     }
 

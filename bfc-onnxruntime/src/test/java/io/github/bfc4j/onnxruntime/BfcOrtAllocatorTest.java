@@ -163,6 +163,53 @@ class BfcOrtAllocatorTest {
         }
     }
 
+    /**
+     * A size_t of 2^63 bytes or more arrives as a negative long: it fails as an allocation too
+     * large, where null (ORT writes to it) crashed the JVM.
+     */
+    @Test
+    void aRequestOfTwoToTheSixtyThirdBytesOrMoreFailsWithAMessage() {
+        try (BfcAllocator bfc = hostAllocator("ort_huge", 8 << 20);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            for (long[] shape : new long[][] {{1L << 61}, {3L << 60}}) {
+                assertThatThrownBy(() -> Value.CreateTensor(ort.ortAllocator(), shape, 1,
+                        ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT).close())
+                        .hasMessageContaining("bfc4j: allocator 'ort_huge' cannot serve it: ONNX Runtime asked for "
+                                + Long.toUnsignedString(shape[0] * 4) + " bytes, more than any allocation can be");
+            }
+            assertThat(ort.stats().failedAllocs()).isEqualTo(2);
+            assertThat(ort.stats().liveAllocations()).isZero();
+            assertThat(bfc.bytesInUse()).isZero();
+        }
+    }
+
+    /**
+     * close() from inside one of ORT's allocations (an out-of-memory listener) is refused, where
+     * it waited for that allocation, that is forever.
+     */
+    @Test
+    void closeFromInsideAnAllocationIsRefused() {
+        try (BfcAllocator bfc = hostAllocator("ort_reentry", 1 << 20)) {
+            BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+            List<Throwable> caught = new ArrayList<>();
+            bfc.addOutOfMemoryListener(r -> {
+                try {
+                    ort.close();
+                } catch (IllegalStateException e) {
+                    caught.add(e);
+                }
+            });
+            assertThatThrownBy(() -> Value.CreateTensor(ort.ortAllocator(), new long[] {1 << 20}, 1,
+                    ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT).close()).hasMessageContaining("is out of memory");
+            assertThat(caught).hasSize(1);
+            assertThat(caught.get(0)).hasMessageStartingWith("close() of BfcOrtAllocator 'ort_reentry' refused:"
+                    + " this thread is inside an allocation");
+            assertThat(ort.isClosed()).isFalse();
+            ort.close();
+            assertThat(ort.isClosed()).isTrue();
+        }
+    }
+
     @Test
     void registerRejectsWhatCouldCorruptMemory() {
         registerRefuses(BfcAllocator.builder().name("forced").memoryLimit(1 << 20)
@@ -174,6 +221,9 @@ class BfcOrtAllocatorTest {
         assertThatThrownBy(() -> BfcOrtAllocator.register(null))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("bfc=null");
+        BfcAllocator closed = hostAllocator("closed", 1 << 20);
+        closed.close();
+        registerRefuses(closed).hasMessageStartingWith("allocator 'closed' is closed (expected: an open allocator");
         registerRefuses(ShardedBfcAllocator.builder().name("forced-shards").memoryLimit(1 << 20)
                 .closePolicy(ClosePolicy.FORCE).subAllocator(new AlignedHostSubAllocator()).build())
                 .hasMessageStartingWith("closePolicy=FORCE of allocator 'forced-shards' (expected: REFUSE");
