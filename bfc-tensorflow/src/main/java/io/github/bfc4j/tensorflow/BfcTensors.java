@@ -367,6 +367,13 @@ public final class BfcTensors {
             throw new IllegalArgumentException("shape=" + shape + " (expected: a fully known shape, no -1"
                     + " dimension; a tensor's size must be known to allocate it)");
         }
+        for (int i = 0; i < shape.numDimensions(); i++) {
+            if (shape.get(i) < 0) {
+                // TensorFlow aborts the process on a negative dimension (TensorShape's CHECK).
+                throw new IllegalArgumentException("shape=" + shape + " (expected: no negative dimension;"
+                        + " dimension " + i + " is " + shape.get(i) + ")");
+            }
+        }
         byteSize(shape, dtype);
         return dtype;
     }

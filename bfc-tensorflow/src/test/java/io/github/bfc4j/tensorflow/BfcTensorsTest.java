@@ -141,6 +141,14 @@ class BfcTensorsTest {
         assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.of(-1, 3)))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("shape=[-1, 3] (expected: a fully known shape");
+        // Other negative dimensions: TensorFlow would abort the process.
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.of(-2, 3)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("shape=[-2, 3] (expected: no negative dimension; dimension 0 is -2)");
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.of(2, -2, -3)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageEndingWith("dimension 1 is -2)");
+        assertThatThrownBy(() -> tensors.tensorOf(TInt32.class, Shape.of(Long.MIN_VALUE, 3)))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no negative dimension");
         assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.unknown()))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("expected: a fully known shape");
