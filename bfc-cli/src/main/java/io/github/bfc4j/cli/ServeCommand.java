@@ -24,6 +24,7 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
@@ -100,6 +101,10 @@ public final class ServeCommand implements Callable<Integer> {
     /** Calls replayed over all passes, and when the first began: the pace of {@code --rate}. */
     private long callsReplayed;
     private long replayStartNanos;
+    /** Set by the shutdown: the replay stops at its next call, before the allocator is closed. */
+    private volatile boolean stopping;
+    /** Counted down when the replay has stopped (or there is none). */
+    private final CountDownLatch replayDone = new CountDownLatch(1);
 
     /** Creates the command; picocli fills its fields. */
     public ServeCommand() {
@@ -164,6 +169,14 @@ public final class ServeCommand implements Callable<Integer> {
         CountDownLatch stopped = new CountDownLatch(1);
         TraceInput spooled = input;
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            // The replay stops before the allocator and its input are closed under it (a call on
+            // a closed allocator would end the command with an internal error).
+            stopping = true;
+            try {
+                replayDone.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             try {
                 server.close();
                 if (spooled != null) {
@@ -179,40 +192,55 @@ public final class ServeCommand implements Callable<Integer> {
                 + allocatorName + "' (limit " + limit + " bytes" + (trace == null ? ", idle" : "") + ")");
         out.flush();
 
-        if (input != null) {
-            replayStartNanos = System.nanoTime();
-            long lastPrintNanos = 0;
-            long pass = 0;
-            do {
-                Map<Long, Long> live = new HashMap<>();
-                long calls;
-                String cut;
-                try (TraceReader reader = TraceReader.open(input.rawStream(), input.name())) {
-                    calls = replay(reader, allocator, live);
-                    cut = TraceInput.cutWarning(reader, "each pass replays the lines read");
-                }
-                pass++;
-                if (pass == 1) {
-                    CommandRunner.warn(spec, cut);
-                }
-                long now = System.nanoTime();
-                if (pass == 1 || now - lastPrintNanos >= 10_000_000_000L) {
-                    // With --loop: one line every 10 s at most.
-                    AllocatorStats s = allocator.getStats();
-                    out.println("replayed " + calls + " calls: live=" + live.size() + " bytes_in_use="
-                            + s.bytesInUse() + " pool_bytes=" + s.poolBytes() + (loop ? " (pass " + pass + ")" : ""));
-                    out.flush();
-                    lastPrintNanos = now;
-                }
-                if (loop) {
-                    for (long p : live.values()) {
-                        allocator.deallocateRaw(p);
-                    }
-                }
-            } while (loop);
+        try {
+            if (input != null) {
+                replayLoop(input, allocator, out);
+            }
+        } finally {
+            replayDone.countDown();
         }
         stopped.await();
         return CommandRunner.EXIT_OK;
+    }
+
+    /** Replays the trace once, or again and again with {@code --loop}, until stopped. */
+    private void replayLoop(TraceInput input, BfcAllocator allocator, PrintWriter out) throws IOException {
+        replayStartNanos = System.nanoTime();
+        long lastPrintNanos = 0;
+        long pass = 0;
+        do {
+            Map<Long, Long> live = new HashMap<>();
+            long calls;
+            String cut;
+            try (TraceReader reader = TraceReader.open(input.rawStream(), input.name())) {
+                calls = replay(reader, allocator, live);
+                cut = TraceInput.cutWarning(reader, "each pass replays the lines read");
+            }
+            if (stopping) { // mid-pass: nothing to report
+                for (long p : live.values()) {
+                    allocator.deallocateRaw(p);
+                }
+                return;
+            }
+            pass++;
+            if (pass == 1) {
+                CommandRunner.warn(spec, cut);
+            }
+            long now = System.nanoTime();
+            if (pass == 1 || now - lastPrintNanos >= 10_000_000_000L) {
+                // With --loop: one line every 10 s at most.
+                AllocatorStats s = allocator.getStats();
+                out.println("replayed " + calls + " calls: live=" + live.size() + " bytes_in_use="
+                        + s.bytesInUse() + " pool_bytes=" + s.poolBytes() + (loop ? " (pass " + pass + ")" : ""));
+                out.flush();
+                lastPrintNanos = now;
+            }
+            if (loop) {
+                for (long p : live.values()) {
+                    allocator.deallocateRaw(p);
+                }
+            }
+        } while (loop && !stopping);
     }
 
     /** {@code --client-timeout}: seconds, decimals allowed, from 0.1 to 3600. */
@@ -233,7 +261,7 @@ public final class ServeCommand implements Callable<Integer> {
     /** Replays the trace's calls once; returns the number of calls. */
     private long replay(TraceReader reader, BfcAllocator allocator, Map<Long, Long> live) throws IOException {
         long calls = 0;
-        for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
+        for (TraceEvent e = reader.next(); e != null && !stopping; e = reader.next()) {
             switch (e.kind()) {
                 case ALLOC -> {
                     long freedBefore = e.freedBefore();
@@ -261,9 +289,10 @@ public final class ServeCommand implements Callable<Integer> {
             if (rate > 0) {
                 long dueNanos = replayStartNanos + (long) (callsReplayed * 1e9 / rate);
                 long sleepNanos = dueNanos - System.nanoTime();
-                if (sleepNanos > 1_000_000) {
+                // In slices, so that a stop is seen within 100 ms even at a slow rate.
+                for (long left = sleepNanos; left > 1_000_000 && !stopping; left = dueNanos - System.nanoTime()) {
                     try {
-                        Thread.sleep(sleepNanos / 1_000_000, (int) (sleepNanos % 1_000_000));
+                        Thread.sleep(Math.min(100, left / 1_000_000));
                     } catch (InterruptedException ie) {
                         Thread.currentThread().interrupt();
                         return calls;

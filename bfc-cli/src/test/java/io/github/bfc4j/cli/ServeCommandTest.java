@@ -121,6 +121,24 @@ class ServeCommandTest {
         }
     }
 
+    /**
+     * SIGTERM while the replay loops: the shutdown closes the allocator under the replay, which
+     * must end quietly, not as an internal error (three times: the stop lands at a random call).
+     */
+    @Test
+    void sigtermDuringALoopingReplayStopsQuietly() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            try (ServeProcess serve = new ServeProcess("--port", "0", "--trace", workloadTrace().toString(),
+                    "--loop")) {
+                serve.awaitPort();
+                serve.awaitReplayed();
+                Thread.sleep(200);
+                serve.terminate();
+                assertThat(serve.output()).as("run %d", i).doesNotContain("internal error").doesNotContain("Exception");
+            }
+        }
+    }
+
     @Test
     void withoutATraceServesAnIdleAllocator() throws Exception {
         try (ServeProcess serve = new ServeProcess("--port", "0", "--name", "idle_bfc")) {

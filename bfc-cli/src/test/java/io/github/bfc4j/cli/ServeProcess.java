@@ -112,6 +112,19 @@ final class ServeProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * Stops it as {@code kill} does (SIGTERM) and waits for it to exit.
+     *
+     * @return its exit status
+     */
+    int terminate() throws InterruptedException {
+        process.destroy();
+        if (!process.waitFor(30, TimeUnit.SECONDS)) {
+            throw new AssertionError("bfc serve did not stop within 30 s of SIGTERM; output:\n" + output());
+        }
+        return process.exitValue();
+    }
+
     @Override
     public void close() throws InterruptedException {
         process.destroy();
