@@ -36,8 +36,10 @@ import java.util.function.Supplier;
  * JDK-internal properties): at most {@value #WORKERS} requests are served at once, at most
  * {@value #QUEUE} more connections wait for a worker (beyond that a connection gets 503 at once),
  * a request head holds at most {@value #MAX_HEAD_BYTES} bytes (else 431), and a client has the
- * timeout to send its request head, after which it gets 408 and is closed: a client that sends
- * {@code GET /metrics HTTP/1.1\r\n} and nothing more holds one worker for that long. A client
+ * timeout, from the moment its connection is accepted, to send its request head, after which it
+ * gets 408 and is closed: a client that sends {@code GET /metrics HTTP/1.1\r\n} and nothing more
+ * holds one worker at most that long, and stalled clients waiting in the queue time out while
+ * they wait. A client
  * that does not take its response is closed a second after the timeout.
  */
 final class LocalHttpServer implements Closeable {
@@ -121,10 +123,19 @@ final class LocalHttpServer implements Closeable {
                 if (closed) {
                     return;
                 }
-                continue; // e.g. too many open files: keep serving the others
+                // E.g. too many open files: keep serving the others, without spinning on the error.
+                try {
+                    Thread.sleep(10);
+                } catch (InterruptedException ie) {
+                    return;
+                }
+                continue;
             }
+            // The client's time to send its request runs from here, not from when a worker is
+            // free: clients that stall in the queue do not hold it for a timeout each.
+            final long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
             try {
-                workers.execute(() -> serve(client));
+                workers.execute(() -> serve(client, deadline));
             } catch (RejectedExecutionException e) {
                 // Every worker busy and the queue full: say so now rather than make it wait.
                 try (client) {
@@ -137,9 +148,8 @@ final class LocalHttpServer implements Closeable {
         }
     }
 
-    /** Serves one connection: one request, one response. */
-    private void serve(Socket client) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+    /** Serves one connection: one request, one response; its request head is due by {@code deadline}. */
+    private void serve(Socket client, long deadline) {
         ScheduledFuture<?> backstop = closer.schedule(() -> closeQuietly(client), timeoutMillis + GRACE_MILLIS,
                 TimeUnit.MILLISECONDS);
         try (client) {
@@ -218,7 +228,8 @@ final class LocalHttpServer implements Closeable {
     }
 
     /**
-     * Reads the request head (up to the blank line), giving the client until the deadline.
+     * Reads the request head (up to the blank line), giving the client until the deadline; what
+     * the client sent before the deadline is read even after it.
      *
      * @return the head, or null if it is longer than {@link #MAX_HEAD_BYTES}
      * @throws SocketTimeoutException if the deadline passed first
@@ -230,10 +241,10 @@ final class LocalHttpServer implements Closeable {
         int state = 0; // bytes of "\r\n\r\n" (or "\n\n") seen at the end so far
         while (true) {
             long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
-            if (leftMillis <= 0) {
+            if (leftMillis <= 0 && in.available() == 0) {
                 throw new SocketTimeoutException("request head not complete");
             }
-            client.setSoTimeout((int) Math.min(Integer.MAX_VALUE, leftMillis));
+            client.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, leftMillis)));
             int b = in.read();
             if (b < 0) {
                 throw new IOException("connection closed before the end of the request head");
