@@ -982,18 +982,27 @@ final class BfcPort {
             // Where upstream records the chunk before it is freed, for its trace.
             onFreeLocked(h);
 
-            markFreeLocked(h);
-
-            // Consider coalescing it.
-            if (timingCounter != null) {
-                insertFreeChunkIntoBinLocked(h);
-                timestampedChunks.pushBack(h);
-            } else {
-                insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
-            }
+            freeChunkLocked(h);
             return true;
         } finally {
             unlockAfterCall();
+        }
+    }
+
+    /**
+     * The rest of {@code DeallocateRawInternal} once the chunk is found: marks chunk {@code h}
+     * free and puts it in a bin, coalesced with its free neighbours, or, with a timing counter,
+     * stamped and queued. Needs the lock.
+     */
+    private void freeChunkLocked(int h) {
+        markFreeLocked(h);
+
+        // Consider coalescing it.
+        if (timingCounter != null) {
+            insertFreeChunkIntoBinLocked(h);
+            timestampedChunks.pushBack(h);
+        } else {
+            insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
         }
     }
 
@@ -1550,8 +1559,24 @@ final class BfcPort {
         counters.allocated(chunkBytes);
         final PortListener l = callListener;
         if (l != null) {
-            l.allocatedLocked(h);
+            try {
+                l.allocatedLocked(h);
+            } catch (Throwable t) {
+                giveBackLocked(h);
+                throw t;
+            }
         }
+    }
+
+    /**
+     * Not in upstream: a listener (provenance, JFR) threw after chunk {@code h} was taken for an
+     * allocation, whose caller then gets that exception instead of the address: the chunk goes
+     * back, as a free that no listener hears of, so that the failed call leaks nothing. Needs the
+     * lock.
+     */
+    private void giveBackLocked(int h) {
+        counters.freed(chunks.size(h));
+        freeChunkLocked(h);
     }
 
     /** Chunk {@code h}, in use, is being freed. Needs the lock. */

@@ -149,18 +149,32 @@ final class HistoryRecorder extends PortListener {
     void start(HistoryOptions o, boolean allocatorEmpty) {
         int n = o.maxEntries();
         if (kind == null || kind.length != n) {
-            kind = new byte[n];
-            time = new long[n];
-            addr = new long[n];
-            bytes = new long[n];
-            requested = new long[n];
-            alignment = new long[n];
-            allocationId = new long[n];
-            available = new long[n];
-            thread = new String[n];
-            annotation = new String[n];
-            step = new long[n];
-            stack = new Object[n];
+            // All allocated before any is kept: an OutOfMemoryError part way leaves the ring as
+            // it was, not arrays of two lengths.
+            byte[] newKind = new byte[n];
+            long[] newTime = new long[n];
+            long[] newAddr = new long[n];
+            long[] newBytes = new long[n];
+            long[] newRequested = new long[n];
+            long[] newAlignment = new long[n];
+            long[] newAllocationId = new long[n];
+            long[] newAvailable = new long[n];
+            String[] newThread = new String[n];
+            String[] newAnnotation = new String[n];
+            long[] newStep = new long[n];
+            Object[] newStack = new Object[n];
+            kind = newKind;
+            time = newTime;
+            addr = newAddr;
+            bytes = newBytes;
+            requested = newRequested;
+            alignment = newAlignment;
+            allocationId = newAllocationId;
+            available = newAvailable;
+            thread = newThread;
+            annotation = newAnnotation;
+            step = newStep;
+            stack = newStack;
         } else {
             Arrays.fill(thread, null);
             Arrays.fill(annotation, null);
@@ -437,8 +451,8 @@ final class HistoryRecorder extends PortListener {
         if (id != null) {
             return id;
         }
-        if (names.size() >= MAX_NAMES) {
-            return nameId(TOO_MANY_NAMES);
+        if (names.size() >= MAX_NAMES && !name.equals(TOO_MANY_NAMES)) {
+            return nameId(TOO_MANY_NAMES); // which is added past the limit, once
         }
         names.add(name);
         int v = names.size();

@@ -11,7 +11,8 @@ package io.github.bfc4j.core;
  *
  * <p>Every method except {@link #outOfMemoryReported} runs with the allocator's lock held, at
  * the moment of the event, and sees the state through the {@link PortView}: it must not call
- * back into the allocator, block, or throw. {@link #allocatedLocked} and {@link #freedLocked}
+ * back into the allocator, block, or throw (if {@link #allocatedLocked} throws nonetheless, an
+ * {@code OutOfMemoryError} say, the port gives the chunk back and the caller gets the exception). {@link #allocatedLocked} and {@link #freedLocked}
  * run on the allocate/free hot path and are called only if {@link #listensToCalls()} said so
  * when the listener was installed: a listener that does not is not called there at all. They
  * must create no objects in steady state.

@@ -1,0 +1,97 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What the allocator records beside an allocation (provenance, JFR) can fail after the chunk
+ * was taken: the chunk then goes back, the caller gets the failure, and nothing leaks.
+ */
+class ListenerFailureTest {
+
+    private static final long MIB = 1L << 20;
+    private static final long BASE = 0x7f0000000000L;
+
+    private static BfcAllocator allocator() {
+        return BfcAllocator.builder().name("listened").memoryLimit(64 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 30, 0, false)).build();
+    }
+
+    /** Throws once from its allocation event (as a recorder out of heap would). */
+    private static final class FailingOnce extends PortListener {
+        boolean failed;
+
+        @Override
+        boolean listensToCalls() {
+            return true;
+        }
+
+        @Override
+        void allocatedLocked(int h) {
+            if (!failed) {
+                failed = true;
+                throw new OutOfMemoryError("a recorder out of heap");
+            }
+        }
+    }
+
+    @Test
+    void aListenerThatThrowsAfterTheChunkWasTakenGetsItGivenBack() {
+        for (boolean timing : new boolean[] {false, true}) {
+            try (BfcAllocator a = allocator()) {
+                if (timing) {
+                    a.setTimingCounter(new SharedCounter());
+                }
+                long kept = a.allocateRaw(256, 1000);
+                AllocatorStats before = a.getStats();
+                a.port.install(new FailingOnce(), () -> { });
+
+                assertThatThrownBy(() -> a.allocateRaw(256, 4096)).isInstanceOf(OutOfMemoryError.class)
+                        .hasMessage("a recorder out of heap");
+                assertThat(a.bytesInUse()).as("timing counter %s", timing).isEqualTo(before.bytesInUse());
+                a.checkInvariants();
+                long again = a.allocateRaw(256, 4096);
+                assertThat(again).as("the chunk given back is served next").isEqualTo(kept + 1024);
+                a.deallocateRaw(again);
+                a.deallocateRaw(kept);
+                assertThat(a.bytesInUse()).isZero();
+                a.checkInvariants();
+            }
+        }
+    }
+
+    /** Past 65,536 distinct annotation names, chunks are marked as such (the marker overflowed the stack). */
+    @Test
+    void annotationNamesPastTheLimitAreMarkedNotFatal() {
+        try (BfcAllocator a = allocator()) {
+            a.recordAnnotations(true);
+            for (int i = 0; i < (1 << 16); i++) {
+                try (MemoryAnnotation m = MemoryAnnotation.push("n" + i)) {
+                    a.deallocateRaw(a.allocateRaw(256, 256));
+                }
+            }
+            long p;
+            try (MemoryAnnotation m = MemoryAnnotation.push("one more")) {
+                p = a.allocateRaw(256, 256);
+            }
+            long q;
+            try (MemoryAnnotation m = MemoryAnnotation.push("and another")) {
+                q = a.allocateRaw(256, 256);
+            }
+            for (long ptr : new long[] {p, q}) {
+                MemoryMap.Chunk c = a.memoryMap().chunks().stream().filter(x -> x.ptr() == ptr).findFirst()
+                        .orElseThrow();
+                assertThat(c.provenance().annotation()).isEqualTo("(more than 65536 annotation names)");
+            }
+            a.deallocateRaw(p);
+            a.deallocateRaw(q);
+            assertThat(a.bytesInUse()).isZero();
+        }
+    }
+}
