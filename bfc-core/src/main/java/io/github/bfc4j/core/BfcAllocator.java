@@ -98,7 +98,7 @@ public final class BfcAllocator implements MemoryAllocator {
     private final HistoryRecorder history;
 
     /** The out-of-memory listeners and the dump writer. */
-    private final OutOfMemoryListeners oomListeners;
+    final OutOfMemoryListeners oomListeners; // package-private for tests
 
     /** The JDK Flight Recorder events. */
     private final JfrRecorder jfr;

@@ -6,7 +6,6 @@ package io.github.bfc4j.core;
 
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Objects;
 
@@ -60,8 +59,8 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * empty, as PyTorch writes devices without a history).
      *
      * @param out where the pickle goes (not closed)
-     * @param device the device's ordinal, as PyTorch numbers it
-     * @throws IllegalArgumentException if {@code device} is negative
+     * @param device the device's ordinal, as PyTorch numbers it, 0 to 1023
+     * @throws IllegalArgumentException if {@code device} is outside that range
      * @throws IOException if writing fails
      */
     public void writePyTorchPickle(OutputStream out, int device) throws IOException {
@@ -69,7 +68,8 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
     }
 
     /**
-     * Writes PyTorch's memory snapshot to a file (created or replaced).
+     * Writes PyTorch's memory snapshot to a file (created or replaced; written to a temporary
+     * file beside it and moved over it once complete, so a failure leaves the file as it was).
      *
      * @param file the file, e.g. {@code snapshot.pickle}
      * @throws IOException if the file cannot be written
@@ -83,13 +83,13 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * (created or replaced); see {@link #writePyTorchPickle(OutputStream, int)}.
      *
      * @param file the file, e.g. {@code snapshot.pickle}
-     * @param device the device's ordinal, as PyTorch numbers it
-     * @throws IllegalArgumentException if {@code device} is negative
-     * @throws IOException if the file cannot be written
+     * @param device the device's ordinal, as PyTorch numbers it, 0 to 1023
+     * @throws IllegalArgumentException if {@code device} is outside that range (the file is not
+     *     touched)
+     * @throws IOException if the file cannot be written (it is left as it was)
      */
     public void writePyTorchPickle(Path file, int device) throws IOException {
-        try (OutputStream out = Files.newOutputStream(file)) {
-            writePyTorchPickle(out, device);
-        }
+        PyTorchSnapshotWriter.checkDevice(device);
+        PyTorchSnapshotWriter.toFile(file, out -> writePyTorchPickle(out, device));
     }
 }

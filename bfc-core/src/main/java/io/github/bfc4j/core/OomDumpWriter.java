@@ -7,6 +7,7 @@ package io.github.bfc4j.core;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -73,7 +74,7 @@ final class OomDumpWriter implements OutOfMemoryListener {
 
     private final Path dir;
     private final LongSupplier nanoClock;
-    private final FileOpener pickleOpener;
+    private final FileOpener opener;
     private int written;
     private long lastNanos;
     private long skipped;
@@ -87,12 +88,13 @@ final class OomDumpWriter implements OutOfMemoryListener {
     }
 
     /**
-     * @param pickleOpener opens the {@code .pickle} file (tests give one whose stream fails)
+     * @param opener opens the {@code .json} and {@code .pickle} files (tests give one whose
+     *     stream fails)
      */
-    OomDumpWriter(Path dir, LongSupplier nanoClock, FileOpener pickleOpener) {
+    OomDumpWriter(Path dir, LongSupplier nanoClock, FileOpener opener) {
         this.dir = dir;
         this.nanoClock = nanoClock;
-        this.pickleOpener = pickleOpener;
+        this.opener = opener;
     }
 
     @Override
@@ -116,10 +118,7 @@ final class OomDumpWriter implements OutOfMemoryListener {
         synchronized (this) {
             long now = nanoClock.getAsLong();
             if (written >= FIRST_DUMPS && now - lastNanos < INTERVAL_NANOS) {
-                skipped++;
-                return new Result(" No memory dump written (" + written + " written, " + skipped + " skipped: at most"
-                        + " one a minute after the first " + FIRST_DUMPS + "); memorySummary() tells the state now.",
-                        null);
+                return skip();
             }
             written++;
             lastNanos = now;
@@ -137,17 +136,25 @@ final class OomDumpWriter implements OutOfMemoryListener {
                 maps.add(s.memoryMap());
             }
             Files.createDirectories(dir);
-            Files.writeString(file, json(report, maps), StandardCharsets.UTF_8, StandardOpenOption.CREATE_NEW);
+            byte[] bytes = json(report, maps).getBytes(StandardCharsets.UTF_8);
+            try (OutputStream out = opener.openNew(file)) {
+                out.write(bytes);
+            }
             abs = file.toAbsolutePath().toString();
-        } catch (IOException | RuntimeException e) {
+        } catch (IOException | RuntimeException | OutOfMemoryError e) {
+            // A dump is the failure's picture, not the failure: the allocation fails as it would
+            // have, even where the picture does not fit in the heap.
+            if (!(e instanceof FileAlreadyExistsException)) {
+                deleteQuietly(file); // created here, if at all (a disk full part way)
+            }
             return new Result(" Could not write the memory dump to " + file.toAbsolutePath() + ": " + e
                     + " (set BfcOptions.dumpOnOomDirectory or -Dbfc4j.dumpOnOom to a writable directory).", null);
         }
         Path pickle = dir.resolve(stem + ".pickle");
         OutputStream opened;
         try {
-            opened = pickleOpener.openNew(pickle);
-        } catch (IOException | RuntimeException e) {
+            opened = opener.openNew(pickle);
+        } catch (IOException | RuntimeException | OutOfMemoryError e) {
             // Not created here (it may be another's file): left alone.
             return pickleFailed(abs, pickle, e);
         }
@@ -157,19 +164,39 @@ final class OomDumpWriter implements OutOfMemoryListener {
             } else {
                 PyTorchSnapshotWriter.writeShards(all, out);
             }
-        } catch (IOException | RuntimeException e) {
-            try {
-                Files.deleteIfExists(pickle);
-            } catch (IOException ignored) {
-                // The note says what failed; a partial file left here is named there.
-            }
+        } catch (IOException | RuntimeException | OutOfMemoryError e) {
+            deleteQuietly(pickle);
             return pickleFailed(abs, pickle, e);
         }
         return new Result(" Memory map and summary written to " + abs + ", PyTorch's memory snapshot of it (for"
                 + " pytorch.org/memory_viz) to " + pickle.toAbsolutePath() + ".", abs);
     }
 
-    private static Result pickleFailed(String json, Path pickle, Exception e) {
+    /** Deletes a partial file of this writer's; the note says what failed, and names it if it stays. */
+    private static void deleteQuietly(Path file) {
+        try {
+            Files.deleteIfExists(file);
+        } catch (IOException ignored) {
+            // left, and named in the failure's message
+        }
+    }
+
+    /** Counts a failure not dumped (the rate limit), and says so. */
+    synchronized Result skip() {
+        skipped++;
+        return new Result(" No memory dump written (" + written + " written, " + skipped + " skipped: at most"
+                + " one a minute after the first " + FIRST_DUMPS + "); memorySummary() tells the state now.", null);
+    }
+
+    /**
+     * Whether a failure now would be written (the rate limit's answer, without counting it), so
+     * that the picture is not taken for a dump that will be skipped.
+     */
+    synchronized boolean due() {
+        return written < FIRST_DUMPS || nanoClock.getAsLong() - lastNanos >= INTERVAL_NANOS;
+    }
+
+    private static Result pickleFailed(String json, Path pickle, Throwable e) {
         return new Result(" Memory map and summary written to " + json + "; could not write PyTorch's memory"
                 + " snapshot to " + pickle.toAbsolutePath() + ": " + e + ".", json);
     }

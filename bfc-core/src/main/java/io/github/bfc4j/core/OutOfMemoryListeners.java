@@ -46,6 +46,14 @@ final class OutOfMemoryListeners {
     }
 
     /**
+     * Whether the picture is needed now: a listener is there, or a dump is due (a dump the rate
+     * limit will skip needs none, and a picture with a long history costs heap and lock time).
+     */
+    boolean pictureWanted() {
+        return !listeners.isEmpty() || dumps != null && dumps.due();
+    }
+
+    /**
      * Sets what every report becomes before the dump and the listeners see it, and the
      * snapshots that a dump adds (taken only when one is written).
      */
@@ -56,12 +64,15 @@ final class OutOfMemoryListeners {
 
     /**
      * Completes the report ({@link #complete}), writes the dump (if configured), then tells every
-     * listener. A listener's exception is
+     * listener; for a failure whose picture was not taken ({@code null}), counts a skipped dump. A listener's exception is
      * logged and otherwise ignored: the failing call fails as it would have.
      *
      * @return what the failure's messages say about the dump
      */
     OomDumpWriter.Result notify(OutOfMemoryReport failure) {
+        if (failure == null) { // no picture taken (pictureWanted): only the dump writer counts it
+            return dumps == null ? OomDumpWriter.Result.NONE : dumps.skip();
+        }
         OutOfMemoryReport report = completed(failure);
         OomDumpWriter.Result dump = dumps == null ? OomDumpWriter.Result.NONE : dumps.write(report, shardSnapshots);
         for (OutOfMemoryListener l : listeners) {

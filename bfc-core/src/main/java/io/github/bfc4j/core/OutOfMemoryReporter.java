@@ -46,6 +46,8 @@ final class OutOfMemoryReporter extends PortListener {
         final AllocatorStats stats;
         /** The picture for the listeners and the dump, until they are told; null if none wants it. */
         OutOfMemoryReport report;
+        /** Whether the listeners and the dump writer hear of it (the picture may still be skipped). */
+        boolean notify;
         /** {@code ""}, or the sentence naming the largest holders (when provenance is recorded). */
         String holders = "";
         /** The event until it is committed, then null. */
@@ -103,6 +105,9 @@ final class OutOfMemoryReporter extends PortListener {
             r.holders = HolderText.messageSentence(map);
         }
         if (listeners.wanted() && !v.closed() && NOTIFYING.get() == null) {
+            r.notify = true;
+        }
+        if (r.notify && listeners.pictureWanted()) {
             if (map == null) {
                 map = reports.memoryMapLocked();
             }
@@ -143,7 +148,7 @@ final class OutOfMemoryReporter extends PortListener {
         if (r == null) {
             return;
         }
-        if (r.report != null) {
+        if (r.notify) {
             OomDumpWriter.Result dump;
             NOTIFYING.set(Boolean.TRUE);
             try {
@@ -156,6 +161,7 @@ final class OutOfMemoryReporter extends PortListener {
             r.note = dump.note();
             r.dumpFile = dump.file();
             r.report = null;
+            r.notify = false;
             if (!r.note.isEmpty()) {
                 LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1} bytes.{2}",
                         view.name(), numBytes, r.note);

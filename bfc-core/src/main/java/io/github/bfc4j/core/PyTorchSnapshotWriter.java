@@ -9,6 +9,10 @@ package io.github.bfc4j.core;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -61,11 +65,47 @@ final class PyTorchSnapshotWriter {
     /** The CUDA ordinal the segments carry, and the index of the history in device_traces. */
     private final int device;
 
+    /** The largest device ordinal written: the lists before a device's history are written too. */
+    static final int MAX_DEVICE = 1023;
+
     private PyTorchSnapshotWriter(int device) {
-        if (device < 0) {
-            throw new IllegalArgumentException("device=" + device + " (expected: a CUDA device ordinal, >= 0)");
+        this.device = checkDevice(device);
+    }
+
+    /** @return {@code device}, if a device ordinal this writer takes */
+    static int checkDevice(int device) {
+        if (device < 0 || device > MAX_DEVICE) {
+            throw new IllegalArgumentException("device=" + device + " (expected: a CUDA device ordinal, 0 to "
+                    + MAX_DEVICE + ")");
         }
-        this.device = device;
+        return device;
+    }
+
+    /** Writes a pickle to a stream. */
+    @FunctionalInterface
+    interface Body {
+        void writeTo(OutputStream out) throws IOException;
+    }
+
+    /**
+     * Writes {@code body} to {@code file}: to a temporary file beside it, moved over it once
+     * complete, so that a failure leaves the file as it was and no partial pickle behind.
+     */
+    static void toFile(Path file, Body body) throws IOException {
+        Path abs = file.toAbsolutePath();
+        Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
+        try {
+            try (OutputStream out = Files.newOutputStream(tmp)) {
+                body.writeTo(out);
+            }
+            try {
+                Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
     }
 
     static void write(MemorySnapshot snapshot, int device, OutputStream out) throws IOException {

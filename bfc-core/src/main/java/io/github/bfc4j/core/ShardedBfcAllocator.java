@@ -9,7 +9,6 @@ import java.io.OutputStream;
 import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -722,16 +721,14 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * Writes all shards as one PyTorch memory snapshot to a file (created or replaced); see
-     * {@link #writePyTorchPickle(OutputStream)}.
+     * Writes all shards as one PyTorch memory snapshot to a file (created or replaced, once
+     * complete: a failure leaves it as it was); see {@link #writePyTorchPickle(OutputStream)}.
      *
      * @param file the file, e.g. {@code snapshot.pickle}
      * @throws IOException if the file cannot be written
      */
     public void writePyTorchPickle(Path file) throws IOException {
-        try (OutputStream out = Files.newOutputStream(file)) {
-            writePyTorchPickle(out);
-        }
+        PyTorchSnapshotWriter.toFile(file, this::writePyTorchPickle);
     }
 
     // ---------------------------------------------------------------------------------------

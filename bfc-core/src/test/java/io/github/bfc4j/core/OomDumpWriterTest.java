@@ -5,10 +5,12 @@
 package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.FilterOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -70,28 +72,73 @@ class OomDumpWriterTest {
         }
     }
 
+    /**
+     * A failure whose dump the rate limit will skip needs no picture (with a long history it
+     * costs heap and time under the lock), unless a listener wants it; its message still says
+     * the dump was skipped.
+     */
+    @Test
+    void noPictureIsTakenForADumpThatWillBeSkipped() throws IOException {
+        try (BfcAllocator a = BfcAllocator.builder().name("storm").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false))
+                .options(BfcOptions.builder().dumpOnOomDirectory(dir).build()).build()) {
+            OutOfMemoryListeners listeners = a.oomListeners;
+            for (int i = 0; i < OomDumpWriter.FIRST_DUMPS; i++) {
+                assertThat(listeners.pictureWanted()).isTrue();
+                assertThat(catchThrowable(() -> a.allocate(2 << 20))).isInstanceOf(BfcOutOfMemoryException.class)
+                        .hasMessageContaining("Memory map and summary written to");
+            }
+            assertThat(listeners.pictureWanted()).as("the next dump is a minute away").isFalse();
+            assertThat(catchThrowable(() -> a.allocate(2 << 20))).hasMessageContaining(" No memory dump written (10"
+                    + " written, 1 skipped: at most one a minute after the first 10)");
+            OutOfMemoryListener listener = r -> { };
+            a.addOutOfMemoryListener(listener);
+            assertThat(listeners.pictureWanted()).as("a listener wants it").isTrue();
+            assertThat(catchThrowable(() -> a.allocate(2 << 20))).hasMessageContaining("(10 written, 2 skipped");
+            assertThat(files(dir, ".json")).isEqualTo(OomDumpWriter.FIRST_DUMPS);
+        }
+    }
+
+    /** Opens files as the writer does, the one named {@code *suffix} filling the disk after 16 bytes. */
+    private static OomDumpWriter.FileOpener diskFullAfter16Bytes(String suffix) {
+        return file -> {
+            OutputStream out = Files.newOutputStream(file, StandardOpenOption.CREATE_NEW);
+            return !file.toString().endsWith(suffix) ? out : new FilterOutputStream(out) {
+                private int written;
+
+                @Override
+                public void write(int b) throws IOException {
+                    if (++written > 16) {
+                        throw new IOException("No space left on device");
+                    }
+                    super.write(b);
+                }
+
+                @Override
+                public void write(byte[] b, int off, int len) throws IOException {
+                    for (int i = 0; i < len; i++) {
+                        write(b[off + i]);
+                    }
+                }
+            };
+        };
+    }
+
+    @Test
+    void aMapThatCannotBeWrittenLeavesNoPartialFile() throws IOException {
+        OomDumpWriter writer = new OomDumpWriter(dir, System::nanoTime, diskFullAfter16Bytes(".json"));
+        OomDumpWriter.Result r = writer.write(report("full"));
+        assertThat(r.file()).isNull();
+        assertThat(r.note()).startsWith(" Could not write the memory dump to " + dir.toAbsolutePath())
+                .contains(": java.io.IOException: No space left on device (set BfcOptions.dumpOnOomDirectory");
+        assertThat(files(dir, ".json")).as("the partial map is deleted").isZero();
+        assertThat(files(dir, ".pickle")).isZero();
+    }
+
     @Test
     void aSnapshotThatCannotBeWrittenLeavesTheMapAndNoPartialFile() throws IOException {
         // The disk fills up after the first 16 bytes of the pickle.
-        OomDumpWriter writer = new OomDumpWriter(dir, System::nanoTime, file -> new FilterOutputStream(
-                Files.newOutputStream(file, StandardOpenOption.CREATE_NEW)) {
-            private int written;
-
-            @Override
-            public void write(int b) throws IOException {
-                if (++written > 16) {
-                    throw new IOException("No space left on device");
-                }
-                super.write(b);
-            }
-
-            @Override
-            public void write(byte[] b, int off, int len) throws IOException {
-                for (int i = 0; i < len; i++) {
-                    write(b[off + i]);
-                }
-            }
-        });
+        OomDumpWriter writer = new OomDumpWriter(dir, System::nanoTime, diskFullAfter16Bytes(".pickle"));
         OomDumpWriter.Result r = writer.write(report("full"));
         assertThat(r.file()).as("the memory map is written").isNotNull().endsWith(".json");
         assertThat(Files.readString(Path.of(r.file()))).contains("\"allocatorName\": \"full\"");
@@ -104,6 +151,9 @@ class OomDumpWriterTest {
     @Test
     void aSnapshotFileThatExistsIsLeftAlone() throws IOException {
         OomDumpWriter writer = new OomDumpWriter(dir, System::nanoTime, file -> {
+            if (file.toString().endsWith(".json")) {
+                return Files.newOutputStream(file, StandardOpenOption.CREATE_NEW);
+            }
             Files.writeString(file, "another's file"); // what CREATE_NEW refuses to replace
             throw new FileAlreadyExistsException(file.toString());
         });

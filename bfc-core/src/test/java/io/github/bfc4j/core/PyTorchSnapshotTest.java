@@ -5,13 +5,17 @@
 package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 import net.razorvine.pickle.Unpickler;
 import org.junit.jupiter.api.Test;
 
@@ -96,9 +100,27 @@ class PyTorchSnapshotTest {
                     .allSatisfy(seg -> assertThat(num(seg.get("device"))).isEqualTo(2));
 
             ByteArrayOutputStream none = new ByteArrayOutputStream();
-            org.assertj.core.api.Assertions.assertThatThrownBy(() -> s.writePyTorchPickle(none, -1))
+            assertThatThrownBy(() -> s.writePyTorchPickle(none, -1))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("device=-1");
             assertThat(none.size()).isZero();
+            // Past 1023: the lists before the device's would fill the heap.
+            assertThatThrownBy(() -> s.writePyTorchPickle(none, Integer.MAX_VALUE))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("device=2147483647 (expected: a CUDA device ordinal, 0 to 1023)");
+
+            // To a file: a refused device leaves an existing file as it was.
+            Path dir = Files.createTempDirectory("pickle");
+            Path file = dir.resolve("s.pickle");
+            Files.writeString(file, "kept");
+            assertThatThrownBy(() -> s.writePyTorchPickle(file, -5))
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThat(Files.readString(file)).isEqualTo("kept");
+            s.writePyTorchPickle(file, 1);
+            assertThat(((List<?>) ((Map<String, Object>) new Unpickler().loads(Files.readAllBytes(file)))
+                    .get("device_traces"))).hasSize(2);
+            try (Stream<Path> files = Files.list(dir)) {
+                assertThat(files).as("no temporary file left").containsExactly(file);
+            }
             a.deallocateRaw(p);
         }
     }
@@ -115,7 +137,7 @@ class PyTorchSnapshotTest {
             {(byte) 0x80, 2, 'N'}, // no STOP
         };
         for (byte[] b : bad) {
-            org.assertj.core.api.Assertions.assertThatThrownBy(() -> MemoryVizOpcodes.check(b))
+            assertThatThrownBy(() -> MemoryVizOpcodes.check(b))
                     .isInstanceOf(AssertionError.class);
         }
     }
