@@ -28,6 +28,9 @@ public final class GpuBfcOptions {
     private final long eventPollIntervalMicros;
     private final Function<String, String> environment;
 
+    /** The longest event poll interval: an hour (in nanoseconds it still fits a long). */
+    public static final long MAX_EVENT_POLL_INTERVAL_MICROS = 3_600_000_000L;
+
     private GpuBfcOptions(Builder b) {
         this.allowGrowth = b.allowGrowth;
         this.garbageCollection = b.garbageCollection;
@@ -295,14 +298,16 @@ public final class GpuBfcOptions {
          * Sets how often a background thread polls the events of stream-ordered frees (default
          * 100 microseconds); 0 starts no thread.
          *
-         * @param eventPollIntervalMicros microseconds, 0 or positive
+         * @param eventPollIntervalMicros microseconds, 0 to {@value GpuBfcOptions#MAX_EVENT_POLL_INTERVAL_MICROS}
+         *     (an hour)
          * @return this builder
-         * @throws IllegalArgumentException if negative
+         * @throws IllegalArgumentException if outside that range
          */
         public Builder eventPollIntervalMicros(long eventPollIntervalMicros) {
-            if (eventPollIntervalMicros < 0) {
+            if (eventPollIntervalMicros < 0 || eventPollIntervalMicros > MAX_EVENT_POLL_INTERVAL_MICROS) {
                 throw new IllegalArgumentException("eventPollIntervalMicros=" + eventPollIntervalMicros
-                        + " (expected: >= 0; 0 polls only on allocation)");
+                        + " (expected: 0 to " + MAX_EVENT_POLL_INTERVAL_MICROS + ", an hour; 0 polls only on"
+                        + " allocation)");
             }
             this.eventPollIntervalMicros = eventPollIntervalMicros;
             return this;

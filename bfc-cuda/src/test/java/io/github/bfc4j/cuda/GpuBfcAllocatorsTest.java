@@ -100,6 +100,13 @@ class GpuBfcAllocatorsTest {
                 .isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> GpuBfcOptions.builder().eventPollIntervalMicros(-1))
                 .isInstanceOf(IllegalArgumentException.class);
+        // In nanoseconds it would wrap to a negative park: a poller spinning on a core.
+        assertThatThrownBy(() -> GpuBfcOptions.builder().eventPollIntervalMicros(Long.MAX_VALUE))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("eventPollIntervalMicros=9223372036854775807 (expected: 0 to 3600000000, an hour;"
+                        + " 0 polls only on allocation)");
+        assertThat(GpuBfcOptions.builder().eventPollIntervalMicros(GpuBfcOptions.MAX_EVENT_POLL_INTERVAL_MICROS)
+                .build().eventPollIntervalMicros()).isEqualTo(3_600_000_000L);
         assertThatThrownBy(() -> GpuBfcOptions.builder().virtualAddressSpaceBytes(-1))
                 .isInstanceOf(IllegalArgumentException.class);
     }
