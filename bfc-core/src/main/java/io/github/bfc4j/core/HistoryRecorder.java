@@ -394,14 +394,12 @@ final class HistoryRecorder extends PortListener {
         return st;
     }
 
-    /** The stack an annotation gives (the innermost that gives one), or null: recorded without walking. */
+    /**
+     * The stack an annotation gives (the innermost that gives one), or null: recorded without
+     * walking. Worked out when the annotation was pushed, so that it costs the same at any depth.
+     */
     private static List<StackFrame> explicitStack(MemoryAnnotation a) {
-        for (MemoryAnnotation x = a; x != null; x = x.parent()) {
-            if (x.stack() != null) {
-                return x.stack();
-            }
-        }
-        return null;
+        return a == null ? null : a.stackInEffect();
     }
 
     /** The calling thread's stack, bfc4j's own leading frames left out, at most {@code depth} frames. */

@@ -37,6 +37,8 @@ public final class MemoryAnnotation implements AutoCloseable {
     private final long step;
     private final List<StackFrame> stack;
     private final MemoryAnnotation parent;
+    /** The stack given here or, if none, by the innermost enclosing annotation that gives one. */
+    private final List<StackFrame> stackInEffect;
     private final Thread owner;
     private boolean closed;
 
@@ -45,6 +47,7 @@ public final class MemoryAnnotation implements AutoCloseable {
         this.step = step;
         this.stack = stack;
         this.parent = parent;
+        this.stackInEffect = stack != null || parent == null ? stack : parent.stackInEffect;
         this.owner = Thread.currentThread();
     }
 
@@ -86,12 +89,22 @@ public final class MemoryAnnotation implements AutoCloseable {
      * @param stack the stack, innermost frame first; {@code null} or empty to record the Java
      *     stack as usual
      * @return the annotation; close it (try-with-resources) when the scope ends
-     * @throws IllegalArgumentException if {@code name} is empty, or null without a stack, or
-     *     {@code step} is below -1
+     * @throws IllegalArgumentException if {@code name} is empty, or null without a stack,
+     *     {@code step} is below -1, or a frame of {@code stack} is null
      */
     public static MemoryAnnotation push(String name, long step, List<StackFrame> stack) {
         if (step < -1) {
             throw new IllegalArgumentException("step=" + step + " (expected: >= 0, or -1 for none)");
+        }
+        if (stack != null) {
+            int i = 0;
+            for (StackFrame f : stack) {
+                if (f == null) {
+                    throw new IllegalArgumentException("stack frame " + i + " is null (expected: the frames,"
+                            + " innermost first; null or an empty list for no stack)");
+                }
+                i++;
+            }
         }
         MemoryAnnotation parent = CURRENT.get();
         long s = step >= 0 || parent == null ? step : parent.step;
@@ -151,6 +164,11 @@ public final class MemoryAnnotation implements AutoCloseable {
      */
     public List<StackFrame> stack() {
         return stack;
+    }
+
+    /** The stack recorded for allocations inside: this one's, else the nearest enclosing one's, or null. */
+    List<StackFrame> stackInEffect() {
+        return stackInEffect;
     }
 
     /**

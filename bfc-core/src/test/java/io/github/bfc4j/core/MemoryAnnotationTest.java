@@ -115,5 +115,43 @@ class MemoryAnnotationTest {
         assertThatThrownBy(() -> MemoryAnnotation.push("x", -2)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("step=-2");
         assertThatThrownBy(() -> MemoryAnnotation.push(null, -1, null)).isInstanceOf(IllegalArgumentException.class);
+        List<StackFrame> withNull = java.util.Arrays.asList(new StackFrame("", "f", null, -1), null);
+        assertThatThrownBy(() -> MemoryAnnotation.push("x", 1, withNull)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("stack frame 1 is null (expected: the frames, innermost first; null or an empty list for"
+                        + " no stack)");
+        assertThat(MemoryAnnotation.current()).as("nothing was pushed").isNull();
+    }
+
+    /** The stack in effect is the innermost one given, at any depth, and an allocation records it. */
+    @Test
+    void theInnermostGivenStackIsInEffectBelowIt() {
+        List<StackFrame> outerStack = List.of(new StackFrame("", "outer", null, -1));
+        List<StackFrame> innerStack = List.of(new StackFrame("", "inner", null, -1));
+        try (BfcAllocator a = new BfcAllocator(new io.github.bfc4j.core.sim.SimSubAllocator(0x7f0000000000L,
+                1L << 30, 0, false), 64L << 20, "stacks", BfcOptions.defaults())) {
+            a.recordHistory(HistoryOptions.defaults());
+            try (MemoryAnnotation o = MemoryAnnotation.push("o", 1, outerStack)) {
+                for (int i = 0; i < 1000; i++) {
+                    MemoryAnnotation.push("deep" + i);
+                }
+                assertThat(MemoryAnnotation.current().stackInEffect()).isEqualTo(outerStack);
+                long p = a.allocateRaw(256, 256);
+                try (MemoryAnnotation in = MemoryAnnotation.push(null, -1, innerStack);
+                        MemoryAnnotation below = MemoryAnnotation.push("below")) {
+                    assertThat(below.stackInEffect()).isEqualTo(innerStack);
+                    long q = a.allocateRaw(256, 256);
+                    assertThat(stackOf(a, q)).isEqualTo(innerStack);
+                    a.deallocateRaw(q);
+                }
+                assertThat(stackOf(a, p)).isEqualTo(outerStack);
+                a.deallocateRaw(p);
+            }
+            assertThat(MemoryAnnotation.current()).isNull();
+        }
+    }
+
+    private static List<StackFrame> stackOf(BfcAllocator a, long ptr) {
+        return a.memoryMap().chunks().stream().filter(c -> c.ptr() == ptr).findFirst().orElseThrow()
+                .provenance().stack();
     }
 }
