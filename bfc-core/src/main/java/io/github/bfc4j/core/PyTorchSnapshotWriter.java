@@ -10,6 +10,7 @@ package io.github.bfc4j.core;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -22,6 +23,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Writes a {@link MemorySnapshot} as PyTorch's memory snapshot: the pickled dictionary of
@@ -93,7 +95,7 @@ final class PyTorchSnapshotWriter {
      */
     static void toFile(Path file, Body body) throws IOException {
         Path abs = file.toAbsolutePath();
-        Path tmp = Files.createTempFile(abs.getParent(), "." + abs.getFileName(), ".tmp");
+        Path tmp = newFileBeside(abs);
         try {
             try (OutputStream out = Files.newOutputStream(tmp)) {
                 body.writeTo(out);
@@ -105,6 +107,25 @@ final class PyTorchSnapshotWriter {
             }
         } finally {
             Files.deleteIfExists(tmp);
+        }
+    }
+
+    /**
+     * A new empty file beside {@code file}, created without attributes so that the umask gives
+     * its permissions, as for a file written directly ({@code Files.createTempFile} would make
+     * it readable by its owner only).
+     */
+    private static Path newFileBeside(Path file) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            Path tmp = file.resolveSibling("." + file.getFileName() + "."
+                    + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36) + ".tmp");
+            try {
+                return Files.createFile(tmp);
+            } catch (FileAlreadyExistsException e) {
+                if (attempt == 100) {
+                    throw e;
+                }
+            }
         }
     }
 

@@ -121,6 +121,13 @@ class PyTorchSnapshotTest {
             try (Stream<Path> files = Files.list(dir)) {
                 assertThat(files).as("no temporary file left").containsExactly(file);
             }
+            // A new file gets the permissions the umask gives, as one written directly.
+            Path fresh = dir.resolve("new.pickle");
+            s.writePyTorchPickle(fresh);
+            Path plain = Files.createFile(dir.resolve("plain"));
+            if (Files.getFileStore(dir).supportsFileAttributeView("posix")) {
+                assertThat(Files.getPosixFilePermissions(fresh)).isEqualTo(Files.getPosixFilePermissions(plain));
+            }
             a.deallocateRaw(p);
         }
     }
