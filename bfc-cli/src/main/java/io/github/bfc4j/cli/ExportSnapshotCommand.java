@@ -82,7 +82,7 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
                 throw new UsageException("--max-entries=" + maxEntries + " (expected: 1 to 16777216)");
             }
             options.check();
-            OutputFile.check("-o", output, "snapshot.pickle");
+            OutputFile.check("-o", output, "snapshot.pickle", trace);
             try (TraceInput input = at.equals("peak") ? TraceInput.of(trace).rereadable() : TraceInput.of(trace)) {
                 return export(input);
             }

@@ -99,7 +99,7 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
             Boolean growthOption = allowGrowth == null ? null : RunConfig.parseBoolean("--allow-growth", allowGrowth);
             boolean gc = RunConfig.parseBoolean("--garbage-collection", garbageCollection);
-            OutputFile.check("-o", output, "trace.bfctrace");
+            OutputFile.check("-o", output, "trace.bfctrace", log);
             TraceInput input = TraceInput.of(log);
             TfLog tf = TfLog.read(input, allocator);
             long limit;

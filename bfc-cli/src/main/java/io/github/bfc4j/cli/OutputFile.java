@@ -72,24 +72,70 @@ final class OutputFile {
      */
     static void write(String option, Path output, String example, Content content) throws IOException {
         check(option, output, example);
-        Path tmp = createTemp(output);
+        // A symbolic link is followed: the file it names is replaced and the link stays.
+        Path target = Files.isSymbolicLink(output) ? linkTarget(output) : output;
+        if (Files.exists(target) && !Files.isRegularFile(target)) {
+            // A device or a pipe (/dev/null, a FIFO): written to, as a shell's '>' does, never
+            // replaced by a file.
+            content.writeTo(target);
+            return;
+        }
+        Path tmp = createTemp(target);
+        tmp.toFile().deleteOnExit(); // also when the command is stopped (SIGTERM) part way
         try {
             content.writeTo(tmp);
             check(option, output, example);
             try {
-                Files.move(tmp, output, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
             } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, output, StandardCopyOption.REPLACE_EXISTING);
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
             }
         } finally {
             Files.deleteIfExists(tmp);
         }
     }
 
+    /**
+     * Also refuses an output that is the command's input (or a link to it): writing it would
+     * destroy the input.
+     *
+     * @param input the input file, or {@code -} for standard input
+     * @see #check(String, Path, String)
+     */
+    static void check(String option, Path output, String example, Path input) {
+        check(option, output, example);
+        if (!input.toString().equals("-") && Files.exists(output)) {
+            boolean same;
+            try {
+                same = Files.isSameFile(input, output);
+            } catch (IOException e) {
+                same = false; // the input's own error comes when it is read
+            }
+            if (same) {
+                throw new UsageException(option + "=" + output + " is the input " + input + " (expected: another"
+                        + " file: writing it would destroy the input)");
+            }
+        }
+    }
+
+    /** The file a symbolic link names, followed to the end (a dangling link's last target). */
+    private static Path linkTarget(Path link) throws IOException {
+        if (Files.exists(link)) {
+            return link.toRealPath();
+        }
+        Path p = link.toAbsolutePath();
+        for (int hops = 0; Files.isSymbolicLink(p) && hops < 40; hops++) {
+            p = p.resolveSibling(Files.readSymbolicLink(p)).normalize();
+        }
+        return p;
+    }
+
     /** A new empty file beside {@code output}, created without attributes, so the umask applies. */
     private static Path createTemp(Path output) throws IOException {
         Path parent = output.toAbsolutePath().getParent();
-        String base = "." + output.getFileName() + ".";
+        String name = output.getFileName().toString();
+        // Within the file system's 255 bytes a name, whatever the output's own name's length.
+        String base = "." + (name.length() > 50 ? name.substring(0, 50) : name) + ".";
         for (int attempt = 0; ; attempt++) {
             Path tmp = parent.resolve(base + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36)
                     + ".tmp");

@@ -89,7 +89,7 @@ public final class ReportCommand implements Callable<Integer> {
                 throw new UsageException("--points=" + points + " (expected: 10 to 1000000)");
             }
             options.check();
-            OutputFile.check("-o", output, "report.html");
+            OutputFile.check("-o", output, "report.html", trace);
             try (TraceInput input = TraceInput.of(trace).rereadable()) {
                 return report(input);
             }

@@ -167,6 +167,44 @@ class ReportCommandTest {
         }
     }
 
+    /**
+     * A link is followed (the file it names is replaced, the link stays), a named pipe is
+     * written to (not replaced by a file), and the input itself is refused: nothing of the
+     * user's is destroyed.
+     */
+    @Test
+    void linksPipesAndTheInputItselfAreNeverReplaced() throws Exception {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path target = Files.writeString(dir.resolve("target.html"), "old");
+        Path link = Files.createSymbolicLink(dir.resolve("link.html"), target.getFileName());
+        assertThat(cli.run("report", t, "-o", link)).as(cli.err).isZero();
+        assertThat(Files.isSymbolicLink(link)).as("the link stays a link").isTrue();
+        assertThat(Files.readString(target)).startsWith("<!DOCTYPE html>");
+
+        Path fifo = Fifo.create(dir, "out.fifo");
+        java.util.concurrent.CompletableFuture<byte[]> read = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return Files.readAllBytes(fifo);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        assertThat(assertTimeoutPreemptively(Duration.ofSeconds(30), () -> cli.run("report", t, "-o", fifo)))
+                .as(cli.err).isZero();
+        assertThat(new String(read.get(30, java.util.concurrent.TimeUnit.SECONDS), java.nio.charset.StandardCharsets.UTF_8))
+                .startsWith("<!DOCTYPE html>");
+        assertThat(Files.isRegularFile(fifo, java.nio.file.LinkOption.NOFOLLOW_LINKS)).as("still a pipe").isFalse();
+
+        Path input = Files.copy(t, dir.resolve("in.bfctrace"));
+        assertThat(cli.run("report", input, "-o", input)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + input + " is the input " + input
+                + " (expected: another file: writing it would destroy the input)");
+        assertThat(input).hasSameBinaryContentAs(t);
+        Path toInput = Files.createSymbolicLink(dir.resolve("in-link.bfctrace"), input.getFileName());
+        assertThat(cli.run("export-snapshot", input, "-o", toInput)).isEqualTo(2);
+        assertThat(input).hasSameBinaryContentAs(t);
+    }
+
     @Test
     void theReportIsCreatedWithThePermissionsTheUmaskGives() throws IOException {
         assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
