@@ -63,17 +63,26 @@ final class TraceInput implements AutoCloseable {
 
     /**
      * Makes the input readable more than once: standard input, a named pipe or another file that
-     * is not a regular file is copied to a temporary file, which later opens read.
+     * is not a regular file is copied to a temporary file, which later opens read. It is read
+     * as a trace while it is copied, so that an input that is none fails at once.
      *
      * @return this input
+     * @throws io.github.bfc4j.trace.TraceFormatException if the input is not a trace (the copy
+     *     is deleted)
      * @throws IOException if the input cannot be read or the copy written
      */
     TraceInput rereadable() throws IOException {
         if (spool == null && (path == null || !Files.isRegularFile(path))) {
             Path tmp = Files.createTempFile("bfc-trace-", ".tmp");
             tmp.toFile().deleteOnExit(); // also when a server (bfc serve) is killed
-            try (InputStream in = rawStream(); OutputStream out = Files.newOutputStream(tmp)) {
-                in.transferTo(out);
+            try (OutputStream out = Files.newOutputStream(tmp);
+                    TraceReader reader = TraceReader.open(new Tee(rawStream(), out), name)) {
+                // Read as a trace while it is copied: the reader's limits (the header, a line
+                // of at most 1 MiB) stop an input that is no trace (/dev/zero) at once, where a
+                // plain copy would fill the disk.
+                while (reader.next() != null) {
+                    // the events themselves are read again from the copy
+                }
             } catch (IOException | RuntimeException e) {
                 Files.deleteIfExists(tmp);
                 throw e;
@@ -81,6 +90,54 @@ final class TraceInput implements AutoCloseable {
             spool = tmp;
         }
         return this;
+    }
+
+    /** Copies every byte read through it to {@code copy} (which it does not close). */
+    private static final class Tee extends FilterInputStream {
+        private final OutputStream copy;
+
+        Tee(InputStream in, OutputStream copy) {
+            super(in);
+            this.copy = copy;
+        }
+
+        @Override
+        public int read() throws IOException {
+            int b = super.read();
+            if (b >= 0) {
+                copy.write(b);
+            }
+            return b;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            int n = super.read(b, off, len);
+            if (n > 0) {
+                copy.write(b, off, n);
+            }
+            return n;
+        }
+
+        @Override
+        public long skip(long n) throws IOException {
+            // Read through, so that nothing skipped is missing from the copy.
+            byte[] sink = new byte[(int) Math.min(n, 8192)];
+            long left = n;
+            while (left > 0) {
+                int r = read(sink, 0, (int) Math.min(left, sink.length));
+                if (r < 0) {
+                    break;
+                }
+                left -= r;
+            }
+            return n - left;
+        }
+
+        @Override
+        public boolean markSupported() {
+            return false;
+        }
     }
 
     /**

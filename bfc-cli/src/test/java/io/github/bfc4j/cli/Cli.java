@@ -33,8 +33,13 @@ final class Cli {
      * @return the exit status
      */
     int runWithStdin(byte[] stdin, Object... args) {
+        return runWithStdin(new ByteArrayInputStream(stdin), args);
+    }
+
+    /** Runs the command with {@code stdin} as standard input (it may never end). */
+    int runWithStdin(InputStream stdin, Object... args) {
         InputStream saved = System.in;
-        System.setIn(new ByteArrayInputStream(stdin));
+        System.setIn(stdin);
         try {
             return run(args);
         } finally {

@@ -5,6 +5,7 @@
 package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.nio.file.Path;
 import java.util.List;
@@ -84,5 +85,39 @@ class WhatIfCommandTest {
                 "32MiB,48MiB")).isZero();
         assertThat(cli.err).isEmpty();
         assertThat(cli.out).isEqualTo(fromFile);
+    }
+
+    /**
+     * An input that is no trace fails while it is copied, with the reader's message: /dev/zero
+     * on standard input was copied to a temporary file until the disk was full.
+     */
+    @Test
+    void standardInputThatIsNoTraceFailsAtOnce() throws java.io.IOException {
+        // Zeros without end, as /dev/zero: how many were read says when the command stopped.
+        long[] read = {0};
+        java.io.InputStream zeros = new java.io.InputStream() {
+            @Override
+            public int read() {
+                read[0]++;
+                return 0;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+                java.util.Arrays.fill(b, off, off + len, (byte) 0);
+                read[0] += len;
+                return len;
+            }
+        };
+        assertThat(assertTimeoutPreemptively(java.time.Duration.ofSeconds(60),
+                () -> cli.runWithStdin(zeros, "whatif", "-", "--memory-limit", "32MiB"))).isEqualTo(2);
+        assertThat(cli.err).contains("<stdin> line 1: found a line longer than 1048576 bytes");
+        assertThat(read[0]).as("bytes read before it stopped").isLessThan(16L << 20);
+        byte[] noise = new byte[1 << 16];
+        new java.util.Random(1).nextBytes(noise);
+        assertThat(cli.runWithStdin(noise, "report", "-", "-o", java.nio.file.Files.createTempFile("r", ".html")))
+                .isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc report: <stdin> line 1:");
+        assertThat(cli.out).isEmpty();
     }
 }
