@@ -102,6 +102,10 @@ public final class GenerateCommand implements Callable<Integer> {
             if (count < 1) {
                 throw new UsageException("--count=" + count + " (expected: at least 1)");
             }
+            if (seed > Long.MAX_VALUE - (count - 1)) {
+                throw new UsageException("--seed=" + seed + " --count=" + count + " (expected: seeds up to "
+                        + Long.MAX_VALUE + "; the last would be past it)");
+            }
             if (count > 1 && !output.contains(SEED)) {
                 throw new UsageException("-o=" + output + " (expected with --count: a name holding " + SEED
                         + ", e.g. traces/g" + SEED + ".bfctrace)");

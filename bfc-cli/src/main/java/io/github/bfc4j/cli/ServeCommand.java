@@ -225,6 +225,11 @@ public final class ServeCommand implements Callable<Integer> {
             pass++;
             if (pass == 1) {
                 CommandRunner.warn(spec, cut);
+                if (loop && calls == 0) {
+                    // Passes of nothing, again and again, would spin a core.
+                    throw new UsageException("--loop with " + input.name() + ", which has no calls (expected: a"
+                            + " trace with alloc or free lines)");
+                }
             }
             long now = System.nanoTime();
             if (pass == 1 || now - lastPrintNanos >= 10_000_000_000L) {

@@ -64,6 +64,12 @@ class GenerateCommandTest {
         assertThat(cli.run("generate", "--seed", 1, "--count", 0, "-o", dir.resolve("x{seed}.bfctrace")))
                 .isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly("bfc generate: --count=0 (expected: at least 1)");
+        // The seeds would wrap around past Long.MAX_VALUE.
+        assertThat(cli.run("generate", "--seed", Long.MAX_VALUE - 1, "--count", 3, "-o",
+                dir.resolve("w{seed}.bfctrace"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc generate: --seed=9223372036854775806 --count=3 (expected:"
+                + " seeds up to 9223372036854775807; the last would be past it)");
+        assertThat(dir.resolve("w9223372036854775806.bfctrace")).doesNotExist();
     }
 
     /** What one seed's trace held, counted while checking that it is a consistent workload. */

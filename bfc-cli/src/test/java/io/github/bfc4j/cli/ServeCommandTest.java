@@ -18,6 +18,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -136,6 +137,23 @@ class ServeCommandTest {
                 serve.terminate();
                 assertThat(serve.output()).as("run %d", i).doesNotContain("internal error").doesNotContain("Exception");
             }
+        }
+    }
+
+    /** --loop over a trace with no calls would spin a core on empty passes: refused. */
+    @Test
+    void loopingATraceWithoutCallsIsRefused() throws Exception {
+        Path headerOnly = Files.createTempFile("header-only", ".bfctrace");
+        try {
+            List<String> lines = Files.readAllLines(workloadTrace());
+            Files.write(headerOnly, lines.subList(0, 5));
+            try (ServeProcess serve = new ServeProcess("--port", "0", "--trace", headerOnly.toString(), "--loop")) {
+                assertThat(serve.awaitExit(60)).isEqualTo(2);
+                assertThat(serve.output()).contains("bfc serve: --loop with " + headerOnly + ", which has no calls"
+                        + " (expected: a trace with alloc or free lines)");
+            }
+        } finally {
+            Files.deleteIfExists(headerOnly);
         }
     }
 

@@ -112,6 +112,14 @@ final class ServeProcess implements AutoCloseable {
         }
     }
 
+    /** Waits for it to exit by itself; fails with its output if it has not within the time. */
+    int awaitExit(long timeoutSeconds) throws InterruptedException {
+        if (!process.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
+            throw new AssertionError("bfc serve still runs after " + timeoutSeconds + " s; output:\n" + output());
+        }
+        return process.exitValue();
+    }
+
     /**
      * Stops it as {@code kill} does (SIGTERM) and waits for it to exit.
      *
