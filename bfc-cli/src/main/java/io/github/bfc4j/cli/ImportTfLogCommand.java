@@ -100,6 +100,10 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             Boolean growthOption = allowGrowth == null ? null : RunConfig.parseBoolean("--allow-growth", allowGrowth);
             boolean gc = RunConfig.parseBoolean("--garbage-collection", garbageCollection);
             OutputFile.check("-o", output, "trace.bfctrace", log);
+            if (name != null && (name.isEmpty() || name.indexOf('\n') >= 0 || name.indexOf('\r') >= 0)) {
+                throw new UsageException("--name=" + name.replace("\n", "\\n").replace("\r", "\\r")
+                        + " (expected: non-empty text without line breaks: the trace's name line)");
+            }
             TraceInput input = TraceInput.of(log);
             TfLog tf = TfLog.read(input, allocator);
             long limit;
@@ -140,8 +144,16 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                     return CommandRunner.EXIT_FAILED;
                 }
             }
-            long capacity = limit + SIM_GAP * Math.max(4096, tf.regions.size() + 1L);
-            String fileName = input.shortName();
+            long gaps = SIM_GAP * Math.max(4096, tf.regions.size() + 1L);
+            long largest = Long.MAX_VALUE - SIM_BASE - gaps; // the sim's space must end below 2^63
+            if (limit > largest) {
+                throw new UsageException("memory limit " + limit + " (from " + limitFrom + ") is too large (expected:"
+                        + " at most " + largest + " bytes, so that the trace's simulated space fits; give"
+                        + " --memory-limit)");
+            }
+            long capacity = limit + gaps;
+            // Line breaks in a file's name would break the trace's name and source lines.
+            String fileName = input.shortName().replace("\n", "%0A").replace("\r", "%0D");
             String source = (withExpectations ? "imported" : TraceHeader.WORKLOAD_SOURCE_PREFIX + " imported")
                     + " from TensorFlow log " + fileName + ", BFCAllocator '" + allocator + "' (bfc import-tf-log"
                     + (withExpectations ? ", regions moved onto the sim in the order obtained" : "") + ")";

@@ -109,8 +109,8 @@ final class TfLog {
     static TfLog read(TraceInput input, String allocator) throws IOException {
         TfLog log = new TfLog(input.name(), allocator);
         try (InputStream raw = input.rawStream();
-                BufferedReader r = new BufferedReader(new InputStreamReader(Gzip.maybeGunzip(raw, log.file),
-                        StandardCharsets.UTF_8), 1 << 16)) {
+                BufferedReader r = new BufferedReader(new LineLimit(new InputStreamReader(
+                        Gzip.maybeGunzip(raw, log.file), StandardCharsets.UTF_8)), 1 << 16)) {
             log.parse(r);
         }
         return log;
@@ -319,7 +319,8 @@ final class TfLog {
         if (!names.contains(allocator) || allocs == 0) {
             if (!names.contains(allocator)) {
                 throw new UsageException("--allocator=" + allocator + " (expected: an allocator of " + file + ": "
-                        + String.join(", ", names) + ")");
+                        + String.join(", ", names.stream().limit(20).toList())
+                        + (names.size() > 20 ? ", ... (" + (names.size() - 20) + " more)" : "") + ")");
             }
             throw new UsageException(file + " has no 'AllocateRaw " + allocator + "  <bytes> <ptr>' lines: write the"
                     + " log with TF_CPP_VMODULE=bfc_allocator=4 (and an allocator that is used)");
@@ -373,8 +374,57 @@ final class TfLog {
     private String readLine(BufferedReader r, long linesRead) throws IOException {
         try {
             return r.readLine();
+        } catch (LineTooLong e) {
+            throw new UsageException(file + " line " + (linesRead + 1) + ": longer than " + MAX_LINE_CHARS
+                    + " characters (expected: a TensorFlow log written with TF_CPP_VMODULE=bfc_allocator=4)");
         } catch (IOException e) {
             throw Gzip.readError(e, file, linesRead + 1);
+        }
+    }
+
+    /** The longest line read, in characters: as a trace's line (a TensorFlow line is far shorter). */
+    static final int MAX_LINE_CHARS = 1 << 20;
+
+    /** A line past {@link #MAX_LINE_CHARS}. */
+    private static final class LineTooLong extends IOException {
+        LineTooLong() {
+            super("line too long");
+        }
+    }
+
+    /**
+     * Counts the characters since the last line break, and fails past {@link #MAX_LINE_CHARS}:
+     * a file that is no log (/dev/zero) would otherwise fill the heap in one {@code readLine}.
+     */
+    private static final class LineLimit extends java.io.FilterReader {
+        private long run;
+
+        LineLimit(java.io.Reader in) {
+            super(in);
+        }
+
+        @Override
+        public int read() throws IOException {
+            int c = super.read();
+            count(c);
+            return c;
+        }
+
+        @Override
+        public int read(char[] b, int off, int len) throws IOException {
+            int n = super.read(b, off, len);
+            for (int i = 0; i < n; i++) {
+                count(b[off + i]);
+            }
+            return n;
+        }
+
+        private void count(int c) throws LineTooLong {
+            if (c == '\n' || c == '\r') {
+                run = 0;
+            } else if (c >= 0 && ++run > MAX_LINE_CHARS) {
+                throw new LineTooLong();
+            }
         }
     }
 
@@ -391,8 +441,9 @@ final class TfLog {
     private void statedLimit(String text, long n) {
         try {
             statedLimitOrThrow(text, n);
-        } catch (NumberFormatException e) {
-            // A line that only looks like one of these: it states nothing usable.
+        } catch (NumberFormatException | ArithmeticException e) {
+            // A line that only looks like one of these, or states more than a long holds: it
+            // states nothing usable.
         }
     }
 
@@ -401,14 +452,20 @@ final class TfLog {
         if (i >= 0 && allocator.equals("bfc_cpu_allocator_for_gpu") && text.contains("ProcessState CPU allocator")) {
             String[] t = tokens(text.substring(i + "Using BFCAllocator with memory limit of ".length()));
             if (t.length >= 2 && t[1].equals("MB")) {
-                statedLimit = Long.parseLong(t[0]) << 20;
-                statedLimitLine = "line " + n + ", ProcessState CPU allocator";
+                long mb = Long.parseLong(t[0]);
+                if (mb > 0) {
+                    statedLimit = Math.multiplyExact(mb, 1L << 20);
+                    statedLimitLine = "line " + n + ", ProcessState CPU allocator";
+                }
             }
         }
         i = text.indexOf("MklCPUAllocator: Setting max_mem_bytes: ");
         if (i >= 0 && allocator.equals("mklcpu")) {
-            statedLimit = Long.parseLong(text.substring(i + "MklCPUAllocator: Setting max_mem_bytes: ".length()).trim());
-            statedLimitLine = "line " + n + ", MklCPUAllocator max_mem_bytes";
+            long bytes = Long.parseLong(text.substring(i + "MklCPUAllocator: Setting max_mem_bytes: ".length()).trim());
+            if (bytes > 0) {
+                statedLimit = bytes;
+                statedLimitLine = "line " + n + ", MklCPUAllocator max_mem_bytes";
+            }
         }
     }
 

@@ -174,6 +174,39 @@ class ImportTfLogCommandTest {
         assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + dir + ": is a directory (expected: a file)");
         assertThat(cli.run("import-tf-log", full, "-o", dir.resolve("x"))).isEqualTo(2);
         assertThat(cli.err).contains("Missing required option: '--allocator=NAME'");
+
+        // A limit past what the trace's simulated space can hold: refused, not an internal error.
+        assertThat(cli.run("import-tf-log", full, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"),
+                "--memory-limit", Long.toString(Long.MAX_VALUE))).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc import-tf-log: memory limit 9223372036854775807 (from --memory-limit) is"
+                + " too large (expected: at most ");
+        // A name that would break the trace's header: refused before the log is read.
+        assertThat(cli.run("import-tf-log", full, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"),
+                "--memory-limit", "64MiB", "--name", "x\nsource evil")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: --name=x\\nsource evil (expected: non-empty"
+                + " text without line breaks: the trace's name line)");
+        // A file that is no log: a line without end fails at 1 MiB, not with the heap.
+        Path zeros = dir.resolve("zeros.log");
+        Files.write(zeros, new byte[(1 << 20) + 10]);
+        assertThat(cli.run("import-tf-log", zeros, "--allocator", "a", "-o", dir.resolve("x"))).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + zeros + " line 1: longer than 1048576"
+                + " characters (expected: a TensorFlow log written with TF_CPP_VMODULE=bfc_allocator=4)");
+        assertThat(dir.resolve("x")).doesNotExist();
+    }
+
+    /** A stated limit past what a long holds is no limit: the import asks for one. */
+    @Test
+    void aStatedLimitThatOverflowsIsIgnored() throws IOException {
+        String p = "I0000 00:00:1.0 1 ";
+        String log = p + "process_state.cc:90] Using BFCAllocator with memory limit of 17592186044417 MB for"
+                + " ProcessState CPU allocator\n"
+                + p + "bfc_allocator.cc:76] Creating new BFCAllocator named: bfc_cpu_allocator_for_gpu\n"
+                + p + "bfc_allocator.cc:276] AllocateRaw bfc_cpu_allocator_for_gpu  1000 0x7f0000001000\n";
+        Path f = dir.resolve("huge-limit.log");
+        Files.writeString(f, log);
+        assertThat(cli.run("import-tf-log", f, "--allocator", "bfc_cpu_allocator_for_gpu", "-o", dir.resolve("y")))
+                .isEqualTo(2);
+        assertThat(cli.err).contains("--memory-limit is needed");
     }
 
     @Test
