@@ -61,6 +61,10 @@ final class CommandRunner {
      * @param body the work
      * @return the exit status
      */
+    /** What a command says when the Java heap runs out. */
+    static final String HEAP_TOO_SMALL = "the Java heap is too small for this input; give more with"
+            + " BFC_JAVA_OPTS=-Xmx4g";
+
     static int run(CommandSpec spec, boolean debug, boolean verbose, Body body) {
         PrintWriter err = spec.commandLine().getErr();
         String prefix = "bfc " + spec.name() + ": ";
@@ -88,8 +92,7 @@ final class CommandRunner {
             return fail(err, prefix + e.getMessage(), debug, e,
                     invariantViolation(e) ? EXIT_INVARIANT_VIOLATION : EXIT_FAILED);
         } catch (OutOfMemoryError e) {
-            return fail(err, prefix + "the Java heap is too small for this trace; give more with"
-                    + " BFC_JAVA_OPTS=-Xmx4g", debug, e, EXIT_FAILED);
+            return fail(err, prefix + HEAP_TOO_SMALL, debug, e, EXIT_FAILED);
         } catch (Exception e) {
             return fail(err, prefix + "internal error: " + e + " (run with --debug for the stack trace)", debug, e,
                     EXIT_FAILED);

@@ -132,6 +132,13 @@ public final class VerifyCommand implements Callable<Integer> {
                 } catch (IOException e) {
                     unreadable++;
                     err.println("ERROR " + name + withoutName(String.valueOf(e.getMessage()), name));
+                } catch (OutOfMemoryError e) {
+                    // One line, as from the other commands, and the other files still verified.
+                    failed++;
+                    err.println("ERROR " + name + ": " + CommandRunner.HEAP_TOO_SMALL);
+                } catch (RuntimeException e) {
+                    failed++;
+                    err.println("ERROR " + name + ": internal error: " + e);
                 }
                 out.flush();
                 err.flush();

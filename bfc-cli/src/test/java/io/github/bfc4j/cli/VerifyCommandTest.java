@@ -191,4 +191,22 @@ class VerifyCommandTest {
         assertThat(cli.run("verify", "--help")).isEqualTo(0);
         assertThat(cli.out).contains("FILE").contains("Exit status");
     }
+
+    /**
+     * Out of Java heap: one line per file, as the other commands say it, and the other files
+     * still verified (it was picocli's stack trace). In a child JVM with a 16 MiB heap.
+     */
+    @Test
+    void aHeapTooSmallIsOneLineAndTheOtherFilesAreVerified() throws Exception {
+        Path big = Cli.TRACES.resolve("big-random-1m-s71.bfctrace.gz");
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-Xmx16m", "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", "verify",
+                big.toString(), tiny.toString()).redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor()).as(output).isEqualTo(1);
+        assertThat(output.lines()).contains("ERROR " + big + ": the Java heap is too small for this input; give"
+                + " more with BFC_JAVA_OPTS=-Xmx4g", "PASS " + tiny + " 13 calls", "1 passed, 1 failed");
+        assertThat(output).doesNotContain("Exception in thread").doesNotContain("\tat ");
+    }
 }
