@@ -7,6 +7,7 @@ package io.github.bfc4j.cli;
 import java.io.IOException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -45,6 +46,9 @@ final class OutputFile {
      * @throws UsageException {@code -o=DIR is a directory (expected: ...)} and the like
      */
     static void check(String option, Path output, String example) {
+        if (output.toString().isEmpty()) {
+            throw new UsageException(option + " is empty (expected: the file to write, e.g. " + example + ")");
+        }
         if (Files.isDirectory(output)) {
             throw new UsageException(option + "=" + output + " is a directory (expected: the file to write, e.g. "
                     + output.resolve(example) + ")");
@@ -77,13 +81,26 @@ final class OutputFile {
         if (Files.exists(target) && !Files.isRegularFile(target)) {
             // A device or a pipe (/dev/null, a FIFO): written to, as a shell's '>' does, never
             // replaced by a file.
-            content.writeTo(target);
+            try {
+                content.writeTo(target);
+            } catch (IOException e) {
+                throw named(option, output, e);
+            }
             return;
         }
-        Path tmp = createTemp(target);
+        Path tmp;
+        try {
+            tmp = createTemp(target);
+        } catch (IOException e) {
+            throw named(option, output, e);
+        }
         tmp.toFile().deleteOnExit(); // also when the command is stopped (SIGTERM) part way
         try {
-            content.writeTo(tmp);
+            try {
+                content.writeTo(tmp);
+            } catch (IOException e) {
+                throw named(option, output, e);
+            }
             check(option, output, example);
             try {
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -116,6 +133,15 @@ final class OutputFile {
                         + " file: writing it would destroy the input)");
             }
         }
+    }
+
+    /**
+     * The failure to write {@code output}, named as the user gave it: "No space left on device"
+     * names no file, and a failure of the temporary file names that file.
+     */
+    private static IOException named(String option, Path output, IOException e) {
+        String why = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.getMessage();
+        return new IOException(option + "=" + output + ": " + why, e);
     }
 
     /** The file a symbolic link names, followed to the end (a dangling link's last target). */

@@ -146,6 +146,9 @@ class ReportCommandTest {
         assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + dir.resolve("no/such/dir/x.html")
                 + " (expected: a file in an existing directory)");
         assertThat(dir.resolve("x.html")).doesNotExist();
+        assertThat(cli.run("report", OOM, "-o", "")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o is empty (expected: the file to write, e.g."
+                + " report.html)");
     }
 
     @Test

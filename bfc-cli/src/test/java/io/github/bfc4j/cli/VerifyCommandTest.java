@@ -209,4 +209,13 @@ class VerifyCommandTest {
                 + " more with BFC_JAVA_OPTS=-Xmx4g", "PASS " + tiny + " 13 calls", "1 passed, 1 failed");
         assertThat(output).doesNotContain("Exception in thread").doesNotContain("\tat ");
     }
+
+    /** A workload trace has no answers: its PASS says that nothing was compared. */
+    @Test
+    void aWorkloadTracesPassSaysNothingWasCompared() throws IOException {
+        Path whole = Cli.wholeAndCutTraces(dir)[0];
+        assertThat(cli.run("verify", whole.toString())).isZero();
+        assertThat(cli.out.lines()).containsExactly("PASS " + whole + " 3 calls (a workload trace: no answers to"
+                + " compare, the calls ran)", "1 passed, 0 failed");
+    }
 }
