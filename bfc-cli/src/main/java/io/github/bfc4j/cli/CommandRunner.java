@@ -49,6 +49,10 @@ final class CommandRunner {
         int call() throws Exception;
     }
 
+    /** What a command says when the Java heap runs out. */
+    static final String HEAP_TOO_SMALL = "the Java heap is too small for this input; give more with"
+            + " BFC_JAVA_OPTS=-Xmx4g";
+
     private CommandRunner() {
     }
 
@@ -61,10 +65,6 @@ final class CommandRunner {
      * @param body the work
      * @return the exit status
      */
-    /** What a command says when the Java heap runs out. */
-    static final String HEAP_TOO_SMALL = "the Java heap is too small for this input; give more with"
-            + " BFC_JAVA_OPTS=-Xmx4g";
-
     static int run(CommandSpec spec, boolean debug, boolean verbose, Body body) {
         PrintWriter err = spec.commandLine().getErr();
         String prefix = "bfc " + spec.name() + ": ";
