@@ -531,12 +531,36 @@ public final class TraceReader implements Closeable {
     }
 
     private String quote(int t) {
-        return "'" + text(tokStart[t], tokEnd[t]) + "'";
+        return "'" + visible(text(tokStart[t], tokEnd[t])) + "'";
     }
 
     private String quoteLine() {
         int e = Math.min(lineEnd, lineStart + 200);
-        return "'" + text(lineStart, e) + (e < lineEnd ? "...'" : "'");
+        return "'" + visible(text(lineStart, e)) + (e < lineEnd ? "...'" : "'");
+    }
+
+    /**
+     * {@code text} with what a terminal would not show as it is (control characters but tab, a
+     * byte-order mark) written as escapes: a message quotes the line, and the line may be any
+     * bytes.
+     */
+    private static String visible(String text) {
+        StringBuilder sb = null;
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            boolean hidden = c < 0x20 && c != '\t' || c == 0x7f || c == '\uFEFF';
+            if (hidden && sb == null) {
+                sb = new StringBuilder(text.length() + 16).append(text, 0, i);
+            }
+            if (sb != null) {
+                if (hidden) {
+                    sb.append(c == '\uFEFF' ? "\\uFEFF" : String.format("\\x%02x", (int) c));
+                } else {
+                    sb.append(c);
+                }
+            }
+        }
+        return sb == null ? text : sb.toString();
     }
 
     private TraceFormatException error(String found, String expected) {
@@ -656,7 +680,11 @@ public final class TraceReader implements Closeable {
         nextContentLine("'bfctrace 1' (the first line of a trace)");
         tokenize();
         if (!tokenIs(0, BFCTRACE)) {
-            throw error(quoteLine(), "'bfctrace 1' (the first line of a trace)");
+            boolean bom = lineEnd - lineStart >= 3 && buf[lineStart] == (byte) 0xEF && buf[lineStart + 1] == (byte) 0xBB
+                    && buf[lineStart + 2] == (byte) 0xBF;
+            throw error(quoteLine(), "'bfctrace 1' (the first line of a trace"
+                    + (bom ? ", without the byte-order mark \\uFEFF before it: save the file as UTF-8 without one)"
+                            : ")"));
         }
         if (tokens != 2) {
             throw error(quoteLine(), "'bfctrace 1'");

@@ -241,6 +241,18 @@ class TraceReaderTest {
                 + " expected " + failure(NAME + SOURCE).expected());
     }
 
+    /** What a terminal would not show is quoted as escapes: a byte-order mark, control characters. */
+    @Test
+    void messagesShowHiddenCharactersAsEscapes() {
+        assertThat(failure("\uFEFFbfctrace 1\n" + SOURCE).getMessage())
+                .isEqualTo("t.bfctrace line 1: found '\\uFEFFbfctrace 1', expected 'bfctrace 1' (the first line of a"
+                        + " trace, without the byte-order mark \\uFEFF before it: save the file as UTF-8 without one)");
+        assertThat(failure("bfc\u001b[31mtrace 1\n").getMessage())
+                .isEqualTo("t.bfctrace line 1: found 'bfc\\x1b[31mtrace 1', expected 'bfctrace 1' (the first line of a"
+                        + " trace)");
+        assertThat(failure(HEADER + "alloc 1 1\u0007\n").getMessage()).contains("'1\\x07'");
+    }
+
     @Test
     void linesUpToOneMebibyteAreRead() throws IOException {
         String longName = "x".repeat(TraceReader.MAX_LINE_BYTES - "name ".length());
