@@ -776,8 +776,8 @@ public final class TraceReader implements Closeable {
             if (rangeIs(s, eq, BASE)) {
                 bit = 1;
                 base = address(v, e, t, false);
-                if ((base & 255) != 0 || base < 0) {
-                    throw error(quote(t), "base=<hex>, a multiple of 256");
+                if ((base & 255) != 0 || base <= 0) {
+                    throw error(quote(t), "base=<hex>, a positive multiple of 256 below 2^63");
                 }
             } else if (rangeIs(s, eq, CAPACITY)) {
                 bit = 2;

@@ -453,6 +453,11 @@ class TraceReaderTest {
                 Arguments.of("base not a multiple of 256", NAME + SOURCE + OPTIONS
                         + SUBALLOCATOR.replace("base=0x7f0000000000", "base=0x7f0000000010"), 5,
                         "'base=0x7f0000000010'"),
+                Arguments.of("base past 2^63", NAME + SOURCE + OPTIONS
+                        + SUBALLOCATOR.replace("base=0x7f0000000000", "base=0xffffffffffffff00"), 5,
+                        "'base=0xffffffffffffff00'"),
+                Arguments.of("base 0", NAME + SOURCE + OPTIONS
+                        + SUBALLOCATOR.replace("base=0x7f0000000000", "base=0x0"), 5, "'base=0x0'"),
                 Arguments.of("base in decimal", NAME + SOURCE + OPTIONS
                         + SUBALLOCATOR.replace("base=0x7f0000000000", "base=4096"), 5, "'base=4096'"),
                 Arguments.of("suballocator key missing", NAME + SOURCE + OPTIONS
