@@ -117,7 +117,7 @@ final class OomDumpWriter implements OutOfMemoryListener {
     Result write(OutOfMemoryReport report, Supplier<List<MemorySnapshot>> shards) {
         synchronized (this) {
             long now = nanoClock.getAsLong();
-            if (written >= FIRST_DUMPS && now - lastNanos < INTERVAL_NANOS) {
+            if (!dueAt(now)) {
                 return skip();
             }
             written++;
@@ -193,7 +193,12 @@ final class OomDumpWriter implements OutOfMemoryListener {
      * that the picture is not taken for a dump that will be skipped.
      */
     synchronized boolean due() {
-        return written < FIRST_DUMPS || nanoClock.getAsLong() - lastNanos >= INTERVAL_NANOS;
+        return dueAt(nanoClock.getAsLong());
+    }
+
+    /** The rate limit: the first {@value #FIRST_DUMPS} dumps, then one an interval. Guarded by this. */
+    private boolean dueAt(long now) {
+        return written < FIRST_DUMPS || now - lastNanos >= INTERVAL_NANOS;
     }
 
     private static Result pickleFailed(String json, Path pickle, Throwable e) {
