@@ -81,11 +81,7 @@ final class OutputFile {
         if (Files.exists(target) && !Files.isRegularFile(target)) {
             // A device or a pipe (/dev/null, a FIFO): written to, as a shell's '>' does, never
             // replaced by a file.
-            try {
-                content.writeTo(target);
-            } catch (IOException e) {
-                throw named(option, output, e);
-            }
+            writeNamed(option, output, content, target);
             return;
         }
         Path tmp;
@@ -96,11 +92,7 @@ final class OutputFile {
         }
         tmp.toFile().deleteOnExit(); // also when the command is stopped (SIGTERM) part way
         try {
-            try {
-                content.writeTo(tmp);
-            } catch (IOException e) {
-                throw named(option, output, e);
-            }
+            writeNamed(option, output, content, tmp);
             check(option, output, example);
             try {
                 Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
@@ -132,6 +124,15 @@ final class OutputFile {
                 throw new UsageException(option + "=" + output + " is the input " + input + " (expected: another"
                         + " file: writing it would destroy the input)");
             }
+        }
+    }
+
+    /** Writes the content to {@code file}, a failure named as {@code output} ({@link #named}). */
+    private static void writeNamed(String option, Path output, Content content, Path file) throws IOException {
+        try {
+            content.writeTo(file);
+        } catch (IOException e) {
+            throw named(option, output, e);
         }
     }
 
