@@ -64,8 +64,9 @@ final class OutOfMemoryListeners {
 
     /**
      * Completes the report ({@link #complete}), writes the dump (if configured), then tells every
-     * listener; for a failure whose picture was not taken ({@code null}), counts a skipped dump. A listener's exception is
-     * logged and otherwise ignored: the failing call fails as it would have.
+     * listener; for a failure whose picture was not taken ({@code null}), counts a skipped dump.
+     * A listener's exception is logged and otherwise ignored: the failing call fails as it would
+     * have.
      *
      * @return what the failure's messages say about the dump
      */
