@@ -4,6 +4,8 @@
  */
 package io.github.bfc4j.cli;
 
+import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.LeakDetection;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.Properties;
@@ -64,7 +66,29 @@ public final class BfcCommand implements Runnable {
      * @param args the command-line arguments
      */
     public static void main(String[] args) {
+        String bad = badSystemProperty();
+        if (bad != null) {
+            System.err.println("bfc: " + bad);
+            System.exit(CommandRunner.EXIT_USAGE);
+        }
         System.exit(commandLine().execute(args));
+    }
+
+    /**
+     * Checks the bfc4j system properties that every allocator reads ({@code bfc4j.dumpOnOom},
+     * {@code bfc4j.jfr.allocationSamplePeriod}, {@code bfc4j.leakDetection}), so that a bad one is
+     * one line at the start instead of a failure in whichever command builds an allocator.
+     *
+     * @return what is wrong and where to fix it, or null if they are all usable
+     */
+    static String badSystemProperty() {
+        try {
+            BfcOptions.builder();
+            LeakDetection.fromSystemProperty();
+            return null;
+        } catch (IllegalArgumentException e) {
+            return e.getMessage() + "; change it or take it out of BFC_JAVA_OPTS";
+        }
     }
 
     /** The version, filled in by the build (version.properties, next to this class). */

@@ -56,4 +56,27 @@ class BfcCommandTest {
             assertThat(text).as("bin/bfc's usage comment:%n%s", text).containsPattern("[ ,]" + name + "[ ,)\\n]");
         }
     }
+
+    /**
+     * A bad bfc4j system property is one line and exit 2 before any command runs. The JFR sample
+     * period's was an internal error, and it broke BfcOptions's class for the rest of the JVM.
+     */
+    @Test
+    void aBadSystemPropertyIsOneLineAndExitTwo() throws Exception {
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String[][] cases = {
+            {"-Dbfc4j.jfr.allocationSamplePeriod=x", "bfc: -Dbfc4j.jfr.allocationSamplePeriod=x (expected: an integer"
+                    + " >= 0; 0 turns allocation samples off); change it or take it out of BFC_JAVA_OPTS"},
+            {"-Dbfc4j.leakDetection=loud", "bfc: -Dbfc4j.leakDetection=loud (expected: disabled, simple or paranoid);"
+                    + " change it or take it out of BFC_JAVA_OPTS"},
+        };
+        for (String[] c : cases) {
+            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), c[0],
+                    "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", "replay",
+                    tiny.toString()).redirectErrorStream(true).start();
+            String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(p.waitFor()).as(output).isEqualTo(2);
+            assertThat(output.lines()).as(output).containsExactly(c[1]);
+        }
+    }
 }

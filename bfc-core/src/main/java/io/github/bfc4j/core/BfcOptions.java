@@ -5,6 +5,7 @@
  */
 package io.github.bfc4j.core;
 
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 
 /**
@@ -12,8 +13,6 @@ import java.nio.file.Path;
  * defaults. Immutable; build with {@link #builder()}.
  */
 public final class BfcOptions {
-
-    private static final BfcOptions DEFAULTS = builder().build();
 
     private final boolean allowGrowth;
     private final boolean allowRetryOnFailure;
@@ -33,21 +32,28 @@ public final class BfcOptions {
 
     /**
      * Upstream's default options: growth allowed, retry on failure allowed, no garbage
-     * collection, fragmentation fraction 0 (split threshold 128 MiB).
+     * collection, fragmentation fraction 0 (split threshold 128 MiB); the dump directory and the
+     * JFR sample period from their system properties, read now.
      *
      * @return the default options
+     * @throws IllegalArgumentException if {@code bfc4j.jfr.allocationSamplePeriod} or
+     *     {@code bfc4j.dumpOnOom} holds something that is no such value
      */
     public static BfcOptions defaults() {
-        return DEFAULTS;
+        return builder().build();
     }
 
     /**
-     * A builder starting from upstream's defaults.
+     * A builder starting from upstream's defaults, and from the system properties
+     * {@code bfc4j.dumpOnOom} and {@code bfc4j.jfr.allocationSamplePeriod}, read now.
      *
      * @return a new builder
+     * @throws IllegalArgumentException if one of those properties holds something that is no
+     *     such value; the message names the property and what it expects
      */
     public static Builder builder() {
-        return new Builder();
+        return new Builder().dumpOnOomDirectory(Builder.dumpOnOomProperty())
+                .jfrAllocationSamplePeriod(Builder.samplePeriodProperty());
     }
 
     /**
@@ -149,15 +155,23 @@ public final class BfcOptions {
         private boolean allowRetryOnFailure = true;
         private boolean garbageCollection = false;
         private double fragmentationFraction = 0;
-        private Path dumpOnOomDirectory = dumpOnOomProperty();
-        private int jfrAllocationSamplePeriod = samplePeriodProperty();
+        private Path dumpOnOomDirectory;
+        private int jfrAllocationSamplePeriod;
 
         private Builder() {
         }
 
         private static Path dumpOnOomProperty() {
             String dir = System.getProperty("bfc4j.dumpOnOom");
-            return dir == null || dir.isEmpty() ? null : Path.of(dir);
+            if (dir == null || dir.isEmpty()) {
+                return null;
+            }
+            try {
+                return Path.of(dir);
+            } catch (InvalidPathException e) {
+                throw new IllegalArgumentException("-Dbfc4j.dumpOnOom=" + dir
+                        + " is no path here (" + e.getReason() + "); give a directory for the dumps", e);
+            }
         }
 
         private static int samplePeriodProperty() {

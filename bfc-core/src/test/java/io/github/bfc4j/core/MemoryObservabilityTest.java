@@ -5,6 +5,7 @@
 package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.math.BigDecimal;
@@ -357,6 +358,34 @@ class MemoryObservabilityTest {
             }
         }
         assertThat(BfcOptions.builder().dumpOnOomDirectory(null).build().dumpOnOomDirectory()).isNull();
+    }
+
+    /**
+     * A bad sample period in the system property is an IllegalArgumentException naming it, from
+     * builder() and defaults() alike, and the options work again once it is fixed. defaults() was
+     * computed once, when the class was loaded: a bad property then failed the class's
+     * initialisation for the rest of the JVM, and a property set later was never read.
+     */
+    @Test
+    void aBadSamplePeriodPropertyIsNamedAndLeavesTheOptionsUsable() {
+        String old = System.getProperty("bfc4j.jfr.allocationSamplePeriod");
+        try {
+            System.setProperty("bfc4j.jfr.allocationSamplePeriod", "often");
+            for (Runnable r : new Runnable[] {BfcOptions::builder, BfcOptions::defaults}) {
+                assertThatThrownBy(r::run).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessage("-Dbfc4j.jfr.allocationSamplePeriod=often (expected: an integer >= 0; 0 turns"
+                                + " allocation samples off)");
+            }
+            System.setProperty("bfc4j.jfr.allocationSamplePeriod", "7");
+            assertThat(BfcOptions.defaults().jfrAllocationSamplePeriod()).isEqualTo(7);
+        } finally {
+            if (old == null) {
+                System.clearProperty("bfc4j.jfr.allocationSamplePeriod");
+            } else {
+                System.setProperty("bfc4j.jfr.allocationSamplePeriod", old);
+            }
+        }
+        assertThat(BfcOptions.defaults().jfrAllocationSamplePeriod()).isZero();
     }
 
     @Test
