@@ -49,6 +49,11 @@ final class OutputFile {
         if (output.toString().isEmpty()) {
             throw new UsageException(option + " is empty (expected: the file to write, e.g. " + example + ")");
         }
+        if (output.toString().equals("-")) {
+            // Not standard output: the command's own summary goes there.
+            throw new UsageException(option + "=- : standard output is not an output here (expected: the file to"
+                    + " write, e.g. " + example + ")");
+        }
         if (Files.isDirectory(output)) {
             throw new UsageException(option + "=" + output + " is a directory (expected: the file to write, e.g. "
                     + output.resolve(example) + ")");
