@@ -183,6 +183,7 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             }
             out.println("memory_limit=" + Sizes.format(limit) + " (from " + limitFrom + "), allow_growth=" + growth
                     + " (from " + growthFrom + "), garbage_collection=" + gc);
+            CommandRunner.warn(spec, tf.cutWarning());
             return CommandRunner.EXIT_OK;
         });
     }

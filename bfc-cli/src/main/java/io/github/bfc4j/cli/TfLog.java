@@ -89,6 +89,8 @@ final class TfLog {
     long allocs;
     long frees;
     long deallocWithoutPtrLine;
+    /** The log's last line, if it had no line break after it (and was not used), else 0. */
+    private long cutLine;
 
     private TfLog(String file, String allocator) {
         this.file = file;
@@ -109,14 +111,26 @@ final class TfLog {
     static TfLog read(TraceInput input, String allocator) throws IOException {
         TfLog log = new TfLog(input.name(), allocator);
         try (InputStream raw = input.rawStream();
-                BufferedReader r = new BufferedReader(new LineLimit(new InputStreamReader(
-                        Gzip.maybeGunzip(raw, log.file), StandardCharsets.UTF_8)), 1 << 16)) {
-            log.parse(r);
+                LineLimit limit = new LineLimit(new InputStreamReader(Gzip.maybeGunzip(raw, log.file),
+                        StandardCharsets.UTF_8));
+                BufferedReader r = new BufferedReader(limit, 1 << 16)) {
+            log.parse(r, limit);
         }
         return log;
     }
 
-    private void parse(BufferedReader r) throws IOException {
+    /**
+     * A warning if the log's last line had no line break after it (a log cut while it was
+     * written: that line's numbers may be cut too, so it was not used), else null.
+     *
+     * @return the warning, or null
+     */
+    String cutWarning() {
+        return cutLine == 0 ? null : file + " line " + cutLine + ": the last line has no line break after it: the"
+                + " log may be truncated (that line was not used)";
+    }
+
+    private void parse(BufferedReader r, LineLimit limit) throws IOException {
         Map<Long, long[]> live = new HashMap<>(); // ptr -> {id, line}
         long nextId = 1;
         long pendingAlignment = 0;
@@ -129,7 +143,12 @@ final class TfLog {
         int stackFor = -1;
         String oomOp = null; // "requested by op" of an out-of-memory warning, for the next failed call
         Map<Long, Integer> liveCall = new HashMap<>(); // ptr -> index of its alloc call
-        for (String text = readLine(r, n); text != null; text = readLine(r, n)) {
+        for (String text = readLine(r, n), next; text != null; text = next) {
+            next = readLine(r, n + 1);
+            if (next == null && limit.midLine()) {
+                cutLine = n + 1;
+                break;
+            }
             n++;
             if (frames != null) {
                 if (text.startsWith("*** End stack trace ***")) {
@@ -417,6 +436,11 @@ final class TfLog {
                 count(b[off + i]);
             }
             return n;
+        }
+
+        /** @return whether characters were read since the last line break */
+        boolean midLine() {
+            return run > 0;
         }
 
         private void count(int c) throws LineTooLong {

@@ -152,6 +152,36 @@ class ImportTfLogCommandTest {
         assertThat(dir.resolve("x")).doesNotExist();
     }
 
+    /**
+     * A log cut while it was written ends inside a line, whose numbers may be cut too (an
+     * address of 0x7f3a0 for 0x7f3a00012300): that line is not used, and a warning names it.
+     */
+    @Test
+    void aLastLineWithoutALineBreakIsNotUsedAndNamed() throws IOException {
+        String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
+        List<String> lines = good.lines().toList();
+        int target = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains("] AllocateRaw GPU_0_bfc  ") && lines.get(i).matches(".*  \\d+ 0x[0-9a-f]+$")) {
+                target = i;
+            }
+        }
+        assertThat(target).isPositive();
+        String before = String.join("\n", lines.subList(0, target)) + "\n";
+        String cutLine = lines.get(target).substring(0, lines.get(target).lastIndexOf("0x") + 7);
+        Path whole = Files.writeString(dir.resolve("before.log"), before);
+        Path cut = Files.writeString(dir.resolve("cut.log"), before + cutLine);
+        assertThat(cli.run("import-tf-log", whole, "--allocator", "GPU_0_bfc", "-o", dir.resolve("a.bfctrace"),
+                "--memory-limit", "64MiB")).isZero();
+        String wrote = cli.out.lines().findFirst().orElseThrow();
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.run("import-tf-log", cut, "--allocator", "GPU_0_bfc", "-o", dir.resolve("b.bfctrace"),
+                "--memory-limit", "64MiB")).isZero();
+        assertThat(cli.out.lines().findFirst().orElseThrow()).isEqualTo(wrote.replace("a.bfctrace", "b.bfctrace"));
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: warning: " + cut + " line " + (target + 1)
+                + ": the last line has no line break after it: the log may be truncated (that line was not used)");
+    }
+
     @Test
     void aLogWithoutMemDebugLinesOrLimitIsRefused() throws IOException {
         String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
