@@ -87,7 +87,8 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
      *     this call ({@link SubAllocator#callingAllocator()}); nothing changes
      * @throws IllegalStateException if closed, unless an allocator gives back a block it still
      *     held at the close (every other block was freed then)
-     * @throws CudaException if the driver's free fails
+     * @throws CudaException if the driver's free fails (after {@link #close()}, the block is
+     *     forgotten all the same, as {@code close()} forgets one)
      */
     @Override
     public final synchronized void free(long ptr, long numBytes) {
@@ -108,11 +109,19 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
             // The allocator is done with it, even if the driver's free fails: close() may free it.
             live.put(ptr, new Live(numBytes, null));
         }
+        if (closed) {
+            // As close() does: a block whose free fails is forgotten, and the context held since
+            // close() for this allocator's blocks is released after the last one all the same.
+            live.remove(ptr);
+            RuntimeException failure = Failures.attempt(null, () -> driverFree(ptr));
+            if (live.isEmpty()) {
+                failure = Failures.attempt(failure, () -> driver.releasePrimaryContext(deviceId));
+            }
+            Failures.throwIfAny(failure);
+            return;
+        }
         driverFree(ptr);
         live.remove(ptr);
-        if (closed && live.isEmpty()) {
-            driver.releasePrimaryContext(deviceId); // held since close() for this allocator's blocks
-        }
     }
 
     /** Separate driver blocks are not adjacent: false, as upstream. */

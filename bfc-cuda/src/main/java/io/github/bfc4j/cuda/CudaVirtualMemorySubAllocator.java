@@ -188,7 +188,11 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         try {
             mapAndGrant(nextVa, paddedBytes, handle);
         } catch (CudaException e) {
-            driver.memRelease(deviceId, handle);
+            RuntimeException release = Failures.attempt(null, () -> driver.memRelease(deviceId, handle));
+            if (release != null) { // the handle leaks: say so rather than answer "try less"
+                e.addSuppressed(release);
+                throw e;
+            }
             return nullIfOutOfMemory(e);
         }
         nextAllocOffset += paddedBytes;
@@ -202,8 +206,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         try {
             driver.memSetAccess(deviceId, va, bytes);
         } catch (CudaException e) {
-            driver.memUnmap(deviceId, va, bytes);
-            throw e;
+            throw Failures.attempt(e, () -> driver.memUnmap(deviceId, va, bytes));
         }
     }
 
@@ -229,7 +232,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      *     allocator makes this call ({@link SubAllocator#callingAllocator()}); nothing changes
      * @throws IllegalStateException if closed, unless an allocator gives back mappings it still
      *     held at the close (every other mapping was released then)
-     * @throws CudaException if unmapping or releasing fails
+     * @throws CudaException if unmapping or releasing fails (after {@link #close()}, the mappings
+     *     are forgotten all the same, as {@code close()} forgets them)
      */
     @Override
     public synchronized void free(long ptr, long numBytes) {
@@ -243,6 +247,11 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         if (first == null) {
             throw new IllegalArgumentException("Could not find GPU vmem mapping for address 0x"
                     + Long.toHexString(ptr) + " (expected: an address returned by alloc and not freed)");
+        }
+        if (numBytes <= 0) {
+            throw new IllegalArgumentException("Invalid size requested for freeing GPU vmem mapping at 0x"
+                    + Long.toHexString(ptr) + ": " + numBytes + " bytes (expected: the sizes of whole blocks from"
+                    + " alloc)");
         }
         List<Mapping> run = new ArrayList<>();
         long total = 0;
@@ -268,6 +277,20 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
             // The allocator is done with it, even if unmapping fails: close() may release it.
             m.allocator = null;
         }
+        if (closed) {
+            // As close() does: every call attempted, a mapping whose release fails forgotten, and
+            // the reservation and the context released after the last one all the same.
+            RuntimeException failure = null;
+            for (Mapping m : run) {
+                failure = releaseAttempted(failure, m);
+                mappings.remove(m.va);
+            }
+            if (mappings.isEmpty()) {
+                failure = Failures.attempt(failure, this::releaseReservation);
+            }
+            Failures.throwIfAny(failure);
+            return;
+        }
         for (Mapping m : run) {
             releasePhysical(m);
             if (m.backupHostPtr != 0) {
@@ -284,9 +307,6 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         if (mappings.higherKey(ptr) == null) {
             Map.Entry<Long, Mapping> last = mappings.lastEntry();
             nextAllocOffset = last == null ? 0 : last.getKey() + last.getValue().bytes - base;
-        }
-        if (closed && mappings.isEmpty()) {
-            releaseReservation(); // kept since close() for this allocator's mappings
         }
     }
 
@@ -326,8 +346,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
                 try {
                     driver.memcpyDtoH(deviceId, host, m.va, m.bytes);
                 } catch (CudaException e) {
-                    driver.hostFree(deviceId, host);
-                    throw e;
+                    throw Failures.attempt(e, () -> driver.hostFree(deviceId, host));
                 }
                 m.backupHostPtr = host;
             }
@@ -485,15 +504,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
                 holder = m.allocator;
                 continue;
             }
-            if (m.mapped) {
-                failure = Failures.attempt(failure, () -> driver.memUnmap(deviceId, m.va, m.bytes));
-            }
-            if (m.handle != 0) {
-                failure = Failures.attempt(failure, () -> driver.memRelease(deviceId, m.handle));
-            }
-            if (m.backupHostPtr != 0) {
-                failure = Failures.attempt(failure, () -> driver.hostFree(deviceId, m.backupHostPtr));
-            }
+            failure = releaseAttempted(failure, m);
             it.remove();
         }
         if (mappings.isEmpty()) {
@@ -504,6 +515,20 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
                     + " back", this, holder, mappings.size());
         }
         Failures.throwIfAny(failure);
+    }
+
+    /** Unmaps and releases a mapping and frees its host backup, each attempted (for close). */
+    private RuntimeException releaseAttempted(RuntimeException failure, Mapping m) {
+        if (m.mapped) {
+            failure = Failures.attempt(failure, () -> driver.memUnmap(deviceId, m.va, m.bytes));
+        }
+        if (m.handle != 0) {
+            failure = Failures.attempt(failure, () -> driver.memRelease(deviceId, m.handle));
+        }
+        if (m.backupHostPtr != 0) {
+            failure = Failures.attempt(failure, () -> driver.hostFree(deviceId, m.backupHostPtr));
+        }
+        return failure;
     }
 
     /** Frees the reservation and releases the context, both attempted. */

@@ -60,6 +60,8 @@ public final class GpuBfcAllocator implements AutoCloseable {
 
     private static final System.Logger LOG = System.getLogger(GpuBfcAllocator.class.getName());
     private static final int EVENT_POOL_LIMIT = 1024;
+    /** The longest wait between two polls while polling fails (100 ms). */
+    private static final long POLL_BACKOFF_MAX_NANOS = 100_000_000L;
 
     private final CudaDriver driver;
     private final int deviceId;
@@ -199,8 +201,8 @@ public final class GpuBfcAllocator implements AutoCloseable {
         try {
             driver.eventRecord(deviceId, event, stream);
         } catch (CudaException e) {
-            driver.eventDestroy(deviceId, event);
-            throw e;
+            // The record's failure is the one to report; the destroy's, if any, goes with it.
+            throw Failures.attempt(e, () -> driver.eventDestroy(deviceId, event));
         } catch (IllegalArgumentException e) { // refused before it reached the driver
             recycleEvent(event);
             throw e;
@@ -345,19 +347,34 @@ public final class GpuBfcAllocator implements AutoCloseable {
     }
 
     private void pollLoop() {
+        int failures = 0; // in a row
+        long nextWarning = 0;
         while (!closed) {
             boolean pending;
             synchronized (pendingLock) {
                 pending = pendingSize > 0;
             }
             if (pending) {
+                long park = pollIntervalNanos;
                 try {
                     pollEvents();
+                    failures = 0;
                 } catch (CudaException e) {
-                    LOG.log(Level.WARNING, "polling the events of stream-ordered frees of '" + bfc.name()
-                            + "' failed: " + e.getMessage());
+                    // An error of earlier GPU work fails every query from then on: one warning a
+                    // minute, and polls backing off to one every POLL_BACKOFF_MAX_NANOS, not a
+                    // warning every interval.
+                    failures++;
+                    long now = System.nanoTime();
+                    if (failures == 1 || now - nextWarning >= 0) {
+                        LOG.log(Level.WARNING, "polling the events of stream-ordered frees of '" + bfc.name()
+                                + "' failed" + (failures > 1 ? " (" + failures + " times in a row)" : "") + ": "
+                                + e.getMessage() + "; while it fails, the poller backs off to one try every 100 ms and"
+                                + " says so once a minute");
+                        nextWarning = now + 60_000_000_000L;
+                    }
+                    park = Math.max(park, Math.min(POLL_BACKOFF_MAX_NANOS, 1_000_000L << Math.min(failures - 1, 7)));
                 }
-                LockSupport.parkNanos(this, pollIntervalNanos);
+                LockSupport.parkNanos(this, park);
             } else {
                 LockSupport.park(this);
             }
@@ -640,10 +657,17 @@ public final class GpuBfcAllocator implements AutoCloseable {
             return subAllocator.alloc(alignment, numBytes);
         }
 
+        /**
+         * Gives a region back once the pending frees' events have completed. A failed wait (an
+         * error of earlier GPU work: the context is broken and runs nothing more) still gives
+         * the region back, and is thrown after it: kept by the sub-allocator for an allocator
+         * that has let it go, the region and the context's retain would stay for the process's
+         * life, so a context hit by an error could never be recreated.
+         */
         @Override
         public void free(long ptr, long numBytes) {
-            synchronizePendingEvents();
-            subAllocator.free(ptr, numBytes);
+            RuntimeException fence = Failures.attempt(null, GpuBfcAllocator.this::synchronizePendingEvents);
+            Failures.throwIfAny(Failures.attempt(fence, () -> subAllocator.free(ptr, numBytes)));
         }
 
         @Override

@@ -86,4 +86,23 @@ class CudaBlockOwnershipTest {
         assertThat(driver.liveDeviceBlocks()).isZero();
         assertThat(driver.retainedContexts()).isZero();
     }
+
+    /**
+     * The sub-allocator closed first (as documented), then the allocator's free of its block
+     * fails: the block is forgotten, as close() forgets one, and the context held for it is
+     * released. Before, the entry stayed and a second close() did nothing: the context's retain
+     * was kept for the process's life.
+     */
+    @Test
+    void aFailedFreeAfterTheSubAllocatorsCloseStillReleasesTheContext() {
+        SimulatedCudaDriver driver = new SimulatedCudaDriver(1L << 30, 1 << 16);
+        CudaDeviceSubAllocator sub = new CudaDeviceSubAllocator(driver, 0);
+        BfcAllocator a = BfcAllocator.builder().name("gpu_0").memoryLimit(64 * MIB).subAllocator(sub).build();
+        a.deallocateRaw(a.allocateRaw(256, 1000));
+        sub.close();
+        driver.failNext("memFree", 700);
+        assertThatThrownBy(a::close).isInstanceOf(CudaException.class).hasMessageContaining("memFree(");
+        assertThat(driver.retainedContexts()).isZero();
+        assertThat(sub.toString()).contains(" 0 blocks");
+    }
 }

@@ -110,4 +110,39 @@ class CudaVirtualMemoryOwnershipTest {
         assertThat(driver.liveReservations()).isZero();
         assertThat(driver.retainedContexts()).isZero();
     }
+
+    /**
+     * The sub-allocator closed first, then the allocator's release of its mapping fails: every
+     * call is still attempted, the mapping forgotten, and the reservation's free and the
+     * context's release attempted after it, as close() does. Before, the mapping stayed and a
+     * second close() did nothing: the context's retain was kept for the process's life.
+     */
+    @Test
+    void aFailedReleaseAfterTheSubAllocatorsCloseStillReleasesTheRest() {
+        CudaVirtualMemorySubAllocator sub = new CudaVirtualMemorySubAllocator(driver, 0, 64 * G);
+        BfcAllocator a = BfcAllocator.builder().name("gpu_0").memoryLimit(64 * G).subAllocator(sub).build();
+        a.deallocateRaw(a.allocateRaw(256, 1000));
+        sub.close();
+        driver.failNext("memUnmap", 700);
+        assertThatThrownBy(a::close).isInstanceOf(CudaException.class).hasMessageContaining("memUnmap(");
+        assertThat(sub.toString()).contains(" 0 mappings");
+        // The reservation's free is attempted too (the simulated driver refuses it while the
+        // range is still mapped, as CUDA does), and the context is released all the same.
+        assertThat(driver.calls()).filteredOn(c -> c.startsWith("addressFree")).hasSize(1);
+        assertThat(driver.retainedContexts()).isZero();
+    }
+
+    /** A free of 0 bytes at a mapping's address is refused, not a free of nothing. */
+    @Test
+    void aFreeOfNoBytesIsRefused() {
+        try (CudaVirtualMemorySubAllocator sub = new CudaVirtualMemorySubAllocator(driver, 0, 64 * G)) {
+            SubAllocator.Block b = sub.alloc(256, G);
+            for (long bytes : new long[] {0, -G}) {
+                assertThatThrownBy(() -> sub.free(b.ptr(), bytes)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining(bytes + " bytes (expected: the sizes of whole blocks from alloc)");
+            }
+            sub.free(b.ptr(), b.bytes());
+            assertThat(driver.liveMappings()).isZero();
+        }
+    }
 }

@@ -152,6 +152,105 @@ class GpuBfcAllocatorTest {
         assertThat(driver.liveEvents()).isZero();
     }
 
+    /**
+     * A failed wait for the pending frees' events (an error of earlier GPU work) still gives the
+     * region back to the driver, and the failure is thrown: before, the sub-allocator kept the
+     * region for an allocator that had let it go, and the context's retain with it, for the
+     * process's life.
+     */
+    @Test
+    void aFailedFenceStillGivesTheRegionBack() {
+        // Two regions (cuMemAlloc blocks do not coalesce); the one of q goes back while p's free
+        // is pending, and the wait for p's event fails.
+        SimulatedCudaDriver d = new SimulatedCudaDriver(256 * G, G);
+        GpuBfcAllocator a = GpuBfcAllocators.create(d, 0, options().memoryLimitBytes(64 * MIB).build());
+        long p = a.allocateRaw(256, 2 * MIB);
+        long q = a.allocateRaw(256, 4 * MIB);
+        a.deallocateRaw(q);
+        a.deallocateRaw(p, STREAM);
+        d.failNext("eventSynchronize", 700);
+        assertThatThrownBy(a::emptyCache).isInstanceOf(CudaException.class).hasMessageContaining("eventSynchronize(");
+        assertThat(d.liveDeviceBlocks()).as("q's region went back").isEqualTo(1);
+        a.close();
+        assertThat(d.retainedContexts()).isZero();
+        assertThat(d.liveDeviceBlocks()).isZero();
+        // Every wait failing (a context hit by an error): close() still gives everything back.
+        for (boolean vmm : new boolean[] {false, true}) {
+            SimulatedCudaDriver d2 = new SimulatedCudaDriver(256 * G, G);
+            GpuBfcAllocator b = GpuBfcAllocators.create(d2, 0, options().memoryLimitBytes(64 * MIB).virtualMemory(vmm)
+                    .build());
+            b.deallocateRaw(b.allocateRaw(256, 2 * MIB), STREAM);
+            for (int i = 0; i < 100; i++) {
+                d2.failNext("eventSynchronize", 700);
+                d2.failNext("eventQuery", 700);
+            }
+            assertThatThrownBy(b::close).as("vmm=%s", vmm).isInstanceOf(CudaException.class);
+            assertThat(d2.retainedContexts()).as("vmm=%s", vmm).isZero();
+            assertThat(d2.liveDeviceBlocks() + d2.liveMappings() + d2.livePhysicalAllocations()
+                    + d2.liveReservations()).as("vmm=%s", vmm).isZero();
+        }
+    }
+
+    /**
+     * While every poll of the events fails (a context hit by an error), the poller warns once,
+     * not at every interval (it logged over 4,000 warnings a second at the default interval).
+     */
+    @Test
+    void aPollerThatKeepsFailingWarnsOnce() throws InterruptedException {
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(GpuBfcAllocator.class.getName());
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                warnings.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        boolean parents = jul.getUseParentHandlers();
+        jul.addHandler(handler);
+        jul.setUseParentHandlers(false);
+        try (GpuBfcAllocator a = create(options().eventPollIntervalMicros(100).memoryLimitBytes(4 * MIB))) {
+            long p = a.allocateRaw(256, 1024);
+            for (int i = 0; i < 100_000; i++) {
+                driver.failNext("eventQuery", 700);
+            }
+            a.deallocateRaw(p, STREAM);
+            Thread.sleep(1000);
+            assertThat(warnings).hasSize(1);
+            assertThat(warnings.get(0)).contains("polling the events of stream-ordered frees of 'GPU_0_bfc' failed")
+                    .contains("the poller backs off to one try every 100 ms and says so once a minute");
+        } catch (CudaException e) {
+            // close() waits for the pending free's event, whose query keeps failing
+            assertThat(e).hasMessageContaining("eventQuery(");
+        } finally {
+            jul.removeHandler(handler);
+            jul.setUseParentHandlers(parents);
+        }
+        assertThat(warnings).hasSize(1);
+    }
+
+    /** A failed record whose event cannot be destroyed either reports the record's failure. */
+    @Test
+    void aFailedRecordIsTheErrorReportedWhenTheEventsDestroyFailsToo() {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB))) {
+            long p = a.allocateRaw(256, 1024);
+            driver.failNext("eventRecord", 400);
+            driver.failNext("eventDestroy", 700);
+            assertThatThrownBy(() -> a.deallocateRaw(p, STREAM)).isInstanceOf(CudaException.class)
+                    .hasMessageContaining("eventRecord(")
+                    .satisfies(e -> assertThat(e.getSuppressed()).singleElement().asString()
+                            .contains("eventDestroy("));
+            a.deallocateRaw(p);
+        }
+    }
+
     @Test
     void regionsGoBackOnlyAfterPendingEventsAreWaitedFor() {
         GpuBfcOptions.Builder b = options().memoryLimitBytes(MIB).allowGrowth(false)
