@@ -146,7 +146,14 @@ public final class GpuBfcAllocator implements AutoCloseable {
      */
     public long allocateRaw(long alignment, long numBytes, boolean retryOnFailure) {
         checkNotPaused();
-        return bfc.allocateRaw(alignment, numBytes, retryOnFailure ? retryAttributes : noRetryAttributes);
+        long ptr = bfc.allocateRaw(alignment, numBytes, retryOnFailure ? retryAttributes : noRetryAttributes);
+        if (ptr != 0 && paused) {
+            // pause() ran while this call waited for memory (the retry loop): the chunk it found
+            // has no device memory behind it now. Not handed out.
+            deallocateRaw(ptr);
+            checkNotPaused();
+        }
+        return ptr;
     }
 
     /**

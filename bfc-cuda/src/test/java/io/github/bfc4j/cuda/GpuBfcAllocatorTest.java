@@ -236,6 +236,28 @@ class GpuBfcAllocatorTest {
         assertThat(warnings).hasSize(1);
     }
 
+    /**
+     * An allocation waiting for memory (the retry loop) when pause() runs does not hand out a
+     * chunk of the paused memory, which has no device memory behind it: it throws as an
+     * allocation made after the pause would. Before, it returned an unmapped address.
+     */
+    @Test
+    void anAllocationThatWaitedThroughAPauseIsNotHandedOut() throws Exception {
+        try (GpuBfcAllocator a = create(options().memoryLimitBytes(8 * MIB).virtualMemory(true))) {
+            long x = a.allocateRaw(256, 8 * MIB);
+            CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> a.allocateRaw(256, 4 * MIB));
+            Thread.sleep(300); // the waiter's first try failed: it waits for frees (up to 10 s)
+            assertThat(waiter).isNotDone();
+            a.pause(false);
+            a.deallocateRaw(x); // allowed while paused; wakes the waiter
+            assertThatThrownBy(() -> waiter.get(10, TimeUnit.SECONDS)).hasCauseInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("allocator 'GPU_0_bfc' is paused; call resume() first");
+            assertThat(a.getStats().bytesInUse()).isZero();
+            a.resume();
+            assertThat(a.allocateRaw(256, 4 * MIB)).isNotZero();
+        }
+    }
+
     /** A failed record whose event cannot be destroyed either reports the record's failure. */
     @Test
     void aFailedRecordIsTheErrorReportedWhenTheEventsDestroyFailsToo() {
