@@ -146,9 +146,9 @@ final class JavaCppCudaDriver implements CudaDriver {
             check(cudart.cuDevicePrimaryCtxRetain(ctx, deviceHandles[device]),
                     "cuDevicePrimaryCtxRetain(dev=" + device + ")");
             retains.retained(device);
-            if (contexts[device] == null) {
-                contexts[device] = ctx;
-            }
+            // The latest retain's handle: once every retain was released, the driver destroyed
+            // the context, and this retain made a new one (after a sticky error, say).
+            contexts[device] = ctx;
         }
     }
 
