@@ -927,6 +927,11 @@ final class BfcPort {
         retryHelper.notifyDealloc();
     }
 
+    /** Wakes the allocations waiting in the retry loop (after a close: they fail at once). */
+    void notifyRetryWaiters() {
+        retryHelper.notifyDealloc();
+    }
+
     /**
      * {@code DeallocateRaw} for an {@link Allocation} handle and leak detection: frees the chunk
      * at {@code ptr} only if it is still the allocation {@code allocationId}, and nothing if the

@@ -357,6 +357,27 @@ class BfcAllocatorTest {
         }
     }
 
+    /**
+     * An allocation waiting for memory when the allocator is closed (by force) fails at once
+     * with the allocator's "closed", instead of waiting out the 10 seconds of the retry loop.
+     */
+    @Test
+    void aCloseEndsTheWaitOfAnAllocationInTheRetryLoop() throws Exception {
+        BfcOptions retry = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(true).build();
+        BfcAllocator a = BfcAllocator.builder().name("waiting").memoryLimit(MIB).options(retry)
+                .subAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false)).closePolicy(ClosePolicy.FORCE).build();
+        a.allocateRaw(64, MIB);
+        java.util.concurrent.CompletableFuture<Long> waiter =
+                java.util.concurrent.CompletableFuture.supplyAsync(() -> a.allocateRaw(64, 4096));
+        Thread.sleep(300); // its first try failed: it waits for a free
+        assertThat(waiter).isNotDone();
+        long t0 = System.nanoTime();
+        a.close();
+        assertThatThrownBy(() -> waiter.get(5, TimeUnit.SECONDS)).as("not the 10 s of the retry loop")
+                .hasCauseInstanceOf(IllegalStateException.class).hasMessageContaining("'waiting' is closed");
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isLessThan(5_000);
+    }
+
     @Test
     void aRequestThatCanNeverFitFailsAtOnceEvenWhenRetryIsAllowed() {
         // Upstream waits the whole 10 s for frees that cannot help: more than the limit can
