@@ -287,7 +287,13 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     public Allocation allocate(long bytes, long alignment) {
         BfcAllocator.checkAllocateArguments(name, bytes, alignment);
         int h = home();
-        Allocation a = shards[h].tryAllocate(bytes, alignment);
+        Allocation a;
+        try {
+            a = shards[h].tryAllocate(bytes, alignment);
+        } catch (IllegalStateException e) {
+            a = null;
+            rethrowUnlessClosed(h, e);
+        }
         if (a != null) {
             return a;
         }
@@ -334,8 +340,24 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             throw BfcAllocator.badAllocateRawArguments(name, alignment, numBytes);
         }
         int h = home();
-        long ptr = ports[h].tryAllocateRaw(alignment, numBytes, attr);
+        long ptr;
+        try {
+            ptr = ports[h].tryAllocateRaw(alignment, numBytes, attr);
+        } catch (IllegalStateException e) {
+            ptr = 0;
+            rethrowUnlessClosed(h, e);
+        }
         return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr);
+    }
+
+    /**
+     * A home shard closed on its own is passed over as a full one is: the other shards serve
+     * its threads. Any other failure is the caller's.
+     */
+    private void rethrowUnlessClosed(int h, IllegalStateException e) {
+        if (!shards[h].isClosed()) {
+            throw e;
+        }
     }
 
     /**

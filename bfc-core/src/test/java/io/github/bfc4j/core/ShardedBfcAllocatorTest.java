@@ -628,6 +628,39 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * A thread whose home shard is closed allocates from the other shards, as when its home
+     * shard is full. It got that shard's "allocator 's/1' is closed" on every call, though the
+     * other shard had room.
+     */
+    @Test
+    void aThreadWhoseHomeShardIsClosedIsServedByTheOthers() throws Exception {
+        ShardedBfcAllocator a = sharded(8 * MIB, 2);
+        long mine = a.allocateRaw(64, 1024); // shard 0: a 2 MiB region with room
+        java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            assertThat(other.submit(a::homeShard).get()).isSameAs(a.shards().get(1));
+            a.shards().get(1).close();
+            long[] got = other.submit(() -> {
+                long raw = a.allocateRaw(64, 4096);
+                try (Allocation handle = a.allocate(4096)) {
+                    return new long[] {raw, handle.address()};
+                }
+            }).get();
+            assertThat(got[0]).isNotZero();
+            assertThat(a.shards().get(0).allocatedSize(got[0])).isEqualTo(4096);
+            assertThat(got[1]).isNotZero();
+            a.deallocateRaw(got[0]);
+            // Beyond the room there is, refused as closed (no shard obtains new regions now).
+            assertThatThrownBy(() -> other.submit(() -> a.allocateRaw(64, 4 * MIB)).get())
+                    .hasMessageContaining("allocator 'sharded' is closed, or a shard of it");
+        } finally {
+            other.shutdown();
+        }
+        a.deallocateRaw(mine);
+        a.close();
+    }
+
+    /**
      * A forced close while three threads allocate and free (each freeing its own and the
      * others' allocations): every call either works or throws IllegalStateException (closed),
      * a free whose region went away with its shard's close too; nothing else, no hang, and
