@@ -86,6 +86,11 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /** The index of the current thread's home shard, handed out in turn on first use. */
     private final ThreadLocal<Integer> home;
     /**
+     * The figures of all shards read for the out-of-memory report of this thread's last failed
+     * allocation ({@link #withAllShards}), for the exception {@link #allocate} throws.
+     */
+    private final ThreadLocal<AllShards> failureFigures = new ThreadLocal<>();
+    /**
      * A cache of {@link #home} in front of it, indexed by the low bits of the thread's id; an
      * entry is {@code threadId << 16 | shard}, written once by its thread (read and written in
      * opaque mode: never torn). A {@code ThreadLocal} lookup costs about 10 ns per call
@@ -297,12 +302,30 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         if (a != null) {
             return a;
         }
+        failureFigures.remove();
         try {
             return elsewhere(h, bytes, s -> s.tryAllocate(bytes, alignment), s -> s.allocate(bytes, alignment));
         } catch (BfcOutOfMemoryException e) {
-            throw e.ofAllShards(name, shards.length, bytesInUse(), reservedBytes(), regionCount(),
-                    largestFreeChunkBytes(), getStats(), HolderText.messageSentence(mapsForHolders()));
+            // The figures read for the report, just after the failure, before the dump and the
+            // listeners ran (other threads free meanwhile); read now if no report was made.
+            AllShards f = failureFigures.get();
+            failureFigures.remove();
+            if (f == null) {
+                f = allShardsNow();
+            }
+            throw e.ofAllShards(name, shards.length, f.inUse, f.reserved, f.regions, f.largestFree, f.stats,
+                    f.holders);
         }
+    }
+
+    /** What all shards hold together, read at one time (each shard under its own lock). */
+    private record AllShards(long inUse, long reserved, int regions, long largestFree, AllocatorStats stats,
+            String holders) {
+    }
+
+    private AllShards allShardsNow() {
+        return new AllShards(bytesInUse(), reservedBytes(), regionCount(), largestFreeChunkBytes(), getStats(),
+                HolderText.messageSentence(mapsForHolders()));
     }
 
     /**
@@ -662,14 +685,14 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /** A shard's report, its summary followed by what all shards hold, read now. */
     private OutOfMemoryReport withAllShards(OutOfMemoryReport r) {
-        int regions = regionCount();
+        AllShards f = allShardsNow();
+        failureFigures.set(f); // for the exception of allocate(), on this thread
         String all = "\nAll " + shards.length + " shards of allocator '" + name + "', read just after shard '"
-                + r.allocatorName() + "' failed: " + BfcAllocator.humanReadableNumBytes(bytesInUse()) + " in use, "
-                + BfcAllocator.humanReadableNumBytes(reservedBytes()) + " reserved in " + regions
-                + (regions == 1 ? " region" : " regions") + ", the memory limit is "
+                + r.allocatorName() + "' failed: " + BfcAllocator.humanReadableNumBytes(f.inUse) + " in use, "
+                + BfcAllocator.humanReadableNumBytes(f.reserved) + " reserved in " + f.regions
+                + (f.regions == 1 ? " region" : " regions") + ", the memory limit is "
                 + BfcAllocator.humanReadableNumBytes(memoryLimit()) + ", the largest free chunk is "
-                + BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()) + "."
-                + HolderText.messageSentence(mapsForHolders()) + "\n";
+                + BfcAllocator.humanReadableNumBytes(f.largestFree) + "." + f.holders + "\n";
         return new OutOfMemoryReport(r.allocatorName(), r.requestedBytes(), r.roundedBytes(), r.provenance(),
                 r.snapshot(), r.summary() + all);
     }

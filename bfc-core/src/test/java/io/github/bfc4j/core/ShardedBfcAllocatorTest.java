@@ -21,6 +21,7 @@ import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -624,6 +625,47 @@ class ShardedBfcAllocatorTest {
         a.deallocateRaw(roomShard0Has);
 
         a.deallocateRaw(mine);
+        a.close();
+    }
+
+    /**
+     * The exception of a failed allocate() gives the figures read just after the failure, as its
+     * message says, and not those read after the listeners ran: here a listener waits while
+     * another thread frees the 10 MiB in use and empties the cache, and the message said "0B is
+     * in use ... in 0 regions" with the hint that the host itself was out of memory.
+     */
+    @Test
+    void theOutOfMemoryMessageGivesTheFiguresOfTheFailure() throws Exception {
+        ShardedBfcAllocator a = sharded(16 * MIB, 2);
+        Allocation keep = a.allocate(10 * MIB);
+        java.util.concurrent.CountDownLatch failed = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch freed = new java.util.concurrent.CountDownLatch(1);
+        for (BfcAllocator s : a.shards()) {
+            s.addOutOfMemoryListener(r -> {
+                failed.countDown();
+                try {
+                    freed.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+        }
+        Thread freer = new Thread(() -> {
+            try {
+                failed.await();
+            } catch (InterruptedException e) {
+                return;
+            }
+            keep.close();
+            a.emptyCache();
+            freed.countDown();
+        });
+        freer.start();
+        assertThatThrownBy(() -> a.allocate(10 * MIB)).isInstanceOf(BfcOutOfMemoryException.class)
+                .hasMessageContaining(". 16.00MiB is in use by live allocations, 16.00MiB is reserved")
+                .hasMessageNotContaining("the host or device itself is out of memory");
+        freer.join();
+        assertThat(a.bytesInUse()).isZero();
         a.close();
     }
 
