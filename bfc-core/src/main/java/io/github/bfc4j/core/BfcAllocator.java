@@ -1423,23 +1423,39 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * Walks every chunk of every region, in address order, with the lock held: a snapshot of
-     * the memory map for tools. The visitor must not call back into this allocator.
+     * the memory map for tools. The visitor may read this allocator (the lock is reentrant)
+     * but must not change it.
      *
      * @param visitor receives each chunk
      * @throws NullPointerException if {@code visitor} is null
+     * @throws IllegalStateException if the visitor allocated, freed, gave regions back or
+     *     closed the allocator: the walk stops there (it used to stop silently, chunks unvisited)
      */
     public void forEachChunk(ChunkVisitor visitor) {
         Objects.requireNonNull(visitor, "visitor");
         port.lock();
         try {
+            MemoryCounters k = view.counters();
             for (ChunkWalk c = view.walk().all(); c.next(); ) {
                 boolean inUse = c.inUse();
+                long changes = changes(k);
                 visitor.chunk(c.regionIndex(), c.regionPtr(), c.regionBytes(), c.ptr(), c.size(),
                         inUse ? c.requestedSize() : 0, inUse ? c.allocationId() : -1);
+                if (changes(k) != changes || view.closed()) {
+                    throw new IllegalStateException("forEachChunk's visitor changed allocator '" + port.name()
+                            + "' (an allocation, a free, a region given back, or a close) at the chunk at 0x"
+                            + Long.toHexString(c.ptr()) + ": the walk stops; collect what to change, and change"
+                            + " it after the walk");
+                }
             }
         } finally {
             port.unlock();
         }
+    }
+
+    /** Allocations, frees and region changes so far: changes when anything changes the chunks. */
+    private static long changes(MemoryCounters k) {
+        return k.allocationsTotal() + k.freesTotal() + k.regionExtendsTotal() + k.regionFreesTotal();
     }
 
     /**

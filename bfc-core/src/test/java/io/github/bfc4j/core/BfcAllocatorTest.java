@@ -378,6 +378,39 @@ class BfcAllocatorTest {
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)).isLessThan(5_000);
     }
 
+    /**
+     * A forEachChunk visitor that frees is stopped with an exception at the chunk where it did;
+     * the walk used to end silently there, the later chunks unvisited. Reading is allowed.
+     */
+    @Test
+    void aVisitorThatFreesIsStoppedNotSilentlyCutShort() {
+        try (BfcAllocator a = simAllocator(64 * MIB, BfcOptions.builder().allowRetryOnFailure(false).build())) {
+            List<Long> live = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                live.add(a.allocateRaw(64, 4096));
+            }
+            List<Long> visited = new ArrayList<>();
+            a.forEachChunk((region, regionPtr, regionBytes, ptr, bytes, requested, id) -> {
+                visited.add(ptr);
+                a.getStats(); // reading is fine
+            });
+            assertThat(visited).hasSize(21); // 20 allocations and the free rest
+            assertThatThrownBy(() -> a.forEachChunk((region, regionPtr, regionBytes, ptr, bytes, requested, id) -> {
+                if (id >= 0) {
+                    a.deallocateRaw(ptr);
+                }
+            })).isInstanceOf(IllegalStateException.class)
+                    .hasMessage("forEachChunk's visitor changed allocator 'test_bfc' (an allocation, a free, a region"
+                            + " given back, or a close) at the chunk at 0x" + Long.toHexString(live.get(0))
+                            + ": the walk stops; collect what to change, and change it after the walk");
+            a.checkInvariants();
+            for (long p : live.subList(1, live.size())) {
+                a.deallocateRaw(p);
+            }
+            assertThat(a.getStats().bytesInUse()).isZero();
+        }
+    }
+
     @Test
     void aRequestThatCanNeverFitFailsAtOnceEvenWhenRetryIsAllowed() {
         // Upstream waits the whole 10 s for frees that cannot help: more than the limit can
