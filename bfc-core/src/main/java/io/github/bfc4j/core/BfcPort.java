@@ -342,7 +342,6 @@ final class BfcPort {
      *     suppressed by it), once every region is given up and the allocator is closed
      */
     void closeLocked() {
-        listener.closingLocked();
         closed = true;
         // Not in upstream: the allocations still live are freed with their regions, so each is
         // a free at the event point and bytes_in_use ends at 0 with the pool.
@@ -351,6 +350,8 @@ final class BfcPort {
                 onFreeLocked(walk.handle());
             }
         }
+        // After those frees: a history tells each region given back once nothing is left in it.
+        listener.closingLocked();
         bytesInUse = 0;
         RuntimeException failure = null;
         for (AllocationRegion region : regionManager.regions()) {

@@ -75,8 +75,9 @@ abstract class PortListener {
     }
 
     /**
-     * The allocator is closing ({@code ~BFCAllocator}): every region is about to be given back.
-     * The regions are still there, through the view.
+     * The allocator is closing ({@code ~BFCAllocator}): every region is about to be given back,
+     * and the allocations still live have been freed ({@link #freedLocked}, each). The regions
+     * are still there, through the view.
      */
     void closingLocked() {
     }
