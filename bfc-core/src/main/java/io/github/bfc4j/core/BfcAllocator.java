@@ -1287,7 +1287,9 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * Stops recording the history. What was recorded stays for {@link #snapshot()} until the
-     * next {@link #recordHistory}; chunks keep their provenance.
+     * next {@link #recordHistory}; chunks keep their provenance. A PyTorch snapshot written from
+     * now on carries the segments without the history, as PyTorch's once recording stops
+     * ({@link MemorySnapshot#writePyTorchPickle(java.io.OutputStream)}).
      */
     public void stopHistory() {
         port.lock();

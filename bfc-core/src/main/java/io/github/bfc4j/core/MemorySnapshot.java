@@ -44,7 +44,11 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * Writes PyTorch's memory snapshot (the dictionary of {@code torch.cuda.memory._snapshot()},
      * pickled as {@code torch.cuda.memory._dump_snapshot()} does): regions as segments, chunks
      * as blocks, the history as {@code device_traces[0]}. Drag the file onto
-     * pytorch.org/memory_viz.
+     * pytorch.org/memory_viz. The history is written only if it was still recording when the
+     * snapshot was taken ({@link MemoryHistory#recording()}): as PyTorch clears its trace when
+     * recording stops, a stopped one is left out (it says nothing of what the allocator did
+     * since, so the viewer, replaying it from the segments of the snapshot, would find blocks in
+     * no segment); {@link #history()} still has it.
      *
      * @param out where the pickle goes (not closed)
      * @throws IOException if writing fails

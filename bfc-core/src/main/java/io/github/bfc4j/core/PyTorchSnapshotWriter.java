@@ -36,7 +36,8 @@ import java.util.concurrent.ThreadLocalRandom;
  *       (0, 0), {@code segment_type} {@code "large"} above 1 MiB, {@code is_expandable} when
  *       the sub-allocator merges regions); its chunks are its blocks, in address order, so that
  *       they tile it ({@code active_allocated} in use, {@code inactive} free);</li>
- *   <li>the history is {@code device_traces[device]} (the lists before it empty): an
+ *   <li>the history, if still recording, is {@code device_traces[device]} (the lists before
+ *       it empty; a stopped recording's list empty too, as PyTorch's): an
  *       allocation is {@code alloc}, a free is
  *       {@code free_requested} then {@code free_completed} (BFC frees at once), a region
  *       obtained or given back is {@code segment_alloc}/{@code segment_free} (with a
@@ -131,7 +132,18 @@ final class PyTorchSnapshotWriter {
 
     static void write(MemorySnapshot snapshot, int device, OutputStream out) throws IOException {
         write(snapshot.coalescingRegions(),
-                List.of(new Part(0, snapshot.memoryMap().regions(), snapshot.history().events())), device, out);
+                List.of(new Part(0, snapshot.memoryMap().regions(), traced(snapshot.history()))), device, out);
+    }
+
+    /**
+     * The events of a history that the pickle carries: those of a recording still on when the
+     * snapshot was taken, else none. As PyTorch clears its trace when recording stops: a stopped
+     * ring says nothing of what the allocator did since, and the viewer, replaying it backwards
+     * from the segments of now, would find blocks in no segment. The segments' frames come from
+     * these events too, so a stopped ring gives none.
+     */
+    private static List<MemoryEvent> traced(MemoryHistory history) {
+        return history.recording() ? history.events() : List.of();
     }
 
     /**
@@ -152,7 +164,7 @@ final class PyTorchSnapshotWriter {
         List<Part> parts = new ArrayList<>(shards.size());
         for (int i = 0; i < shards.size(); i++) {
             MemorySnapshot s = shards.get(i);
-            parts.add(new Part(i, s.memoryMap().regions(), s.history().events()));
+            parts.add(new Part(i, s.memoryMap().regions(), traced(s.history())));
         }
         write(shards.get(0).coalescingRegions(), parts, 0, out);
     }
