@@ -184,23 +184,18 @@ final class PyTorchSnapshotWriter {
 
     private Map<String, Object> dictionary(boolean coalescing, List<Part> parts) {
         List<Object> segments = new ArrayList<>();
-        Map<Long, Provenance> regionProvenance = new HashMap<>();
         List<List<MemoryEvent>> histories = new ArrayList<>();
-        List<Map.Entry<Long, MemoryMap.Region>> regions = new ArrayList<>();
+        List<Segment> regions = new ArrayList<>();
         for (Part part : parts) {
             histories.add(part.events());
-            for (MemoryEvent e : part.events()) {
-                if (e.kind() == MemoryEvent.Kind.REGION_ALLOC) {
-                    regionProvenance.put(e.address(), e.provenance());
-                }
-            }
+            Map<Long, Provenance> obtained = regionsObtained(part.events());
             for (MemoryMap.Region r : part.regions()) {
-                regions.add(Map.entry(part.stream(), r));
+                regions.add(new Segment(part.stream(), r, obtained.getOrDefault(r.ptr(), Provenance.UNKNOWN)));
             }
         }
-        regions.sort(Comparator.comparingLong(e -> e.getValue().ptr()));
-        for (Map.Entry<Long, MemoryMap.Region> sr : regions) {
-            MemoryMap.Region r = sr.getValue();
+        regions.sort(Comparator.comparingLong(sr -> sr.region().ptr()));
+        for (Segment sr : regions) {
+            MemoryMap.Region r = sr.region();
             long allocated = 0;
             long requested = 0;
             List<Object> blocks = new ArrayList<>(r.chunks().size());
@@ -224,11 +219,11 @@ final class PyTorchSnapshotWriter {
             s.put("allocated_size", allocated);
             s.put("active_size", allocated);
             s.put("requested_size", requested);
-            s.put("stream", sr.getKey());
+            s.put("stream", sr.stream());
             s.put("segment_type", r.size() > LARGE_SEGMENT_BYTES ? "large" : "small");
             s.put("segment_pool_id", new Object[] {0L, 0L});
             s.put("is_expandable", coalescing);
-            s.put("frames", frames(regionProvenance.getOrDefault(r.ptr(), Provenance.UNKNOWN)));
+            s.put("frames", frames(sr.obtained()));
             s.put("blocks", blocks);
             segments.add(s);
         }
@@ -270,6 +265,28 @@ final class PyTorchSnapshotWriter {
         root.put("device_traces", deviceTraces);
         root.put("external_annotations", List.of()); // PyTorch's annotations of its own; none here
         return root;
+    }
+
+    /** A region of one part, with the provenance of the event that obtained it (if known). */
+    private record Segment(long stream, MemoryMap.Region region, Provenance obtained) {
+    }
+
+    /**
+     * The provenance of each region that one allocator's events leave obtained: the last
+     * {@code REGION_ALLOC} at an address with no {@code REGION_FREE} there after it. Only the
+     * allocator's own events, so that a region at an address another allocator (shard) held
+     * before shows its own owner; a region obtained before the events kept is not in it.
+     */
+    private static Map<Long, Provenance> regionsObtained(List<MemoryEvent> events) {
+        Map<Long, Provenance> obtained = new HashMap<>();
+        for (MemoryEvent e : events) {
+            if (e.kind() == MemoryEvent.Kind.REGION_ALLOC) {
+                obtained.put(e.address(), e.provenance());
+            } else if (e.kind() == MemoryEvent.Kind.REGION_FREE) {
+                obtained.remove(e.address());
+            }
+        }
+        return obtained;
     }
 
     private Map<String, Object> entry(String action, long addr, long size, long stream, Provenance p) {
