@@ -730,8 +730,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * Every shard's {@link BfcAllocator#snapshot()}, in shard order, each taken in turn (not all
-     * at one instant). With the shards' history recorded from the start
+     * Every shard's {@link BfcAllocator#snapshot()}, in shard order, all at one instant: every
+     * shard's lock is held while they are taken (so no range moves from one shard to another in
+     * between, and no two snapshots hold it). With the shards' history recorded from the start
      * ({@link #recordHistory}), {@code SnapshotTraces.write(snapshots(), file, name)} writes
      * their calls as one workload trace, for {@code bfc replay}, {@code whatif} and
      * {@code report}: the calls of all shards in the order they were made, replayed as one
@@ -740,11 +741,22 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the snapshots
      */
     public List<MemorySnapshot> snapshots() {
-        List<MemorySnapshot> out = new ArrayList<>(shards.length);
-        for (BfcAllocator s : shards) {
-            out.add(s.snapshot());
+        // The locks in shard order, as close() takes them (a caller never holds two of them).
+        int locked = 0;
+        try {
+            for (; locked < ports.length; locked++) {
+                ports[locked].lock();
+            }
+            List<MemorySnapshot> out = new ArrayList<>(shards.length);
+            for (BfcAllocator s : shards) {
+                out.add(s.snapshot());
+            }
+            return out;
+        } finally {
+            while (locked > 0) {
+                ports[--locked].unlock();
+            }
         }
-        return out;
     }
 
     /**
@@ -753,10 +765,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * every shard's history in one timeline, ordered by time (each shard's in its own order).
      * The {@code stream} of a segment, block or event is its shard's index (the viewer shows
      * it, and never merges segments of two shards).
-     * Each shard's picture is taken in turn ({@link BfcAllocator#snapshot()}), not all at one
-     * instant. For a memory map or allocation ids, use each shard's own
-     * {@link BfcAllocator#snapshot()} ({@link #snapshots()}): allocation ids are unique within a
-     * shard only.
+     * The shards' pictures are taken at one instant ({@link #snapshots()}). For a memory map or
+     * allocation ids, use each shard's own {@link BfcAllocator#snapshot()} ({@link #snapshots()}):
+     * allocation ids are unique within a shard only.
      *
      * @param out where the pickle goes (not closed)
      * @throws IOException if writing fails

@@ -8,8 +8,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.ByteArrayOutputStream;
+import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import net.razorvine.pickle.Unpickler;
 import org.junit.jupiter.api.Test;
 
@@ -63,6 +66,54 @@ class ShardedPyTorchSnapshotTest {
                 assertThat(MemoryVizReplay.num(seg.get("stream"))).isZero();
                 assertThat(seg.get("frames").toString()).contains("shard0-owner").doesNotContain("shard1-owner");
             });
+        }
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void snapshotsTakenWhileShardsHandRangesToEachOtherNeverShowARangeTwice() throws Exception {
+        try (ShardedBfcAllocator a = sharded(1000)) {
+            AtomicBoolean done = new AtomicBoolean();
+            List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < 2; t++) {
+                Thread th = new Thread(() -> {
+                    while (!done.get()) { // 3 MiB of the 4: each region is given back for the next
+                        long p = a.allocateRaw(64, 3 * MIB);
+                        if (p != 0) {
+                            a.deallocateRaw(p);
+                        }
+                        a.emptyCache();
+                    }
+                });
+                threads.add(th);
+                th.start();
+            }
+            try {
+                long end = System.nanoTime() + 2_000_000_000L;
+                int pictures = 0;
+                while (System.nanoTime() < end) {
+                    long regionEnd = Long.MIN_VALUE;
+                    List<long[]> ranges = new ArrayList<>();
+                    for (MemorySnapshot s : a.snapshots()) {
+                        for (MemoryMap.Region r : s.memoryMap().regions()) {
+                            ranges.add(new long[] {r.ptr(), r.size()});
+                        }
+                    }
+                    ranges.sort(Comparator.comparingLong(r -> r[0]));
+                    for (long[] r : ranges) {
+                        assertThat(r[0]).as("picture %d: region 0x%x overlaps the one before it", pictures, r[0])
+                                .isGreaterThanOrEqualTo(regionEnd);
+                        regionEnd = r[0] + r[1];
+                    }
+                    pictures++;
+                }
+                assertThat(pictures).isPositive();
+            } finally {
+                done.set(true);
+                for (Thread th : threads) {
+                    th.join();
+                }
+            }
         }
     }
 }
