@@ -658,10 +658,11 @@ final class BfcPort {
                 deleteChunkLocked(walk.handle());
             }
 
-            // Deallocate the memory.
-            failure = freeRegion(region, failure);
+            // Deallocate the memory. Told before the sub-allocator's free: once freed, the range
+            // may be another allocator's (a shard's), whose event must come after this one.
             poolBytes -= region.memorySize();
             onRegionReturnedLocked(region.ptr(), region.memorySize());
+            failure = freeRegion(region, failure);
             regionManager.removeAllocationRegion(it);
         }
         throwIfAny(failure);

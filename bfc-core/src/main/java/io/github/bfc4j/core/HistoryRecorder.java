@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 /**
@@ -90,6 +91,18 @@ final class HistoryRecorder extends PortListener {
      */
     private static final long ORIGIN_NANOS = System.nanoTime();
     private static final long ORIGIN_MICROS = System.currentTimeMillis() * 1000;
+    /**
+     * The stamps of every event recorded in the process ({@link MemoryEvent#sequence()}): epoch
+     * microseconds shifted left by {@link #STAMP_SHIFT}, the low bits a count within the
+     * microsecond, each stamp strictly above the last. Two events of two allocators, one taken
+     * after the other (a range given back by one and obtained by the other), get stamps in that
+     * order even within one microsecond, so the shards of a {@link ShardedBfcAllocator} merge
+     * causally. Only recording touches it (one atomic update per event, not on the path of an
+     * allocator that records no history); a stamp runs ahead of the clock only past 1,024
+     * events in one microsecond.
+     */
+    private static final AtomicLong LAST_STAMP = new AtomicLong();
+    private static final int STAMP_SHIFT = 10;
 
     // ---- the ring (history)
     private long startMicros = -1;
@@ -100,7 +113,7 @@ final class HistoryRecorder extends PortListener {
     private long dropped;
     private long allocCalls;
     private byte[] kind;
-    private long[] time;
+    private long[] time; // the events' stamps (stamp())
     private long[] addr;
     private long[] bytes;
     private long[] requested;
@@ -203,6 +216,23 @@ final class HistoryRecorder extends PortListener {
         return ORIGIN_MICROS + (System.nanoTime() - ORIGIN_NANOS) / 1000;
     }
 
+    /** The stamp of an event happening now: above every stamp taken before (see {@link #LAST_STAMP}). */
+    private static long stamp() {
+        final long now = nowMicros() << STAMP_SHIFT;
+        long last;
+        long next;
+        do {
+            last = LAST_STAMP.get();
+            next = Math.max(now, last + 1);
+        } while (!LAST_STAMP.compareAndSet(last, next));
+        return next;
+    }
+
+    /** The time of a stamp, in epoch microseconds. */
+    private static long micros(long stamp) {
+        return stamp >> STAMP_SHIFT;
+    }
+
     // ---------------------------------------------------------------------------------------
     // The port's event points (allocator lock held)
 
@@ -293,9 +323,9 @@ final class HistoryRecorder extends PortListener {
             // the walk to read and drop (64 more bytes per stack, HistoryBenchmark "stacks").
             st = stacks.intern(capture(walker, options.stackDepth()));
         }
-        long t = nowMicros();
+        long t = stamp();
         String th = Thread.currentThread().getName();
-        chunkTime[h] = t;
+        chunkTime[h] = micros(t);
         chunkThread[h] = th;
         chunkStack[h] = st;
         put(ALLOC, t, ptr, size, requestedBytes, align, id, -1, th, name, s, st);
@@ -312,7 +342,7 @@ final class HistoryRecorder extends PortListener {
             return;
         }
         MemoryAnnotation a = MemoryAnnotation.current();
-        put(FREE, nowMicros(), ptr, size, requestedBytes, 0, id, -1, Thread.currentThread().getName(),
+        put(FREE, stamp(), ptr, size, requestedBytes, 0, id, -1, Thread.currentThread().getName(),
                 a == null ? null : a.name(), a == null ? -1 : a.step(), null);
     }
 
@@ -337,7 +367,7 @@ final class HistoryRecorder extends PortListener {
     /** A region event, with the calling thread's annotation and (if wanted and on) stack. */
     private void onRegion(byte kind, long ptr, long regionBytes, boolean stackWanted) {
         MemoryAnnotation a = MemoryAnnotation.current();
-        put(kind, nowMicros(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(),
+        put(kind, stamp(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(),
                 a == null ? null : a.name(), a == null ? -1 : a.step(), stackOf(a, stackWanted));
     }
 
@@ -350,12 +380,13 @@ final class HistoryRecorder extends PortListener {
             return name == null ? Provenance.UNKNOWN : new Provenance(-1, null, name, s, null);
         }
         List<StackFrame> st = stackOf(a, true);
-        long t = nowMicros();
+        long t = stamp();
         String th = Thread.currentThread().getName();
         put(OUT_OF_MEMORY, t, 0, roundedBytes, requestedBytes, align, -1, availableBytes, th, name, s, st);
-        return new Provenance(t, th, name, s, st);
+        return new Provenance(micros(t), th, name, s, st);
     }
 
+    /** Records an event in the ring; {@code t} is its {@link #stamp()}. */
     private void put(byte k, long t, long p, long b, long req, long align, long id, long avail, String th,
             String name, long s, List<StackFrame> st) {
         final int i = head;
@@ -497,7 +528,8 @@ final class HistoryRecorder extends PortListener {
             int i = (first + j) % n;
             events.add(new MemoryEvent(KINDS[kind[i]], addr[i], bytes[i], requested[i], alignment[i],
                     allocationId[i], available[i],
-                    new Provenance(time[i], thread[i], annotation[i], step[i], (List<StackFrame>) stack[i])));
+                    new Provenance(micros(time[i]), thread[i], annotation[i], step[i], (List<StackFrame>) stack[i]),
+                    time[i]));
         }
         return new MemoryHistory(lastOptions, options != null, startMicros, startedEmpty, dropped, events);
     }

@@ -22,9 +22,14 @@ import java.util.Objects;
  * @param availableBytes for {@code OUT_OF_MEMORY}: the bytes the sub-allocator could still have
  *     given under the memory limit ({@code limit - reserved}); -1 otherwise
  * @param provenance when, on which thread, under which annotation and from which stack
+ * @param sequence the event's place in the one order of every event recorded in the process, by
+ *     any allocator: a number that grows strictly from each event to the next, in the order
+ *     they happened (an event that happened before another, through a lock or a range given
+ *     back by one allocator and obtained by another, has the smaller number, even within one
+ *     microsecond), and in the order of their times; -1 if not known (an event made elsewhere)
  */
 public record MemoryEvent(Kind kind, long address, long bytes, long requestedBytes, long alignment,
-        long allocationId, long availableBytes, Provenance provenance) {
+        long allocationId, long availableBytes, Provenance provenance, long sequence) {
 
     /** What an event records. */
     public enum Kind {
@@ -48,5 +53,23 @@ public record MemoryEvent(Kind kind, long address, long bytes, long requestedByt
     public MemoryEvent {
         Objects.requireNonNull(kind, "kind");
         Objects.requireNonNull(provenance, "provenance");
+    }
+
+    /**
+     * An event whose {@link #sequence()} is not known (-1): ordered among others by its time.
+     *
+     * @param kind what happened
+     * @param address the chunk's or region's address
+     * @param bytes the chunk's or region's size, or the rounded request
+     * @param requestedBytes the bytes the caller asked for
+     * @param alignment the alignment the caller asked for
+     * @param allocationId the allocation's id
+     * @param availableBytes for {@code OUT_OF_MEMORY}: the bytes still available under the limit
+     * @param provenance when, on which thread, under which annotation and from which stack
+     * @throws NullPointerException if {@code kind} or {@code provenance} is null
+     */
+    public MemoryEvent(Kind kind, long address, long bytes, long requestedBytes, long alignment, long allocationId,
+            long availableBytes, Provenance provenance) {
+        this(kind, address, bytes, requestedBytes, alignment, allocationId, availableBytes, provenance, -1);
     }
 }

@@ -43,10 +43,13 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
     }
 
     /**
-     * The events of several histories as one timeline: by time, each history's in its own order
-     * (the earlier history first on equal times). Every recording of a process reads one clock,
-     * so the histories of several allocators (the shards of a {@link ShardedBfcAllocator}) merge
-     * in the order their calls were made.
+     * The events of several histories as one timeline: by time, each history's in its own order;
+     * on equal times by {@link MemoryEvent#sequence()} where both are known, else the earlier
+     * history first. Every recording of a process reads one clock and numbers its events with one
+     * counter, so the histories of several allocators (the shards of a
+     * {@link ShardedBfcAllocator}) merge in the order their calls were made, even within one
+     * microsecond (a range one shard gave back before another obtained it: the one, then the
+     * other).
      *
      * @param histories the histories' events ({@link #events()} of each)
      * @return for each event in order, the index of its history and the event
@@ -57,8 +60,8 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
         while (true) {
             int pick = -1;
             for (int i = 0; i < histories.size(); i++) {
-                if (next[i] < histories.get(i).size() && (pick < 0 || histories.get(i).get(next[i]).provenance()
-                        .timeMicros() < histories.get(pick).get(next[pick]).provenance().timeMicros())) {
+                if (next[i] < histories.get(i).size()
+                        && (pick < 0 || before(histories.get(i).get(next[i]), histories.get(pick).get(next[pick])))) {
                     pick = i;
                 }
             }
@@ -67,5 +70,15 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
             }
             merged.add(Map.entry(pick, histories.get(pick).get(next[pick]++)));
         }
+    }
+
+    /** Whether {@code a} comes strictly before {@code b}: by time, then by sequence where both are known. */
+    private static boolean before(MemoryEvent a, MemoryEvent b) {
+        long ta = a.provenance().timeMicros();
+        long tb = b.provenance().timeMicros();
+        if (ta != tb) {
+            return ta < tb;
+        }
+        return a.sequence() >= 0 && b.sequence() >= 0 && a.sequence() < b.sequence();
     }
 }

@@ -49,8 +49,9 @@ abstract class PortListener {
     }
 
     /**
-     * A region was given back to the sub-allocator by garbage collection
-     * ({@code DeallocateRegions}), after the pool shrank.
+     * A region is given back to the sub-allocator by garbage collection
+     * ({@code DeallocateRegions}), after the pool shrank and just before the sub-allocator's
+     * {@code free} (after which the range may be another allocator's at once).
      *
      * @param ptr its address
      * @param bytes its size

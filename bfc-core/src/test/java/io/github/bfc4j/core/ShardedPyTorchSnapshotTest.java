@@ -13,6 +13,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import net.razorvine.pickle.Unpickler;
 import org.junit.jupiter.api.Test;
 
@@ -115,5 +117,91 @@ class ShardedPyTorchSnapshotTest {
                 }
             }
         }
+    }
+
+    @Test
+    void aRangeGivenBackByOneShardAndObtainedByAnotherIsFreedFirstInTheTimelineEvenWithinOneMicrosecond()
+            throws Exception {
+        int sameMicrosecond = 0;
+        for (int i = 0; i < 300; i++) {
+            try (ShardedBfcAllocator a = sharded(1000)) {
+                BfcAllocator s1 = a.shards().get(1);
+                s1.deallocateRaw(s1.allocateRaw(64, MIB));
+                // The main thread's home shard (0) cannot grow under the limit: shard 1 gives its
+                // free region back, and shard 0 obtains the range at once.
+                long p = a.allocateRaw(64, 3 * MIB);
+                assertThat(a.shardOf(p)).isSameAs(a.shards().get(0));
+                MemoryEvent given = s1.snapshot().history().events().get(3);
+                MemoryEvent obtained = a.shards().get(0).snapshot().history().events().get(0);
+                assertThat(given.kind()).isEqualTo(MemoryEvent.Kind.REGION_FREE);
+                assertThat(obtained.kind()).isEqualTo(MemoryEvent.Kind.REGION_ALLOC);
+                assertThat(obtained.address()).isEqualTo(given.address());
+                assertThat(given.sequence()).isLessThan(obtained.sequence());
+                if (given.provenance().timeMicros() == obtained.provenance().timeMicros()) {
+                    sameMicrosecond++;
+                }
+                Map<String, Object> pickle = pickle(a);
+                assertThat(MemoryVizReplay.trace(pickle)).extracting(t -> t.get("action") + " " + t.get("stream"))
+                        .containsSubsequence("segment_free 1", "segment_alloc 0");
+                MemoryVizReplay.check(pickle);
+                a.deallocateRaw(p);
+            }
+        }
+        System.out.println("handovers within one microsecond: " + sameMicrosecond + " of 300");
+    }
+
+    @Test
+    void aRegionGivenBackIsRecordedBeforeAnotherAllocatorCanObtainItsRange() throws Exception {
+        // Two allocators on one address space: while the first gives a region back, the second
+        // obtains the range the moment the sub-allocator has it back.
+        SimSubAllocator space = new SimSubAllocator(BASE, 1L << 30, 0, false);
+        BfcOptions options = BfcOptions.builder().allowRetryOnFailure(false).build();
+        AtomicReference<BfcAllocator> other = new AtomicReference<>();
+        AtomicLong obtained = new AtomicLong();
+        AtomicBoolean armed = new AtomicBoolean();
+        SubAllocator handingOver = new ForwardingSubAllocator(space) {
+            @Override
+            public void free(long ptr, long numBytes) {
+                super.free(ptr, numBytes);
+                if (armed.getAndSet(false)) {
+                    Thread t = new Thread(() -> obtained.set(other.get().allocateRaw(64, 1000)));
+                    t.start();
+                    try {
+                        t.join();
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                }
+            }
+        };
+        BfcAllocator first = new BfcAllocator(handingOver, 64 * MIB, "first", options);
+        other.set(new BfcAllocator(handingOver, 64 * MIB, "second", options));
+        HistoryOptions history = HistoryOptions.builder().stacks(false).build();
+        first.recordHistory(history);
+        other.get().recordHistory(history);
+        first.deallocateRaw(first.allocateRaw(64, 1000));
+        armed.set(true);
+        first.emptyCache();
+        assertThat(obtained.get()).isEqualTo(first.snapshot().history().events().get(0).address());
+
+        List<Map.Entry<Integer, MemoryEvent>> timeline = MemoryHistory.mergeByTime(List.of(
+                first.snapshot().history().events(), other.get().snapshot().history().events()));
+        assertThat(timeline).extracting(e -> e.getKey() + " " + e.getValue().kind()).containsExactly(
+                "0 REGION_ALLOC", "0 ALLOC", "0 FREE", "0 REGION_FREE", "1 REGION_ALLOC", "1 ALLOC");
+        first.close();
+        other.get().deallocateRaw(obtained.get());
+        other.get().close();
+    }
+
+    @Test
+    void eventsOfEqualTimesMergeInTheOrderTheyHappened() {
+        Provenance at = new Provenance(1_000, "t", null, -1, List.of());
+        MemoryEvent given = new MemoryEvent(MemoryEvent.Kind.REGION_FREE, 0x100, 4096, 0, 0, -1, -1, at, 7);
+        MemoryEvent obtained = new MemoryEvent(MemoryEvent.Kind.REGION_ALLOC, 0x100, 4096, 0, 0, -1, -1, at, 8);
+        // The lower history first only when it happened first.
+        assertThat(MemoryHistory.mergeByTime(List.of(List.of(obtained), List.of(given))))
+                .extracting(Map.Entry::getValue).containsExactly(given, obtained);
+        assertThat(MemoryHistory.mergeByTime(List.of(List.of(given), List.of(obtained))))
+                .extracting(Map.Entry::getValue).containsExactly(given, obtained);
     }
 }
