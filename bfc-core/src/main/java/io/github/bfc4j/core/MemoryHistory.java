@@ -73,7 +73,7 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
     }
 
     /** Whether {@code a} comes strictly before {@code b}: by time, then by sequence where both are known. */
-    private static boolean before(MemoryEvent a, MemoryEvent b) {
+    static boolean before(MemoryEvent a, MemoryEvent b) {
         long ta = a.provenance().timeMicros();
         long tb = b.provenance().timeMicros();
         if (ta != tb) {

@@ -132,7 +132,8 @@ final class PyTorchSnapshotWriter {
 
     static void write(MemorySnapshot snapshot, int device, OutputStream out) throws IOException {
         write(snapshot.coalescingRegions(),
-                List.of(new Part(0, snapshot.memoryMap().regions(), traced(snapshot.history()))), device, out);
+                List.of(new Part(0, snapshot.memoryMap().regions(), traced(snapshot.history()),
+                        snapshot.history().droppedEvents() > 0)), device, out);
     }
 
     /**
@@ -152,8 +153,9 @@ final class PyTorchSnapshotWriter {
      * @param stream the {@code stream} of its segments, blocks and events
      * @param regions its regions, in address order
      * @param events its history, oldest first
+     * @param dropped whether its ring dropped older events
      */
-    record Part(long stream, List<MemoryMap.Region> regions, List<MemoryEvent> events) {
+    record Part(long stream, List<MemoryMap.Region> regions, List<MemoryEvent> events, boolean dropped) {
     }
 
     /**
@@ -164,7 +166,7 @@ final class PyTorchSnapshotWriter {
         List<Part> parts = new ArrayList<>(shards.size());
         for (int i = 0; i < shards.size(); i++) {
             MemorySnapshot s = shards.get(i);
-            parts.add(new Part(i, s.memoryMap().regions(), traced(s.history())));
+            parts.add(new Part(i, s.memoryMap().regions(), traced(s.history()), s.history().droppedEvents() > 0));
         }
         write(shards.get(0).coalescingRegions(), parts, 0, out);
     }
@@ -172,7 +174,8 @@ final class PyTorchSnapshotWriter {
     /**
      * Writes several allocators (the shards of a {@link ShardedBfcAllocator}) as one snapshot:
      * all their regions as segments in address order, and their histories as one timeline
-     * ({@link MemoryHistory#mergeByTime}); each part's segments and events carry its stream, so
+     * ({@link MemoryHistory#mergeByTime}, from the first event of the latest window that a ring
+     * dropping events kept: {@link #windowStart}); each part's segments and events carry its stream, so
      * that the viewer never merges segments of two parts.
      */
     static void write(boolean coalescing, List<Part> parts, int device, OutputStream out) throws IOException {
@@ -228,9 +231,13 @@ final class PyTorchSnapshotWriter {
             segments.add(s);
         }
         List<Object> trace = new ArrayList<>();
+        MemoryEvent cut = windowStart(parts);
         for (Map.Entry<Integer, MemoryEvent> pe : MemoryHistory.mergeByTime(histories)) {
             long stream = parts.get(pe.getKey()).stream();
             MemoryEvent e = pe.getValue();
+            if (cut != null && MemoryHistory.before(e, cut)) {
+                continue;
+            }
             switch (e.kind()) {
                 case ALLOC -> trace.add(entry("alloc", e.address(), e.requestedBytes(), stream, e.provenance()));
                 case FREE -> {
@@ -265,6 +272,26 @@ final class PyTorchSnapshotWriter {
         root.put("device_traces", deviceTraces);
         root.put("external_annotations", List.of()); // PyTorch's annotations of its own; none here
         return root;
+    }
+
+    /**
+     * Where the merged timeline of several parts starts: each ring that dropped events keeps a
+     * window of its own, and before the latest of those windows' first events another part's
+     * events would meet a part's state that its dropped events made (a range given back by one
+     * shard, and obtained by another in an event dropped), so the viewer would draw one range in
+     * two segments. Null if no part dropped any.
+     */
+    private static MemoryEvent windowStart(List<Part> parts) {
+        MemoryEvent start = null;
+        for (Part part : parts) {
+            if (part.dropped() && !part.events().isEmpty()) {
+                MemoryEvent first = part.events().get(0);
+                if (start == null || MemoryHistory.before(start, first)) {
+                    start = first;
+                }
+            }
+        }
+        return start;
     }
 
     /** A region of one part, with the provenance of the event that obtained it (if known). */

@@ -204,4 +204,28 @@ class ShardedPyTorchSnapshotTest {
         assertThat(MemoryHistory.mergeByTime(List.of(List.of(given), List.of(obtained))))
                 .extracting(Map.Entry::getValue).containsExactly(given, obtained);
     }
+
+    @Test
+    void theTimelineStartsWhereEveryShardThatDroppedEventsStillHasThem() throws Exception {
+        try (ShardedBfcAllocator a = sharded(4)) {
+            BfcAllocator s0 = a.shards().get(0);
+            BfcAllocator s1 = a.shards().get(1);
+            long p = s1.allocateRaw(64, MIB);
+            s1.deallocateRaw(p);
+            s1.emptyCache(); // shard 1's four events, all kept
+            for (int i = 0; i < 5; i++) { // shard 0 obtains the range, and its ring drops that
+                s0.deallocateRaw(s0.allocateRaw(64, MIB));
+            }
+            long q = s0.allocateRaw(64, MIB);
+            assertThat(q).isEqualTo(p);
+            assertThat(s0.snapshot().history().droppedEvents()).isPositive();
+
+            Map<String, Object> pickle = pickle(a);
+            List<Map<String, Object>> trace = MemoryVizReplay.trace(pickle);
+            assertThat(trace).extracting(t -> MemoryVizReplay.num(t.get("stream"))).containsOnly(0L);
+            assertThat(trace).filteredOn(t -> t.get("action").equals("alloc")).hasSize(2);
+            MemoryVizReplay.check(pickle);
+            s0.deallocateRaw(q);
+        }
+    }
 }
