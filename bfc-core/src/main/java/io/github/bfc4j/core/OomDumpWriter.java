@@ -208,18 +208,40 @@ final class OomDumpWriter implements OutOfMemoryListener {
 
     /**
      * The shards' snapshots with the failing shard's replaced by the report's, taken at the
-     * moment of failure (the others are read after it); {@code shards} as given if no shard has
-     * the report's name.
+     * moment of failure (the others are read after it, all at one instant); {@code shards} as
+     * given if no shard has the report's name, or if a range of the failing shard at the failure
+     * is another shard's in {@code shards} (it moved in between: the two pictures together would
+     * show it twice).
      */
-    private static List<MemorySnapshot> withFailingShardAsReported(OutOfMemoryReport report,
+    static List<MemorySnapshot> withFailingShardAsReported(OutOfMemoryReport report,
             List<MemorySnapshot> shards) {
         List<MemorySnapshot> out = new ArrayList<>(shards);
         for (int i = 0; i < out.size(); i++) {
             if (out.get(i).memoryMap().allocatorName().equals(report.allocatorName())) {
+                if (overlapsAnother(report.snapshot(), shards, i)) {
+                    return shards;
+                }
                 out.set(i, report.snapshot());
             }
         }
         return out;
+    }
+
+    /** Whether a region of {@code failing} overlaps a region of a shard other than {@code index}. */
+    private static boolean overlapsAnother(MemorySnapshot failing, List<MemorySnapshot> shards, int index) {
+        for (MemoryMap.Region r : failing.memoryMap().regions()) {
+            for (int j = 0; j < shards.size(); j++) {
+                if (j == index) {
+                    continue;
+                }
+                for (MemoryMap.Region o : shards.get(j).memoryMap().regions()) {
+                    if (r.ptr() < o.ptr() + o.size() && o.ptr() < r.ptr() + r.size()) {
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
     }
 
     /** The dump's JSON document; {@code shards}, when not empty, as a last field. */

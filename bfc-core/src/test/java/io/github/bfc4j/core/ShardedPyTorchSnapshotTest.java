@@ -8,6 +8,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.ByteArrayOutputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -15,8 +17,10 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Stream;
 import net.razorvine.pickle.Unpickler;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The PyTorch memory snapshot of a {@link ShardedBfcAllocator}, whose shards hand address ranges
@@ -226,6 +230,34 @@ class ShardedPyTorchSnapshotTest {
             assertThat(trace).filteredOn(t -> t.get("action").equals("alloc")).hasSize(2);
             MemoryVizReplay.check(pickle);
             s0.deallocateRaw(q);
+        }
+    }
+
+    @Test
+    void anOutOfMemoryDumpNeverShowsARangeInTwoShards(@TempDir Path dir) throws Exception {
+        try (ShardedBfcAllocator a = sharded(1000)) {
+            BfcAllocator s0 = a.shards().get(0);
+            BfcAllocator s1 = a.shards().get(1);
+            long p = s0.allocateRaw(64, MIB);
+            MemorySnapshot atFailure = s0.snapshot();
+            OutOfMemoryReport report = new OutOfMemoryReport(atFailure.memoryMap().allocatorName(), 8 * MIB, 8 * MIB,
+                    Provenance.UNKNOWN, atFailure, "summary");
+            // Before the dump reads the other shards, the range moves from shard 0 to shard 1.
+            s0.deallocateRaw(p);
+            s0.emptyCache();
+            long q = s1.allocateRaw(64, MIB);
+            assertThat(q).isEqualTo(p);
+
+            new OomDumpWriter(dir, System::nanoTime).write(report, a::snapshots);
+            Path pickle;
+            try (Stream<Path> files = Files.list(dir)) {
+                pickle = files.filter(f -> f.toString().endsWith(".pickle")).findFirst().orElseThrow();
+            }
+            @SuppressWarnings("unchecked")
+            Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(Files.readAllBytes(pickle));
+            assertThat((List<?>) d.get("segments")).hasSize(1);
+            MemoryVizReplay.check(d);
+            s1.deallocateRaw(q);
         }
     }
 }
