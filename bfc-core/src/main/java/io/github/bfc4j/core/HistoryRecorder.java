@@ -29,7 +29,11 @@ import java.util.stream.Stream;
  */
 final class HistoryRecorder extends PortListener {
 
-    /** Annotation names kept per allocator; beyond, chunks are marked with {@link #TOO_MANY_NAMES}. */
+    /**
+     * Annotation names kept per allocator: when the table is full, the names no live chunk holds
+     * are forgotten ({@link #compactNames}); only while this many are held by live chunks at
+     * once are further chunks marked with {@link #TOO_MANY_NAMES}.
+     */
     private static final int MAX_NAMES = 1 << 16;
     private static final String TOO_MANY_NAMES = "(more than 65536 annotation names)";
 
@@ -134,6 +138,8 @@ final class HistoryRecorder extends PortListener {
     private Object[] chunkStack = new Object[0];
     private final List<String> names = new ArrayList<>();
     private final Map<String, Integer> nameIds = new HashMap<>();
+    /** New names asked for since the table was last compacted. */
+    private int namesSinceCompaction;
 
     /** Whether anything is recorded: the allocator calls the event points only then. */
     boolean isOn() {
@@ -481,12 +487,49 @@ final class HistoryRecorder extends PortListener {
             return id;
         }
         if (names.size() >= MAX_NAMES && !name.equals(TOO_MANY_NAMES)) {
-            return nameId(TOO_MANY_NAMES); // which is added past the limit, once
+            if (namesSinceCompaction >= MAX_NAMES / 4) {
+                compactNames();
+            }
+            if (names.size() >= MAX_NAMES) {
+                namesSinceCompaction++;
+                return nameId(TOO_MANY_NAMES); // which is added past the limit, once
+            }
         }
+        namesSinceCompaction++;
         names.add(name);
         int v = names.size();
         nameIds.put(name, v);
         return v;
+    }
+
+    /**
+     * Keeps only the names that live chunks hold, renumbered: the slots of names no chunk holds
+     * any more are free again. A walk over the chunk arrays, on the slow path of a new name, at
+     * most once per {@code MAX_NAMES / 4} new names.
+     */
+    private void compactNames() {
+        namesSinceCompaction = 0;
+        List<String> old = new ArrayList<>(names);
+        names.clear();
+        nameIds.clear();
+        for (int h = 0; h < chunkName.length; h++) {
+            int n = chunkName[h];
+            if (n == 0) {
+                continue;
+            }
+            if (chunkAllocationId[h] == 0) { // freed: its name is not read again
+                chunkName[h] = 0;
+                continue;
+            }
+            String name = old.get(n - 1);
+            Integer id = nameIds.get(name);
+            if (id == null) {
+                names.add(name);
+                id = names.size();
+                nameIds.put(name, id);
+            }
+            chunkName[h] = id;
+        }
     }
 
     /**

@@ -66,14 +66,18 @@ class ListenerFailureTest {
         }
     }
 
-    /** Past 65,536 distinct annotation names, chunks are marked as such (the marker overflowed the stack). */
+    /**
+     * Past 65,536 distinct annotation names held by live chunks, chunks are marked as such (the
+     * marker overflowed the stack).
+     */
     @Test
     void annotationNamesPastTheLimitAreMarkedNotFatal() {
         try (BfcAllocator a = allocator()) {
             a.recordAnnotations(true);
-            for (int i = 0; i < (1 << 16); i++) {
+            long[] held = new long[1 << 16];
+            for (int i = 0; i < held.length; i++) {
                 try (MemoryAnnotation m = MemoryAnnotation.push("n" + i)) {
-                    a.deallocateRaw(a.allocateRaw(256, 256));
+                    held[i] = a.allocateRaw(256, 256);
                 }
             }
             long p;
@@ -91,6 +95,9 @@ class ListenerFailureTest {
             }
             a.deallocateRaw(p);
             a.deallocateRaw(q);
+            for (long ptr : held) {
+                a.deallocateRaw(ptr);
+            }
             assertThat(a.bytesInUse()).isZero();
         }
     }

@@ -227,4 +227,28 @@ class ProvenanceTest {
                     .hasMessageContaining("stackEveryNth=0 (expected: >= 1)");
         }
     }
+
+    @Test
+    void namesNoLiveChunkHoldsMakeRoomForNewOnes() {
+        BfcAllocator a = allocator(512L << 20);
+        a.recordAnnotations(true);
+        long kept;
+        try (MemoryAnnotation x = MemoryAnnotation.push("kept")) {
+            kept = a.allocateRaw(64, 256);
+        }
+        for (int i = 0; i < 70_000; i++) { // more names than the table holds, each freed at once
+            try (MemoryAnnotation x = MemoryAnnotation.push("request-" + i)) {
+                a.deallocateRaw(a.allocateRaw(64, 256));
+            }
+        }
+        long weights;
+        try (MemoryAnnotation x = MemoryAnnotation.push("weights")) {
+            weights = a.allocateRaw(64, 1 << 20);
+        }
+        assertThat(at(a, weights).annotation()).isEqualTo("weights");
+        assertThat(at(a, kept).annotation()).isEqualTo("kept");
+        a.deallocateRaw(weights);
+        a.deallocateRaw(kept);
+        a.close();
+    }
 }
