@@ -16,7 +16,9 @@ package io.github.bfc4j.core;
  *     stack (a stack given by a {@link MemoryAnnotation} is recorded either way)
  * @param stackDepth the most frames kept per stack (after bfc4j's own frames are left out)
  * @param stackMinBytes stacks only for requests of at least this many bytes (0: all)
- * @param stackEveryNth stacks only for every n-th allocation call (1: all)
+ * @param stackEveryNth stacks only for every n-th allocation call (1: all); the chunks of the
+ *     others have no stack, so {@link Provenance#holder()} groups them by thread, apart from the
+ *     sampled ones of the same call site
  */
 public record HistoryOptions(int maxEntries, boolean stacks, int stackDepth, long stackMinBytes, int stackEveryNth) {
 
