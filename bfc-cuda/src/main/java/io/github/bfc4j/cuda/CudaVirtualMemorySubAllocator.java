@@ -130,6 +130,13 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
             }
             // Must be aligned to the page size and larger than the granularity; the granularity
             // is a multiple of the page size.
+            if (virtualAddressSpaceBytes > Long.MAX_VALUE - (g - 1)) {
+                throw new IllegalArgumentException("virtualAddressSpaceBytes=" + virtualAddressSpaceBytes
+                        + " cannot be reserved: it rounds up past 2^63 bytes at GPU " + deviceId
+                        + "'s granularity of " + g + " bytes (expected: at most " + (Long.MAX_VALUE & -g)
+                        + "; GpuBfcAllocators reserves GpuBfcOptions.virtualAddressSpaceBytes, or the memory"
+                        + " limit if that is 0)");
+            }
             size = alignUp(virtualAddressSpaceBytes, g);
             reserved = driver.addressReserve(deviceId, size, 0);
         } catch (RuntimeException e) {

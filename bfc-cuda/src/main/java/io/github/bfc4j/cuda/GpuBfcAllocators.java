@@ -21,6 +21,11 @@ public final class GpuBfcAllocators {
 
     /** Overrides {@code allow_growth} when set to {@code true} or {@code false}. */
     public static final String TF_FORCE_GPU_ALLOW_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH";
+    /**
+     * TensorFlow's choice of GPU allocator ({@code cuda_malloc_async}, or {@code bfc}, the
+     * default): anything but {@code bfc} is logged as ignored.
+     */
+    public static final String TF_GPU_ALLOCATOR = "TF_GPU_ALLOCATOR";
     /** Gives {@code garbage_collection} when the options leave it unset; true when unset. */
     public static final String TF_ENABLE_GPU_GARBAGE_COLLECTION = "TF_ENABLE_GPU_GARBAGE_COLLECTION";
 
@@ -115,6 +120,12 @@ public final class GpuBfcAllocators {
      */
     static BfcOptions bfcOptions(GpuBfcOptions options) {
         Function<String, String> env = options.environment();
+        String gpuAllocator = env.apply(TF_GPU_ALLOCATOR);
+        if (gpuAllocator != null && !gpuAllocator.isEmpty() && !gpuAllocator.equals("bfc")) {
+            // TensorFlow would use another allocator; this one is always BFC.
+            LOG.log(Level.WARNING, TF_GPU_ALLOCATOR + "=" + gpuAllocator + " is set, but bfc4j's GPU allocator"
+                    + " is always BFC: ignored");
+        }
         return BfcOptions.builder()
                 .allowGrowth(getAllowGrowthValue(options.allowGrowth(), env))
                 .allowRetryOnFailure(options.allowRetryOnFailure())

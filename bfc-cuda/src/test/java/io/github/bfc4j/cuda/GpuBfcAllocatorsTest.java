@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryType;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
@@ -70,6 +71,50 @@ class GpuBfcAllocatorsTest {
         assertThat(defaults.allowGrowth()).isTrue();
         assertThat(defaults.garbageCollection()).isTrue();
         assertThat(defaults.allowRetryOnFailure()).isTrue();
+    }
+
+    /** TensorFlow's TF_GPU_ALLOCATOR=cuda_malloc_async is said to be ignored, not silently so. */
+    @Test
+    void anotherGpuAllocatorAskedOfTensorFlowIsLoggedAsIgnored() {
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(GpuBfcAllocators.class.getName());
+        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                warnings.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        jul.addHandler(handler);
+        try {
+            GpuBfcAllocators.bfcOptions(GpuBfcOptions.builder()
+                    .environment(env(Map.of("TF_GPU_ALLOCATOR", "cuda_malloc_async"))).build());
+            GpuBfcAllocators.bfcOptions(GpuBfcOptions.builder()
+                    .environment(env(Map.of("TF_GPU_ALLOCATOR", "bfc"))).build());
+        } finally {
+            jul.removeHandler(handler);
+        }
+        assertThat(warnings).containsExactly("TF_GPU_ALLOCATOR=cuda_malloc_async is set, but bfc4j's GPU allocator is"
+                + " always BFC: ignored");
+    }
+
+    /** A virtual address space too large to round up names the option, not just a number. */
+    @Test
+    void aVirtualAddressSpaceTooLargeToReserveNamesTheOption() {
+        SimulatedCudaDriver d = new SimulatedCudaDriver(1L << 30, 2L << 20);
+        assertThatThrownBy(() -> GpuBfcAllocators.create(d, 0, GpuBfcOptions.builder()
+                .memoryLimitBytes(Long.MAX_VALUE).virtualMemory(true).environment(env(Map.of())).build()))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("virtualAddressSpaceBytes=")
+                .hasMessageContaining("GpuBfcOptions.virtualAddressSpaceBytes, or the memory limit if that is 0");
+        assertThat(d.retainedContexts()).isZero();
     }
 
     @Test

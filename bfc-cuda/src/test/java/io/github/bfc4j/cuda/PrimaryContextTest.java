@@ -121,7 +121,8 @@ class PrimaryContextTest {
         assertThatThrownBy(() -> new CudaVirtualMemorySubAllocator(driver, 0, 16 * G))
                 .isInstanceOf(CudaException.class).hasMessageContaining("allocationGranularity(");
         assertThatThrownBy(() -> new CudaVirtualMemorySubAllocator(driver, 0, Long.MAX_VALUE))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("small enough to round up");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("cannot be reserved: it rounds up past 2^63");
         SimulatedCudaDriver noVmm = new SimulatedCudaDriver(
                 List.of(new CudaDeviceInfo(0, "Old GPU", 64 * G, 5, 2, false)), G);
         assertThatThrownBy(() -> new CudaVirtualMemorySubAllocator(noVmm, 0, 16 * G))
