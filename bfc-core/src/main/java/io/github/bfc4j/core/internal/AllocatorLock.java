@@ -6,8 +6,8 @@ package io.github.bfc4j.core.internal;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
+import java.util.ArrayDeque;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -29,23 +29,29 @@ import java.util.concurrent.locks.ReentrantLock;
  *   <li><b>Contended</b>: a waiter spins with exponential backoff (so that the holder, which
  *       has the allocator's data in its cache, usually takes the lock again for its next
  *       call and long runs of calls stay on one core), then yields its core a few times (the
- *       holder may be waiting for one), and only then sleeps. A thread that sleeps waits on a
- *       condition and is woken by the next {@link #unlock()}, once: if the holder has taken the
- *       lock back by then, the sleeper sleeps again until its own timer. So a holder that
- *       keeps calling pays for one wake-up per thread that goes to sleep, not one per release,
- *       and runs long stretches of calls with the allocator's data in its core's cache while
- *       the others sleep (measured with {@code ThreadsBenchmark}: two threads went from about
- *       0.5 to about 0.9 of one thread's pairs per second). A sleeper also wakes up on its
- *       own every {@value #SLEEP_MICROS} microseconds (and so never waits longer than that for
- *       a lock left free), also because an unlock that races with a thread going to sleep (the
- *       unlock's read of the sleeper count is not ordered after its release store) may not
- *       see it.</li>
+ *       holder may be waiting for one), and only then sleeps. Sleepers queue in arrival order.
+ *       The first one (the <em>head</em>) is woken by the next {@link #unlock()}, once: if the
+ *       holder has taken the lock back by then, the head sleeps again until its own timer. So a
+ *       holder that keeps calling pays for one wake-up per thread that goes to sleep, not one
+ *       per release, and runs long stretches of calls with the allocator's data in its core's
+ *       cache while the others sleep (measured with {@code ThreadsBenchmark}: two threads went
+ *       from about 0.5 to about 0.9 of one thread's pairs per second). Only the head has a
+ *       timer: it wakes up on its own every {@value #SLEEP_MICROS} microseconds (and so never
+ *       waits longer than that for a lock left free), also because an unlock that races with
+ *       a thread going to sleep (the unlock's read of the sleeper count is not ordered after its
+ *       release store) may not see it; the others sleep until they are the head, so that a
+ *       crowd of sleepers costs no CPU. A head passed over for {@value #STARVE_NANOS} ns (times
+ *       the sleepers per processor, when there are more sleepers than processors) is handed the
+ *       lock: from then on no other thread takes it, and every release wakes the head until it
+ *       has it. (The bound grows with the sleepers per processor, who take turns on the
+ *       processors anyway: handing the lock over every 2 ms to one of 200 threads on two cores
+ *       cost a context switch per call, and they did 12 thousand pairs a second.)</li>
  * </ul>
  *
  * <p>Unfair, as a non-fair {@code ReentrantLock}: a thread arriving at a free lock takes it
  * ahead of waiters. {@link #lock()} cannot be interrupted; an interrupt that arrives while a
  * thread sleeps here is kept and set again when it has the lock. Taking the lock creates no
- * object, except a condition node for each sleep.
+ * object, except a queue slot when a thread first sleeps here.
  */
 public final class AllocatorLock {
     private static final VarHandle STATE;
@@ -75,13 +81,16 @@ public final class AllocatorLock {
     private static final int MAX_BACKOFF = 64;
     /** Yields before sleeping. */
     private static final int YIELDS = 2;
-    /** The longest a sleeper waits before it looks at the lock again, in microseconds. */
+    /** The longest the head sleeper waits before it looks at the lock again, in microseconds. */
     static final long SLEEP_MICROS = 1000;
     /**
-     * How long a waiter may be passed over before the lock is handed to it: from then on no
-     * other thread takes the lock, and the next release wakes it.
+     * How long the head sleeper may be passed over (times the sleepers per processor, if more
+     * than one) before the lock is handed to it: from then on no other thread takes the lock,
+     * and every release wakes it.
      */
     static final long STARVE_NANOS = 2_000_000;
+    /** The processors the JVM may use: sleepers beyond them take turns on them anyway. */
+    private static final int CORES = Math.max(1, Runtime.getRuntime().availableProcessors());
 
     // Padding: the lock word is read by spinning waiters; nothing the holder writes shares its
     // cache line.
@@ -91,13 +100,15 @@ public final class AllocatorLock {
     private volatile int state;
     /** Threads sleeping (or about to) in {@link #sleepUntilAcquired(long)}. */
     private volatile int sleepers;
+    /** The first sleeper in {@link #queue}, or null: the one a release wakes. */
+    private volatile Thread head;
     /**
      * 1 from the {@link #unlock()} that wakes a sleeper until the next thread goes to sleep: a
      * release wakes a sleeper once, and a sleeper that wakes to find the lock taken again waits
      * for its own timer.
      */
     private volatile int waking;
-    /** Sleepers that have waited {@value #STARVE_NANOS} ns or more: while any, only they take the lock. */
+    /** 1 while the head sleeper is starving: then only it takes the lock. */
     private volatile int starving;
     @SuppressWarnings("unused")
     private long q0, q1, q2, q3, q4, q5, q6;
@@ -110,8 +121,10 @@ public final class AllocatorLock {
     /** How many times the holder took the lock again; only the holder touches it. */
     private int reentries;
 
+    /** Guards {@link #queue} and writes of {@link #head}. */
     private final ReentrantLock sleep = new ReentrantLock();
-    private final Condition released = sleep.newCondition();
+    /** The sleepers, in the order they went to sleep. */
+    private final ArrayDeque<Thread> queue = new ArrayDeque<>();
 
     /** Takes the lock, waiting as long as it takes. */
     public void lock() {
@@ -160,11 +173,10 @@ public final class AllocatorLock {
         }
         owner = null;
         STATE.setRelease(this, 0);
-        if (sleepers != 0) {
-            if (starving != 0) {
-                wakeSleeper(true);
-            } else if (waking == 0 && WAKING.compareAndSet(this, 0, 1)) {
-                wakeSleeper(false);
+        if (sleepers != 0 && (starving != 0 || waking == 0 && WAKING.compareAndSet(this, 0, 1))) {
+            Thread h = head;
+            if (h != null) {
+                LockSupport.unpark(h);
             }
         }
     }
@@ -214,53 +226,71 @@ public final class AllocatorLock {
 
     /** @param start when this thread began to wait ({@link System#nanoTime()}) */
     private void sleepUntilAcquired(long start) {
+        final Thread me = Thread.currentThread();
         boolean interrupted = false;
         boolean starved = false;
+        enqueue(me);
+        try {
+            while (!(starved ? tryAcquireAnyway() : tryAcquireIfFree())) {
+                if (head == me) {
+                    LockSupport.parkNanos(this, SLEEP_MICROS * 1000);
+                    if (!starved && System.nanoTime() - start >= STARVE_NANOS * Math.max(1, sleepers / CORES)) {
+                        // Passed over long enough: from now on the lock is handed to this
+                        // thread (no one else takes it; every release wakes it).
+                        starved = true;
+                        STARVING.getAndAdd(this, 1);
+                    }
+                } else {
+                    LockSupport.park(this); // until this thread is the head
+                }
+                if (Thread.interrupted()) {
+                    interrupted = true;
+                }
+            }
+        } finally {
+            if (starved) {
+                STARVING.getAndAdd(this, -1);
+            }
+            dequeue(me);
+        }
+        if (interrupted) {
+            me.interrupt();
+        }
+    }
+
+    private void enqueue(Thread me) {
         sleep.lock();
         try {
+            queue.addLast(me);
+            head = queue.peekFirst();
             SLEEPERS.getAndAdd(this, 1);
             // A new sleeper is woken by the next release, even if a wake-up sent earlier found
             // no sleeper (one that had just taken the lock).
             waking = 0;
-            try {
-                while (!(starved ? tryAcquireAnyway() : tryAcquireIfFree())) {
-                    try {
-                        released.await(SLEEP_MICROS, TimeUnit.MICROSECONDS);
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    }
-                    if (!starved && System.nanoTime() - start >= STARVE_NANOS) {
-                        // Passed over long enough: from now on the lock is handed to the
-                        // starving sleepers (no one else takes it; every release wakes them).
-                        starved = true;
-                        STARVING.getAndAdd(this, 1);
-                    }
-                }
-            } finally {
-                if (starved) {
-                    STARVING.getAndAdd(this, -1);
-                }
-                SLEEPERS.getAndAdd(this, -1);
-            }
         } finally {
             sleep.unlock();
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
         }
     }
 
-    /** Wakes one sleeper, or every one (they are starving: the lock is theirs). */
-    private void wakeSleeper(boolean all) {
+    /** Leaves the queue; a new head is woken, so that it sleeps with a timer from now on. */
+    private void dequeue(Thread me) {
+        Thread next;
         sleep.lock();
         try {
-            if (all) {
-                released.signalAll();
+            boolean wasHead = queue.peekFirst() == me;
+            if (wasHead) {
+                queue.pollFirst();
             } else {
-                released.signal();
+                queue.remove(me);
             }
+            next = wasHead ? queue.peekFirst() : null;
+            head = queue.peekFirst();
+            SLEEPERS.getAndAdd(this, -1);
         } finally {
             sleep.unlock();
+        }
+        if (next != null) {
+            LockSupport.unpark(next);
         }
     }
 }

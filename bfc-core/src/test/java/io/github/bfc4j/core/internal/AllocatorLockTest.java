@@ -92,6 +92,55 @@ class AllocatorLockTest {
         assertThat(counter).isEqualTo(waiters);
     }
 
+    /**
+     * A crowd of sleepers: only the first of them has a timer, the others sleep until they are
+     * first, so a lost wake-up would leave them asleep for good. Every one of 64 gets the lock,
+     * each several times, while the holder keeps taking it back.
+     */
+    @Test
+    @Timeout(120)
+    void aCrowdOfSleepersAllGetTheLockInTurn() throws InterruptedException {
+        AllocatorLock lock = new AllocatorLock();
+        int threads = 64;
+        int rounds = 20;
+        CountDownLatch done = new CountDownLatch(threads);
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread holder = new Thread(() -> {
+            while (!stop.get()) {
+                lock.lock();
+                try {
+                    long until = System.nanoTime() + 20_000; // past a waiter's spin: they sleep
+                    while (System.nanoTime() < until) {
+                        Thread.onSpinWait();
+                    }
+                } finally {
+                    lock.unlock();
+                }
+            }
+        });
+        holder.start();
+        for (int t = 0; t < threads; t++) {
+            new Thread(() -> {
+                for (int i = 0; i < rounds; i++) {
+                    lock.lock();
+                    try {
+                        counter++;
+                    } finally {
+                        lock.unlock();
+                    }
+                }
+                done.countDown();
+            }).start();
+        }
+        boolean all = done.await(90, TimeUnit.SECONDS);
+        stop.set(true);
+        holder.join();
+        assertThat(all).as("every sleeper got the lock %d times (%d threads still waiting)", rounds,
+                done.getCount()).isTrue();
+        assertThat(counter).isEqualTo((long) threads * rounds);
+        assertThat(lock.isLocked()).isFalse();
+    }
+
     @Test
     @Timeout(60)
     void aSleeperGetsTheLockFromAHolderThatKeepsTakingItBack() throws InterruptedException {
