@@ -113,17 +113,22 @@ class ImportTfLogCommandTest {
                 + " of " + Cli.TF_LOG + ": mklcpu, bfc_cpu_allocator_for_gpu)");
     }
 
+    /** The indexes of a synthetic log's AllocateRaw lines that give a result (size and address). */
+    private static List<Integer> allocateRawResultLines(List<String> lines) {
+        List<Integer> out = new java.util.ArrayList<>();
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains("] AllocateRaw GPU_0_bfc  ") && lines.get(i).matches(".*  \\d+ 0x[0-9a-f]+$")) {
+                out.add(i);
+            }
+        }
+        return out;
+    }
+
     @Test
     void unusableLinesAreNamed() throws IOException {
         String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
         List<String> lines = good.lines().toList();
-        int target = -1;
-        for (int i = 0; i < lines.size(); i++) {
-            if (lines.get(i).contains("] AllocateRaw GPU_0_bfc  ") && lines.get(i).matches(".*  \\d+ 0x[0-9a-f]+$")) {
-                target = i;
-                break;
-            }
-        }
+        int target = allocateRawResultLines(lines).get(0);
         assertThat(target).isPositive();
         // A malformed byte count.
         String bad = replaceLine(lines, target, lines.get(target).replaceFirst("  (\\d+) ", "  12x "));
@@ -160,12 +165,8 @@ class ImportTfLogCommandTest {
     void aLastLineWithoutALineBreakIsNotUsedAndNamed() throws IOException {
         String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
         List<String> lines = good.lines().toList();
-        int target = -1;
-        for (int i = 0; i < lines.size(); i++) {
-            if (lines.get(i).contains("] AllocateRaw GPU_0_bfc  ") && lines.get(i).matches(".*  \\d+ 0x[0-9a-f]+$")) {
-                target = i;
-            }
-        }
+        List<Integer> results = allocateRawResultLines(lines);
+        int target = results.get(results.size() - 1);
         assertThat(target).isPositive();
         String before = String.join("\n", lines.subList(0, target)) + "\n";
         String cutLine = lines.get(target).substring(0, lines.get(target).lastIndexOf("0x") + 7);

@@ -4,12 +4,7 @@
  */
 package io.github.bfc4j.cuda;
 
-import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.logging.Handler;
-import java.util.logging.LogRecord;
-import java.util.logging.Logger;
 import org.bytedeco.cuda.cudart.CUfunc_st;
 import org.bytedeco.cuda.cudart.CUmod_st;
 import org.bytedeco.cuda.cudart.CUstream_st;
@@ -76,21 +71,7 @@ final class FaultingKernelRun {
      */
     public static void main(String[] args) throws Exception {
         String ptx = args[0].equals("assert") ? FAILED_ASSERT : STORE_TO_NULL;
-        List<String> warnings = new CopyOnWriteArrayList<>();
-        Logger.getLogger(GpuBfcAllocator.class.getName()).addHandler(new Handler() {
-            @Override
-            public void publish(LogRecord r) {
-                warnings.add(r.getMessage());
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        });
+        LogCapture log = new LogCapture(GpuBfcAllocator.class, false); // open until the process ends
         CudaDriver d = CudaProbe.driver();
         GpuBfcAllocator gpu = GpuBfcAllocators.create(0, options());
         gpu.allocateRaw(256, 64 << 20);
@@ -106,7 +87,7 @@ final class FaultingKernelRun {
                 (Pointer) null, (Pointer) null));
         gpu.deallocateRaw(p, 0); // its event is recorded behind the kernel
         Thread.sleep(1000);
-        System.out.println("warnings=" + warnings.size());
+        System.out.println("warnings=" + log.messages().size());
         try {
             gpu.close();
             System.out.println("close=ok");

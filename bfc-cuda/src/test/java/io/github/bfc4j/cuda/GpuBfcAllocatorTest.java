@@ -197,43 +197,24 @@ class GpuBfcAllocatorTest {
      */
     @Test
     void aPollerThatKeepsFailingWarnsOnce() throws InterruptedException {
-        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(GpuBfcAllocator.class.getName());
-        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.logging.Handler handler = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord r) {
-                warnings.add(r.getMessage());
+        try (LogCapture log = new LogCapture(GpuBfcAllocator.class, true)) {
+            try (GpuBfcAllocator a = create(options().eventPollIntervalMicros(100).memoryLimitBytes(4 * MIB))) {
+                long p = a.allocateRaw(256, 1024);
+                for (int i = 0; i < 100_000; i++) {
+                    driver.failNext("eventQuery", 700);
+                }
+                a.deallocateRaw(p, STREAM);
+                Thread.sleep(1000);
+                assertThat(log.messages()).hasSize(1);
+                assertThat(log.messages().get(0))
+                        .contains("polling the events of stream-ordered frees of 'GPU_0_bfc' failed")
+                        .contains("the poller backs off to one try every 100 ms and says so once a minute");
+            } catch (CudaException e) {
+                // close() waits for the pending free's event, whose query keeps failing
+                assertThat(e).hasMessageContaining("eventQuery(");
             }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        boolean parents = jul.getUseParentHandlers();
-        jul.addHandler(handler);
-        jul.setUseParentHandlers(false);
-        try (GpuBfcAllocator a = create(options().eventPollIntervalMicros(100).memoryLimitBytes(4 * MIB))) {
-            long p = a.allocateRaw(256, 1024);
-            for (int i = 0; i < 100_000; i++) {
-                driver.failNext("eventQuery", 700);
-            }
-            a.deallocateRaw(p, STREAM);
-            Thread.sleep(1000);
-            assertThat(warnings).hasSize(1);
-            assertThat(warnings.get(0)).contains("polling the events of stream-ordered frees of 'GPU_0_bfc' failed")
-                    .contains("the poller backs off to one try every 100 ms and says so once a minute");
-        } catch (CudaException e) {
-            // close() waits for the pending free's event, whose query keeps failing
-            assertThat(e).hasMessageContaining("eventQuery(");
-        } finally {
-            jul.removeHandler(handler);
-            jul.setUseParentHandlers(parents);
+            assertThat(log.messages()).hasSize(1);
         }
-        assertThat(warnings).hasSize(1);
     }
 
     /**

@@ -9,7 +9,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryType;
-import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import org.junit.jupiter.api.Test;
@@ -76,33 +75,14 @@ class GpuBfcAllocatorsTest {
     /** TensorFlow's TF_GPU_ALLOCATOR=cuda_malloc_async is said to be ignored, not silently so. */
     @Test
     void anotherGpuAllocatorAskedOfTensorFlowIsLoggedAsIgnored() {
-        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(GpuBfcAllocators.class.getName());
-        List<String> warnings = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.logging.Handler handler = new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord r) {
-                warnings.add(r.getMessage());
-            }
-
-            @Override
-            public void flush() {
-            }
-
-            @Override
-            public void close() {
-            }
-        };
-        jul.addHandler(handler);
-        try {
+        try (LogCapture log = new LogCapture(GpuBfcAllocators.class, false)) {
             GpuBfcAllocators.bfcOptions(GpuBfcOptions.builder()
                     .environment(env(Map.of("TF_GPU_ALLOCATOR", "cuda_malloc_async"))).build());
             GpuBfcAllocators.bfcOptions(GpuBfcOptions.builder()
                     .environment(env(Map.of("TF_GPU_ALLOCATOR", "bfc"))).build());
-        } finally {
-            jul.removeHandler(handler);
+            assertThat(log.messages()).containsExactly("TF_GPU_ALLOCATOR=cuda_malloc_async is set, but bfc4j's GPU"
+                    + " allocator is always BFC: ignored");
         }
-        assertThat(warnings).containsExactly("TF_GPU_ALLOCATOR=cuda_malloc_async is set, but bfc4j's GPU allocator is"
-                + " always BFC: ignored");
     }
 
     /** A virtual address space too large to round up names the option, not just a number. */
