@@ -309,4 +309,37 @@ class CudaVirtualMemorySubAllocatorTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("deviceId=1 (expected: 0..0");
     }
+
+    /**
+     * When a clean-up call fails after the call that failed first, the first failure is the
+     * one reported, the clean-up's suppressed by it: a failed map whose memory cannot be
+     * released, a failed grant whose mapping cannot be unmapped, a failed backup copy whose host
+     * memory cannot be freed. The clean-up's failure was thrown in its place.
+     */
+    @Test
+    void aFailedCleanUpNeverHidesTheFailureItCleansUpAfter() {
+        CudaVirtualMemorySubAllocator v = vmm(16 * G);
+        driver.failNext("memMap", 999);
+        driver.failNext("memRelease", 700);
+        assertThatThrownBy(() -> v.alloc(256, G)).isInstanceOf(CudaException.class)
+                .hasMessageStartingWith("memMap(")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().asString().contains("memRelease("));
+        Block b = v.alloc(256, G);
+        driver.failNext("memcpyDtoH", 999);
+        driver.failNext("hostFree", 700);
+        assertThatThrownBy(() -> v.pause(true)).isInstanceOf(CudaException.class)
+                .hasMessageStartingWith("memcpyDtoH(")
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().asString().contains("hostFree("));
+        v.resume();
+        v.free(b.ptr(), b.bytes());
+        // Last: the mapping that cannot be unmapped stays in the simulated driver.
+        driver.failNext("memSetAccess", 999);
+        driver.failNext("memUnmap", 700);
+        assertThatThrownBy(() -> v.alloc(256, G)).isInstanceOf(CudaException.class)
+                .hasMessageStartingWith("memSetAccess(")
+                .satisfies(e -> assertThat(e.getSuppressed()).anySatisfy(s -> assertThat(s).asString()
+                        .contains("memUnmap(")));
+        // The reservation cannot go while that range is still mapped: said, not hidden.
+        assertThatThrownBy(v::close).isInstanceOf(CudaException.class).hasMessageContaining("addressFree");
+    }
 }
