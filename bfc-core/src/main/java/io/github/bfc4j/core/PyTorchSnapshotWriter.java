@@ -131,9 +131,7 @@ final class PyTorchSnapshotWriter {
     }
 
     static void write(MemorySnapshot snapshot, int device, OutputStream out) throws IOException {
-        write(snapshot.coalescingRegions(),
-                List.of(new Part(0, snapshot.memoryMap().regions(), traced(snapshot.history()),
-                        snapshot.history().droppedEvents() > 0)), device, out);
+        write(snapshot.coalescingRegions(), List.of(Part.of(0, snapshot)), device, out);
     }
 
     /**
@@ -156,6 +154,10 @@ final class PyTorchSnapshotWriter {
      * @param dropped whether its ring dropped older events
      */
     record Part(long stream, List<MemoryMap.Region> regions, List<MemoryEvent> events, boolean dropped) {
+        /** An allocator's snapshot as a part: its regions, and its history if still recording. */
+        static Part of(long stream, MemorySnapshot s) {
+            return new Part(stream, s.memoryMap().regions(), traced(s.history()), s.history().droppedEvents() > 0);
+        }
     }
 
     /**
@@ -165,8 +167,7 @@ final class PyTorchSnapshotWriter {
     static void writeShards(List<MemorySnapshot> shards, OutputStream out) throws IOException {
         List<Part> parts = new ArrayList<>(shards.size());
         for (int i = 0; i < shards.size(); i++) {
-            MemorySnapshot s = shards.get(i);
-            parts.add(new Part(i, s.memoryMap().regions(), traced(s.history()), s.history().droppedEvents() > 0));
+            parts.add(Part.of(i, shards.get(i)));
         }
         write(shards.get(0).coalescingRegions(), parts, 0, out);
     }

@@ -741,21 +741,32 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the snapshots
      */
     public List<MemorySnapshot> snapshots() {
-        // The locks in shard order, as close() takes them (a caller never holds two of them).
-        int locked = 0;
+        lockAllShards();
         try {
-            for (; locked < ports.length; locked++) {
-                ports[locked].lock();
-            }
             List<MemorySnapshot> out = new ArrayList<>(shards.length);
             for (BfcAllocator s : shards) {
                 out.add(s.snapshot());
             }
             return out;
         } finally {
-            while (locked > 0) {
-                ports[--locked].unlock();
-            }
+            unlockAllShards();
+        }
+    }
+
+    /**
+     * Takes every shard's lock, in shard order: the one order in which they are ever held
+     * together (a caller never holds two of them otherwise), so none waits here for another.
+     */
+    private void lockAllShards() {
+        for (BfcPort p : ports) {
+            p.lock();
+        }
+    }
+
+    /** Gives back the locks {@link #lockAllShards()} took. */
+    private void unlockAllShards() {
+        for (int i = ports.length - 1; i >= 0; i--) {
+            ports[i].unlock();
         }
     }
 
@@ -809,14 +820,14 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     @Override
     public void close() {
-        // Under REFUSE, the locks in shard order (a caller never holds two of them, so none
-        // waits here for another's): no allocation can begin between the look and the close.
-        int locked = 0;
+        // Under REFUSE, every shard's lock: no allocation can begin between the look and the
+        // close.
+        boolean refuse = closePolicy == ClosePolicy.REFUSE;
+        if (refuse) {
+            lockAllShards();
+        }
         try {
-            if (closePolicy == ClosePolicy.REFUSE) {
-                for (; locked < ports.length; locked++) {
-                    ports[locked].lock();
-                }
+            if (refuse) {
                 refuseIfLiveLocked();
             }
             RuntimeException failure = null;
@@ -829,8 +840,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             }
             BfcPort.throwIfAny(failure);
         } finally {
-            while (locked > 0) {
-                ports[--locked].unlock();
+            if (refuse) {
+                unlockAllShards();
             }
         }
     }

@@ -128,8 +128,6 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
                 throw new IllegalStateException("cuMemGetAllocationGranularity returned " + g
                         + " for GPU " + deviceId + " (expected: a power of two)");
             }
-            // Must be aligned to the page size and larger than the granularity; the granularity
-            // is a multiple of the page size.
             if (virtualAddressSpaceBytes > Long.MAX_VALUE - (g - 1)) {
                 throw new IllegalArgumentException("virtualAddressSpaceBytes=" + virtualAddressSpaceBytes
                         + " cannot be reserved: it rounds up past 2^63 bytes at GPU " + deviceId
@@ -137,6 +135,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
                         + "; GpuBfcAllocators reserves GpuBfcOptions.virtualAddressSpaceBytes, or the memory"
                         + " limit if that is 0)");
             }
+            // Must be aligned to the page size and larger than the granularity; the granularity
+            // is a multiple of the page size.
             size = alignUp(virtualAddressSpaceBytes, g);
             reserved = driver.addressReserve(deviceId, size, 0);
         } catch (RuntimeException e) {
