@@ -32,11 +32,13 @@ class HotPathGarbageTest {
      * Off (the default), with annotations recorded inside an open annotation, and with the
      * history recorded without Java stacks (the ring and the per-chunk arrays are allocated when
      * recording starts; each event then stores primitives and references that already exist);
-     * and through a {@link ShardedBfcAllocator} (its home-shard lookup and its address-to-shard
+     * with stacks recorded only for requests larger than any made here ({@code stackMinBytes}:
+     * a sampled recording's other allocations walk no stack); and through a
+     * {@link ShardedBfcAllocator} (its home-shard lookup and its address-to-shard
      * table).
      */
     @ParameterizedTest
-    @ValueSource(strings = {"off", "annotations", "history", "sharded"})
+    @ValueSource(strings = {"off", "annotations", "history", "sampled", "sharded"})
     void allocateAndFreeCreateNoObjectsInSteadyState(String provenance) {
         java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
         assumeTrue(std instanceof com.sun.management.ThreadMXBean,
@@ -94,6 +96,9 @@ class HotPathGarbageTest {
             scope = MemoryAnnotation.push("hot/path", 1);
         } else if (provenance.equals("history")) {
             a.recordHistory(HistoryOptions.builder().maxEntries(1 << 12).stacks(false).build());
+            scope = MemoryAnnotation.push("hot/path", 1);
+        } else if (provenance.equals("sampled")) {
+            a.recordHistory(HistoryOptions.builder().maxEntries(1 << 12).stackMinBytes(32 << 20).build());
             scope = MemoryAnnotation.push("hot/path", 1);
         }
 
