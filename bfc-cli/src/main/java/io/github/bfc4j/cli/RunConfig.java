@@ -34,6 +34,8 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
 
     /** The sub-allocators {@code --sub} accepts. */
     static final String SUB_VALUES = "sim or host";
+    /** The smallest fraction {@link #fraction} writes as a plain decimal: under 1 / 2^63. */
+    private static final double PLAIN_FROM = 1e-20;
 
     /**
      * Parses {@code --sub}.
@@ -118,9 +120,19 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
                 + garbageCollection + " fragmentation_fraction=" + fraction(fragmentationFraction) + " sub=" + sub;
     }
 
-    /** A fraction as short as it reads: {@code 0}, {@code 0.01}. */
+    /**
+     * A fraction as short as it reads: {@code 0}, {@code 0.01}; one below {@value #PLAIN_FROM},
+     * which no trace can use (its threshold truncates to 0 bytes at any memory limit up to 2^63),
+     * as Java writes it ({@code 1.0E-300}) rather than in hundreds of digits.
+     */
     static String fraction(double f) {
-        return f == 0 ? "0" : java.math.BigDecimal.valueOf(f).stripTrailingZeros().toPlainString();
+        if (f == 0) {
+            return "0";
+        }
+        if (Math.abs(f) < PLAIN_FROM) {
+            return Double.toString(f);
+        }
+        return java.math.BigDecimal.valueOf(f).stripTrailingZeros().toPlainString();
     }
 
     /**
