@@ -14,7 +14,12 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.binder.MeterBinder;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.WeakHashMap;
 import java.util.function.Supplier;
 
 /**
@@ -33,9 +38,27 @@ import java.util.function.Supplier;
  * NaN. An allocator whose owner hands out only a {@link BfcAllocatorView} (bfc-cuda's
  * {@code GpuBfcAllocator.allocator()}) is bound through the view, which lives as long as its
  * owner.
+ *
+ * <p>One registry holds one set of these meters per set of tags. Binding the same allocator (or
+ * the same view) again with the same tags changes nothing. Binding another allocator with the
+ * same tags replaces the meters of the first if it is closed or collected (an allocator made
+ * anew under the same name, say), and throws if it is still open: its meters would otherwise
+ * shadow the new ones, which Micrometer would silently drop.
  */
 public final class BfcAllocatorMetrics implements MeterBinder {
 
+    /**
+     * The meters this class registered, per registry (held weakly) and set of tags, so that a
+     * second binding with the same tags can tell whose meters are there. Guarded by itself.
+     */
+    private static final Map<MeterRegistry, Map<Tags, Binding>> BOUND = new WeakHashMap<>();
+
+    /** The snapshot the meters of one binding read, and the ids the registry gave them. */
+    private record Binding(ScrapeSnapshot<?> snapshot, List<Meter.Id> ids) {
+    }
+
+    /** The allocator or view the meters read (compared by identity when bound again). */
+    private final Object target;
     private final Supplier<ScrapeSnapshot<?>> snapshots;
     private final Tags tags;
 
@@ -59,7 +82,9 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      */
     public BfcAllocatorMetrics(BfcAllocator allocator, String deviceId, Iterable<Tag> extraTags) {
         Objects.requireNonNull(allocator, "allocator");
-        this.snapshots = () -> new ScrapeSnapshot<>(allocator, BfcAllocator::memoryStats, System::nanoTime);
+        this.target = allocator;
+        this.snapshots = () -> new ScrapeSnapshot<>(allocator, BfcAllocator::memoryStats, BfcAllocator::isClosed,
+                System::nanoTime);
         this.tags = tags(allocator.name(), allocator.getMemoryType(), deviceId, extraTags);
     }
 
@@ -85,7 +110,9 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      */
     public BfcAllocatorMetrics(BfcAllocatorView view, String deviceId, Iterable<Tag> extraTags) {
         Objects.requireNonNull(view, "view");
-        this.snapshots = () -> new ScrapeSnapshot<>(view, BfcAllocatorView::memoryStats, System::nanoTime);
+        this.target = view;
+        this.snapshots = () -> new ScrapeSnapshot<>(view, BfcAllocatorView::memoryStats, BfcAllocatorView::isClosed,
+                System::nanoTime);
         this.tags = tags(view.name(), view.getMemoryType(), deviceId, extraTags);
     }
 
@@ -113,12 +140,46 @@ public final class BfcAllocatorMetrics implements MeterBinder {
         };
     }
 
+    /**
+     * Registers the meters. Nothing changes if this allocator (or view) is already bound to
+     * {@code registry} with the same tags; the meters of another allocator bound with the same
+     * tags are removed first if it is closed or collected.
+     *
+     * @param registry the registry
+     * @throws IllegalStateException if another allocator that is still open is bound to
+     *     {@code registry} with the same tags; nothing is registered then
+     */
     @Override
     public void bindTo(MeterRegistry registry) {
-        ScrapeSnapshot<?> snapshot = snapshots.get();
+        synchronized (BOUND) {
+            Map<Tags, Binding> bound = BOUND.computeIfAbsent(registry, r -> new HashMap<>());
+            Binding old = bound.get(tags);
+            if (old != null && anyRegistered(registry, old.ids())) {
+                if (old.snapshot().reads(target)) {
+                    return;
+                }
+                if (old.snapshot().readsAnOpenAllocator()) {
+                    throw new IllegalStateException("the registry already holds the bfc.allocator meters of another"
+                            + " open allocator with the same tags " + tags + "; give this one a distinct name or"
+                            + " tags (device.id, extra tags), or close the other first (the meters of a closed"
+                            + " allocator are replaced)");
+                }
+                for (Meter.Id id : old.ids()) {
+                    registry.remove(id);
+                }
+            }
+            Binding binding = new Binding(snapshots.get(), new ArrayList<>());
+            register(registry, binding);
+            bound.put(tags, binding);
+        }
+    }
+
+    private void register(MeterRegistry registry, Binding binding) {
+        ScrapeSnapshot<?> snapshot = binding.snapshot();
         for (BfcAllocatorMeters m : BfcAllocatorMeters.values()) {
+            Meter meter;
             if (m.getType() == Meter.Type.COUNTER) {
-                FunctionCounter.builder(m.getName(), snapshot, s -> s.read(m))
+                meter = FunctionCounter.builder(m.getName(), snapshot, s -> s.read(m))
                         .description(m.description())
                         .baseUnit(m.getBaseUnit())
                         .tags(tags)
@@ -126,13 +187,26 @@ public final class BfcAllocatorMetrics implements MeterBinder {
             } else {
                 // Strong: keeps the shared snapshot (which holds the allocator weakly) alive for
                 // the function counters too, which hold their object weakly.
-                Gauge.builder(m.getName(), snapshot, s -> s.read(m))
+                meter = Gauge.builder(m.getName(), snapshot, s -> s.read(m))
                         .strongReference(true)
                         .description(m.description())
                         .baseUnit(m.getBaseUnit())
                         .tags(tags)
                         .register(registry);
             }
+            binding.ids().add(meter.getId());
         }
+    }
+
+    /** Whether the registry still holds a meter of one of {@code ids} (not removed since). */
+    private static boolean anyRegistered(MeterRegistry registry, List<Meter.Id> ids) {
+        for (Meter.Id id : ids) {
+            for (Meter m : registry.find(id.getName()).tags(id.getTags()).meters()) {
+                if (m.getId().equals(id)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 }

@@ -8,6 +8,7 @@ import io.github.bfc4j.core.MemoryStats;
 import java.lang.ref.WeakReference;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import java.util.function.Predicate;
 
 /**
  * One {@link MemoryStats} snapshot shared by all meters of one allocator during a scrape, so that
@@ -33,15 +34,38 @@ final class ScrapeSnapshot<T> {
 
     private final WeakReference<T> allocator;
     private final Function<? super T, MemoryStats> stats;
+    private final Predicate<? super T> closed;
     private final LongSupplier nanoTime;
     private final boolean[] read = new boolean[BfcAllocatorMeters.values().length];
     private MemoryStats current;
     private long takenAtNanos;
 
-    ScrapeSnapshot(T allocator, Function<? super T, MemoryStats> stats, LongSupplier nanoTime) {
+    ScrapeSnapshot(T allocator, Function<? super T, MemoryStats> stats, Predicate<? super T> closed,
+            LongSupplier nanoTime) {
         this.allocator = new WeakReference<>(allocator);
         this.stats = stats;
+        this.closed = closed;
         this.nanoTime = nanoTime;
+    }
+
+    /**
+     * Whether the meters read {@code target}.
+     *
+     * @param target an allocator or a view
+     * @return true if it is the one this snapshot reads (the same object)
+     */
+    boolean reads(Object target) {
+        return allocator.get() == target;
+    }
+
+    /**
+     * Whether what the meters read is still open: neither closed nor collected.
+     *
+     * @return true while the allocator can still change
+     */
+    boolean readsAnOpenAllocator() {
+        T a = allocator.get();
+        return a != null && !closed.test(a);
     }
 
     /**

@@ -5,6 +5,7 @@
 package io.github.bfc4j.micrometer;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.AllocatorStats;
@@ -124,6 +125,72 @@ class BfcAllocatorMetricsTest {
                 assertThat(s.labels()).containsEntry("allocator_name", "b");
                 assertThat(s.value()).isZero();
             });
+        }
+    }
+
+    @Test
+    void anAllocatorMadeAnewUnderTheNameOfAClosedOneIsWhatItsMetersRead() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator first = sim("gpu_0_bfc")) {
+            new BfcAllocatorMetrics(first).bindTo(registry);
+            first.deallocateRaw(first.allocateRaw(256, 5000));
+        }
+        try (BfcAllocator second = sim("gpu_0_bfc")) {
+            new BfcAllocatorMetrics(second).bindTo(registry);
+            long p = second.allocateRaw(256, 1000);
+            PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
+            assertThat(value(e, "bfc_allocator_memory_used_bytes")).as("the second allocator's").isEqualTo(1024);
+            assertThat(value(e, "bfc_allocator_frees_total")).isZero();
+            assertThat(value(e, "bfc_allocator_pool_size_bytes")).isEqualTo(second.reservedBytes()).isPositive();
+            second.deallocateRaw(p);
+        }
+    }
+
+    @Test
+    void bindingTheSameAllocatorTwiceChangesNothing() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = sim("a")) {
+            new BfcAllocatorMetrics(a).bindTo(registry);
+            int meters = registry.getMeters().size();
+            new BfcAllocatorMetrics(a).bindTo(registry);
+            assertThat(registry.getMeters()).hasSize(meters);
+            long p = a.allocateRaw(256, 1000);
+            assertThat(value(PrometheusText.parse(registry.scrape()), "bfc_allocator_memory_used_bytes"))
+                    .isEqualTo(1024);
+            a.deallocateRaw(p);
+        }
+    }
+
+    @Test
+    void anotherOpenAllocatorWithTheSameTagsIsRefusedAndTheFirstStaysBound() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = sim("host"); BfcAllocator b = sim("host")) {
+            new BfcAllocatorMetrics(a).bindTo(registry);
+            assertThatThrownBy(() -> new BfcAllocatorMetrics(b).bindTo(registry))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("another open allocator with the same tags")
+                    .hasMessageContaining("allocator.name=host")
+                    .hasMessageContaining("distinct name or tags");
+            long p = a.allocateRaw(256, 1000);
+            assertThat(value(PrometheusText.parse(registry.scrape()), "bfc_allocator_memory_used_bytes"))
+                    .isEqualTo(1024);
+            new BfcAllocatorMetrics(b, "1", List.of()).bindTo(registry);
+            assertThat(PrometheusText.parse(registry.scrape()).named("bfc_allocator_memory_used_bytes")).hasSize(2);
+            a.deallocateRaw(p);
+        }
+    }
+
+    @Test
+    void metersRemovedFromTheRegistryAreRegisteredAgain() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = sim("a"); BfcAllocator b = sim("a")) {
+            new BfcAllocatorMetrics(a).bindTo(registry);
+            registry.clear();
+            new BfcAllocatorMetrics(b).bindTo(registry);
+            long p = b.allocateRaw(256, 3000);
+            assertThat(value(PrometheusText.parse(registry.scrape()), "bfc_allocator_memory_used_bytes"))
+                    .isEqualTo(3072);
+            b.deallocateRaw(p);
         }
     }
 

@@ -84,7 +84,7 @@ class ScrapeSnapshotTest {
     void aSnapshotServesOneRoundOfReadsOnlyAndAgesOut() {
         AtomicLong clock = new AtomicLong();
         try (BfcAllocator a = sim()) {
-            ScrapeSnapshot<BfcAllocator> s = new ScrapeSnapshot<>(a, BfcAllocator::memoryStats, clock::get);
+            ScrapeSnapshot<BfcAllocator> s = new ScrapeSnapshot<>(a, BfcAllocator::memoryStats, BfcAllocator::isClosed, clock::get);
             assertThat(s.read(BfcAllocatorMeters.MEMORY_USED)).isZero();
             long p = a.allocateRaw(256, 1000);
             // Another meter of the same round: the same snapshot.
