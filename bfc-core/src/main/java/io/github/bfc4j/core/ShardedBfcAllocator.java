@@ -324,8 +324,13 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     private AllShards allShardsNow() {
-        return new AllShards(bytesInUse(), reservedBytes(), regionCount(), largestFreeChunkBytes(), getStats(),
-                HolderText.messageSentence(mapsForHolders()));
+        lockAllShards();
+        try {
+            return new AllShards(bytesInUse(), reservedBytes(), regionCount(), largestFreeChunkBytes(), getStats(),
+                    HolderText.messageSentence(mapsForHolders()));
+        } finally {
+            unlockAllShards();
+        }
     }
 
     /**
@@ -531,7 +536,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         return shards[home()];
     }
 
-    /** @return the bytes of chunks in use in all shards (each shard's figure read in turn) */
+    /** @return the bytes of chunks in use in all shards (read at one instant, as {@link #getStats()}) */
     public long bytesInUse() {
         return sum(BfcAllocator::bytesInUse);
     }
@@ -553,36 +558,46 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         return pins.heldBackBytes();
     }
 
-    /** @return the regions of all shards (each shard's count read in turn) */
+    /** @return the regions of all shards (read at one instant, as {@link #getStats()}) */
     public int regionCount() {
         return (int) sum(BfcAllocator::regionCount);
     }
 
-    /** @return the largest free chunk of any shard (each shard's read in turn) */
+    /** @return the largest free chunk of any shard (read at one instant, as {@link #getStats()}) */
     public long largestFreeChunkBytes() {
-        long max = 0;
-        for (BfcAllocator s : shards) {
-            max = Math.max(max, s.largestFreeChunkBytes());
+        lockAllShards();
+        try {
+            long max = 0;
+            for (BfcAllocator s : shards) {
+                max = Math.max(max, s.largestFreeChunkBytes());
+            }
+            return max;
+        } finally {
+            unlockAllShards();
         }
-        return max;
     }
 
     /**
      * A readable summary of all shards, like {@code torch.cuda.memory_summary()}: one line of
-     * the figures of all shards together, then each shard's {@link BfcAllocator#memorySummary()}
-     * (each taken in turn).
+     * the figures of all shards together (read at one instant), then each shard's
+     * {@link BfcAllocator#memorySummary()} (each taken in turn).
      *
      * @return the summary
      */
     public String memorySummary() {
         StringBuilder sb = new StringBuilder();
-        sb.append("Sharded allocator '").append(name).append("': ").append(shards.length)
-                .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
-                .append(BfcAllocator.humanReadableNumBytes(memoryLimit())).append(", reserved ")
-                .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regionCount())
-                .append(" regions, in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
-                .append(", largest free chunk ").append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()))
-                .append('\n');
+        lockAllShards();
+        try {
+            sb.append("Sharded allocator '").append(name).append("': ").append(shards.length)
+                    .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
+                    .append(BfcAllocator.humanReadableNumBytes(memoryLimit())).append(", reserved ")
+                    .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regionCount())
+                    .append(" regions, in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
+                    .append(", largest free chunk ")
+                    .append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes())).append('\n');
+        } finally {
+            unlockAllShards();
+        }
         sb.append(HolderText.summarySection(mapsForHolders(), "Largest holders of all shards"));
         for (BfcAllocator s : shards) {
             sb.append(s.memorySummary());
@@ -607,8 +622,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * The shards' statistics, summed (each shard's read in turn, not all at one instant):
-     * {@code numAllocs}, {@code bytesInUse} and {@code poolBytes} are sums;
+     * The shards' statistics, summed, read at one instant (every shard's lock is held while
+     * they are read, so a region that moves from one shard to another is never counted twice
+     * or missed): {@code numAllocs}, {@code bytesInUse} and {@code poolBytes} are sums;
      * {@code largestAllocSize} is the largest; {@code bytesLimit} is {@link #memoryLimit()};
      * {@code peakPoolBytes} is the most the shards held together. {@code peakBytesInUse} is the
      * sum of the shards' peaks, which were not reached at the same moment: an upper bound of
@@ -617,21 +633,26 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the statistics
      */
     public AllocatorStats getStats() {
-        long numAllocs = 0;
-        long inUse = 0;
-        long peakInUse = 0;
-        long largest = 0;
-        long pool = 0;
-        for (BfcAllocator s : shards) {
-            AllocatorStats st = s.getStats();
-            numAllocs += st.numAllocs();
-            inUse += st.bytesInUse();
-            peakInUse += st.peakBytesInUse();
-            largest = Math.max(largest, st.largestAllocSize());
-            pool += st.poolBytes();
+        lockAllShards();
+        try {
+            long numAllocs = 0;
+            long inUse = 0;
+            long peakInUse = 0;
+            long largest = 0;
+            long pool = 0;
+            for (BfcAllocator s : shards) {
+                AllocatorStats st = s.getStats();
+                numAllocs += st.numAllocs();
+                inUse += st.bytesInUse();
+                peakInUse += st.peakBytesInUse();
+                largest = Math.max(largest, st.largestAllocSize());
+                pool += st.poolBytes();
+            }
+            return new AllocatorStats(numAllocs, inUse, peakInUse, largest, memoryLimit(), 0, 0, 0, pool,
+                    regions.peakHeldBytes());
+        } finally {
+            unlockAllShards();
         }
-        return new AllocatorStats(numAllocs, inUse, peakInUse, largest, memoryLimit(), 0, 0, 0, pool,
-                regions.peakHeldBytes());
     }
 
     /**
@@ -641,16 +662,29 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the bytes given back
      */
     public long emptyCache() {
-        return sum(BfcAllocator::emptyCache);
+        // Each shard under its own lock only: the others go on allocating meanwhile.
+        long bytes = 0;
+        for (BfcAllocator s : shards) {
+            bytes += s.emptyCache();
+        }
+        return bytes;
     }
 
-    /** The sum of {@code figure} over the shards, each asked in turn. */
+    /**
+     * The sum of {@code figure} over the shards, each asked in turn with every shard's lock held,
+     * so that no range is counted in two shards (or in none) as it moves between them.
+     */
     private long sum(ToLongFunction<BfcAllocator> figure) {
-        long sum = 0;
-        for (BfcAllocator s : shards) {
-            sum += figure.applyAsLong(s);
+        lockAllShards();
+        try {
+            long sum = 0;
+            for (BfcAllocator s : shards) {
+                sum += figure.applyAsLong(s);
+            }
+            return sum;
+        } finally {
+            unlockAllShards();
         }
-        return sum;
     }
 
     /**

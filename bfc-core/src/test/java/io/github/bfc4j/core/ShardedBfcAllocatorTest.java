@@ -65,6 +65,46 @@ class ShardedBfcAllocatorTest {
     }
 
     @Test
+    void getStatsNeverCountsARegionTwiceWhileRegionsMoveBetweenShards() throws Exception {
+        // The limit holds one region: the shards take turns holding it, one frees it
+        // (emptyCache) and the other obtains it, while getStats() reads the shards.
+        long limit = 2 * MIB;
+        try (ShardedBfcAllocator a = sharded(limit, 2)) {
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<AllocatorStats> torn = new AtomicReference<>();
+            List<Thread> movers = new ArrayList<>();
+            for (BfcAllocator shard : a.shards()) {
+                movers.add(new Thread(() -> {
+                    while (!stop.get()) {
+                        long p = shard.allocateRaw(256, limit);
+                        if (p != 0) {
+                            shard.deallocateRaw(p);
+                        }
+                        shard.emptyCache();
+                    }
+                }));
+            }
+            movers.forEach(Thread::start);
+            try {
+                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+                while (torn.get() == null && System.nanoTime() < end) {
+                    AllocatorStats s = a.getStats();
+                    if (s.poolBytes() > limit || s.poolBytes() > s.peakPoolBytes() || s.bytesInUse() > s.poolBytes()
+                            || s.peakBytesInUse() < s.bytesInUse()) {
+                        torn.set(s);
+                    }
+                }
+            } finally {
+                stop.set(true);
+                for (Thread t : movers) {
+                    t.join();
+                }
+            }
+            assertThat(torn.get()).as("statistics that no moment had (limit %d)", limit).isNull();
+        }
+    }
+
+    @Test
     void threadsGetShardsInTurnAndAnyThreadFreesIntoTheHoldingShard() throws Exception {
         try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
             long mine = a.allocateRaw(64, 100_000);
