@@ -21,7 +21,8 @@ package io.github.bfc4j.core;
  * @param peakBytesReserved always 0 in the classic allocator
  * @param largestFreeBlockBytes always 0 in the classic allocator
  * @param poolBytes the total size of the regions currently held from the sub-allocator
- * @param peakPoolBytes the largest {@code poolBytes} ever (never reset)
+ * @param peakPoolBytes the largest {@code poolBytes} since creation (upstream never resets it;
+ *     here {@code BfcAllocator.resetPeakStats()} does, {@code clearStats()} does not)
  */
 public record AllocatorStats(
         long numAllocs,

@@ -221,6 +221,27 @@ class BfcAllocatorMetricsTest {
     }
 
     @Test
+    void theShardsReportTheLimitAndTheBytesHeldForViewsOfTheWholeAllocatorEach() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("host").memoryLimit(256 * MIB)
+                .subAllocator(new AlignedHostSubAllocator()).shards(2).build()) {
+            sharded.shards().forEach(s -> new BfcAllocatorMetrics(s).bindTo(registry));
+            ByteBuffer view;
+            try (Allocation x = sharded.allocate(64 * MIB)) {
+                view = x.asByteBuffer();
+            }
+            assertThat(sharded.emptyCache()).isEqualTo(64 * MIB);
+            PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
+            // docs/metrics.md: max over the shards, not sum, for these two.
+            assertThat(e.named("bfc_allocator_held_for_views_bytes")).hasSize(2)
+                    .allSatisfy(s -> assertThat(s.value()).isEqualTo(sharded.bytesHeldForViews()).isEqualTo(64 * MIB));
+            assertThat(e.named("bfc_allocator_memory_limit_bytes")).hasSize(2)
+                    .allSatisfy(s -> assertThat(s.value()).isEqualTo(sharded.memoryLimit()));
+            view.put(0, (byte) 1);
+        }
+    }
+
+    @Test
     void heldForViewsIsTheMemoryOfAGivenBackRegionThatAViewStillReaches() throws InterruptedException {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         try (BfcAllocator a = BfcAllocator.builder().name("host").memoryLimit(256 * MIB)
