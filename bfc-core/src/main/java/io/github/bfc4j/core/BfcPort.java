@@ -237,7 +237,12 @@ final class BfcPort {
      */
     private boolean lazyAddressMap = true;
 
-    /** Guarded by lock. Upstream's {@code curr_region_allocation_bytes_}. */
+    /**
+     * Guarded by lock. Upstream's {@code curr_region_allocation_bytes_}, a {@code size_t}: held
+     * and compared as unsigned, and doubled modulo 2^64 as upstream's is ({@link #doubled}), so
+     * that a memory limit above 2^62 bytes starts it at upstream's value (up to 2^63) and a
+     * target that wraps around to a small value asks for what upstream asks.
+     */
     private long currRegionAllocationBytes;
 
     /** Guarded by lock. Upstream's {@code next_allocation_id_}. */
@@ -298,7 +303,8 @@ final class BfcPort {
             // 2MiB smallest initial allocation, unless total memory available is less.
             currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, 2L << 20));
         } else {
-            currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, MAX_ALLOCATION_BYTES));
+            // Unsigned, as upstream's size_t: RoundedBytes(2^63 - 1) is 2^63.
+            currRegionAllocationBytes = roundedBytes(totalMemory);
         }
         this.memoryLimit = totalMemory;
 
@@ -381,15 +387,17 @@ final class BfcPort {
         }
 
         // If currRegionAllocationBytes is not enough to satisfy the allocation, keep
-        // multiplying by a power of two until that is sufficient.
+        // multiplying by a power of two until that is sufficient. (Unsigned, as upstream's
+        // size_t; roundedBytes is at most 2^62, so this ends.)
         boolean increasedAllocation = false;
-        while (roundedBytes > currRegionAllocationBytes) {
+        while (Long.compareUnsigned(roundedBytes, currRegionAllocationBytes) > 0) {
             currRegionAllocationBytes = doubled(currRegionAllocationBytes);
             increasedAllocation = true;
         }
 
-        // Try allocating.
-        long bytes = Math.min(currRegionAllocationBytes, availableBytes);
+        // Try allocating (the smaller of the two, unsigned).
+        long bytes = Long.compareUnsigned(currRegionAllocationBytes, availableBytes) < 0
+                ? currRegionAllocationBytes : availableBytes;
         SubAllocator.Block block = subAllocator.alloc(alignment, bytes);
         if (block == null) {
             // Try allocating less memory.
@@ -463,11 +471,15 @@ final class BfcPort {
     }
 
     /**
-     * Doubles a region target. DEVIATION(port): saturates at {@link #MAX_ALLOCATION_BYTES}
-     * where upstream's {@code size_t} would wrap to 0 (and then loop forever).
+     * Doubles a region target as upstream's {@code size_t} does: modulo 2^64 (a target of
+     * {@code 2^62 + 256} doubles to {@code 2^63 + 512}, then to {@code 1024}).
+     * DEVIATION(port): where that gives 0, after which upstream's next {@code Extend} never
+     * returns (its doubling loop stays at 0), the target stays at 2^63 (unsigned) instead: at
+     * least any available byte count, so {@code Extend} asks for what is available.
      */
     private static long doubled(long bytes) {
-        return bytes >= MAX_ALLOCATION_BYTES / 2 ? MAX_ALLOCATION_BYTES : bytes * 2;
+        final long twice = bytes << 1;
+        return twice == 0 ? Long.MIN_VALUE : twice;
     }
 
     // AllocateChunk and DeallocateChunk: ChunkTable.allocateChunk and deallocateChunk.

@@ -174,7 +174,8 @@ final class DebugQueries {
         final long memoryLimit = view.memoryLimit();
         sb.append("Total bytes in pool: ").append(poolBytes).append(" memory_limit_: ")
                 .append(memoryLimit).append(" available bytes: ").append(memoryLimit - poolBytes)
-                .append(" curr_region_allocation_bytes_: ").append(view.currRegionAllocationBytes())
+                .append(" curr_region_allocation_bytes_: ")
+                .append(Long.toUnsignedString(view.currRegionAllocationBytes()))
                 .append('\n');
         sb.append("Stats: \n").append(view.stats().debugString());
         return sb.toString();

@@ -47,7 +47,7 @@ interface PortView {
     /** @return upstream's {@code next_allocation_id_} */
     long nextAllocationId();
 
-    /** @return upstream's {@code curr_region_allocation_bytes_} */
+    /** @return upstream's {@code curr_region_allocation_bytes_}, unsigned (up to 2^63) */
     long currRegionAllocationBytes();
 
     /** @return whether the sub-allocator merges adjacent regions ({@code SupportsCoalescing}) */

@@ -517,7 +517,7 @@ class BfcAllocatorTest {
 
     @Test
     void hugeRequestsUnderAHugeLimitBackOffAndFailCleanly() {
-        // Limit Long.MAX_VALUE: the region target saturates instead of overflowing, the
+        // Limit Long.MAX_VALUE: the region target starts at 2^63 (unsigned, as upstream), the
         // sub-allocator refuses, back-off ends, and the answer is 0.
         SimSubAllocator sim = new SimSubAllocator(BASE, 1L << 40, 0, true);
         BfcOptions opts = BfcOptions.builder().allowGrowth(true).garbageCollection(true)
