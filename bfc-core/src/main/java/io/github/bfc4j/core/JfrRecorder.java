@@ -11,7 +11,7 @@ import io.github.bfc4j.core.jfr.RegionFreeEvent;
 /**
  * Emits the allocator's JFR events (docs/observability.md) from the port's event points: a
  * {@link RegionExtendEvent} per region obtained, a {@link RegionFreeEvent} per region given back
- * by garbage collection, and an {@link AllocationSampleEvent} for one allocation in
+ * by garbage collection or {@code emptyCache()}, and an {@link AllocationSampleEvent} for one allocation in
  * {@link BfcOptions#jfrAllocationSamplePeriod()}. With the period 0 (the default) it does not
  * listen to allocations at all, so the hot path does not call it. Each event costs nothing
  * beyond its creation unless a recording enables it. (The out-of-memory event is the

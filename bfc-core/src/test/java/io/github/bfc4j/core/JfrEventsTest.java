@@ -46,7 +46,7 @@ class JfrEventsTest {
     void extendFreeAndOutOfMemoryEventsCarryTheirFields(@TempDir Path dir) throws Exception {
         BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(true)
                 .dumpOnOomDirectory(dir.resolve("dumps")).build();
-        long[] seen = new long[2];
+        long[] seen = new long[4];
         List<RecordedEvent> events = record(dir, () -> {
             try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false),
                     4 * MIB, "jfr_bfc", opts)) {
@@ -56,6 +56,8 @@ class JfrEventsTest {
                 long q = a.allocateRaw(256, 3 * MIB); // garbage-collects the 2 MiB region
                 seen[1] = q;
                 assertThat(a.allocateRaw(256, 3 * MIB)).isZero();
+                seen[2] = a.getStats().poolBytes();
+                seen[3] = a.largestFreeChunkBytes();
             }
         });
         List<RecordedEvent> extends_ = named(events, "io.github.bfc4j.RegionExtend");
@@ -82,9 +84,53 @@ class JfrEventsTest {
         assertThat(oom.getLong("requestedBytes")).isEqualTo(3 * MIB);
         assertThat(oom.getLong("limitBytes")).isEqualTo(4 * MIB);
         assertThat(oom.getLong("bytesInUse")).isEqualTo(extends_.get(1).getLong("bytes"));
+        assertThat(oom.getLong("poolBytes")).isEqualTo(seen[2]).isEqualTo(extends_.get(1).getLong("poolBytes"));
+        assertThat(oom.getLong("largestFreeChunkBytes")).isEqualTo(seen[3]);
         assertThat(oom.getString("dumpFile")).startsWith(dir.resolve("dumps").toAbsolutePath().toString());
 
         assertThat(named(events, "io.github.bfc4j.AllocationSample")).as("samples are off by default").isEmpty();
+    }
+
+    @Test
+    void outOfMemoryEventTellsThePoolAndTheLargestFreeChunk(@TempDir Path dir) throws Exception {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        List<RecordedEvent> events = record(dir, () -> {
+            try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false),
+                    8 * MIB, "jfr_oom", opts)) {
+                long p = a.allocateRaw(256, MIB); // a 2 MiB region, split: 1 MiB left free
+                assertThat(a.largestFreeChunkBytes()).isEqualTo(MIB);
+                assertThat(a.allocateRaw(256, 7 * MIB)).isZero(); // 6 MiB left under the limit
+                a.deallocateRaw(p);
+            }
+        });
+        List<RecordedEvent> ooms = named(events, "io.github.bfc4j.OutOfMemory");
+        assertThat(ooms).hasSize(1);
+        assertThat(ooms.get(0).getLong("requestedBytes")).isEqualTo(7 * MIB);
+        assertThat(ooms.get(0).getLong("bytesInUse")).isEqualTo(MIB);
+        assertThat(ooms.get(0).getLong("poolBytes")).isEqualTo(2 * MIB);
+        assertThat(ooms.get(0).getLong("largestFreeChunkBytes")).isEqualTo(MIB);
+        assertThat(ooms.get(0).getLong("limitBytes")).isEqualTo(8 * MIB);
+    }
+
+    @Test
+    void emptyCacheReportsEachRegionItGivesBackButCloseDoesNot(@TempDir Path dir) throws Exception {
+        long[] regions = new long[2];
+        List<RecordedEvent> events = record(dir, () -> {
+            try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false),
+                    16 * MIB, "jfr_empty", BfcOptions.defaults())) {
+                regions[0] = a.allocateRaw(256, 2 * MIB);
+                regions[1] = a.allocateRaw(256, 4 * MIB); // a second region
+                a.deallocateRaw(regions[0]);
+                assertThat(a.emptyCache()).isEqualTo(2 * MIB);
+                a.deallocateRaw(regions[1]); // its region goes back at close, unreported
+            }
+        });
+        List<RecordedEvent> frees = named(events, "io.github.bfc4j.RegionFree");
+        assertThat(frees).hasSize(1);
+        assertThat(frees.get(0).getString("allocator")).isEqualTo("jfr_empty");
+        assertThat(frees.get(0).getLong("ptr")).isEqualTo(regions[0]);
+        assertThat(frees.get(0).getLong("bytes")).isEqualTo(2 * MIB);
+        assertThat(frees.get(0).getLong("poolBytes")).isEqualTo(4 * MIB);
     }
 
     @Test

@@ -11,11 +11,14 @@ import jdk.jfr.Event;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 
-/** Garbage collection gave a free region back to the sub-allocator ({@code DeallocateRegions}). */
+/**
+ * Garbage collection or {@code emptyCache()} gave a free region back to the sub-allocator
+ * ({@code DeallocateRegions}); {@code close()} gives its regions back without this event.
+ */
 @Name("io.github.bfc4j.RegionFree")
 @Label("BFC Region Free")
 @Category("bfc4j")
-@Description("A BFC allocator gave a free region back to its sub-allocator (garbage collection)")
+@Description("A BFC allocator gave a free region back to its sub-allocator (garbage collection or emptyCache)")
 public final class RegionFreeEvent extends Event {
     /** The allocator's name. */
     @Label("Allocator")
