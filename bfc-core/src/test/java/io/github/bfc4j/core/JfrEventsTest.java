@@ -129,6 +129,11 @@ class JfrEventsTest {
         assertThat(frees).hasSize(1);
         assertThat(frees.get(0).getString("allocator")).isEqualTo("jfr_empty");
         assertThat(frees.get(0).getLong("ptr")).isEqualTo(regions[0]);
+        // Each event's address is typed as one, so JDK Mission Control shows it in hex.
+        for (String name : List.of("io.github.bfc4j.RegionFree", "io.github.bfc4j.RegionExtend")) {
+            assertThat(named(events, name).get(0).getEventType().getField("ptr").getContentType())
+                    .as(name).isEqualTo("jdk.jfr.MemoryAddress");
+        }
         assertThat(frees.get(0).getLong("bytes")).isEqualTo(2 * MIB);
         assertThat(frees.get(0).getLong("poolBytes")).isEqualTo(4 * MIB);
     }
@@ -155,5 +160,6 @@ class JfrEventsTest {
         assertThat(samples.get(0).getLong("bytesInUse")).isEqualTo(3 * 1024);
         assertThat(samples.get(1).getLong("ptr")).isEqualTo(ptrs[5]);
         assertThat(samples.get(1).getString("allocator")).isEqualTo("sampled_bfc");
+        assertThat(samples.get(0).getEventType().getField("ptr").getContentType()).isEqualTo("jdk.jfr.MemoryAddress");
     }
 }

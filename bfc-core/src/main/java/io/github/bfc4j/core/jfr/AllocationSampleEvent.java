@@ -9,6 +9,7 @@ import jdk.jfr.DataAmount;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
 import jdk.jfr.Label;
+import jdk.jfr.MemoryAddress;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
 
@@ -28,6 +29,7 @@ public final class AllocationSampleEvent extends Event {
 
     /** The address returned. */
     @Label("Address")
+    @MemoryAddress
     public long ptr;
 
     /** The bytes requested. */

@@ -9,6 +9,7 @@ import jdk.jfr.DataAmount;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
 import jdk.jfr.Label;
+import jdk.jfr.MemoryAddress;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
 
@@ -25,6 +26,7 @@ public final class RegionExtendEvent extends Event {
 
     /** The region's start address. */
     @Label("Address")
+    @MemoryAddress
     public long ptr;
 
     /** The bytes received. */

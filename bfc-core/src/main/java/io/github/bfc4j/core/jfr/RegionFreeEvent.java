@@ -9,6 +9,7 @@ import jdk.jfr.DataAmount;
 import jdk.jfr.Description;
 import jdk.jfr.Event;
 import jdk.jfr.Label;
+import jdk.jfr.MemoryAddress;
 import jdk.jfr.Name;
 
 /**
@@ -26,6 +27,7 @@ public final class RegionFreeEvent extends Event {
 
     /** The region's start address. */
     @Label("Address")
+    @MemoryAddress
     public long ptr;
 
     /** The region's size. */
