@@ -7,6 +7,7 @@
 #undef main
 #include <algorithm>
 #include <ctime>
+#include <thread>
 
 static double cpu_ns() {
   timespec ts;
@@ -16,6 +17,13 @@ static double cpu_ns() {
 
 int main(int argc, char** argv) {
   if (argc < 2) { fprintf(stderr, "usage: bench TRACE [passes]\n"); return 2; }
+  // A process that has never started a thread lets glibc skip the atomic operations of
+  // pthread_mutex_lock/unlock (the std::mutex standing in for TensorFlow's lock) and of malloc's
+  // arenas (std::set's nodes): it checks __libc_single_threaded. Every process that runs
+  // TensorFlow has other threads (its thread pools), as the JVM running CpuTimeReplay does, and
+  // absl::Mutex, TensorFlow's lock, takes no such shortcut. One thread started and joined makes
+  // this process multi-threaded for good.
+  std::thread([] {}).join();
   int passes = argc > 2 ? atoi(argv[2]) : 15;
   std::ifstream in(argv[1]);
   std::string line;
