@@ -18,6 +18,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -265,7 +266,10 @@ class SharedCounter {
   std::atomic<int64_t> value_{0};
 };
 
-// Never exercised: traces use allow_retry_on_failure=false.
+// AllocateRaw is never exercised: traces use allow_retry_on_failure=false. NotifyDealloc is:
+// upstream's DeallocateRaw calls it on every free, whatever the options, and it does what
+// upstream's does (allocator_retry.h: take its own mutex, wake every waiter, of which there are
+// none here, give the mutex back), so that bench pays for it as TensorFlow's release build does.
 class AllocatorRetry {
  public:
   void* AllocateRaw(std::function<void*(size_t, size_t, bool)> alloc_func,
@@ -273,7 +277,14 @@ class AllocatorRetry {
     std::fprintf(stderr, "oracle: AllocatorRetry used\n");
     std::abort();
   }
-  void NotifyDealloc() {}
+  void NotifyDealloc() {
+    std::lock_guard<std::mutex> l(mu_);
+    memory_returned_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable memory_returned_;
 };
 
 class WritableFile {
