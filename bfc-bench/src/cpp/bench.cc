@@ -1,7 +1,7 @@
 // Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
 // CPU-time replay of a trace's alloc/free calls through TensorFlow's own BFCAllocator,
 // mirroring bfc4j's CpuTimeReplay: 5 warm-up passes, then N passes; each pass replays every
-// call (repeated to >= 2M calls) and frees what is left; reports median and min ns/call.
+// call (repeated as often as it fits in 2M calls, at least once) and frees what is left; reports median and min ns/call.
 #define main oracle_main
 #include "oracle.cc"
 #undef main

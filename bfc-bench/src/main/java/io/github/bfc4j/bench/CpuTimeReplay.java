@@ -37,7 +37,8 @@ public final class CpuTimeReplay {
         System.out.println("trace | impl | median ns/call (CPU time) | min ns/call");
         for (String trace : traces) {
             BenchTrace t = BenchTrace.load(trace);
-            // At least ~2M calls per pass, so that the timer's resolution does not matter.
+            // The whole trace as often as it fits in 2M calls (at least once) per pass, so that the
+            // timer's resolution does not matter.
             int repeat = Math.max(1, 2_000_000 / t.calls);
             for (String impl : impls) {
                 try (Impl a = Impl.create(impl, t.slots, t)) {
