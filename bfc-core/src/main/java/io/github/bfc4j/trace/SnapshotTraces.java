@@ -9,12 +9,17 @@ import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryHistory;
 import io.github.bfc4j.core.MemorySnapshot;
 import java.io.IOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Writes the recorded history of a {@link MemorySnapshot} as a workload trace: the live
@@ -123,27 +128,29 @@ public final class SnapshotTraces {
     }
 
     /**
-     * Writes the trace to a file ({@code .gz}: gzip-compressed), created or replaced.
+     * Writes the trace to a file ({@code .gz}: gzip-compressed), created or replaced (written
+     * beside it and moved over it once complete: a write that fails leaves the file as it was).
      *
      * @param snapshot the snapshot
      * @param file the trace file
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
-     * @throws IOException if the file cannot be written
+     * @throws IOException if the file cannot be written (it is left as it was)
      */
     public static void write(MemorySnapshot snapshot, Path file) throws IOException {
         write(snapshot, file, defaultName(snapshot));
     }
 
     /**
-     * Writes the trace to a file ({@code .gz}: gzip-compressed), created or replaced, with a
-     * {@code name} line of the caller's choosing (see {@link #header(MemorySnapshot, String)}).
+     * Writes the trace to a file ({@code .gz}: gzip-compressed), created or replaced as
+     * {@link #write(MemorySnapshot, Path)} does, with a {@code name} line of the caller's
+     * choosing (see {@link #header(MemorySnapshot, String)}).
      *
      * @param snapshot the snapshot
      * @param file the trace file
      * @param name the trace's name
      * @throws IllegalArgumentException if {@code name} is null, empty or holds a line break
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
-     * @throws IOException if the file cannot be written
+     * @throws IOException if the file cannot be written (it is left as it was)
      */
     public static void write(MemorySnapshot snapshot, Path file, String name) throws IOException {
         write(List.of(snapshot), file, name);
@@ -151,8 +158,8 @@ public final class SnapshotTraces {
 
     /**
      * Writes the calls of several allocators as one trace to a file ({@code .gz}:
-     * gzip-compressed), created or replaced: the shards of a {@code ShardedBfcAllocator}
-     * ({@code snapshots()}), whose calls then replay as one allocator serving all of them (each
+     * gzip-compressed), created or replaced as {@link #write(MemorySnapshot, Path)} does: the
+     * shards of a {@code ShardedBfcAllocator} ({@code snapshots()}), whose calls then replay as one allocator serving all of them (each
      * shard's in its order, the shards' merged by the time each call was made; the times of all
      * recordings of a process are on one clock). Every history must be complete, as for one
      * snapshot, and the allocators alike (memory limit, growth, garbage collection,
@@ -164,12 +171,46 @@ public final class SnapshotTraces {
      * @throws IllegalArgumentException if {@code snapshots} is empty or its allocators differ
      *     (see {@link #header(List, String)}); if {@code name} is null, empty or holds a line break
      * @throws IllegalStateException if a history cannot be a trace (see {@link #write})
-     * @throws IOException if the file cannot be written
+     * @throws IOException if the file cannot be written (it is left as it was)
      */
     public static void write(List<MemorySnapshot> snapshots, Path file, String name) throws IOException {
         TraceHeader header = header(snapshots, name);
-        try (TraceWriter w = TraceWriter.create(file)) {
-            write(snapshots, header, w);
+        // Written beside the file and moved over it once complete: a write that fails part way
+        // (a history found inconsistent, a full disk) leaves the file as it was, never a trace
+        // cut short that reads as a whole one.
+        Path target = file.toAbsolutePath();
+        Path fileName = target.getFileName();
+        boolean gzip = fileName != null && fileName.toString().endsWith(".gz");
+        Path tmp = newFileBeside(target);
+        try {
+            try (TraceWriter w = TraceWriter.create(tmp, gzip)) {
+                write(snapshots, header, w);
+            }
+            try {
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
+    }
+
+    /**
+     * A new empty file beside {@code file}, created without attributes so that the umask gives
+     * its permissions, as for a file written directly.
+     */
+    private static Path newFileBeside(Path file) throws IOException {
+        for (int attempt = 0; ; attempt++) {
+            Path tmp = file.resolveSibling("." + file.getFileName() + "."
+                    + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36) + ".tmp");
+            try {
+                return Files.createFile(tmp);
+            } catch (FileAlreadyExistsException e) {
+                if (attempt == 100) {
+                    throw e;
+                }
+            }
         }
     }
 

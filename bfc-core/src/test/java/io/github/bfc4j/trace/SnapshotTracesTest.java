@@ -12,11 +12,15 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryAnnotation;
+import io.github.bfc4j.core.MemoryEvent;
+import io.github.bfc4j.core.MemoryHistory;
 import io.github.bfc4j.core.MemorySnapshot;
+import io.github.bfc4j.core.Provenance;
 import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -310,6 +314,50 @@ class SnapshotTracesTest {
             assertThatThrownBy(() -> SnapshotTraces.header(a.snapshot())).hasMessageContaining("timing counter");
         } catch (RuntimeException e) {
             throw e;
+        }
+    }
+
+    @Test
+    void aWriteThatFailsLeavesTheFileAsItWas() throws IOException {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "broken", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            for (int i = 0; i < 3; i++) {
+                a.allocateRaw(64, 1000 + i);
+            }
+            // A history (made by hand) whose last event frees an allocation it never made: the
+            // writer finds out after it has written the calls before it.
+            MemorySnapshot s = a.snapshot();
+            MemoryHistory h = s.history();
+            List<MemoryEvent> events = new ArrayList<>(h.events());
+            events.add(new MemoryEvent(MemoryEvent.Kind.FREE, 0x100, 256, 100, 0, 999, -1, Provenance.UNKNOWN));
+            MemorySnapshot broken = new MemorySnapshot(s.timeMicros(), s.memoryMap(), s.options(),
+                    s.coalescingRegions(), false, new MemoryHistory(h.options(), h.recording(), h.startMicros(),
+                            h.startedEmpty(), 0, events));
+            for (String file : new String[] {"kept.bfctrace", "kept.bfctrace.gz"}) {
+                Path trace = dir.resolve(file);
+                SnapshotTraces.write(a.snapshot(), trace, "the good one");
+                byte[] before = Files.readAllBytes(trace);
+                assertThatThrownBy(() -> SnapshotTraces.write(broken, trace, "broken"))
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("frees allocation 999, which it never allocated");
+                assertThat(java.util.Arrays.equals(Files.readAllBytes(trace), before)).as(file + " as it was").isTrue();
+            }
+            Path fresh = dir.resolve("fresh.bfctrace");
+            assertThatThrownBy(() -> SnapshotTraces.write(broken, fresh, "broken"))
+                    .isInstanceOf(IllegalStateException.class);
+            assertThat(fresh).doesNotExist();
+            try (var files = Files.list(dir)) {
+                assertThat(files.map(f -> f.getFileName().toString()))
+                        .containsExactlyInAnyOrder("kept.bfctrace", "kept.bfctrace.gz");
+            }
+            // A written trace replaces the file, compressed as its name says.
+            Path gz = dir.resolve("kept.bfctrace.gz");
+            assertThat(Files.readAllBytes(gz)[0] & 0xff).isEqualTo(0x1f);
+            try (TraceReader r = TraceReader.open(gz)) {
+                assertThat(r.header().name()).isEqualTo("the good one");
+            }
         }
     }
 }
