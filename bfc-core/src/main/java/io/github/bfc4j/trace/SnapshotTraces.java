@@ -148,7 +148,9 @@ public final class SnapshotTraces {
      * @param snapshot the snapshot
      * @param file the trace file
      * @param name the trace's name
-     * @throws IllegalArgumentException if {@code name} is null, empty or holds a line break
+     * @throws IllegalArgumentException if {@code name} is null, empty or holds a line break; if
+     *     a call's provenance would make a line too long for a trace (see
+     *     {@link TraceWriter#provenance})
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
      * @throws IOException if the file cannot be written (it is left as it was)
      */
@@ -169,7 +171,9 @@ public final class SnapshotTraces {
      * @param file the trace file
      * @param name the trace's name
      * @throws IllegalArgumentException if {@code snapshots} is empty or its allocators differ
-     *     (see {@link #header(List, String)}); if {@code name} is null, empty or holds a line break
+     *     (see {@link #header(List, String)}); if {@code name} is null, empty or holds a line
+     *     break; if a call's provenance would make a line too long for a trace (see
+     *     {@link TraceWriter#provenance})
      * @throws IllegalStateException if a history cannot be a trace (see {@link #write})
      * @throws IOException if the file cannot be written (it is left as it was)
      */
@@ -219,6 +223,8 @@ public final class SnapshotTraces {
      *
      * @param snapshot the snapshot
      * @param w a writer whose header is not written yet
+     * @throws IllegalArgumentException if a call's provenance would make a line too long for a
+     *     trace (see {@link TraceWriter#provenance})
      * @throws IllegalStateException if the history is not complete ({@link MemoryHistory#isComplete()}:
      *     recorded from before the allocator's first region, with nothing dropped), or the
      *     allocator had a timing counter (frontier calls are not recorded)

@@ -219,8 +219,44 @@ final class TraceProvenance {
         /**
          * Appends the lines a provenance needs (frame and stack definitions not written yet,
          * then its {@code #@ alloc} line) to {@code sb}.
+         *
+         * @throws IllegalArgumentException if one of the lines would be longer than a reader
+         *     takes ({@link TraceReader#MAX_LINE_BYTES}); then nothing is appended, and the
+         *     frames and stacks it would have defined are not taken as defined
          */
         void lines(StringBuilder sb, long id, Provenance p) {
+            final int start = sb.length();
+            final int framesBefore = frameIds.size();
+            final int stacksBefore = stackIds.size();
+            appendLines(sb, id, p);
+            int lineStart = start;
+            for (int i = start; i < sb.length(); i++) {
+                if (sb.charAt(i) == '\n') {
+                    long bytes = utf8Length(sb, lineStart, i);
+                    if (bytes > TraceReader.MAX_LINE_BYTES) {
+                        sb.setLength(start);
+                        frameIds.values().removeIf(n -> n > framesBefore);
+                        stackIds.values().removeIf(n -> n > stacksBefore);
+                        throw new IllegalArgumentException("provenance of alloc " + id + ": a line of " + bytes
+                                + " bytes, longer than a trace line may be (" + TraceReader.MAX_LINE_BYTES
+                                + " bytes): shorten the thread name, the annotation or the stack frame that makes"
+                                + " it (they are written percent-encoded, up to 3 bytes a character)");
+                    }
+                    lineStart = i + 1;
+                }
+            }
+        }
+
+        private static long utf8Length(CharSequence s, int from, int to) {
+            long n = 0;
+            for (int i = from; i < to; i++) {
+                char c = s.charAt(i);
+                n += c < 0x80 ? 1 : c < 0x800 ? 2 : Character.isSurrogate(c) ? 2 : 3;
+            }
+            return n;
+        }
+
+        private void appendLines(StringBuilder sb, long id, Provenance p) {
             long stackId = -1;
             if (!p.stack().isEmpty()) {
                 Long known = stackIds.get(p.stack());

@@ -142,7 +142,9 @@ public final class TraceWriter implements Closeable, Flushable {
      * @param id the id of the {@code alloc} line that follows
      * @param provenance the call's thread, time, annotation and stack; nothing is written if
      *     nothing is known
-     * @throws IllegalArgumentException if {@code id} is negative
+     * @throws IllegalArgumentException if {@code id} is negative, or a line would be longer
+     *     than {@link TraceReader#MAX_LINE_BYTES} (a thread name, annotation or frame of about
+     *     a million characters): nothing is written
      * @throws IllegalStateException if the header was not written yet, or the writer is closed
      * @throws IOException if writing fails
      */

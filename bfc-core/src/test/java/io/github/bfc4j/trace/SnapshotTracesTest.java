@@ -360,4 +360,23 @@ class SnapshotTracesTest {
             }
         }
     }
+
+    @Test
+    void anAnnotationTooLongForATraceLineIsRefusedSayingWhich() throws IOException {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "long-names", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.allocateRaw(64, 100);
+            try (MemoryAnnotation m = MemoryAnnotation.push("x".repeat(TraceReader.MAX_LINE_BYTES))) {
+                a.allocateRaw(64, 200);
+            }
+            Path trace = dir.resolve("long.bfctrace.gz");
+            assertThatThrownBy(() -> SnapshotTraces.write(a.snapshot(), trace, "long"))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("provenance of alloc 2: a line of 10486")
+                    .hasMessageContaining("shorten the thread name, the annotation or the stack frame");
+            assertThat(trace).doesNotExist();
+        }
+    }
 }

@@ -94,6 +94,45 @@ class TraceProvenanceTest {
     }
 
     @Test
+    void aProvenanceLineTheReaderWouldRefuseIsNotWritten() throws IOException {
+        // 700,000 characters that encode to 3 bytes each (a space is %20), past a line's 1 MiB.
+        String spaces = " ".repeat(700_000);
+        String wide = "\u00e9".repeat(600_000); // 2 bytes each in UTF-8: 1.2 MB
+        StackFrame longFrame = new StackFrame("com.example.Long", "m" + "x".repeat(1 << 20), "L.java", 1);
+        List<Provenance> tooLong = List.of(
+                new Provenance(1, spaces, null, -1, List.of()),
+                new Provenance(1, "main", wide, 3, List.of()),
+                new Provenance(1, "main", "a", 3, List.of(JAVA, longFrame)));
+        for (Provenance p : tooLong) {
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            try (TraceWriter w = TraceWriter.of(out, false)) {
+                w.header(TraceReaderTest.open(WORKLOAD_HEADER).header());
+                assertThatThrownBy(() -> w.provenance(7, p)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageStartingWith("provenance of alloc 7: a line of ")
+                        .hasMessageContaining("bytes, longer than a trace line may be (1048576 bytes)");
+                // Nothing of it was written or remembered: the next provenance, with the same
+                // frame that came before the long one, defines it and reads back.
+                Provenance ok = new Provenance(2, "main", "b", 4, List.of(JAVA));
+                w.provenance(8, ok);
+                w.workloadAlloc(8, 100, 64, 0);
+                w.close();
+                assertThat(read(out.toString(StandardCharsets.UTF_8))).containsExactly(ok);
+            }
+        }
+        // At the limit exactly it is written, and read back.
+        String head = "#@ alloc 9 thread=";
+        Provenance widest = new Provenance(-1, "t".repeat(TraceReader.MAX_LINE_BYTES - head.length()), null, -1,
+                List.of());
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (TraceWriter w = TraceWriter.of(out, false)) {
+            w.header(TraceReaderTest.open(WORKLOAD_HEADER).header());
+            w.provenance(9, widest);
+            w.workloadAlloc(9, 100, 64, 0);
+        }
+        assertThat(read(out.toString(StandardCharsets.UTF_8))).containsExactly(widest);
+    }
+
+    @Test
     void provenanceBelongsToTheNextAllocLineOnly() throws IOException {
         String text = WORKLOAD_HEADER
                 + "#@ alloc 2 annotation=x\n"
