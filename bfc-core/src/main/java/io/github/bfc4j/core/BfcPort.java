@@ -398,6 +398,7 @@ final class BfcPort {
         // Try allocating (the smaller of the two, unsigned).
         long bytes = Long.compareUnsigned(currRegionAllocationBytes, availableBytes) < 0
                 ? currRegionAllocationBytes : availableBytes;
+        final long askedBytes = bytes;
         SubAllocator.Block block = subAllocator.alloc(alignment, bytes);
         if (block == null) {
             // Try allocating less memory.
@@ -431,7 +432,7 @@ final class BfcPort {
 
         poolBytes += bytesReceived;
         peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
-        onRegionObtainedLocked(memAddr, bytesReceived, roundedBytes);
+        onRegionObtainedLocked(memAddr, bytesReceived, roundedBytes, askedBytes);
         LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
                 + name + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
                 + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
@@ -639,19 +640,20 @@ final class BfcPort {
                 + " memory fragmentation.");
 
         // Deallocate free regions.
-        deallocateRegionsLocked(free);
+        deallocateRegionsLocked(free, roundedBytes);
         return true;
     }
 
     /**
      * Port of {@code BFCAllocator::DeallocateRegions}: frees the regions flagged in
-     * {@code free} (indexed like {@link RegionManager#regions()}), in address order. Needs the
-     * lock.
+     * {@code free} (indexed like {@link RegionManager#regions()}), in address order, for the
+     * garbage collection of a request of {@code requestBytes} (0: {@code emptyCache()}). Needs
+     * the lock.
      *
      * @throws RuntimeException the first exception of the sub-allocator's frees (the later ones
      *     suppressed by it), once every flagged region is given up
      */
-    private void deallocateRegionsLocked(boolean[] free) {
+    private void deallocateRegionsLocked(boolean[] free, long requestBytes) {
         final List<AllocationRegion> regions = regionManager.regions();
         RuntimeException failure = null;
         int it = 0;
@@ -673,7 +675,7 @@ final class BfcPort {
             // Deallocate the memory. Told before the sub-allocator's free: once freed, the range
             // may be another allocator's (a shard's), whose event must come after this one.
             poolBytes -= region.memorySize();
-            onRegionReturnedLocked(region.ptr(), region.memorySize());
+            onRegionReturnedLocked(region.ptr(), region.memorySize(), requestBytes);
             failure = freeRegion(region, failure);
             regionManager.removeAllocationRegion(it);
         }
@@ -1429,7 +1431,7 @@ final class BfcPort {
                 }
             }
             if (released != 0) {
-                deallocateRegionsLocked(free);
+                deallocateRegionsLocked(free, 0);
             }
             return released;
         } finally {
@@ -1562,15 +1564,18 @@ final class BfcPort {
     // listens to them.
 
     /** A region was obtained from the sub-allocator. Needs the lock. */
-    private void onRegionObtainedLocked(long ptr, long bytes, long requestBytes) {
+    private void onRegionObtainedLocked(long ptr, long bytes, long requestBytes, long askedBytes) {
         counters.regionObtained(bytes);
-        listener.regionObtainedLocked(ptr, bytes, requestBytes);
+        listener.regionObtainedLocked(ptr, bytes, requestBytes, askedBytes);
     }
 
-    /** A region was given back by garbage collection. Needs the lock. */
-    private void onRegionReturnedLocked(long ptr, long bytes) {
+    /**
+     * A region was given back by garbage collection for a request of {@code requestBytes}, or
+     * by {@code emptyCache()} (0). Needs the lock.
+     */
+    private void onRegionReturnedLocked(long ptr, long bytes, long requestBytes) {
         counters.regionReturned(bytes);
-        listener.regionReturnedLocked(ptr, bytes);
+        listener.regionReturnedLocked(ptr, bytes, requestBytes);
     }
 
     /** Chunk {@code h} of {@code chunkBytes} was allocated. Needs the lock. */

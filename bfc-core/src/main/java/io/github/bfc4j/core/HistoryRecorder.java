@@ -260,13 +260,13 @@ final class HistoryRecorder extends PortListener {
     }
 
     @Override
-    void regionObtainedLocked(long ptr, long bytes, long requestBytes) {
-        onRegionAlloc(ptr, bytes, requestBytes);
+    void regionObtainedLocked(long ptr, long bytes, long requestBytes, long askedBytes) {
+        onRegionAlloc(ptr, bytes, requestBytes, askedBytes);
     }
 
     @Override
-    void regionReturnedLocked(long ptr, long bytes) {
-        onRegionFree(ptr, bytes);
+    void regionReturnedLocked(long ptr, long bytes, long requestBytes) {
+        onRegionFree(ptr, bytes, requestBytes);
     }
 
     @Override
@@ -275,7 +275,7 @@ final class HistoryRecorder extends PortListener {
             final io.github.bfc4j.core.internal.ChunkWalk w = view.walk();
             for (int r = 0; r < view.regionCount(); r++) {
                 w.region(r);
-                onRegionFree(w.regionPtr(), w.regionBytes());
+                onRegionFree(w.regionPtr(), w.regionBytes(), 0);
             }
         }
         clearChunks();
@@ -352,28 +352,32 @@ final class HistoryRecorder extends PortListener {
                 a == null ? null : a.name(), a == null ? -1 : a.step(), null);
     }
 
-    /** A region was obtained from the sub-allocator while serving a request of {@code requestBytes}. */
-    void onRegionAlloc(long ptr, long regionBytes, long requestBytes) {
+    /**
+     * A region was obtained from the sub-allocator while serving a request of
+     * {@code requestBytes}, which first asked it for {@code askedBytes}.
+     */
+    void onRegionAlloc(long ptr, long regionBytes, long requestBytes, long askedBytes) {
         if (options != null) {
-            onRegion(REGION_ALLOC, ptr, regionBytes, requestBytes >= options.stackMinBytes());
+            onRegion(REGION_ALLOC, ptr, regionBytes, askedBytes, requestBytes >= options.stackMinBytes());
         }
     }
 
     /**
      * A region was given back to the sub-allocator, by the caller of {@code emptyCache()} or
      * {@code close()}, or by an allocation's garbage collection: its annotation and stack, as
-     * PyTorch's {@code segment_free} carries them.
+     * PyTorch's {@code segment_free} carries them. {@code requestBytes}: the rounded request
+     * whose garbage collection gave it back, 0 for {@code emptyCache()} and {@code close()}.
      */
-    void onRegionFree(long ptr, long regionBytes) {
+    void onRegionFree(long ptr, long regionBytes, long requestBytes) {
         if (options != null) {
-            onRegion(REGION_FREE, ptr, regionBytes, true);
+            onRegion(REGION_FREE, ptr, regionBytes, requestBytes, true);
         }
     }
 
     /** A region event, with the calling thread's annotation and (if wanted and on) stack. */
-    private void onRegion(byte kind, long ptr, long regionBytes, boolean stackWanted) {
+    private void onRegion(byte kind, long ptr, long regionBytes, long requestBytes, boolean stackWanted) {
         MemoryAnnotation a = MemoryAnnotation.current();
-        put(kind, stamp(), ptr, regionBytes, 0, 0, -1, -1, Thread.currentThread().getName(),
+        put(kind, stamp(), ptr, regionBytes, requestBytes, 0, -1, -1, Thread.currentThread().getName(),
                 a == null ? null : a.name(), a == null ? -1 : a.step(), stackOf(a, stackWanted));
     }
 

@@ -37,7 +37,7 @@ final class JfrRecorder extends PortListener {
     }
 
     @Override
-    void regionObtainedLocked(long ptr, long bytes, long requestBytes) {
+    void regionObtainedLocked(long ptr, long bytes, long requestBytes, long askedBytes) {
         RegionExtendEvent event = new RegionExtendEvent();
         if (event.isEnabled()) {
             event.allocator = view.name();
@@ -50,7 +50,7 @@ final class JfrRecorder extends PortListener {
     }
 
     @Override
-    void regionReturnedLocked(long ptr, long bytes) {
+    void regionReturnedLocked(long ptr, long bytes, long requestBytes) {
         RegionFreeEvent event = new RegionFreeEvent();
         if (event.isEnabled()) {
             event.allocator = view.name();

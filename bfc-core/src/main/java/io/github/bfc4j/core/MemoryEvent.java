@@ -15,7 +15,11 @@ import java.util.Objects;
  *     ({@code REGION_ALLOC}, {@code REGION_FREE}), or the request rounded up to 256 bytes
  *     ({@code OUT_OF_MEMORY})
  * @param requestedBytes the bytes the caller asked for ({@code ALLOC}, {@code FREE},
- *     {@code OUT_OF_MEMORY}), 0 for region events
+ *     {@code OUT_OF_MEMORY}); for {@code REGION_ALLOC} the bytes the allocator first asked the
+ *     sub-allocator for (more than {@code bytes} if the sub-allocator failed and it asked for
+ *     less, less if the sub-allocator gave more than asked); for {@code REGION_FREE} the
+ *     rounded request whose garbage collection gave the region back, 0 when {@code emptyCache()}
+ *     or {@code close()} did
  * @param alignment the alignment the caller asked for ({@code ALLOC}, {@code OUT_OF_MEMORY}),
  *     0 otherwise
  * @param allocationId the allocation's id ({@code ALLOC}, {@code FREE}), -1 otherwise

@@ -44,8 +44,10 @@ abstract class PortListener {
      * @param ptr its address
      * @param bytes its size
      * @param requestBytes the rounded request that needed it
+     * @param askedBytes the size the allocator asked the sub-allocator for first (above
+     *     {@code bytes} if it failed and the allocator asked for less, below if it gave more)
      */
-    void regionObtainedLocked(long ptr, long bytes, long requestBytes) {
+    void regionObtainedLocked(long ptr, long bytes, long requestBytes, long askedBytes) {
     }
 
     /**
@@ -55,8 +57,10 @@ abstract class PortListener {
      *
      * @param ptr its address
      * @param bytes its size
+     * @param requestBytes the rounded request whose garbage collection gives it back; 0 when
+     *     {@code emptyCache()} does
      */
-    void regionReturnedLocked(long ptr, long bytes) {
+    void regionReturnedLocked(long ptr, long bytes, long requestBytes) {
     }
 
     /**
@@ -131,16 +135,16 @@ abstract class PortListener {
         }
 
         @Override
-        void regionObtainedLocked(long ptr, long bytes, long requestBytes) {
+        void regionObtainedLocked(long ptr, long bytes, long requestBytes, long askedBytes) {
             for (PortListener l : all) {
-                l.regionObtainedLocked(ptr, bytes, requestBytes);
+                l.regionObtainedLocked(ptr, bytes, requestBytes, askedBytes);
             }
         }
 
         @Override
-        void regionReturnedLocked(long ptr, long bytes) {
+        void regionReturnedLocked(long ptr, long bytes, long requestBytes) {
             for (PortListener l : all) {
-                l.regionReturnedLocked(ptr, bytes);
+                l.regionReturnedLocked(ptr, bytes, requestBytes);
             }
         }
 

@@ -34,12 +34,16 @@ import java.util.concurrent.ThreadLocalRandom;
  * {@code gap=0}, twice the memory limit of space and the coalescing of the recorded
  * sub-allocator. A replay makes the same calls; where the recorded sub-allocator returned
  * regions at other relative addresses, decisions that depend on address order (ties between
- * free chunks of equal size) may differ.
+ * free chunks of equal size) may differ. A history that would replay to other decisions for
+ * another reason is refused: a sub-allocator that gave a region of another size than asked
+ * (more, or less after failing) or failed an allocation below the memory limit, and
+ * {@code emptyCache()} with calls after it (the format has no such call).
  *
  * <p>Several allocators' snapshots can be written as one trace (the shards of a
  * {@code ShardedBfcAllocator}, {@code snapshots()}): their calls merged into one sequence by
  * the time each was made (each allocator's in its own order), to replay as one allocator
- * serving all of them.
+ * serving all of them: its decisions (addresses, regions, failures, peaks) are its own, not the
+ * shards', so the checks above apply to the trace of one allocator only.
  */
 public final class SnapshotTraces {
 
@@ -226,8 +230,11 @@ public final class SnapshotTraces {
      * @throws IllegalArgumentException if a call's provenance would make a line too long for a
      *     trace (see {@link TraceWriter#provenance})
      * @throws IllegalStateException if the history is not complete ({@link MemoryHistory#isComplete()}:
-     *     recorded from before the allocator's first region, with nothing dropped), or the
-     *     allocator had a timing counter (frontier calls are not recorded)
+     *     recorded from before the allocator's first region, with nothing dropped), the
+     *     allocator had a timing counter (frontier calls are not recorded), or its calls would
+     *     replay to other decisions (its sub-allocator gave a region of another size than asked
+     *     or failed below the memory limit; {@code emptyCache()} gave regions back before later
+     *     calls)
      * @throws IOException if writing fails
      */
     public static void write(MemorySnapshot snapshot, TraceWriter w) throws IOException {
@@ -235,6 +242,9 @@ public final class SnapshotTraces {
     }
 
     private static void write(List<MemorySnapshot> snapshots, TraceHeader header, TraceWriter w) throws IOException {
+        if (snapshots.size() == 1) {
+            checkReplaysAlike(snapshots.get(0));
+        }
         w.header(header);
         List<List<MemoryEvent>> histories = new ArrayList<>(snapshots.size());
         List<Map<Long, Long>> traceIdOf = new ArrayList<>(snapshots.size());
@@ -269,6 +279,65 @@ public final class SnapshotTraces {
                 }
             }
         }
+    }
+
+    /**
+     * Refuses a history whose calls the trace's simulated sub-allocator would serve otherwise
+     * than the live one: a region of another size than the allocator asked for (the
+     * sub-allocator gave more, or failed so that the allocator asked for less), an allocation
+     * that failed because the sub-allocator did (below the memory limit), or regions given back
+     * by {@code emptyCache()} before later calls (a trace has no such call). A replay of such a
+     * history would make other decisions.
+     */
+    private static void checkReplaysAlike(MemorySnapshot snapshot) {
+        String name = snapshot.memoryMap().allocatorName();
+        String why = " a replay on the trace's simulated sub-allocator, which gives exactly what is asked"
+                + " up to the memory limit, would make other decisions than the live allocator did";
+        List<MemoryEvent> events = snapshot.history().events();
+        MemoryEvent emptied = null;
+        for (MemoryEvent e : events) {
+            switch (e.kind()) {
+                case REGION_ALLOC -> {
+                    if (e.bytes() != e.requestedBytes()) {
+                        throw new IllegalStateException("the sub-allocator of allocator '" + name + "' gave a region of "
+                                + e.bytes() + " bytes where the allocator asked for " + e.requestedBytes()
+                                + (e.bytes() > e.requestedBytes() ? " (it gives more than asked)"
+                                        : " (it failed, and the allocator asked for less)")
+                                + ":" + why + "; record on a sub-allocator that gives what is asked and does not"
+                                + " fail below the memory limit (a SimSubAllocator at " + hex(SIM_BASE)
+                                + " replays exactly)");
+                    }
+                }
+                case OUT_OF_MEMORY -> {
+                    long available = Math.max(0, e.availableBytes()) & ~255L;
+                    if (e.bytes() <= available) {
+                        throw new IllegalStateException("allocator '" + name + "' failed an allocation of "
+                                + e.requestedBytes() + " bytes with " + e.availableBytes() + " bytes left under its"
+                                + " memory limit: its sub-allocator failed;" + why + "; record on a sub-allocator"
+                                + " that does not fail below the memory limit");
+                    }
+                }
+                case REGION_FREE -> {
+                    if (e.requestedBytes() == 0 && emptied == null) {
+                        emptied = e;
+                    }
+                }
+                default -> {
+                }
+            }
+            if (emptied != null && e.kind() != MemoryEvent.Kind.REGION_FREE) {
+                throw new IllegalStateException("allocator '" + name + "' gave regions back by emptyCache() (on"
+                        + " thread '" + emptied.provenance().thread() + "', " + emptied.bytes() + " bytes at "
+                        + hex(emptied.address()) + " first), and calls followed: a trace has no such call, so a"
+                        + " replay would keep the regions"
+                        + " and make other decisions than the live allocator did; write the snapshot taken"
+                        + " before emptyCache(), or record without calling it");
+            }
+        }
+    }
+
+    private static String hex(long v) {
+        return "0x" + Long.toHexString(v);
     }
 
     private static String defaultName(MemorySnapshot snapshot) {

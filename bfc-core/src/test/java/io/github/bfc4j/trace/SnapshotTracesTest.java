@@ -11,6 +11,7 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.LimitingSubAllocator;
 import io.github.bfc4j.core.MemoryAnnotation;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryHistory;
@@ -18,6 +19,7 @@ import io.github.bfc4j.core.MemorySnapshot;
 import io.github.bfc4j.core.Provenance;
 import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -377,6 +379,104 @@ class SnapshotTracesTest {
                     .hasMessageStartingWith("provenance of alloc 2: a line of 10486")
                     .hasMessageContaining("shorten the thread name, the annotation or the stack frame");
             assertThat(trace).doesNotExist();
+        }
+    }
+
+    /** A history that would replay to other decisions than the live allocator made is refused. */
+    @Test
+    void aHistoryThatWouldReplayOtherwiseIsRefusedSayingWhy() throws IOException {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        long limit = 32L << 20;
+        // emptyCache() gave a region back, then calls followed: the replay would keep the region
+        // (a 2 MiB region live, then a new one of 4 MiB; one of 2 MiB in the replay).
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 2 * limit, 0, false),
+                limit, "emptied", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.deallocateRaw(a.allocateRaw(64, 1 << 20));
+            assertThat(a.emptyCache()).isEqualTo(2L << 20);
+            // At the end, nothing follows that a replay could decide otherwise.
+            SnapshotTraces.write(a.snapshot(), dir.resolve("emptied-at-end.bfctrace"), "x");
+            a.allocateRaw(64, 1 << 20);
+            assertThatThrownBy(() -> SnapshotTraces.write(a.snapshot(), dir.resolve("emptied.bfctrace"), "x"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("allocator 'emptied' gave regions back by emptyCache() (on thread '"
+                            + Thread.currentThread().getName() + "', 2097152 bytes at 0x7f0000000000 first), and"
+                            + " calls followed: a trace has no such call");
+        }
+        // A sub-allocator that gives more than asked.
+        SimSubAllocator sim = new SimSubAllocator(SnapshotTraces.SIM_BASE, 4 * limit, 0, false);
+        SubAllocator generous = new SubAllocator() {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                Block b = sim.alloc(alignment, numBytes + 4096);
+                return b == null ? null : new Block(b.ptr(), numBytes + 4096);
+            }
+
+            @Override
+            public void free(long ptr, long numBytes) {
+                sim.free(ptr, numBytes);
+            }
+
+            @Override
+            public boolean supportsCoalescing() {
+                return false;
+            }
+        };
+        try (BfcAllocator a = new BfcAllocator(generous, limit, "generous", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.allocateRaw(64, 1000);
+            assertThatThrownBy(() -> SnapshotTraces.write(a.snapshot(), dir.resolve("generous.bfctrace"), "x"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("the sub-allocator of allocator 'generous' gave a region of 2101248 bytes"
+                            + " where the allocator asked for 2097152 (it gives more than asked): a replay on the"
+                            + " trace's simulated sub-allocator");
+        }
+        // A sub-allocator that runs out below the memory limit: the allocator backs off to a
+        // smaller region, then fails with room left under its limit.
+        try (BfcAllocator a = new BfcAllocator(new LimitingSubAllocator(
+                new SimSubAllocator(SnapshotTraces.SIM_BASE, 2 * limit, 0, false), 5L << 20), limit, "short", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.allocateRaw(64, 1 << 20); // a region of 2 MiB
+            a.allocateRaw(64, 2 << 20); // asks for 4 MiB, backs off by 0.9 until 2.9 MiB fit
+            Path t = dir.resolve("short.bfctrace");
+            assertThatThrownBy(() -> SnapshotTraces.write(a.snapshot(), t, "x"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("gave a region of 3057920 bytes where the allocator asked for 4194304 (it"
+                            + " failed, and the allocator asked for less)");
+        }
+        try (BfcAllocator a = new BfcAllocator(new LimitingSubAllocator(
+                new SimSubAllocator(SnapshotTraces.SIM_BASE, 2 * limit, 0, false), 2L << 20), limit, "out", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.allocateRaw(64, 1 << 20);
+            assertThat(a.allocateRaw(64, 2 << 20)).isZero();
+            assertThatThrownBy(() -> SnapshotTraces.write(a.snapshot(), dir.resolve("out.bfctrace"), "x"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("allocator 'out' failed an allocation of 2097152 bytes with 31457280 bytes"
+                            + " left under its memory limit: its sub-allocator failed");
+        }
+        // What replays alike is written: garbage collection giving regions back within a call,
+        // a failure at the memory limit, a forced close.
+        try (BfcAllocator a = BfcAllocator.builder().name("alike").memoryLimit(limit)
+                .subAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 2 * limit, 0, false))
+                .allowRetryOnFailure(false).garbageCollection(true).closePolicy(ClosePolicy.FORCE).build()) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.deallocateRaw(a.allocateRaw(64, 1 << 20));
+            a.deallocateRaw(a.allocateRaw(64, 6 << 20));
+            a.deallocateRaw(a.allocateRaw(64, 12 << 20));
+            long p = a.allocateRaw(64, 30 << 20); // collects the free regions first
+            assertThat(p).isNotZero();
+            assertThat(a.allocateRaw(64, 8 << 20)).isZero();
+            a.close();
+            MemorySnapshot s = a.snapshot();
+            assertThat(s.history().events()).anyMatch(e -> e.kind() == MemoryEvent.Kind.REGION_FREE
+                    && e.requestedBytes() == 30 << 20);
+            Path t = dir.resolve("alike.bfctrace");
+            SnapshotTraces.write(s, t, "x");
+            try (TraceReader r = TraceReader.open(t)) {
+                WorkloadResult w = WorkloadRunner.forHeader(r.header()).run(r);
+                assertThat(w.oomCount()).isEqualTo(1);
+                assertThat(w.peakPoolBytes()).isEqualTo(a.memoryStats().peakReservedBytes());
+            }
         }
     }
 }
