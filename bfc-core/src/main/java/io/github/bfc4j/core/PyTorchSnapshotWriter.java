@@ -7,13 +7,11 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.ReplacingFile;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
@@ -23,7 +21,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Writes a {@link MemorySnapshot} as PyTorch's memory snapshot: the pickled dictionary of
@@ -95,39 +92,11 @@ final class PyTorchSnapshotWriter {
      * complete, so that a failure leaves the file as it was and no partial pickle behind.
      */
     static void toFile(Path file, Body body) throws IOException {
-        Path abs = file.toAbsolutePath();
-        Path tmp = newFileBeside(abs);
-        try {
+        ReplacingFile.write(file, tmp -> {
             try (OutputStream out = Files.newOutputStream(tmp)) {
                 body.writeTo(out);
             }
-            try {
-                Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, abs, StandardCopyOption.REPLACE_EXISTING);
-            }
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
-    }
-
-    /**
-     * A new empty file beside {@code file}, created without attributes so that the umask gives
-     * its permissions, as for a file written directly ({@code Files.createTempFile} would make
-     * it readable by its owner only).
-     */
-    private static Path newFileBeside(Path file) throws IOException {
-        for (int attempt = 0; ; attempt++) {
-            Path tmp = file.resolveSibling("." + file.getFileName() + "."
-                    + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36) + ".tmp");
-            try {
-                return Files.createFile(tmp);
-            } catch (FileAlreadyExistsException e) {
-                if (attempt == 100) {
-                    throw e;
-                }
-            }
-        }
+        });
     }
 
     static void write(MemorySnapshot snapshot, int device, OutputStream out) throws IOException {

@@ -8,18 +8,14 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryHistory;
 import io.github.bfc4j.core.MemorySnapshot;
+import io.github.bfc4j.core.internal.ReplacingFile;
 import java.io.IOException;
-import java.nio.file.AtomicMoveNotSupportedException;
-import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * Writes the recorded history of a {@link MemorySnapshot} as a workload trace: the live
@@ -186,40 +182,13 @@ public final class SnapshotTraces {
         // Written beside the file and moved over it once complete: a write that fails part way
         // (a history found inconsistent, a full disk) leaves the file as it was, never a trace
         // cut short that reads as a whole one.
-        Path target = file.toAbsolutePath();
-        Path fileName = target.getFileName();
+        Path fileName = file.getFileName();
         boolean gzip = fileName != null && fileName.toString().endsWith(".gz");
-        Path tmp = newFileBeside(target);
-        try {
+        ReplacingFile.write(file, tmp -> {
             try (TraceWriter w = TraceWriter.create(tmp, gzip)) {
                 write(snapshots, header, w);
             }
-            try {
-                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
-            }
-        } finally {
-            Files.deleteIfExists(tmp);
-        }
-    }
-
-    /**
-     * A new empty file beside {@code file}, created without attributes so that the umask gives
-     * its permissions, as for a file written directly.
-     */
-    private static Path newFileBeside(Path file) throws IOException {
-        for (int attempt = 0; ; attempt++) {
-            Path tmp = file.resolveSibling("." + file.getFileName() + "."
-                    + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36) + ".tmp");
-            try {
-                return Files.createFile(tmp);
-            } catch (FileAlreadyExistsException e) {
-                if (attempt == 100) {
-                    throw e;
-                }
-            }
-        }
+        });
     }
 
     /**
