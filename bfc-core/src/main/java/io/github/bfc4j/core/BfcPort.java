@@ -1517,6 +1517,11 @@ final class BfcPort {
         lock.unlock();
     }
 
+    /** @return whether the calling thread holds the lock */
+    boolean lockHeldByCurrentThread() {
+        return lock.isHeldByCurrentThread();
+    }
+
     /** @return the read-only view of this state for the collaborators */
     PortView view() {
         return view;

@@ -324,7 +324,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     private AllShards allShardsNow() {
-        lockAllShards();
+        lockAllShards("reading the figures of an out-of-memory report");
         try {
             return new AllShards(bytesInUse(), reservedBytes(), regionCount(), largestFreeChunkBytes(), getStats(),
                     HolderText.messageSentence(mapsForHolders()));
@@ -538,7 +538,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /** @return the bytes of chunks in use in all shards (read at one instant, as {@link #getStats()}) */
     public long bytesInUse() {
-        return sum(BfcAllocator::bytesInUse);
+        return sum("bytesInUse()", BfcAllocator::bytesInUse);
     }
 
     /** @return the bytes all shards hold from the sub-allocator now */
@@ -560,12 +560,12 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /** @return the regions of all shards (read at one instant, as {@link #getStats()}) */
     public int regionCount() {
-        return (int) sum(BfcAllocator::regionCount);
+        return (int) sum("regionCount()", BfcAllocator::regionCount);
     }
 
     /** @return the largest free chunk of any shard (read at one instant, as {@link #getStats()}) */
     public long largestFreeChunkBytes() {
-        lockAllShards();
+        lockAllShards("largestFreeChunkBytes()");
         try {
             long max = 0;
             for (BfcAllocator s : shards) {
@@ -586,7 +586,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     public String memorySummary() {
         StringBuilder sb = new StringBuilder();
-        lockAllShards();
+        lockAllShards("memorySummary()");
         try {
             sb.append("Sharded allocator '").append(name).append("': ").append(shards.length)
                     .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
@@ -631,9 +631,14 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * the peak of the sum, not that peak.
      *
      * @return the statistics
+     * @throws IllegalStateException if called from code that runs under one shard's lock (its
+     *     sub-allocator, a visitor of its chunks), where taking the others could deadlock; the
+     *     same holds for the other readers of every shard ({@link #bytesInUse()},
+     *     {@link #regionCount()}, {@link #largestFreeChunkBytes()}, {@link #memorySummary()},
+     *     {@link #snapshots()})
      */
     public AllocatorStats getStats() {
-        lockAllShards();
+        lockAllShards("getStats()");
         try {
             long numAllocs = 0;
             long inUse = 0;
@@ -674,8 +679,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * The sum of {@code figure} over the shards, each asked in turn with every shard's lock held,
      * so that no range is counted in two shards (or in none) as it moves between them.
      */
-    private long sum(ToLongFunction<BfcAllocator> figure) {
-        lockAllShards();
+    private long sum(String what, ToLongFunction<BfcAllocator> figure) {
+        lockAllShards(what);
         try {
             long sum = 0;
             for (BfcAllocator s : shards) {
@@ -775,7 +780,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the snapshots
      */
     public List<MemorySnapshot> snapshots() {
-        lockAllShards();
+        lockAllShards("snapshots()");
         try {
             List<MemorySnapshot> out = new ArrayList<>(shards.length);
             for (BfcAllocator s : shards) {
@@ -789,15 +794,36 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /**
      * Takes every shard's lock, in shard order: the one order in which they are ever held
-     * together (a caller never holds two of them otherwise), so none waits here for another.
+     * together, so none waits here for another. A thread that holds them all already (a call
+     * inside another that took them) takes them again.
+     *
+     * @param what the call that reads every shard, for the message
+     * @throws IllegalStateException if the calling thread holds some shards' locks but not all
+     *     (code that runs under a shard's lock: its sub-allocator, a visitor): taking the others
+     *     could deadlock with a thread that takes them all; nothing is taken then
      */
-    private void lockAllShards() {
+    private void lockAllShards(String what) {
+        int held = -1;
+        int count = 0;
+        for (int i = 0; i < ports.length; i++) {
+            if (ports[i].lockHeldByCurrentThread()) {
+                held = held < 0 ? i : held;
+                count++;
+            }
+        }
+        if (count != 0 && count != ports.length) {
+            throw new IllegalStateException("ShardedBfcAllocator '" + name + "': " + what + " reads every shard"
+                    + " at one instant, and this thread holds the lock of shard " + held + " ('"
+                    + shards[held].name() + "'): it is running inside that shard (its sub-allocator, or a"
+                    + " visitor of its chunks), where taking the other shards' locks could deadlock with a"
+                    + " thread that takes them all; call it outside, or ask the shard itself");
+        }
         for (BfcPort p : ports) {
             p.lock();
         }
     }
 
-    /** Gives back the locks {@link #lockAllShards()} took. */
+    /** Gives back the locks {@link #lockAllShards(String)} took. */
     private void unlockAllShards() {
         for (int i = ports.length - 1; i >= 0; i--) {
             ports[i].unlock();
@@ -858,7 +884,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         // close.
         boolean refuse = closePolicy == ClosePolicy.REFUSE;
         if (refuse) {
-            lockAllShards();
+            lockAllShards("close()");
         }
         try {
             if (refuse) {

@@ -65,6 +65,59 @@ class ShardedBfcAllocatorTest {
     }
 
     @Test
+    void aCallThatLocksEveryShardFromUnderOneShardsLockIsRefusedNotDeadlocked() throws Exception {
+        // A sub-allocator runs under its shard's lock. One that asks the sharded allocator for its
+        // statistics (which read every shard at one instant) would wait for the other shards'
+        // locks while holding its own, and deadlock with a thread taking them all in order.
+        AtomicReference<ShardedBfcAllocator> self = new AtomicReference<>();
+        AtomicReference<Throwable> fromCallback = new AtomicReference<>();
+        SubAllocator logging = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                try {
+                    self.get().getStats();
+                } catch (RuntimeException e) {
+                    fromCallback.compareAndSet(null, e);
+                }
+                return super.alloc(alignment, numBytes);
+            }
+        };
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("sharded").memoryLimit(1L << 30)
+                .subAllocator(logging).shards(2).build();
+        self.set(a);
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> threads = new ArrayList<>();
+        threads.add(new Thread(() -> {
+            while (!stop.get()) {
+                a.getStats();
+            }
+        }));
+        for (BfcAllocator shard : a.shards()) {
+            threads.add(new Thread(() -> {
+                for (int i = 0; i < 2000; i++) {
+                    long p = shard.allocateRaw(256, MIB);
+                    shard.deallocateRaw(p);
+                    shard.emptyCache(); // the next allocation asks the sub-allocator again
+                }
+            }));
+        }
+        for (Thread t : threads) {
+            t.setDaemon(true); // a deadlocked one must not keep the test JVM alive
+            t.start();
+        }
+        for (Thread t : threads.subList(1, threads.size())) {
+            t.join(20_000);
+        }
+        stop.set(true);
+        threads.get(0).join(20_000);
+        assertThat(threads).as("threads deadlocked (the reader first)").noneMatch(Thread::isAlive);
+        a.close();
+        assertThat(fromCallback.get()).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("getStats()")
+                .hasMessageContaining("holds the lock of shard");
+    }
+
+    @Test
     void getStatsNeverCountsARegionTwiceWhileRegionsMoveBetweenShards() throws Exception {
         // The limit holds one region: the shards take turns holding it, one frees it
         // (emptyCache) and the other obtains it, while getStats() reads the shards.
