@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
 
 /**
@@ -313,24 +314,19 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             if (f == null) {
                 f = allShardsNow();
             }
-            throw e.ofAllShards(name, shards.length, f.inUse, f.reserved, f.regions, f.largestFree, f.stats,
+            throw e.ofAllShards(name, shards.length, f.stats.bytesInUse(), f.reserved, f.regions, f.largestFree, f.stats,
                     f.holders);
         }
     }
 
-    /** What all shards hold together, read at one time (each shard under its own lock). */
-    private record AllShards(long inUse, long reserved, int regions, long largestFree, AllocatorStats stats,
-            String holders) {
+    /** What all shards hold together, read at one instant (every shard's lock held). */
+    private record AllShards(long reserved, int regions, long largestFree, AllocatorStats stats, String holders) {
     }
 
     private AllShards allShardsNow() {
-        lockAllShards("reading the figures of an out-of-memory report");
-        try {
-            return new AllShards(bytesInUse(), reservedBytes(), regionCount(), largestFreeChunkBytes(), getStats(),
-                    HolderText.messageSentence(mapsForHolders()));
-        } finally {
-            unlockAllShards();
-        }
+        return withAllShardsLocked("reading the figures of an out-of-memory report",
+                () -> new AllShards(reservedBytes(), regionCount(), largestFreeChunkBytes(), getStats(),
+                        HolderText.messageSentence(mapsForHolders())));
     }
 
     /**
@@ -565,16 +561,13 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /** @return the largest free chunk of any shard (read at one instant, as {@link #getStats()}) */
     public long largestFreeChunkBytes() {
-        lockAllShards("largestFreeChunkBytes()");
-        try {
+        return withAllShardsLocked("largestFreeChunkBytes()", () -> {
             long max = 0;
             for (BfcAllocator s : shards) {
                 max = Math.max(max, s.largestFreeChunkBytes());
             }
             return max;
-        } finally {
-            unlockAllShards();
-        }
+        });
     }
 
     /**
@@ -585,19 +578,14 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the summary
      */
     public String memorySummary() {
-        StringBuilder sb = new StringBuilder();
-        lockAllShards("memorySummary()");
-        try {
-            sb.append("Sharded allocator '").append(name).append("': ").append(shards.length)
-                    .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
-                    .append(BfcAllocator.humanReadableNumBytes(memoryLimit())).append(", reserved ")
-                    .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regionCount())
-                    .append(" regions, in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
-                    .append(", largest free chunk ")
-                    .append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes())).append('\n');
-        } finally {
-            unlockAllShards();
-        }
+        StringBuilder sb = withAllShardsLocked("memorySummary()", () -> new StringBuilder()
+                .append("Sharded allocator '").append(name).append("': ").append(shards.length)
+                .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
+                .append(BfcAllocator.humanReadableNumBytes(memoryLimit())).append(", reserved ")
+                .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regionCount())
+                .append(" regions, in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
+                .append(", largest free chunk ").append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()))
+                .append('\n'));
         sb.append(HolderText.summarySection(mapsForHolders(), "Largest holders of all shards"));
         for (BfcAllocator s : shards) {
             sb.append(s.memorySummary());
@@ -638,8 +626,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     {@link #snapshots()})
      */
     public AllocatorStats getStats() {
-        lockAllShards("getStats()");
-        try {
+        return withAllShardsLocked("getStats()", () -> {
             long numAllocs = 0;
             long inUse = 0;
             long peakInUse = 0;
@@ -655,9 +642,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             }
             return new AllocatorStats(numAllocs, inUse, peakInUse, largest, memoryLimit(), 0, 0, 0, pool,
                     regions.peakHeldBytes());
-        } finally {
-            unlockAllShards();
-        }
+        });
     }
 
     /**
@@ -680,16 +665,13 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * so that no range is counted in two shards (or in none) as it moves between them.
      */
     private long sum(String what, ToLongFunction<BfcAllocator> figure) {
-        lockAllShards(what);
-        try {
+        return withAllShardsLocked(what, () -> {
             long sum = 0;
             for (BfcAllocator s : shards) {
                 sum += figure.applyAsLong(s);
             }
             return sum;
-        } finally {
-            unlockAllShards();
-        }
+        });
     }
 
     /**
@@ -727,7 +709,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         AllShards f = allShardsNow();
         failureFigures.set(f); // for the exception of allocate(), on this thread
         String all = "\nAll " + shards.length + " shards of allocator '" + name + "', read just after shard '"
-                + r.allocatorName() + "' failed: " + BfcAllocator.humanReadableNumBytes(f.inUse) + " in use, "
+                + r.allocatorName() + "' failed: " + BfcAllocator.humanReadableNumBytes(f.stats.bytesInUse()) + " in use, "
                 + BfcAllocator.humanReadableNumBytes(f.reserved) + " reserved in " + f.regions
                 + (f.regions == 1 ? " region" : " regions") + ", the memory limit is "
                 + BfcAllocator.humanReadableNumBytes(memoryLimit()) + ", the largest free chunk is "
@@ -780,13 +762,23 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the snapshots
      */
     public List<MemorySnapshot> snapshots() {
-        lockAllShards("snapshots()");
-        try {
+        return withAllShardsLocked("snapshots()", () -> {
             List<MemorySnapshot> out = new ArrayList<>(shards.length);
             for (BfcAllocator s : shards) {
                 out.add(s.snapshot());
             }
             return out;
+        });
+    }
+
+    /**
+     * {@code read}, with every shard's lock held ({@link #lockAllShards(String)}): what it reads
+     * of the shards is of one instant.
+     */
+    private <T> T withAllShardsLocked(String what, Supplier<T> read) {
+        lockAllShards(what);
+        try {
+            return read.get();
         } finally {
             unlockAllShards();
         }
