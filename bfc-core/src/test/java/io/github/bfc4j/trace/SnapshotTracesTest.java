@@ -10,6 +10,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.LimitingSubAllocator;
 import io.github.bfc4j.core.MemoryAnnotation;
@@ -405,21 +406,11 @@ class SnapshotTracesTest {
         }
         // A sub-allocator that gives more than asked.
         SimSubAllocator sim = new SimSubAllocator(SnapshotTraces.SIM_BASE, 4 * limit, 0, false);
-        SubAllocator generous = new SubAllocator() {
+        SubAllocator generous = new ForwardingSubAllocator(sim) {
             @Override
             public Block alloc(long alignment, long numBytes) {
-                Block b = sim.alloc(alignment, numBytes + 4096);
+                Block b = super.alloc(alignment, numBytes + 4096);
                 return b == null ? null : new Block(b.ptr(), numBytes + 4096);
-            }
-
-            @Override
-            public void free(long ptr, long numBytes) {
-                sim.free(ptr, numBytes);
-            }
-
-            @Override
-            public boolean supportsCoalescing() {
-                return false;
             }
         };
         try (BfcAllocator a = new BfcAllocator(generous, limit, "generous", opts)) {
