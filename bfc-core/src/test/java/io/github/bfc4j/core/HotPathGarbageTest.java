@@ -35,10 +35,11 @@ class HotPathGarbageTest {
      * with stacks recorded only for requests larger than any made here ({@code stackMinBytes}:
      * a sampled recording's other allocations walk no stack); and through a
      * {@link ShardedBfcAllocator} (its home-shard lookup and its address-to-shard
-     * table).
+     * table); and with JFR allocation samples every 64th allocation but no recording running
+     * (the event object never escapes, so the JIT removes it).
      */
     @ParameterizedTest
-    @ValueSource(strings = {"off", "annotations", "history", "sampled", "sharded"})
+    @ValueSource(strings = {"off", "annotations", "history", "sampled", "sharded", "jfr-sampled"})
     void allocateAndFreeCreateNoObjectsInSteadyState(String provenance) {
         java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
         assumeTrue(std instanceof com.sun.management.ThreadMXBean,
@@ -63,7 +64,8 @@ class HotPathGarbageTest {
                     : 1 + rnd.nextInt(16 << 20); // up to 16 MiB
             victims[i] = rnd.nextInt(LIVE);
         }
-        BfcOptions opts = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(false).build();
+        BfcOptions opts = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(false)
+                .jfrAllocationSamplePeriod(provenance.equals("jfr-sampled") ? 64 : 0).build();
         BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true), 1L << 30, "hot", opts);
         ShardedBfcAllocator sharded = !provenance.equals("sharded") ? null : ShardedBfcAllocator.builder()
                 .name("hot").memoryLimit(1L << 30).subAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true))
