@@ -5,6 +5,8 @@
  */
 package io.github.bfc4j.core;
 
+import java.util.Locale;
+
 /**
  * A snapshot of an allocator's statistics, exactly as TensorFlow's classic
  * {@code BFCAllocator::GetStats()} reports them. Port of {@code tsl::AllocatorStats}.
@@ -37,20 +39,22 @@ public record AllocatorStats(
         long peakPoolBytes) {
 
     /**
-     * Renders the stats the way upstream's {@code AllocatorStats::DebugString} does.
+     * Renders the stats the way upstream's {@code AllocatorStats::DebugString} does: eight lines,
+     * each a label padded to 18 characters and a number right-aligned in 20, ended by
+     * {@code '\n'} on every platform, in ASCII digits whatever the default locale.
      *
      * @return a multi-line, human-readable summary
      */
     public String debugString() {
-        return String.format(
-                "Limit:        %20d%n"
-                        + "InUse:        %20d%n"
-                        + "MaxInUse:     %20d%n"
-                        + "NumAllocs:    %20d%n"
-                        + "MaxAllocSize: %20d%n"
-                        + "Reserved:     %20d%n"
-                        + "PeakReserved: %20d%n"
-                        + "LargestFreeBlock: %16d%n",
+        return String.format(Locale.ROOT,
+                "Limit:            %20d\n"
+                        + "InUse:            %20d\n"
+                        + "MaxInUse:         %20d\n"
+                        + "NumAllocs:        %20d\n"
+                        + "MaxAllocSize:     %20d\n"
+                        + "Reserved:         %20d\n"
+                        + "PeakReserved:     %20d\n"
+                        + "LargestFreeBlock: %20d\n",
                 bytesLimit, bytesInUse, peakBytesInUse, numAllocs, largestAllocSize,
                 bytesReserved, peakBytesReserved, largestFreeBlockBytes);
     }
