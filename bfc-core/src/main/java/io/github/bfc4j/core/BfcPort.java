@@ -991,8 +991,9 @@ final class BfcPort {
             checkOpenLocked();
             // Find the chunk from the ptr.
             final int h = regionManager.getHandle(ptr);
-            // DEVIATION(port): upstream CHECK-fails (aborts the process); here the caller gets
-            // an exception and the allocator is unchanged.
+            // DEVIATION(port): upstream CHECK-fails (aborts the process), or, for an address 1 to
+            // 255 bytes past a chunk's start (in that start's 256-byte slot), frees that chunk;
+            // here the caller gets an exception and the allocator is unchanged.
             // Not in upstream: a raw free of a chunk that an Allocation handle owns is refused,
             // and a handle frees only its own allocation (its id, under this lock).
             if (h == ChunkTable.INVALID_CHUNK_HANDLE || (ownerAllocationId == 0 ? !chunks.inUseRaw(h)

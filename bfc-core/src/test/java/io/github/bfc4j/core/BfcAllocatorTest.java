@@ -176,6 +176,23 @@ class BfcAllocatorTest {
     }
 
     @Test
+    void queriesOfAnAddressJustPastAChunkStartThrow() {
+        // Upstream's 256-byte slot answers for p + 1 .. p + 255 as for p (the chunk at p);
+        // bfc4j finds chunk starts only (docs/deviations.md #4).
+        try (BfcAllocator a = simAllocator(MIB, noRetry())) {
+            long p = a.allocateRaw(64, 1000);
+            for (long inside : new long[] {p + 1, p + 16, p + 255}) {
+                assertThatThrownBy(() -> a.requestedSize(inside)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("0x" + Long.toHexString(inside));
+                assertThatThrownBy(() -> a.allocatedSize(inside)).isInstanceOf(IllegalArgumentException.class);
+                assertThatThrownBy(() -> a.allocationId(inside)).isInstanceOf(IllegalArgumentException.class);
+            }
+            assertThat(a.requestedSize(p)).isEqualTo(1000);
+            a.deallocateRaw(p);
+        }
+    }
+
+    @Test
     void queriesOfAFreedChunkAnswerAsUpstreamUntilItIsMerged() {
         // Upstream's slots hold free chunks too: a query of a freed address that is still a
         // chunk start answers with the chunk's last values; once a merge deletes the chunk, no
