@@ -133,12 +133,16 @@ final class WorkloadGenerator {
         long capacity;
         if (o.simCapacity() != null) {
             capacity = o.simCapacity();
-        } else if (capacityDraw < 0.6) {
-            capacity = 2 * limit + 64 * MIB + 64 * gap;  // roomy: regions never fail
-        } else if (capacityDraw < 0.9) {
-            capacity = Math.max(256, (long) (tightFactor * limit)) + 2 * gap;  // tight: Extend backs off
         } else {
-            capacity = limit + 16 * gap;  // about the limit
+            if (capacityDraw < 0.6) {
+                capacity = plus(plus(times(limit, 2), 64 * MIB), times(gap, 64));  // roomy: regions never fail
+            } else if (capacityDraw < 0.9) {
+                capacity = plus(Math.max(256, (long) (tightFactor * limit)), times(gap, 2));  // tight: Extend backs off
+            } else {
+                capacity = plus(limit, times(gap, 16));  // about the limit
+            }
+            // Limits of 4 EiB and more: no more than the address space above the base holds.
+            capacity = Math.min(capacity, Long.MAX_VALUE - base);
         }
         if (base + capacity < 0) {
             throw new UsageException("--capacity=" + capacity + " (expected: at most "
@@ -146,7 +150,7 @@ final class WorkloadGenerator {
         }
         // Where the sim may run out before the limit, requests of 1 to 2304 bytes would hang the
         // reference: its back-off never ends below 2304 bytes (docs/deviations.md #1).
-        long minBytes = capacity < 2 * limit + 64 * MIB ? MIN_BYTES_SIM_MAY_RUN_OUT : 1;
+        long minBytes = capacity < plus(times(limit, 2), 64 * MIB) ? MIN_BYTES_SIM_MAY_RUN_OUT : 1;
         long maxBytes = Math.max(2 * MIN_BYTES_SIM_MAY_RUN_OUT, (long) (maxFactor * limit));
         return new Settings(seed, calls, limit, growth, gc, fraction, timing, base, capacity, gap, coalescing,
                 minBytes, maxBytes, alignRate, timing ? freedBeforeRate : 0, lag);
@@ -223,7 +227,7 @@ final class WorkloadGenerator {
         if (kind < 0.005) {
             b = 0;
         } else if (kind < 0.01) {
-            b = s.memoryLimit() / 2 + 1 + r.nextLong(s.memoryLimit() + s.memoryLimit() / 2);  // too large: up to 2x
+            b = tooLarge(r, s.memoryLimit());
         } else if (kind < 0.06) {
             long boundary = 256L << r.nextInt(22);
             b = Math.max(s.minBytes(), boundary + new long[] {-256, -1, 0, 1, 256}[r.nextInt(5)]);
@@ -231,6 +235,31 @@ final class WorkloadGenerator {
             b = logUniform(r, s.minBytes(), s.maxBytes());
         }
         return b;
+    }
+
+    /**
+     * A request larger than half the limit: up to twice it, or up to {@code Long.MAX_VALUE}
+     * where twice the limit is more (limits of 4 EiB and more).
+     */
+    static long tooLarge(SplitMix64 r, long limit) {
+        final long lo = limit / 2 + 1;
+        // The most values from lo that a long holds; limit + limit / 2 when that is fewer.
+        long span = Long.MAX_VALUE - lo + 1;
+        if (limit / 2 < span - limit) {
+            span = limit + limit / 2;
+        }
+        return lo + r.nextLong(span);
+    }
+
+    /** {@code a + b} for non-negative values, or {@code Long.MAX_VALUE} where that overflows. */
+    private static long plus(long a, long b) {
+        final long sum = a + b;
+        return sum < 0 ? Long.MAX_VALUE : sum;
+    }
+
+    /** {@code a * k} for non-negative values, {@code k > 0}, or {@code Long.MAX_VALUE} where that overflows. */
+    private static long times(long a, long k) {
+        return a > Long.MAX_VALUE / k ? Long.MAX_VALUE : a * k;
     }
 
     private static long logUniform(SplitMix64 r, long lo, long hi) {

@@ -251,6 +251,26 @@ class GenerateCommandTest {
     }
 
     @Test
+    void limitsOf4EiBAndMoreGiveTracesWhoseSizesStopAtTheLargestLong() throws IOException {
+        // Twice such a limit is more than a long holds: the oversized requests, the drawn
+        // capacity and the test for a sim that may run out must not overflow.
+        long overLimit = 0;
+        for (long seed = 1; seed <= 6; seed++) {
+            for (String limit : new String[] {"6EiB", "9223372036854775807"}) {
+                Path t = generate("h" + seed + "-" + limit + ".bfctrace", seed, "--calls", 4000, "--memory-limit",
+                        limit);
+                Seen s = read(t);
+                assertThat(s.calls).as("seed %d, limit %s", seed, limit).isGreaterThanOrEqualTo(4000);
+                // The sim cannot hold twice such a limit, so it may run out: no request that would
+                // hang the reference's back-off (deviations.md #1).
+                assertThat(s.smallAllocs).as("seed %d, limit %s", seed, limit).isZero();
+                overLimit += s.overLimitAllocs;
+            }
+        }
+        assertThat(overLimit).isPositive();
+    }
+
+    @Test
     void badOptionsSayWhatWasExpected() {
         Path out = dir.resolve("x.bfctrace");
         assertThat(cli.run("generate", "--seed", 1, "-o", out, "--calls", 0)).isEqualTo(2);
