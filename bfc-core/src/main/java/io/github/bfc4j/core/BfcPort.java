@@ -629,7 +629,9 @@ final class BfcPort {
             return false;
         }
 
-        // Rough estimation to check whether deallocation can help.
+        // Rough estimation to check whether deallocation can help. DEVIATION(port) (#10): below 0
+        // where a sub-allocator returned more than asked, so nothing is given back; upstream's
+        // size_t wraps around there and gives the free regions back whatever the request.
         long availableBytes = memoryLimit - poolBytes + totalFreeBytes;
         if (roundedBytes > availableBytes) {
             return false;
