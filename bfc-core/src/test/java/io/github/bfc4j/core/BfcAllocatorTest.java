@@ -176,6 +176,36 @@ class BfcAllocatorTest {
     }
 
     @Test
+    void aRequestAbove2Pow62LeavesTheRegionTargetAsItWasEvenUnderALargerLimit() {
+        // Under a limit of 2^63 - 1 upstream runs a request of 2^62 + 256 through Extend: the
+        // target doubles to 2^63, the back-off asks the sub-allocator, and the next region is
+        // asked for at the available 2^63 - 2 MiB - 256 bytes (backing off from there, the
+        // reference got 976684544 bytes of this 1 GiB sim). Here it fails at once and the next
+        // region is the 4 MiB that the target was (docs/deviations.md #6).
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).allowGrowth(true)
+                .garbageCollection(true).build();
+        List<Long> asked = new ArrayList<>();
+        SubAllocator sim = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 30, 0, false)) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                asked.add(numBytes);
+                return super.alloc(alignment, numBytes);
+            }
+        };
+        try (BfcAllocator a = new BfcAllocator(sim, Long.MAX_VALUE, "test_bfc", opts)) {
+            long p = a.allocateRaw(64, 1000);
+            assertThat(asked).containsExactly(2 * MIB);
+            assertThat(a.allocateRaw(64, BfcAllocator.MAX_ALLOCATION_BYTES + 256)).isZero();
+            assertThat(asked).containsExactly(2 * MIB);
+            long q = a.allocateRaw(64, 4 * MIB);
+            assertThat(q).isEqualTo(BASE + 2 * MIB);
+            assertThat(asked).containsExactly(2 * MIB, 4 * MIB);
+            a.deallocateRaw(p);
+            a.deallocateRaw(q);
+        }
+    }
+
+    @Test
     void aPoolAboveTheLimitByMoreThanTheFreeRegionsIsNotGarbageCollected() {
         // The second region is 8 MiB where 3 MiB were asked, the third is refused: the pool
         // (10 MiB) exceeds the limit (5 MiB) by more than the free region (2 MiB). Upstream's
