@@ -9,6 +9,7 @@ package io.github.bfc4j.core;
 import io.github.bfc4j.core.BfcAllocator.BinDebugInfo;
 import io.github.bfc4j.core.internal.ChunkTable;
 import io.github.bfc4j.core.internal.ChunkWalk;
+import java.math.BigInteger;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -65,15 +66,27 @@ final class DebugQueries {
     /** Port of upstream's {@code RenderRegion}. */
     private static void renderRegion(char[] rendered, int resolution, long totalRenderSize,
             long offset, long basePtr, long ptr, long size, char c) {
-        // Products in double: (offset * 100) could overflow a long for exabyte-sized pools.
-        int startLocation = (int) (((double) (ptr - basePtr + offset) * resolution) / totalRenderSize);
-        int endLocation = (int) (((double) (ptr + size - 1 - basePtr + offset) * resolution)
-                / totalRenderSize);
+        int startLocation = location(ptr - basePtr + offset, resolution, totalRenderSize);
+        int endLocation = location(ptr + size - 1 - basePtr + offset, resolution, totalRenderSize);
         startLocation = Math.max(0, Math.min(resolution - 1, startLocation));
         endLocation = Math.max(0, Math.min(resolution - 1, endLocation));
         for (int i = startLocation; i <= endLocation; ++i) {
             rendered[i] = c;
         }
+    }
+
+    /**
+     * {@code (offset * resolution) / total}, exact as upstream's {@code size_t} arithmetic is
+     * (a {@code double} rounds the product above 2^53 and can move a boundary by one
+     * position), and without overflowing where upstream's product would (pools of about 160
+     * PiB and more).
+     */
+    private static int location(long offset, int resolution, long total) {
+        if (offset <= Long.MAX_VALUE / resolution) {
+            return (int) (offset * resolution / total);
+        }
+        return BigInteger.valueOf(offset).multiply(BigInteger.valueOf(resolution))
+                .divide(BigInteger.valueOf(total)).intValue();
     }
 
     /** Port of {@code BFCAllocator::RenderOccupancy}. Needs the lock. */

@@ -551,6 +551,19 @@ class BfcAllocatorTest {
     }
 
     @Test
+    void renderOccupancyIsExactInPoolsTooLargeForADoublesProduct() {
+        // A pool of 3 * 2^55 bytes whose first quarter is one chunk in use: the chunk's last
+        // byte lies at (3 * 2^53 - 1) * 100 / (3 * 2^55) = 24.99..., position 24, in upstream's
+        // size_t arithmetic; a double rounds the product to 25 * 3 * 2^55 and marks position 25.
+        long pool = 3L << 55;
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, pool, 0, true), pool, "huge",
+                BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(false).build())) {
+            assertThat(a.allocateRaw(256, pool / 4)).isNotZero();
+            assertThat(a.renderOccupancy()).isEqualTo("*".repeat(25) + "_".repeat(75));
+        }
+    }
+
+    @Test
     void everyRejectedMisuseLeavesTheAllocatorConsistent() {
         // A loaded allocator: several regions, free and used chunks, stamped frees.
         SimSubAllocator sim = new SimSubAllocator(BASE, 64 * MIB, 0, true);
