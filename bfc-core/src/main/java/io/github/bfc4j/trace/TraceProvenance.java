@@ -26,7 +26,8 @@ import java.util.Map;
  *
  * Text is percent-encoded ({@code %}, space, tab, CR, LF and {@code =} as {@code %XX} of their
  * UTF-8 bytes); {@code -} stands for an empty or unknown value (a literal {@code -} is
- * {@code %2D}). A frame or stack is defined once, before its first use; an {@code #@ alloc} line
+ * {@code %2D}); as the {@code thread} of {@code #@ alloc}, where an unknown thread's key is left
+ * out, it is an empty name. A frame or stack is defined once, before its first use; an {@code #@ alloc} line
  * comes right before the {@code alloc} line of its id. Lines of other kinds after {@value #PREFIX}
  * are ignored (room for later extensions).
  *
@@ -126,7 +127,10 @@ final class TraceProvenance {
             String k = t[i].substring(0, eq);
             String v = t[i].substring(eq + 1);
             switch (k) {
-                case "thread" -> thread = decode(v, lineNumber);
+                // The key is there, so the thread is known: "-" is an empty name (new Thread(r, "");
+                // a writer leaves an unknown thread out). An annotation is never empty
+                // (MemoryAnnotation refuses one): "-" is none.
+                case "thread" -> thread = orEmpty(decode(v, lineNumber));
                 case "annotation" -> annotation = decode(v, lineNumber);
                 case "time_us" -> time = number(v, lineNumber, "time_us=<n>");
                 case "step" -> step = number(v, lineNumber, "step=<n>");

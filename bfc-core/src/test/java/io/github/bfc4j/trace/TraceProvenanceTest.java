@@ -72,6 +72,19 @@ class TraceProvenanceTest {
     }
 
     @Test
+    void anEmptyThreadNameReadsBackEmptyNotUnknown() throws IOException {
+        // new Thread(task, "") is a thread with an empty name: it was known, and is not null.
+        List<Provenance> in = List.of(
+                new Provenance(7, "", null, -1, List.of()),
+                new Provenance(8, null, "a", 3, List.of()),
+                new Provenance(9, "-", "-", -1, List.of()));
+        String text = write(in);
+        assertThat(text).contains("#@ alloc 1 thread=- time_us=7\n", "#@ alloc 2 time_us=8 annotation=a step=3\n",
+                "#@ alloc 3 thread=%2D time_us=9 annotation=%2D\n");
+        assertThat(read(text)).containsExactlyElementsOf(in);
+    }
+
+    @Test
     void theExtensionIsCommentsToAReaderThatDoesNotKnowIt() throws IOException {
         String text = write(List.of(new Provenance(7, "t", "a", 1, List.of(JAVA))));
         // Every line of the extension is a comment of format version 1 ...
