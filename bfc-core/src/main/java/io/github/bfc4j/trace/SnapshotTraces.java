@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.trace;
 
+import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryHistory;
@@ -32,8 +33,9 @@ import java.util.Objects;
  * regions at other relative addresses, decisions that depend on address order (ties between
  * free chunks of equal size) may differ. A history that would replay to other decisions for
  * another reason is refused: a sub-allocator that gave a region of another size than asked
- * (more, or less after failing) or failed an allocation below the memory limit, and
- * {@code emptyCache()} with calls after it (the format has no such call).
+ * (more, or less after failing), failed an allocation below the memory limit or threw in a call
+ * whose garbage collection had given regions back, and {@code emptyCache()} with calls after it
+ * (the format has no such call).
  *
  * <p>Several allocators' snapshots can be written as one trace (the shards of a
  * {@code ShardedBfcAllocator}, {@code snapshots()}): their calls merged into one sequence by
@@ -203,7 +205,7 @@ public final class SnapshotTraces {
      *     allocator had a timing counter (frontier calls are not recorded), or its calls would
      *     replay to other decisions (its sub-allocator gave a region of another size than asked
      *     or failed below the memory limit; {@code emptyCache()} gave regions back before later
-     *     calls)
+     *     calls; an allocation's garbage collection gave regions back, and the call then threw)
      * @throws IOException if writing fails
      */
     public static void write(MemorySnapshot snapshot, TraceWriter w) throws IOException {
@@ -254,9 +256,11 @@ public final class SnapshotTraces {
      * Refuses a history whose calls the trace's simulated sub-allocator would serve otherwise
      * than the live one: a region of another size than the allocator asked for (the
      * sub-allocator gave more, or failed so that the allocator asked for less), an allocation
-     * that failed because the sub-allocator did (below the memory limit), or regions given back
-     * by {@code emptyCache()} before later calls (a trace has no such call). A replay of such a
-     * history would make other decisions.
+     * that failed because the sub-allocator did (below the memory limit), regions given back by
+     * {@code emptyCache()} before later calls (a trace has no such call), or regions given back
+     * by the garbage collection of a call that then threw or failed only to be retried (the
+     * trace would hold no call that gives them back). A replay of such a history would make
+     * other decisions.
      */
     private static void checkReplaysAlike(MemorySnapshot snapshot) {
         String name = snapshot.memoryMap().allocatorName();
@@ -264,7 +268,25 @@ public final class SnapshotTraces {
                 + " up to the memory limit, would make other decisions than the live allocator did";
         List<MemoryEvent> events = snapshot.history().events();
         MemoryEvent emptied = null;
+        MemoryEvent collected = null;
+        boolean extended = false;
         for (MemoryEvent e : events) {
+            if (collected != null && e.kind() != MemoryEvent.Kind.REGION_FREE) {
+                // The call whose garbage collection gave regions back goes on, under the same
+                // lock, to fail, or to obtain a region and allocate from it (its events come
+                // next); where it did neither, the trace would hold no call that collects them.
+                long r = collected.requestedBytes();
+                if (!extended && e.kind() == MemoryEvent.Kind.REGION_ALLOC) {
+                    extended = true;
+                } else if (extended
+                        ? e.kind() == MemoryEvent.Kind.ALLOC && BfcAllocator.roundedBytes(e.requestedBytes()) == r
+                        : e.kind() == MemoryEvent.Kind.OUT_OF_MEMORY && e.bytes() == r) {
+                    collected = null;
+                    extended = false;
+                } else {
+                    throw uncollected(name, collected, why);
+                }
+            }
             switch (e.kind()) {
                 case REGION_ALLOC -> {
                     if (e.bytes() != e.requestedBytes()) {
@@ -289,6 +311,8 @@ public final class SnapshotTraces {
                 case REGION_FREE -> {
                     if (e.requestedBytes() == 0 && emptied == null) {
                         emptied = e;
+                    } else if (e.requestedBytes() != 0 && collected == null) {
+                        collected = e;
                     }
                 }
                 default -> {
@@ -303,6 +327,26 @@ public final class SnapshotTraces {
                         + " before emptyCache(), or record without calling it");
             }
         }
+        if (collected != null) {
+            throw uncollected(name, collected, why);
+        }
+    }
+
+    /**
+     * The refusal of a history in which an allocation call gave regions back by garbage
+     * collection (the first of them: {@code collected}) and then recorded neither a region
+     * obtained nor its failure: the call threw (its sub-allocator's {@code free} or
+     * {@code alloc} did), or its sub-allocator failed below the memory limit in an attempt
+     * that the retry repeated. The trace has no call that gives the regions back.
+     */
+    private static IllegalStateException uncollected(String name, MemoryEvent collected, String why) {
+        return new IllegalStateException("allocator '" + name + "' gave regions back by garbage collection for a"
+                + " request of " + collected.requestedBytes() + " bytes (on thread '" + collected.provenance().thread()
+                + "', " + collected.bytes() + " bytes at " + hex(collected.address()) + " first), and that call"
+                + " then obtained no region and did not fail: it threw (its sub-allocator's free or alloc did), or"
+                + " its sub-allocator failed below the memory limit in an attempt that the retry repeated; the trace"
+                + " would not hold the regions given back, so" + why + "; record on a sub-allocator that neither"
+                + " throws nor fails below the memory limit");
     }
 
     private static String hex(long v) {

@@ -445,6 +445,41 @@ class SnapshotTracesTest {
                     .hasMessageStartingWith("allocator 'out' failed an allocation of 2097152 bytes with 31457280 bytes"
                             + " left under its memory limit: its sub-allocator failed");
         }
+        // A sub-allocator whose free throws: the garbage collection of the 4 MiB call gives the
+        // free 2 MiB region back, then the call throws, leaving no alloc line; a replay would
+        // keep the region and serve the next 2 MiB from it (6 MiB reserved at most, 8 MiB live).
+        boolean[] failFree = {false};
+        SubAllocator throwing = new ForwardingSubAllocator(
+                new SimSubAllocator(SnapshotTraces.SIM_BASE, 2 * (8L << 20), 0, false)) {
+            @Override
+            public void free(long ptr, long numBytes) {
+                super.free(ptr, numBytes);
+                if (failFree[0]) {
+                    throw new IllegalStateException("injected: free failed");
+                }
+            }
+        };
+        try (BfcAllocator a = BfcAllocator.builder().name("threw").memoryLimit(8L << 20).subAllocator(throwing)
+                .allowRetryOnFailure(false).garbageCollection(true).closePolicy(ClosePolicy.FORCE).build()) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long small = a.allocateRaw(64, 1 << 20); // region 1, 2 MiB
+            a.allocateRaw(64, 3 << 20); // region 2, 4 MiB
+            a.deallocateRaw(small);
+            failFree[0] = true;
+            assertThatThrownBy(() -> a.allocateRaw(64, 4 << 20)).hasMessage("injected: free failed");
+            failFree[0] = false;
+            Path t = dir.resolve("threw.bfctrace");
+            assertThatThrownBy(() -> SnapshotTraces.write(a.snapshot(), t, "x"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("allocator 'threw' gave regions back by garbage collection for a request"
+                            + " of 4194304 bytes (on thread '" + Thread.currentThread().getName() + "', 2097152 bytes"
+                            + " at 0x7f0000000000 first), and that call then obtained no region and did not fail");
+            a.allocateRaw(64, 2 << 20);
+            assertThat(a.peakReservedBytes()).isEqualTo(8L << 20);
+            assertThatThrownBy(() -> SnapshotTraces.write(a.snapshot(), t, "x"))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("that call then obtained no region");
+            assertThat(t).doesNotExist();
+        }
         // What replays alike is written: garbage collection giving regions back within a call,
         // a failure at the memory limit, a forced close.
         try (BfcAllocator a = BfcAllocator.builder().name("alike").memoryLimit(limit)
