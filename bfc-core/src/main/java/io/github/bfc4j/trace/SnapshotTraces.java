@@ -9,7 +9,6 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryHistory;
 import io.github.bfc4j.core.MemorySnapshot;
-import io.github.bfc4j.core.internal.ReplacingFile;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -181,16 +180,9 @@ public final class SnapshotTraces {
      */
     public static void write(List<MemorySnapshot> snapshots, Path file, String name) throws IOException {
         TraceHeader header = header(snapshots, name);
-        // Written beside the file and moved over it once complete: a write that fails part way
-        // (a history found inconsistent, a full disk) leaves the file as it was, never a trace
-        // cut short that reads as a whole one.
-        Path fileName = file.getFileName();
-        boolean gzip = fileName != null && fileName.toString().endsWith(".gz");
-        ReplacingFile.write(file, tmp -> {
-            try (TraceWriter w = TraceWriter.create(tmp, gzip)) {
-                write(snapshots, header, w);
-            }
-        });
+        // Whole or not at all: a write that fails part way (a history found inconsistent, a full
+        // disk) leaves the file as it was, never a trace cut short that reads as a whole one.
+        TraceWriter.write(file, w -> write(snapshots, header, w));
     }
 
     /**

@@ -6,6 +6,7 @@ package io.github.bfc4j.trace;
 
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.Provenance;
+import io.github.bfc4j.core.internal.ReplacingFile;
 import java.io.Closeable;
 import java.io.Flushable;
 import java.io.IOException;
@@ -61,8 +62,48 @@ public final class TraceWriter implements Closeable, Flushable {
         }
     }
 
+    /** What {@link #write(Path, Content)} writes: the whole trace, header first. */
+    @FunctionalInterface
+    public interface Content {
+        /**
+         * Writes the trace.
+         *
+         * @param w a writer whose header is not written yet; closed by the caller
+         * @throws IOException if writing fails (the file is then left as it was)
+         */
+        void writeTo(TraceWriter w) throws IOException;
+    }
+
+    /**
+     * Writes a trace file whole or not at all, gzip-compressed if its name ends with
+     * {@code .gz}: into a new file beside it, moved over it once {@code content} has returned
+     * and the writer is closed. If {@code content} throws (or writing fails: a full disk), the
+     * file is left as it was, or not created, and the new file is deleted: nothing cut short is
+     * left that could read as a whole trace (a trace has no end mark). The new file gets the
+     * permissions the umask gives.
+     *
+     * @param file the trace file, created or replaced
+     * @param content what writes the trace
+     * @throws IOException if the file beside it cannot be created, writing fails or the move
+     *     fails; the file is then as it was
+     * @throws RuntimeException what {@code content} throws (an {@link IllegalArgumentException}
+     *     of this writer, say); the file is then as it was
+     */
+    public static void write(Path file, Content content) throws IOException {
+        Path fileName = file.getFileName();
+        boolean gzip = fileName != null && fileName.toString().endsWith(".gz");
+        ReplacingFile.write(file, tmp -> {
+            try (TraceWriter w = create(tmp, gzip)) {
+                content.writeTo(w);
+            }
+        });
+    }
+
     /**
      * Creates (or truncates) a trace file, gzip-compressed if its name ends with {@code .gz}.
+     * The file is written in place: a failure part way leaves it cut short, and a trace cut
+     * after a whole line reads as a whole one (a trace has no end mark); to replace a file whole
+     * or not at all, use {@link #write(Path, Content)}.
      *
      * @param path the file
      * @return a writer that owns the file
@@ -74,7 +115,7 @@ public final class TraceWriter implements Closeable, Flushable {
     }
 
     /**
-     * Creates (or truncates) a trace file.
+     * Creates (or truncates) a trace file, written in place as {@link #create(Path)} does.
      *
      * @param path the file
      * @param gzip whether to gzip-compress it

@@ -180,6 +180,46 @@ class TraceWriterTest {
     }
 
     @Test
+    void writeReplacesAFileWholeOrNotAtAll(@TempDir Path dir) throws IOException {
+        for (String name : new String[] {"t.bfctrace", "t.bfctrace.gz"}) {
+            Path file = dir.resolve(name);
+            TraceWriter.write(file, w -> {
+                w.header(H);
+                w.alloc(1, 100, 64, 0, 0);
+            });
+            byte[] whole = Files.readAllBytes(file);
+            // A content that fails after some lines: the file keeps its whole trace, and no
+            // trace cut short (which would read as a whole one) is left beside it.
+            assertThatThrownBy(() -> TraceWriter.write(file, w -> {
+                w.header(H);
+                for (int i = 1; i <= 50_000; i++) {
+                    w.alloc(i, i, 64, 0, 0);
+                }
+                throw new IOException("injected: the disk is full");
+            })).isInstanceOf(IOException.class).hasMessage("injected: the disk is full");
+            assertThat(Files.readAllBytes(file)).isEqualTo(whole);
+            assertThatThrownBy(() -> TraceWriter.write(file, w -> w.alloc(1, 100, 64, 0, 0)))
+                    .isInstanceOf(IllegalStateException.class);
+            assertThat(Files.readAllBytes(file)).isEqualTo(whole);
+            try (TraceReader r = TraceReader.open(file)) {
+                assertThat(r.header()).isEqualTo(H);
+                assertThat(r.next().id()).isEqualTo(1);
+                assertThat(r.next()).isNull();
+            }
+            Path absent = dir.resolve("absent-" + name);
+            assertThatThrownBy(() -> TraceWriter.write(absent, w -> {
+                w.header(H);
+                throw new IllegalArgumentException("injected");
+            })).hasMessage("injected");
+            assertThat(absent).doesNotExist();
+        }
+        try (var files = Files.list(dir)) {
+            assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("t.bfctrace",
+                    "t.bfctrace.gz");
+        }
+    }
+
+    @Test
     void headerComesFirstAndOnce() throws IOException {
         try (TraceWriter w = TraceWriter.of(new ByteArrayOutputStream(), false)) {
             assertThatThrownBy(() -> w.free(1)).isInstanceOf(IllegalStateException.class)
