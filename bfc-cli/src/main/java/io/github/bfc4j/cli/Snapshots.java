@@ -5,7 +5,6 @@
 package io.github.bfc4j.cli;
 
 import io.github.bfc4j.core.BfcAllocator;
-import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.Provenance;
 import io.github.bfc4j.trace.TraceEvent;
@@ -13,6 +12,7 @@ import io.github.bfc4j.trace.WorkloadListener;
 import io.github.bfc4j.trace.WorkloadStep;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,8 +21,9 @@ import java.util.Map;
  * Takes the memory map ({@link BfcAllocator#memoryMap}) right after chosen calls of a replay,
  * and remembers the trace line of every successful allocation (by allocation id, which the
  * allocator hands out 1, 2, 3, ... in call order) so that each chunk in use can name the line
- * that allocated it; with the trace's provenance (annotation, stack), each chunk in use names
- * who allocated it, and each map its largest holders.
+ * that allocated it; with the trace's provenance (annotation, stack, thread), each chunk in use
+ * names who allocated it, and each map its largest holders. Who allocated a chunk is what the
+ * trace says of the call ({@link WorkloadStep#provenance()}), never the replay's own thread.
  */
 final class Snapshots implements WorkloadListener {
 
@@ -80,6 +81,8 @@ final class Snapshots implements WorkloadListener {
     /** Distinct provenance texts of the chunks in the maps. */
     final List<String> provenanceTexts = new ArrayList<>();
     private final Map<Provenance, Integer> provenanceIds = new HashMap<>();
+    /** The trace's provenance of each live allocation that has one, by address. */
+    private final Map<Long, Provenance> live = new HashMap<>();
 
     /** Holders listed per map. */
     static final int HOLDERS = 10;
@@ -106,6 +109,11 @@ final class Snapshots implements WorkloadListener {
                 allocationLine = Arrays.copyOf(allocationLine, (int) Math.max(id + 1, 2L * allocationLine.length));
             }
             allocationLine[(int) id] = s.lineNumber();
+            if (s.provenance() != null) {
+                live.put(s.result(), s.provenance());
+            }
+        } else if (s.kind() == TraceEvent.Kind.FREE && s.result() != 0) {
+            live.remove(s.result());
         }
         if (next < calls.length && s.callIndex() == calls[next]) {
             Snapshot snap = new Snapshot(labels[next], s.callIndex(), s.lineNumber());
@@ -114,20 +122,35 @@ final class Snapshots implements WorkloadListener {
             BfcAllocator a = s.allocator();
             MemoryMap map = a.memoryMap();
             boolean named = false;
+            Map<String, long[]> holders = new HashMap<>();
             for (int r = 0; r < map.regions().size(); r++) {
                 MemoryMap.Region region = map.regions().get(r);
                 snap.regions.add(new long[] {region.ptr(), region.size()});
                 for (MemoryMap.Chunk c : region.chunks()) {
                     snap.add(r, c.ptr() - region.ptr(), c.size(), c.inUse() ? c.requestedSize() : 0,
                             c.inUse() ? c.allocationId() : -1);
-                    if (c.inUse() && names(c.provenance())) {
-                        snap.provenance[snap.chunks - 1] = provenanceIndex(c.provenance());
-                        named = true;
+                    if (!c.inUse()) {
+                        continue;
                     }
+                    Provenance p = live.getOrDefault(c.ptr(), Provenance.UNKNOWN);
+                    if (names(p)) {
+                        snap.provenance[snap.chunks - 1] = provenanceIndex(p);
+                    }
+                    named |= p.isKnown();
+                    long[] h = holders.computeIfAbsent(p.holder(), k -> new long[3]);
+                    h[0] += c.size();
+                    h[1] += c.requestedSize();
+                    h[2]++;
                 }
             }
             if (named) {
-                snap.holders = map.largestHolders(HOLDERS);
+                snap.holders = holders.entrySet().stream()
+                        .map(e -> new MemoryMap.Holder(e.getKey(), e.getValue()[0], e.getValue()[1],
+                                (int) e.getValue()[2]))
+                        .sorted(Comparator.comparingLong(MemoryMap.Holder::bytes).reversed()
+                                .thenComparing(MemoryMap.Holder::holder))
+                        .limit(HOLDERS)
+                        .toList();
             }
             if (s.callIndex() == binsAtCall) {
                 snap.bins = a.getBinDebugInfo();
@@ -137,17 +160,7 @@ final class Snapshots implements WorkloadListener {
         }
     }
 
-    /**
-     * Records the trace's provenance with each chunk (the annotations and stacks of the
-     * provenance extension, which the replay gives the allocator): a history of one event, no
-     * Java stacks (the replayer's say nothing).
-     */
-    @Override
-    public void beforeRun(BfcAllocator a) {
-        a.recordHistory(HistoryOptions.builder().maxEntries(1).stacks(false).build());
-    }
-
-    /** Whether the trace named who made an allocation (the replay's own thread and time say nothing). */
+    /** Whether the trace gives an annotation or a stack for a chunk's tooltip. */
     private static boolean names(Provenance p) {
         return p.annotation() != null || !p.stack().isEmpty();
     }

@@ -102,6 +102,27 @@ class ReportCommandTest {
     }
 
     @Test
+    void theLargestHoldersAreWhoTheTraceSaysMadeTheCallsNotTheReplay() throws IOException {
+        // As SnapshotTraces writes a program recorded without stacks: every call names its
+        // thread, some an annotation; one call says nothing.
+        Path t = dir.resolve("recorded.bfctrace");
+        Files.writeString(t, "bfctrace 1\nname recorded: three threads\nsource workload: a test\n"
+                + "options memory_limit=67108864 allow_growth=true garbage_collection=false fragmentation_fraction=0"
+                + " timing_counter=false\nsuballocator sim base=0x7f0000000000 capacity=134217728 gap=0 coalescing=false\n"
+                + "#@ alloc 1 thread=worker-1 time_us=1000 annotation=weights\nalloc 1 1048576\n"
+                + "#@ alloc 2 thread=worker-2 time_us=2000\nalloc 2 4194304\n"
+                + "#@ alloc 3 thread=worker-3 time_us=3000\nalloc 3 2097152\n"
+                + "#@ alloc 4 thread=worker-2 time_us=4000\nalloc 4 512\nfree 4\n"
+                + "alloc 5 768\n");
+        Path html = dir.resolve("recorded.html");
+        assertThat(cli.run("report", t, "-o", html)).isEqualTo(0);
+        String page = Files.readString(html);
+        assertThat(page).contains("\"holders\":[[\"thread 'worker-2'\",4194304,4194304,1],"
+                + "[\"thread 'worker-3'\",2097152,2097152,1],[\"weights\",1048576,1048576,1],"
+                + "[\"(unknown)\",768,768,1]]");
+    }
+
+    @Test
     void timelineIsDownsampledButKeepsThePeaks() throws IOException {
         Path t = Cli.TRACES.resolve("random-growth-1gib-s3.bfctrace");
         Path html = dir.resolve("t.html");

@@ -283,12 +283,14 @@ public final class WorkloadRunner {
                 s.bytes = 0;
                 s.result = 0;
                 s.outOfMemory = false;
+                s.provenance = null;
                 try {
                     final long ptr = applier.apply(a, e);
                     if (kind == TraceEvent.Kind.ALLOC) {
                         s.id = e.id();
                         s.bytes = e.bytes();
                         s.result = ptr;
+                        s.provenance = e.provenance();
                         if (ptr != 0) {
                             allocations++;
                         } else if (e.bytes() != 0) {

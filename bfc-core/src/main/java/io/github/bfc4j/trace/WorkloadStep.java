@@ -5,6 +5,7 @@
 package io.github.bfc4j.trace;
 
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.Provenance;
 
 /**
  * One call of a {@link WorkloadRunner} replay, as a {@link WorkloadListener} sees it. The runner
@@ -24,6 +25,7 @@ public final class WorkloadStep {
     long bytesInUse;
     long poolBytes;
     long allocations;
+    Provenance provenance;
 
     WorkloadStep() {
     }
@@ -90,6 +92,18 @@ public final class WorkloadStep {
      */
     public long result() {
         return result;
+    }
+
+    /**
+     * Who made an {@code alloc} in the program the trace was recorded from: the provenance its
+     * {@code #@ alloc} line gives (docs/trace-format.md; the thread, time, annotation and
+     * stack there). The replay's own thread and time say nothing of it.
+     *
+     * @return the trace's provenance of this call, or {@code null} for an {@code alloc} without
+     *     one and for other calls
+     */
+    public Provenance provenance() {
+        return provenance;
     }
 
     /**
