@@ -386,6 +386,10 @@ final class BfcPort {
             return false;
         }
 
+        // DEVIATION(port): a sub-allocator that throws (upstream's Alloc cannot) leaves the
+        // region target as it was before the doubling below, so that the call that threw changes
+        // nothing (docs/deviations.md #30).
+        final long regionTargetBefore = currRegionAllocationBytes;
         // If currRegionAllocationBytes is not enough to satisfy the allocation, keep
         // multiplying by a power of two until that is sufficient. (Unsigned, as upstream's
         // size_t; roundedBytes is at most 2^62, so this ends.)
@@ -399,23 +403,29 @@ final class BfcPort {
         long bytes = Long.compareUnsigned(currRegionAllocationBytes, availableBytes) < 0
                 ? currRegionAllocationBytes : availableBytes;
         final long askedBytes = bytes;
-        SubAllocator.Block block = subAllocator.alloc(alignment, bytes);
-        if (block == null) {
-            // Try allocating less memory.
-            while (block == null) {
-                long smaller = roundedBytes((long) ((float) bytes * BACKPEDAL_FACTOR));
-                if (smaller >= bytes) {
-                    // DEVIATION(port): upstream's size sticks here forever for sizes up to 2304
-                    // bytes (0.9 * size rounds back up to size); later upstream versions force
-                    // progress. Step down by one allocation unit instead.
-                    smaller = bytes - MIN_ALLOCATION_SIZE;
+        SubAllocator.Block block;
+        try {
+            block = subAllocator.alloc(alignment, bytes);
+            if (block == null) {
+                // Try allocating less memory.
+                while (block == null) {
+                    long smaller = roundedBytes((long) ((float) bytes * BACKPEDAL_FACTOR));
+                    if (smaller >= bytes) {
+                        // DEVIATION(port): upstream's size sticks here forever for sizes up to 2304
+                        // bytes (0.9 * size rounds back up to size); later upstream versions force
+                        // progress. Step down by one allocation unit instead.
+                        smaller = bytes - MIN_ALLOCATION_SIZE;
+                    }
+                    bytes = smaller;
+                    if (bytes < roundedBytes) {
+                        return false;
+                    }
+                    block = subAllocator.alloc(alignment, bytes);
                 }
-                bytes = smaller;
-                if (bytes < roundedBytes) {
-                    return false;
-                }
-                block = subAllocator.alloc(alignment, bytes);
             }
+        } catch (Throwable t) {
+            currRegionAllocationBytes = regionTargetBefore;
+            throw t;
         }
         final long memAddr = block.ptr();
         final long bytesReceived = block.bytes();

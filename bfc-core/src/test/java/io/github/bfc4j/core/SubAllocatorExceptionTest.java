@@ -99,11 +99,17 @@ class SubAllocatorExceptionTest {
                 .hasMessageStartingWith("injected failure of alloc");
         assertThat(a.getStats()).isEqualTo(before);
         a.checkInvariants();
+        // Nor the size of the next region: growth doubles it from 2 MiB to 4 MiB, as if the call
+        // that threw (which doubled it to 16 MiB to fit 10 MiB before asking) was never made.
+        long r = a.allocateRaw(256, 3 * MIB);
+        assertThat(a.reservedBytes()).isEqualTo(6 * MIB);
         long q = a.allocateRaw(256, 10 * MIB); // serves on
         assertThat(q).isNotZero();
+        assertThat(a.reservedBytes()).isEqualTo(22 * MIB);
         a.checkInvariants();
         a.deallocateRaw(p);
         a.deallocateRaw(q);
+        a.deallocateRaw(r);
         a.close();
     }
 
