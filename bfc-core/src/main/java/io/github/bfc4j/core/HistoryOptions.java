@@ -15,10 +15,12 @@ package io.github.bfc4j.core;
  * @param stacks whether allocations, out-of-memory failures and region events record the Java
  *     stack (a stack given by a {@link MemoryAnnotation} is recorded either way)
  * @param stackDepth the most frames kept per stack (after bfc4j's own frames are left out)
- * @param stackMinBytes stacks only for requests of at least this many bytes (0: all)
- * @param stackEveryNth stacks only for every n-th allocation call (1: all); the chunks of the
- *     others have no stack, so {@link Provenance#holder()} groups them by thread, apart from the
- *     sampled ones of the same call site
+ * @param stackMinBytes stacks only for allocations, and regions obtained, for requests of at
+ *     least this many bytes (0: all); an out-of-memory failure and a region given back always
+ *     record theirs
+ * @param stackEveryNth stacks only for every n-th successful allocation since recording started
+ *     (1: all); the chunks of the others have no stack, so {@link Provenance#holder()} groups
+ *     them by thread, apart from the sampled ones of the same call site
  */
 public record HistoryOptions(int maxEntries, boolean stacks, int stackDepth, long stackMinBytes, int stackEveryNth) {
 
@@ -110,7 +112,8 @@ public record HistoryOptions(int maxEntries, boolean stacks, int stackDepth, lon
         }
 
         /**
-         * @param stackMinBytes record stacks only for requests of at least this size (default 0)
+         * @param stackMinBytes record stacks only for allocations (and regions obtained) for
+         *     requests of at least this size (default 0)
          * @return this builder
          */
         public Builder stackMinBytes(long stackMinBytes) {
@@ -119,7 +122,7 @@ public record HistoryOptions(int maxEntries, boolean stacks, int stackDepth, lon
         }
 
         /**
-         * @param stackEveryNth record stacks only for every n-th allocation call (default 1)
+         * @param stackEveryNth record stacks only for every n-th successful allocation (default 1)
          * @return this builder
          */
         public Builder stackEveryNth(int stackEveryNth) {
