@@ -165,9 +165,13 @@ final class Snapshots implements WorkloadListener {
         return p.annotation() != null || !p.stack().isEmpty();
     }
 
-    /** The text of a provenance for the report's tooltips: annotation, then the innermost frames. */
+    /**
+     * The text of a provenance for the report's tooltips: annotation, then the innermost frames;
+     * written once for all the chunks that show it (whatever their thread and time).
+     */
     private int provenanceIndex(Provenance p) {
-        return provenanceIds.computeIfAbsent(p, k -> {
+        Provenance shown = new Provenance(-1, null, p.annotation(), p.annotation() == null ? -1 : p.step(), p.stack());
+        return provenanceIds.computeIfAbsent(shown, k -> {
             StringBuilder sb = new StringBuilder();
             if (p.annotation() != null) {
                 sb.append("\n  ").append(p.annotation());

@@ -113,13 +113,16 @@ class ReportCommandTest {
                 + "#@ alloc 2 thread=worker-2 time_us=2000\nalloc 2 4194304\n"
                 + "#@ alloc 3 thread=worker-3 time_us=3000\nalloc 3 2097152\n"
                 + "#@ alloc 4 thread=worker-2 time_us=4000\nalloc 4 512\nfree 4\n"
-                + "alloc 5 768\n");
+                + "alloc 5 768\n"
+                + "#@ alloc 6 thread=worker-3 time_us=6000 annotation=weights\nalloc 6 1024\n");
         Path html = dir.resolve("recorded.html");
         assertThat(cli.run("report", t, "-o", html)).isEqualTo(0);
         String page = Files.readString(html);
         assertThat(page).contains("\"holders\":[[\"thread 'worker-2'\",4194304,4194304,1],"
-                + "[\"thread 'worker-3'\",2097152,2097152,1],[\"weights\",1048576,1048576,1],"
+                + "[\"thread 'worker-3'\",2097152,2097152,1],[\"weights\",1049600,1049600,2],"
                 + "[\"(unknown)\",768,768,1]]");
+        // The tooltip text of the two 'weights' chunks (made on two threads at two times) is written once.
+        assertThat(page).contains("\"provenance\":[\"\\u000a  weights\"]}");
     }
 
     @Test
