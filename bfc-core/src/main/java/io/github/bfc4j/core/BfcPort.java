@@ -1035,6 +1035,10 @@ final class BfcPort {
         if (timingCounter != null) {
             insertFreeChunkIntoBinLocked(h);
             timestampedChunks.pushBack(h);
+            final PortListener l = callListener;
+            if (l != null) {
+                l.stampedLocked(h);
+            }
         } else {
             insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
         }

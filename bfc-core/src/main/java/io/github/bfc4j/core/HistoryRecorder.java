@@ -129,8 +129,14 @@ final class HistoryRecorder extends PortListener {
     private long[] step;
     private Object[] stack;
 
-    // ---- per chunk, indexed by handle; valid only while chunkAllocationId[h] is the chunk's id
+    // ---- per chunk, indexed by handle; valid only while chunkAllocationId[h] is the chunk's id,
+    // or, negated, the id of the allocation freed into a timestamped chunk (that free is not safe
+    // until the timing counter's frontier passes it), while the chunk is still that chunk: its
+    // address, size and stamp those of chunkFreedPtr[h], chunkFreedSize[h], chunkFreedStamp[h]
     private long[] chunkAllocationId = new long[0];
+    private long[] chunkFreedPtr = new long[0];
+    private long[] chunkFreedSize = new long[0];
+    private long[] chunkFreedStamp = new long[0];
     private int[] chunkName = new int[0]; // 1 + index into names; 0: none
     private long[] chunkStep = new long[0];
     private long[] chunkTime = new long[0];
@@ -260,6 +266,13 @@ final class HistoryRecorder extends PortListener {
     }
 
     @Override
+    void stampedLocked(int h) {
+        if (h < chunkName.length && chunkAllocationId[h] < 0) {
+            chunkFreedStamp[h] = look.at(h).freedAtCount();
+        }
+    }
+
+    @Override
     void regionObtainedLocked(long ptr, long bytes, long requestBytes, long askedBytes) {
         onRegionAlloc(ptr, bytes, requestBytes, askedBytes);
     }
@@ -337,12 +350,23 @@ final class HistoryRecorder extends PortListener {
         put(ALLOC, t, ptr, size, requestedBytes, align, id, -1, th, name, s, st);
     }
 
-    /** Chunk {@code h} (in use until now) is freed. */
+    /**
+     * Chunk {@code h} (in use until now) is freed. With a timing counter the chunk is stamped
+     * and waits, not merged, until its free is safe: its provenance is kept for it
+     * ({@link #freedChunkProvenance}).
+     */
     void onFree(int h, long ptr, long size, long requestedBytes, long id) {
         if (h < chunkName.length) {
-            chunkAllocationId[h] = 0;
-            chunkThread[h] = null;
-            chunkStack[h] = null;
+            if (chunkAllocationId[h] == id && id > 0 && view.timingCounterSet()) {
+                chunkAllocationId[h] = -id;
+                chunkFreedPtr[h] = ptr;
+                chunkFreedSize[h] = size;
+                chunkFreedStamp[h] = 0; // until stampedLocked
+            } else {
+                chunkAllocationId[h] = 0;
+                chunkThread[h] = null;
+                chunkStack[h] = null;
+            }
         }
         if (options == null) {
             return;
@@ -478,6 +502,9 @@ final class HistoryRecorder extends PortListener {
         }
         int n = Math.max(1024, Integer.highestOneBit(h) << 1);
         chunkAllocationId = Arrays.copyOf(chunkAllocationId, n);
+        chunkFreedPtr = Arrays.copyOf(chunkFreedPtr, n);
+        chunkFreedSize = Arrays.copyOf(chunkFreedSize, n);
+        chunkFreedStamp = Arrays.copyOf(chunkFreedStamp, n);
         chunkName = Arrays.copyOf(chunkName, n);
         chunkStep = Arrays.copyOf(chunkStep, n);
         chunkTime = Arrays.copyOf(chunkTime, n);
@@ -544,6 +571,24 @@ final class HistoryRecorder extends PortListener {
     @SuppressWarnings("unchecked")
     Provenance chunkProvenance(int h, long id) {
         if (h >= chunkName.length || chunkAllocationId[h] != id || id <= 0) {
+            return Provenance.UNKNOWN;
+        }
+        int n = chunkName[h];
+        Provenance p = new Provenance(chunkTime[h], chunkThread[h], n == 0 ? null : names.get(n - 1), chunkStep[h],
+                (List<StackFrame>) chunkStack[h]);
+        return p.isKnown() ? p : Provenance.UNKNOWN;
+    }
+
+    /**
+     * The provenance recorded for the allocation freed into chunk {@code h} while a timing
+     * counter was set, if the chunk is still the one that free left (at {@code ptr}, of
+     * {@code size} bytes, stamped {@code freedAtCount}: not merged or split since);
+     * {@link Provenance#UNKNOWN} otherwise.
+     */
+    @SuppressWarnings("unchecked")
+    Provenance freedChunkProvenance(int h, long ptr, long size, long freedAtCount) {
+        if (h >= chunkName.length || chunkAllocationId[h] >= 0 || chunkFreedPtr[h] != ptr
+                || chunkFreedSize[h] != size || chunkFreedStamp[h] != freedAtCount || freedAtCount == 0) {
             return Provenance.UNKNOWN;
         }
         int n = chunkName[h];

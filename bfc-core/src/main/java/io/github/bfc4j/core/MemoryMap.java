@@ -79,12 +79,18 @@ public record MemoryMap(
      * @param allocationId the allocation's id, -1 if free
      * @param bin the bin holding the free chunk, -1 if in use
      * @param freedAtCount the timing-counter stamp of a free chunk (unsigned), 0 if none or in use
+     * @param notYetSafe whether the chunk is free but its free is not yet safe: stamped at or
+     *     after the timing counter's safe frontier ({@link BfcAllocator#setSafeFrontier}; work
+     *     still queued on a stream may use it). It is not merged with its neighbours until then,
+     *     and an allocation with a {@code freedByFunc} skips it until that count passes the stamp
      * @param provenance who allocated a chunk in use, as far as recorded
-     *     ({@link BfcAllocator#recordAnnotations}, {@link BfcAllocator#recordHistory});
-     *     {@link Provenance#UNKNOWN} for a free chunk or when nothing was recorded
+     *     ({@link BfcAllocator#recordAnnotations}, {@link BfcAllocator#recordHistory}); for a
+     *     chunk not yet safe, who allocated the memory freed into it, while the chunk is the one
+     *     that free left (not merged since); else {@link Provenance#UNKNOWN} (a free chunk, or
+     *     nothing recorded)
      */
     public record Chunk(long ptr, long size, long requestedSize, boolean inUse, long allocationId,
-            int bin, long freedAtCount, Provenance provenance) {
+            int bin, long freedAtCount, boolean notYetSafe, Provenance provenance) {
 
         /** A {@code null} provenance becomes {@link Provenance#UNKNOWN}. */
         public Chunk {
@@ -92,7 +98,7 @@ public record MemoryMap(
         }
 
         /**
-         * A chunk without provenance.
+         * A chunk without provenance, not waiting for a timing counter.
          *
          * @param ptr the start address
          * @param size the chunk's size
@@ -104,7 +110,7 @@ public record MemoryMap(
          */
         public Chunk(long ptr, long size, long requestedSize, boolean inUse, long allocationId, int bin,
                 long freedAtCount) {
-            this(ptr, size, requestedSize, inUse, allocationId, bin, freedAtCount, Provenance.UNKNOWN);
+            this(ptr, size, requestedSize, inUse, allocationId, bin, freedAtCount, false, Provenance.UNKNOWN);
         }
     }
 
@@ -266,6 +272,9 @@ public record MemoryMap(
                         .append(", \"allocationId\": ").append(c.allocationId())
                         .append(", \"bin\": ").append(c.bin())
                         .append(", \"freedAtCount\": ").append(Long.toUnsignedString(c.freedAtCount()));
+                if (c.notYetSafe()) {
+                    sb.append(", \"notYetSafe\": true");
+                }
                 if (c.provenance().isKnown()) {
                     sb.append(", \"provenance\": ");
                     provenance(sb, c.provenance());

@@ -184,16 +184,21 @@ final class MemoryReports {
         }
         // Record the state of every chunk.
         final boolean timestamps = v.timingCounterSet();
+        final long frontier = v.safeFrontier();
         final int regionCount = v.regionCount();
         List<MemoryMap.Region> regions = new ArrayList<>(regionCount);
         final ChunkWalk c = v.walk();
         for (int r = 0; r < regionCount; r++) {
             List<MemoryMap.Chunk> list = new ArrayList<>();
             for (c.region(r); c.next(); ) {
-                boolean inUse = c.inUse();
+                final boolean inUse = c.inUse();
+                final long freedAt = !timestamps || inUse ? 0 : c.freedAtCount();
+                final boolean notYetSafe = BfcPort.notYetSafe(freedAt, frontier);
                 list.add(new MemoryMap.Chunk(c.ptr(), c.size(), c.requestedSize(), inUse,
-                        c.allocationId(), c.binNum(), !timestamps || inUse ? 0 : c.freedAtCount(),
-                        inUse ? history.chunkProvenance(c.handle(), c.allocationId()) : Provenance.UNKNOWN));
+                        c.allocationId(), c.binNum(), freedAt, notYetSafe,
+                        inUse ? history.chunkProvenance(c.handle(), c.allocationId())
+                                : notYetSafe ? history.freedChunkProvenance(c.handle(), c.ptr(), c.size(), freedAt)
+                                : Provenance.UNKNOWN));
             }
             regions.add(new MemoryMap.Region(c.regionPtr(), c.regionBytes(), list));
         }

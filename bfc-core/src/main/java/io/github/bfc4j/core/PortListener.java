@@ -80,6 +80,16 @@ abstract class PortListener {
     }
 
     /**
+     * A chunk just freed ({@link #freedLocked}) was stamped by the timing counter
+     * ({@code MarkFree}'s {@code freed_at_count}) and waits, not coalesced, until its free is
+     * safe. Called only with a timing counter set, and only if {@link #listensToCalls()}.
+     *
+     * @param h its handle: its stamp is set, its allocation id is -1
+     */
+    void stampedLocked(int h) {
+    }
+
+    /**
      * The allocator is closing ({@code ~BFCAllocator}): every region is about to be given back,
      * and the allocations still live have been freed ({@link #freedLocked}, each). The regions
      * are still there, through the view.
@@ -159,6 +169,13 @@ abstract class PortListener {
         void freedLocked(int h) {
             for (PortListener l : calls) {
                 l.freedLocked(h);
+            }
+        }
+
+        @Override
+        void stampedLocked(int h) {
+            for (PortListener l : calls) {
+                l.stampedLocked(h);
             }
         }
 

@@ -238,6 +238,89 @@ class MemoryObservabilityTest {
     }
 
     @Test
+    void aChunkFreedButNotYetSafeNamesWhoAllocatedItUntilItIsSafe() {
+        try (BfcAllocator a = sim(16 * MIB, gcNoRetry().build())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long weights;
+            long kept;
+            try (MemoryAnnotation ignored = MemoryAnnotation.push("weights", 3)) {
+                weights = a.allocateRaw(256, MIB);
+            }
+            try (MemoryAnnotation ignored = MemoryAnnotation.push("activations")) {
+                kept = a.allocateRaw(256, MIB / 2);
+            }
+            a.deallocateRaw(weights); // stamped: waits until the frontier passes it
+
+            MemoryMap map = a.memoryMap();
+            MemoryMap.Chunk pending = chunkAt(map, weights);
+            assertThat(pending.inUse()).isFalse();
+            assertThat(pending.notYetSafe()).isTrue();
+            assertThat(pending.provenance().annotation()).isEqualTo("weights");
+            assertThat(pending.provenance().step()).isEqualTo(3);
+            assertThat(pending.provenance().thread()).isEqualTo(Thread.currentThread().getName());
+            assertThat(chunkAt(map, kept).notYetSafe()).isFalse();
+            assertThat(chunkAt(map, kept).provenance().annotation()).isEqualTo("activations");
+            // The rest of the region, free and never stamped: neither waiting nor anyone's.
+            assertThat(map.chunks()).filteredOn(c -> !c.inUse() && c.ptr() != weights)
+                    .isNotEmpty().allSatisfy(c -> {
+                        assertThat(c.notYetSafe()).isFalse();
+                        assertThat(c.provenance()).isEqualTo(Provenance.UNKNOWN);
+                    });
+            // Only the memory in use has holders.
+            assertThat(map.largestHolders(10)).extracting(MemoryMap.Holder::holder)
+                    .containsExactly("activations");
+            assertThat(map.toJson()).contains("\"notYetSafe\": true, \"provenance\": {")
+                    .contains("\"annotation\": \"weights\"");
+
+            a.setSafeFrontier(counter.next()); // every free so far is safe now
+            MemoryMap.Chunk safe = chunkAt(a.memoryMap(), weights);
+            assertThat(safe.notYetSafe()).isFalse();
+            assertThat(safe.provenance()).isEqualTo(Provenance.UNKNOWN);
+            assertThat(a.memoryMap().toJson()).doesNotContain("notYetSafe");
+        }
+    }
+
+    @Test
+    void aChunkNotYetSafeThatIsNoLongerTheFreedOneNamesNoOne() {
+        // Three adjacent waiting chunks; an allocation that finds no chunk large enough merges
+        // them (forced merging, before failing) and takes the start of the merged chunk; the
+        // rest, split off, still waits, but holds parts of two frees: it names neither.
+        try (BfcAllocator a = sim(4 * MIB, BfcOptions.builder().allowGrowth(false).garbageCollection(false)
+                .allowRetryOnFailure(false).build())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            a.recordAnnotations(true);
+            long[] p = new long[3];
+            for (int i = 0; i < 3; i++) {
+                try (MemoryAnnotation ignored = MemoryAnnotation.push("part" + i)) {
+                    p[i] = a.allocateRaw(256, MIB);
+                }
+            }
+            assertThat(a.allocateRaw(256, MIB)).as("the pool is full").isNotZero();
+            a.deallocateRaw(p[1]);
+            a.deallocateRaw(p[0]);
+            a.deallocateRaw(p[2]);
+            for (int i = 0; i < 3; i++) {
+                assertThat(chunkAt(a.memoryMap(), p[i]).provenance().annotation()).isEqualTo("part" + i);
+            }
+
+            long merged = a.allocateRaw(256, MIB + MIB / 4);
+            assertThat(merged).isEqualTo(p[0]);
+            MemoryMap.Chunk splitOff = chunkAt(a.memoryMap(), p[0] + MIB + MIB / 4);
+            assertThat(splitOff.size()).isEqualTo(MIB + 3 * MIB / 4);
+            assertThat(splitOff.inUse()).isFalse();
+            assertThat(splitOff.notYetSafe()).isTrue();
+            assertThat(splitOff.provenance()).isEqualTo(Provenance.UNKNOWN);
+        }
+    }
+
+    private static MemoryMap.Chunk chunkAt(MemoryMap map, long ptr) {
+        return map.chunks().stream().filter(c -> c.ptr() == ptr).findFirst().orElseThrow();
+    }
+
+    @Test
     void summaryShowsTheFiguresBinsAndOccupancy() {
         try (BfcAllocator a = sim(16 * MIB, gcNoRetry().build())) {
             long p = a.allocateRaw(256, 1000);
