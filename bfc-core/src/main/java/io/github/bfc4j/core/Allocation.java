@@ -182,9 +182,16 @@ public final class Allocation implements AutoCloseable {
     /**
      * Gives the memory back to the allocator. Idempotent and thread-safe; does nothing if the
      * allocator was already closed (by force). Frees only this allocation's own chunk.
+     *
+     * @throws IllegalStateException if called from inside the allocator's call of its
+     *     sub-allocator's {@code alloc} or {@code free} (a sub-allocator must not free memory of
+     *     the allocator it serves); the allocation stays open
      */
     @Override
     public void close() {
+        if (!closed) {
+            allocator.refuseCallFromSubAllocator("Allocation.close()");
+        }
         if (!CLOSED.compareAndSet(this, false, true)) {
             return;
         }

@@ -424,7 +424,8 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws IllegalArgumentException if {@code bytes} is not positive
      * @throws BfcOutOfMemoryException if the memory cannot be had (after upstream's retries,
      *     when {@link BfcOptions#allowRetryOnFailure()} is on)
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      * @throws RuntimeException what the sub-allocator's {@code alloc} or {@code free} threw while
      *     serving it (bfc-cuda's {@code CudaException} for a driver error other than out of
      *     memory): the allocator stays whole (docs/deviations.md #27)
@@ -535,6 +536,7 @@ public final class BfcAllocator implements MemoryAllocator {
      *     only this allocator's (null is returned)
      */
     private Allocation allocateAligned(long bytes, long alignment, boolean report) {
+        pins.refuseCallFromSubAllocator(port.name(), "allocate");
         // Chunks start 256 bytes apart from their region's start: in a 256-aligned region that
         // padding suffices; where it does not (an unaligned region), alignment - 1 always does.
         long padded = alignment <= MIN_ALLOCATION_SIZE ? bytes : bytes + alignment - MIN_ALLOCATION_SIZE;
@@ -672,6 +674,14 @@ public final class BfcAllocator implements MemoryAllocator {
         return pins.heldBackBytes();
     }
 
+    /**
+     * @throws IllegalStateException if called from inside this allocator's call of its
+     *     sub-allocator (see {@link ViewPins#refuseCallFromSubAllocator})
+     */
+    void refuseCallFromSubAllocator(String call) {
+        pins.refuseCallFromSubAllocator(port.name(), call);
+    }
+
     /** Where views of this allocator's memory hold their regions. */
     ViewPins viewPins() {
         return pins;
@@ -712,9 +722,12 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws RuntimeException what the sub-allocator's {@code free} threw (a CUDA error; the
      *     later ones suppressed by it): the allocator is closed all the same, every region given
      *     up
+     * @throws IllegalStateException also if called from inside its sub-allocator's {@code alloc}
+     *     or {@code free}; nothing is closed then
      */
     @Override
     public void close() {
+        pins.refuseCallFromSubAllocator(port.name(), "close()");
         port.lock();
         try {
             if (view.closed()) {
@@ -884,6 +897,7 @@ public final class BfcAllocator implements MemoryAllocator {
         if (badAllocateRawArguments(alignment, numBytes)) {
             throw badAllocateRawArguments(port.name(), alignment, numBytes);
         }
+        pins.refuseCallFromSubAllocator(port.name(), "allocateRaw");
         return port.allocateRaw(alignment, numBytes, attr);
     }
 
@@ -893,9 +907,11 @@ public final class BfcAllocator implements MemoryAllocator {
      * @param ptr an address returned by this allocator and not yet freed; 0 is a no-op
      * @throws IllegalArgumentException if {@code ptr} was not allocated by this allocator or was
      *     already freed; the allocator is unchanged
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     public void deallocateRaw(long ptr) {
+        pins.refuseCallFromSubAllocator(port.name(), "deallocateRaw");
         port.deallocateRaw(ptr);
     }
 
@@ -1019,8 +1035,11 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws RuntimeException what the sub-allocator's {@code free} threw (a CUDA error; the
      *     later ones suppressed by it): every such region is given up all the same, and the
      *     sub-allocator keeps what it could not free
+     * @throws IllegalStateException if called from inside its sub-allocator's {@code alloc} or
+     *     {@code free}
      */
     public long emptyCache() {
+        pins.refuseCallFromSubAllocator(port.name(), "emptyCache()");
         return port.emptyCache();
     }
 
@@ -1496,8 +1515,11 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws BfcInvariantViolation on the first invariant that does not hold, with a dump of the
      *     offending region (each chunk: handle, address, size, requested size, in use,
      *     allocation id, bin, prev, next, timestamp)
+     * @throws IllegalStateException if called from inside its sub-allocator's {@code alloc} or
+     *     {@code free}, where the allocator is between two states
      */
     public void checkInvariants() {
+        pins.refuseCallFromSubAllocator(port.name(), "checkInvariants()");
         port.lock();
         try {
             checker.checkLocked();

@@ -36,7 +36,8 @@ public interface MemoryAllocator extends AutoCloseable {
      * @return the allocation
      * @throws IllegalArgumentException if {@code bytes} is not positive
      * @throws BfcOutOfMemoryException if it cannot be served
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     Allocation allocate(long bytes);
 
@@ -49,7 +50,8 @@ public interface MemoryAllocator extends AutoCloseable {
      * @throws IllegalArgumentException if {@code bytes} is not positive or {@code alignment} is
      *     not a power of two
      * @throws BfcOutOfMemoryException if it cannot be served
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     Allocation allocate(long bytes, long alignment);
 
@@ -61,7 +63,8 @@ public interface MemoryAllocator extends AutoCloseable {
      * @return the address, or 0 if {@code numBytes} is 0 or it cannot be served
      * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
      *     not a power of two
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     long allocateRaw(long alignment, long numBytes);
 
@@ -73,7 +76,8 @@ public interface MemoryAllocator extends AutoCloseable {
      * @param attr per-call attributes
      * @return the address, or 0 if {@code numBytes} is 0 or it cannot be served
      * @throws IllegalArgumentException as {@link #allocateRaw(long, long)}
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     long allocateRaw(long alignment, long numBytes, AllocationAttributes attr);
 
@@ -82,7 +86,8 @@ public interface MemoryAllocator extends AutoCloseable {
      *
      * @param ptr the address; 0 is a no-op
      * @throws IllegalArgumentException if it was not allocated here or was already freed
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     void deallocateRaw(long ptr);
 

@@ -273,7 +273,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @throws IllegalArgumentException if {@code bytes} is not positive
      * @throws BfcOutOfMemoryException if no shard can serve it (see the class description);
      *     its figures are those of all shards together, its cause the home shard's exception
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     public Allocation allocate(long bytes) {
         return allocate(bytes, BfcAllocator.ALLOCATION_ALIGNMENT);
@@ -288,7 +289,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the allocation
      * @throws IllegalArgumentException as {@link BfcAllocator#allocate(long, long)}
      * @throws BfcOutOfMemoryException if no shard can serve it
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     public Allocation allocate(long bytes, long alignment) {
         BfcAllocator.checkAllocateArguments(name, bytes, alignment);
@@ -338,7 +340,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the address, or 0 if {@code numBytes} is 0 or no shard can serve it
      * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
      *     not a power of two
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     public long allocateRaw(long alignment, long numBytes) {
         return allocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
@@ -356,13 +359,15 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
      *     not a power of two
      * @throws NullPointerException if {@code attr} is null
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
         Objects.requireNonNull(attr, "attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
         if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
             throw BfcAllocator.badAllocateRawArguments(name, alignment, numBytes);
         }
+        pins.refuseCallFromSubAllocator(name, "allocateRaw");
         int h = home();
         long ptr;
         try {
@@ -448,11 +453,14 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     freed; the allocator is unchanged
      * @throws IllegalStateException if the allocator (or the shard holding {@code ptr}) is
      *     closed
+     * @throws IllegalStateException also if called from inside its sub-allocator's {@code alloc}
+     *     or {@code free}
      */
     public void deallocateRaw(long ptr) {
         if (ptr == 0) {
             return;
         }
+        pins.refuseCallFromSubAllocator(name, "deallocateRaw");
         int s = regions.shardOf(ptr);
         if (s < 0) {
             if (anyShardClosed()) {
@@ -650,8 +658,11 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * ({@link BfcAllocator#emptyCache()} on each).
      *
      * @return the bytes given back
+     * @throws IllegalStateException if called from inside its sub-allocator's {@code alloc} or
+     *     {@code free}
      */
     public long emptyCache() {
+        pins.refuseCallFromSubAllocator(name, "emptyCache()");
         // Each shard under its own lock only: the others go on allocating meanwhile.
         long bytes = 0;
         for (BfcAllocator s : shards) {
@@ -869,9 +880,12 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     no shard is closed then
      * @throws RuntimeException what a sub-allocator's {@code free} threw (the later ones
      *     suppressed by it); every shard is closed all the same
+     * @throws IllegalStateException also if called from inside its sub-allocator's {@code alloc}
+     *     or {@code free}; no shard is closed then
      */
     @Override
     public void close() {
+        pins.refuseCallFromSubAllocator(name, "close()");
         // Under REFUSE, every shard's lock: no allocation can begin between the look and the
         // close.
         boolean refuse = closePolicy == ClosePolicy.REFUSE;

@@ -15,6 +15,12 @@ package io.github.bfc4j.core;
  * reached when the allocator gave it back: that call comes later, from the thread that finds
  * the view collected, without the allocator's lock (so it must not call back into the
  * allocator).
+ *
+ * <p>From inside {@code alloc} or {@code free}, an implementation must not allocate from, free
+ * to, empty, check or close the allocator it serves (or another shard of a
+ * {@link ShardedBfcAllocator}): those calls throw {@link IllegalStateException}, the allocator
+ * being between two states there. Under the allocator's lock it may read the allocator's
+ * figures ({@link BfcAllocator#getStats()}); it may call other allocators.
  */
 public interface SubAllocator {
 

@@ -69,6 +69,11 @@ final class ViewPins extends ForwardingSubAllocator {
     private final TreeMap<Long, Region> regions = new TreeMap<>();
     /** Frees the allocator made that wait for anchors: {@code [ptr, bytes]} each. Guarded by this. */
     private final List<long[]> heldBack = new ArrayList<>();
+    /**
+     * The thread inside a call of the sub-allocator underneath, or null: written under this
+     * object's monitor, read by any thread, which compares it with itself only.
+     */
+    private volatile Thread caller;
 
     ViewPins(SubAllocator upstream) {
         super(upstream);
@@ -76,7 +81,14 @@ final class ViewPins extends ForwardingSubAllocator {
 
     @Override
     public synchronized Block alloc(long alignment, long numBytes) {
-        Block b = upstream.alloc(alignment, numBytes);
+        Block b;
+        Thread outer = caller;
+        caller = Thread.currentThread();
+        try {
+            b = upstream.alloc(alignment, numBytes);
+        } finally {
+            caller = outer;
+        }
         if (b != null) {
             String wrong = unmappable(b);
             if (wrong != null) {
@@ -116,10 +128,49 @@ final class ViewPins extends ForwardingSubAllocator {
             return;
         }
         try {
-            upstream.free(ptr, numBytes);
+            freeUpstream(ptr, numBytes);
         } finally {
             within(ptr, numBytes).clear(); // the allocator forgets the region even if the free failed
         }
+    }
+
+    /** The sub-allocator's {@code free}, marked as its call. Needs this object's monitor. */
+    private void freeUpstream(long ptr, long numBytes) {
+        Thread outer = caller;
+        caller = Thread.currentThread();
+        try {
+            upstream.free(ptr, numBytes);
+        } finally {
+            caller = outer;
+        }
+    }
+
+    /**
+     * Refuses a call that would change an allocator served by this sub-allocator (allocate,
+     * free, empty, close, check) when it comes from inside the sub-allocator's own {@code alloc}
+     * or {@code free} on this thread. The allocator is then between two states (a region half
+     * obtained or half given back, which its lock, reentrant, does not keep out), or, for a free
+     * that waited for views, this thread holds the monitor that an allocator's thread needs while
+     * it holds the allocator's lock, so taking that lock here could deadlock; likewise another
+     * shard's lock under a shard's region call. Costs a volatile read.
+     *
+     * @param allocator the allocator's name, for the message
+     * @param call what was called, for the message
+     * @throws IllegalStateException if the calling thread is inside such a call
+     */
+    void refuseCallFromSubAllocator(String allocator, String call) {
+        // DEVIATION(port): upstream's mutex is not reentrant, so such a call deadlocks there
+        // (docs/deviations.md #31).
+        if (caller == Thread.currentThread()) {
+            throw callFromSubAllocator(allocator, call);
+        }
+    }
+
+    private static IllegalStateException callFromSubAllocator(String allocator, String call) {
+        return new IllegalStateException(call + " on allocator '" + allocator + "' was called from inside its"
+                + " sub-allocator's alloc or free, which the allocator is making on this thread: a"
+                + " SubAllocator must not allocate, free, empty, check or close the allocator it serves (or"
+                + " another shard of it); it may read its figures (getStats()). Nothing was done.");
     }
 
     /**
@@ -237,7 +288,7 @@ final class ViewPins extends ForwardingSubAllocator {
             heldBack.remove(i);
             within(range[0], range[1]).clear();
             try {
-                upstream.free(range[0], range[1]);
+                freeUpstream(range[0], range[1]);
             } catch (RuntimeException e) {
                 LOG.log(Level.ERROR, "could not free region 0x" + Long.toHexString(range[0]) + " (" + range[1]
                         + " bytes) once its last view was collected", e);
