@@ -23,6 +23,13 @@ import org.bytedeco.javacpp.Pointer;
  * index counts bytes from the position. Once its allocation is closed (or its allocator closed
  * by force), they and {@code asByteBuffer()} throw {@link IllegalStateException}: a check, not
  * a lock, so an access racing the close may still land (in memory the region keeps mapped).
+ *
+ * <p>Each access reads the position once, checks the bytes it reaches from there, and reaches
+ * them through a pointer of its own at a fixed address (JavaCPP's native accessors add the
+ * pointer's position again, read anew): so a thread that moves the position (or calls
+ * {@code setNull()}) while another accesses cannot carry that access outside the pointer's
+ * bytes. A pointer shared by threads is still not thread-safe (which position an access uses
+ * is a race), but every access stays within its allocation.
  * {@code getPointer(i)} gives a pointer of this class. What JavaCPP does with it outside its
  * own methods (its static functions such as {@code Pointer.memcpy} or {@code BytePointer.strcpy},
  * pointers derived by address such as {@code new BytePointer(p)} or
@@ -33,6 +40,10 @@ final class ViewPointer extends BytePointer {
 
     /** The pointer's size: no access reaches past it. */
     private final long bytes;
+    /** The address it was made with: every access is made from here ({@code setNull()} aside). */
+    private final long start;
+    /** A pointer at {@link #start} whose position stays 0: the per-value accessors go through it. */
+    private final Raw fixed;
     /** Kept reachable (for leak detection); null for a plain buffer's pointer. */
     private final Allocation owner;
     @SuppressWarnings({"unused", "FieldCanBeLocal"}) // keeps the region
@@ -46,23 +57,44 @@ final class ViewPointer extends BytePointer {
         this.capacity = bytes;
         this.limit = bytes;
         this.bytes = bytes;
+        this.start = address;
+        this.fixed = new Raw(address);
         this.owner = owner;
         this.anchor = anchor;
         this.pins = pins;
     }
 
+    /**
+     * A plain pointer at an address, never handed out: JavaCPP's accessors on it reach
+     * {@code address + i} exactly, whatever any other thread does.
+     */
+    private static final class Raw extends BytePointer {
+        Raw(long address) {
+            super((Pointer) null);
+            this.address = address;
+        }
+    }
+
+    /**
+     * JavaCPP's buffer (from the address to the limit, or to one byte past the position if the
+     * limit is 0; its position the pointer's), checked first and made from one reading of the
+     * position and the limit.
+     */
     @Override
     public ByteBuffer asByteBuffer() {
         checkOwnerOpen();
-        if (address != 0 && limit <= 0) {
-            // JavaCPP's buffer then ends one byte past the position, whatever the capacity.
-            at(0, 1);
+        if (address == 0) {
+            return null; // as JavaCPP's, for a null pointer
         }
-        ByteBuffer buffer = super.asByteBuffer();
+        final long pos = position;
+        final long lim = limit;
+        checkLimit(pos, lim);
+        offset(pos, 0, lim <= 0 ? 1 : lim - pos);
+        ByteBuffer buffer = new Raw(start).limit(lim).position(pos).asByteBuffer();
         if (pins != null && buffer != null) {
             // This pointer is reachable, so its anchor still holds the region, and its owner
             // is reachable for leak detection.
-            pins.pin(buffer, address);
+            pins.pin(buffer, start);
             owner.watch(buffer);
         }
         Reference.reachabilityFence(this);
@@ -81,7 +113,7 @@ final class ViewPointer extends BytePointer {
     public BytePointer getPointer(long i) {
         checkOwnerOpen();
         inView("getPointer offset", i);
-        ViewPointer p = new ViewPointer(address == 0 ? 0 : address + i, bytes - i, owner, anchor, pins);
+        ViewPointer p = new ViewPointer(address == 0 ? 0 : start + i, bytes - i, owner, anchor, pins);
         p.position = position;
         p.limit = Math.max(0, limit - i);
         p.capacity = Math.max(0, capacity - i);
@@ -121,162 +153,201 @@ final class ViewPointer extends BytePointer {
         return value;
     }
 
+    /** JavaCPP's refusal of a limit below the position (a limit of 0 means none). */
+    private static void checkLimit(long pos, long lim) {
+        if (lim > 0 && lim < pos) {
+            throw new IllegalArgumentException("limit < position: (" + lim + " < " + pos + ")");
+        }
+    }
+
     /**
      * Checks that the pointer's allocation is open, that the pointer was not set to null and
-     * that the {@code width} bytes at index {@code i} (from the position) lie in the pointer.
+     * that the {@code width} bytes at index {@code i} from the current position lie in the
+     * pointer.
      *
-     * @return {@code i}
+     * @return their offset from {@link #start}
      */
     private long at(long i, long width) {
+        return offset(position, i, width);
+    }
+
+    /**
+     * {@link #at} from the position {@code pos} (read once by the caller).
+     *
+     * @return {@code pos + i}, the offset from {@link #start}
+     */
+    private long offset(long pos, long i, long width) {
         checkOwnerOpen();
         if (address == 0) {
             throw new NullPointerException("this pointer was set to null (setNull()): it reaches no memory");
         }
-        if (i < -position || width > bytes - position || i > bytes - position - width) {
+        if (i < -pos || width > bytes - pos || i > bytes - pos - width) {
             throw new IndexOutOfBoundsException(width + " byte" + (width == 1 ? "" : "s") + " at index " + i
-                    + " from position " + position + " are outside this pointer's " + bytes + " bytes: the"
+                    + " from position " + pos + " are outside this pointer's " + bytes + " bytes: the"
                     + " pointer covers its allocation only");
         }
-        return i;
+        return pos + i;
     }
 
-    // The accessors of one value: JavaCPP's native methods, checked first. The forms without an
-    // index, and getUnsigned/putUnsigned, call these.
+    // The accessors of one value: JavaCPP's native methods on the fixed pointer, at the offset
+    // checked. The forms without an index, and getUnsigned/putUnsigned, call these.
 
     @Override
     public byte get(long i) {
-        return super.get(at(i, Byte.BYTES));
+        return fixed.get(at(i, Byte.BYTES));
     }
 
     @Override
     public BytePointer put(long i, byte b) {
-        return super.put(at(i, Byte.BYTES), b);
+        fixed.put(at(i, Byte.BYTES), b);
+        return this;
     }
 
     @Override
     public short getShort(long i) {
-        return super.getShort(at(i, Short.BYTES));
+        return fixed.getShort(at(i, Short.BYTES));
     }
 
     @Override
     public BytePointer putShort(long i, short s) {
-        return super.putShort(at(i, Short.BYTES), s);
+        fixed.putShort(at(i, Short.BYTES), s);
+        return this;
     }
 
     @Override
     public char getChar(long i) {
-        return super.getChar(at(i, Character.BYTES));
+        return fixed.getChar(at(i, Character.BYTES));
     }
 
     @Override
     public BytePointer putChar(long i, char c) {
-        return super.putChar(at(i, Character.BYTES), c);
+        fixed.putChar(at(i, Character.BYTES), c);
+        return this;
     }
 
     @Override
     public int getInt(long i) {
-        return super.getInt(at(i, Integer.BYTES));
+        return fixed.getInt(at(i, Integer.BYTES));
     }
 
     @Override
     public BytePointer putInt(long i, int j) {
-        return super.putInt(at(i, Integer.BYTES), j);
+        fixed.putInt(at(i, Integer.BYTES), j);
+        return this;
     }
 
     @Override
     public long getLong(long i) {
-        return super.getLong(at(i, Long.BYTES));
+        return fixed.getLong(at(i, Long.BYTES));
     }
 
     @Override
     public BytePointer putLong(long i, long j) {
-        return super.putLong(at(i, Long.BYTES), j);
+        fixed.putLong(at(i, Long.BYTES), j);
+        return this;
     }
 
     @Override
     public float getFloat(long i) {
-        return super.getFloat(at(i, Float.BYTES));
+        return fixed.getFloat(at(i, Float.BYTES));
     }
 
     @Override
     public BytePointer putFloat(long i, float f) {
-        return super.putFloat(at(i, Float.BYTES), f);
+        fixed.putFloat(at(i, Float.BYTES), f);
+        return this;
     }
 
     @Override
     public double getDouble(long i) {
-        return super.getDouble(at(i, Double.BYTES));
+        return fixed.getDouble(at(i, Double.BYTES));
     }
 
     @Override
     public BytePointer putDouble(long i, double d) {
-        return super.putDouble(at(i, Double.BYTES), d);
+        fixed.putDouble(at(i, Double.BYTES), d);
+        return this;
     }
 
     @Override
     public boolean getBool(long i) {
-        return super.getBool(at(i, 1));
+        return fixed.getBool(at(i, 1));
     }
 
     @Override
     public BytePointer putBool(long i, boolean b) {
-        return super.putBool(at(i, 1), b);
+        fixed.putBool(at(i, 1), b);
+        return this;
     }
 
     // A native pointer is 8 bytes: bfc4j runs on 64-bit JVMs only (its addresses are longs).
 
     @Override
     public Pointer getPointerValue(long i) {
-        return super.getPointerValue(at(i, Long.BYTES));
+        return fixed.getPointerValue(at(i, Long.BYTES));
     }
 
     @Override
     public BytePointer putPointerValue(long i, Pointer p) {
-        return super.putPointerValue(at(i, Long.BYTES), p);
+        fixed.putPointerValue(at(i, Long.BYTES), p);
+        return this;
     }
 
-    // The copies: bounds of the pointer and of the Java array (JavaCPP checks neither).
+    // The copies: bounds of the pointer and of the Java array (JavaCPP checks neither), through
+    // a pointer of their own at the checked address.
 
     @Override
     public BytePointer get(byte[] array, int offset, int length) {
         Objects.checkFromIndexSize(offset, length, array.length);
-        at(0, length);
-        return super.get(array, offset, length);
+        new Raw(start + at(0, length)).get(array, offset, length);
+        return this;
     }
 
     @Override
     public BytePointer put(byte[] array, int offset, int length) {
         Objects.checkFromIndexSize(offset, length, array.length);
-        at(0, length);
-        return super.put(array, offset, length);
+        new Raw(start + at(0, length)).put(array, offset, length);
+        return this;
     }
 
     /**
      * JavaCPP's {@code memcpy} of {@code p}'s bytes from its position to its limit (one element
      * if its limit is 0) to this pointer's position, checked first: the bytes must fit in this
      * pointer and, where {@code p} is a view of an allocation too, lie in {@code p}. Any other
-     * source is read as JavaCPP reads it.
+     * source is read as JavaCPP reads it, but not a null one.
+     *
+     * @throws NullPointerException if {@code p} is null or a null pointer (address 0)
      */
     @Override
+    @SuppressWarnings("unchecked") // as JavaCPP's: this pointer, as the caller's type
     public <P extends Pointer> P put(Pointer p) {
-        if (p.limit() <= 0 || p.limit() >= p.position()) { // else JavaCPP throws, copying nothing
-            final long length = copyLength(p);
-            at(0, length);
-            if (p instanceof ViewPointer) {
-                ((ViewPointer) p).at(0, length);
+        final long srcPos = p.position();
+        final long srcLim = p.limit();
+        checkLimit(srcPos, srcLim);
+        final long length = copyLength(p.sizeof(), srcPos, srcLim);
+        final long dst = at(0, length);
+        final long src;
+        if (p instanceof ViewPointer) {
+            ViewPointer v = (ViewPointer) p;
+            src = v.start + v.offset(srcPos, 0, length);
+        } else {
+            if (p.isNull()) {
+                throw new NullPointerException("the source pointer is null (address 0): it reaches no memory");
             }
+            src = p.address() + srcPos * p.sizeof();
         }
-        return super.put(p);
+        Pointer.memcpy(new Raw(start + dst), new Raw(src), length);
+        Reference.reachabilityFence(p);
+        return (P) this;
     }
 
     /** The bytes JavaCPP's {@code put(p)} copies, computed without overflow. */
-    private long copyLength(Pointer p) {
+    private long copyLength(int sizeof, long srcPos, long srcLim) {
         try {
-            return Math.multiplyExact((long) p.sizeof(),
-                    p.limit() <= 0 ? 1 : Math.subtractExact(p.limit(), p.position()));
+            return Math.multiplyExact((long) sizeof, srcLim <= 0 ? 1 : Math.subtractExact(srcLim, srcPos));
         } catch (ArithmeticException e) {
-            throw new IndexOutOfBoundsException("the source's " + p.sizeof() + "-byte elements from position "
-                    + p.position() + " to limit " + p.limit() + " are more bytes than a long counts, and"
+            throw new IndexOutOfBoundsException("the source's " + sizeof + "-byte elements from position "
+                    + srcPos + " to limit " + srcLim + " are more bytes than a long counts, and"
                     + " more than this pointer's " + bytes + " bytes: the pointer covers its allocation only");
         }
     }
@@ -286,11 +357,14 @@ final class ViewPointer extends BytePointer {
      * checked first.
      */
     @Override
+    @SuppressWarnings("unchecked") // as JavaCPP's: this pointer, as the caller's type
     public <P extends Pointer> P fill(int b) {
-        if (limit <= 0 || limit >= position) {
-            at(0, limit <= 0 ? 1 : limit - position);
-        }
-        return super.fill(b);
+        final long pos = position;
+        final long lim = limit;
+        checkLimit(pos, lim);
+        final long n = lim <= 0 ? 1 : lim - pos;
+        Pointer.memset(new Raw(start + offset(pos, 0, n)), b, n);
+        return (P) this;
     }
 
     /**
@@ -300,15 +374,17 @@ final class ViewPointer extends BytePointer {
      */
     @Override
     public byte[] getStringBytes() {
-        if (limit > position) {
-            return super.getStringBytes();
-        }
-        long n = 0;
-        while (get(n) != 0) { // get(n) throws past the pointer's bytes: no terminating null byte
-            n++;
+        final long pos = position;
+        final long lim = limit;
+        long n = lim - pos;
+        if (n <= 0) {
+            n = 0;
+            while (fixed.get(offset(pos, n, 1)) != 0) { // throws past the pointer's bytes: no null byte
+                n++;
+            }
         }
         byte[] array = new byte[(int) Math.min(n, Integer.MAX_VALUE)];
-        get(array);
+        new Raw(start + offset(pos, 0, array.length)).get(array, 0, array.length);
         return array;
     }
 }

@@ -12,6 +12,7 @@ import io.github.bfc4j.core.LeakDetection;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.LongConsumer;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.LongPointer;
@@ -278,6 +279,52 @@ class PointerBoundsTest {
         assertThatThrownBy(() -> p.get(new byte[4])).isInstanceOf(NullPointerException.class);
         assertThatThrownBy(() -> p.fill(0)).isInstanceOf(NullPointerException.class);
         assertThat(p.asByteBuffer()).as("JavaCPP's answer for a null pointer").isNull();
+    }
+
+    /**
+     * One thread moves the position of the pointer another one writes through: each write is
+     * checked against one reading of the position and lands there, so none reaches past the
+     * pointer whatever the interleaving (JavaCPP's accessors read the position again: checked
+     * against position 0 and made from position 999, they wrote into the next allocation, or
+     * crashed the JVM further away). A null source is refused too, where JavaCPP's copy read
+     * address 0.
+     */
+    @Test
+    void aPositionMovedByAnotherThreadNeverCarriesAnAccessOutside() throws InterruptedException {
+        BytePointer p = x.asPointer();
+        byte[] bulk = new byte[100]; // fits from position 0, not from 999
+        AtomicBoolean stop = new AtomicBoolean();
+        Thread mover = new Thread(() -> {
+            for (long k = 0; !stop.get(); k++) {
+                p.position((k & 1) == 0 ? 0 : BYTES - 1);
+            }
+        }, "position-mover");
+        mover.start();
+        long written = 0;
+        long refused = 0;
+        try {
+            long end = System.nanoTime() + 2_000_000_000L;
+            while (System.nanoTime() < end) {
+                for (Runnable write : List.<Runnable>of(() -> p.put(BYTES - 1, (byte) 1),
+                        () -> p.putInt(BYTES - 4, 1), () -> p.put(bulk, 0, bulk.length))) {
+                    try {
+                        write.run(); // fits from position 0 only
+                        written++;
+                    } catch (IndexOutOfBoundsException e) {
+                        refused++;
+                    }
+                }
+            }
+        } finally {
+            stop.set(true);
+            mover.join();
+        }
+        assertThat(written).as("writes made").isPositive();
+        assertThat(refused).as("writes refused").isPositive();
+        p.position(0);
+        assertThatThrownBy(() -> p.put(new BytePointer())).isInstanceOf(NullPointerException.class)
+                .hasMessageContaining("source pointer is null");
+        // The next allocation untouched: nothingOutsideWasTouched().
     }
 
     private record Accessor(String name, int width, LongConsumer put, LongConsumer get) {
