@@ -222,6 +222,7 @@ public final class BfcAllocator implements MemoryAllocator {
             this.pins = new ViewPins(new AllocatorCalls(name, subAllocator));
             this.port = new BfcPort(pins, totalMemory, name, opts);
         }
+        port.guardSubAllocatorCalls(pins);
         this.view = port.view();
         this.debug = new DebugQueries(view);
         this.history = new HistoryRecorder(view);

@@ -170,6 +170,12 @@ final class BfcPort {
     /** Upstream's {@code lock_}. */
     private final AllocatorLock lock = new AllocatorLock();
 
+    /**
+     * Where this allocator's sub-allocator calls are made (see {@link #lockChecked()}); null
+     * until the facade sets it.
+     */
+    private ViewPins subAllocatorCalls;
+
     /** Guarded by lock. Upstream's {@code chunks_} (and {@code free_chunks_list_}). */
     private final ChunkTable chunks = new ChunkTable(1024);
 
@@ -524,7 +530,7 @@ final class BfcPort {
         if (roundedBytes <= memoryLimit) {
             return false;
         }
-        lock.lock();
+        lockChecked();
         try {
             return roundedBytes > poolBytes;
         } finally {
@@ -547,7 +553,7 @@ final class BfcPort {
     long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
         if (numBytes > MAX_ALLOCATION_BYTES) {
             // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
-            lock.lock();
+            lockChecked();
             try {
                 checkOpenLocked();
                 callAlignment = alignment;
@@ -1339,7 +1345,7 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::RequestedSize}. */
     long requestedSize(long ptr) {
-        lock.lock();
+        lockChecked();
         try {
             return chunks.requestedSize(handleForQueryLocked(ptr, "requested size"));
         } finally {
@@ -1349,7 +1355,7 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::AllocatedSize}. */
     long allocatedSize(long ptr) {
-        lock.lock();
+        lockChecked();
         try {
             return chunks.size(handleForQueryLocked(ptr, "allocated size"));
         } finally {
@@ -1359,7 +1365,7 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::AllocationId}. */
     long allocationId(long ptr) {
-        lock.lock();
+        lockChecked();
         try {
             return chunks.allocationId(handleForQueryLocked(ptr, "allocation id"));
         } finally {
@@ -1372,7 +1378,7 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::GetStats}. */
     AllocatorStats getStats() {
-        lock.lock();
+        lockChecked();
         try {
             return statsLocked();
         } finally {
@@ -1388,7 +1394,7 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::ClearStats}. */
     boolean clearStats() {
-        lock.lock();
+        lockChecked();
         try {
             numAllocs = 0;
             peakBytesInUse = bytesInUse;
@@ -1405,7 +1411,7 @@ final class BfcPort {
      * the peak number of live allocations.
      */
     void resetPeakStats() {
-        lock.lock();
+        lockChecked();
         try {
             peakBytesInUse = bytesInUse;
             peakPoolBytes = poolBytes;
@@ -1425,7 +1431,7 @@ final class BfcPort {
      * @return the bytes given back
      */
     long emptyCache() {
-        lock.lock();
+        lockChecked();
         try {
             if (closed) {
                 return 0;
@@ -1484,7 +1490,7 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::SetTimingCounter}. */
     void setTimingCounter(SharedCounter sc) {
-        lock.lock();
+        lockChecked();
         try {
             timingCounter = sc;
             timingCounterEverSet |= sc != null;
@@ -1526,6 +1532,38 @@ final class BfcPort {
 
     /** Takes the lock, for a collaborator that reads the view or calls a {@code Locked} method. */
     void lock() {
+        lockChecked();
+    }
+
+    /**
+     * Sets where this allocator's sub-allocator calls are made, so that {@link #lockChecked()}
+     * can tell a thread inside one.
+     */
+    void guardSubAllocatorCalls(ViewPins pins) {
+        this.subAllocatorCalls = pins;
+    }
+
+    /**
+     * Takes the lock, but refuses a thread that is inside a call of the sub-allocator and does
+     * not hold the lock: the free of a region that waited for views (on the cleaner's thread,
+     * under the {@link ViewPins} monitor, which a thread holding this lock may be waiting for),
+     * or a shard's region call reaching another shard (under the monitors the other shard's
+     * thread may be waiting for). Waiting for the lock there could deadlock. The allocate and
+     * free paths take the lock directly: the facade refuses those calls from any sub-allocator
+     * call first. DEVIATION(port): upstream's sub-allocator calls come under its mutex only
+     * (docs/deviations.md #31).
+     *
+     * @throws IllegalStateException on such a thread
+     */
+    private void lockChecked() {
+        ViewPins calls = subAllocatorCalls;
+        if (calls != null && calls.callerIsCurrentThread() && !lock.isHeldByCurrentThread()) {
+            throw new IllegalStateException("allocator '" + name + "' was called from inside a call of its"
+                    + " sub-allocator made without its lock (the free of a region that waited for views, on"
+                    + " the cleaner's thread; or another shard's region call): waiting for its lock there"
+                    + " could deadlock. A SubAllocator must not call back into the allocator there. Nothing"
+                    + " was done.");
+        }
         lock.lock();
     }
 
@@ -1549,7 +1587,7 @@ final class BfcPort {
      * check run at the end of every call when {@code -Dbfc4j.checkInvariants=true}.
      */
     void install(PortListener l, Runnable check) {
-        lock.lock();
+        lockChecked();
         try {
             listener = Objects.requireNonNull(l, "listener");
             callListener = l.listensToCalls() ? l : null;

@@ -20,7 +20,11 @@ package io.github.bfc4j.core;
  * to, empty, check or close the allocator it serves (or another shard of a
  * {@link ShardedBfcAllocator}): those calls throw {@link IllegalStateException}, the allocator
  * being between two states there. Under the allocator's lock it may read the allocator's
- * figures ({@link BfcAllocator#getStats()}); it may call other allocators.
+ * figures ({@link BfcAllocator#getStats()}); it may call other allocators. Where it runs without
+ * that lock (the free of a region that waited for a view, on the cleaner's thread; another
+ * shard of a sharded allocator), every call of the allocator that takes its lock (its figures
+ * and queries included) throws {@link IllegalStateException}: waiting for the lock there could
+ * deadlock with a thread that holds it and waits for this call to end.
  */
 public interface SubAllocator {
 

@@ -166,6 +166,11 @@ final class ViewPins extends ForwardingSubAllocator {
         }
     }
 
+    /** @return whether the calling thread is inside a call of the sub-allocator underneath */
+    boolean callerIsCurrentThread() {
+        return caller == Thread.currentThread();
+    }
+
     private static IllegalStateException callFromSubAllocator(String allocator, String call) {
         return new IllegalStateException(call + " on allocator '" + allocator + "' was called from inside its"
                 + " sub-allocator's alloc or free, which the allocator is making on this thread: a"

@@ -204,6 +204,17 @@ class SubAllocatorCallBackTest {
                 a.deallocateRaw(p);
                 assertThat(a.emptyCache()).as("shard 0's region").isPositive();
             }
+            // A read of another shard, whose lock this thread does not hold, is refused too:
+            // that shard's thread may hold its lock and wait for this region call to end.
+            sub.thrown.clear();
+            sub.onAlloc = () -> a.shards().get(1).getStats();
+            long p = a.shards().get(0).allocateRaw(256, 1000);
+            assertThat(sub.thrown).singleElement().isInstanceOf(IllegalStateException.class)
+                    .extracting(Throwable::getMessage).asString()
+                    .startsWith("allocator 'host/1' was called from inside a call of its sub-allocator made without"
+                            + " its lock");
+            a.deallocateRaw(p);
+            a.emptyCache();
             for (BfcAllocator s : a.shards()) {
                 s.checkInvariants();
             }
