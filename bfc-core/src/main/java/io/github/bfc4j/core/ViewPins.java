@@ -175,7 +175,8 @@ final class ViewPins extends ForwardingSubAllocator {
         return new IllegalStateException(call + " on allocator '" + allocator + "' was called from inside its"
                 + " sub-allocator's alloc or free, which the allocator is making on this thread: a"
                 + " SubAllocator must not allocate, free, empty, check or close the allocator it serves (or"
-                + " another shard of it); it may read its figures (getStats()). Nothing was done.");
+                + " another shard of it); it may read its figures (getStats()), except from the free of a region"
+                + " that waited for views (on the cleaner's thread). Nothing was done.");
     }
 
     /**

@@ -230,7 +230,8 @@ class SubAllocatorCallBackTest {
                 .isEqualTo(call + " on allocator 'gpu_0' was called from inside its sub-allocator's alloc or"
                         + " free, which the allocator is making on this thread: a SubAllocator must not"
                         + " allocate, free, empty, check or close the allocator it serves (or another shard of"
-                        + " it); it may read its figures (getStats()). Nothing was done.");
+                        + " it); it may read its figures (getStats()), except from the free of a region that"
+                        + " waited for views (on the cleaner's thread). Nothing was done.");
     }
 
     /** The allocator's books agree with its chunks and with the simulated space. */
