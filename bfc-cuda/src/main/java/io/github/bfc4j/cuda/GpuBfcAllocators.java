@@ -8,7 +8,6 @@ package io.github.bfc4j.cuda;
 
 import io.github.bfc4j.core.BfcOptions;
 import java.lang.System.Logger.Level;
-import java.util.Objects;
 import java.util.function.Function;
 
 /**
@@ -43,12 +42,15 @@ public final class GpuBfcAllocators {
      * @param options the options
      * @return the allocator; close it to give the memory back
      * @throws CudaUnavailableException if no usable GPU is here (the probe's sentence)
-     * @throws IllegalArgumentException if no device has that ordinal
+     * @throws IllegalArgumentException if {@code options} is null, or no device has that ordinal
      * @throws IllegalStateException if virtual memory is asked for on a device without it
      * @throws CudaException if a CUDA call fails
      */
     public static GpuBfcAllocator create(int deviceId, GpuBfcOptions options) {
-        Objects.requireNonNull(options, "options");
+        if (options == null) {
+            throw new IllegalArgumentException("options=null (expected: GpuBfcOptions, e.g. GpuBfcOptions.defaults()"
+                    + " or GpuBfcOptions.builder()...build())");
+        }
         return create(CudaProbe.driver(), deviceId, options);
     }
 

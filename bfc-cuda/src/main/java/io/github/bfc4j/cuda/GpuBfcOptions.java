@@ -6,7 +6,6 @@
 package io.github.bfc4j.cuda;
 
 import io.github.bfc4j.core.BfcOptions;
-import java.util.Objects;
 import java.util.function.Function;
 
 /**
@@ -318,10 +317,14 @@ public final class GpuBfcOptions {
          *
          * @param environment maps a variable's name to its value, or null if unset
          * @return this builder
-         * @throws NullPointerException if null
+         * @throws IllegalArgumentException if null
          */
         public Builder environment(Function<String, String> environment) {
-            this.environment = Objects.requireNonNull(environment, "environment");
+            if (environment == null) {
+                throw new IllegalArgumentException("environment=null (expected: a function from a variable's name"
+                        + " to its value or null when unset, e.g. System::getenv or Map.of(...)::get)");
+            }
+            this.environment = environment;
             return this;
         }
 

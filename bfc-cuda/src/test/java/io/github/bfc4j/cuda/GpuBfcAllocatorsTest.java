@@ -136,6 +136,29 @@ class GpuBfcAllocatorsTest {
                 .isInstanceOf(IllegalArgumentException.class);
     }
 
+    /**
+     * A null where the public API takes options or an environment is a bad argument, said as
+     * such, on any machine: create() checks it before it looks for a GPU, so that a second call
+     * fails the same way.
+     */
+    @Test
+    void nullOptionsAndEnvironmentAreBadArgumentsNamedAsSuch() {
+        for (int deviceId : new int[] {0, -1, Integer.MAX_VALUE}) {
+            for (int call = 0; call < 2; call++) {
+                assertThatThrownBy(() -> GpuBfcAllocators.create(deviceId, null))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessage("options=null (expected: GpuBfcOptions, e.g. GpuBfcOptions.defaults() or"
+                                + " GpuBfcOptions.builder()...build())");
+            }
+        }
+        GpuBfcOptions.Builder b = GpuBfcOptions.builder();
+        assertThatThrownBy(() -> b.environment(null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("environment=null (expected: a function from a variable's name");
+        assertThat(b.build().environment().apply("PATH")).as("the builder still reads the process's environment")
+                .isEqualTo(System.getenv("PATH"));
+    }
+
     @Test
     void createUsesFreeMemoryNameAndTheChosenSubAllocator() {
         SimulatedCudaDriver driver = new SimulatedCudaDriver(64 * G, G);
