@@ -66,12 +66,18 @@ public final class CudaProbe {
         }
     }
 
-    /** The presets' version from their jar's Maven metadata, or null if they are absent. */
+    /**
+     * The presets' version from their jar's Maven metadata, or null if they are absent. A presets
+     * class that is there but cannot be linked (JavaCPP missing) still counts as present: loading
+     * the driver then names what is missing.
+     */
     static String presetsVersion() {
         try {
             Class.forName(PRESETS_CLASS, false, CudaProbe.class.getClassLoader());
-        } catch (ClassNotFoundException | LinkageError e) {
+        } catch (ClassNotFoundException e) {
             return null;
+        } catch (LinkageError e) {
+            // Present, but a class it needs is not: fall through to the version.
         }
         try (InputStream in = CudaProbe.class.getClassLoader().getResourceAsStream(PRESETS_POM_PROPERTIES)) {
             if (in != null) {
@@ -121,8 +127,23 @@ public final class CudaProbe {
             // UnsatisfiedLinkError (a library is missing), NoClassDefFoundError (JavaCPP is
             // missing, or a second try after a failed static initialiser),
             // ExceptionInInitializerError.
+            String failure = linkFailure(e);
+            if (failure.contains("org/bytedeco/javacpp/") || failure.contains("org.bytedeco.javacpp.")) {
+                return unavailable(presetsVersion, 0, "No usable CUDA GPU: JavaCPP (org.bytedeco:javacpp),"
+                        + " which the CUDA presets need, is not on the class path (" + failure + "); add it as"
+                        + " docs/cuda.md says.");
+            }
+            if (failure.endsWith(" in class, module, and library paths")) {
+                // JavaCPP found no JNI library for this platform in any jar: the natives jar
+                // (classifier = platform) is missing; the driver's libraries were never tried.
+                String platform = javacppPlatform();
+                return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA presets' JNI library"
+                        + " for " + platform + " is not on the class path (" + failure + "); add"
+                        + " org.bytedeco:cuda:" + presetsVersion + " and org.bytedeco:javacpp with classifier "
+                        + platform + ", see docs/cuda.md.");
+            }
             return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA JNI library"
-                    + " could not be loaded (" + linkFailure(e) + "); it needs the NVIDIA driver's"
+                    + " could not be loaded (" + failure + "); it needs the NVIDIA driver's"
                     + " libcuda.so.1 and the CUDA 12 runtime libcudart.so.12 (or"
                     + " org.bytedeco:cuda-redist), see docs/cuda.md.");
         } catch (RuntimeException e) {
@@ -150,6 +171,15 @@ public final class CudaProbe {
 
     private static Result unavailable(String presets, int driverVersion, String sentence) {
         return new Result(new CudaAvailability(presets, driverVersion, List.of(), sentence), null);
+    }
+
+    /** JavaCPP's name of this platform (e.g. {@code linux-arm64}), its natives' classifier. */
+    private static String javacppPlatform() {
+        try {
+            return JavaCppCudaDriver.platform();
+        } catch (LinkageError | RuntimeException e) {
+            return "this platform";
+        }
     }
 
     /**

@@ -26,6 +26,7 @@ import org.bytedeco.cuda.cudart.CUmemAllocationProp_v1;
 import org.bytedeco.cuda.cudart.CUstream_st;
 import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.javacpp.SizeTPointer;
@@ -84,6 +85,15 @@ final class JavaCppCudaDriver implements CudaDriver {
      */
     static JavaCppCudaDriver load(String bindingsVersion) {
         return new JavaCppCudaDriver(bindingsVersion);
+    }
+
+    /**
+     * JavaCPP's name of this platform, the classifier of the natives jars it loads from.
+     *
+     * @return e.g. {@code linux-x86_64}
+     */
+    static String platform() {
+        return Loader.getPlatform();
     }
 
     /**

@@ -7,8 +7,15 @@ package io.github.bfc4j.cuda;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -130,6 +137,71 @@ class CudaProbeTest {
                 .isInstanceOf(CudaUnavailableException.class).hasMessage(sentence);
         assertThatThrownBy(() -> GpuBfcAllocators.create(0, GpuBfcOptions.defaults()))
                 .isInstanceOf(CudaUnavailableException.class).hasMessage(sentence);
+    }
+
+    /** Prints the real probe's sentence, twice (a second call must say the same), for a child JVM. */
+    public static final class PrintSentence {
+        private PrintSentence() {
+        }
+
+        /**
+         * Runs the probe.
+         *
+         * @param args none
+         */
+        public static void main(String[] args) {
+            System.out.println(CudaProbe.availability().unavailableReason());
+            System.out.println(CudaProbe.availability().unavailableReason());
+            try {
+                new CudaDeviceSubAllocator(0);
+            } catch (CudaUnavailableException e) {
+                System.out.println(e.getMessage());
+            }
+        }
+    }
+
+    /**
+     * The real probe in a JVM whose class path is this test's without the jars whose file names
+     * match {@code leaveOut}: its sentence, which the probe must give three times alike.
+     */
+    private static String sentenceWithout(String leaveOut) throws Exception {
+        String[] entries = System.getProperty("java.class.path").split(File.pathSeparator);
+        String cp = Arrays.stream(entries).filter(e -> !Path.of(e).getFileName().toString().matches(leaveOut))
+                .collect(Collectors.joining(File.pathSeparator));
+        assertThat(cp.split(File.pathSeparator)).as("a jar to leave out").hasSizeLessThan(entries.length);
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", cp, PrintSentence.class.getName()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        assertThat(p.exitValue()).as(out).isZero();
+        List<String> lines = out.lines().filter(l -> l.startsWith("No usable CUDA GPU")).toList();
+        assertThat(lines).as(out).hasSize(3).containsOnly(lines.get(0));
+        System.out.println("without " + leaveOut + ": " + lines.get(0));
+        return lines.get(0);
+    }
+
+    /**
+     * Without the presets' natives jar (e.g. on linux-arm64, whose natives bfc-cuda does not
+     * declare) nothing of the driver was tried: the sentence names the jar to add, not the
+     * driver's libraries.
+     */
+    @Test
+    void withoutThePresetsNativesForThisPlatformTheSentenceNamesTheJar() throws Exception {
+        assumeTrue(org.bytedeco.javacpp.Loader.getPlatform().equals("linux-x86_64"),
+                "skipped: the natives bfc-cuda declares are linux-x86_64's, this is " + org.bytedeco.javacpp.Loader.getPlatform());
+        String sentence = sentenceWithout("cuda-.*-linux-x86_64\\.jar");
+        assertThat(sentence).isEqualTo("No usable CUDA GPU: the CUDA presets' JNI library for linux-x86_64 is not"
+                + " on the class path (Could not find jnicudart in class, module, and library paths); add"
+                + " org.bytedeco:cuda:12.9-9.10-1.5.12 and org.bytedeco:javacpp with classifier linux-x86_64,"
+                + " see docs/cuda.md.");
+    }
+
+    /** The presets without JavaCPP are there but cannot load: the sentence names JavaCPP. */
+    @Test
+    void withoutJavaCppTheSentenceNamesIt() throws Exception {
+        String sentence = sentenceWithout("javacpp-[0-9.]+(-linux-x86_64)?\\.jar");
+        assertThat(sentence).startsWith("No usable CUDA GPU: JavaCPP (org.bytedeco:javacpp), which the CUDA"
+                + " presets need, is not on the class path (").endsWith("); add it as docs/cuda.md says.");
     }
 
     @Test
