@@ -106,8 +106,9 @@ public final class BfcCudaProvider implements AutoCloseable {
     }
 
     /**
-     * Why the CUDA provider cannot run on bfc4j memory here, or null if it can: the ONNX Runtime
-     * build lacks the CUDA execution provider, or bfc-cuda's probe finds no usable GPU.
+     * Why the CUDA provider cannot run on bfc4j memory here, or null if it can: ONNX Runtime's
+     * JNI library cannot be loaded, its build lacks the CUDA execution provider, or bfc-cuda's
+     * probe finds no usable GPU. Never throws; later calls give the same answer.
      *
      * @return one sentence, or null
      */
@@ -127,7 +128,8 @@ public final class BfcCudaProvider implements AutoCloseable {
      * @param gpu a bfc4j GPU allocator; keep it open while sessions use the provider
      * @return the provider options; close after the sessions
      * @throws IllegalArgumentException if {@code gpu} is null
-     * @throws IllegalStateException if ONNX Runtime has no CUDA execution provider here, or
+     * @throws IllegalStateException if ONNX Runtime cannot be loaded or has no CUDA execution
+     *     provider here ({@link #unavailableReason()}'s sentence), or
      *     {@value #MAX_OPEN} providers are open
      * @throws OrtCallException if ORT rejects the options
      */
@@ -203,12 +205,38 @@ public final class BfcCudaProvider implements AutoCloseable {
         return p;
     }
 
-    private static String ortReason() {
+    /**
+     * Why ORT's JNI library could not be loaded, once it failed: JavaCPP's class then stays
+     * unusable, and a later call would only say {@code Could not initialize class}. Class lock.
+     */
+    private static String ortLoadFailure;
+
+    private static synchronized String ortReason() {
+        if (ortLoadFailure != null) {
+            return ortLoadFailure;
+        }
         List<String> providers = new ArrayList<>();
         try (StringVector v = org.bytedeco.onnxruntime.global.onnxruntime.GetAvailableProviders()) {
             for (long i = 0; i < v.size(); i++) {
                 providers.add(v.get(i).getString());
             }
+        } catch (LinkageError e) {
+            // UnsatisfiedLinkError: the natives jar for this platform, or a library it needs, is
+            // missing; a second try would be a NoClassDefFoundError.
+            Throwable deepest = e;
+            while (deepest.getCause() != null && deepest.getCause() != deepest) {
+                deepest = deepest.getCause();
+            }
+            String m = deepest.getMessage() == null ? deepest.getClass().getSimpleName() : deepest.getMessage();
+            int so = m.indexOf(".so: ");
+            m = so >= 0 ? m.substring(so + ".so: ".length()) : m;
+            if (m.endsWith(".")) {
+                m = m.substring(0, m.length() - 1);
+            }
+            ortLoadFailure = "ONNX Runtime's JNI library could not be loaded (" + m + "): add org.bytedeco:onnxruntime"
+                    + " with this platform's classifier (linux-x86_64-gpu for the " + CUDA_EXECUTION_PROVIDER
+                    + ", with -Dorg.bytedeco.javacpp.platform.extension=-gpu), see docs/integrations.md.";
+            return ortLoadFailure;
         }
         if (providers.contains(CUDA_EXECUTION_PROVIDER)) {
             return null;

@@ -9,8 +9,14 @@ import io.github.bfc4j.cuda.CudaProbe;
 import io.github.bfc4j.cuda.CudaUnavailableException;
 import io.github.bfc4j.cuda.GpuBfcAllocators;
 import io.github.bfc4j.cuda.GpuBfcOptions;
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
@@ -92,6 +98,77 @@ class BfcCudaProviderTest {
         assertThatThrownBy(() -> BfcCudaProvider.create((io.github.bfc4j.cuda.GpuBfcAllocator) null))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("gpu=null (expected:");
+    }
+
+    /** For a child JVM: unavailableReason() twice, then create()'s failure, one per line. */
+    public static final class PrintReasons {
+        private PrintReasons() {
+        }
+
+        /**
+         * Calls the entry points.
+         *
+         * @param args none
+         */
+        public static void main(String[] args) {
+            for (int i = 0; i < 2; i++) {
+                try {
+                    System.out.println("reason: " + BfcCudaProvider.unavailableReason());
+                } catch (Throwable t) {
+                    System.out.println("reason threw: " + t);
+                }
+            }
+            try {
+                BfcCudaProvider.create(new BfcCudaProvider.DeviceMemory() {
+                    @Override
+                    public long allocate(long bytes) {
+                        return 0;
+                    }
+
+                    @Override
+                    public void free(long ptr) {
+                    }
+
+                    @Override
+                    public int deviceId() {
+                        return 0;
+                    }
+
+                    @Override
+                    public String name() {
+                        return "none";
+                    }
+                });
+                System.out.println("create: made");
+            } catch (Throwable t) {
+                System.out.println("create threw: " + t);
+            }
+        }
+    }
+
+    /**
+     * Without ONNX Runtime's natives for this platform, unavailableReason() gives a sentence (not
+     * an UnsatisfiedLinkError, then a NoClassDefFoundError) and create() throws it.
+     */
+    @Test
+    void withoutOnnxRuntimesNativesTheReasonIsASentenceEveryTime() throws Exception {
+        String[] entries = System.getProperty("java.class.path").split(File.pathSeparator);
+        String cp = Arrays.stream(entries)
+                .filter(e -> !Path.of(e).getFileName().toString().matches("onnxruntime-.*-linux-x86_64(-gpu)?\\.jar"))
+                .collect(Collectors.joining(File.pathSeparator));
+        assertThat(cp.split(File.pathSeparator)).as("ORT's natives jar to leave out").hasSizeLessThan(entries.length);
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", cp, PrintReasons.class.getName()).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println(out);
+        String sentence = "ONNX Runtime's JNI library could not be loaded (Could not find jnionnxruntime in class,"
+                + " module, and library paths): add org.bytedeco:onnxruntime with this platform's classifier"
+                + " (linux-x86_64-gpu for the CUDAExecutionProvider, with"
+                + " -Dorg.bytedeco.javacpp.platform.extension=-gpu), see docs/integrations.md.";
+        assertThat(out.lines().filter(l -> l.contains(": ")).toList()).as(out).containsExactly(
+                "reason: " + sentence, "reason: " + sentence,
+                "create threw: java.lang.IllegalStateException: " + sentence);
     }
 
     @Test
