@@ -134,9 +134,17 @@ public final class CudaProbe {
                         + " docs/cuda.md says.");
             }
             if (failure.endsWith(" in class, module, and library paths")) {
-                // JavaCPP found no JNI library for this platform in any jar: the natives jar
-                // (classifier = platform) is missing; the driver's libraries were never tried.
+                // JavaCPP found no JNI library for this platform: the natives jar (classifier =
+                // platform) is missing, or JavaCPP was told not to extract it; the driver's
+                // libraries were never tried.
                 String platform = javacppPlatform();
+                String jni = "org/bytedeco/cuda/" + platform + "/" + System.mapLibraryName("jnicudart");
+                if (CudaProbe.class.getClassLoader().getResource(jni) != null) {
+                    return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA presets' JNI library"
+                            + " for " + platform + " is on the class path but JavaCPP did not load it (" + failure
+                            + "); check JavaCPP's system properties (org.bytedeco.javacpp.cacheLibraries,"
+                            + " org.bytedeco.javacpp.cachedir), see docs/cuda.md.");
+                }
                 return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA presets' JNI library"
                         + " for " + platform + " is not on the class path (" + failure + "); add"
                         + " org.bytedeco:cuda:" + presetsVersion + " and org.bytedeco:javacpp with classifier "

@@ -164,13 +164,18 @@ class CudaProbeTest {
      * The real probe in a JVM whose class path is this test's without the jars whose file names
      * match {@code leaveOut}: its sentence, which the probe must give three times alike.
      */
-    private static String sentenceWithout(String leaveOut) throws Exception {
+    private static String sentenceWithout(String leaveOut, String... jvmOptions) throws Exception {
         String[] entries = System.getProperty("java.class.path").split(File.pathSeparator);
         String cp = Arrays.stream(entries).filter(e -> !Path.of(e).getFileName().toString().matches(leaveOut))
                 .collect(Collectors.joining(File.pathSeparator));
-        assertThat(cp.split(File.pathSeparator)).as("a jar to leave out").hasSizeLessThan(entries.length);
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", cp, PrintSentence.class.getName()).redirectErrorStream(true).start();
+        if (!leaveOut.isEmpty()) {
+            assertThat(cp.split(File.pathSeparator)).as("a jar to leave out").hasSizeLessThan(entries.length);
+        }
+        List<String> command = new java.util.ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        command.addAll(List.of(jvmOptions));
+        command.addAll(List.of("-cp", cp, PrintSentence.class.getName()));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
         assertThat(p.exitValue()).as(out).isZero();
@@ -194,6 +199,21 @@ class CudaProbeTest {
                 + " on the class path (Could not find jnicudart in class, module, and library paths); add"
                 + " org.bytedeco:cuda:12.9-9.10-1.5.12 and org.bytedeco:javacpp with classifier linux-x86_64,"
                 + " see docs/cuda.md.");
+    }
+
+    /**
+     * The natives jar is there but JavaCPP was told not to extract it: the sentence does not
+     * claim that the jar is missing.
+     */
+    @Test
+    void nativesThatJavaCppDoesNotExtractAreNotCalledMissing() throws Exception {
+        assumeTrue(org.bytedeco.javacpp.Loader.getPlatform().equals("linux-x86_64"),
+                "skipped: the natives bfc-cuda declares are linux-x86_64's, this is " + org.bytedeco.javacpp.Loader.getPlatform());
+        String sentence = sentenceWithout("", "-Dorg.bytedeco.javacpp.cacheLibraries=false");
+        assertThat(sentence).isEqualTo("No usable CUDA GPU: the CUDA presets' JNI library for linux-x86_64 is on"
+                + " the class path but JavaCPP did not load it (Could not find jnicudart in class, module, and"
+                + " library paths); check JavaCPP's system properties (org.bytedeco.javacpp.cacheLibraries,"
+                + " org.bytedeco.javacpp.cachedir), see docs/cuda.md.");
     }
 
     /** The presets without JavaCPP are there but cannot load: the sentence names JavaCPP. */
