@@ -145,6 +145,15 @@ public final class CudaProbe {
                             + "); check JavaCPP's system properties (org.bytedeco.javacpp.cacheLibraries,"
                             + " org.bytedeco.javacpp.cachedir), see docs/cuda.md.");
                 }
+                if (CudaProbe.class.getModule().isNamed()) {
+                    // On the module path the natives are platform modules that nothing requires.
+                    String suffix = platform.replace('-', '.');
+                    return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA presets' JNI library"
+                            + " for " + platform + " is in no module of the module graph (" + failure + "); add"
+                            + " --add-modules org.bytedeco.cuda." + suffix + ",org.bytedeco.javacpp." + suffix
+                            + " (jars org.bytedeco:cuda:" + presetsVersion + " and org.bytedeco:javacpp with"
+                            + " classifier " + platform + "), see docs/cuda.md.");
+                }
                 return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA presets' JNI library"
                         + " for " + platform + " is not on the class path (" + failure + "); add"
                         + " org.bytedeco:cuda:" + presetsVersion + " and org.bytedeco:javacpp with classifier "

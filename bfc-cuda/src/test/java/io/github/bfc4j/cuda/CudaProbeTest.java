@@ -216,6 +216,43 @@ class CudaProbeTest {
                 + " org.bytedeco.javacpp.cachedir), see docs/cuda.md.");
     }
 
+    /**
+     * On the module path the natives jars are platform modules that nothing requires: without
+     * {@code --add-modules} the sentence names the modules to add.
+     */
+    @Test
+    void onTheModulePathWithoutTheNativesModulesTheSentenceNamesThem() throws Exception {
+        assumeTrue(org.bytedeco.javacpp.Loader.getPlatform().equals("linux-x86_64"),
+                "skipped: the natives bfc-cuda declares are linux-x86_64's, this is " + org.bytedeco.javacpp.Loader.getPlatform());
+        Path cudaModule = Path.of(CudaProbe.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path coreModule = Path.of(io.github.bfc4j.core.BfcAllocator.class.getProtectionDomain().getCodeSource()
+                .getLocation().toURI());
+        List<String> modulePath = new java.util.ArrayList<>(List.of(cudaModule.toString(), coreModule.toString()));
+        String testClasses = null;
+        for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
+            String name = Path.of(e).getFileName().toString();
+            if (name.matches("(cuda|javacpp)-[0-9].*\\.jar")) {
+                modulePath.add(e);   // the presets and JavaCPP, with their linux-x86_64 natives jars
+            }
+            if (Path.of(e).equals(Path.of(PrintSentence.class.getProtectionDomain().getCodeSource().getLocation().toURI()))) {
+                testClasses = e;
+            }
+        }
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--module-path", String.join(File.pathSeparator, modulePath), "--add-modules", "io.github.bfc4j.cuda",
+                "-cp", testClasses, io.github.bfc4j.cuda.modulepath.PrintProbeSentence.class.getName())
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println("on the module path: " + out);
+        assertThat(out.lines().toList()).as(out).containsExactly("named module: true",
+                "No usable CUDA GPU: the CUDA presets' JNI library for linux-x86_64 is in no module of the module"
+                + " graph (Could not find jnicudart in class, module, and library paths); add --add-modules"
+                + " org.bytedeco.cuda.linux.x86_64,org.bytedeco.javacpp.linux.x86_64 (jars"
+                + " org.bytedeco:cuda:12.9-9.10-1.5.12 and org.bytedeco:javacpp with classifier linux-x86_64),"
+                + " see docs/cuda.md.");
+    }
+
     /** The presets without JavaCPP are there but cannot load: the sentence names JavaCPP. */
     @Test
     void withoutJavaCppTheSentenceNamesIt() throws Exception {
