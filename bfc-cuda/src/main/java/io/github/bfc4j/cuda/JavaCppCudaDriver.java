@@ -42,8 +42,8 @@ import org.bytedeco.javacpp.SizeTPointer;
  * every {@link #retainPrimaryContext} one {@code cuDevicePrimaryCtxRetain}, every
  * {@link #releasePrimaryContext} one {@code cuDevicePrimaryCtxRelease}.
  *
- * <p>Never run by the bfc4j authors on a real device: written against the presets' API and the
- * CUDA driver API documentation, exercised by the {@code @Tag("gpu")} tests.
+ * <p>Written against the presets' API and the CUDA driver API documentation; exercised on a
+ * device by the {@code @Tag("gpu")} tests (docs/cuda.md says on which).
  */
 final class JavaCppCudaDriver implements CudaDriver {
 
