@@ -5,10 +5,12 @@
 package io.github.bfc4j.cli;
 
 import java.io.IOException;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.concurrent.ThreadLocalRandom;
@@ -16,8 +18,9 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * A file a command writes ({@code report -o}, {@code import-tf-log -o}), written as other tools
  * write theirs: created with the permissions the umask leaves (no attributes are forced on it),
- * refused when it names a directory or a file that may not be written, and never left half
- * written: the content goes to a temporary file beside it, moved over it only when complete.
+ * refused when it names a directory, a file that may not be written or one in a directory that
+ * may not be written, and never left half written: the content goes to a temporary file beside
+ * it, moved over it only when complete.
  */
 final class OutputFile {
 
@@ -36,9 +39,9 @@ final class OutputFile {
     }
 
     /**
-     * Checks that a file can be written there: its directory exists, it is not a directory, and
-     * if it exists it may be written. Commands check before their work, so that a bad
-     * {@code -o} costs nothing.
+     * Checks that a file can be written there: its directory exists and may be written, it is
+     * not a directory, and if it exists it may be written. Commands check before their work, so
+     * that a bad {@code -o} costs nothing.
      *
      * @param option the option's name, for the message
      * @param output the file
@@ -61,6 +64,18 @@ final class OutputFile {
         Path parent = output.toAbsolutePath().getParent();
         if (parent == null || !Files.isDirectory(parent)) {
             throw new UsageException(option + "=" + output + " (expected: a file in an existing directory)");
+        }
+        // The file is written beside the one it replaces: that directory must take a new file.
+        Path dir = parent;
+        if (Files.isSymbolicLink(output)) {
+            try {
+                dir = linkTarget(output).toAbsolutePath().getParent();
+            } catch (IOException e) {
+                dir = null; // said when it is written
+            }
+        }
+        if (dir != null && Files.isDirectory(dir) && !Files.isWritable(dir)) {
+            throw cannotCreate(option, output, dir, "permission denied");
         }
         if (Files.exists(output) && !Files.isWritable(output)) {
             throw new UsageException(option + "=" + output + ": permission denied (the file exists and may not be"
@@ -92,8 +107,15 @@ final class OutputFile {
         Path tmp;
         try {
             tmp = createTemp(target);
-        } catch (IOException e) {
+        } catch (FileAlreadyExistsException e) {
             throw named(option, output, e);
+        } catch (IOException e) {
+            // The file beside it is ours: its name would tell the user nothing.
+            throw cannotCreate(option, output, target.toAbsolutePath().getParent(),
+                    e instanceof AccessDeniedException ? "permission denied"
+                    : e instanceof NoSuchFileException ? "no such file or directory"
+                    : e instanceof FileSystemException f && f.getReason() != null ? f.getReason()
+                    : e.getClass().getSimpleName());
         }
         tmp.toFile().deleteOnExit(); // also when the command is stopped (SIGTERM) part way
         try {
@@ -130,6 +152,16 @@ final class OutputFile {
                         + " file: writing it would destroy the input)");
             }
         }
+    }
+
+    /**
+     * The directory {@code output} would be written in (for a symbolic link, its target's) takes
+     * no new file: {@code -o=DIR/x.html: permission denied: no file can be created in DIR
+     * (expected: a file in a directory you may write to)}.
+     */
+    private static UsageException cannotCreate(String option, Path output, Path dir, String why) {
+        return new UsageException(option + "=" + output + ": " + why + ": no file can be created in " + dir
+                + " (expected: a file in a directory you may write to)");
     }
 
     /** Writes the content to {@code file}, a failure named as {@code output} ({@link #named}). */

@@ -238,6 +238,51 @@ class ReportCommandTest {
     }
 
     @Test
+    void anOutputInADirectoryThatTakesNoNewFileIsRefusedSayingWhy() throws IOException {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path locked = Files.createDirectory(dir.resolve("locked"));
+        try {
+            // A user may not create files in a directory without write permission; root may, but
+            // not in /sys, whose files only the kernel makes.
+            Path noNewFile = locked.toFile().setWritable(false, false) && !Files.isWritable(locked)
+                    ? locked : Path.of("/sys");
+            Path probe = noNewFile.resolve("probe");
+            boolean refused;
+            try {
+                Files.delete(Files.createFile(probe));
+                refused = false;
+            } catch (java.nio.file.AccessDeniedException e) {
+                refused = true;
+            }
+            assumeTrue(refused, "a file can be created in " + noNewFile);
+            Object[][] commands = {
+                {"report", t, "-o"},
+                {"export-snapshot", t, "-o"},
+                {"generate", "--seed", "1", "--calls", "100", "-o"},
+                {"import-tf-log", Cli.TF_LOG, "--allocator", "mklcpu", "-o"},
+            };
+            for (Object[] c : commands) {
+                Path out = noNewFile.resolve("out.file");
+                Object[] args = java.util.Arrays.copyOf(c, c.length + 1);
+                args[c.length] = out;
+                assertThat(cli.run(args)).as(cli.err).isEqualTo(2);
+                // The temporary file's name is the command's own business, not the message's.
+                assertThat(cli.err.lines()).containsExactly("bfc " + c[0] + ": -o=" + out + ": permission denied: no"
+                        + " file can be created in " + noNewFile + " (expected: a file in a directory you may write to)");
+                assertThat(cli.out).isEmpty();
+                assertThat(out).doesNotExist();
+            }
+            // Through a symbolic link, the directory named is the one its target is in.
+            Path link = Files.createSymbolicLink(dir.resolve("link.html"), noNewFile.resolve("r.html"));
+            assertThat(cli.run("report", t, "-o", link)).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + link + ": permission denied: no file can"
+                    + " be created in " + noNewFile + " (expected: a file in a directory you may write to)");
+        } finally {
+            locked.toFile().setWritable(true, false);
+        }
+    }
+
+    @Test
     void theReportIsCreatedWithThePermissionsTheUmaskGives() throws IOException {
         assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
         // Any new file here gets what the process's umask leaves of rw-rw-rw-.
