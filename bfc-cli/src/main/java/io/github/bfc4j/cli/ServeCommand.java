@@ -126,6 +126,10 @@ public final class ServeCommand implements Callable<Integer> {
         if (loop && trace == null) {
             throw new UsageException("--loop needs --trace FILE");
         }
+        if (name != null && name.isBlank()) {
+            throw new UsageException("--name='" + name + "' (expected: a name that is not blank, the allocator.name"
+                    + " tag, e.g. host_bfc)");
+        }
         long timeoutMillis = parseTimeout(clientTimeout);
         Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
         PrintWriter out = spec.commandLine().getOut();

@@ -255,6 +255,11 @@ class ServeCommandTest {
         assertThat(cli.run("serve", "--port", "0", "--client-timeout", "0")).isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly(
                 "bfc serve: --client-timeout=0 (expected: seconds from 0.1 to 3600, e.g. 10)");
+        for (String blank : new String[] {"", "   "}) {
+            assertThat(cli.run("serve", "--port", "0", "--name", blank)).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly("bfc serve: --name='" + blank + "' (expected: a name that is"
+                    + " not blank, the allocator.name tag, e.g. host_bfc)");
+        }
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             assertThat(cli.run("serve", "--port", taken.getLocalPort())).isEqualTo(2);
             assertThat(cli.err).startsWith("bfc serve: --port=" + taken.getLocalPort() + ": ")
