@@ -86,6 +86,22 @@ class DemoCommandTest {
     }
 
     @Test
+    void anAllocationLargerThanAnyAllocatorServesIsOutOfMemoryAsInReplay() throws IOException {
+        // 2^62 + 1 and 9e18 bytes: above BfcAllocator.MAX_ALLOCATION_BYTES, which allocateRaw
+        // (what replay calls) answers with null, as upstream answers what it cannot serve.
+        Path t = dir.resolve("huge.bfctrace");
+        Files.writeString(t, "bfctrace 1\nname huge\nsource workload: test\n"
+                + "options memory_limit=1048576 allow_growth=true garbage_collection=false fragmentation_fraction=0 timing_counter=false\n"
+                + "suballocator sim base=0x100000000 capacity=2097152 gap=0 coalescing=false\n"
+                + "alloc 1 1000\nalloc 2 4611686018427387905\nalloc 3 9000000000000000000\nfree 1\n");
+        assertThat(cli.run("replay", t)).isEqualTo(1);
+        assertThat(cli.out).contains("out of memory  2: line 7 (4.00EiB), line 8 (7.81EiB)");
+        assertThat(cli.run("demo", "--trace", t)).as("stderr: %s", cli.err).isZero();
+        assertThat(cli.err).isEmpty();
+        assertThat(cli.out).containsPattern("  allocations +1\n").containsPattern("  out of memory +2\n");
+    }
+
+    @Test
     void aMissingTraceIsOneClearLine() {
         assertThat(cli.run("demo", "--trace", dir.resolve("nope.bfctrace"))).isEqualTo(2);
         assertThat(cli.err).isEqualTo("bfc demo: " + dir.resolve("nope.bfctrace") + ": no such file\n");
