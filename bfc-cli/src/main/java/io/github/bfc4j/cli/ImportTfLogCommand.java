@@ -181,7 +181,7 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                 out.println("provenance: " + tf.allocsWithStack + " allocs with their stack trace, " + tf.allocsWithOp
                         + " with their op name (#@ lines, docs/trace-format.md)");
             }
-            out.println("memory_limit=" + Sizes.format(limit) + " (from " + limitFrom + "), allow_growth=" + growth
+            out.println("memory_limit=" + Sizes.exact(limit) + " (from " + limitFrom + "), allow_growth=" + growth
                     + " (from " + growthFrom + "), garbage_collection=" + gc);
             CommandRunner.warn(spec, tf.cutWarning());
             return CommandRunner.EXIT_OK;

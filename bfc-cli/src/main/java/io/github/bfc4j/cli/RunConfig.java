@@ -116,7 +116,7 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
 
     /** One line: {@code memory_limit=16GiB allow_growth=true ... sub=sim}. */
     String describe() {
-        return "memory_limit=" + Sizes.format(memoryLimit) + " allow_growth=" + allowGrowth + " garbage_collection="
+        return "memory_limit=" + Sizes.exact(memoryLimit) + " allow_growth=" + allowGrowth + " garbage_collection="
                 + garbageCollection + " fragmentation_fraction=" + fraction(fragmentationFraction) + " sub=" + sub;
     }
 
@@ -219,7 +219,7 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
         }
         String f = fractionFrom != null ? fractionFrom : "fragmentation_fraction=" + fraction(fraction) + " (from "
                 + reader.file() + " line " + reader.optionsLine() + ")";
-        String l = limitFrom != null ? limitFrom : "memory_limit=" + Sizes.format(limit) + " (from the trace)";
+        String l = limitFrom != null ? limitFrom : "memory_limit=" + Sizes.exact(limit) + " (from the trace)";
         throw new UsageException(f + " with " + l + " gives a split threshold of 0 bytes (expected: " + expected
                 + ")");
     }

@@ -94,6 +94,25 @@ final class Sizes {
     }
 
     /**
+     * Formats a size exactly, as it can be given back to an option: in the largest unit that
+     * divides it ({@code 16GiB}, {@code 1536MiB}), else in bytes ({@code 1049000B}). For the
+     * sizes a user chose (memory limits), where {@link #format}'s {@code 1.00MiB} could be any of
+     * several.
+     *
+     * @param bytes a byte count, not negative
+     * @return the size, exact
+     */
+    static String exact(long bytes) {
+        for (int u = UNITS.length - 1; u > 0; u--) {
+            long unit = 1L << (10 * u);
+            if (bytes >= unit && bytes % unit == 0) {
+                return (bytes / unit) + UNITS[u];
+            }
+        }
+        return bytes + "B";
+    }
+
+    /**
      * Formats a size the short way: {@code 16GiB}, {@code 1.50GiB}, {@code 512MiB}, {@code 300B}.
      *
      * @param bytes a byte count

@@ -153,7 +153,7 @@ public final class WhatIfCommand implements Callable<Integer> {
                                 cut = TraceInput.cutWarning(reader, "each row covers the lines read");
                             }
                         }
-                        out.printf(Locale.ROOT, format, Sizes.format(limit), growth, gc,
+                        out.printf(Locale.ROOT, format, Sizes.exact(limit), growth, gc,
                                 RunConfig.fraction(fraction), Sizes.format(r.peakBytesInUse()),
                                 Sizes.format(r.peakPoolBytes()), r.oomCount(),
                                 r.oomCount() == 0 ? "-" : Long.toString(r.oomLine(0)),
@@ -171,7 +171,7 @@ public final class WhatIfCommand implements Callable<Integer> {
             out.println("every combination ran out of memory");
             return CommandRunner.EXIT_FAILED;
         }
-        out.println("smallest memory limit without running out of memory: " + Sizes.format(best.memoryLimit())
+        out.println("smallest memory limit without running out of memory: " + Sizes.exact(best.memoryLimit())
                 + " (allow_growth=" + best.allowGrowth() + " garbage_collection=" + best.garbageCollection()
                 + " fragmentation_fraction=" + RunConfig.fraction(best.fragmentationFraction()) + ")");
         return CommandRunner.EXIT_OK;

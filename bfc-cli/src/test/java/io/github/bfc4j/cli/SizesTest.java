@@ -69,4 +69,15 @@ class SizesTest {
             assertThat(Sizes.format(Sizes.parse("--x", s))).isEqualTo(s);
         }
     }
+
+    @Test
+    void exactSizesReadBackAsTheSameBytes() {
+        assertThat(Sizes.exact(1)).isEqualTo("1B");
+        assertThat(Sizes.exact(3L << 29)).isEqualTo("1536MiB");
+        assertThat(Sizes.exact(44566656)).isEqualTo("44566656B");
+        assertThat(Sizes.exact(Long.MAX_VALUE)).isEqualTo("9223372036854775807B");
+        for (long v : new long[] {1, 1023, 1024, 1049000, 3L << 29, (1L << 40) + 256, 8191L << 50, Long.MAX_VALUE}) {
+            assertThat(Sizes.parse("--x", Sizes.exact(v))).as(Sizes.exact(v)).isEqualTo(v);
+        }
+    }
 }

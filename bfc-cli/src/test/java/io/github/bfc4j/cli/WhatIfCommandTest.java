@@ -40,6 +40,23 @@ class WhatIfCommandTest {
     }
 
     @Test
+    void limitsAreShownExactlyNotRoundedToOneAnother() {
+        // 256 bytes apart, both 42.50 MiB to two decimals: one runs out of memory, one does not.
+        assertThat(cli.run("whatif", RESNET, "--memory-limit", "44566400,44566656,1536MiB")).isEqualTo(0);
+        List<String> lines = cli.out.lines().toList();
+        assertThat(lines.get(1)).startsWith("44566400B     true ");
+        assertThat(lines.get(1).split(" +")[6]).isNotEqualTo("0");
+        assertThat(lines.get(2)).startsWith("44566656B     true ");
+        assertThat(lines.get(2).split(" +")[6]).isEqualTo("0");
+        assertThat(lines.get(3)).startsWith("1536MiB       true ");
+        assertThat(lines.get(4)).isEqualTo("smallest memory limit without running out of memory: 44566656B"
+                + " (allow_growth=true garbage_collection=false fragmentation_fraction=0)");
+        // What it names can be given back as it is.
+        assertThat(cli.run("replay", RESNET, "--memory-limit", "44566656B")).isZero();
+        assertThat(cli.out).contains("options        memory_limit=44566656B allow_growth=true");
+    }
+
+    @Test
     void theFirstOutOfMemoryLineMatchesReplay() {
         assertThat(cli.run("whatif", RESNET, "--memory-limit", "32MiB")).isEqualTo(1);
         String row = cli.out.lines().toList().get(1);
