@@ -8,6 +8,8 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.LeakDetection;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Properties;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -77,14 +79,21 @@ public final class BfcCommand implements Runnable {
     /**
      * Checks the bfc4j system properties that every allocator reads ({@code bfc4j.dumpOnOom},
      * {@code bfc4j.jfr.allocationSamplePeriod}, {@code bfc4j.leakDetection}), so that a bad one is
-     * one line at the start instead of a failure in whichever command builds an allocator.
+     * one line at the start instead of a failure in whichever command builds an allocator; a dump
+     * directory that is a file is refused too, as no dump could go there.
      *
      * @return what is wrong and where to fix it, or null if they are all usable
      */
     static String badSystemProperty() {
         try {
-            BfcOptions.builder();
+            Path dumps = BfcOptions.builder().build().dumpOnOomDirectory();
             LeakDetection.fromSystemProperty();
+            // The dumps are written from inside a failing call, whose message no command shows
+            // (replay's calls answer null): a directory they cannot go to is said now.
+            if (dumps != null && Files.exists(dumps) && !Files.isDirectory(dumps)) {
+                return "-Dbfc4j.dumpOnOom=" + dumps + " is not a directory (expected: a directory for the"
+                        + " out-of-memory dumps, created if missing); change it or take it out of BFC_JAVA_OPTS";
+            }
             return null;
         } catch (IllegalArgumentException e) {
             return e.getMessage() + "; change it or take it out of BFC_JAVA_OPTS";

@@ -69,6 +69,11 @@ class BfcCommandTest {
                     + " >= 0; 0 turns allocation samples off); change it or take it out of BFC_JAVA_OPTS"},
             {"-Dbfc4j.leakDetection=loud", "bfc: -Dbfc4j.leakDetection=loud (expected: disabled, simple or paranoid);"
                     + " change it or take it out of BFC_JAVA_OPTS"},
+            // A file where the dumps' directory should be: no dump could be written, and replay would
+            // not say so (its failing calls answer null, without the message that tells).
+            {"-Dbfc4j.dumpOnOom=" + tiny, "bfc: -Dbfc4j.dumpOnOom=" + tiny + " is not a directory (expected: a"
+                    + " directory for the out-of-memory dumps, created if missing); change it or take it out of"
+                    + " BFC_JAVA_OPTS"},
         };
         for (String[] c : cases) {
             Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), c[0],
