@@ -25,7 +25,10 @@ import picocli.CommandLine.UnmatchedArgumentException;
  * case is reported as the bad option value it is: {@code --allow-growth maybe (expected: true or
  * false ...)}. Other unmatched words: a misspelt command gets the nearest command's name
  * ({@code bfc: unknown command 'repaly' (did you mean replay?)}), an argument too many gets
- * what the command takes ({@code unexpected argument 'b' (expected: TRACE only)}).
+ * what the command takes ({@code unexpected argument 'b' (expected: TRACE only)}, or {@code
+ * (expected: options only)} where it takes none). A value of the wrong type is named as the
+ * commands name theirs: {@code --allow-growth=maybe (expected: true or false)}, {@code
+ * --port=abc (expected: a whole number)}.
  */
 final class UsageErrorHandler implements IParameterExceptionHandler {
 
@@ -35,7 +38,15 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         String name = c.getCommandSpec().qualifiedName(" ");
         String message = ex.getMessage() == null ? ex.toString() : ex.getMessage().replace('\n', ' ').trim();
         String hint = "";
-        if (ex instanceof UnmatchedArgumentException u) {
+        String expected = ex instanceof UnmatchedArgumentException || !(ex.getArgSpec() instanceof OptionSpec o)
+                || ex.getValue() == null || !message.startsWith("Invalid value for option") ? null
+                : expected(o.type(), ex.getValue());
+        if (expected != null) {
+            // picocli's "Invalid value for option '--x': 'y' is not a boolean": the value, and
+            // what it takes, in the shape of the commands' own messages.
+            message = ((OptionSpec) ex.getArgSpec()).longestName() + "=" + ex.getValue() + " (expected: " + expected
+                    + ")";
+        } else if (ex instanceof UnmatchedArgumentException u) {
             String value = optionalBooleanValue(c, args, u.getUnmatched());
             String word = u.getUnmatched().isEmpty() ? "-" : u.getUnmatched().get(0);
             if (value != null) {
@@ -45,7 +56,9 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
                 message = "unknown command '" + word + "'";
                 String near = nearest(word, c.getSubcommands().keySet());
                 hint = near == null ? "" : " (did you mean " + near + "?)";
-            } else if (!word.startsWith("-") && !c.getCommandSpec().positionalParameters().isEmpty()) {
+            } else if (!word.startsWith("-") && c.getCommandSpec().positionalParameters().isEmpty()) {
+                message = "unexpected argument '" + word + "' (expected: options only)";
+            } else if (!word.startsWith("-")) {
                 message = "unexpected argument '" + word + "' (expected: "
                         + c.getCommandSpec().positionalParameters().stream()
                                 .map(p -> p.paramLabel() + (p.arity().max() > 1 ? "..." : ""))
@@ -57,6 +70,23 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         c.getErr().println(name + ": " + message + hint + " (see '" + name + " --help')");
         c.getErr().flush();
         return CommandRunner.EXIT_USAGE;
+    }
+
+    /** What an option of this type takes, given {@code value}; null to keep picocli's message. */
+    private static String expected(Class<?> type, String value) {
+        if (type == boolean.class || type == Boolean.class) {
+            return "true or false";
+        }
+        boolean isInt = type == int.class || type == Integer.class;
+        if (!isInt && type != long.class && type != Long.class) {
+            return null;
+        }
+        if (value.matches("-?[0-9]+")) {
+            // A whole number, but past what the option's type holds.
+            return "a number from " + (isInt ? Integer.MIN_VALUE : Long.MIN_VALUE) + " to "
+                    + (isInt ? Integer.MAX_VALUE : Long.MAX_VALUE);
+        }
+        return "a whole number";
     }
 
     /** The name nearest {@code word} by edit distance (a swap of two letters counts one), if near. */

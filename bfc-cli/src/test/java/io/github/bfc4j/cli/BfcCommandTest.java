@@ -47,6 +47,40 @@ class BfcCommandTest {
     }
 
     @Test
+    void anArgumentToACommandThatTakesNoneIsNamed() {
+        for (String command : new String[] {"demo", "cuda-info"}) {
+            assertThat(cli.run(command, "extra")).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly("bfc " + command + ": unexpected argument 'extra' (expected:"
+                    + " options only) (see 'bfc " + command + " --help')");
+        }
+    }
+
+    @Test
+    void anOptionValueOfTheWrongTypeIsNamedWithWhatItTakes() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Object[][] cases = {
+            {new Object[] {"replay", t, "--allow-growth=maybe"}, "bfc replay: --allow-growth=maybe (expected: true or"
+                    + " false) (see 'bfc replay --help')"},
+            {new Object[] {"report", t, "-o", "r.html", "--garbage-collection=1"}, "bfc report:"
+                    + " --garbage-collection=1 (expected: true or false) (see 'bfc report --help')"},
+            {new Object[] {"serve", "--port", "abc"}, "bfc serve: --port=abc (expected: a whole number) (see 'bfc"
+                    + " serve --help')"},
+            {new Object[] {"export-snapshot", t, "-o", "s.pickle", "--max-entries", "1.5"}, "bfc export-snapshot:"
+                    + " --max-entries=1.5 (expected: a whole number) (see 'bfc export-snapshot --help')"},
+            {new Object[] {"report", t, "-o", "r.html", "--points", "99999999999"}, "bfc report: --points=99999999999"
+                    + " (expected: a number from -2147483648 to 2147483647) (see 'bfc report --help')"},
+            {new Object[] {"generate", "--seed", "99999999999999999999", "-o", "g.bfctrace"}, "bfc generate:"
+                    + " --seed=99999999999999999999 (expected: a number from -9223372036854775808 to"
+                    + " 9223372036854775807) (see 'bfc generate --help')"},
+        };
+        for (Object[] c : cases) {
+            assertThat(cli.run((Object[]) c[0])).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly((String) c[1]);
+            assertThat(cli.out).isEmpty();
+        }
+    }
+
+    @Test
     void theLaunchersUsageCommentNamesEverySubcommand() throws IOException {
         // Surefire runs in the module's directory.
         List<String> comment = Files.readAllLines(Path.of("../bin/bfc")).stream().skip(1)
