@@ -422,7 +422,8 @@ public final class BfcAllocator implements MemoryAllocator {
      *
      * @param bytes the size wanted, > 0
      * @return the allocation
-     * @throws IllegalArgumentException if {@code bytes} is not positive
+     * @throws IllegalArgumentException if {@code bytes} is not positive, or {@code bytes + 63}
+     *     exceeds {@link #MAX_ALLOCATION_BYTES}
      * @throws BfcOutOfMemoryException if the memory cannot be had (after upstream's retries,
      *     when {@link BfcOptions#allowRetryOnFailure()} is on)
      * @throws IllegalStateException if the allocator is closed, or if called from inside its

@@ -34,7 +34,8 @@ public interface MemoryAllocator extends AutoCloseable {
      *
      * @param bytes the size wanted, > 0
      * @return the allocation
-     * @throws IllegalArgumentException if {@code bytes} is not positive
+     * @throws IllegalArgumentException if {@code bytes} is not positive, or {@code bytes + 63}
+     *     exceeds {@link BfcAllocator#MAX_ALLOCATION_BYTES}
      * @throws BfcOutOfMemoryException if it cannot be served
      * @throws IllegalStateException if the allocator is closed, or if called from inside its
      *     sub-allocator's {@code alloc} or {@code free}
@@ -47,8 +48,9 @@ public interface MemoryAllocator extends AutoCloseable {
      * @param bytes the size wanted, > 0
      * @param alignment a power of two
      * @return the allocation
-     * @throws IllegalArgumentException if {@code bytes} is not positive or {@code alignment} is
-     *     not a power of two
+     * @throws IllegalArgumentException if {@code bytes} is not positive, {@code alignment} is
+     *     not a power of two, or {@code bytes + alignment - 1} exceeds
+     *     {@link BfcAllocator#MAX_ALLOCATION_BYTES}
      * @throws BfcOutOfMemoryException if it cannot be served
      * @throws IllegalStateException if the allocator is closed, or if called from inside its
      *     sub-allocator's {@code alloc} or {@code free}

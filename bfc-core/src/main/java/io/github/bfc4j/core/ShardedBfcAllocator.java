@@ -270,7 +270,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *
      * @param bytes the size wanted, > 0
      * @return the allocation
-     * @throws IllegalArgumentException if {@code bytes} is not positive
+     * @throws IllegalArgumentException if {@code bytes} is not positive, or {@code bytes + 63}
+     *     exceeds {@link BfcAllocator#MAX_ALLOCATION_BYTES}
      * @throws BfcOutOfMemoryException if no shard can serve it (see the class description);
      *     its figures are those of all shards together, its cause the home shard's exception
      * @throws IllegalStateException if the allocator is closed, or if called from inside its
