@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.Properties;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.HelpCommand;
 import picocli.CommandLine.IVersionProvider;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.ParameterException;
@@ -21,7 +22,7 @@ import picocli.CommandLine.Spec;
 /**
  * The {@code bfc} command (the main class of {@code bfc-cli/target/bfc.jar}). Each subcommand is
  * its own class: {@link VerifyCommand} ({@code bfc verify FILE...}), {@link CudaInfoCommand}
- * ({@code bfc cuda-info}).
+ * ({@code bfc cuda-info}); {@code bfc help COMMAND} is {@code bfc COMMAND --help}.
  */
 @Command(
         name = "bfc",
@@ -30,7 +31,7 @@ import picocli.CommandLine.Spec;
         description = "Tools for bfc4j, the Java port of TensorFlow's BFC allocator.",
         subcommands = {VerifyCommand.class, DemoCommand.class, CudaInfoCommand.class, ReplayCommand.class,
             WhatIfCommand.class, ImportTfLogCommand.class, ReportCommand.class, ExportSnapshotCommand.class,
-            ServeCommand.class, GenerateCommand.class})
+            ServeCommand.class, GenerateCommand.class, HelpCommand.class})
 public final class BfcCommand implements Runnable {
 
     @Spec

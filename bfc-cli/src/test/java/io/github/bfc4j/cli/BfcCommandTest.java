@@ -40,6 +40,17 @@ class BfcCommandTest {
     }
 
     @Test
+    void helpCommandPrintsThatCommandsHelp() {
+        // "bfc help replay" was read as "replay" without its TRACE: a usage error about a trace.
+        assertThat(cli.run("replay", "--help")).isZero();
+        String replayHelp = cli.out;
+        assertThat(cli.run("help", "replay")).as(cli.err).isZero();
+        assertThat(cli.out).isEqualTo(replayHelp).startsWith("Usage: bfc replay ");
+        assertThat(cli.run("help")).isZero();
+        assertThat(cli.out).startsWith("Usage: bfc ").contains("  replay ");
+    }
+
+    @Test
     void anArgumentTooManyIsNamedWithWhatTheCommandTakes() {
         assertThat(cli.run("replay", "a.bfctrace", "b.bfctrace")).isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly("bfc replay: unexpected argument 'b.bfctrace' (expected: TRACE"
