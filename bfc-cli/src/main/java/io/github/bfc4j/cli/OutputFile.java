@@ -122,9 +122,15 @@ final class OutputFile {
             writeNamed(option, output, content, tmp);
             check(option, output, example);
             try {
-                Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+                try {
+                    Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+                } catch (AtomicMoveNotSupportedException e) {
+                    Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+                }
+            } catch (IOException e) {
+                // A name the file system refuses ("File name too long") fails only here, with
+                // the temporary file's name: the message names the output.
+                throw named(option, output, e);
             }
         } finally {
             Files.deleteIfExists(tmp);

@@ -283,6 +283,26 @@ class ReportCommandTest {
     }
 
     @Test
+    void aNameTheFileSystemRefusesIsNamedAsGiven() throws IOException {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path tooLong = dir.resolve("r".repeat(300) + ".html");
+        String reason;
+        try {
+            Files.createFile(tooLong);
+            reason = null;
+        } catch (java.nio.file.FileSystemException e) {
+            reason = e.getReason();
+        }
+        assumeTrue(reason != null, "this file system takes names of 305 bytes");
+        assertThat(cli.run("report", t, "-o", tooLong)).isEqualTo(2);
+        // Not the temporary file's name, which the user never gave.
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + tooLong + ": " + reason);
+        try (var left = Files.list(dir)) {
+            assertThat(left).isEmpty();
+        }
+    }
+
+    @Test
     void theReportIsCreatedWithThePermissionsTheUmaskGives() throws IOException {
         assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
         // Any new file here gets what the process's umask leaves of rw-rw-rw-.
