@@ -530,13 +530,21 @@ public final class TraceReader implements Closeable {
         return new String(buf, s, e - s, StandardCharsets.UTF_8);
     }
 
+    /** The most bytes of a token or line that a message quotes; a longer one is cut, {@code ...'}. */
+    private static final int QUOTE_BYTES = 200;
+
     private String quote(int t) {
-        return "'" + visible(text(tokStart[t], tokEnd[t])) + "'";
+        return quote(tokStart[t], tokEnd[t]);
     }
 
     private String quoteLine() {
-        int e = Math.min(lineEnd, lineStart + 200);
-        return "'" + visible(text(lineStart, e)) + (e < lineEnd ? "...'" : "'");
+        return quote(lineStart, lineEnd);
+    }
+
+    /** Bytes {@code [s, e)} quoted for a message: at most {@link #QUOTE_BYTES}, shown visibly. */
+    private String quote(int s, int e) {
+        int cut = Math.min(e, s + QUOTE_BYTES);
+        return "'" + visible(text(s, cut)) + (cut < e ? "...'" : "'");
     }
 
     /**

@@ -270,6 +270,21 @@ class TraceReaderTest {
     }
 
     @Test
+    void aLongTokenIsQuotedCutAsALongLineIs() {
+        // A size of 500,000 digits: the message quotes its first 200 bytes, not the whole token.
+        String digits = "9".repeat(500_000);
+        TraceFormatException e = failure(HEADER + "alloc 1 " + digits + " => null\n");
+        assertThat(e.getMessage()).isEqualTo("t.bfctrace line 6: found '" + "9".repeat(200) + "...' (too large),"
+                + " expected a number of bytes of at most 9223372036854775807");
+        e = failure(HEADER + "x".repeat(500_000) + " 1\n");
+        assertThat(e.getMessage()).startsWith("t.bfctrace line 6: found '" + "x".repeat(200) + "...', expected a line"
+                + " kind");
+        // A token of 200 bytes is quoted whole.
+        e = failure(HEADER + "alloc 1 " + "9".repeat(200) + " => null\n");
+        assertThat(e.getMessage()).contains("found '" + "9".repeat(200) + "' (too large)");
+    }
+
+    @Test
     void aGzipFileTooShortForItsHeaderIsNamed() {
         // Ten bytes make a gzip header; three are the magic bytes and the method.
         EOFException e = catchThrowableOfType(() -> TraceReader.open(new ByteArrayInputStream(
