@@ -59,14 +59,14 @@ final class TraceProvenance {
         String[] t = line.substring(PREFIX.length()).split(" ", -1);
         for (String s : t) {
             if (s.isEmpty()) {
-                throw new TraceFormatException(file, lineNumber, "an empty token in '" + shorten(line) + "'",
+                throw new TraceFormatException(file, lineNumber, "an empty token in " + quote(line),
                         "tokens separated by single spaces");
             }
         }
         switch (t[0]) {
             case "frame" -> {
                 if (t.length != 6) {
-                    throw new TraceFormatException(file, lineNumber, "'" + shorten(line) + "'",
+                    throw new TraceFormatException(file, lineNumber, quote(line),
                             "'#@ frame <n> <class> <method> <file> <line>'");
                 }
                 long n = number(t[1], lineNumber, "a frame number");
@@ -82,7 +82,7 @@ final class TraceProvenance {
             }
             case "stack" -> {
                 if (t.length < 3) {
-                    throw new TraceFormatException(this.file, lineNumber, "'" + shorten(line) + "'",
+                    throw new TraceFormatException(this.file, lineNumber, quote(line),
                             "'#@ stack <s> <frame> [<frame> ...]'");
                 }
                 long s = number(t[1], lineNumber, "a stack number");
@@ -111,7 +111,7 @@ final class TraceProvenance {
     private void parseAlloc(String[] t, String line, long lineNumber) throws TraceFormatException {
         String syntax = "'#@ alloc <id> [thread=<text>] [time_us=<n>] [annotation=<text>] [step=<n>] [stack=<s>]'";
         if (t.length < 2) {
-            throw new TraceFormatException(file, lineNumber, "'" + shorten(line) + "'", syntax);
+            throw new TraceFormatException(file, lineNumber, quote(line), syntax);
         }
         long id = number(t[1], lineNumber, "an allocation id");
         String thread = null;
@@ -122,7 +122,7 @@ final class TraceProvenance {
         for (int i = 2; i < t.length; i++) {
             int eq = t[i].indexOf('=');
             if (eq <= 0) {
-                throw new TraceFormatException(file, lineNumber, "'" + t[i] + "'", "key=value in " + syntax);
+                throw new TraceFormatException(file, lineNumber, quote(t[i]), "key=value in " + syntax);
             }
             String k = t[i].substring(0, eq);
             String v = t[i].substring(eq + 1);
@@ -142,7 +142,7 @@ final class TraceProvenance {
                                 + " '#@ stack' line defines", "stacks defined before the lines that use them");
                     }
                 }
-                default -> throw new TraceFormatException(file, lineNumber, "the key '" + k + "'",
+                default -> throw new TraceFormatException(file, lineNumber, "the key " + quote(k),
                         "thread, time_us, annotation, step or stack in " + syntax);
             }
         }
@@ -175,7 +175,7 @@ final class TraceProvenance {
         } catch (NumberFormatException e) {
             // reported below
         }
-        throw new TraceFormatException(file, lineNumber, "'" + s + "'", what + " (a decimal number >= 0)");
+        throw new TraceFormatException(file, lineNumber, quote(s), what + " (a decimal number >= 0)");
     }
 
     private String decode(String s, long lineNumber) throws TraceFormatException {
@@ -192,7 +192,7 @@ final class TraceProvenance {
                 int hi = i + 2 < b.length ? Character.digit(b[i + 1], 16) : -1;
                 int lo = i + 2 < b.length ? Character.digit(b[i + 2], 16) : -1;
                 if (hi < 0 || lo < 0) {
-                    throw new TraceFormatException(file, lineNumber, "'" + s + "'",
+                    throw new TraceFormatException(file, lineNumber, quote(s),
                             "percent-encoded text (%XX with two hex digits)");
                 }
                 out.write(hi << 4 | lo);
@@ -208,8 +208,13 @@ final class TraceProvenance {
         return s == null ? "" : s;
     }
 
-    private static String shorten(String line) {
-        return line.length() > 200 ? line.substring(0, 200) + "..." : line;
+    /**
+     * Text quoted for a message as the reader quotes its lines and words: the first 200
+     * characters, then {@code ...}, with control characters shown as escapes.
+     */
+    private static String quote(String text) {
+        return "'" + TraceReader.visible(text.length() > 200 ? text.substring(0, 200) : text)
+                + (text.length() > 200 ? "...'" : "'");
     }
 
     // ---------------------------------------------------------------------------------------

@@ -552,7 +552,7 @@ public final class TraceReader implements Closeable {
      * byte-order mark) written as escapes: a message quotes the line, and the line may be any
      * bytes.
      */
-    private static String visible(String text) {
+    static String visible(String text) {
         StringBuilder sb = null;
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);

@@ -195,4 +195,22 @@ class TraceProvenanceTest {
         assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1  step=2\nalloc 1 100\n"))
                 .isInstanceOf(TraceFormatException.class).hasMessageContaining("an empty token");
     }
+
+    @Test
+    void aLongOrControlWordIsQuotedCutAndVisible() {
+        // 300,000 bytes of a key, a step or a stack number: quoted to 200, as the reader's own.
+        String x = "x".repeat(300_000);
+        assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1 " + x + "=1\nalloc 1 100\n"))
+                .isInstanceOf(TraceFormatException.class).hasMessageStartingWith("t.bfctrace line 6: found the key '"
+                        + "x".repeat(200) + "...', expected thread, time_us, annotation, step or stack in ");
+        String nines = "9".repeat(300_000);
+        for (String line : new String[] {"#@ alloc 1 step=" + nines, "#@ alloc 1 stack=" + nines}) {
+            assertThatThrownBy(() -> read(WORKLOAD_HEADER + line + "\nalloc 1 100\n"))
+                    .isInstanceOf(TraceFormatException.class)
+                    .hasMessageStartingWith("t.bfctrace line 6: found '" + "9".repeat(200) + "...', expected");
+        }
+        // An escape character is shown, not sent to the terminal.
+        assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1 \u001b[2J=1\nalloc 1 100\n"))
+                .isInstanceOf(TraceFormatException.class).hasMessageContaining("the key '\\x1b[2J'");
+    }
 }
