@@ -338,7 +338,7 @@ final class TfLog {
         if (!names.contains(allocator) || allocs == 0) {
             if (!names.contains(allocator)) {
                 throw new UsageException("--allocator=" + allocator + " (expected: an allocator of " + file + ": "
-                        + String.join(", ", names.stream().limit(20).toList())
+                        + String.join(", ", names.stream().limit(20).map(TfLog::shown).toList())
                         + (names.size() > 20 ? ", ... (" + (names.size() - 20) + " more)" : "") + ")");
             }
             throw new UsageException(file + " has no 'AllocateRaw " + allocator + "  <bytes> <ptr>' lines: write the"
@@ -523,8 +523,27 @@ final class TfLog {
     }
 
     private UsageException unusable(long n, String msg, String expected) {
-        String shown = msg.length() > 120 ? msg.substring(0, 120) + "..." : msg;
-        return new UsageException(file + " line " + n + ": cannot use '" + shown + "' (expected: " + expected + ")");
+        return new UsageException(file + " line " + n + ": cannot use '" + shown(msg) + "' (expected: " + expected
+                + ")");
+    }
+
+    /**
+     * Text of the log as a message shows it: its first 120 characters (then {@code ...}), with
+     * control characters but tab as escapes ({@code \x1b}), so that a line of any bytes makes a
+     * short message and never drives the terminal.
+     */
+    private static String shown(String text) {
+        int end = Math.min(text.length(), 120);
+        StringBuilder sb = new StringBuilder(end + 8);
+        for (int i = 0; i < end; i++) {
+            char c = text.charAt(i);
+            if (c < 0x20 && c != '\t' || c == 0x7f) {
+                sb.append(String.format("\\x%02x", (int) c));
+            } else {
+                sb.append(c);
+            }
+        }
+        return end < text.length() ? sb.append("...").toString() : sb.toString();
     }
 
     private long number(long n, String msg, String token, String expected) {
@@ -550,7 +569,8 @@ final class TfLog {
                 // reported below
             }
         }
-        throw unusable(n, msg, "an address like 0x7f19f8135040, or 0 for null, in place of '" + token + "'");
+        throw unusable(n, msg, "an address like 0x7f19f8135040, or 0 for null, in place of '" + shown(token)
+                + "'");
     }
 
     /**

@@ -125,6 +125,28 @@ class ImportTfLogCommandTest {
     }
 
     @Test
+    void aLongOrControlAddressIsQuotedCutAndVisible() throws IOException {
+        String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
+        List<String> lines = good.lines().toList();
+        int target = allocateRawResultLines(lines).get(0);
+        Path log = dir.resolve("bad.log");
+        // An address of 300,000 characters: the message quotes 120 of it, not the whole.
+        Files.writeString(log, replaceLine(lines, target, lines.get(target).replaceFirst(" 0x[0-9a-f]+$",
+                " 0x" + "g".repeat(300_000))));
+        assertThat(cli.run("import-tf-log", log, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"), "--memory-limit",
+                "64MiB")).isEqualTo(2);
+        assertThat(cli.err.lines()).singleElement().asString().hasSizeLessThan(500)
+                .endsWith("in place of '0x" + "g".repeat(118) + "...')");
+        // An escape character in it is shown, not sent to the terminal.
+        Files.writeString(log, replaceLine(lines, target, lines.get(target).replaceFirst(" 0x[0-9a-f]+$",
+                " 0x7f\u001b[2J")));
+        assertThat(cli.run("import-tf-log", log, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"), "--memory-limit",
+                "64MiB")).isEqualTo(2);
+        assertThat(cli.err).doesNotContain("\u001b").endsWith("in place of '0x7f\\x1b[2J')\n");
+        assertThat(dir.resolve("x")).doesNotExist();
+    }
+
+    @Test
     void unusableLinesAreNamed() throws IOException {
         String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
         List<String> lines = good.lines().toList();
