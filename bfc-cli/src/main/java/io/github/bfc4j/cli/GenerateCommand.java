@@ -131,6 +131,10 @@ public final class GenerateCommand implements Callable<Integer> {
             addGiven(given, "--capacity", capacity);
             addGiven(given, "--gap", gap);
             addGiven(given, "--coalescing", coalescing);
+            // Every name first: a bad one for a later seed must not leave the earlier ones written.
+            for (int i = 0; i < count; i++) {
+                OutputFile.check("-o", Path.of(output.replace(SEED, Long.toString(seed + i))), "trace.bfctrace");
+            }
             for (int i = 0; i < count; i++) {
                 long traceSeed = seed + i;
                 Path file = Path.of(output.replace(SEED, Long.toString(traceSeed)));

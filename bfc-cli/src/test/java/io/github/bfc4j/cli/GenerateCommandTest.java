@@ -72,6 +72,19 @@ class GenerateCommandTest {
         assertThat(dir.resolve("w9223372036854775806.bfctrace")).doesNotExist();
     }
 
+    @Test
+    void withCountEveryNameIsCheckedBeforeAnyTraceIsWritten() throws IOException {
+        // The second seed's name is a directory: nothing is written, not the first seed's trace.
+        Files.createDirectory(dir.resolve("r2.bfctrace"));
+        assertThat(cli.run("generate", "--seed", 1, "--count", 3, "--calls", 100, "-o", dir.resolve("r{seed}.bfctrace")))
+                .isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc generate: -o=" + dir.resolve("r2.bfctrace") + " is a directory"
+                + " (expected: the file to write, e.g. " + dir.resolve("r2.bfctrace/trace.bfctrace") + ")");
+        assertThat(cli.out).isEmpty();
+        assertThat(dir.resolve("r1.bfctrace")).doesNotExist();
+        assertThat(dir.resolve("r3.bfctrace")).doesNotExist();
+    }
+
     /** What one seed's trace held, counted while checking that it is a consistent workload. */
     private static final class Seen {
         long calls;
