@@ -10,6 +10,7 @@ import java.util.Locale;
 import java.util.stream.Collectors;
 import picocli.CommandLine;
 import picocli.CommandLine.IParameterExceptionHandler;
+import picocli.CommandLine.MissingParameterException;
 import picocli.CommandLine.Model.OptionSpec;
 import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.UnmatchedArgumentException;
@@ -46,6 +47,12 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
             // what it takes, in the shape of the commands' own messages.
             message = ((OptionSpec) ex.getArgSpec()).longestName() + "=" + ex.getValue() + " (expected: " + expected
                     + ")";
+        } else if (ex instanceof MissingParameterException && dashWord(c, args) != null) {
+            // "bfc verify -x.bfctrace": picocli took the file for an unknown option, then found
+            // no FILE.
+            String w = dashWord(c, args);
+            message = message + " ('" + w + "' was read as an option: give a file whose name starts with '-' as ./"
+                    + w + ", or after --)";
         } else if (ex instanceof UnmatchedArgumentException u) {
             String value = optionalBooleanValue(c, args, u.getUnmatched());
             String word = u.getUnmatched().isEmpty() ? "-" : u.getUnmatched().get(0);
@@ -70,6 +77,20 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         c.getErr().println(name + ": " + message + hint + " (see '" + name + " --help')");
         c.getErr().flush();
         return CommandRunner.EXIT_USAGE;
+    }
+
+    /** The first argument that starts with '-' and is no option of the command, or null. */
+    private static String dashWord(CommandLine c, String[] args) {
+        for (String a : args) {
+            if (a.equals("--")) {
+                return null;
+            }
+            if (a.length() > 1 && a.startsWith("-") && c.getCommandSpec().findOption(a.split("=", 2)[0]) == null
+                    && !c.getCommandSpec().name().equals(a)) {
+                return a;
+            }
+        }
+        return null;
     }
 
     /** What an option of this type takes, given {@code value}; null to keep picocli's message. */

@@ -58,6 +58,16 @@ class BfcCommandTest {
     }
 
     @Test
+    void aFileWhoseNameStartsWithADashIsToldHowToGiveIt() {
+        assertThat(cli.run("verify", "-x.bfctrace")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc verify: Missing required parameter: 'FILE' ('-x.bfctrace' was"
+                + " read as an option: give a file whose name starts with '-' as ./-x.bfctrace, or after --) (see 'bfc"
+                + " verify --help')");
+        assertThat(cli.run("replay", "-x.bfctrace", "--memory-limit=1GiB")).isEqualTo(2);
+        assertThat(cli.err).contains("('-x.bfctrace' was read as an option");
+    }
+
+    @Test
     void anArgumentToACommandThatTakesNoneIsNamed() {
         for (String command : new String[] {"demo", "cuda-info"}) {
             assertThat(cli.run(command, "extra")).isEqualTo(2);
