@@ -160,6 +160,12 @@ class CudaProbeTest {
         }
     }
 
+    /** The tests that leave natives out know only bfc-cuda's own: linux-x86_64's. */
+    private static void assumeTheNativesDeclaredAreThisPlatforms() {
+        assumeTrue(org.bytedeco.javacpp.Loader.getPlatform().equals("linux-x86_64"),
+                "skipped: the natives bfc-cuda declares are linux-x86_64's, this is " + org.bytedeco.javacpp.Loader.getPlatform());
+    }
+
     /**
      * The real probe in a JVM whose class path is this test's without the jars whose file names
      * match {@code leaveOut}: its sentence, which the probe must give three times alike.
@@ -192,8 +198,7 @@ class CudaProbeTest {
      */
     @Test
     void withoutThePresetsNativesForThisPlatformTheSentenceNamesTheJar() throws Exception {
-        assumeTrue(org.bytedeco.javacpp.Loader.getPlatform().equals("linux-x86_64"),
-                "skipped: the natives bfc-cuda declares are linux-x86_64's, this is " + org.bytedeco.javacpp.Loader.getPlatform());
+        assumeTheNativesDeclaredAreThisPlatforms();
         String sentence = sentenceWithout("cuda-.*-linux-x86_64\\.jar");
         assertThat(sentence).isEqualTo("No usable CUDA GPU: the CUDA presets' JNI library for linux-x86_64 is not"
                 + " on the class path (Could not find jnicudart in class, module, and library paths); add"
@@ -207,8 +212,7 @@ class CudaProbeTest {
      */
     @Test
     void nativesThatJavaCppDoesNotExtractAreNotCalledMissing() throws Exception {
-        assumeTrue(org.bytedeco.javacpp.Loader.getPlatform().equals("linux-x86_64"),
-                "skipped: the natives bfc-cuda declares are linux-x86_64's, this is " + org.bytedeco.javacpp.Loader.getPlatform());
+        assumeTheNativesDeclaredAreThisPlatforms();
         String sentence = sentenceWithout("", "-Dorg.bytedeco.javacpp.cacheLibraries=false");
         assertThat(sentence).isEqualTo("No usable CUDA GPU: the CUDA presets' JNI library for linux-x86_64 is on"
                 + " the class path but JavaCPP did not load it (Could not find jnicudart in class, module, and"
@@ -222,8 +226,7 @@ class CudaProbeTest {
      */
     @Test
     void onTheModulePathWithoutTheNativesModulesTheSentenceNamesThem() throws Exception {
-        assumeTrue(org.bytedeco.javacpp.Loader.getPlatform().equals("linux-x86_64"),
-                "skipped: the natives bfc-cuda declares are linux-x86_64's, this is " + org.bytedeco.javacpp.Loader.getPlatform());
+        assumeTheNativesDeclaredAreThisPlatforms();
         Path cudaModule = Path.of(CudaProbe.class.getProtectionDomain().getCodeSource().getLocation().toURI());
         Path coreModule = Path.of(io.github.bfc4j.core.BfcAllocator.class.getProtectionDomain().getCodeSource()
                 .getLocation().toURI());
