@@ -241,10 +241,15 @@ class CudaProbeTest {
                 testClasses = e;
             }
         }
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "--module-path", String.join(File.pathSeparator, modulePath), "--add-modules", "io.github.bfc4j.cuda",
-                "-cp", testClasses, io.github.bfc4j.cuda.modulepath.PrintProbeSentence.class.getName())
-                .redirectErrorStream(true).start();
+        List<String> command = new java.util.ArrayList<>(List.of(
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "--module-path", String.join(File.pathSeparator, modulePath), "--add-modules", "io.github.bfc4j.cuda"));
+        if (Runtime.version().feature() >= 22) {
+            // As README says a module-path application runs from JDK 22 on: else the JVM warns.
+            command.add("--enable-native-access=org.bytedeco.javacpp");
+        }
+        command.addAll(List.of("-cp", testClasses, io.github.bfc4j.cuda.modulepath.PrintProbeSentence.class.getName()));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
         System.out.println("on the module path: " + out);
