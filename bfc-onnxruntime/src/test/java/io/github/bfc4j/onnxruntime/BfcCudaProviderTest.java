@@ -157,8 +157,12 @@ class BfcCudaProviderTest {
                 .filter(e -> !Path.of(e).getFileName().toString().matches("onnxruntime-.*-linux-x86_64(-gpu)?\\.jar"))
                 .collect(Collectors.joining(File.pathSeparator));
         assertThat(cp.split(File.pathSeparator)).as("ORT's natives jar to leave out").hasSizeLessThan(entries.length);
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", cp, PrintReasons.class.getName()).redirectErrorStream(true).start();
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED"); // as README says; else the JVM warns
+        }
+        command.addAll(List.of("-cp", cp, PrintReasons.class.getName()));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
         System.out.println(out);
