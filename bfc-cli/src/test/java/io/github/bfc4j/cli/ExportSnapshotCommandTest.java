@@ -66,6 +66,41 @@ class ExportSnapshotCommandTest {
 
     @Test
     @SuppressWarnings("unchecked")
+    void theEventsCarryTheTimesTheTraceRecorded() throws IOException {
+        String header = "bfctrace 1\nname timed\nsource workload: test\n"
+                + "options memory_limit=1048576 allow_growth=true garbage_collection=false fragmentation_fraction=0"
+                + " timing_counter=false\n"
+                + "suballocator sim base=0x100000000 capacity=2097152 gap=0 coalescing=false\n";
+        Path timed = dir.resolve("timed.bfctrace");
+        Files.writeString(timed, header
+                + "#@ alloc 1 thread=main time_us=1000\nalloc 1 256\n"
+                + "#@ alloc 2 time_us=2500\nalloc 2 512\n"
+                + "free 1\n"
+                + "#@ alloc 3 annotation=op\nalloc 3 1024\n" // no time of its own
+                + "#@ alloc 4 time_us=4000\nalloc 4 2048\n");
+        Path out = dir.resolve("timed.pickle");
+        assertThat(cli.run("export-snapshot", timed, "-o", out)).as(cli.err).isEqualTo(0);
+        List<Map<String, Object>> events = ((List<List<Map<String, Object>>>) read(out).get("device_traces")).get(0);
+        // The region is obtained by alloc 1, free 1 and alloc 3 carry the latest time recorded before them.
+        assertThat(events).extracting(e -> e.get("action") + "@" + num(e.get("time_us"))).containsExactly(
+                "segment_alloc@1000", "alloc@1000", "alloc@2500", "free_requested@2500", "free_completed@2500",
+                "alloc@2500", "alloc@4000");
+
+        // A trace that recorded no time: the replay's clock.
+        Path untimed = dir.resolve("untimed.bfctrace");
+        Files.writeString(untimed, header + "alloc 1 256\nfree 1\n");
+        long before = System.currentTimeMillis() * 1000;
+        assertThat(cli.run("export-snapshot", untimed, "-o", out)).as(cli.err).isEqualTo(0);
+        long after = System.currentTimeMillis() * 1000;
+        events = ((List<List<Map<String, Object>>>) read(out).get("device_traces")).get(0);
+        assertThat(events).hasSize(4);
+        for (Map<String, Object> e : events) {
+            assertThat(num(e.get("time_us"))).isBetween(before - 1000, after + 1000);
+        }
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
     void theEndOfATraceAndTheLatestEvents() throws IOException {
         Path out = dir.resolve("end.pickle");
         assertThat(cli.run("export-snapshot", Cli.RECORDED.resolve("tf-resnet-train.bfctrace"), "-o", out,

@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.RecordedTime;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -118,6 +119,7 @@ final class HistoryRecorder extends PortListener {
     private long allocCalls;
     private byte[] kind;
     private long[] time; // the events' stamps (stamp())
+    private long[] when; // the events' times: a replayed trace's (RecordedTime), else micros(stamp)
     private long[] addr;
     private long[] bytes;
     private long[] requested;
@@ -178,6 +180,7 @@ final class HistoryRecorder extends PortListener {
             // it was, not arrays of two lengths.
             byte[] newKind = new byte[n];
             long[] newTime = new long[n];
+            long[] newWhen = new long[n];
             long[] newAddr = new long[n];
             long[] newBytes = new long[n];
             long[] newRequested = new long[n];
@@ -190,6 +193,7 @@ final class HistoryRecorder extends PortListener {
             Object[] newStack = new Object[n];
             kind = newKind;
             time = newTime;
+            when = newWhen;
             addr = newAddr;
             bytes = newBytes;
             requested = newRequested;
@@ -243,6 +247,15 @@ final class HistoryRecorder extends PortListener {
     /** The time of a stamp, in epoch microseconds. */
     private static long micros(long stamp) {
         return stamp >> STAMP_SHIFT;
+    }
+
+    /**
+     * The time an event stamped {@code stamp} carries: the time a replayed trace recorded for
+     * the call ({@link RecordedTime}), else the stamp's.
+     */
+    private static long shownMicros(long stamp) {
+        long recorded = RecordedTime.get();
+        return recorded >= 0 ? recorded : micros(stamp);
     }
 
     // ---------------------------------------------------------------------------------------
@@ -344,7 +357,7 @@ final class HistoryRecorder extends PortListener {
         }
         long t = stamp();
         String th = Thread.currentThread().getName();
-        chunkTime[h] = micros(t);
+        chunkTime[h] = shownMicros(t);
         chunkThread[h] = th;
         chunkStack[h] = st;
         put(ALLOC, t, ptr, size, requestedBytes, align, id, -1, th, name, s, st);
@@ -417,7 +430,7 @@ final class HistoryRecorder extends PortListener {
         long t = stamp();
         String th = Thread.currentThread().getName();
         put(OUT_OF_MEMORY, t, 0, roundedBytes, requestedBytes, align, -1, availableBytes, th, name, s, st);
-        return new Provenance(micros(t), th, name, s, st);
+        return new Provenance(shownMicros(t), th, name, s, st);
     }
 
     /** Records an event in the ring; {@code t} is its {@link #stamp()}. */
@@ -426,6 +439,7 @@ final class HistoryRecorder extends PortListener {
         final int i = head;
         kind[i] = k;
         time[i] = t;
+        when[i] = shownMicros(t);
         addr[i] = p;
         bytes[i] = b;
         requested[i] = req;
@@ -620,7 +634,7 @@ final class HistoryRecorder extends PortListener {
             int i = (first + j) % n;
             events.add(new MemoryEvent(KINDS[kind[i]], addr[i], bytes[i], requested[i], alignment[i],
                     allocationId[i], available[i],
-                    new Provenance(micros(time[i]), thread[i], annotation[i], step[i], (List<StackFrame>) stack[i]),
+                    new Provenance(when[i], thread[i], annotation[i], step[i], (List<StackFrame>) stack[i]),
                     time[i]));
         }
         return new MemoryHistory(lastOptions, options != null, startMicros, startedEmpty, dropped, events);

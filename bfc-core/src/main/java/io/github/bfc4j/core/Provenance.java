@@ -14,7 +14,8 @@ import java.util.List;
  * and (when stacks are on and the allocation was sampled) the stack.
  *
  * @param timeMicros when, in microseconds since the epoch (a monotonic clock anchored at the
- *     start of the recording), or -1 if not recorded
+ *     start of the recording; in a replayed trace that gives times, the latest time it gave
+ *     at or before the call), or -1 if not recorded
  * @param thread the name of the thread, or {@code null} if not recorded
  * @param annotation the name of the innermost {@link MemoryAnnotation} open on the thread, or
  *     {@code null} if none

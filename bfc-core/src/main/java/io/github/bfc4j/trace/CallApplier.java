@@ -8,6 +8,7 @@ import io.github.bfc4j.core.AllocationAttributes;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.MemoryAnnotation;
 import io.github.bfc4j.core.Provenance;
+import io.github.bfc4j.core.internal.RecordedTime;
 import java.util.function.LongSupplier;
 
 /**
@@ -17,7 +18,10 @@ import java.util.function.LongSupplier;
  * if that allocation returned null); {@code frontier}; {@code clear_stats}. It remembers the
  * address each id got; an {@code alloc} with a provenance (docs/trace-format.md) is made inside
  * a {@link MemoryAnnotation} giving its annotation and stack, so that an allocator recording
- * its history or annotations records them. {@link TraceReplayer} and {@link WorkloadRunner} both
+ * its history or annotations records them. From the first {@code alloc} whose provenance gives
+ * a time on, every call is made at the latest time the trace gave ({@link RecordedTime}), so
+ * that a history records the times of the run the trace recorded, not the replay's.
+ * {@link TraceReplayer} and {@link WorkloadRunner} both
  * make their calls here. Creates no objects per call without provenance. One per replay.
  */
 final class CallApplier {
@@ -35,6 +39,8 @@ final class CallApplier {
     private final IdTable ptrs = new IdTable();
     private final FreedBefore freedBefore = new FreedBefore();
     private final AllocationAttributes freedBeforeAttributes = new AllocationAttributes(false, freedBefore);
+    /** The latest time (epoch microseconds) an {@code alloc}'s provenance gave, -1 before any. */
+    private long recordedTime = -1;
 
     /**
      * Makes the call of one call line.
@@ -46,6 +52,21 @@ final class CallApplier {
      * @throws IllegalArgumentException if the line is not a call
      */
     long apply(BfcAllocator a, TraceEvent e) {
+        if (e.kind() == TraceEvent.Kind.ALLOC && e.provenance() != null && e.provenance().timeMicros() >= 0) {
+            recordedTime = e.provenance().timeMicros();
+        }
+        if (recordedTime < 0) {
+            return call(a, e);
+        }
+        RecordedTime.set(recordedTime);
+        try {
+            return call(a, e);
+        } finally {
+            RecordedTime.set(-1);
+        }
+    }
+
+    private long call(BfcAllocator a, TraceEvent e) {
         switch (e.kind()) {
             case ALLOC: {
                 AllocationAttributes attributes = AllocationAttributes.NO_RETRY;
