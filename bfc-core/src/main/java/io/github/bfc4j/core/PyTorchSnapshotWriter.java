@@ -36,7 +36,8 @@ import java.util.Set;
  *   <li>the history, if still recording, is {@code device_traces[device]} (the lists before
  *       it empty; a stopped recording's list empty too, as PyTorch's): an
  *       allocation is {@code alloc}, a free is
- *       {@code free_requested} then {@code free_completed} (BFC frees at once), a region
+ *       {@code free_requested} then {@code free_completed} (BFC frees at once; a free not yet
+ *       safe with a timing counter too: the history does not say when it becomes safe), a region
  *       obtained or given back is {@code segment_alloc}/{@code segment_free} (with a
  *       coalescing sub-allocator {@code segment_map}/{@code segment_unmap}, which the viewer
  *       merges with a neighbouring segment as PyTorch's expandable segments), a failure is
