@@ -52,7 +52,8 @@ final class MemoryVizReplay {
             assertThat(segs.put(addr, num(seg.get("total_size")))).as("segment 0x%x listed once", addr).isNull();
             long cursor = addr;
             for (Map<String, Object> b : (List<Map<String, Object>>) seg.get("blocks")) {
-                if (b.get("state").equals("active_allocated")) {
+                // The viewer's live blocks: in use, and freed but pending (PyTorch's record_stream).
+                if (b.get("state").equals("active_allocated") || b.get("state").equals("active_pending_free")) {
                     blocks.put(cursor, num(b.get("size")));
                 }
                 cursor += num(b.get("size"));
@@ -67,11 +68,14 @@ final class MemoryVizReplay {
             long time = num(e.get("time_us"));
             assertThat(time).as("time_us at event %d", i).isLessThanOrEqualTo(laterTime);
             laterTime = time;
-            if (action.equals("oom") || action.equals("free_requested")) {
+            if (action.equals("oom")) {
                 continue;
             }
             long addr = num(e.get("addr"));
             switch (action) {
+                // The viewer marks the block not yet freed: it throws if the later state has none there.
+                case "free_requested" -> assertThat(blocks).as("event %d: free requested of a block the later state has", i)
+                        .containsKey(addr);
                 case "alloc" -> assertThat(blocks.remove(addr)).as("event %d: alloc of a block the later state has", i)
                         .isNotNull();
                 case "free_completed" -> assertThat(blocks.put(addr, num(e.get("size"))))
