@@ -205,38 +205,17 @@ public final class BfcCudaProvider implements AutoCloseable {
         return p;
     }
 
-    /**
-     * Why ORT's JNI library could not be loaded, once it failed: JavaCPP's class then stays
-     * unusable, and a later call would only say {@code Could not initialize class}. Class lock.
-     */
-    private static String ortLoadFailure;
-
-    private static synchronized String ortReason() {
-        if (ortLoadFailure != null) {
-            return ortLoadFailure;
+    /** Why the CUDA provider cannot be had from ORT here, or null. */
+    private static String ortReason() {
+        String failure = OrtNatives.loadFailure();
+        if (failure != null) {
+            return failure;
         }
         List<String> providers = new ArrayList<>();
         try (StringVector v = org.bytedeco.onnxruntime.global.onnxruntime.GetAvailableProviders()) {
             for (long i = 0; i < v.size(); i++) {
                 providers.add(v.get(i).getString());
             }
-        } catch (LinkageError e) {
-            // UnsatisfiedLinkError: the natives jar for this platform, or a library it needs, is
-            // missing; a second try would be a NoClassDefFoundError.
-            Throwable deepest = e;
-            while (deepest.getCause() != null && deepest.getCause() != deepest) {
-                deepest = deepest.getCause();
-            }
-            String m = deepest.getMessage() == null ? deepest.getClass().getSimpleName() : deepest.getMessage();
-            int so = m.indexOf(".so: ");
-            m = so >= 0 ? m.substring(so + ".so: ".length()) : m;
-            if (m.endsWith(".")) {
-                m = m.substring(0, m.length() - 1);
-            }
-            ortLoadFailure = "ONNX Runtime's JNI library could not be loaded (" + m + "): add org.bytedeco:onnxruntime"
-                    + " with this platform's classifier (linux-x86_64-gpu for the " + CUDA_EXECUTION_PROVIDER
-                    + ", with -Dorg.bytedeco.javacpp.platform.extension=-gpu), see docs/integrations.md.";
-            return ortLoadFailure;
         }
         if (providers.contains(CUDA_EXECUTION_PROVIDER)) {
             return null;

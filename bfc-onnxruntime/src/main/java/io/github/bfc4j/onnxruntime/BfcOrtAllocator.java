@@ -149,7 +149,10 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * @return the registered allocator; close it after the sessions that use it
      * @throws IllegalArgumentException if {@code bfc} is null, closed, not over host memory, or
      *     has close policy {@code FORCE} (closing it would free memory ORT still uses)
-     * @throws IllegalStateException if another {@code BfcOrtAllocator} is registered and open
+     * @throws IllegalStateException if another {@code BfcOrtAllocator} is registered and open, or
+     *     ONNX Runtime's JNI library cannot be loaded here (the natives jar for the platform, or a
+     *     library it needs, is missing): the message says what JavaCPP could not find and what to
+     *     add, the same on every call
      * @throws OrtCallException if ORT refuses (e.g. another CPU allocator was registered with
      *     {@code CreateAndRegisterAllocator})
      */
@@ -173,6 +176,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
             throw new IllegalArgumentException("allocator '" + bfc.name() + "' is closed (expected: an open"
                     + " allocator: every allocation ONNX Runtime asked of it would fail)");
         }
+        OrtNatives.check();
         if (registered != null) {
             throw new IllegalStateException("a BfcOrtAllocator over '" + registered.bfc.name()
                     + "' is already registered with ONNX Runtime's environment; close it first"

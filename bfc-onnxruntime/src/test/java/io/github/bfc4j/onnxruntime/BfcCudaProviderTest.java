@@ -9,14 +9,8 @@ import io.github.bfc4j.cuda.CudaProbe;
 import io.github.bfc4j.cuda.CudaUnavailableException;
 import io.github.bfc4j.cuda.GpuBfcAllocators;
 import io.github.bfc4j.cuda.GpuBfcOptions;
-import java.io.File;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.stream.Collectors;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
@@ -152,24 +146,8 @@ class BfcCudaProviderTest {
      */
     @Test
     void withoutOnnxRuntimesNativesTheReasonIsASentenceEveryTime() throws Exception {
-        String[] entries = System.getProperty("java.class.path").split(File.pathSeparator);
-        String cp = Arrays.stream(entries)
-                .filter(e -> !Path.of(e).getFileName().toString().matches("onnxruntime-.*-linux-x86_64(-gpu)?\\.jar"))
-                .collect(Collectors.joining(File.pathSeparator));
-        assertThat(cp.split(File.pathSeparator)).as("ORT's natives jar to leave out").hasSizeLessThan(entries.length);
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-        if (Runtime.version().feature() >= 22) {
-            command.add("--enable-native-access=ALL-UNNAMED"); // as README says; else the JVM warns
-        }
-        command.addAll(List.of("-cp", cp, PrintReasons.class.getName()));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
-        System.out.println(out);
-        String sentence = "ONNX Runtime's JNI library could not be loaded (Could not find jnionnxruntime in class,"
-                + " module, and library paths): add org.bytedeco:onnxruntime with this platform's classifier"
-                + " (linux-x86_64-gpu for the CUDAExecutionProvider, with"
-                + " -Dorg.bytedeco.javacpp.platform.extension=-gpu), see docs/integrations.md.";
+        String out = WithoutOrtNatives.run(PrintReasons.class);
+        String sentence = WithoutOrtNatives.SENTENCE;
         assertThat(out.lines().filter(l -> l.contains(": ")).toList()).as(out).containsExactly(
                 "reason: " + sentence, "reason: " + sentence,
                 "create threw: java.lang.IllegalStateException: " + sentence);

@@ -210,6 +210,87 @@ class BfcOrtAllocatorTest {
         }
     }
 
+    /**
+     * For a child JVM without ORT's natives: register(...) twice, then the CUDA provider's reason,
+     * then what the allocator was left with, one per line. With an argument, ORT's presets are
+     * touched first (as an application's own ORT code would), so that their class stays
+     * uninitialized.
+     */
+    public static final class PrintRegisterFailures {
+        private PrintRegisterFailures() {
+        }
+
+        /**
+         * Calls the entry points.
+         *
+         * @param args none, or anything to touch ORT's presets first
+         */
+        public static void main(String[] args) {
+            if (args.length > 0) {
+                try {
+                    new OrtAllocator().close();
+                    System.out.println("touched first: loaded");
+                } catch (Throwable t) {
+                    System.out.println("touched first, failed with " + t.getClass().getName());
+                }
+            }
+            try (BfcAllocator bfc = BfcAllocator.builder().name("no_natives").memoryLimit(1 << 20)
+                    .subAllocator(new AlignedHostSubAllocator()).build()) {
+                for (int i = 0; i < 2; i++) {
+                    try {
+                        BfcOrtAllocator.register(bfc);
+                        System.out.println("register: made");
+                    } catch (Throwable t) {
+                        System.out.println("register threw: " + t);
+                    }
+                }
+                System.out.println("reason: " + BfcCudaProvider.unavailableReason());
+                System.out.println("left: " + bfc.bytesInUse() + " bytes in use, closed " + bfc.isClosed());
+            }
+        }
+    }
+
+    /**
+     * Without ONNX Runtime's natives for this platform, register(...) throws the CUDA provider's
+     * sentence as an IllegalStateException (not an UnsatisfiedLinkError, then a
+     * NoClassDefFoundError of its callback class), every time, and the allocator is left as it was.
+     */
+    @Test
+    void withoutOnnxRuntimesNativesRegisterSaysWhatIsMissingEveryTime() throws Exception {
+        String out = WithoutOrtNatives.run(PrintRegisterFailures.class);
+        String sentence = WithoutOrtNatives.SENTENCE;
+        assertThat(out.lines().toList()).as(out).containsExactly(
+                "register threw: java.lang.IllegalStateException: " + sentence,
+                "register threw: java.lang.IllegalStateException: " + sentence,
+                "reason: " + sentence,
+                "left: 0 bytes in use, closed false");
+    }
+
+    /**
+     * As above, where the application touched ORT's presets first: JavaCPP's error is then only
+     * the cause of {@code Could not initialize class}, quoted in an ExceptionInInitializerError's
+     * message; the sentence quotes the error, not the wrapping.
+     */
+    @Test
+    void withoutOnnxRuntimesNativesTouchedFirstRegisterStillSaysWhatIsMissing() throws Exception {
+        String out = WithoutOrtNatives.run(PrintRegisterFailures.class, "touch");
+        List<String> lines = out.lines().toList();
+        assertThat(lines).as(out).hasSize(5);
+        assertThat(lines.get(0)).isEqualTo("touched first, failed with java.lang.UnsatisfiedLinkError");
+        String reason = lines.get(3).substring("reason: ".length());
+        assertThat(reason).as(out)
+                .startsWith("ONNX Runtime's JNI library could not be loaded (no jnionnxruntime in java.library.path: ")
+                .endsWith("): add org.bytedeco:onnxruntime with this platform's classifier (linux-x86_64-gpu for the"
+                        + " CUDAExecutionProvider, with -Dorg.bytedeco.javacpp.platform.extension=-gpu), see"
+                        + " docs/integrations.md.")
+                .doesNotContain("Exception", "[in thread");
+        assertThat(lines.subList(1, 5)).as(out).containsExactly(
+                "register threw: java.lang.IllegalStateException: " + reason,
+                "register threw: java.lang.IllegalStateException: " + reason,
+                "reason: " + reason,
+                "left: 0 bytes in use, closed false");
+    }
+
     @Test
     void registerRejectsWhatCouldCorruptMemory() {
         registerRefuses(BfcAllocator.builder().name("forced").memoryLimit(1 << 20)

@@ -1,0 +1,57 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.onnxruntime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+/**
+ * Runs a main class in a child JVM whose class path is this one's without ONNX Runtime's natives
+ * jar ({@code onnxruntime-*-linux-x86_64[-gpu].jar}): as on a platform that ORT has no natives for.
+ */
+final class WithoutOrtNatives {
+
+    /** The sentence JavaCPP's failure to find ORT's JNI library becomes. */
+    static final String SENTENCE = "ONNX Runtime's JNI library could not be loaded (Could not find jnionnxruntime in"
+            + " class, module, and library paths): add org.bytedeco:onnxruntime with this platform's classifier"
+            + " (linux-x86_64-gpu for the CUDAExecutionProvider, with"
+            + " -Dorg.bytedeco.javacpp.platform.extension=-gpu), see docs/integrations.md.";
+
+    private WithoutOrtNatives() {
+    }
+
+    /**
+     * Runs {@code main} with {@code args} there and waits for it.
+     *
+     * @return what it printed (stdout and stderr), also printed here
+     */
+    static String run(Class<?> main, String... args) throws Exception {
+        String[] entries = System.getProperty("java.class.path").split(File.pathSeparator);
+        String cp = Arrays.stream(entries)
+                .filter(e -> !Path.of(e).getFileName().toString().matches("onnxruntime-.*-linux-x86_64(-gpu)?\\.jar"))
+                .collect(Collectors.joining(File.pathSeparator));
+        assertThat(cp.split(File.pathSeparator)).as("ORT's natives jar to leave out").hasSizeLessThan(entries.length);
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString()));
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED"); // as README says; else the JVM warns
+        }
+        command.addAll(List.of("-cp", cp, main.getName()));
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println(out);
+        return out;
+    }
+}
