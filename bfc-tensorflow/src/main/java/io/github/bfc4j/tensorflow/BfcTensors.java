@@ -22,6 +22,7 @@ import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerScope;
 import org.tensorflow.RawTensor;
@@ -148,12 +149,6 @@ public final class BfcTensors {
     /** Deallocator calls for an address not in {@link #OWNED}, or failing outside any owner. */
     private static final AtomicLong STRAY_CALLBACK_FAILURES = new AtomicLong();
 
-    /**
-     * The one deallocator for every tensor. Static and retained, so that it stays valid as long
-     * as the class is loaded (TensorFlow may call it after every Java reference is gone).
-     */
-    private static final Deallocator_Pointer_long_Pointer DEALLOCATOR = new Releaser().retainReference();
-
     private final MemoryAllocator allocator;
     private final AtomicLong tensorsCreated = new AtomicLong();
     private final AtomicLong buffersReturned = new AtomicLong();
@@ -206,7 +201,9 @@ public final class BfcTensors {
      * @throws IllegalArgumentException if the type is not supported, the shape is not fully known
      *     or its size in bytes overflows a {@code long}
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
+     *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
+     *     missing: the message says what and what to add, the same on every call)
      * @throws UnsupportedOperationException if TensorFlow Java's {@code RawTensor.fromHandle}
      *     cannot be reached (module path without {@code --add-opens})
      */
@@ -226,7 +223,9 @@ public final class BfcTensors {
      * @throws NullPointerException if an argument is null
      * @throws IllegalArgumentException as {@link #tensorOf(Class, Shape)}
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
+     *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
+     *     missing: the message says what and what to add, the same on every call)
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public <T extends TType> T tensorOf(Class<T> type, Shape shape, Consumer<? super T> init) {
@@ -252,7 +251,9 @@ public final class BfcTensors {
      * @throws IllegalArgumentException if the number of values is not the shape's size, or as
      *     {@link #tensorOf(Class, Shape)}
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
+     *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
+     *     missing: the message says what and what to add, the same on every call)
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public TFloat32 ofFloats(Shape shape, float... values) {
@@ -270,7 +271,9 @@ public final class BfcTensors {
      * @throws IllegalArgumentException if the number of values is not the shape's size, or as
      *     {@link #tensorOf(Class, Shape)}
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
-     * @throws IllegalStateException if the allocator is closed
+     * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
+     *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
+     *     missing: the message says what and what to add, the same on every call)
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public TInt32 ofInts(Shape shape, int... values) {
@@ -411,6 +414,7 @@ public final class BfcTensors {
     /** Allocates, wraps, types. */
     private <T extends TType> T create(Class<T> type, Shape shape) {
         DType dtype = checkShape(type, shape);
+        Deallocator_Pointer_long_Pointer deallocator = TensorFlowNatives.deallocator();
         TensorFlowAccess.check();
         long bytes = byteSize(shape, dtype);
         Allocation allocation;
@@ -422,10 +426,11 @@ public final class BfcTensors {
             throw new IllegalStateException("cannot make a " + type.getSimpleName() + " tensor of shape " + shape
                     + " (" + bytes + " bytes): " + e.getMessage(), e);
         }
-        return wrap(type, shape, dtype, allocation, bytes);
+        return wrap(type, shape, dtype, allocation, bytes, deallocator);
     }
 
-    private <T extends TType> T wrap(Class<T> type, Shape shape, DType dtype, Allocation allocation, long bytes) {
+    private <T extends TType> T wrap(Class<T> type, Shape shape, DType dtype, Allocation allocation, long bytes,
+            Deallocator_Pointer_long_Pointer deallocator) {
         long address = allocation.address();
         Pointer data = allocation.asPointer();
         tensorsCreated.incrementAndGet();
@@ -434,7 +439,7 @@ public final class BfcTensors {
         TF_Tensor handle;
         try {
             handle = TF_NewTensor(dtype.dataType().getNumber(), shape.asArray(), shape.numDimensions(),
-                    data, bytes, DEALLOCATOR, null);
+                    data, bytes, deallocator, null);
         } catch (Throwable t) {
             takeBack(address);
             throw t;
@@ -507,6 +512,78 @@ public final class BfcTensors {
                     // Nothing may cross into native code, not even a failure to log.
                 }
             }
+        }
+    }
+
+    /**
+     * TensorFlow's JNI library, loaded on the first tensor, and the one deallocator for every
+     * tensor. A failed load is kept as a sentence, given on every later call: JavaCPP loads the
+     * library in a static initializer, so a second try would only say {@code Could not initialize
+     * class}, and a deallocator made in {@link BfcTensors}' own static initializer made every use
+     * of the class (even its counters) fail so.
+     */
+    private static final class TensorFlowNatives {
+        /**
+         * The one deallocator, or null if the library could not be loaded. Retained, so that it
+         * stays valid as long as the class is loaded (TensorFlow may call it after every Java
+         * reference is gone).
+         */
+        private static final Deallocator_Pointer_long_Pointer DEALLOCATOR;
+        /** Why the library could not be loaded, or null. */
+        private static final String LOAD_FAILURE;
+
+        static {
+            Deallocator_Pointer_long_Pointer deallocator = null;
+            String failure = null;
+            try {
+                Loader.load(org.tensorflow.internal.c_api.global.tensorflow.class);
+                deallocator = new Releaser().retainReference();
+            } catch (LinkageError e) {
+                // UnsatisfiedLinkError: the natives jar for this platform, or a library it needs,
+                // is missing. NoClassDefFoundError: TensorFlow's classes failed to initialize
+                // before (something else touched them first).
+                failure = sentence(e);
+            }
+            DEALLOCATOR = deallocator;
+            LOAD_FAILURE = failure;
+        }
+
+        /** @throws IllegalStateException if TensorFlow's JNI library cannot be loaded */
+        static Deallocator_Pointer_long_Pointer deallocator() {
+            if (DEALLOCATOR == null) {
+                throw new IllegalStateException(LOAD_FAILURE);
+            }
+            return DEALLOCATOR;
+        }
+
+        private static String sentence(LinkageError e) {
+            Throwable deepest = e;
+            while (deepest.getCause() != null && deepest.getCause() != deepest) {
+                deepest = deepest.getCause();
+            }
+            String m = deepest.getMessage() == null ? deepest.getClass().getSimpleName() : deepest.getMessage();
+            // A static initializer's failure seen again: "Exception java.lang.UnsatisfiedLinkError:
+            // ... [in thread "main"]"; quote the error, not the wrapping.
+            int colon = m.indexOf(": ");
+            int thread = m.lastIndexOf(" [in thread ");
+            if (deepest instanceof ExceptionInInitializerError && m.startsWith("Exception ") && colon >= 0
+                    && thread > colon) {
+                m = m.substring(colon + ": ".length(), thread);
+            }
+            int so = m.indexOf(".so: ");   // a dynamic linker's message starts with the library's path
+            m = so >= 0 ? m.substring(so + ".so: ".length()) : m;
+            if (m.endsWith(".")) {
+                m = m.substring(0, m.length() - 1);
+            }
+            String platform;
+            try {
+                platform = Loader.getPlatform();
+            } catch (LinkageError noJavaCpp) {
+                platform = "this platform";
+            }
+            return "TensorFlow's JNI library could not be loaded (" + m + "): add"
+                    + " org.tensorflow:tensorflow-core-native with classifier " + platform
+                    + " (TensorFlow Java's natives for this platform), see docs/integrations.md.";
         }
     }
 

@@ -15,7 +15,11 @@ import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
+import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -25,6 +29,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -173,6 +178,114 @@ class BfcTensorsTest {
         }
         assertThat(tensors.tensorsCreated()).isZero();
         assertThat(cpu.bytesInUse()).isZero();
+    }
+
+    /**
+     * For a child JVM without TensorFlow's natives: the counters, then a tensor asked for three
+     * times, then what the allocator was left with, one per line. With an argument, TensorFlow is
+     * touched first ({@code new Graph()}, as an application would), so that its classes stay
+     * uninitialized.
+     */
+    public static final class PrintTensorFailures {
+        private PrintTensorFailures() {
+        }
+
+        /**
+         * Calls the entry points.
+         *
+         * @param args none, or anything to touch TensorFlow first
+         */
+        public static void main(String[] args) {
+            if (args.length > 0) {
+                try {
+                    new Graph().close();
+                    System.out.println("touched first: loaded");
+                } catch (Throwable t) {
+                    System.out.println("touched first, failed with " + t.getClass().getName());
+                }
+            }
+            try {
+                System.out.println("stray failures " + BfcTensors.strayCallbackFailures());
+            } catch (Throwable t) {
+                System.out.println("strayCallbackFailures threw " + t);
+            }
+            try (BfcAllocator bfc = BfcAllocator.builder().name("no_natives").memoryLimit(1 << 20)
+                    .subAllocator(new AlignedHostSubAllocator()).build()) {
+                BfcTensors tensors;
+                try {
+                    tensors = new BfcTensors(bfc);
+                } catch (Throwable t) {
+                    System.out.println("new BfcTensors threw " + t);
+                    return;
+                }
+                for (int i = 0; i < 3; i++) {
+                    try {
+                        (i == 0 ? tensors.ofFloats(Shape.of(2), 1f, 2f) : tensors.tensorOf(TInt32.class, Shape.of(3)))
+                                .close();
+                        System.out.println("tensor: made");
+                    } catch (Throwable t) {
+                        System.out.println("tensor threw: " + t);
+                    }
+                }
+                System.out.println("left: " + tensors.tensorsCreated() + " tensors, " + bfc.bytesInUse()
+                        + " bytes in use");
+            }
+        }
+    }
+
+    /** Runs {@link PrintTensorFailures} in a child JVM without tensorflow-core-native-*-linux-x86_64.jar. */
+    private static List<String> withoutTensorFlowsNatives(String... args) throws Exception {
+        String[] entries = System.getProperty("java.class.path").split(File.pathSeparator);
+        String cp = Arrays.stream(entries)
+                .filter(e -> !Path.of(e).getFileName().toString().matches("tensorflow-core-native-.*-linux-x86_64\\.jar"))
+                .collect(Collectors.joining(File.pathSeparator));
+        assertThat(cp.split(File.pathSeparator)).as("TensorFlow's natives jar to leave out")
+                .hasSizeLessThan(entries.length);
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString(), "-cp", cp, PrintTensorFailures.class.getName()));
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println(out);
+        return out.lines().toList();
+    }
+
+    /**
+     * Without TensorFlow's natives for this platform, every tensor asked for fails with one
+     * sentence saying what is missing and what to add (not an UnsatisfiedLinkError, then
+     * NoClassDefFoundError 'Could not initialize class BfcTensors' on every use, the counters
+     * and the constructor included), and nothing stays allocated.
+     */
+    @Test
+    void withoutTensorFlowsNativesATensorFailsWithASentenceEveryTime() throws Exception {
+        String sentence = "java.lang.IllegalStateException: TensorFlow's JNI library could not be loaded (Could not"
+                + " find jnitensorflow in class, module, and library paths): add org.tensorflow:tensorflow-core-native"
+                + " with classifier linux-x86_64 (TensorFlow Java's natives for this platform), see"
+                + " docs/integrations.md.";
+        assertThat(withoutTensorFlowsNatives()).containsExactly("stray failures 0",
+                "tensor threw: " + sentence, "tensor threw: " + sentence, "tensor threw: " + sentence,
+                "left: 0 tensors, 0 bytes in use");
+    }
+
+    /**
+     * As above, where the application touched TensorFlow first (the usual order: a Graph before
+     * the tensors): the sentence quotes JavaCPP's error, not the ExceptionInInitializerError
+     * around it.
+     */
+    @Test
+    void withoutTensorFlowsNativesTouchedFirstATensorStillSaysWhatIsMissing() throws Exception {
+        List<String> lines = withoutTensorFlowsNatives("touch");
+        assertThat(lines).hasSize(6);
+        assertThat(lines.get(0)).isEqualTo("touched first, failed with java.lang.UnsatisfiedLinkError");
+        String failure = lines.get(2);
+        assertThat(failure).startsWith("tensor threw: java.lang.IllegalStateException: TensorFlow's JNI library"
+                + " could not be loaded (no jnitensorflow in java.library.path: ")
+                .endsWith("): add org.tensorflow:tensorflow-core-native with classifier linux-x86_64 (TensorFlow"
+                        + " Java's natives for this platform), see docs/integrations.md.")
+                .doesNotContain("Exception java", "[in thread");
+        assertThat(lines.subList(1, 6)).containsExactly("stray failures 0", failure, failure, failure,
+                "left: 0 tensors, 0 bytes in use");
     }
 
     @Test
