@@ -116,6 +116,15 @@ public final class BfcOrtAllocator implements AutoCloseable {
      */
     private final AtomicInteger inFlight = new AtomicInteger();
     /**
+     * What {@link #close()} waits on for {@link #inFlight} to reach 0: the callback that brings it
+     * there after {@link #closed} was set notifies it. (close() may wait up to the retry loop's
+     * 10 s: sleeping, not spinning.) The callback decrements before it reads {@code closed}, and
+     * {@code close()} sets {@code closed} before it reads the count under this monitor, so no
+     * wake-up is lost: either {@code close()} reads 0, or the callback reads {@code closed} and
+     * notifies, which it can only do before {@code close()} takes the monitor or once it waits.
+     */
+    private final Object drained = new Object();
+    /**
      * Per thread, the allocations of any instance it is inside (an out-of-memory listener runs
      * inside one): {@link #close()} from there would wait for itself.
      */
@@ -293,8 +302,10 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * reference to ORT's environment. Sessions created afterwards with
      * {@value #USE_ENV_ALLOCATORS} use ORT's own allocator. The bfc4j allocator stays open (close
      * it yourself). Callbacks already past their closed check are waited for (an allocation that
-     * waits for memory, {@code allowRetryOnFailure}, can take up to 10 s); an allocation that
-     * arrives while {@code close()} waits fails as after a close. Idempotent.
+     * waits for memory, {@code allowRetryOnFailure}, can take up to 10 s), asleep, not spinning;
+     * {@link #register} waits meanwhile, as the unregister has not happened yet. An allocation
+     * that arrives while {@code close()} waits fails as after a close. If the calling thread is
+     * interrupted meanwhile, the wait goes on and the interrupt stays set. Idempotent.
      *
      * @throws IllegalStateException if ORT still holds memory from this allocator (release the
      *     sessions and output values first), or if called on a thread inside one of ORT's
@@ -313,9 +324,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
             }
             refuseIfLive();
             closed = true;
-            while (inFlight.get() != 0) {
-                Thread.onSpinWait();
-            }
+            awaitDrained();
             try {
                 refuseIfLive();   // an allocation in flight may have been served
             } catch (IllegalStateException e) {
@@ -331,6 +340,28 @@ public final class BfcOrtAllocator implements AutoCloseable {
             } finally {
                 api.ReleaseEnv(env);
             }
+        }
+    }
+
+    /**
+     * Waits, without spinning, until no callback is in flight. The class lock stays held (a
+     * register waits for the unregister). Not interruptible: a callback in flight returns once
+     * bfc4j answers (within the retry loop's 10 s, unless an out-of-memory listener blocks); an
+     * interrupt meanwhile stays set for the caller.
+     */
+    private void awaitDrained() {
+        boolean interrupted = false;
+        synchronized (drained) {
+            while (inFlight.get() != 0) {
+                try {
+                    drained.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 
@@ -404,7 +435,11 @@ public final class BfcOrtAllocator implements AutoCloseable {
         try {
             return allocInFlight(size, reserve);
         } finally {
-            inFlight.decrementAndGet();
+            if (inFlight.decrementAndGet() == 0 && closed) {
+                synchronized (drained) {
+                    drained.notifyAll();   // close() waits for this
+                }
+            }
             depth[0]--;
         }
     }

@@ -15,6 +15,7 @@ import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.lang.ref.WeakReference;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CountDownLatch;
@@ -23,6 +24,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
 import java.util.logging.Logger;
@@ -445,6 +447,72 @@ class BfcOrtAllocatorTest {
         } finally {
             threads.shutdownNow();
         }
+    }
+
+    /**
+     * close() waiting for an allocation that itself waits for memory (allowRetryOnFailure: up to
+     * 10 s) sleeps until it returns; it spun on a core meanwhile, holding the class lock.
+     */
+    @Test
+    void closeWaitsForAnAllocationWaitingForMemoryWithoutSpinning() throws Exception {
+        try (BfcAllocator bfc = BfcAllocator.builder().name("retrying").memoryLimit(1 << 20)
+                .allowRetryOnFailure(true).subAllocator(new AlignedHostSubAllocator()).build()) {
+            BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+            OrtAllocator struct = ort.ortAllocator();
+            long held = bfc.allocateRaw(BfcOrtAllocator.ALIGNMENT, 768 << 10);   // the application's, not ORT's
+            AtomicReference<Object> allocated = new AtomicReference<>();
+            Thread alloc = new Thread(() -> {
+                try {
+                    allocated.set(struct.Alloc().call(struct, 512 << 10).address());
+                } catch (Throwable t) {
+                    allocated.set(t);
+                }
+            }, "ort-alloc");
+            AtomicReference<Throwable> closed = new AtomicReference<>();
+            Thread close = new Thread(() -> {
+                try {
+                    ort.close();
+                } catch (Throwable t) {
+                    closed.set(t);
+                }
+            }, "ort-close");
+            try {
+                alloc.start();
+                awaitState(alloc, Thread.State.TIMED_WAITING, "the allocation waits for memory in bfc4j's retry loop");
+                close.start();
+                awaitState(close, Thread.State.WAITING, "close() waits for the allocation in flight, not spinning");
+                assertThat(close.getStackTrace()).as("waiting in close()").anyMatch(f ->
+                        f.getClassName().equals(BfcOrtAllocator.class.getName()) && f.getMethodName().equals("close"));
+            } finally {
+                bfc.deallocateRaw(held);   // the waiting allocation is served, then close() goes on
+                alloc.join(TimeUnit.SECONDS.toMillis(20));
+                close.join(TimeUnit.SECONDS.toMillis(20));
+                if (allocated.get() instanceof Long ptr) {
+                    struct.Free().call(struct, new Pointer() {
+                        {
+                            address = ptr;
+                        }
+                    });
+                }
+                ort.close();
+            }
+            assertThat(allocated.get()).as("served after the free").isInstanceOf(Long.class).isNotEqualTo(0L);
+            assertThat(closed.get()).as("close() after the wait: refused, ORT held what it was served")
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("ONNX Runtime still holds 1 allocation from allocator 'retrying'");
+            assertThat(ort.isClosed()).isTrue();
+            assertThat(bfc.bytesInUse()).isZero();
+        }
+    }
+
+    /** Waits until {@code t} is in {@code state}, up to 5 s (well under the retry loop's 10 s). */
+    private static void awaitState(Thread t, Thread.State state, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (t.getState() != state && System.nanoTime() - deadline < 0) {
+            Thread.sleep(1);
+        }
+        assertThat(t.getState()).as(what + "; " + t.getName() + " at " + Arrays.toString(t.getStackTrace()))
+                .isEqualTo(state);
     }
 
     @Test
