@@ -1,10 +1,14 @@
 package io.github.bfc4j.onnxruntime;
 
+import java.util.Locale;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.bytedeco.javacpp.Loader;
 
 /**
- * Whether ONNX Runtime's JNI library (the presets' natives) loads here and, if not, one sentence
- * saying what JavaCPP could not find and which jar to add: the one place that says it, for
+ * Whether ONNX Runtime's JNI library (the presets' natives, and those of the presets they inherit:
+ * OpenCL, oneDNN) loads here and, if not, one sentence saying what JavaCPP could not find and
+ * which jar to add: the one place that says it, for
  * {@link BfcOrtAllocator#register} and {@link BfcCudaProvider}.
  *
  * <p>A failed load cannot be tried again: JavaCPP loads the library in the static initializer of
@@ -58,9 +62,25 @@ final class OrtNatives {
         }
     }
 
+    /**
+     * The JNI library JavaCPP names as not found ({@code Could not find jniOpenCL in ...},
+     * {@code no jnidnnl in java.library.path}): group 1 is the presets' name, whose lower case is
+     * their artifact's ({@code OpenCL} is {@code org.bytedeco:opencl}).
+     */
+    private static final Pattern MISSING_JNI = Pattern.compile("^(?:Could not find |no )jni(\\w+) in ");
+
     /** The sentence for a failure to load ORT's JNI library. */
     static String sentence(LinkageError e) {
-        return "ONNX Runtime's JNI library could not be loaded (" + linkFailure(e) + "): add org.bytedeco:onnxruntime"
+        String failure = linkFailure(e);
+        Matcher m = MISSING_JNI.matcher(failure);
+        String presets = m.find() ? m.group(1).toLowerCase(Locale.ROOT) : "onnxruntime";
+        if (!presets.equals("onnxruntime")) {
+            // ORT's presets inherit others (OpenCL, oneDNN) and load their JNI libraries first.
+            return "ONNX Runtime's JNI library could not be loaded (" + failure + "): add org.bytedeco:" + presets
+                    + " with this platform's classifier (ONNX Runtime's presets load its natives too), see"
+                    + " docs/integrations.md.";
+        }
+        return "ONNX Runtime's JNI library could not be loaded (" + failure + "): add org.bytedeco:onnxruntime"
                 + " with this platform's classifier (linux-x86_64-gpu for the "
                 + BfcCudaProvider.CUDA_EXECUTION_PROVIDER + ", with -Dorg.bytedeco.javacpp.platform.extension=-gpu),"
                 + " see docs/integrations.md.";

@@ -269,6 +269,25 @@ class BfcOrtAllocatorTest {
     }
 
     /**
+     * Without the natives of the presets ORT's presets inherit (OpenCL, oneDNN), the sentence
+     * names their jar, not ORT's (which is there).
+     */
+    @Test
+    void withoutTheNativesOfPresetsOrtLoadsTooRegisterNamesTheirJar() throws Exception {
+        for (String[] missing : new String[][] {{"opencl", "OpenCL"}, {"dnnl", "dnnl"}}) {
+            String out = WithoutOrtNatives.runWithout(missing[0], PrintRegisterFailures.class);
+            String sentence = "ONNX Runtime's JNI library could not be loaded (Could not find jni" + missing[1]
+                    + " in class, module, and library paths): add org.bytedeco:" + missing[0] + " with this platform's"
+                    + " classifier (ONNX Runtime's presets load its natives too), see docs/integrations.md.";
+            assertThat(out.lines().toList()).as(out).containsExactly(
+                    "register threw: java.lang.IllegalStateException: " + sentence,
+                    "register threw: java.lang.IllegalStateException: " + sentence,
+                    "reason: " + sentence,
+                    "left: 0 bytes in use, closed false");
+        }
+    }
+
+    /**
      * As above, where the application touched ORT's presets first: JavaCPP's error is then only
      * the cause of {@code Could not initialize class}, quoted in an ExceptionInInitializerError's
      * message; the sentence quotes the error, not the wrapping.

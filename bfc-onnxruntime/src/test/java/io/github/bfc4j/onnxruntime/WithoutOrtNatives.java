@@ -17,7 +17,8 @@ import java.util.stream.Collectors;
 
 /**
  * Runs a main class in a child JVM whose class path is this one's without ONNX Runtime's natives
- * jar ({@code onnxruntime-*-linux-x86_64[-gpu].jar}): as on a platform that ORT has no natives for.
+ * jar ({@code onnxruntime-*-linux-x86_64[-gpu].jar}): as on a platform that ORT has no natives for;
+ * or without the natives jar of presets that ORT's load too.
  */
 final class WithoutOrtNatives {
 
@@ -36,11 +37,23 @@ final class WithoutOrtNatives {
      * @return what it printed (stdout and stderr), also printed here
      */
     static String run(Class<?> main, String... args) throws Exception {
+        return runWithout("onnxruntime", main, args);
+    }
+
+    /**
+     * Runs {@code main} with {@code args} in a child JVM without the natives jar of the presets
+     * {@code artifact} ({@code onnxruntime}, or {@code opencl} and {@code dnnl}, which ORT's
+     * presets load too) and waits for it.
+     *
+     * @return what it printed (stdout and stderr), also printed here
+     */
+    static String runWithout(String artifact, Class<?> main, String... args) throws Exception {
         String[] entries = System.getProperty("java.class.path").split(File.pathSeparator);
         String cp = Arrays.stream(entries)
-                .filter(e -> !Path.of(e).getFileName().toString().matches("onnxruntime-.*-linux-x86_64(-gpu)?\\.jar"))
+                .filter(e -> !Path.of(e).getFileName().toString().matches(artifact + "-.*-linux-x86_64(-gpu)?\\.jar"))
                 .collect(Collectors.joining(File.pathSeparator));
-        assertThat(cp.split(File.pathSeparator)).as("ORT's natives jar to leave out").hasSizeLessThan(entries.length);
+        assertThat(cp.split(File.pathSeparator)).as(artifact + "'s natives jar to leave out")
+                .hasSizeLessThan(entries.length);
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
                 .toString()));
         if (Runtime.version().feature() >= 22) {
