@@ -242,7 +242,11 @@ class BfcTensorsTest {
         assertThat(cp.split(File.pathSeparator)).as("TensorFlow's natives jar to leave out")
                 .hasSizeLessThan(entries.length);
         List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-                .toString(), "-cp", cp, PrintTensorFailures.class.getName()));
+                .toString()));
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED"); // as README says; else the JVM warns
+        }
+        command.addAll(List.of("-cp", cp, PrintTensorFailures.class.getName()));
         command.addAll(List.of(args));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
