@@ -245,8 +245,13 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * @param options session options (the presets' {@code SessionOptions})
      * @param <T>     their type
      * @return {@code options}
+     * @throws NullPointerException if {@code options} is null
      */
     public static <T extends SessionOptionsImpl> T useEnvAllocators(T options) {
+        if (options == null) {
+            throw new NullPointerException("options=null (expected: the SessionOptions a session will be created"
+                    + " with, e.g. new SessionOptions())");
+        }
         options.AddConfigEntry(USE_ENV_ALLOCATORS, "1");
         return options;
     }

@@ -78,6 +78,13 @@ class BfcOrtAllocatorTest {
     }
 
     @Test
+    void useEnvAllocatorsOfNullSaysWhatItTakes() {
+        assertThatThrownBy(() -> BfcOrtAllocator.useEnvAllocators(null)).isInstanceOf(NullPointerException.class)
+                .hasMessage("options=null (expected: the SessionOptions a session will be created with, e.g."
+                        + " new SessionOptions())");
+    }
+
+    @Test
     void aBatchTooLargeForTheLimitFailsWithBfcsMessageAndTheSessionServesSmallerOnes() {
         try (HuggingFaceTokenizer long256 = MODEL.fixedLengthTokenizer(256);
                 HuggingFaceTokenizer short32 = MODEL.fixedLengthTokenizer(32);
