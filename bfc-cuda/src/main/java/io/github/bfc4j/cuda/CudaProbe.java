@@ -26,6 +26,9 @@ public final class CudaProbe {
      */
     private static final String PRESETS_POM_PROPERTIES = "META-INF/maven/org.bytedeco/cuda/pom.properties";
 
+    /** JavaCPP's outer error when it did not load the presets' JNI library, without the path. */
+    private static final String JNI_NOT_LOADED = "no jnicudart in java.library.path";
+
     private static final Object LOCK = new Object();
     /** Guarded by LOCK. */
     private static Result cached;
@@ -133,13 +136,17 @@ public final class CudaProbe {
                         + " which the CUDA presets need, is not on the class path (" + failure + "); add it as"
                         + " docs/cuda.md says.");
             }
-            if (failure.endsWith(" in class, module, and library paths")) {
+            String platform = javacppPlatform();
+            String jni = "org/bytedeco/cuda/" + platform + "/" + System.mapLibraryName("jnicudart");
+            boolean jniOnClassPath = CudaProbe.class.getClassLoader().getResource(jni) != null;
+            if (failure.endsWith(" in class, module, and library paths")
+                    || failure.equals(JNI_NOT_LOADED) && !jniOnClassPath) {
                 // JavaCPP found no JNI library for this platform: the natives jar (classifier =
                 // platform) is missing, or JavaCPP was told not to extract it; the driver's
-                // libraries were never tried.
-                String platform = javacppPlatform();
-                String jni = "org/bytedeco/cuda/" + platform + "/" + System.mapLibraryName("jnicudart");
-                if (CudaProbe.class.getClassLoader().getResource(jni) != null) {
+                // libraries were never tried. (JNI_NOT_LOADED: the application touched the
+                // presets first, and the error left of that says only that the library was not
+                // loaded; where the jar is missing, that is why.)
+                if (jniOnClassPath) {
                     return unavailable(presetsVersion, 0, "No usable CUDA GPU: the CUDA presets' JNI library"
                             + " for " + platform + " is on the class path but JavaCPP did not load it (" + failure
                             + "); check JavaCPP's system properties (org.bytedeco.javacpp.cacheLibraries,"
@@ -210,6 +217,13 @@ public final class CudaProbe {
             deepest = deepest.getCause();
         }
         String m = firstLine(deepest);
+        if (deepest instanceof ExceptionInInitializerError && m.startsWith("Exception ")
+                && m.contains(" " + JNI_NOT_LOADED + ": ")) {
+            // A class whose initialiser failed before (the application touched the presets
+            // first) keeps only that error's text: "Exception java.lang.UnsatisfiedLinkError:
+            // no jnicudart in java.library.path: <the path> [in thread ...]", not its cause.
+            return JNI_NOT_LOADED;
+        }
         int so = m.indexOf(".so: ");
         return so >= 0 ? m.substring(so + ".so: ".length()) : m;
     }

@@ -150,6 +150,15 @@ class CudaProbeTest {
          * @param args none
          */
         public static void main(String[] args) {
+            if (Boolean.getBoolean("bfc4j.test.touchCudaFirst")) {
+                // The application touched the presets before the probe: their class's failed
+                // static initialiser leaves only a NoClassDefFoundError for the probe.
+                try {
+                    org.bytedeco.cuda.global.cudart.cudaGetDeviceCount(new int[1]);
+                } catch (LinkageError expected) {
+                    System.out.println("touched first: " + expected.getClass().getSimpleName());
+                }
+            }
             System.out.println(CudaProbe.availability().unavailableReason());
             System.out.println(CudaProbe.availability().unavailableReason());
             try {
@@ -202,6 +211,21 @@ class CudaProbeTest {
         String sentence = sentenceWithout("cuda-.*-linux-x86_64\\.jar");
         assertThat(sentence).isEqualTo("No usable CUDA GPU: the CUDA presets' JNI library for linux-x86_64 is not"
                 + " on the class path (Could not find jnicudart in class, module, and library paths); add"
+                + " org.bytedeco:cuda:12.9-9.10-1.5.12 and org.bytedeco:javacpp with classifier linux-x86_64,"
+                + " see docs/cuda.md.");
+    }
+
+    /**
+     * The same, where the application touched the presets first: the probe then gets only a
+     * {@code NoClassDefFoundError} whose cause keeps the first error's text alone, not its cause
+     * (the library JavaCPP could not find); the sentence still names the jar, not the driver.
+     */
+    @Test
+    void withoutThePresetsNativesTouchedFirstTheSentenceStillNamesTheJar() throws Exception {
+        assumeTheNativesDeclaredAreThisPlatforms();
+        String sentence = sentenceWithout("cuda-.*-linux-x86_64\\.jar", "-Dbfc4j.test.touchCudaFirst=true");
+        assertThat(sentence).isEqualTo("No usable CUDA GPU: the CUDA presets' JNI library for linux-x86_64 is not"
+                + " on the class path (no jnicudart in java.library.path); add"
                 + " org.bytedeco:cuda:12.9-9.10-1.5.12 and org.bytedeco:javacpp with classifier linux-x86_64,"
                 + " see docs/cuda.md.");
     }
