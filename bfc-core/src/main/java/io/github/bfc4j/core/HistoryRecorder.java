@@ -582,15 +582,11 @@ final class HistoryRecorder extends PortListener {
      * {@link Provenance#UNKNOWN} if nothing was recorded for that allocation (it was made while
      * recording was off).
      */
-    @SuppressWarnings("unchecked")
     Provenance chunkProvenance(int h, long id) {
         if (h >= chunkName.length || chunkAllocationId[h] != id || id <= 0) {
             return Provenance.UNKNOWN;
         }
-        int n = chunkName[h];
-        Provenance p = new Provenance(chunkTime[h], chunkThread[h], n == 0 ? null : names.get(n - 1), chunkStep[h],
-                (List<StackFrame>) chunkStack[h]);
-        return p.isKnown() ? p : Provenance.UNKNOWN;
+        return recordedFor(h);
     }
 
     /**
@@ -599,12 +595,17 @@ final class HistoryRecorder extends PortListener {
      * {@code size} bytes, stamped {@code freedAtCount}: not merged or split since);
      * {@link Provenance#UNKNOWN} otherwise.
      */
-    @SuppressWarnings("unchecked")
     Provenance freedChunkProvenance(int h, long ptr, long size, long freedAtCount) {
         if (h >= chunkName.length || chunkAllocationId[h] >= 0 || chunkFreedPtr[h] != ptr
                 || chunkFreedSize[h] != size || chunkFreedStamp[h] != freedAtCount || freedAtCount == 0) {
             return Provenance.UNKNOWN;
         }
+        return recordedFor(h);
+    }
+
+    /** What the per-chunk arrays hold for chunk {@code h}; the callers check that it is the chunk's. */
+    @SuppressWarnings("unchecked")
+    private Provenance recordedFor(int h) {
         int n = chunkName[h];
         Provenance p = new Provenance(chunkTime[h], chunkThread[h], n == 0 ? null : names.get(n - 1), chunkStep[h],
                 (List<StackFrame>) chunkStack[h]);
