@@ -81,14 +81,7 @@ final class ViewPins extends ForwardingSubAllocator {
 
     @Override
     public synchronized Block alloc(long alignment, long numBytes) {
-        Block b;
-        Thread outer = caller;
-        caller = Thread.currentThread();
-        try {
-            b = upstream.alloc(alignment, numBytes);
-        } finally {
-            caller = outer;
-        }
+        Block b = allocUpstream(alignment, numBytes);
         if (b != null) {
             String wrong = unmappable(b);
             if (wrong != null) {
@@ -134,6 +127,17 @@ final class ViewPins extends ForwardingSubAllocator {
         }
     }
 
+    /** The sub-allocator's {@code alloc}, marked as its call. Needs this object's monitor. */
+    private Block allocUpstream(long alignment, long numBytes) {
+        Thread outer = caller;
+        caller = Thread.currentThread();
+        try {
+            return upstream.alloc(alignment, numBytes);
+        } finally {
+            caller = outer;
+        }
+    }
+
     /** The sub-allocator's {@code free}, marked as its call. Needs this object's monitor. */
     private void freeUpstream(long ptr, long numBytes) {
         Thread outer = caller;
@@ -161,7 +165,7 @@ final class ViewPins extends ForwardingSubAllocator {
     void refuseCallFromSubAllocator(String allocator, String call) {
         // DEVIATION(port): upstream's mutex is not reentrant, so such a call deadlocks there
         // (docs/deviations.md #31).
-        if (caller == Thread.currentThread()) {
+        if (callerIsCurrentThread()) {
             throw callFromSubAllocator(allocator, call);
         }
     }
