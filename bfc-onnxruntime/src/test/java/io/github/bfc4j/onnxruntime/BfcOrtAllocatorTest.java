@@ -268,11 +268,7 @@ class BfcOrtAllocatorTest {
     void withoutOnnxRuntimesNativesRegisterSaysWhatIsMissingEveryTime() throws Exception {
         String out = WithoutOrtNatives.run(PrintRegisterFailures.class);
         String sentence = WithoutOrtNatives.SENTENCE;
-        assertThat(out.lines().toList()).as(out).containsExactly(
-                "register threw: java.lang.IllegalStateException: " + sentence,
-                "register threw: java.lang.IllegalStateException: " + sentence,
-                "reason: " + sentence,
-                "left: 0 bytes in use, closed false");
+        assertRegisterFailedTwiceSaying(out.lines().toList(), sentence, out);
     }
 
     /**
@@ -286,11 +282,7 @@ class BfcOrtAllocatorTest {
             String sentence = "ONNX Runtime's JNI library could not be loaded (Could not find jni" + missing[1]
                     + " in class, module, and library paths): add org.bytedeco:" + missing[0] + " with this platform's"
                     + " classifier (ONNX Runtime's presets load its natives too), see docs/integrations.md.";
-            assertThat(out.lines().toList()).as(out).containsExactly(
-                    "register threw: java.lang.IllegalStateException: " + sentence,
-                    "register threw: java.lang.IllegalStateException: " + sentence,
-                    "reason: " + sentence,
-                    "left: 0 bytes in use, closed false");
+            assertRegisterFailedTwiceSaying(out.lines().toList(), sentence, out);
         }
     }
 
@@ -312,10 +304,18 @@ class BfcOrtAllocatorTest {
                         + " CUDAExecutionProvider, with -Dorg.bytedeco.javacpp.platform.extension=-gpu), see"
                         + " docs/integrations.md.")
                 .doesNotContain("Exception", "[in thread");
-        assertThat(lines.subList(1, 5)).as(out).containsExactly(
-                "register threw: java.lang.IllegalStateException: " + reason,
-                "register threw: java.lang.IllegalStateException: " + reason,
-                "reason: " + reason,
+        assertRegisterFailedTwiceSaying(lines.subList(1, 5), reason, out);
+    }
+
+    /**
+     * What {@link PrintRegisterFailures} printed: {@code register} refused twice with the
+     * sentence, the provider's reason the same, and nothing left in use, the allocator open.
+     */
+    private static void assertRegisterFailedTwiceSaying(List<String> lines, String sentence, String out) {
+        assertThat(lines).as(out).containsExactly(
+                "register threw: java.lang.IllegalStateException: " + sentence,
+                "register threw: java.lang.IllegalStateException: " + sentence,
+                "reason: " + sentence,
                 "left: 0 bytes in use, closed false");
     }
 
