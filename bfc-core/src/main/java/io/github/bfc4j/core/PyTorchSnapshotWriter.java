@@ -32,12 +32,15 @@ import java.util.Set;
  *       {@link ShardedBfcAllocator}: the shard's index, on its events too), {@code segment_pool_id}
  *       (0, 0), {@code segment_type} {@code "large"} above 1 MiB, {@code is_expandable} when
  *       the sub-allocator merges regions); its chunks are its blocks, in address order, so that
- *       they tile it ({@code active_allocated} in use, {@code inactive} free);</li>
+ *       they tile it ({@code active_allocated} in use, {@code active_pending_free} freed but
+ *       not yet safe and still naming the allocation freed into it ({@link #pendingFree}),
+ *       {@code inactive} free);</li>
  *   <li>the history, if still recording, is {@code device_traces[device]} (the lists before
  *       it empty; a stopped recording's list empty too, as PyTorch's): an
  *       allocation is {@code alloc}, a free is
- *       {@code free_requested} then {@code free_completed} (BFC frees at once; a free not yet
- *       safe with a timing counter too: the history does not say when it becomes safe), a region
+ *       {@code free_requested} then {@code free_completed} at the same time (the history does
+ *       not say when a free stamped by a timing counter became safe), only
+ *       {@code free_requested} for the free of a block written {@code active_pending_free}, a region
  *       obtained or given back is {@code segment_alloc}/{@code segment_free} (with a
  *       coalescing sub-allocator {@code segment_map}/{@code segment_unmap}, which the viewer
  *       merges with a neighbouring segment as PyTorch's expandable segments), a failure is
@@ -160,8 +163,10 @@ final class PyTorchSnapshotWriter {
         List<Object> segments = new ArrayList<>();
         List<List<MemoryEvent>> histories = new ArrayList<>();
         List<Segment> regions = new ArrayList<>();
+        Set<MemoryEvent> stillPending = Collections.newSetFromMap(new IdentityHashMap<>());
         for (Part part : parts) {
             histories.add(part.events());
+            stillPending.addAll(freesStillPending(part));
             Map<Long, Provenance> obtained = regionsObtained(part.events());
             for (MemoryMap.Region r : part.regions()) {
                 regions.add(new Segment(part.stream(), r, obtained.getOrDefault(r.ptr(), Provenance.UNKNOWN)));
@@ -171,18 +176,26 @@ final class PyTorchSnapshotWriter {
         for (Segment sr : regions) {
             MemoryMap.Region r = sr.region();
             long allocated = 0;
+            long active = 0;
             long requested = 0;
             List<Object> blocks = new ArrayList<>(r.chunks().size());
             for (MemoryMap.Chunk c : r.chunks()) {
+                // PyTorch's active block: allocated, or freed with its free pending on a stream
+                // (its requested size and frames are still the allocation's).
+                final boolean pending = pendingFree(c);
+                final boolean isActive = c.inUse() || pending;
                 Map<String, Object> b = new LinkedHashMap<>();
                 b.put("address", c.ptr());
                 b.put("size", c.size());
-                b.put("requested_size", c.inUse() ? c.requestedSize() : 0L);
-                b.put("state", c.inUse() ? "active_allocated" : "inactive");
-                b.put("frames", c.inUse() ? frames(c.provenance()) : noFrames);
+                b.put("requested_size", isActive ? c.requestedSize() : 0L);
+                b.put("state", c.inUse() ? "active_allocated" : pending ? "active_pending_free" : "inactive");
+                b.put("frames", isActive ? frames(c.provenance()) : noFrames);
                 blocks.add(b);
                 if (c.inUse()) {
                     allocated += c.size();
+                }
+                if (isActive) {
+                    active += c.size();
                     requested += c.requestedSize();
                 }
             }
@@ -191,7 +204,7 @@ final class PyTorchSnapshotWriter {
             s.put("address", r.ptr());
             s.put("total_size", r.size());
             s.put("allocated_size", allocated);
-            s.put("active_size", allocated);
+            s.put("active_size", active);
             s.put("requested_size", requested);
             s.put("stream", sr.stream());
             s.put("segment_type", r.size() > LARGE_SEGMENT_BYTES ? "large" : "small");
@@ -213,7 +226,12 @@ final class PyTorchSnapshotWriter {
                 case ALLOC -> trace.add(entry("alloc", e.address(), e.requestedBytes(), stream, e.provenance()));
                 case FREE -> {
                     trace.add(entry("free_requested", e.address(), e.requestedBytes(), stream, e.provenance()));
-                    trace.add(entry("free_completed", e.address(), e.requestedBytes(), stream, e.provenance()));
+                    // A free still pending when the snapshot was taken has not completed. One that
+                    // has completes in the trace when it was requested: the history does not
+                    // record when the safe frontier passed its stamp.
+                    if (!stillPending.contains(e)) {
+                        trace.add(entry("free_completed", e.address(), e.requestedBytes(), stream, e.provenance()));
+                    }
                 }
                 case REGION_ALLOC -> trace.add(entry(coalescing ? "segment_map" : "segment_alloc", e.address(),
                         e.bytes(), stream, e.provenance()));
@@ -263,6 +281,54 @@ final class PyTorchSnapshotWriter {
             }
         }
         return start;
+    }
+
+    /**
+     * Whether a chunk is written as PyTorch's {@code active_pending_free} block: free, its free
+     * not yet safe (a timing counter's stamp at or after the safe frontier), and still the chunk
+     * that free left, which the memory map says by naming the allocation freed into it. A chunk
+     * not yet safe that names none (merged with another waiting chunk, or split since; or freed
+     * while nothing was recorded) is no one allocation's block: PyTorch never merges or splits a
+     * block whose free is pending, and has no state for it; it is written {@code inactive}.
+     */
+    private static boolean pendingFree(MemoryMap.Chunk c) {
+        return !c.inUse() && c.notYetSafe() && c.provenance().isKnown();
+    }
+
+    /**
+     * The {@code FREE} events of one part whose free was still pending when its snapshot was
+     * taken: for each chunk written {@code active_pending_free}, the last allocation or free
+     * event at its address, if that is a free of its size and requested size (the chunk has not
+     * changed since that free). Its trace gets {@code free_requested} and no
+     * {@code free_completed}, as PyTorch's trace of a free whose stream use has not completed.
+     */
+    private static Set<MemoryEvent> freesStillPending(Part part) {
+        Map<Long, MemoryMap.Chunk> pendingAt = new HashMap<>();
+        for (MemoryMap.Region r : part.regions()) {
+            for (MemoryMap.Chunk c : r.chunks()) {
+                if (pendingFree(c)) {
+                    pendingAt.put(c.ptr(), c);
+                }
+            }
+        }
+        Set<MemoryEvent> pending = Collections.newSetFromMap(new IdentityHashMap<>());
+        if (pendingAt.isEmpty()) {
+            return pending;
+        }
+        Map<Long, MemoryEvent> lastAt = new HashMap<>();
+        for (MemoryEvent e : part.events()) {
+            if ((e.kind() == MemoryEvent.Kind.ALLOC || e.kind() == MemoryEvent.Kind.FREE)
+                    && pendingAt.containsKey(e.address())) {
+                lastAt.put(e.address(), e);
+            }
+        }
+        for (MemoryEvent e : lastAt.values()) {
+            MemoryMap.Chunk c = pendingAt.get(e.address());
+            if (e.kind() == MemoryEvent.Kind.FREE && e.bytes() == c.size() && e.requestedBytes() == c.requestedSize()) {
+                pending.add(e);
+            }
+        }
+        return pending;
     }
 
     /** A region of one part, with the provenance of the event that obtained it (if known). */

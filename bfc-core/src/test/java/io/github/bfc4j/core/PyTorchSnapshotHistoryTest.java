@@ -7,6 +7,7 @@ package io.github.bfc4j.core;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -95,5 +96,100 @@ class PyTorchSnapshotHistoryTest {
         }
         segments = (List<Map<String, Object>>) MemoryVizReplay.pickle(a.snapshot()).get("segments");
         assertThat(segments).singleElement().extracting(seg -> (List<?>) seg.get("frames")).asList().isEmpty();
+    }
+
+    /**
+     * As PyTorch's {@code snapshot()} writes a block whose free waits for its streams: state
+     * {@code active_pending_free}, the allocation's requested size and frames, counted in the
+     * segment's active and requested sizes but not in its allocated size; its free requested and
+     * not completed. Once the frontier passes it, a free block as any other.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aFreeStillWaitingForItsStreamsIsPyTorchsPendingFreeUntilItIsSafe() throws Exception {
+        BfcAllocator a = allocator();
+        SharedCounter counter = new SharedCounter();
+        a.setTimingCounter(counter);
+        a.recordHistory(HistoryOptions.builder().stacks(false).build());
+        long weights;
+        long kept;
+        try (MemoryAnnotation ignored = MemoryAnnotation.push("weights", 3)) {
+            weights = a.allocateRaw(256, 5000);
+        }
+        try (MemoryAnnotation ignored = MemoryAnnotation.push("activations")) {
+            kept = a.allocateRaw(256, 3000);
+        }
+        a.deallocateRaw(weights); // stamped: waits until the frontier passes it
+
+        Map<String, Object> pickle = MemoryVizReplay.pickle(a.snapshot());
+        Map<String, Object> seg = ((List<Map<String, Object>>) pickle.get("segments")).get(0);
+        List<Map<String, Object>> blocks = (List<Map<String, Object>>) seg.get("blocks");
+        Map<String, Object> pending = blocks.get(0);
+        assertThat(MemoryVizReplay.num(pending.get("address"))).isEqualTo(weights);
+        assertThat(pending.get("state")).isEqualTo("active_pending_free");
+        assertThat(MemoryVizReplay.num(pending.get("requested_size"))).isEqualTo(5000);
+        assertThat(pending.get("frames").toString()).contains("weights", "<annotation step 3>");
+        Map<String, Object> held = blocks.get(1);
+        assertThat(MemoryVizReplay.num(held.get("address"))).isEqualTo(kept);
+        assertThat(held.get("state")).isEqualTo("active_allocated");
+        long pendingSize = MemoryVizReplay.num(pending.get("size"));
+        long heldSize = MemoryVizReplay.num(held.get("size"));
+        assertThat(MemoryVizReplay.num(seg.get("allocated_size"))).isEqualTo(heldSize);
+        assertThat(MemoryVizReplay.num(seg.get("active_size"))).isEqualTo(pendingSize + heldSize);
+        assertThat(MemoryVizReplay.num(seg.get("requested_size"))).isEqualTo(5000 + 3000);
+        assertThat(blocks.subList(2, blocks.size())).extracting(b -> b.get("state")).containsOnly("inactive");
+        assertThat(MemoryVizReplay.trace(pickle)).extracting(t -> t.get("action"))
+                .containsExactly("segment_alloc", "alloc", "alloc", "free_requested");
+        MemoryVizReplay.check(pickle);
+
+        a.setSafeFrontier(counter.next()); // every free so far is safe now
+        pickle = MemoryVizReplay.pickle(a.snapshot());
+        seg = ((List<Map<String, Object>>) pickle.get("segments")).get(0);
+        Map<String, Object> safe = ((List<Map<String, Object>>) seg.get("blocks")).get(0);
+        assertThat(safe.get("state")).isEqualTo("inactive");
+        assertThat(MemoryVizReplay.num(safe.get("requested_size"))).isZero();
+        assertThat((List<?>) safe.get("frames")).isEmpty();
+        assertThat(MemoryVizReplay.num(seg.get("active_size"))).isEqualTo(heldSize);
+        assertThat(MemoryVizReplay.trace(pickle)).extracting(t -> t.get("action"))
+                .containsExactly("segment_alloc", "alloc", "alloc", "free_requested", "free_completed");
+        MemoryVizReplay.check(pickle);
+        a.close();
+    }
+
+    /**
+     * A chunk still waiting that is no longer the one a free left (merged by an allocation that
+     * found no chunk large enough, the rest split off) is no one allocation's block: inactive,
+     * and every free completed, so that the viewer finds each freed block where it replays it.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aWaitingChunkMergedFromSeveralFreesIsInactive() throws Exception {
+        BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 1L << 30, 0, false), 4L << 20, "m",
+                BfcOptions.builder().allowGrowth(false).garbageCollection(false).allowRetryOnFailure(false).build());
+        a.setTimingCounter(new SharedCounter());
+        a.recordHistory(HistoryOptions.builder().stacks(false).build());
+        long mib = 1 << 20;
+        List<Long> p = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            p.add(a.allocateRaw(256, mib));
+        }
+        a.deallocateRaw(p.get(1));
+        a.deallocateRaw(p.get(0));
+        a.deallocateRaw(p.get(2));
+        long merged = a.allocateRaw(256, mib + mib / 4); // merges the three waiting chunks
+        assertThat(merged).isEqualTo(p.get(0));
+        MemoryMap.Chunk rest = a.memoryMap().chunks().get(1);
+        assertThat(rest.notYetSafe()).isTrue();
+        assertThat(rest.provenance()).isEqualTo(Provenance.UNKNOWN);
+
+        Map<String, Object> pickle = MemoryVizReplay.pickle(a.snapshot());
+        List<Map<String, Object>> blocks = (List<Map<String, Object>>) ((List<Map<String, Object>>) pickle
+                .get("segments")).get(0).get("blocks");
+        assertThat(blocks).extracting(b -> b.get("state"))
+                .containsExactly("active_allocated", "inactive", "active_allocated");
+        assertThat(MemoryVizReplay.trace(pickle)).extracting(t -> t.get("action")).filteredOn(x -> x.equals("free_completed"))
+                .hasSize(3);
+        MemoryVizReplay.check(pickle);
+        a.close();
     }
 }
