@@ -50,6 +50,50 @@ final class HolderText {
         return sb.toString();
     }
 
+    /** Holders of the memory not yet safe listed in the summary. */
+    static final int WAITING_HOLDERS = 5;
+
+    /**
+     * The summary's section naming who held the memory freed but not yet safe (a timing
+     * counter's stamp at or after the safe frontier): each waiting chunk counts under the holder
+     * of the allocation freed into it ({@link MemoryMap.Chunk#provenance()}), or under
+     * {@code (unknown)} when it names none (merged or split since its free, or allocated while
+     * nothing was recorded); the {@value #WAITING_HOLDERS} largest, then how many more. Ends in a
+     * line break; empty when no chunk waits or no provenance was recorded.
+     */
+    static String waitingSection(MemoryMap map) {
+        List<MemoryMap.Holder> each = new ArrayList<>();
+        for (MemoryMap.Chunk c : map.chunks()) {
+            if (!c.inUse() && c.notYetSafe()) {
+                each.add(new MemoryMap.Holder(c.provenance().holder(), c.size(), c.requestedSize(), 1));
+            }
+        }
+        if (each.isEmpty() || !map.hasProvenance()) {
+            return "";
+        }
+        List<MemoryMap.Holder> all = MemoryMap.largest(each, Integer.MAX_VALUE);
+        StringBuilder sb = new StringBuilder();
+        sb.append("Not yet safe, by holder of the allocation freed (annotation or innermost frame):\n");
+        for (MemoryMap.Holder h : all.subList(0, Math.min(all.size(), WAITING_HOLDERS))) {
+            sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  %s%n",
+                    BfcAllocator.humanReadableNumBytes(h.bytes()), h.chunks(), h.chunks() == 1 ? " " : "s",
+                    h.holder()));
+        }
+        if (all.size() > WAITING_HOLDERS) {
+            long bytes = 0;
+            int chunks = 0;
+            for (MemoryMap.Holder h : all.subList(WAITING_HOLDERS, all.size())) {
+                bytes += h.bytes();
+                chunks += h.chunks();
+            }
+            int more = all.size() - WAITING_HOLDERS;
+            sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  (%d more holder%s)%n",
+                    BfcAllocator.humanReadableNumBytes(bytes), chunks, chunks == 1 ? " " : "s", more,
+                    more == 1 ? "" : "s"));
+        }
+        return sb.toString();
+    }
+
     /** The message's sentence, starting with a space; empty when no provenance was recorded. */
     static String messageSentence(MemoryMap map) {
         return messageSentence(List.of(map));

@@ -140,7 +140,9 @@ final class MemoryReports {
         sb.append("Occupancy (* requested, x padding, _ free):\n")
                 .append(debug.renderOccupancyLocked()).append('\n');
         if (history.recorded()) {
-            sb.append(HolderText.summarySection(memoryMapLocked()));
+            MemoryMap map = memoryMapLocked();
+            sb.append(HolderText.summarySection(map));
+            sb.append(HolderText.waitingSection(map));
         }
         return sb.toString();
     }

@@ -283,6 +283,46 @@ class MemoryObservabilityTest {
     }
 
     @Test
+    void theSummaryNamesWhoHeldTheMemoryNotYetSafeLargestFirstAndBounded() {
+        try (BfcAllocator a = sim(64 * MIB, gcNoRetry().build())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            a.recordAnnotations(true);
+            List<Long> freed = new ArrayList<>();
+            for (int i = 0; i < 7; i++) { // seven holders, the largest first: "layer0" holds 7 x 64 KiB
+                try (MemoryAnnotation ignored = MemoryAnnotation.push("layer" + i, 2)) {
+                    freed.add(a.allocateRaw(256, (7 - i) * 64 * 1024L));
+                }
+            }
+            try (MemoryAnnotation ignored = MemoryAnnotation.push("kept")) {
+                a.allocateRaw(256, 1024);
+            }
+            for (long p : freed) {
+                a.deallocateRaw(p); // stamped: waits until the frontier passes it
+            }
+
+            String summary = a.memorySummary();
+            System.out.println(summary);
+            assertThat(summary).contains("| Not yet safe: 1.75MiB in 7 free chunks (freed on busy streams)");
+            assertThat(summary).contains("Not yet safe, by holder");
+            String section = summary.substring(summary.indexOf("Not yet safe, by holder"));
+            assertThat(section.lines().toList()).containsExactly(
+                    "Not yet safe, by holder of the allocation freed (annotation or innermost frame):",
+                    "    448.0KiB in      1 chunk   layer0 (step 2)",
+                    "    384.0KiB in      1 chunk   layer1 (step 2)",
+                    "    320.0KiB in      1 chunk   layer2 (step 2)",
+                    "    256.0KiB in      1 chunk   layer3 (step 2)",
+                    "    192.0KiB in      1 chunk   layer4 (step 2)",
+                    "    192.0KiB in      2 chunks  (2 more holders)");
+            assertThat(summary.substring(0, summary.indexOf("Not yet safe, by holder")))
+                    .as("the memory in use is held by 'kept' alone").contains("kept").doesNotContain("layer");
+
+            a.setSafeFrontier(counter.next()); // every free so far is safe now
+            assertThat(a.memorySummary()).doesNotContain("Not yet safe");
+        }
+    }
+
+    @Test
     void aChunkNotYetSafeThatIsNoLongerTheFreedOneNamesNoOne() {
         // Three adjacent waiting chunks; an allocation that finds no chunk large enough merges
         // them (forced merging, before failing) and takes the start of the merged chunk; the
