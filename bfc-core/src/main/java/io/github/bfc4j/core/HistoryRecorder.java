@@ -111,6 +111,12 @@ final class HistoryRecorder extends PortListener {
 
     // ---- the ring (history)
     private long startMicros = -1;
+    /**
+     * Whether this recording has met a replayed trace's time ({@link RecordedTime}): until then
+     * its events carry the recording's own clock, which the first such time then bounds
+     * ({@link #firstRecordedTime}).
+     */
+    private boolean recordedTimeSeen;
     private boolean startedEmpty;
     private HistoryOptions lastOptions;
     private int head; // next slot to write
@@ -214,6 +220,7 @@ final class HistoryRecorder extends PortListener {
         dropped = 0;
         allocCalls = 0;
         startMicros = nowMicros();
+        recordedTimeSeen = false;
         startedEmpty = allocatorEmpty;
         walker = StackWalker.getInstance(Set.of(), o.stackDepth() + OWN_FRAMES);
         stacks = new StackInterner();
@@ -253,9 +260,41 @@ final class HistoryRecorder extends PortListener {
      * The time an event stamped {@code stamp} carries: the time a replayed trace recorded for
      * the call ({@link RecordedTime}), else the stamp's.
      */
-    private static long shownMicros(long stamp) {
+    private long shownMicros(long stamp) {
         long recorded = RecordedTime.get();
-        return recorded >= 0 ? recorded : micros(stamp);
+        if (recorded < 0) {
+            return micros(stamp);
+        }
+        if (!recordedTimeSeen) {
+            firstRecordedTime(recorded);
+        }
+        return recorded;
+    }
+
+    /**
+     * The first time a replayed trace gives in this recording: the calls replayed before it (a
+     * trace whose first calls give no time) were recorded on the replay's own clock, later than
+     * the trace's times, so that the history would go back in time here. They happened no later
+     * than this call: every event and live chunk that shows a later time takes this one. Once per
+     * recording, on the slow path (a walk over the ring and the chunk arrays).
+     */
+    private void firstRecordedTime(long recorded) {
+        recordedTimeSeen = true;
+        if (kind != null) {
+            int n = kind.length;
+            int first = count < n ? 0 : head;
+            for (int j = 0; j < count; j++) {
+                int i = (first + j) % n;
+                if (when[i] > recorded) {
+                    when[i] = recorded;
+                }
+            }
+        }
+        for (int h = 0; h < chunkTime.length; h++) {
+            if (chunkAllocationId[h] != 0 && chunkTime[h] > recorded) {
+                chunkTime[h] = recorded;
+            }
+        }
     }
 
     // ---------------------------------------------------------------------------------------

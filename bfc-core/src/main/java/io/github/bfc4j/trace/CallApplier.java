@@ -20,7 +20,8 @@ import java.util.function.LongSupplier;
  * a {@link MemoryAnnotation} giving its annotation and stack, so that an allocator recording
  * its history or annotations records them. From the first {@code alloc} whose provenance gives
  * a time on, every call is made at the latest time the trace gave ({@link RecordedTime}), so
- * that a history records the times of the run the trace recorded, not the replay's.
+ * that a history records the times of the run the trace recorded, not the replay's (the
+ * history gives the calls made before that first time the first time too).
  * {@link TraceReplayer} and {@link WorkloadRunner} both
  * make their calls here. Creates no objects per call without provenance. One per replay.
  */

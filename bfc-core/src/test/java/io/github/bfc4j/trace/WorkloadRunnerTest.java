@@ -14,6 +14,10 @@ import static org.assertj.core.api.Assertions.within;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ForwardingSubAllocator;
+import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryEvent;
+import io.github.bfc4j.core.MemoryMap;
+import io.github.bfc4j.core.MemorySnapshot;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.ByteArrayInputStream;
@@ -236,5 +240,51 @@ class WorkloadRunnerTest {
                     .hasMessageContaining("line 7");
             assertThat(sim.reservedBytes()).isZero();
         }
+    }
+
+    /**
+     * A trace whose first calls give no time, then times recorded long before the replay: the
+     * calls before the first time were recorded on the replay's clock, so that the history (and
+     * every export of it) went back in time at the first time the trace gave.
+     */
+    @Test
+    void callsBeforeTheTracesFirstTimeShowNoLaterTimeThanIt() throws IOException {
+        String trace = NAME + "source workload: hand-made\n" + OPTIONS + SUBALLOCATOR
+                + "alloc 1 131072\n"   // no time: the replay's clock, until the trace gives one
+                + "alloc 2 131072\n"
+                + "free 2\n"
+                + "#@ alloc 3 thread=worker-2 time_us=1000000000000000\n" // 2001, before the replay
+                + "alloc 3 131072\n"
+                + "free 3\n"
+                + "#@ alloc 4 time_us=1000000000000500\n"
+                + "alloc 4 131072\n";
+        List<MemorySnapshot> snapshot = new ArrayList<>();
+        try (TraceReader reader = open(trace)) {
+            WorkloadRunner.forHeader(reader.header()).listener(new WorkloadListener() {
+                @Override
+                public void beforeRun(BfcAllocator a) {
+                    a.recordHistory(HistoryOptions.builder().stacks(false).build());
+                }
+
+                @Override
+                public void afterCall(WorkloadStep s) {
+                }
+
+                @Override
+                public void afterRun(BfcAllocator a) {
+                    snapshot.add(a.snapshot());
+                }
+            }).run(reader);
+        }
+        List<MemoryEvent> events = snapshot.get(0).history().events();
+        assertThat(events).extracting(MemoryEvent::kind).containsExactly(MemoryEvent.Kind.REGION_ALLOC,
+                MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE, MemoryEvent.Kind.ALLOC,
+                MemoryEvent.Kind.FREE, MemoryEvent.Kind.ALLOC);
+        assertThat(events).extracting(e -> e.provenance().timeMicros()).containsExactly(1000000000000000L,
+                1000000000000000L, 1000000000000000L, 1000000000000000L, 1000000000000000L, 1000000000000000L,
+                1000000000000500L);
+        MemoryMap.Chunk first = snapshot.get(0).memoryMap().chunks().get(0);
+        assertThat(first.inUse()).isTrue();
+        assertThat(first.provenance().timeMicros()).as("alloc 1's chunk").isEqualTo(1000000000000000L);
     }
 }
