@@ -4,7 +4,7 @@
  */
 package io.github.bfc4j.core;
 
-import io.github.bfc4j.core.internal.RecordedTime;
+import io.github.bfc4j.core.internal.ReplayedCall;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
@@ -112,7 +112,7 @@ final class HistoryRecorder extends PortListener {
     // ---- the ring (history)
     private long startMicros = -1;
     /**
-     * Whether this recording has met a replayed trace's time ({@link RecordedTime}): until then
+     * Whether this recording has met a replayed trace's time ({@link ReplayedCall}): until then
      * its events carry the recording's own clock, which the first such time then bounds
      * ({@link #firstRecordedTime}).
      */
@@ -125,7 +125,7 @@ final class HistoryRecorder extends PortListener {
     private long allocCalls;
     private byte[] kind;
     private long[] time; // the events' stamps (stamp())
-    private long[] when; // the events' times: a replayed trace's (RecordedTime), else micros(stamp)
+    private long[] when; // the events' times: a replayed trace's (ReplayedCall), else micros(stamp)
     private long[] addr;
     private long[] bytes;
     private long[] requested;
@@ -258,10 +258,10 @@ final class HistoryRecorder extends PortListener {
 
     /**
      * The time an event stamped {@code stamp} carries: the time a replayed trace recorded for
-     * the call ({@link RecordedTime}), else the stamp's.
+     * the call ({@link ReplayedCall}), else the stamp's.
      */
     private long shownMicros(long stamp) {
-        long recorded = RecordedTime.get();
+        long recorded = ReplayedCall.micros();
         if (recorded < 0) {
             return micros(stamp);
         }
@@ -395,7 +395,7 @@ final class HistoryRecorder extends PortListener {
             st = stacks.intern(capture(walker, options.stackDepth()));
         }
         long t = stamp();
-        String th = Thread.currentThread().getName();
+        String th = ReplayedCall.threadName();
         chunkTime[h] = shownMicros(t);
         chunkThread[h] = th;
         chunkStack[h] = st;
@@ -424,7 +424,7 @@ final class HistoryRecorder extends PortListener {
             return;
         }
         MemoryAnnotation a = MemoryAnnotation.current();
-        put(FREE, stamp(), ptr, size, requestedBytes, 0, id, -1, Thread.currentThread().getName(),
+        put(FREE, stamp(), ptr, size, requestedBytes, 0, id, -1, ReplayedCall.threadName(),
                 a == null ? null : a.name(), a == null ? -1 : a.step(), null);
     }
 
@@ -453,7 +453,7 @@ final class HistoryRecorder extends PortListener {
     /** A region event, with the calling thread's annotation and (if wanted and on) stack. */
     private void onRegion(byte kind, long ptr, long regionBytes, long requestBytes, boolean stackWanted) {
         MemoryAnnotation a = MemoryAnnotation.current();
-        put(kind, stamp(), ptr, regionBytes, requestBytes, 0, -1, -1, Thread.currentThread().getName(),
+        put(kind, stamp(), ptr, regionBytes, requestBytes, 0, -1, -1, ReplayedCall.threadName(),
                 a == null ? null : a.name(), a == null ? -1 : a.step(), stackOf(a, stackWanted));
     }
 
@@ -467,7 +467,7 @@ final class HistoryRecorder extends PortListener {
         }
         List<StackFrame> st = stackOf(a, true);
         long t = stamp();
-        String th = Thread.currentThread().getName();
+        String th = ReplayedCall.threadName();
         put(OUT_OF_MEMORY, t, 0, roundedBytes, requestedBytes, align, -1, availableBytes, th, name, s, st);
         return new Provenance(shownMicros(t), th, name, s, st);
     }

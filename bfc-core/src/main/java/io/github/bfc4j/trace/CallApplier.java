@@ -8,7 +8,7 @@ import io.github.bfc4j.core.AllocationAttributes;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.MemoryAnnotation;
 import io.github.bfc4j.core.Provenance;
-import io.github.bfc4j.core.internal.RecordedTime;
+import io.github.bfc4j.core.internal.ReplayedCall;
 import java.util.function.LongSupplier;
 
 /**
@@ -19,9 +19,11 @@ import java.util.function.LongSupplier;
  * address each id got; an {@code alloc} with a provenance (docs/trace-format.md) is made inside
  * a {@link MemoryAnnotation} giving its annotation and stack, so that an allocator recording
  * its history or annotations records them. From the first {@code alloc} whose provenance gives
- * a time on, every call is made at the latest time the trace gave ({@link RecordedTime}), so
+ * a time on, every call is made at the latest time the trace gave ({@link ReplayedCall}), so
  * that a history records the times of the run the trace recorded, not the replay's (the
- * history gives the calls made before that first time the first time too).
+ * history gives the calls made before that first time the first time too); an {@code alloc}
+ * on the thread its provenance names, every other call on no thread known (the replaying
+ * thread's name says nothing of the recorded run).
  * {@link TraceReplayer} and {@link WorkloadRunner} both
  * make their calls here. Creates no objects per call without provenance. One per replay.
  */
@@ -53,17 +55,15 @@ final class CallApplier {
      * @throws IllegalArgumentException if the line is not a call
      */
     long apply(BfcAllocator a, TraceEvent e) {
-        if (e.kind() == TraceEvent.Kind.ALLOC && e.provenance() != null && e.provenance().timeMicros() >= 0) {
-            recordedTime = e.provenance().timeMicros();
+        final Provenance p = e.kind() == TraceEvent.Kind.ALLOC ? e.provenance() : null;
+        if (p != null && p.timeMicros() >= 0) {
+            recordedTime = p.timeMicros();
         }
-        if (recordedTime < 0) {
-            return call(a, e);
-        }
-        RecordedTime.set(recordedTime);
+        ReplayedCall.begin(recordedTime, p == null ? null : p.thread());
         try {
             return call(a, e);
         } finally {
-            RecordedTime.set(-1);
+            ReplayedCall.end();
         }
     }
 

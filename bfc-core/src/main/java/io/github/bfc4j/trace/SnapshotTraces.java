@@ -311,8 +311,8 @@ public final class SnapshotTraces {
                 }
             }
             if (emptied != null && e.kind() != MemoryEvent.Kind.REGION_FREE) {
-                throw new IllegalStateException("allocator '" + name + "' gave regions back by emptyCache() (on"
-                        + " thread '" + emptied.provenance().thread() + "', " + emptied.bytes() + " bytes at "
+                throw new IllegalStateException("allocator '" + name + "' gave regions back by emptyCache() (on "
+                        + thread(emptied) + ", " + emptied.bytes() + " bytes at "
                         + hex(emptied.address()) + " first), and calls followed: a trace has no such call, so a"
                         + " replay would keep the regions"
                         + " and make other decisions than the live allocator did; write the snapshot taken"
@@ -333,12 +333,17 @@ public final class SnapshotTraces {
      */
     private static IllegalStateException uncollected(String name, MemoryEvent collected, String why) {
         return new IllegalStateException("allocator '" + name + "' gave regions back by garbage collection for a"
-                + " request of " + collected.requestedBytes() + " bytes (on thread '" + collected.provenance().thread()
-                + "', " + collected.bytes() + " bytes at " + hex(collected.address()) + " first), and that call"
+                + " request of " + collected.requestedBytes() + " bytes (on " + thread(collected)
+                + ", " + collected.bytes() + " bytes at " + hex(collected.address()) + " first), and that call"
                 + " then obtained no region and did not fail: it threw (its sub-allocator's free or alloc did), or"
                 + " its sub-allocator failed below the memory limit in an attempt that the retry repeated; the trace"
                 + " would not hold the regions given back, so" + why + "; record on a sub-allocator that neither"
                 + " throws nor fails below the memory limit");
+    }
+
+    /** The thread an event names, for a message: a replayed call's may be unknown. */
+    private static String thread(MemoryEvent e) {
+        return e.provenance().thread() == null ? "a thread not known" : "thread '" + e.provenance().thread() + "'";
     }
 
     private static String hex(long v) {

@@ -287,4 +287,52 @@ class WorkloadRunnerTest {
         assertThat(first.inUse()).isTrue();
         assertThat(first.provenance().timeMicros()).as("alloc 1's chunk").isEqualTo(1000000000000000L);
     }
+
+    /**
+     * A replay with history recorded names the threads the trace recorded, not the replaying
+     * thread: an {@code alloc} (and the region it obtained) its provenance's thread; a call the
+     * trace names no thread for (a {@code free}, an {@code alloc} without one) no thread. Calls
+     * made outside the replay, on the same thread, name it again.
+     */
+    @Test
+    void aReplayedHistoryNamesTheTracesThreadsNotTheReplays() throws IOException {
+        String trace = NAME + "source workload: hand-made\n" + OPTIONS + SUBALLOCATOR
+                + "#@ alloc 1 thread=worker-2 time_us=1000\n"
+                + "alloc 1 131072\n"
+                + "alloc 2 131072\n"
+                + "free 2\n";
+        List<MemorySnapshot> snapshot = new ArrayList<>();
+        List<String> afterwards = new ArrayList<>();
+        try (TraceReader reader = open(trace)) {
+            WorkloadRunner.forHeader(reader.header()).listener(new WorkloadListener() {
+                @Override
+                public void beforeRun(BfcAllocator a) {
+                    a.recordHistory(HistoryOptions.builder().stacks(false).build());
+                }
+
+                @Override
+                public void afterCall(WorkloadStep s) {
+                }
+
+                @Override
+                public void afterRun(BfcAllocator a) {
+                    snapshot.add(a.snapshot());
+                    a.deallocateRaw(a.allocateRaw(256, 1024)); // the application's own call
+                    List<MemoryEvent> all = a.snapshot().history().events();
+                    all.subList(all.size() - 2, all.size()).forEach(e -> afterwards.add(e.provenance().thread()));
+                }
+            }).run(reader);
+        }
+        List<MemoryEvent> events = snapshot.get(0).history().events();
+        assertThat(events).extracting(MemoryEvent::kind).containsExactly(MemoryEvent.Kind.REGION_ALLOC,
+                MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE);
+        assertThat(events).extracting(e -> e.provenance().thread()).containsExactly("worker-2", "worker-2", null,
+                null);
+        MemoryMap map = snapshot.get(0).memoryMap();
+        assertThat(map.chunks().get(0).provenance().thread()).isEqualTo("worker-2");
+        assertThat(map.largestHolders(10)).extracting(MemoryMap.Holder::holder)
+                .containsExactly("thread 'worker-2'");
+        String self = Thread.currentThread().getName();
+        assertThat(afterwards).containsExactly(self, self);
+    }
 }
