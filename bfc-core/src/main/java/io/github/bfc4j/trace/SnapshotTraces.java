@@ -32,9 +32,10 @@ import java.util.Objects;
  * regions at other relative addresses, decisions that depend on address order (ties between
  * free chunks of equal size) may differ. A history that would replay to other decisions for
  * another reason is refused: a sub-allocator that gave a region of another size than asked
- * (more, or less after failing), failed an allocation below the memory limit or threw in a call
- * whose garbage collection had given regions back, and {@code emptyCache()} with calls after it
- * (the format has no such call).
+ * (more, or less after failing), failed an allocation below the memory limit, threw in a call
+ * whose garbage collection had given regions back, or failed below the memory limit in an
+ * attempt that the retry repeated after the attempt had grown the size of the next region, and
+ * {@code emptyCache()} with calls after it (the format has no such call).
  *
  * <p>Several allocators' snapshots can be written as one trace (the shards of a
  * {@code ShardedBfcAllocator}, {@code snapshots()}): their calls merged into one sequence by
@@ -196,8 +197,9 @@ public final class SnapshotTraces {
      *     recorded from before the allocator's first region, with nothing dropped), the
      *     allocator had a timing counter (frontier calls are not recorded), or its calls would
      *     replay to other decisions (its sub-allocator gave a region of another size than asked
-     *     or failed below the memory limit; {@code emptyCache()} gave regions back before later
-     *     calls; an allocation's garbage collection gave regions back, and the call then threw)
+     *     or failed below the memory limit, in the last attempt of a call or in one that grew the
+     *     size of the next region; {@code emptyCache()} gave regions back before later calls; an
+     *     allocation's garbage collection gave regions back, and the call then threw)
      * @throws IOException if writing fails
      */
     public static void write(MemorySnapshot snapshot, TraceWriter w) throws IOException {
@@ -251,18 +253,25 @@ public final class SnapshotTraces {
      * that failed because the sub-allocator did (below the memory limit), regions given back by
      * {@code emptyCache()} before later calls (a trace has no such call), or regions given back
      * by the garbage collection of a call that then threw or failed only to be retried (the
-     * trace would hold no call that gives them back). A replay of such a history would make
-     * other decisions.
+     * trace would hold no call that gives them back), or a region asked for at another size than
+     * the replay would ask (the allocator's region size had grown in an attempt that left no
+     * event: the sub-allocator failed below the memory limit in an attempt that the retry
+     * repeated). A replay of such a history would make other decisions.
      */
     private static void checkReplaysAlike(MemorySnapshot snapshot) {
         String name = snapshot.memoryMap().allocatorName();
         String why = " a replay on the trace's simulated sub-allocator, which gives exactly what is asked"
                 + " up to the memory limit, would make other decisions than the live allocator did";
         List<MemoryEvent> events = snapshot.history().events();
+        RegionTarget target = new RegionTarget(snapshot.memoryMap().stats().bytesLimit(),
+                snapshot.options().allowGrowth());
         MemoryEvent emptied = null;
         MemoryEvent collected = null;
         boolean extended = false;
-        for (MemoryEvent e : events) {
+        for (int i = 0; i < events.size(); i++) {
+            MemoryEvent e = events.get(i);
+            MemoryEvent next = i + 1 < events.size() ? events.get(i + 1) : null;
+            target.check(name, e, next, why);
             if (collected != null && e.kind() != MemoryEvent.Kind.REGION_FREE) {
                 // The call whose garbage collection gave regions back goes on, under the same
                 // lock, to fail, or to obtain a region and allocate from it (its events come
@@ -344,6 +353,88 @@ public final class SnapshotTraces {
     /** The thread an event names, for a message: a replayed call's may be unknown. */
     private static String thread(MemoryEvent e) {
         return e.provenance().thread() == null ? "a thread not known" : "thread '" + e.provenance().thread() + "'";
+    }
+
+    /**
+     * The size of the next region as a replay's allocator sets it ({@code Extend}'s
+     * {@code curr_region_allocation_bytes_}), followed through the regions of a history: the
+     * start, then for each region obtained, the doubling to fit the request that obtained it
+     * and the doubling after it. Only an {@code Extend} that obtains a region changes it in a
+     * history that the other checks accept: one that fails for the memory limit fails before
+     * doubling, and one whose sub-allocator fails is refused where it is the call's last attempt
+     * (its out-of-memory event). A region asked for at another size than this one grew in an
+     * earlier attempt that left no event (a sub-allocator that failed below the memory limit in
+     * an attempt that the retry repeated): the replay, whose first attempt obtains the region,
+     * asks for other sizes from then on.
+     */
+    private static final class RegionTarget {
+        private final long limit;
+        private long target;
+        private long poolBytes;
+        private boolean known = true;
+
+        RegionTarget(long limit, boolean allowGrowth) {
+            this.limit = limit;
+            // As BFCAllocator's constructor: 2 MiB first with growth (unless the limit is less).
+            this.target = rounded(allowGrowth ? Math.min(limit, 2L << 20) : limit);
+        }
+
+        /**
+         * Follows event {@code e} ({@code next} the event after it, or null).
+         *
+         * @throws IllegalStateException if a region was asked for at another size than a replay
+         *     would ask
+         */
+        void check(String name, MemoryEvent e, MemoryEvent next, String why) {
+            if (e.kind() == MemoryEvent.Kind.REGION_FREE) {
+                poolBytes -= e.bytes();
+                return;
+            }
+            if (e.kind() != MemoryEvent.Kind.REGION_ALLOC) {
+                return;
+            }
+            // The call that obtained the region allocates from it next, under the same lock (a
+            // chunk that may begin in the free end of the region it extended, where the
+            // sub-allocator coalesces).
+            if (known && (next == null || next.kind() != MemoryEvent.Kind.ALLOC
+                    || next.address() >= e.address() + e.bytes() || next.address() + next.bytes() <= e.address())) {
+                known = false; // its request is not known: stop following the target
+            }
+            if (known) {
+                long request = rounded(next.requestedBytes());
+                boolean increased = false;
+                while (Long.compareUnsigned(request, target) > 0) {
+                    target = doubled(target);
+                    increased = true;
+                }
+                long available = (Math.max(0, limit - poolBytes) >>> 8) << 8;
+                long expected = Long.compareUnsigned(target, available) < 0 ? target : available;
+                if (e.requestedBytes() != expected) {
+                    throw new IllegalStateException("allocator '" + name + "' asked its sub-allocator for a region"
+                            + " of " + e.requestedBytes() + " bytes for a request of " + next.requestedBytes()
+                            + " bytes (on " + thread(e) + ", at " + hex(e.address()) + "),"
+                            + " where a replay would ask for " + expected + ": its region size grew in an attempt"
+                            + " that left no event (its sub-allocator failed below the memory limit in an"
+                            + " attempt that the retry repeated, or threw after such an attempt);" + why
+                            + "; record on a sub-allocator that neither throws nor fails below the memory limit");
+                }
+                if (!increased) {
+                    target = doubled(target);
+                }
+            }
+            poolBytes += e.bytes();
+        }
+
+        /** {@code RoundedBytes}, unsigned as upstream's {@code size_t}. */
+        private static long rounded(long bytes) {
+            return ((bytes + 255) >>> 8) << 8;
+        }
+
+        /** Doubled modulo 2^64, staying at 2^63 where that gives 0 (deviations.md #6). */
+        private static long doubled(long bytes) {
+            long twice = bytes << 1;
+            return twice == 0 ? Long.MIN_VALUE : twice;
+        }
     }
 
     private static String hex(long v) {

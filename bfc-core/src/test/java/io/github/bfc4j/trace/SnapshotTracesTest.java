@@ -505,4 +505,47 @@ class SnapshotTracesTest {
             }
         }
     }
+
+    /**
+     * A sub-allocator that fails below the memory limit in the first attempt of a call that the
+     * retry then serves leaves no event of that attempt, but the attempt doubled the size of the
+     * next region to fit the request (as upstream's Extend does before asking): the replay, whose
+     * first attempt obtains the region, asks for the next region at half the live size. Refused
+     * at that region; a history that ends before it replays alike and is written.
+     */
+    @Test
+    void aRegionSizeGrownInAnAttemptTheRetryRepeatedIsRefusedSayingWhy() throws IOException {
+        long limit = 1L << 30;
+        AtomicInteger failNext = new AtomicInteger();
+        SubAllocator busy = new ForwardingSubAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 2 * limit, 0, false)) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                return failNext.getAndUpdate(n -> Math.max(0, n - 1)) > 0 ? null : super.alloc(alignment, numBytes);
+            }
+        };
+        try (BfcAllocator a = BfcAllocator.builder().name("busy").memoryLimit(limit).subAllocator(busy)
+                .allowRetryOnFailure(true).closePolicy(ClosePolicy.FORCE).build()) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.allocateRaw(64, 1 << 20); // a region of 2 MiB
+            a.allocateRaw(64, 12 << 20); // the region size doubled to 16 MiB, a region of 16 MiB
+            // 20 MiB: the first attempt doubles the region size to 32 MiB and asks for it; the
+            // sub-allocator fails that and the back-off down to 21 MiB (5 calls). The retry's
+            // first attempt asks for 32 MiB again and gets it; the region size doubles to 64 MiB
+            // after it, where the replay's one attempt leaves it at 32 MiB.
+            failNext.set(5);
+            assertThat(a.allocateRaw(64, 20 << 20)).isNotZero();
+            assertThat(a.reservedBytes()).isEqualTo(50L << 20);
+            SnapshotTraces.write(a.snapshot(), dir.resolve("busy-so-far.bfctrace"), "x");
+            a.allocateRaw(64, 3 << 20); // a region of 64 MiB; the replay's is of 32 MiB
+            assertThat(a.reservedBytes()).isEqualTo(114L << 20);
+            Path t = dir.resolve("busy.bfctrace");
+            assertThatThrownBy(() -> SnapshotTraces.write(a.snapshot(), t, "x"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("allocator 'busy' asked its sub-allocator for a region of 67108864 bytes"
+                            + " for a request of 3145728 bytes (on thread '" + Thread.currentThread().getName()
+                            + "', at 0x7f0003200000), where a replay would ask for 33554432: its region size grew in"
+                            + " an attempt that left no event");
+            assertThat(t).doesNotExist();
+        }
+    }
 }
