@@ -8,6 +8,7 @@ import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryMapChecks;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
@@ -25,6 +26,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Supplier;
@@ -42,7 +45,10 @@ import org.junit.jupiter.params.provider.CsvSource;
  * one session or each with its own, on one {@code BfcAllocator} or on a
  * {@code ShardedBfcAllocator}. Every answer is compared bit for bit with the same request
  * answered beforehand on ORT's own arena, one at a time; afterwards every allocation is back.
- * Which threads ORT called {@code Alloc} on is counted and printed.
+ * Every allocation bfc4j served was ORT's, and each session's weights were reserved in bfc4j.
+ * While the callers run, another thread takes the allocators' memory maps, each of which must
+ * add up; callers that do not finish in time fail the test with their stacks (a deadlock). Which
+ * threads ORT called {@code Alloc} on is counted and printed.
  */
 class ServerLoadTest {
 
@@ -146,6 +152,8 @@ class ServerLoadTest {
             return o;
         };
         Map<String, LongAdder> allocThreads = new ConcurrentHashMap<>();
+        LongAdder servedByBfc = new LongAdder();
+        Map<String, LongAdder> reservedByThread = new ConcurrentHashMap<>();
         AtomicInteger concurrentOrtThreadAllocs = new AtomicInteger();
         AtomicInteger callersInRun = new AtomicInteger();
         long seed = Long.getLong("bfc4j.test.seed", new Random().nextLong());
@@ -172,6 +180,13 @@ class ServerLoadTest {
             ort.listener(new BfcOrtAllocator.CallListener() {
                 @Override
                 public void allocated(long size, long ptr, boolean reserve) {
+                    if (ptr != 0) {
+                        servedByBfc.increment();
+                        if (reserve) {
+                            reservedByThread.computeIfAbsent(Thread.currentThread().getName(), k -> new LongAdder())
+                                    .add(size);
+                        }
+                    }
                     String name = Thread.currentThread().getName();
                     allocThreads.computeIfAbsent(name.startsWith(CALLER) ? name : "other: " + name,
                             k -> new LongAdder()).increment();
@@ -184,7 +199,9 @@ class ServerLoadTest {
                 public void freed(long ptr) {
                 }
             });
+            List<BfcAllocator> allocators = sharded ? shards.shards() : List.of(bfc);
             long tokens;
+            MapSampler sampler = new MapSampler(allocators);
             try (EmbeddingSession common = shared ? new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q,
                     options.get()) : null) {
                 List<Future<Long>> futures = new ArrayList<>();
@@ -213,18 +230,43 @@ class ServerLoadTest {
                         return served;
                     }));
                 }
+                sampler.start();
                 tokens = 0;
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLOCK_SECONDS);
                 for (Future<Long> f : futures) {
-                    tokens += f.get();
+                    try {
+                        tokens += f.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    } catch (TimeoutException e) {
+                        throw new AssertionError("the callers did not finish within " + DEADLOCK_SECONDS
+                                + " s (a deadlock?); their stacks:" + callerStacks());
+                    }
                 }
+            } finally {
+                sampler.stop();
             }
             ort.listener(null);
-            List<BfcAllocator> allocators = sharded ? shards.shards() : List.of(bfc);
-            StringBuilder served = new StringBuilder();
+            System.out.printf(java.util.Locale.ROOT, "  memory maps taken during the run: %d, each adding up%n",
+                    sampler.maps());
+            assertThat(sampler.maps()).as("memory maps taken while the callers ran").isPositive();
+            long allocationsServed = 0;
+            for (BfcAllocator a : allocators) {
+                allocationsServed += a.memoryStats().allocationsTotal();
+            }
+            assertThat(allocationsServed).as("allocations bfc4j served: every one ORT's").isEqualTo(servedByBfc.sum());
+            // ORT reserves a session's weights on the thread that creates it: here, one session a
+            // thread, or the shared one on this thread.
+            int sessions = shared ? 1 : threads;
+            assertThat(reservedByThread).as("threads that created a session, and the bytes ORT reserved in bfc4j"
+                    + " on each").hasSize(sessions);
+            long oneSession = reservedByThread.values().iterator().next().sum();
+            assertThat(oneSession).as("a session's reserved weights").isGreaterThan(1L << 20);
+            assertThat(reservedByThread.values()).as("every session's, as much as the first's")
+                    .allSatisfy(r -> assertThat(r.sum()).isEqualTo(oneSession));
+            StringBuilder servedBy = new StringBuilder();
             int shardsServing = 0;
             for (BfcAllocator a : allocators) {
                 MemoryStats after = a.memoryStats();
-                served.append(String.format(java.util.Locale.ROOT, "%n  %s: %d allocations, peak in use %s,"
+                servedBy.append(String.format(java.util.Locale.ROOT, "%n  %s: %d allocations, peak in use %s,"
                         + " peak reserved %s", a.name(), after.allocationsTotal(),
                         BfcAllocator.humanReadableNumBytes(after.peakBytesInUse()),
                         BfcAllocator.humanReadableNumBytes(after.peakReservedBytes())));
@@ -233,13 +275,14 @@ class ServerLoadTest {
                 assertThat(after.freesTotal()).isEqualTo(after.allocationsTotal());
                 shardsServing += after.allocationsTotal() > 0 ? 1 : 0;
                 a.checkInvariants();
+                MemoryMapChecks.assertAddsUp(a.memoryMap());
             }
             System.out.printf(java.util.Locale.ROOT, "%d threads, %s (seed %d): %d requests, %d tokens in %.1f s;"
                     + " Alloc %d, Reserve %d, Free %d%n  Alloc by thread: %s;"
                     + " by ORT's threads while a caller was in Run: %d%s%n",
                     threads, mode, seed, count, tokens, (System.nanoTime() - started) / 1e9, ort.stats().allocCalls(),
                     ort.stats().reserveCalls(), ort.stats().freeCalls(),
-                    new TreeMap<>(allocThreads), concurrentOrtThreadAllocs.get(), served);
+                    new TreeMap<>(allocThreads), concurrentOrtThreadAllocs.get(), servedBy);
             if (sharded) {
                 assertThat(shardsServing).as("shards that served the threads' allocations").isGreaterThan(1);
                 // The shards' calls as one trace: every allocation and free, each free after
@@ -268,6 +311,78 @@ class ServerLoadTest {
             }
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /** How long the callers may take, all together, before the test calls it a deadlock. */
+    private static final int DEADLOCK_SECONDS = 300;
+
+    /** The callers' threads and their stacks, for a test that timed out. */
+    private static String callerStacks() {
+        StringBuilder sb = new StringBuilder();
+        for (Map.Entry<Thread, StackTraceElement[]> e : Thread.getAllStackTraces().entrySet()) {
+            if (e.getKey().getName().startsWith(CALLER)) {
+                sb.append("\n  ").append(e.getKey().getName()).append(' ').append(e.getKey().getState());
+                for (StackTraceElement f : e.getValue()) {
+                    sb.append("\n    at ").append(f);
+                }
+            }
+        }
+        return sb.toString();
+    }
+
+    /**
+     * Takes the allocators' memory maps over and over on a thread of its own while the callers
+     * run, and checks that each adds up ({@link MemoryMapChecks#assertAddsUp}): a map is one
+     * picture, whatever the other threads allocate meanwhile.
+     */
+    private static final class MapSampler {
+        private final List<BfcAllocator> allocators;
+        private final AtomicInteger maps = new AtomicInteger();
+        private final java.util.concurrent.atomic.AtomicReference<Throwable> failure =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        private volatile boolean running = true;
+        private Thread thread;
+
+        MapSampler(List<BfcAllocator> allocators) {
+            this.allocators = allocators;
+        }
+
+        void start() {
+            thread = new Thread(() -> {
+                try {
+                    while (running) {
+                        for (BfcAllocator a : allocators) {
+                            MemoryMapChecks.assertAddsUp(a.memoryMap());
+                            maps.incrementAndGet();
+                        }
+                        Thread.sleep(20);
+                    }
+                } catch (Throwable t) {
+                    failure.set(t);
+                }
+            }, "memory-map-sampler");
+            thread.start();
+        }
+
+        /** Stops the sampler; rethrows what it found. */
+        void stop() throws InterruptedException {
+            running = false;
+            if (thread == null) {
+                return;
+            }
+            thread.join();
+            Throwable t = failure.get();
+            if (t instanceof Error e) {
+                throw e;
+            }
+            if (t != null) {
+                throw new AssertionError("the memory-map sampler failed", t);
+            }
+        }
+
+        int maps() {
+            return maps.get();
         }
     }
 }
