@@ -11,6 +11,7 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.BfcOutOfMemoryException;
 import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.MemoryMapChecks;
 import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
@@ -23,6 +24,7 @@ import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -491,7 +493,7 @@ class BfcTensorsTest {
 
     @Test
     void manyThreadsMakeRunAndClose() throws Exception {
-        makeRunAndCloseOnFourThreads(tensors);
+        makeRunAndCloseOnFourThreads(tensors, List.of(cpu));
         assertThat(tensors.buffersReturned()).isEqualTo(tensors.tensorsCreated()).isEqualTo(200);
     }
 
@@ -501,7 +503,7 @@ class BfcTensorsTest {
                 .subAllocator(new AlignedHostSubAllocator()).shards(4).build()) {
             BfcTensors onShards = new BfcTensors(shards);
             assertThat(onShards.allocator()).isSameAs(shards);
-            makeRunAndCloseOnFourThreads(onShards);
+            makeRunAndCloseOnFourThreads(onShards, shards.shards());
             assertThat(onShards.buffersReturned()).isEqualTo(onShards.tensorsCreated()).isEqualTo(200);
             assertThat(onShards.liveBuffers()).isZero();
             assertThat(shards.bytesInUse()).isZero();
@@ -511,8 +513,13 @@ class BfcTensorsTest {
         } // REFUSE: throws if anything is still allocated
     }
 
-    /** Four threads each make 50 tensors, feed each to a run, check its answer and close it. */
-    private static void makeRunAndCloseOnFourThreads(BfcTensors tensors) throws Exception {
+    /**
+     * Four threads each make 50 tensors, each holding values of its own (so that two tensors
+     * sharing memory would change each other's sums), feed each to a run, check its answer and
+     * close it; meanwhile this thread takes the allocators' memory maps, each of which must add up.
+     */
+    private static void makeRunAndCloseOnFourThreads(BfcTensors tensors, List<BfcAllocator> allocators)
+            throws Exception {
         try (Graph g = new Graph(); Session s = new Session(g)) {
             Ops tf = Ops.create(g);
             Placeholder<TFloat32> x = tf.placeholder(TFloat32.class);
@@ -525,22 +532,141 @@ class BfcTensorsTest {
                     done.add(pool.submit(() -> {
                         for (int i = 0; i < 50; i++) {
                             int n = 1 + (id * 50 + i) % 37;
+                            int first = (id * 50 + i) * 1000;
                             float[] values = new float[n * 3];
-                            java.util.Arrays.fill(values, 0.5f);
-                            try (TFloat32 in = tensors.ofFloats(Shape.of(n, 3), values);
-                                 Result r = s.runner().feed(x, in).fetch(sum).run()) {
-                                assertThat(((TFloat32) r.get(0)).getFloat()).isEqualTo(n * 1.5f);
+                            for (int k = 0; k < values.length; k++) {
+                                values[k] = first + k;   // integers below 2^24: every sum is exact
+                            }
+                            float expected = values.length * (float) first + values.length * (values.length - 1) / 2f;
+                            try (TFloat32 in = tensors.ofFloats(Shape.of(n, 3), values)) {
+                                Thread.yield();   // let the other threads allocate meanwhile
+                                try (Result r = s.runner().feed(x, in).fetch(sum).run()) {
+                                    assertThat(((TFloat32) r.get(0)).getFloat()).as("thread %d, tensor %d", id, i)
+                                            .isEqualTo(expected);
+                                }
                             }
                         }
                         return null;
                     }));
                 }
+                int maps = 0;
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (!done.stream().allMatch(Future::isDone) && System.nanoTime() < deadline) {
+                    for (BfcAllocator a : allocators) {
+                        MemoryMapChecks.assertAddsUp(a.memoryMap());
+                        maps++;
+                    }
+                }
                 for (Future<?> f : done) {
-                    f.get(60, TimeUnit.SECONDS);
+                    f.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                }
+                assertThat(maps).as("memory maps taken while the threads ran").isPositive();
+                for (BfcAllocator a : allocators) {
+                    MemoryMapChecks.assertAddsUp(a.memoryMap());
                 }
             } finally {
                 pool.shutdown();
             }
+        }
+    }
+
+    /**
+     * Four threads ask for tensors while the application holds all but 1 MiB of the limit: each
+     * gets bfc4j's out-of-memory exception, nothing stays allocated; once the application lets
+     * go, the same four tensors are made at once and hold what was written.
+     */
+    @Test
+    void fourThreadsOutOfMemoryEachGetBfcsExceptionAndTheSameTensorsAreMadeOnceMemoryIsFree() throws Exception {
+        Allocation ballast = cpu.allocate(cpu.memoryLimit() - (1L << 20));
+        List<Callable<Object>> asks = new ArrayList<>();
+        for (int t = 0; t < 4; t++) {
+            float value = t;
+            asks.add(() -> {
+                try (TFloat32 big = tensors.tensorOf(TFloat32.class, Shape.of(512, 1024), f -> f.setFloat(value, 511, 1023))) {
+                    return big.getFloat(511, 1023);
+                } catch (BfcOutOfMemoryException e) {
+                    return e;
+                }
+            });
+        }
+        ExecutorService pool = Executors.newFixedThreadPool(4);
+        try {
+            List<Object> failed = new ArrayList<>();
+            for (Future<Object> f : pool.invokeAll(asks, 60, TimeUnit.SECONDS)) {
+                failed.add(f.get());
+            }
+            assertThat(failed).allSatisfy(e -> assertThat(e).isInstanceOfSatisfying(BfcOutOfMemoryException.class,
+                    oom -> assertThat(oom).hasMessageContaining("Allocator 'tf_test' is out of memory")));
+            assertThat(tensors.liveBuffers()).isZero();
+            assertThat(tensors.tensorsCreated()).isZero();
+            assertThat(cpu.bytesInUse()).isEqualTo(ballast.size());
+            cpu.checkInvariants();
+            ballast.close();
+            List<Object> made = new ArrayList<>();
+            for (Future<Object> f : pool.invokeAll(asks, 60, TimeUnit.SECONDS)) {
+                made.add(f.get());
+            }
+            assertThat(made).containsExactly(0f, 1f, 2f, 3f);
+            assertThat(tensors.buffersReturned()).isEqualTo(tensors.tensorsCreated()).isEqualTo(4);
+        } finally {
+            pool.shutdown();
+            ballast.close();
+        }
+    }
+
+    /**
+     * Tensors made on four threads at once, each inside an annotation of its own, with the
+     * history recorded: while they are all held, each chunk names its thread and annotation, and
+     * its stack starts at the application's call ({@link TensorMaker}), not in {@code BfcTensors}.
+     */
+    @Test
+    void eachThreadsTensorsAreNamedByItsThreadAnnotationAndCall() throws Exception {
+        cpu.recordHistory(io.github.bfc4j.core.HistoryOptions.defaults());
+        java.util.concurrent.CyclicBarrier allMade = new java.util.concurrent.CyclicBarrier(5);
+        java.util.concurrent.CyclicBarrier looked = new java.util.concurrent.CyclicBarrier(5);
+        ExecutorService pool = Executors.newFixedThreadPool(4, r -> new Thread(r));
+        try {
+            List<Future<String>> done = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int id = t;
+                done.add(pool.submit(() -> {
+                    String me = "maker-" + id;
+                    Thread.currentThread().setName(me);
+                    List<TFloat32> held;
+                    try (io.github.bfc4j.core.MemoryAnnotation a = io.github.bfc4j.core.MemoryAnnotation.push(
+                            "inputs of " + me)) {
+                        held = TensorMaker.make(tensors, Shape.of(100 + id, 10), 5);
+                    }
+                    allMade.await(60, TimeUnit.SECONDS);
+                    looked.await(60, TimeUnit.SECONDS);
+                    held.forEach(Tensor::close);
+                    return me;
+                }));
+            }
+            allMade.await(60, TimeUnit.SECONDS);
+            io.github.bfc4j.core.MemoryMap m = cpu.memoryMap();
+            looked.await(60, TimeUnit.SECONDS);
+            for (Future<String> f : done) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+            MemoryMapChecks.assertAddsUp(m);
+            List<io.github.bfc4j.core.MemoryMap.Chunk> inUse = m.chunks().stream()
+                    .filter(io.github.bfc4j.core.MemoryMap.Chunk::inUse).toList();
+            assertThat(inUse).hasSize(20).allSatisfy(c -> {
+                io.github.bfc4j.core.Provenance p = c.provenance();
+                assertThat(p.thread()).startsWith("maker-");
+                assertThat(p.annotation()).isEqualTo("inputs of " + p.thread());
+                assertThat(c.requestedSize()).as("a tensor of maker %s", p.thread())
+                        .isEqualTo((100L + Integer.parseInt(p.thread().substring("maker-".length()))) * 10 * 4);
+                assertThat(p.stack()).isNotEmpty();
+                assertThat(p.stack().get(0).toString()).as("innermost frame: the application's call")
+                        .startsWith(TensorMaker.class.getName() + ".make(");
+            });
+            assertThat(m.largestHolders(10)).extracting(io.github.bfc4j.core.MemoryMap.Holder::holder)
+                    .containsExactlyInAnyOrder("inputs of maker-0", "inputs of maker-1", "inputs of maker-2",
+                            "inputs of maker-3");
+        } finally {
+            pool.shutdownNow();
         }
     }
 
