@@ -877,6 +877,37 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * Allocates as {@link #allocateRaw(long, long)} does (the same chunk, the same calls of the
+     * sub-allocator), but a failure throws the {@link BfcOutOfMemoryException} that
+     * {@link #allocate(long)} would: figures (and largest holders, when provenance is recorded)
+     * of the moment of failure, taken under the lock by the failing call, not read afterwards,
+     * when other threads or an out-of-memory listener may have freed memory. For adapters that
+     * hand raw addresses to a runtime and report its failures in words (ONNX Runtime's
+     * {@code BfcOrtAllocator}).
+     *
+     * @param alignment a power of two; only passed on to the sub-allocator, as in
+     *     {@link #allocateRaw(long, long)}
+     * @param numBytes the size wanted
+     * @return the address, or 0 if {@code numBytes} is 0
+     * @throws BfcOutOfMemoryException if the memory cannot be had (after upstream's retries,
+     *     when the options allow them), also when {@code numBytes} is above
+     *     {@link #MAX_ALLOCATION_BYTES}
+     * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
+     *     not a power of two
+     * @throws IllegalStateException if the allocator is closed
+     * @throws RuntimeException what the sub-allocator's {@code alloc} or {@code free} threw while
+     *     serving it, as {@link #allocateRaw(long, long)}
+     */
+    public long allocateRawOrThrow(long alignment, long numBytes) {
+        long ptr = allocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
+        if (ptr == 0 && numBytes != 0) {
+            // The figures of the moment of failure, taken under the lock in the failing call.
+            throw oomReporter.exceptionForLastFailure(numBytes);
+        }
+        return ptr;
+    }
+
+    /**
      * Allocates. Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}. The
      * alignment is only passed on to the sub-allocator, as in {@link #allocateRaw(long, long)}.
      *

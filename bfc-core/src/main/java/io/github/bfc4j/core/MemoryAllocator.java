@@ -84,6 +84,26 @@ public interface MemoryAllocator extends AutoCloseable {
     long allocateRaw(long alignment, long numBytes, AllocationAttributes attr);
 
     /**
+     * Allocates without a handle, as {@link #allocateRaw(long, long)} does (the same chunk, the
+     * same calls of the sub-allocator), but a failure throws the exception
+     * {@link #allocate(long)} would: its figures (and largest holders, when provenance is
+     * recorded) are those of the moment of failure, taken by the failing call under the lock, not
+     * read afterwards, when other threads or an out-of-memory listener may have freed memory. For
+     * adapters that hand raw addresses to a runtime and report its failures in words (ONNX
+     * Runtime's {@code BfcOrtAllocator}).
+     *
+     * @param alignment a power of two
+     * @param numBytes the size wanted
+     * @return the address, or 0 if {@code numBytes} is 0
+     * @throws BfcOutOfMemoryException if it cannot be served, also when {@code numBytes} is above
+     *     {@link BfcAllocator#MAX_ALLOCATION_BYTES}
+     * @throws IllegalArgumentException as {@link #allocateRaw(long, long)}
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
+     */
+    long allocateRawOrThrow(long alignment, long numBytes);
+
+    /**
      * Frees an address {@link #allocateRaw} returned. Port of {@code Allocator::DeallocateRaw}.
      *
      * @param ptr the address; 0 is a no-op

@@ -381,6 +381,56 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * Allocates without a handle, as {@link #allocateRaw(long, long)} does, but a failure throws
+     * the {@link BfcOutOfMemoryException} that {@link #allocate(long)} would: the figures of all
+     * shards together, read just after the home shard's last attempt failed (as
+     * {@link #allocate(long)}'s), its cause the home shard's exception with that shard's figures
+     * of the moment of failure.
+     *
+     * @param alignment a power of two; only passed on to the sub-allocator
+     * @param numBytes the size wanted
+     * @return the address, or 0 if {@code numBytes} is 0
+     * @throws BfcOutOfMemoryException if no shard can serve it
+     * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment} is
+     *     not a power of two
+     * @throws IllegalStateException if the allocator is closed, or if called from inside its
+     *     sub-allocator's {@code alloc} or {@code free}
+     */
+    public long allocateRawOrThrow(long alignment, long numBytes) {
+        if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
+            throw BfcAllocator.badAllocateRawArguments(name, alignment, numBytes);
+        }
+        pins.refuseCallFromSubAllocator(name, "allocateRawOrThrow");
+        int h = home();
+        long ptr;
+        try {
+            ptr = ports[h].tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
+        } catch (IllegalStateException e) {
+            ptr = 0;
+            rethrowUnlessClosed(h, e);
+        }
+        if (ptr != 0 || numBytes == 0) {
+            return ptr;
+        }
+        failureFigures.remove();
+        try {
+            return elsewhere(h, numBytes, s -> {
+                long p = s.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
+                return p == 0 ? null : p;
+            }, s -> s.allocateRawOrThrow(alignment, numBytes));
+        } catch (BfcOutOfMemoryException e) {
+            // As allocate(): the figures read for the report, or read now if none was made.
+            AllShards f = failureFigures.get();
+            failureFigures.remove();
+            if (f == null) {
+                f = allShardsNow();
+            }
+            throw e.ofAllShards(name, shards.length, f.stats.bytesInUse(), f.reserved, f.regions, f.largestFree, f.stats,
+                    f.holders);
+        }
+    }
+
+    /**
      * A home shard closed on its own is passed over as a full one is: the other shards serve
      * its threads. Any other failure is the caller's.
      */

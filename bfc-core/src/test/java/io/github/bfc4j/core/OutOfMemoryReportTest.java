@@ -105,6 +105,62 @@ class OutOfMemoryReportTest {
         }
     }
 
+    /**
+     * allocateRawOrThrow serves as allocateRaw does, and its failure throws the figures of the
+     * moment of failure, though an out-of-memory listener frees memory before it returns.
+     */
+    @Test
+    void allocateRawOrThrowServesAsAllocateRawAndThrowsTheMomentOfFailure() {
+        try (BfcAllocator a = BfcAllocator.builder().name("raw_moment").memoryLimit(4 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 16 * MIB, 0, false)).allowRetryOnFailure(false)
+                .closePolicy(ClosePolicy.FORCE).build();
+                BfcAllocator twin = BfcAllocator.builder().name("raw_twin").memoryLimit(4 * MIB)
+                        .subAllocator(new SimSubAllocator(BASE, 16 * MIB, 0, false)).allowRetryOnFailure(false)
+                        .closePolicy(ClosePolicy.FORCE).build()) {
+            long victim = a.allocateRawOrThrow(64, MIB);
+            assertThat(victim).as("the address allocateRaw gives the same calls").isEqualTo(twin.allocateRaw(64, MIB));
+            assertThat(a.allocateRawOrThrow(64, MIB)).isEqualTo(twin.allocateRaw(64, MIB));
+            assertThat(a.allocateRawOrThrow(64, 0)).isZero();
+            final long inUseAtFailure = a.bytesInUse();
+            final long largestFreeAtFailure = a.largestFreeChunkBytes();
+            a.addOutOfMemoryListener(r -> a.deallocateRaw(victim));
+
+            BfcOutOfMemoryException e = catchThrowableOfType(() -> a.allocateRawOrThrow(64, 3 * MIB),
+                    BfcOutOfMemoryException.class);
+
+            assertThat(a.bytesInUse()).as("the listener freed").isEqualTo(inUseAtFailure - MIB);
+            assertThat(e).isNotNull();
+            assertThat(e.requestedBytes()).isEqualTo(3 * MIB);
+            assertThat(e.bytesInUse()).as("bytes in use at the failure").isEqualTo(inUseAtFailure);
+            assertThat(e.largestFreeChunkBytes()).isEqualTo(largestFreeAtFailure);
+            assertThat(e.getMessage()).startsWith("Allocator 'raw_moment' is out of memory: tried to allocate 3.00MiB.")
+                    .contains(BfcAllocator.humanReadableNumBytes(inUseAtFailure) + " is in use by live allocations");
+            assertThat(catchThrowableOfType(() -> a.allocateRawOrThrow(64, BfcAllocator.MAX_ALLOCATION_BYTES + 1),
+                    BfcOutOfMemoryException.class)).as("above the largest possible request")
+                    .hasMessageContaining("The request alone is larger than the memory limit");
+            assertThat(a.memoryStats().oomsTotal()).isEqualTo(2);
+            a.checkInvariants();
+        }
+    }
+
+    @Test
+    void aShardedAllocatorsAllocateRawOrThrowGivesTheFiguresOfAllShards() {
+        try (ShardedBfcAllocator s = ShardedBfcAllocator.builder().name("raw_shards").memoryLimit(4 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 16 * MIB, 0, false)).shards(2).build()) {
+            long p = s.allocateRawOrThrow(64, MIB);
+            assertThat(p).isNotZero();
+            assertThat(s.allocateRawOrThrow(64, 0)).isZero();
+            BfcOutOfMemoryException e = catchThrowableOfType(() -> s.allocateRawOrThrow(64, 4 * MIB),
+                    BfcOutOfMemoryException.class);
+            assertThat(e).isNotNull();
+            assertThat(e.getMessage()).startsWith("Allocator 'raw_shards' is out of memory: tried to allocate 4.00MiB.")
+                    .contains("The figures are those of all 2 shards together");
+            assertThat(e.bytesInUse()).isEqualTo(s.bytesInUse());
+            s.deallocateRaw(p);
+            assertThat(s.bytesInUse()).isZero();
+        }
+    }
+
     private static long num(Object o) {
         return ((BigDecimal) o).longValueExact();
     }

@@ -7,6 +7,7 @@ import static org.bytedeco.onnxruntime.global.onnxruntime.OrtGetApiBase;
 import static org.bytedeco.onnxruntime.global.onnxruntime.OrtMemTypeDefault;
 
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOutOfMemoryException;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.MemoryType;
@@ -62,8 +63,10 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  * The callback throws a Java exception whose message starts with {@code bfc4j:}; JavaCPP turns
  * it into a C++ {@code std::exception} with that message, and ORT returns it as the error of the
  * {@code Run} or session creation that allocated (e.g. {@code Non-zero status code returned
- * while running FusedGemm node. ... Status Message: bfc4j: allocator 'ort' is out of memory:
- * ONNX Runtime asked for 8.00MiB; ...}). Answering null is not an option: ORT 1.22 does not
+ * while running FusedGemm node. ... Status Message: bfc4j: ONNX Runtime asked for 8.00MiB:
+ * Allocator 'ort' is out of memory: tried to allocate 8.00MiB. ...}: the message of the
+ * {@link BfcOutOfMemoryException} of {@link MemoryAllocator#allocateRawOrThrow}, with the figures
+ * of the moment of failure). Answering null is not an option: ORT 1.22 does not
  * check a custom allocator's result and writes to it. {@code Free} and {@code Info} never throw:
  * a free that bfc4j rejects is logged (logger {@code io.github.bfc4j.onnxruntime.BfcOrtAllocator})
  * and counted in {@link #stats()}. The builder's allocators fail at once; with
@@ -458,18 +461,24 @@ public final class BfcOrtAllocator implements AutoCloseable {
             error(message, null);
             throw new AllocationFailure(message);
         }
-        long ptr = bfc.allocateRaw(ALIGNMENT, size);
+        long ptr;
+        try {
+            ptr = bfc.allocateRawOrThrow(ALIGNMENT, size);
+        } catch (BfcOutOfMemoryException e) {
+            CallListener l = listener;
+            if (l != null) {
+                l.allocated(size, 0, reserve);
+            }
+            counters.failedAllocs.increment();
+            // The figures of the moment of failure: read afterwards, they could show memory that
+            // other threads (or an out-of-memory listener) freed since, e.g. a largest free chunk
+            // larger than the request that failed.
+            throw new AllocationFailure("ONNX Runtime asked for " + BfcAllocator.humanReadableNumBytes(size) + ": "
+                    + e.getMessage());
+        }
         CallListener l = listener;
         if (l != null) {
             l.allocated(size, ptr, reserve);
-        }
-        if (ptr == 0) {
-            counters.failedAllocs.increment();
-            throw new AllocationFailure("allocator '" + bfc.name() + "' is out of memory: ONNX Runtime asked for "
-                    + BfcAllocator.humanReadableNumBytes(size) + "; " + BfcAllocator.humanReadableNumBytes(bfc.bytesInUse())
-                    + " in use, " + BfcAllocator.humanReadableNumBytes(bfc.reservedBytes()) + " reserved, limit "
-                    + BfcAllocator.humanReadableNumBytes(bfc.memoryLimit()) + ", largest free chunk "
-                    + BfcAllocator.humanReadableNumBytes(bfc.largestFreeChunkBytes()));
         }
         counters.liveAllocations.incrementAndGet();
         return new Address(ptr);

@@ -101,8 +101,9 @@ class BfcOrtAllocatorTest {
                 assertThatThrownBy(() -> session.run(big))
                         .isInstanceOf(RuntimeException.class)
                         .satisfies(e -> System.out.println("ORT's error: " + e.getMessage()))
-                        .hasMessageContaining("bfc4j: allocator 'ort_limit' is out of memory: ONNX Runtime asked for")
-                        .hasMessageContaining("limit 96.00MiB");
+                        .hasMessageContaining("bfc4j: ONNX Runtime asked for ")
+                        .hasMessageContaining("Allocator 'ort_limit' is out of memory: tried to allocate ")
+                        .hasMessageContaining("the memory limit is 96.00MiB");
                 assertThat(ort.stats().failedAllocs()).isPositive();
                 assertThat(bfc.memoryStats().oomsTotal()).isPositive();
                 assertThat(bfc.bytesInUse()).as("nothing of the failed run is left").isEqualTo(weights);
@@ -121,13 +122,56 @@ class BfcOrtAllocatorTest {
         }
     }
 
+    /**
+     * ORT's error gives the figures of the moment the allocation failed, as bfc4j's own
+     * exception does, where it read them afterwards: memory freed in between (here by an
+     * out-of-memory listener, as another thread may) made it say, e.g., that 28 MiB were in use
+     * and the largest free chunk was 34 MiB when a request of 768 KiB failed.
+     */
+    @Test
+    void theOutOfMemoryErrorGivesTheFiguresOfTheMomentOfFailure() {
+        try (HuggingFaceTokenizer tokenizer = MODEL.fixedLengthTokenizer(128);
+                BfcAllocator bfc = hostAllocator("ort_moment", 96L << 20);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+                EmbeddingSession session = new EmbeddingSession(env, MODEL, EmbeddingSession.options(true))) {
+            Encoding[] request = batch(tokenizer, 4, 128);
+            List<Long> held = new ArrayList<>();
+            for (long p = bfc.allocateRaw(256, 1 << 20); p != 0; p = bfc.allocateRaw(256, 1 << 20)) {
+                held.add(p);
+            }
+            List<io.github.bfc4j.core.MemoryStats> atFailure = new ArrayList<>();
+            bfc.addOutOfMemoryListener(report -> {
+                atFailure.add(report.snapshot().memoryMap().memoryStats());
+                held.forEach(bfc::deallocateRaw);   // freed just after the failure
+                held.clear();
+            });
+            assertThatThrownBy(() -> session.run(request))
+                    .isInstanceOf(RuntimeException.class)
+                    .satisfies(e -> System.out.println("ORT's error: " + e.getMessage()))
+                    .satisfies(e -> {
+                        assertThat(atFailure).hasSize(1);
+                        io.github.bfc4j.core.MemoryStats m = atFailure.get(0);
+                        assertThat(m.bytesInUse()).as("in use at the failure, against now").isNotEqualTo(bfc.bytesInUse());
+                        assertThat(e.getMessage()).as("in use and largest free chunk at the failure")
+                                .contains(BfcAllocator.humanReadableNumBytes(m.bytesInUse()))
+                                .contains(BfcAllocator.humanReadableNumBytes(m.largestFreeChunkBytes()))
+                                .doesNotContain(BfcAllocator.humanReadableNumBytes(bfc.bytesInUse()))
+                                .doesNotContain(BfcAllocator.humanReadableNumBytes(bfc.largestFreeChunkBytes()));
+                    });
+            assertThat(held).isEmpty();
+            assertThat(ort.stats().liveAllocations()).as("the weights only").isPositive();
+            session.run(request);   // the memory the listener freed serves it
+        }
+    }
+
     @Test
     void sessionCreationFailsWhenTheWeightsDoNotFit() {
         try (BfcAllocator bfc = hostAllocator("ort_weights", 4L << 20);
                 BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
             assertThatThrownBy(() -> new EmbeddingSession(env, MODEL, EmbeddingSession.options(true)))
                     .isInstanceOf(RuntimeException.class)
-                    .hasMessageContaining("bfc4j: allocator 'ort_weights' is out of memory");
+                    .hasMessageContaining("bfc4j: ONNX Runtime asked for ")
+                    .hasMessageContaining("Allocator 'ort_weights' is out of memory: tried to allocate ");
             assertThat(ort.stats().failedAllocs()).isPositive();
             assertThat(bfc.bytesInUse()).isZero();
             assertThat(ort.stats().liveAllocations()).isZero();
@@ -364,8 +408,10 @@ class BfcOrtAllocatorTest {
                 assertThat(weights).as("the weights live in the shards").isGreaterThan(1L << 20);
                 assertThatThrownBy(() -> session.run(big))
                         .isInstanceOf(RuntimeException.class)
-                        .hasMessageContaining("bfc4j: allocator 'ort_shards' is out of memory: ONNX Runtime asked for")
-                        .hasMessageContaining("limit 96.00MiB");
+                        .hasMessageContaining("bfc4j: ONNX Runtime asked for ")
+                        .hasMessageContaining("Allocator 'ort_shards' is out of memory: tried to allocate ")
+                        .hasMessageContaining("the memory limit is 96.00MiB")
+                        .hasMessageContaining("The figures are those of all 2 shards together");
                 assertThat(ort.stats().failedAllocs()).isPositive();
                 assertThat(sharded.bytesInUse()).as("nothing of the failed run is left").isEqualTo(weights);
                 for (int i = 0; i < 3; i++) {
