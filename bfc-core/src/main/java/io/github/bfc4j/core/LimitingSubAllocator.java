@@ -49,14 +49,31 @@ public final class LimitingSubAllocator extends ForwardingSubAllocator {
         return block;
     }
 
+    /**
+     * Returns a range to the upstream; from then on it no longer counts against the cap. A free
+     * that the upstream refuses ({@link IllegalArgumentException}: not a range it handed out)
+     * changes nothing. One that fails otherwise (a driver error, also an {@link Error}) is
+     * passed on, and the range no longer counts: its caller gives it up all the same
+     * ({@link SubAllocator#free}), and the upstream keeps what it could not free.
+     *
+     * @throws IllegalArgumentException if {@code numBytes} is not positive or exceeds the bytes
+     *     held, or the upstream refuses the range; nothing changes then
+     */
     @Override
     public synchronized void free(long ptr, long numBytes) {
-        if (numBytes > heldBytes) {
+        if (numBytes <= 0 || numBytes > heldBytes) {
             throw new IllegalArgumentException("free(ptr=0x" + Long.toHexString(ptr) + ", numBytes="
-                    + numBytes + "): more than the " + heldBytes + " bytes held from the upstream "
-                    + "(expected: a range this sub-allocator handed out)");
+                    + numBytes + "): " + (numBytes <= 0 ? "not a size" : "more than the " + heldBytes
+                    + " bytes held from the upstream") + " (expected: a range this sub-allocator handed out)");
         }
-        upstream.free(ptr, numBytes);
+        try {
+            upstream.free(ptr, numBytes);
+        } catch (IllegalArgumentException refused) {
+            throw refused;
+        } catch (RuntimeException | Error failed) {
+            heldBytes -= numBytes;
+            throw failed;
+        }
         heldBytes -= numBytes;
     }
 

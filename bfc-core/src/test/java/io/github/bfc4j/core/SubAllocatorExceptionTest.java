@@ -169,5 +169,58 @@ class SubAllocatorExceptionTest {
                 .hasMessageStartingWith("injected failure");
         assertThat(a.shards()).allSatisfy(s -> assertThat(s.isClosed()).isTrue());
         assertThat(sub.freed).as("the other shard's region").hasSize(1);
+        assertThat(a.reservedBytes()).as("both regions given up").isZero();
+    }
+
+    @Test
+    void aFailedFreeInAShardsEmptyCacheLeavesTheCommonLimitWhole() {
+        FailingFrees sub = new FailingFrees();
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("s").shards(1).memoryLimit(8 * MIB)
+                .subAllocator(sub).build();
+        a.deallocateRaw(a.allocateRaw(256, 6 * MIB)); // one region of 8 MiB, the whole limit
+        assertThat(a.reservedBytes()).isEqualTo(8 * MIB);
+        sub.failNext = 1;
+
+        assertThatThrownBy(a::emptyCache).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("injected failure");
+        assertThat(a.regionCount()).as("given up").isZero();
+        assertThat(a.reservedBytes()).as("as the shards' books say").isZero();
+        long p = a.allocateRaw(256, 6 * MIB); // the limit is whole again: it serves on
+        assertThat(p).isNotZero();
+        a.deallocateRaw(p);
+        a.close();
+    }
+
+    @Test
+    void aFailedFreeBelowALimitingSubAllocatorNoLongerCountsAgainstItsCap() {
+        FailingFrees sub = new FailingFrees();
+        LimitingSubAllocator limit = new LimitingSubAllocator(sub, 8 * MIB);
+        BfcAllocator a = BfcAllocator.builder().name("t").memoryLimit(64 * MIB).subAllocator(limit).build();
+        a.deallocateRaw(a.allocateRaw(256, 6 * MIB)); // an 8 MiB region: the whole cap
+        assertThat(limit.heldBytes()).isEqualTo(8 * MIB);
+        sub.failNext = 1;
+
+        assertThatThrownBy(a::emptyCache).isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("injected failure");
+        assertThat(a.reservedBytes()).isZero();
+        assertThat(limit.heldBytes()).as("the allocator gave it up").isZero();
+        long p = a.allocateRaw(256, 6 * MIB);
+        assertThat(p).as("the cap is whole again").isNotZero();
+        a.deallocateRaw(p);
+        a.close();
+    }
+
+    @Test
+    void aFreeThatALimitingSubAllocatorsUpstreamRefusesChangesNothing() {
+        LimitingSubAllocator limit = new LimitingSubAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false),
+                8 * MIB);
+        SubAllocator.Block b = limit.alloc(256, 2 * MIB);
+
+        assertThatThrownBy(() -> limit.free(b.ptr() + 256, 2 * MIB)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> limit.free(b.ptr(), -256)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("numBytes=-256");
+        assertThat(limit.heldBytes()).isEqualTo(2 * MIB);
+        limit.free(b.ptr(), b.bytes());
+        assertThat(limit.heldBytes()).isZero();
     }
 }
