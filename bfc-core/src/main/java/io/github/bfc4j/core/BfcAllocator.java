@@ -722,8 +722,8 @@ public final class BfcAllocator implements MemoryAllocator {
      *
      * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE}
      * @throws RuntimeException what the sub-allocator's {@code free} threw (a CUDA error; the
-     *     later ones suppressed by it): the allocator is closed all the same, every region given
-     *     up
+     *     later ones suppressed by it; an {@link Error} it threw is passed on likewise): the
+     *     allocator is closed all the same, every region given up
      * @throws IllegalStateException also if called from inside its sub-allocator's {@code alloc}
      *     or {@code free}; nothing is closed then
      */
@@ -1066,8 +1066,9 @@ public final class BfcAllocator implements MemoryAllocator {
      *
      * @return the bytes given back (0 on a closed allocator)
      * @throws RuntimeException what the sub-allocator's {@code free} threw (a CUDA error; the
-     *     later ones suppressed by it): every such region is given up all the same, and the
-     *     sub-allocator keeps what it could not free
+     *     later ones suppressed by it; an {@link Error} it threw is passed on likewise): every
+     *     such region is given up all the same, and the sub-allocator keeps what it could not
+     *     free
      * @throws IllegalStateException if called from inside its sub-allocator's {@code alloc} or
      *     {@code free}
      */

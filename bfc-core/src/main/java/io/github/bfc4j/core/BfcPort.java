@@ -15,6 +15,7 @@ import io.github.bfc4j.core.internal.FreeChunkSet;
 import io.github.bfc4j.core.internal.IntDeque;
 import io.github.bfc4j.core.internal.RegionManager;
 import java.lang.System.Logger.Level;
+import java.lang.reflect.UndeclaredThrowableException;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -350,8 +351,9 @@ final class BfcPort {
      * sub-allocator; afterwards the allocator holds nothing and refuses every call. Needs the
      * lock.
      *
-     * @throws RuntimeException the first exception of the sub-allocator's frees (the later ones
-     *     suppressed by it), once every region is given up and the allocator is closed
+     * @throws RuntimeException the first exception (or {@link Error}) of the sub-allocator's
+     *     frees (the later ones suppressed by it), once every region is given up and the
+     *     allocator is closed
      */
     void closeLocked() {
         closed = true;
@@ -365,7 +367,7 @@ final class BfcPort {
         // After those frees: a history tells each region given back once nothing is left in it.
         listener.closingLocked();
         bytesInUse = 0;
-        RuntimeException failure = null;
+        Throwable failure = null;
         for (AllocationRegion region : regionManager.regions()) {
             failure = freeRegion(region, failure);
         }
@@ -668,12 +670,12 @@ final class BfcPort {
      * garbage collection of a request of {@code requestBytes} (0: {@code emptyCache()}). Needs
      * the lock.
      *
-     * @throws RuntimeException the first exception of the sub-allocator's frees (the later ones
-     *     suppressed by it), once every flagged region is given up
+     * @throws RuntimeException the first exception (or {@link Error}) of the sub-allocator's
+     *     frees (the later ones suppressed by it), once every flagged region is given up
      */
     private void deallocateRegionsLocked(boolean[] free, long requestBytes) {
         final List<AllocationRegion> regions = regionManager.regions();
-        RuntimeException failure = null;
+        Throwable failure = null;
         int it = 0;
         for (int i = 0; i < free.length; i++) {
             if (!free[i]) {
@@ -705,15 +707,16 @@ final class BfcPort {
      * {@code SubAllocator::Free} cannot fail; here one that throws (a CUDA error) leaves the
      * region given up all the same, so the books stay whole and the other regions are still
      * freed; the sub-allocator keeps what it could not free (bfc-cuda's free it at their close;
-     * docs/deviations.md #27).
+     * docs/deviations.md #27). An {@link Error} (a sub-allocator out of heap, or of stack) is
+     * taken as any exception: thrown once the books are whole, never between two states.
      *
      * @return {@code failure}, or the exception of this free, added to it as suppressed
      */
-    private RuntimeException freeRegion(AllocationRegion region, RuntimeException failure) {
+    private Throwable freeRegion(AllocationRegion region, Throwable failure) {
         try {
             subAllocator.free(region.ptr(), region.memorySize());
             return failure;
-        } catch (RuntimeException e) {
+        } catch (Throwable e) {
             return collect(failure, e);
         }
     }
@@ -724,11 +727,13 @@ final class BfcPort {
      *
      * @return {@code first} with {@code next} suppressed by it, or {@code next} if it is the first
      */
-    static RuntimeException collect(RuntimeException first, RuntimeException next) {
+    static <T extends Throwable> T collect(T first, T next) {
         if (first == null) {
             return next;
         }
-        first.addSuppressed(next);
+        if (next != first) { // one instance thrown twice (a shared one) cannot suppress itself
+            first.addSuppressed(next);
+        }
         return first;
     }
 
@@ -741,10 +746,20 @@ final class BfcPort {
         return freedAtCount != 0 && Long.compareUnsigned(freedAtCount, frontier) >= 0;
     }
 
-    /** Ends steps that were all attempted: throws the first failure, if any. */
-    static void throwIfAny(RuntimeException failure) {
+    /**
+     * Ends steps that were all attempted: throws the first failure, if any, as it was (an
+     * unchecked exception or an {@link Error}; a checked one that a sub-allocator threw
+     * undeclared, wrapped in {@link UndeclaredThrowableException}).
+     */
+    static void throwIfAny(Throwable failure) {
+        if (failure instanceof RuntimeException e) {
+            throw e;
+        }
+        if (failure instanceof Error e) {
+            throw e;
+        }
         if (failure != null) {
-            throw failure;
+            throw new UndeclaredThrowableException(failure);
         }
     }
 

@@ -930,7 +930,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @throws IllegalStateException if allocations are live and the policy is {@code REFUSE};
      *     no shard is closed then
      * @throws RuntimeException what a sub-allocator's {@code free} threw (the later ones
-     *     suppressed by it); every shard is closed all the same
+     *     suppressed by it; an {@link Error} it threw is passed on likewise); every shard is
+     *     closed all the same
      * @throws IllegalStateException also if called from inside its sub-allocator's {@code alloc}
      *     or {@code free}; no shard is closed then
      */
@@ -947,11 +948,11 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             if (refuse) {
                 refuseIfLiveLocked();
             }
-            RuntimeException failure = null;
+            Throwable failure = null;
             for (BfcAllocator s : shards) {
                 try {
                     s.close();
-                } catch (RuntimeException e) { // a sub-allocator's free failed; the shard is closed
+                } catch (RuntimeException | Error e) { // a sub-allocator's free failed; the shard is closed
                     failure = BfcPort.collect(failure, e);
                 }
             }

@@ -26,6 +26,8 @@ class SubAllocatorExceptionTest {
     private static final class FailingFrees extends ForwardingSubAllocator {
         int failNext;
         int failNextAlloc;
+        /** What a failed free throws, instead of the usual {@link IllegalStateException}; null: that. */
+        Throwable freeFailure;
         final List<Long> freed = new ArrayList<>();
 
         FailingFrees() {
@@ -45,6 +47,9 @@ class SubAllocatorExceptionTest {
         public void free(long ptr, long numBytes) {
             if (failNext > 0) {
                 failNext--;
+                if (freeFailure instanceof Error e) {
+                    throw e;
+                }
                 throw new IllegalStateException("injected failure of free(0x" + Long.toHexString(ptr) + ")");
             }
             super.free(ptr, numBytes);
@@ -170,6 +175,74 @@ class SubAllocatorExceptionTest {
         assertThat(a.shards()).allSatisfy(s -> assertThat(s.isClosed()).isTrue());
         assertThat(sub.freed).as("the other shard's region").hasSize(1);
         assertThat(a.reservedBytes()).as("both regions given up").isZero();
+    }
+
+    @Test
+    void anErrorFromAFreeInEmptyCacheGivesTheRegionUpAndFreesTheOthers() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = allocatorOfTwoFreeRegions(sub, ClosePolicy.REFUSE);
+        sub.failNext = 1;
+        sub.freeFailure = new OutOfMemoryError("injected: the sub-allocator's books ran out of heap");
+
+        assertThatThrownBy(a::emptyCache).isSameAs(sub.freeFailure);
+        assertThat(sub.freed).as("the second region is still freed").hasSize(1);
+        assertThat(a.regionCount()).isZero();
+        assertThat(a.reservedBytes()).isZero();
+        a.checkInvariants();
+        long p = a.allocateRaw(256, 2 * MIB); // serves on
+        assertThat(a.allocatedSize(p)).isEqualTo(2 * MIB);
+        a.checkInvariants();
+        a.deallocateRaw(p);
+        a.close();
+        assertThat(sub.freed).hasSize(2);
+    }
+
+    @Test
+    void anErrorFromAFreeInCloseStillClosesAndFreesTheOtherRegions() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = allocatorOfTwoFreeRegions(sub, ClosePolicy.FORCE);
+        sub.failNext = 1;
+        sub.freeFailure = new StackOverflowError("injected");
+
+        assertThatThrownBy(a::close).isSameAs(sub.freeFailure);
+        assertThat(a.isClosed()).isTrue();
+        assertThat(a.reservedBytes()).isZero();
+        assertThat(a.regionCount()).isZero();
+        assertThat(sub.freed).as("the other region").hasSize(1);
+        a.checkInvariants();
+        a.close(); // idempotent: nothing more
+    }
+
+    @Test
+    void oneErrorThrownByTwoFreesInCloseIsThrownOnceAndTheCloseIsComplete() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = allocatorOfTwoFreeRegions(sub, ClosePolicy.FORCE);
+        sub.failNext = 2;
+        sub.freeFailure = new OutOfMemoryError("injected: one instance, as the JVM's own preallocated ones");
+
+        assertThatThrownBy(a::close).isSameAs(sub.freeFailure);
+        assertThat(sub.freeFailure.getSuppressed()).isEmpty();
+        assertThat(a.isClosed()).isTrue();
+        assertThat(a.regionCount()).isZero();
+        assertThat(a.reservedBytes()).isZero();
+        a.checkInvariants();
+    }
+
+    @Test
+    void anErrorFromAFreeInAShardsCloseStillClosesEveryShard() {
+        FailingFrees sub = new FailingFrees();
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("s").shards(2).memoryLimit(64 * MIB)
+                .subAllocator(sub).build();
+        for (BfcAllocator shard : a.shards()) {
+            shard.deallocateRaw(shard.allocateRaw(256, MIB));
+        }
+        sub.failNext = 1;
+        sub.freeFailure = new OutOfMemoryError("injected");
+
+        assertThatThrownBy(a::close).isSameAs(sub.freeFailure);
+        assertThat(a.shards()).allSatisfy(s -> assertThat(s.isClosed()).isTrue());
+        assertThat(sub.freed).as("the other shard's region").hasSize(1);
+        assertThat(a.reservedBytes()).isZero();
     }
 
     @Test
