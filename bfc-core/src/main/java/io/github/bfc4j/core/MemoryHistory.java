@@ -7,6 +7,7 @@ package io.github.bfc4j.core;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 /**
  * The recorded history of an allocator, as {@link BfcAllocator#snapshot()} copies it: the
@@ -26,8 +27,13 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
     /** No history: never recorded. */
     public static final MemoryHistory NONE = new MemoryHistory(null, false, -1, false, 0, List.of());
 
-    /** Copies the list. */
+    /**
+     * Copies the list.
+     *
+     * @throws NullPointerException if {@code events} is null, or an event in it
+     */
     public MemoryHistory {
+        Objects.requireNonNull(events, "events=null (expected: the events kept, oldest first; List.of() for none)");
         events = List.copyOf(events);
     }
 
@@ -53,8 +59,11 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
      *
      * @param histories the histories' events ({@link #events()} of each)
      * @return for each event in order, the index of its history and the event
+     * @throws NullPointerException if {@code histories} is null, or a history or event in it
      */
     public static List<Map.Entry<Integer, MemoryEvent>> mergeByTime(List<List<MemoryEvent>> histories) {
+        Objects.requireNonNull(histories, "histories=null (expected: the events of each history, e.g."
+                + " one snapshot's history().events() per shard)");
         List<Map.Entry<Integer, MemoryEvent>> merged = new ArrayList<>();
         int[] next = new int[histories.size()];
         while (true) {

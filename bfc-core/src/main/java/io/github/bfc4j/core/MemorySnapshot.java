@@ -51,6 +51,7 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * no segment); {@link #history()} still has it.
      *
      * @param out where the pickle goes (not closed)
+     * @throws NullPointerException if {@code out} is null
      * @throws IOException if writing fails
      */
     public void writePyTorchPickle(OutputStream out) throws IOException {
@@ -65,6 +66,7 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * @param out where the pickle goes (not closed)
      * @param device the device's ordinal, as PyTorch numbers it, 0 to 1023
      * @throws IllegalArgumentException if {@code device} is outside that range
+     * @throws NullPointerException if {@code out} is null
      * @throws IOException if writing fails
      */
     public void writePyTorchPickle(OutputStream out, int device) throws IOException {
@@ -76,6 +78,7 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * file beside it and moved over it once complete, so a failure leaves the file as it was).
      *
      * @param file the file, e.g. {@code snapshot.pickle}
+     * @throws NullPointerException if {@code file} is null
      * @throws IOException if the file cannot be written
      */
     public void writePyTorchPickle(Path file) throws IOException {
@@ -90,6 +93,7 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * @param device the device's ordinal, as PyTorch numbers it, 0 to 1023
      * @throws IllegalArgumentException if {@code device} is outside that range (the file is not
      *     touched)
+     * @throws NullPointerException if {@code file} is null
      * @throws IOException if the file cannot be written (it is left as it was)
      */
     public void writePyTorchPickle(Path file, int device) throws IOException {

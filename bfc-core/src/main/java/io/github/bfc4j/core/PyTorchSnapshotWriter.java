@@ -20,6 +20,7 @@ import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 
 /**
@@ -96,6 +97,7 @@ final class PyTorchSnapshotWriter {
      * complete, so that a failure leaves the file as it was and no partial pickle behind.
      */
     static void toFile(Path file, Body body) throws IOException {
+        Objects.requireNonNull(file, "file=null (expected: the file to write, e.g. Path.of(\"snapshot.pickle\"))");
         ReplacingFile.write(file, tmp -> {
             try (OutputStream out = Files.newOutputStream(tmp)) {
                 body.writeTo(out);
@@ -153,6 +155,7 @@ final class PyTorchSnapshotWriter {
      * that the viewer never merges segments of two parts.
      */
     static void write(boolean coalescing, List<Part> parts, int device, OutputStream out) throws IOException {
+        Objects.requireNonNull(out, "out=null (expected: the stream to write the pickle to)");
         PyTorchSnapshotWriter w = new PyTorchSnapshotWriter(device);
         Map<String, Object> root = w.dictionary(coalescing, parts);
         PickleWriter.write(root, w.shared(), out);

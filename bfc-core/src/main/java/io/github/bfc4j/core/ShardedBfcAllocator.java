@@ -895,9 +895,11 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * allocation ids are unique within a shard only.
      *
      * @param out where the pickle goes (not closed)
+     * @throws NullPointerException if {@code out} is null
      * @throws IOException if writing fails
      */
     public void writePyTorchPickle(OutputStream out) throws IOException {
+        Objects.requireNonNull(out, "out=null (expected: the stream to write the pickle to)");
         PyTorchSnapshotWriter.writeShards(snapshots(), out);
     }
 
@@ -906,6 +908,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * complete: a failure leaves it as it was); see {@link #writePyTorchPickle(OutputStream)}.
      *
      * @param file the file, e.g. {@code snapshot.pickle}
+     * @throws NullPointerException if {@code file} is null
      * @throws IOException if the file cannot be written
      */
     public void writePyTorchPickle(Path file) throws IOException {

@@ -34,8 +34,10 @@ public record StackFrame(String className, String methodName, String fileName, i
      *
      * @param f the walker's frame
      * @return the same class, method, file and line
+     * @throws NullPointerException if {@code f} is null
      */
     public static StackFrame of(StackWalker.StackFrame f) {
+        Objects.requireNonNull(f, "f=null (expected: a frame of StackWalker)");
         // One StackTraceElement, read four times: asking the walker's frame for file and line
         // separately took more than twice as long per stack (measured on JDK 17, 25 frames deep).
         return of(f.toStackTraceElement());
@@ -46,8 +48,10 @@ public record StackFrame(String className, String methodName, String fileName, i
      *
      * @param e the element
      * @return the same class, method, file and line
+     * @throws NullPointerException if {@code e} is null
      */
     public static StackFrame of(StackTraceElement e) {
+        Objects.requireNonNull(e, "e=null (expected: an element of a stack trace)");
         return new StackFrame(e.getClassName(), e.getMethodName(), e.getFileName(), e.getLineNumber());
     }
 
