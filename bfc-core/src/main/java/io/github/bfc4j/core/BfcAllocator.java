@@ -136,8 +136,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * @param name the allocator's name, for messages and metrics; not blank
      * @param opts the options
      * @throws IllegalArgumentException if an argument is null, {@code totalMemory} is not
-     *     positive, {@code name} is blank, or the fragmentation fraction is positive but its
-     *     threshold {@code (long) (fraction * totalMemory)} is 0
+     *     positive, {@code name} is blank, the sub-allocator's {@code memoryType()} is null, or
+     *     the fragmentation fraction is positive but its threshold
+     *     {@code (long) (fraction * totalMemory)} is 0
      */
     public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
         this(checkSubAllocator(subAllocator), checkMemoryLimit("totalMemory", totalMemory), checkName(name),
@@ -150,6 +151,13 @@ public final class BfcAllocator implements MemoryAllocator {
         if (subAllocator == null) {
             throw new IllegalArgumentException("subAllocator=null (expected: a SubAllocator,"
                     + " e.g. new AlignedHostSubAllocator() from bfc-cpu)");
+        }
+        // Every view, memory map, snapshot and out-of-memory report reads it: a null there
+        // would fail each of them (an allocation that should return 0 among them).
+        if (subAllocator.memoryType() == null) {
+            throw new IllegalArgumentException("subAllocator.memoryType()=null for " + subAllocator
+                    + " (expected: a MemoryType, e.g. HOST_PAGEABLE for memory Java may view; SubAllocator's"
+                    + " default is UNKNOWN)");
         }
         return subAllocator;
     }
@@ -317,7 +325,7 @@ public final class BfcAllocator implements MemoryAllocator {
          * @param subAllocator where regions come from, e.g. bfc-cpu's
          *     {@code AlignedHostSubAllocator}; required
          * @return this builder
-         * @throws IllegalArgumentException if null
+         * @throws IllegalArgumentException if null, or if its {@code memoryType()} is null
          */
         public Builder subAllocator(SubAllocator subAllocator) {
             this.subAllocator = checkSubAllocator(subAllocator);

@@ -185,7 +185,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
          * @param subAllocator where every shard's regions come from; required. Its calls are
          *     serialised, so it need not be thread-safe
          * @return this builder
-         * @throws IllegalArgumentException if null
+         * @throws IllegalArgumentException if null, or if its {@code memoryType()} is null
          */
         public Builder subAllocator(SubAllocator subAllocator) {
             this.subAllocator = BfcAllocator.checkSubAllocator(subAllocator);

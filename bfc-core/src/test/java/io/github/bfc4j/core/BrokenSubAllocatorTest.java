@@ -131,4 +131,27 @@ class BrokenSubAllocatorTest {
             a.deallocateRaw(first);
         }
     }
+
+    /** A sub-allocator without a memory type (a mock's default answer): refused where it is given. */
+    @Test
+    void aSubAllocatorWhoseMemoryTypeIsNullIsRefusedAtOnce() {
+        SubAllocator typeless = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 30, 0, false)) {
+            @Override
+            public MemoryType memoryType() {
+                return null;
+            }
+
+            @Override
+            public String toString() {
+                return "typeless";
+            }
+        };
+        String expected = "subAllocator.memoryType()=null for typeless (expected: a MemoryType";
+        assertThatThrownBy(() -> BfcAllocator.builder().subAllocator(typeless))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith(expected);
+        assertThatThrownBy(() -> new BfcAllocator(typeless, 64 * MIB, "t", BfcOptions.defaults()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith(expected);
+        assertThatThrownBy(() -> ShardedBfcAllocator.builder().subAllocator(typeless))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith(expected);
+    }
 }
