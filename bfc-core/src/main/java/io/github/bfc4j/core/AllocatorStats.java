@@ -5,6 +5,7 @@
  */
 package io.github.bfc4j.core;
 
+import java.io.Serializable;
 import java.util.Locale;
 
 /**
@@ -36,7 +37,7 @@ public record AllocatorStats(
         long peakBytesReserved,
         long largestFreeBlockBytes,
         long poolBytes,
-        long peakPoolBytes) {
+        long peakPoolBytes) implements Serializable {
 
     /**
      * Renders the stats the way upstream's {@code AllocatorStats::DebugString} does: eight lines,

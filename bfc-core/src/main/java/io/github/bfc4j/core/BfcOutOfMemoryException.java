@@ -24,7 +24,7 @@ public final class BfcOutOfMemoryException extends RuntimeException {
     private final int regionCount;
     private final long memoryLimit;
     private final long largestFreeChunkBytes;
-    private final transient AllocatorStats stats;
+    private final AllocatorStats stats;
     private final String dumpFile;
     private final String dumpNote;
 

@@ -8,6 +8,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
 import java.math.BigDecimal;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -163,5 +167,31 @@ class OutOfMemoryReportTest {
 
     private static long num(Object o) {
         return ((BigDecimal) o).longValueExact();
+    }
+
+    /**
+     * The exception is {@code Serializable}, as every {@code Throwable}: sent to another JVM (a
+     * remote call, a serialising log appender), it keeps every figure, the statistics included.
+     */
+    @Test
+    void theExceptionKeepsItsFiguresThroughSerialization() throws Exception {
+        try (BfcAllocator a = BfcAllocator.builder().name("sent_bfc").memoryLimit(4 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 16 * MIB, 0, false)).build()) {
+            Allocation held = a.allocate(MIB);
+            BfcOutOfMemoryException e = catchThrowableOfType(() -> a.allocate(8 * MIB), BfcOutOfMemoryException.class);
+            ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+            try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+                out.writeObject(e);
+            }
+            BfcOutOfMemoryException back;
+            try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
+                back = (BfcOutOfMemoryException) in.readObject();
+            }
+            assertThat(back.getMessage()).isEqualTo(e.getMessage());
+            assertThat(back.stats()).isNotNull().isEqualTo(e.stats());
+            assertThat(back.requestedBytes()).isEqualTo(8 * MIB);
+            assertThat(back.bytesInUse()).isEqualTo(e.bytesInUse());
+            held.close();
+        }
     }
 }
