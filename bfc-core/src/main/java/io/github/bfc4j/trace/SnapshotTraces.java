@@ -58,6 +58,7 @@ public final class SnapshotTraces {
      * @param snapshot the snapshot
      * @return a workload trace header with the allocator's options
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
+     * @throws NullPointerException if {@code snapshot} is null
      */
     public static TraceHeader header(MemorySnapshot snapshot) {
         return header(snapshot, defaultName(snapshot));
@@ -74,9 +75,10 @@ public final class SnapshotTraces {
      * @return a workload trace header with the allocator's options
      * @throws IllegalArgumentException if {@code name} is null, empty or holds a line break
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
+     * @throws NullPointerException if {@code snapshot} is null
      */
     public static TraceHeader header(MemorySnapshot snapshot, String name) {
-        return header(List.of(snapshot), name);
+        return header(List.of(checkSnapshot(snapshot)), name);
     }
 
     /**
@@ -137,6 +139,7 @@ public final class SnapshotTraces {
      * @param file the trace file
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
      * @throws IOException if the file cannot be written (it is left as it was)
+     * @throws NullPointerException if {@code snapshot} or {@code file} is null
      */
     public static void write(MemorySnapshot snapshot, Path file) throws IOException {
         write(snapshot, file, defaultName(snapshot));
@@ -155,9 +158,10 @@ public final class SnapshotTraces {
      *     {@link TraceWriter#provenance})
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
      * @throws IOException if the file cannot be written (it is left as it was)
+     * @throws NullPointerException if {@code snapshot} or {@code file} is null
      */
     public static void write(MemorySnapshot snapshot, Path file, String name) throws IOException {
-        write(List.of(snapshot), file, name);
+        write(List.of(checkSnapshot(snapshot)), file, name);
     }
 
     /**
@@ -178,8 +182,10 @@ public final class SnapshotTraces {
      *     {@link TraceWriter#provenance})
      * @throws IllegalStateException if a history cannot be a trace (see {@link #write})
      * @throws IOException if the file cannot be written (it is left as it was)
+     * @throws NullPointerException if {@code snapshots}, one of them or {@code file} is null
      */
     public static void write(List<MemorySnapshot> snapshots, Path file, String name) throws IOException {
+        Objects.requireNonNull(file, "file=null (expected: the trace file, e.g. Path.of(\"my.bfctrace\"))");
         TraceHeader header = header(snapshots, name);
         // Whole or not at all: a write that fails part way (a history found inconsistent, a full
         // disk) leaves the file as it was, never a trace cut short that reads as a whole one.
@@ -201,9 +207,11 @@ public final class SnapshotTraces {
      *     size of the next region; {@code emptyCache()} gave regions back before later calls; an
      *     allocation's garbage collection gave regions back, and the call then threw)
      * @throws IOException if writing fails
+     * @throws NullPointerException if {@code snapshot} or {@code w} is null
      */
     public static void write(MemorySnapshot snapshot, TraceWriter w) throws IOException {
-        write(List.of(snapshot), header(snapshot), w);
+        Objects.requireNonNull(w, "w=null (expected: a TraceWriter whose header is not written yet)");
+        write(List.of(checkSnapshot(snapshot)), header(snapshot), w);
     }
 
     private static void write(List<MemorySnapshot> snapshots, TraceHeader header, TraceWriter w) throws IOException {
@@ -442,7 +450,12 @@ public final class SnapshotTraces {
     }
 
     private static String defaultName(MemorySnapshot snapshot) {
-        return oneLine(snapshot.memoryMap().allocatorName()) + ": recorded";
+        return oneLine(checkSnapshot(snapshot).memoryMap().allocatorName()) + ": recorded";
+    }
+
+    private static MemorySnapshot checkSnapshot(MemorySnapshot snapshot) {
+        return Objects.requireNonNull(snapshot, "snapshot=null (expected: an allocator's snapshot(), taken with"
+                + " its history recorded from the start)");
     }
 
     private static String oneLine(String text) {

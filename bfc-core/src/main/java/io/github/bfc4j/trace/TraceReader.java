@@ -18,6 +18,7 @@ import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Objects;
 import java.util.zip.GZIPInputStream;
 import java.util.zip.ZipException;
 
@@ -187,6 +188,7 @@ public final class TraceReader implements Closeable {
      * @throws TraceFormatException if the header does not follow format version 1
      * @throws java.nio.file.NoSuchFileException if the file does not exist
      * @throws IOException if the file cannot be read
+     * @throws NullPointerException if {@code path} is null
      */
     public static TraceReader open(Path path) throws IOException {
         return open(newInputStream(path), path.toString());
@@ -202,8 +204,10 @@ public final class TraceReader implements Closeable {
      * @throws java.nio.file.NoSuchFileException if the file does not exist
      * @throws FileSystemException if it is a directory (its reason says so)
      * @throws IOException if the file cannot be opened
+     * @throws NullPointerException if {@code path} is null
      */
     public static InputStream newInputStream(Path path) throws IOException {
+        Objects.requireNonNull(path, "path=null (expected: the trace file, e.g. Path.of(\"my.bfctrace\"))");
         if (Files.isDirectory(path)) {
             // Reading one fails with a bare "Is a directory", which names no file.
             throw new FileSystemException(path.toString(), null,

@@ -13,6 +13,7 @@ import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Path;
+import java.util.Objects;
 import java.util.function.UnaryOperator;
 
 /**
@@ -67,8 +68,10 @@ public final class TraceReplayer {
      *     first difference)
      * @throws java.nio.file.NoSuchFileException if the file does not exist
      * @throws IOException if the file cannot be read
+     * @throws NullPointerException if {@code path} is null
      */
     public static ReplayResult replay(Path path) throws IOException {
+        Objects.requireNonNull(path, "path=null (expected: the trace file, e.g. Path.of(\"my.bfctrace\"))");
         try (TraceReader reader = TraceReader.open(path)) {
             return replay(reader);
         }
@@ -99,8 +102,10 @@ public final class TraceReplayer {
      * @throws TraceFormatException if the trace does not follow format version 1 (up to the
      *     first difference)
      * @throws IOException if the trace cannot be read
+     * @throws NullPointerException if {@code reader} is null
      */
     public static ReplayResult replay(TraceReader reader) throws IOException {
+        Objects.requireNonNull(reader, "reader=null (expected: an open trace, e.g. TraceReader.open(path))");
         return replay(reader, UnaryOperator.identity());
     }
 

@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Objects;
 import java.util.zip.GZIPOutputStream;
 
 /**
@@ -88,8 +89,12 @@ public final class TraceWriter implements Closeable, Flushable {
      *     fails; the file is then as it was
      * @throws RuntimeException what {@code content} throws (an {@link IllegalArgumentException}
      *     of this writer, say); the file is then as it was
+     * @throws NullPointerException if {@code file} or {@code content} is null
      */
     public static void write(Path file, Content content) throws IOException {
+        Objects.requireNonNull(file, "file=null (expected: the trace file, e.g. Path.of(\"my.bfctrace\"))");
+        Objects.requireNonNull(content, "content=null (expected: what writes the trace,"
+                + " e.g. w -> { w.header(h); ... })");
         Path fileName = file.getFileName();
         boolean gzip = fileName != null && fileName.toString().endsWith(".gz");
         ReplacingFile.write(file, tmp -> {
@@ -108,8 +113,10 @@ public final class TraceWriter implements Closeable, Flushable {
      * @param path the file
      * @return a writer that owns the file
      * @throws IOException if the file cannot be created
+     * @throws NullPointerException if {@code path} is null
      */
     public static TraceWriter create(Path path) throws IOException {
+        Objects.requireNonNull(path, "path=null (expected: the trace file, e.g. Path.of(\"my.bfctrace\"))");
         Path fileName = path.getFileName();
         return create(path, fileName != null && fileName.toString().endsWith(".gz"));
     }
@@ -121,8 +128,10 @@ public final class TraceWriter implements Closeable, Flushable {
      * @param gzip whether to gzip-compress it
      * @return a writer that owns the file
      * @throws IOException if the file cannot be created
+     * @throws NullPointerException if {@code path} is null
      */
     public static TraceWriter create(Path path, boolean gzip) throws IOException {
+        Objects.requireNonNull(path, "path=null (expected: the trace file, e.g. Path.of(\"my.bfctrace\"))");
         return of(Files.newOutputStream(path), gzip);
     }
 
@@ -133,8 +142,10 @@ public final class TraceWriter implements Closeable, Flushable {
      * @param gzip whether to gzip-compress it
      * @return the writer
      * @throws IOException if the gzip header cannot be written
+     * @throws NullPointerException if {@code out} is null
      */
     public static TraceWriter of(OutputStream out, boolean gzip) throws IOException {
+        Objects.requireNonNull(out, "out=null (expected: the stream to write the trace to)");
         return new TraceWriter(out, gzip);
     }
 

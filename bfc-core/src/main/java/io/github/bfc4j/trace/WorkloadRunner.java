@@ -80,8 +80,10 @@ public final class WorkloadRunner {
      *
      * @param header the trace's header
      * @return the runner
+     * @throws NullPointerException if {@code header} is null
      */
     public static WorkloadRunner forHeader(TraceHeader header) {
+        Objects.requireNonNull(header, "header=null (expected: a trace's header, e.g. reader.header())");
         return new WorkloadRunner(header.memoryLimit(), header.bfcOptions(), simFor(header, header.memoryLimit()))
                 .timingCounter(header.timingCounter());
     }
@@ -95,8 +97,10 @@ public final class WorkloadRunner {
      * @param header the trace's header
      * @param memoryLimit the memory limit the replay will use
      * @return a fresh simulated address space
+     * @throws NullPointerException if {@code header} is null
      */
     public static SimSubAllocator simFor(TraceHeader header, long memoryLimit) {
+        Objects.requireNonNull(header, "header=null (expected: a trace's header, e.g. reader.header())");
         long capacity = header.simCapacity();
         if (memoryLimit > header.memoryLimit()) {
             long wanted = saturatedAdd(memoryLimit, saturatedMultiply(header.simGap(), SIM_SLACK_REGIONS));
