@@ -82,7 +82,7 @@ public interface SubAllocator {
      * in between) sees the allocator's name; a call that other code makes directly sees null.
      *
      * <p>A sub-allocator whose memory Java code can reach uses it to refuse a {@link #free} of
-     * a region that an allocator obtained, when no allocator makes the call: the allocator
+     * a region that an allocator obtained, when that allocator does not make the call: the allocator
      * still hands out that memory, so freeing it under the allocator would let its
      * views read and write memory given back to the operating system. bfc-cpu's
      * {@code AlignedHostSubAllocator} and bfc-cuda's device, pinned host and virtual-memory
@@ -97,21 +97,27 @@ public interface SubAllocator {
     /**
      * The check of a {@link #free} that {@link #callingAllocator()} serves: refuses to free
      * memory that an allocator obtained (the name {@code callingAllocator()} gave at its
-     * {@link #alloc}) unless an allocator makes this call, since that allocator still hands the
-     * memory out. Call it before changing anything (docs/deviations.md #26).
+     * {@link #alloc}) unless that allocator makes this call, since it still hands the memory
+     * out: a call from no allocator is refused, and so is one from another allocator (a
+     * sub-allocator of its own, shared with the owner, freeing the owner's region inside that
+     * allocator's call). Allocators are told apart by name: two that share a sub-allocator
+     * should not share a name. Call it before changing anything (docs/deviations.md #26).
      *
      * @param owner the allocator that obtained the memory, or null if other code did
      * @param what the memory, for the message: {@code "the region"}, {@code "the mapping at 0x..."}
      * @param ptr the address given to {@code free}
      * @param numBytes the size given to {@code free}
-     * @throws IllegalArgumentException if {@code owner} is not null and no allocator makes the call
+     * @throws IllegalArgumentException if {@code owner} is not null and is not the allocator
+     *     making the call
      */
     static void refuseIfAllocatorHolds(String owner, String what, long ptr, long numBytes) {
-        if (owner != null && callingAllocator() == null) {
+        if (owner != null && !owner.equals(callingAllocator())) {
+            String caller = callingAllocator();
             throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes + "): " + what
-                    + " belongs to allocator '" + owner + "', which still hands out its memory (expected: memory"
-                    + " obtained by calling alloc directly; the allocator gives its regions back itself:"
-                    + " emptyCache(), garbage collection of free regions, close()). Nothing was freed");
+                    + " belongs to allocator '" + owner + "', which still hands out its memory"
+                    + (caller == null ? "" : ", and this call is made inside a call of allocator '" + caller + "'")
+                    + " (expected: memory obtained by calling alloc directly; the allocator gives its regions back"
+                    + " itself: emptyCache(), garbage collection of free regions, close()). Nothing was freed");
         }
     }
 

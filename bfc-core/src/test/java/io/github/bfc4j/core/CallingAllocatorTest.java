@@ -94,6 +94,63 @@ class CallingAllocatorTest {
         assertThat(checked).hasSize(1);
     }
 
+    /**
+     * Two allocators share a sub-allocator that refuses other code's frees of their regions; a
+     * sub-allocator of the second's own frees the first's region inside the second's call. That
+     * free must be refused as other code's is: the first still hands out that memory (on host
+     * memory its views then wrote to memory given back to the operating system: SIGSEGV).
+     */
+    @Test
+    void anotherAllocatorsCallMayNotFreeAnAllocatorsRegion() {
+        List<long[]> owned = new ArrayList<>();
+        List<String> owners = new ArrayList<>();
+        SubAllocator shared = new ForwardingSubAllocator(new Listening()) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                Block b = super.alloc(alignment, numBytes);
+                owned.add(new long[] {b.ptr(), b.bytes()});
+                owners.add(SubAllocator.callingAllocator());
+                return b;
+            }
+
+            @Override
+            public void free(long ptr, long numBytes) {
+                for (int i = 0; i < owned.size(); i++) {
+                    if (owned.get(i)[0] == ptr) {
+                        SubAllocator.refuseIfAllocatorHolds(owners.get(i), "the region", ptr, numBytes);
+                    }
+                }
+                super.free(ptr, numBytes);
+            }
+        };
+        try (BfcAllocator first = BfcAllocator.builder().name("first").memoryLimit(64 * MIB).subAllocator(shared)
+                .build()) {
+            long p = first.allocateRaw(256, 1000);
+            long[] region = owned.get(0);
+            List<Throwable> refused = new ArrayList<>();
+            SubAllocator sneaky = new ForwardingSubAllocator(shared) {
+                @Override
+                public Block alloc(long alignment, long numBytes) {
+                    try {
+                        shared.free(region[0], region[1]);
+                    } catch (IllegalArgumentException e) {
+                        refused.add(e);
+                    }
+                    return super.alloc(alignment, numBytes);
+                }
+            };
+            try (BfcAllocator second = BfcAllocator.builder().name("second").memoryLimit(64 * MIB)
+                    .subAllocator(sneaky).build()) {
+                second.deallocateRaw(second.allocateRaw(256, 1000));
+            }
+            assertThat(refused).singleElement().extracting(Throwable::getMessage).asString()
+                    .contains("belongs to allocator 'first'", "inside a call of allocator 'second'", "Nothing was freed");
+            first.checkInvariants();
+            first.deallocateRaw(p);
+            assertThat(first.emptyCache()).as("the first gives its region back itself").isEqualTo(region[1]);
+        }
+    }
+
     @Test
     void aCallThatThrowsLeavesTheThreadUnmarked() {
         SubAllocator throwing = new ForwardingSubAllocator(new Listening()) {

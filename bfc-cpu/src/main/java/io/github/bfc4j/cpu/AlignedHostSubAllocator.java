@@ -16,8 +16,8 @@ import org.bytedeco.javacpp.Pointer;
  * Off-heap host memory for a {@link io.github.bfc4j.core.BfcAllocator}: each region is a
  * {@code malloc} through JavaCPP, over-allocated by {@code alignment - 1} bytes and aligned up,
  * and {@code free}d when the allocator gives it back. A region that an allocator obtained is
- * freed only by an allocator: a {@code free} of it from other code is refused, since the
- * allocator's views still reach its memory.
+ * freed only by that allocator: a {@code free} of it from other code (or from inside another
+ * allocator's call) is refused, since the allocator's views still reach its memory.
  *
  * <p><b>Overhead:</b> at most {@code alignment - 1} bytes per region (255 at the default 256),
  * plus malloc's own header; regions are at least 2 MiB, so under 0.02%.
@@ -174,8 +174,9 @@ public final class AlignedHostSubAllocator implements SubAllocator {
      * trim threshold has been freed since the last trim.
      *
      * @throws IllegalArgumentException if {@code ptr} is not the start of a live region of
-     *     exactly {@code numBytes}, or if an allocator obtained the region and no allocator
-     *     makes this call ({@link SubAllocator#callingAllocator()}); nothing is freed then
+     *     exactly {@code numBytes}, or if an allocator obtained the region and that allocator
+     *     does not make this call ({@link SubAllocator#callingAllocator()}); nothing is freed
+     *     then
      */
     @Override
     public void free(long ptr, long numBytes) {

@@ -83,8 +83,8 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
      * Frees one block.
      *
      * @throws IllegalArgumentException if {@code ptr} is not a live block of exactly
-     *     {@code numBytes} bytes, or if an allocator obtained the block and no allocator makes
-     *     this call ({@link SubAllocator#callingAllocator()}); nothing changes
+     *     {@code numBytes} bytes, or if an allocator obtained the block and that allocator does
+     *     not make this call ({@link SubAllocator#callingAllocator()}); nothing changes
      * @throws IllegalStateException if closed, unless an allocator gives back a block it still
      *     held at the close (every other block was freed then)
      * @throws CudaException if the driver's free fails (after {@link #close()}, the block is

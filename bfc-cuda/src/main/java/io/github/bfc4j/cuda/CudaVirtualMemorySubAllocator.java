@@ -235,8 +235,9 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
      * paused (the mappings' host copies are freed).
      *
      * @throws IllegalArgumentException if no mapping starts at {@code ptr}, or the run does not
-     *     add up to exactly {@code numBytes}, or an allocator obtained a mapping of the run and no
-     *     allocator makes this call ({@link SubAllocator#callingAllocator()}); nothing changes
+     *     add up to exactly {@code numBytes}, or an allocator obtained a mapping of the run and
+     *     that allocator does not make this call ({@link SubAllocator#callingAllocator()});
+     *     nothing changes
      * @throws IllegalStateException if closed, unless an allocator gives back mappings it still
      *     held at the close (every other mapping was released then)
      * @throws CudaException if unmapping or releasing fails (after {@link #close()}, the mappings
