@@ -762,9 +762,9 @@ public final class BfcAllocator implements MemoryAllocator {
         } finally {
             port.unlock();
         }
-        // An allocation waiting for memory (the retry loop) tries again now and finds the
-        // allocator closed, instead of waiting out its 10 seconds.
-        port.notifyRetryWaiters();
+        // An allocation waiting for memory (the retry loop), or about to wait, tries again now
+        // and finds the allocator closed, instead of waiting out its 10 seconds.
+        port.endRetryWaits();
     }
 
     /** Whether provenance was ever recorded here (annotations on, or a history started). */

@@ -976,9 +976,12 @@ final class BfcPort {
         retryHelper.notifyDealloc();
     }
 
-    /** Wakes the allocations waiting in the retry loop (after a close: they fail at once). */
-    void notifyRetryWaiters() {
-        retryHelper.notifyDealloc();
+    /**
+     * Ends the waits of the retry loop, after a close: the allocations waiting wake, and those
+     * that fail later do not wait; each makes its last attempt, which finds the allocator closed.
+     */
+    void endRetryWaits() {
+        retryHelper.close();
     }
 
     /**

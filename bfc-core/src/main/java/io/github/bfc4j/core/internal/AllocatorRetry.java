@@ -31,6 +31,8 @@ public final class AllocatorRetry {
 
     private final Object memoryReturned = new Object();
     private volatile int waiters;
+    /** Set by {@link #close()}: no allocation waits from then on. */
+    private volatile boolean closed;
 
     /**
      * Port of {@code AllocatorRetry::AllocateRaw}: calls {@code allocFunc} until it succeeds or
@@ -69,12 +71,21 @@ public final class AllocatorRetry {
         return ptr;
     }
 
-    /** @return false if the thread was interrupted: stop waiting, make the last attempt */
+    /**
+     * @return false if the thread was interrupted or {@link #close()} was called: stop waiting,
+     *     make the last attempt
+     */
     private boolean waitForMillis(long millis) {
         if (Thread.currentThread().isInterrupted()) {
             return false;
         }
         synchronized (memoryReturned) {
+            // Read under the monitor that close() notifies under: a close that came after this
+            // thread's failed attempt, but before it waits here (it then saw no waiter to wake),
+            // is seen now; one that comes later finds this thread waiting and wakes it.
+            if (closed) {
+                return false;
+            }
             waiters++;
             try {
                 memoryReturned.wait(Math.max(1, millis));
@@ -87,6 +98,19 @@ public final class AllocatorRetry {
             } finally {
                 waiters--;
             }
+        }
+    }
+
+    /**
+     * Ends every wait, now and later: wakes every waiting allocation, and an allocation that
+     * fails afterwards makes its last attempt at once instead of waiting (the allocator was
+     * closed: that attempt finds it so). Not in upstream, whose allocator is not closed while
+     * in use.
+     */
+    public void close() {
+        closed = true;
+        synchronized (memoryReturned) {
+            memoryReturned.notifyAll();
         }
     }
 

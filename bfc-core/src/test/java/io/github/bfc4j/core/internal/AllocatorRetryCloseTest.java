@@ -1,0 +1,95 @@
+package io.github.bfc4j.core.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link AllocatorRetry#close()}: the allocator's close ends the retry loop's waits, also where it
+ * comes between a failed attempt and the wait (no thread waits yet, so there is nobody to wake).
+ * Upstream's tests of the retry helper are ported in the conformance tests.
+ */
+class AllocatorRetryCloseTest {
+
+    /** Far longer than any test here may take: a wait that is not ended shows as a timeout. */
+    private static final long TEN_SECONDS = 10_000;
+
+    @Test
+    void aCloseBetweenTheFailedAttemptAndTheWaitEndsTheWait() {
+        AllocatorRetry retry = new AllocatorRetry();
+        List<Boolean> attempts = new ArrayList<>();
+        long start = System.nanoTime();
+        long ptr = retry.allocateRaw((alignment, numBytes, verbose) -> {
+            attempts.add(verbose);
+            if (attempts.size() == 1) {
+                // The close lands after this failed attempt and before the wait.
+                retry.close();
+            }
+            return 0;
+        }, TEN_SECONDS, 256, 1024);
+        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+
+        assertThat(ptr).isZero();
+        assertThat(attempts).as("the failed attempt, then the last (verbose) one at once").containsExactly(false, true);
+        assertThat(millis).as("ms until the call returned (it would wait 10 s)").isLessThan(5_000);
+    }
+
+    @Test
+    void aCloseWakesAnAllocationWaitingAndLaterOnesDoNotWait() throws Exception {
+        AllocatorRetry retry = new AllocatorRetry();
+        CountDownLatch failedOnce = new CountDownLatch(1);
+        AtomicLong returnedAfterMillis = new AtomicLong(-1);
+        Thread waiter = new Thread(() -> {
+            long start = System.nanoTime();
+            retry.allocateRaw((alignment, numBytes, verbose) -> {
+                failedOnce.countDown();
+                return 0;
+            }, TEN_SECONDS, 256, 1024);
+            returnedAfterMillis.set(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
+        });
+        waiter.start();
+        assertThat(failedOnce.await(5, TimeUnit.SECONDS)).isTrue();
+        Thread.sleep(100); // in its wait by now, as a rule; either way the close must end it
+        retry.close();
+        waiter.join(5_000);
+
+        assertThat(waiter.isAlive()).as("still waiting 5 s after the close").isFalse();
+        assertThat(returnedAfterMillis.get()).isBetween(0L, 5_100L);
+
+        long start = System.nanoTime();
+        int[] attempts = {0};
+        assertThat(retry.allocateRaw((alignment, numBytes, verbose) -> {
+            attempts[0]++;
+            return 0;
+        }, TEN_SECONDS, 256, 1024)).isZero();
+        assertThat(attempts[0]).as("a failure after the close: two attempts, no wait").isEqualTo(2);
+        assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(5_000);
+    }
+
+    @Test
+    void withoutACloseAFreeStillWakesTheWaiterWhichThenSucceeds() throws Exception {
+        AllocatorRetry retry = new AllocatorRetry();
+        CountDownLatch failedOnce = new CountDownLatch(1);
+        AtomicLong free = new AtomicLong();
+        AtomicLong got = new AtomicLong(-1);
+        Thread waiter = new Thread(() -> got.set(retry.allocateRaw((alignment, numBytes, verbose) -> {
+            failedOnce.countDown();
+            return free.get();
+        }, TEN_SECONDS, 256, 1024)));
+        waiter.start();
+        assertThat(failedOnce.await(5, TimeUnit.SECONDS)).isTrue();
+        free.set(0x1000);
+        // A free notifies until the waiter has seen it (one that lands before its wait is missed,
+        // as upstream's; the next one wakes it).
+        while (waiter.isAlive()) {
+            retry.notifyDealloc();
+            waiter.join(10);
+        }
+        assertThat(got.get()).isEqualTo(0x1000);
+    }
+}
