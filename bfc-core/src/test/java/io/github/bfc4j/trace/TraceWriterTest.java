@@ -10,13 +10,18 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.AllocatorStats;
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
+import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -175,6 +180,30 @@ class TraceWriterTest {
                     assertThat(e.id()).isEqualTo(n);
                 }
                 assertThat(n).isEqualTo(50_000);
+            }
+        }
+    }
+
+    @Test
+    void aPathNamingADirectoryIsRefusedAndNothingIsWrittenBesideIt(@TempDir Path parent) throws IOException {
+        Path dir = Files.createDirectory(parent.resolve("out"));
+        try (BfcAllocator a = BfcAllocator.builder().name("dir").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(1L << 40, 1 << 20, 0, false)).build()) {
+            for (ThrowingCallable write : new ThrowingCallable[] {
+                () -> TraceWriter.write(dir, w -> w.header(H)),
+                () -> a.snapshot().writePyTorchPickle(dir),
+            }) {
+                assertThatThrownBy(write).isInstanceOf(FileSystemException.class)
+                        .hasMessage(dir + ": is a directory (expected: the path of a file to create or replace,"
+                                + " e.g. a file name inside that directory); nothing was written");
+                // Before, a new file was made beside the directory (in its parent), then the move
+                // over the directory failed.
+                try (Stream<Path> files = Files.list(parent)) {
+                    assertThat(files).containsExactly(dir);
+                }
+                try (Stream<Path> files = Files.list(dir)) {
+                    assertThat(files).isEmpty();
+                }
             }
         }
     }

@@ -6,6 +6,7 @@ package io.github.bfc4j.core.internal;
 import java.io.IOException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -36,11 +37,17 @@ public final class ReplacingFile {
      *
      * @param file the file to create or replace
      * @param body what writes its content
+     * @throws FileSystemException if {@code file} names a directory (nothing is written)
      * @throws IOException if the file beside it cannot be made, {@code body} fails or the move
      *     fails; {@code file} is then as it was, and the file beside it is deleted
      */
     public static void write(Path file, Body body) throws IOException {
         Path target = file.toAbsolutePath();
+        if (Files.isDirectory(target)) {
+            // Else the file beside it would be made in the directory's parent, and the move fail.
+            throw new FileSystemException(file.toString(), null, "is a directory (expected: the path of a"
+                    + " file to create or replace, e.g. a file name inside that directory); nothing was written");
+        }
         Path tmp = newFileBeside(target);
         try {
             body.writeTo(tmp);
