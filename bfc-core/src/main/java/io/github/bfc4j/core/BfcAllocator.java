@@ -841,10 +841,15 @@ public final class BfcAllocator implements MemoryAllocator {
     /**
      * Port of {@code BFCAllocator::BinNumForSize}: {@code min(20, floor(log2(max(bytes, 256) >> 8)))}.
      *
-     * @param bytes a size
+     * @param bytes a size, 0 or more
      * @return the bin that a free chunk of this size belongs to
+     * @throws IllegalArgumentException if {@code bytes} is negative (upstream's {@code size_t}
+     *     cannot be; read as one, it would land in the last bin, read as a Java size in the first)
      */
     public static int binNumForSize(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("bytes=" + bytes + " (expected: a size, 0 or more)");
+        }
         return BfcPort.binNumForSize(bytes);
     }
 

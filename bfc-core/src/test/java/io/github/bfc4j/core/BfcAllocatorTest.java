@@ -71,6 +71,10 @@ class BfcAllocatorTest {
         assertThat(BfcAllocator.binNumForSize(256 * MIB - 1)).isEqualTo(19);
         assertThat(BfcAllocator.binNumForSize(256 * MIB)).isEqualTo(20);
         assertThat(BfcAllocator.binNumForSize(80L << 30)).isEqualTo(20);
+        assertThat(BfcAllocator.binNumForSize(Long.MAX_VALUE)).isEqualTo(20);
+        // A negative size is no size: refused, as roundedBytes refuses it.
+        assertThatThrownBy(() -> BfcAllocator.binNumForSize(-1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("bytes=-1 (expected: a size, 0 or more)");
     }
 
     @Test
