@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 
@@ -322,7 +323,8 @@ public record MemoryMap(
 
     /**
      * Appends {@code s} as a JSON string (RFC 8259: quotes, backslash and control characters
-     * escaped).
+     * escaped; a lone surrogate too, as {@code \\uXXXX}, since no encoding can write it as a
+     * character: a name holding one would make the whole document impossible to write as UTF-8).
      *
      * @param sb where to append
      * @param s the text
@@ -338,8 +340,8 @@ public record MemoryMap(
                 case '\r' -> sb.append("\\r");
                 case '\t' -> sb.append("\\t");
                 default -> {
-                    if (c < 0x20) {
-                        sb.append(String.format("\\u%04x", (int) c));
+                    if (c < 0x20 || isLoneSurrogate(s, i)) {
+                        sb.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
                     } else {
                         sb.append(c);
                     }
@@ -347,5 +349,20 @@ public record MemoryMap(
             }
         }
         sb.append('"');
+    }
+
+    /**
+     * Whether the char at {@code i} is half of a surrogate pair whose other half is missing.
+     *
+     * @param s the text
+     * @param i an index in it
+     * @return true for a lone surrogate
+     */
+    static boolean isLoneSurrogate(String s, int i) {
+        char c = s.charAt(i);
+        if (Character.isHighSurrogate(c)) {
+            return i + 1 == s.length() || !Character.isLowSurrogate(s.charAt(i + 1));
+        }
+        return Character.isLowSurrogate(c) && (i == 0 || !Character.isHighSurrogate(s.charAt(i - 1)));
     }
 }

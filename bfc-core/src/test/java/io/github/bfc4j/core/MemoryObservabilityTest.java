@@ -9,6 +9,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.math.BigDecimal;
+import java.nio.CharBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -174,6 +176,23 @@ class MemoryObservabilityTest {
             assertThat(m.reservedBytesTotal()).isEqualTo(2 * MIB + m.reservedBytes());
             assertThat(m.regionCount()).isEqualTo(1);
             assertThat(m.oomsTotal()).isZero();
+        }
+    }
+
+    @Test
+    void aLoneSurrogateInANameIsEscapedSoTheJsonCanBeWrittenAsUtf8() throws Exception {
+        // Half of a surrogate pair (a name cut in the middle of an emoji), and a whole pair.
+        String name = "cut \uD83D| whole \uD83D\uDE00 | low \uDE00";
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false), 16 * MIB,
+                name, gcNoRetry().build())) {
+            a.allocateRaw(256, 1000);
+            String json = a.memoryMap().toJson();
+            // Before, the lone halves were written as chars, which no encoder can write.
+            StandardCharsets.UTF_8.newEncoder().encode(CharBuffer.wrap(json));
+            assertThat(json).contains("\"allocatorName\": \"cut \\ud83d| whole \uD83D\uDE00 | low \\ude00\"");
+            @SuppressWarnings("unchecked")
+            Map<String, Object> doc = (Map<String, Object>) TinyJson.parse(json);
+            assertThat(doc.get("allocatorName")).isEqualTo(name);
         }
     }
 
