@@ -63,7 +63,7 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
 
     @Option(names = "--max-entries", paramLabel = "N", defaultValue = "" + HistoryOptions.DEFAULT_MAX_ENTRIES,
             description = "The most events kept, the latest (default ${DEFAULT-VALUE}).")
-    private int maxEntries;
+    private long maxEntries; // long: a number past int's range gets this option's range below, not int's
 
     @Mixin
     private RunOptions options;
@@ -98,7 +98,7 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
             }
         }
         // Java stacks of the replayer say nothing: only the trace's own stacks are recorded.
-        HistoryOptions history = HistoryOptions.builder().maxEntries(maxEntries).stacks(false).build();
+        HistoryOptions history = HistoryOptions.builder().maxEntries((int) maxEntries).stacks(false).build();
         Recorder recorder = new Recorder(history, peakCall);
         WorkloadResult r;
         String cut;

@@ -66,11 +66,11 @@ public final class ReportCommand implements Callable<Integer> {
 
     @Option(names = "--maps", paramLabel = "N", defaultValue = "20",
             description = "Occupancy maps at the first N out-of-memory failures (default 20), besides the peak's.")
-    private int maps;
+    private long maps; // long, as --points
 
     @Option(names = "--points", paramLabel = "N", defaultValue = "2000",
             description = "Timeline resolution: at least N steps (default 2000), at most 2N.")
-    private int points;
+    private long points; // long: a number past int's range gets this option's range below, not int's
 
     @Mixin
     private RunOptions options;
@@ -98,7 +98,7 @@ public final class ReportCommand implements Callable<Integer> {
 
     private int report(TraceInput input) throws IOException {
         String name = input.shortName();
-        Timeline timeline = new Timeline(points);
+        Timeline timeline = new Timeline((int) points);
         RunConfig config;
         WorkloadResult r;
         String cut;
@@ -109,7 +109,7 @@ public final class ReportCommand implements Callable<Integer> {
         }
 
         // Where to take maps: the peak, then the first out-of-memory failures.
-        int oomMaps = Math.min(maps, r.oomCount());
+        int oomMaps = (int) Math.min(maps, r.oomCount());
         long[] calls = new long[oomMaps + 1];
         String[] labels = new String[oomMaps + 1];
         int n = 0;

@@ -68,7 +68,7 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--port", required = true, paramLabel = "PORT",
             description = "TCP port on 127.0.0.1 (0: any free port; the chosen one is printed).")
-    private int port;
+    private long port; // long: a number past int's range gets this option's range below, not int's
 
     @Option(names = "--trace", paramLabel = "FILE",
             description = "Trace to replay (format version 1, plain or gzip; - for standard input); its header"
@@ -164,7 +164,7 @@ public final class ServeCommand implements Callable<Integer> {
                 () -> allocator.memoryMap().toJson()));
         LocalHttpServer server;
         try {
-            server = new LocalHttpServer(port, routes, timeoutMillis);
+            server = new LocalHttpServer((int) port, routes, timeoutMillis);
         } catch (BindException e) {
             allocator.close();
             throw new UsageException("--port=" + port + ": " + e.getMessage() + " (expected: a free port, or 0 for"
