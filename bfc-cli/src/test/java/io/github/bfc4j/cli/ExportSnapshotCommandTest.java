@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import net.razorvine.pickle.Unpickler;
@@ -62,6 +63,37 @@ class ExportSnapshotCommandTest {
         List<Map<String, Object>> events = ((List<List<Map<String, Object>>>) s.get("device_traces")).get(0);
         assertThat(events.get(0).get("action")).isEqualTo("segment_alloc");
         assertThat(events).extracting(e -> e.get("action")).contains("alloc", "free_requested", "free_completed");
+    }
+
+    /**
+     * A trace from standard input gives the snapshot the file gives, also at the peak (two passes
+     * over one input), and a trace cut inside its last line is exported up to it with a warning,
+     * as docs/cli.md says of every command that runs a trace.
+     */
+    @Test
+    void standardInputAndACutTraceAreReadAsByTheOtherCommands() throws IOException {
+        Path trace = Cli.TRACES.resolve("tiny-single.bfctrace");
+        byte[] bytes = Files.readAllBytes(trace);
+        for (String at : new String[] {"end", "peak"}) {
+            Path fromFile = dir.resolve("file-" + at + ".pickle");
+            Path fromStdin = dir.resolve("stdin-" + at + ".pickle");
+            assertThat(cli.run("export-snapshot", trace, "-o", fromFile, "--at", at)).as(cli.err).isEqualTo(0);
+            String fileSummary = cli.out.lines().findFirst().orElseThrow().replace(fromFile.toString(), "OUT");
+            assertThat(cli.runWithStdin(bytes, "export-snapshot", "-", "-o", fromStdin, "--at", at)).as(cli.err)
+                    .isEqualTo(0);
+            assertThat(cli.out.lines().findFirst().orElseThrow().replace(fromStdin.toString(), "OUT"))
+                    .isEqualTo(fileSummary);
+            // The segments and blocks; the events carry the replay's clock (the trace gives no times).
+            assertThat(read(fromStdin).get("segments")).usingRecursiveComparison()
+                    .isEqualTo(read(fromFile).get("segments"));
+        }
+        Path cut = dir.resolve("cut.bfctrace");
+        Files.write(cut, Arrays.copyOf(bytes, bytes.length - 3)); // its last line, a stats line, cut short
+        long lines = Files.readAllLines(trace).size();
+        assertThat(cli.run("export-snapshot", cut, "-o", dir.resolve("cut.pickle"))).as(cli.err).isEqualTo(0);
+        assertThat(cli.err.lines()).containsExactly("bfc export-snapshot: warning: " + cut + " line " + lines
+                + ": the last line has no line break after it: the file may be truncated (the snapshot covers the"
+                + " lines read)");
     }
 
     @Test
