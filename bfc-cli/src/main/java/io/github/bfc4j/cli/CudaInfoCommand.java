@@ -22,7 +22,7 @@ import picocli.CommandLine.Spec;
  * GPU 0: NVIDIA H100 80GB HBM3, 79.1GiB, compute capability 9.0, virtual memory management: yes
  * </pre>
  * or, without a usable GPU, the presets line and the probe's one sentence saying what is missing.
- * Exit status 0 either way.
+ * Exit status 0 either way (2 for bad options).
  */
 @Command(
         name = "cuda-info",
@@ -31,7 +31,7 @@ import picocli.CommandLine.Spec;
             "Says whether bfc4j can use a CUDA GPU here: the JavaCPP CUDA presets version, the driver,"
                     + " and each device (name, memory, compute capability, virtual memory management);"
                     + " without a usable GPU, one sentence saying what is missing.",
-            "Exit status: 0."
+            "Exit status: 0 whether or not a GPU can be used, 2 bad options."
         })
 public final class CudaInfoCommand implements Callable<Integer> {
 

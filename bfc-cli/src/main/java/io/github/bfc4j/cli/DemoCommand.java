@@ -38,7 +38,7 @@ import picocli.CommandLine.Spec;
             "Replays a training loop recorded from TensorFlow 2.18 (a small ResNet, 20 steps; or --trace FILE)"
                     + " on real host memory through AlignedHostSubAllocator, writing every allocated byte,"
                     + " and prints a memory summary.",
-            "Exit status: 0 done, 2 the trace could not be read, 1 the replay failed."
+            "Exit status: 0 done, 1 the replay failed, 2 bad options or an unreadable trace."
         })
 public final class DemoCommand implements Callable<Integer> {
 

@@ -50,7 +50,7 @@ import picocli.CommandLine.Spec;
             "Replays traces (format version 1, plain or gzip) on the allocator with the simulated address"
                     + " space, and compares every answer with the reference's.",
             "Prints PASS or FAIL per file, then '<n> passed, <m> failed'.",
-            "Exit status: 0 all passed, 1 a trace failed, 2 a file could not be read."
+            "Exit status: 0 all passed, 1 a trace failed, 2 bad options or a file could not be read."
         })
 public final class VerifyCommand implements Callable<Integer> {
 

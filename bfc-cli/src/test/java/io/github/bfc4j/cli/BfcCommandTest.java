@@ -122,6 +122,25 @@ class BfcCommandTest {
         }
     }
 
+    /**
+     * Every command answers bad options with exit status 2 (docs/cli.md): its help says so, as the
+     * help of each says what its other statuses mean.
+     */
+    @Test
+    void everyCommandsHelpSaysThatBadOptionsExitTwo() {
+        for (String name : BfcCommand.commandLine().getSubcommands().keySet()) {
+            if (name.equals("help")) {
+                continue;
+            }
+            assertThat(cli.run(name, "--help")).isZero();
+            String help = cli.out.replaceAll("\\s+", " "); // the help wraps its lines
+            int at = help.indexOf("Exit status");
+            String exit = at < 0 ? "" : help.substring(at, help.indexOf(". ", at) + 1);
+            assertThat(exit).as("bfc %s --help: %s", name, cli.out).contains("2 bad options");
+            assertThat(cli.run(name, "--no-such-option")).as(name).isEqualTo(2);
+        }
+    }
+
     @Test
     void theLaunchersUsageCommentNamesEverySubcommand() throws IOException {
         // Surefire runs in the module's directory.
