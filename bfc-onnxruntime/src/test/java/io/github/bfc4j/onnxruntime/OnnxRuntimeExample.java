@@ -70,7 +70,12 @@ public final class OnnxRuntimeExample {
     }
 
     private static int positive(String name, String value) {
-        int n = Integer.parseInt(value);
+        int n;
+        try {
+            n = Integer.parseInt(value);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number >= 1)", e);
+        }
         if (n < 1) {
             throw new IllegalArgumentException(name + "=" + n + " (expected: >= 1)");
         }

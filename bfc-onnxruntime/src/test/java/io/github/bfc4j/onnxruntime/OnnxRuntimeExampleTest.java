@@ -1,6 +1,7 @@
 package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -70,6 +71,17 @@ class OnnxRuntimeExampleTest {
         for (int batch : OnnxRuntimeExample.BATCHES) {
             assertThat(out).containsPattern("\\| " + batch + " \\| [\\d.]+ \\| [\\d.]+ \\| [\\d.]+ \\| [\\d.]+ \\|");
         }
+    }
+
+    /** A count that is no number says which one and what it takes, not the JDK's NumberFormatException. */
+    @Test
+    void aCountThatIsNoNumberIsNamed() {
+        assertThatThrownBy(() -> OnnxRuntimeExample.main(new String[] {"--compare", "x"}))
+                .isExactlyInstanceOf(IllegalArgumentException.class)
+                .hasMessage("ROUNDS=x (expected: a whole number >= 1)");
+        assertThatThrownBy(() -> OnnxRuntimeExample.main(new String[] {"--interleave", "99999999999"}))
+                .isExactlyInstanceOf(IllegalArgumentException.class)
+                .hasMessage("REQUESTS=99999999999 (expected: a whole number >= 1)");
     }
 
     @Test

@@ -30,12 +30,17 @@ public final class TensorFlowExample {
 
     /**
      * @param args none, or {@code --compare N} (N > 0) to time both kinds of input tensor
+     * @throws IllegalArgumentException if the arguments are neither
      * @throws Exception if TensorFlow fails
      */
     public static void main(String[] args) throws Exception {
         int compare = 0;
         if (args.length == 2 && args[0].equals("--compare")) {
-            compare = Integer.parseInt(args[1]);
+            try {
+                compare = Integer.parseInt(args[1]);
+            } catch (NumberFormatException e) {
+                compare = -1; // refused below, naming the arguments
+            }
         }
         if (compare < 0 || (args.length != 0 && compare == 0)) {
             throw new IllegalArgumentException("arguments=" + Arrays.toString(args)

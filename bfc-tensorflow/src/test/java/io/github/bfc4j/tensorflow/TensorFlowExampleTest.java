@@ -61,6 +61,12 @@ class TensorFlowExampleTest {
                 .hasMessage("arguments=[--compare, 0] (expected: none, or --compare N with N > 0)");
         assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--fast"}))
                 .isInstanceOf(IllegalArgumentException.class);
+        // Not a number, or past an int: the same sentence, not the JDK's NumberFormatException.
+        for (String n : new String[] {"x", "99999999999"}) {
+            assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--compare", n}))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("arguments=[--compare, " + n + "] (expected: none, or --compare N with N > 0)");
+        }
     }
 
     private static String runMain(String... args) throws Exception {
