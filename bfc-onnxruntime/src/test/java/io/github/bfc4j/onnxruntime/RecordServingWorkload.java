@@ -61,12 +61,24 @@ public final class RecordServingWorkload {
             System.err.println("usage: RecordServingWorkload OUT.bfctrace[.gz] [REQUESTS [THREADS]]");
             System.exit(2);
         }
-        int requests = args.length > 1 ? Integer.parseInt(args[1]) : 60;
-        int threads = args.length > 2 ? Integer.parseInt(args[2]) : 2;
+        int requests = args.length > 1 ? positive("REQUESTS", args[1]) : 60;
+        int threads = args.length > 2 ? positive("THREADS", args[2]) : 2;
         Result r = record(Path.of(args[0]), requests, threads);
         System.out.println("wrote " + args[0] + ": " + r.allocs() + " allocations, " + r.frees() + " frees; live run: peak in use "
                 + BfcAllocator.humanReadableNumBytes(r.peakBytesInUse()) + " (" + r.peakBytesInUse() + " bytes), peak reserved "
                 + BfcAllocator.humanReadableNumBytes(r.peakReservedBytes()) + " (" + r.peakReservedBytes() + " bytes)");
+    }
+
+    private static int positive(String name, String value) {
+        try {
+            int n = Integer.parseInt(value);
+            if (n >= 1) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // refused below
+        }
+        throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number >= 1)");
     }
 
     /** What a recording wrote, and what the live allocator saw. */

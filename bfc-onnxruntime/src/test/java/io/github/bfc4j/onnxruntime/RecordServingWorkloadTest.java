@@ -1,6 +1,7 @@
 package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.trace.TraceEvent;
 import io.github.bfc4j.trace.TraceReader;
@@ -15,6 +16,20 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** A recorded serving workload is a trace that replays to what the live allocator saw. */
 class RecordServingWorkloadTest {
+
+    /** A count that is no number, or below 1, is named, before anything is run or written. */
+    @Test
+    void aBadCountIsNamed(@TempDir Path dir) {
+        Path out = dir.resolve("never.bfctrace");
+        String[][] cases = {{"x", "2"}, {"60", "0"}, {"60", "99999999999"}};
+        for (String[] c : cases) {
+            String which = c[0].equals("60") ? "THREADS=" + c[1] : "REQUESTS=" + c[0];
+            assertThatThrownBy(() -> RecordServingWorkload.main(new String[] {out.toString(), c[0], c[1]}))
+                    .isExactlyInstanceOf(IllegalArgumentException.class)
+                    .hasMessage(which + " (expected: a whole number >= 1)");
+        }
+        assertThat(out).doesNotExist();
+    }
 
     @Test
     void theRecordedTraceReplaysAsTheLiveRunWent(@TempDir Path dir) throws Exception {
