@@ -10,6 +10,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.util.Map;
 import java.util.TreeMap;
+import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
 
 /**
@@ -80,6 +81,9 @@ public final class AlignedHostSubAllocator implements SubAllocator {
     /**
      * Regions aligned to {@value #DEFAULT_ALIGNMENT} bytes, trimmed every
      * {@value #DEFAULT_TRIM_THRESHOLD_BYTES} bytes freed.
+     *
+     * @throws IllegalStateException if JavaCPP's native library for this platform cannot be
+     *     loaded: the message names what to add
      */
     public AlignedHostSubAllocator() {
         this(DEFAULT_ALIGNMENT);
@@ -91,6 +95,8 @@ public final class AlignedHostSubAllocator implements SubAllocator {
      *
      * @param alignment the alignment of every region, a power of two >= {@value #MIN_ALIGNMENT}
      * @throws IllegalArgumentException if it is not
+     * @throws IllegalStateException if JavaCPP's native library for this platform cannot be
+     *     loaded: the message names what to add
      */
     public AlignedHostSubAllocator(long alignment) {
         this(alignment, DEFAULT_TRIM_THRESHOLD_BYTES);
@@ -105,9 +111,40 @@ public final class AlignedHostSubAllocator implements SubAllocator {
      *     (0) trims after every free, {@link #NEVER_TRIM} never trims
      * @throws IllegalArgumentException if the alignment is not a power of two >=
      *     {@value #MIN_ALIGNMENT}, or the threshold is negative
+     * @throws IllegalStateException if JavaCPP's native library for this platform cannot be
+     *     loaded (its natives jar is not on the class path, or its platform module is not in the
+     *     module graph): the message names what to add
      */
     public AlignedHostSubAllocator(long alignment, long trimThresholdBytes) {
         this(alignment, trimThresholdBytes, AlignedHostSubAllocator::trimMemory);
+        String missing = Natives.MISSING;
+        if (missing != null) {
+            throw new IllegalStateException(missing);
+        }
+    }
+
+    /** Whether JavaCPP's natives load here, probed once. */
+    private static final class Natives {
+        /** Null if they load, else the sentence saying what to add. */
+        static final String MISSING = probe();
+
+        private static String probe() {
+            try {
+                Pointer.free(Pointer.malloc(1));
+                return null;
+            } catch (UnsatisfiedLinkError e) {
+                String platform = Loader.getPlatform();
+                String what = "JavaCPP's native library for " + platform + " could not be loaded (" + e.getMessage()
+                        + "), so no host memory can be had";
+                if (AlignedHostSubAllocator.class.getModule().isNamed()) {
+                    // On the module path the natives are a platform module that nothing requires.
+                    return what + ": add --add-modules org.bytedeco.javacpp." + platform.replace('-', '.')
+                            + " (the jar org.bytedeco:javacpp with classifier " + platform + ")";
+                }
+                return what + ": add org.bytedeco:javacpp with classifier " + platform + " to the class path"
+                        + " (bfc-cpu's dependency org.bytedeco:javacpp-platform brings it)";
+            }
+        }
     }
 
     /** With another trim than {@code malloc_trim(0)}, for tests that count the trims. */

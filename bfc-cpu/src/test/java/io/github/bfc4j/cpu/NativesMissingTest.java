@@ -1,0 +1,55 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cpu;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.bytedeco.javacpp.Loader;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Without JavaCPP's natives jar for this platform, constructing the sub-allocator says what to
+ * add; it used to construct, and then every allocation failed with JavaCPP's bare
+ * {@code UnsatisfiedLinkError: 'Pointer Pointer.malloc(long)'}, naming nothing to do.
+ */
+class NativesMissingTest {
+
+    /** Run in a child JVM whose class path lacks the natives jar: prints what construction gives. */
+    public static void main(String[] args) {
+        try {
+            new AlignedHostSubAllocator();
+            System.out.println("constructed");
+        } catch (RuntimeException e) {
+            System.out.println(e.getClass().getName() + ": " + e.getMessage());
+        }
+    }
+
+    @Test
+    void withoutTheNativesJarConstructionNamesTheJarToAdd() throws IOException, InterruptedException {
+        String platform = Loader.getPlatform();
+        String natives = "-" + platform + ".jar";
+        List<String> entries = Arrays.asList(System.getProperty("java.class.path").split(File.pathSeparator));
+        List<String> kept = entries.stream()
+                .filter(e -> !(Path.of(e).getFileName().toString().startsWith("javacpp-") && e.endsWith(natives)))
+                .collect(Collectors.toList());
+        assertThat(kept).as("the natives jar was on the class path").hasSizeLessThan(entries.size());
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", String.join(File.pathSeparator, kept), NativesMissingTest.class.getName())
+                .redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        assertThat(out).startsWith("java.lang.IllegalStateException: JavaCPP's native library for " + platform
+                + " could not be loaded (")
+                .endsWith("so no host memory can be had: add org.bytedeco:javacpp with classifier " + platform
+                        + " to the class path (bfc-cpu's dependency org.bytedeco:javacpp-platform brings it)");
+    }
+}
