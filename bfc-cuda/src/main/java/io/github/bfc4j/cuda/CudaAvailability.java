@@ -22,8 +22,19 @@ public record CudaAvailability(String presetsVersion, int driverVersion, List<Cu
 
     /**
      * Copies the device list.
+     *
+     * @throws IllegalArgumentException if {@code devices} is null or holds a null
      */
     public CudaAvailability {
+        if (devices == null) {
+            throw new IllegalArgumentException("devices=null (expected: the visible devices, List.of() if none)");
+        }
+        for (int i = 0; i < devices.size(); i++) {
+            if (devices.get(i) == null) {
+                throw new IllegalArgumentException("devices[" + i + "]=null (expected: a CudaDeviceInfo for each"
+                        + " visible device, no nulls)");
+            }
+        }
         devices = List.copyOf(devices);
     }
 

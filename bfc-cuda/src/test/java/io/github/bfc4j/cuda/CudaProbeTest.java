@@ -40,6 +40,17 @@ class CudaProbeTest {
     }
 
     @Test
+    void anAvailabilityWithoutItsDeviceListSaysWhatItTakes() {
+        assertThatThrownBy(() -> new CudaAvailability("12.9-9.10-1.5.12", 12040, null, null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("devices=null (expected: the visible devices, List.of() if none)");
+        CudaDeviceInfo h100 = new CudaDeviceInfo(0, "NVIDIA H100", 80L << 30, 9, 0, true);
+        assertThatThrownBy(() -> new CudaAvailability("12.9-9.10-1.5.12", 12040, Arrays.asList(h100, null), null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("devices[1]=null (expected: a CudaDeviceInfo for each visible device, no nulls)");
+    }
+
+    @Test
     void aJniLibraryThatDoesNotLoadIsNamedWithItsFirstLine() {
         CudaProbe.Result r = CudaProbe.probe("12.9-9.10-1.5.12", () -> {
             throw new UnsatisfiedLinkError("no jnicudart in java.library.path\nsecond line");
