@@ -251,9 +251,14 @@ public final class BfcCudaProvider implements AutoCloseable {
      * @param sessionOptions the presets' session options
      * @param <T>            their type
      * @return {@code sessionOptions}
+     * @throws NullPointerException if {@code sessionOptions} is null (nothing is appended anywhere)
      * @throws IllegalStateException if this provider is closed
      */
     public <T extends SessionOptionsImpl> T appendTo(T sessionOptions) {
+        if (sessionOptions == null) {
+            throw new NullPointerException("sessionOptions=null (expected: the SessionOptions a session will be"
+                    + " created with, e.g. cuda.appendTo(new SessionOptions()))");
+        }
         checkOpen();
         sessionOptions.AppendExecutionProvider_CUDA_V2(options);
         return sessionOptions;

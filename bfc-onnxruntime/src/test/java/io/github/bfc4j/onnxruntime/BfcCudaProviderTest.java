@@ -213,6 +213,27 @@ class BfcCudaProviderTest {
     }
 
     @Test
+    void appendToNullSaysWhatItTakesAndTheProviderStaysUsable() {
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("append_to_null", 8 << 20)) {
+            BfcCudaProvider provider = BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null);
+            try {
+                for (int call = 0; call < 2; call++) {
+                    assertThatThrownBy(() -> provider.appendTo(null))
+                            .isInstanceOf(NullPointerException.class)
+                            .hasMessage("sessionOptions=null (expected: the SessionOptions a session will be created"
+                                    + " with, e.g. cuda.appendTo(new SessionOptions()))");
+                }
+                assertThat(provider.stats().allocCalls()).isZero();
+                provider.options();   // still open
+            } finally {
+                provider.close();
+            }
+            assertThatThrownBy(() -> provider.appendTo(null)).as("closed, and null: the null is named first")
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("sessionOptions=null");
+        }
+    }
+
+    @Test
     void atMostTenOpenAtATimeAndClosedSlotsAreReused() {
         try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("slots", 8 << 20)) {
             List<BfcCudaProvider> open = new ArrayList<>();
