@@ -30,7 +30,7 @@ public final class TensorFlowExample {
 
     /**
      * @param args none, or {@code --compare N} (N > 0) to time both kinds of input tensor
-     * @throws IllegalArgumentException if the arguments are neither
+     * @throws IllegalArgumentException if the arguments are not one of those, e.g. {@code --compare abc}
      * @throws Exception if TensorFlow fails
      */
     public static void main(String[] args) throws Exception {
@@ -39,14 +39,18 @@ public final class TensorFlowExample {
             try {
                 compare = Integer.parseInt(args[1]);
             } catch (NumberFormatException e) {
-                compare = -1; // refused below, naming the arguments
+                throw badArguments(args);
             }
         }
         if (compare < 0 || (args.length != 0 && compare == 0)) {
-            throw new IllegalArgumentException("arguments=" + Arrays.toString(args)
-                    + " (expected: none, or --compare N with N > 0)");
+            throw badArguments(args);
         }
         run(System.out, compare);
+    }
+
+    private static IllegalArgumentException badArguments(String[] args) {
+        return new IllegalArgumentException("arguments=" + Arrays.toString(args)
+                + " (expected: none, or --compare N with N > 0, a whole number of runs such as 2000)");
     }
 
     static void run(PrintStream out, int compare) {

@@ -58,14 +58,16 @@ class TensorFlowExampleTest {
     void badArgumentsAreRefused() {
         assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--compare", "0"}))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("arguments=[--compare, 0] (expected: none, or --compare N with N > 0)");
+                .hasMessage("arguments=[--compare, 0] (expected: none, or --compare N with N > 0, a whole number of"
+                        + " runs such as 2000)");
         assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--fast"}))
                 .isInstanceOf(IllegalArgumentException.class);
-        // Not a number, or past an int: the same sentence, not the JDK's NumberFormatException.
-        for (String n : new String[] {"x", "99999999999"}) {
-            assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--compare", n}))
-                    .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessage("arguments=[--compare, " + n + "] (expected: none, or --compare N with N > 0)");
+        for (String notANumber : new String[] {"abc", "1e3", "2147483648", ""}) {
+            assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--compare", notANumber}))
+                    .as("--compare %s", notANumber)
+                    .isExactlyInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("arguments=[--compare, " + notANumber + "] (expected: none, or --compare N with"
+                            + " N > 0, a whole number of runs such as 2000)");
         }
     }
 
