@@ -54,6 +54,9 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
 
     @Option(names = {"-o", "--output"}, required = true, paramLabel = "PICKLE",
             description = "The snapshot to write, e.g. snapshot.pickle.")
+    private String outputName;
+
+    /** {@link #outputName} as a path, set first in {@link #call()}. */
     private Path output;
 
     @Option(names = "--at", paramLabel = "end|peak", defaultValue = "end",
@@ -82,6 +85,7 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
                 throw new UsageException("--max-entries=" + maxEntries + " (expected: 1 to 16777216)");
             }
             options.check();
+            output = OutputFile.path("-o", outputName);
             OutputFile.check("-o", output, "snapshot.pickle", trace);
             try (TraceInput input = at.equals("peak") ? TraceInput.of(trace).rereadable() : TraceInput.of(trace)) {
                 return export(input);

@@ -133,7 +133,8 @@ public final class GenerateCommand implements Callable<Integer> {
             addGiven(given, "--coalescing", coalescing);
             // Every name first: a bad one for a later seed must not leave the earlier ones written.
             for (int i = 0; i < count; i++) {
-                OutputFile.check("-o", Path.of(output.replace(SEED, Long.toString(seed + i))), "trace.bfctrace");
+                OutputFile.check("-o", OutputFile.path("-o", output.replace(SEED, Long.toString(seed + i))),
+                        "trace.bfctrace");
             }
             for (int i = 0; i < count; i++) {
                 long traceSeed = seed + i;

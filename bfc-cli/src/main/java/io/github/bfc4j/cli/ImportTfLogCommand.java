@@ -65,6 +65,9 @@ public final class ImportTfLogCommand implements Callable<Integer> {
 
     @Option(names = {"-o", "--output"}, required = true, paramLabel = "TRACE",
             description = "The trace to write (.bfctrace, or .bfctrace.gz to compress).")
+    private String outputName;
+
+    /** {@link #outputName} as a path, set first in {@link #call()}. */
     private Path output;
 
     @Option(names = "--memory-limit", paramLabel = "SIZE",
@@ -99,6 +102,7 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
             Boolean growthOption = allowGrowth == null ? null : RunConfig.parseBoolean("--allow-growth", allowGrowth);
             boolean gc = RunConfig.parseBoolean("--garbage-collection", garbageCollection);
+            output = OutputFile.path("-o", outputName);
             OutputFile.check("-o", output, "trace.bfctrace", log);
             if (name != null && (name.isEmpty() || name.indexOf('\n') >= 0 || name.indexOf('\r') >= 0)) {
                 throw new UsageException("--name=" + name.replace("\n", "\\n").replace("\r", "\\r")

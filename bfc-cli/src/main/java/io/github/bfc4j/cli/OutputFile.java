@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.cli;
 
+import java.io.File;
 import java.io.IOException;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -18,9 +19,9 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * A file a command writes ({@code report -o}, {@code import-tf-log -o}), written as other tools
  * write theirs: created with the permissions the umask leaves (no attributes are forced on it),
- * refused when it names a directory, a file that may not be written or one in a directory that
- * may not be written, and never left half written: the content goes to a temporary file beside
- * it, moved over it only when complete.
+ * refused when it names a directory (or ends with a slash), a file that may not be written or one
+ * in a directory that may not be written, and never left half written: the content goes to a
+ * temporary file beside it, moved over it only when complete.
  */
 final class OutputFile {
 
@@ -36,6 +37,30 @@ final class OutputFile {
     }
 
     private OutputFile() {
+    }
+
+    /**
+     * The file an output option names, refusing a name that ends with a slash ({@code -o x.html/}):
+     * as a path it would lose the slash and write {@code x.html}, a file where a directory was
+     * named. An existing directory is left to {@link #check}, which says so and suggests a file in it.
+     *
+     * @param option the option's name, for the message
+     * @param text the option's value
+     * @return the path
+     * @throws UsageException {@code -o=x.html/ ends with '/', so it names a directory (expected: the
+     *     file to write, e.g. x.html)}
+     */
+    static Path path(String option, String text) {
+        Path path = Path.of(text);
+        String trimmed = text;
+        while (trimmed.length() > 1 && (trimmed.endsWith("/") || trimmed.endsWith(File.separator))) {
+            trimmed = trimmed.substring(0, trimmed.length() - 1);
+        }
+        if (trimmed.length() < text.length() && !Files.isDirectory(path)) {
+            throw new UsageException(option + "=" + text + " ends with '" + text.charAt(text.length() - 1)
+                    + "', so it names a directory (expected: the file to write, e.g. " + trimmed + ")");
+        }
+        return path;
     }
 
     /**

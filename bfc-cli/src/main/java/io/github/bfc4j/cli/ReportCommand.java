@@ -62,6 +62,9 @@ public final class ReportCommand implements Callable<Integer> {
     private Path trace;
 
     @Option(names = {"-o", "--output"}, required = true, paramLabel = "HTML", description = "The report to write.")
+    private String outputName;
+
+    /** {@link #outputName} as a path, set first in {@link #call()}. */
     private Path output;
 
     @Option(names = "--maps", paramLabel = "N", defaultValue = "20",
@@ -89,6 +92,7 @@ public final class ReportCommand implements Callable<Integer> {
                 throw new UsageException("--points=" + points + " (expected: 10 to 1000000)");
             }
             options.check();
+            output = OutputFile.path("-o", outputName);
             OutputFile.check("-o", output, "report.html", trace);
             try (TraceInput input = TraceInput.of(trace).rereadable()) {
                 return report(input);

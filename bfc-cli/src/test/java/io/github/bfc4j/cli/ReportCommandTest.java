@@ -180,6 +180,48 @@ class ReportCommandTest {
         assertThat(Path.of("-")).doesNotExist();
     }
 
+    /**
+     * An output name that ends with a slash names a directory: every command that writes a file
+     * refuses it before its work, and neither writes the name without the slash nor touches a
+     * file of that name.
+     */
+    @Test
+    void anOutputNameEndingWithASlashIsRefusedBeforeTheWork() throws IOException {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path kept = Files.writeString(dir.resolve("kept.html"), "kept");
+        String[][] commands = {
+            {"report", t.toString()},
+            {"export-snapshot", t.toString()},
+            {"import-tf-log", Cli.TF_LOG.toString(), "--allocator", "bfc_cpu_allocator_for_gpu"},
+            {"generate", "--seed", "1", "--calls", "10"},
+        };
+        for (String[] command : commands) {
+            for (Path named : new Path[] {dir.resolve("new.html"), kept}) {
+                for (String slashes : new String[] {"/", "//"}) {
+                    String o = named + slashes;
+                    Object[] args = java.util.stream.Stream.concat(java.util.Arrays.stream(command),
+                            java.util.stream.Stream.of("-o", o)).toArray();
+                    assertThat(cli.run(args)).as("%s -o %s", command[0], o).isEqualTo(2);
+                    assertThat(cli.err.lines()).containsExactly("bfc " + command[0] + ": -o=" + o + " ends with '/',"
+                            + " so it names a directory (expected: the file to write, e.g. " + named + ")");
+                    assertThat(cli.out).isEmpty();
+                }
+            }
+        }
+        assertThat(dir.resolve("new.html")).doesNotExist();
+        assertThat(kept).hasContent("kept");
+        try (java.util.stream.Stream<Path> left = Files.list(dir)) {
+            assertThat(left).containsExactly(kept); // no temporary file either
+        }
+        // Before the work: the trace is not even read.
+        assertThat(cli.run("report", dir.resolve("no-such.bfctrace"), "-o", dir + "/x.html/")).isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc report: -o=" + dir + "/x.html/ ends with '/'");
+        // An existing directory, with or without the slash, is named as one.
+        assertThat(cli.run("report", t, "-o", dir + "/")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + dir + " is a directory (expected: the file"
+                + " to write, e.g. " + dir.resolve("report.html") + ")");
+    }
+
     @Test
     void aDirectoryIsNeverReplacedByTheReport() throws IOException {
         Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
