@@ -120,12 +120,12 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
         int blocks = snapshot.memoryMap().chunks().size();
         PrintWriter out = spec.commandLine().getOut();
         out.println("wrote " + output + " (" + Sizes.format(Files.size(output)) + "): "
-                + segments + " segment" + (segments == 1 ? "" : "s") + ", " + blocks + " block"
-                + (blocks == 1 ? "" : "s") + ", " + snapshot.history().events().size() + " events"
+                + Counts.of(segments, "segment") + ", " + Counts.of(blocks, "block") + ", "
+                + Counts.of(snapshot.history().events().size(), "event")
                 + (snapshot.history().droppedEvents() > 0 ? " (the latest; " + snapshot.history().droppedEvents()
                         + " older dropped, see --max-entries)" : "")
                 + ", at " + (at.equals("peak") ? "the peak (call " + (peakCall + 1) + " of " + r.calls() + ")"
-                        : "the end (" + r.calls() + " calls)"));
+                        : "the end (" + Counts.of(r.calls(), "call") + ")"));
         out.println("open it at https://pytorch.org/memory_viz (drag the file onto the page; nothing is uploaded)");
         CommandRunner.warn(spec, cut);
         return CommandRunner.EXIT_OK;

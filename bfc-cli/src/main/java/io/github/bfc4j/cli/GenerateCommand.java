@@ -154,8 +154,9 @@ public final class GenerateCommand implements Callable<Integer> {
                 WorkloadGenerator.write(s, source, w);
             }
         });
-        spec.commandLine().getOut().println("wrote " + file + ": seed " + s.seed() + ", " + s.calls()
-                + " calls, memory_limit=" + s.memoryLimit() + " allow_growth=" + s.allowGrowth()
+        spec.commandLine().getOut().println("wrote " + file + ": seed " + s.seed() + ", "
+                + Counts.of(s.calls(), "call") + ", memory_limit=" + s.memoryLimit()
+                + " allow_growth=" + s.allowGrowth()
                 + " garbage_collection=" + s.garbageCollection() + " fragmentation_fraction="
                 + RunConfig.fraction(s.fragmentationFraction()) + " timing_counter=" + s.timingCounter()
                 + ", sim capacity=" + s.simCapacity() + " gap=" + s.simGap() + " coalescing="

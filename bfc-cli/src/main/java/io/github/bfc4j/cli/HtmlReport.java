@@ -50,7 +50,8 @@ final class HtmlReport {
     private static String summary(RunConfig config, WorkloadResult r, String mapsNote) {
         StringBuilder s = new StringBuilder();
         row(s, "options", config.describe());
-        row(s, "calls", String.format(Locale.ROOT, "%,d (%,d successful allocations)", r.calls(), r.allocations()));
+        row(s, "calls", String.format(Locale.ROOT, "%,d (%,d successful allocation%s)", r.calls(), r.allocations(),
+                r.allocations() == 1 ? "" : "s"));
         row(s, "peak in use", Sizes.format(r.peakBytesInUse()) + " (" + r.peakBytesInUse() + " bytes)"
                 + (r.peakLine() > 0 ? " at line " + r.peakLine() : ""));
         row(s, "peak reserved", Sizes.format(r.peakPoolBytes()) + " (" + r.peakPoolBytes() + " bytes)");

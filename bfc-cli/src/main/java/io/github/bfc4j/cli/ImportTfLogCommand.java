@@ -170,20 +170,21 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             OutputFile.write("-o", output, "trace.bfctrace", file -> {
                 try (TraceWriter w = TraceWriter.create(file, gzip)) {
                     w.header(header);
-                    w.comment("imported by bfc import-tf-log from " + fileName + ": " + tf.allocs + " allocs, "
-                            + tf.frees + " frees, " + tf.nullFrees + " DeallocateRaw(nullptr) dropped, "
-                            + tf.regions.size() + " regions");
+                    w.comment("imported by bfc import-tf-log from " + fileName + ": " + Counts.of(tf.allocs, "alloc")
+                            + ", " + Counts.of(tf.frees, "free") + ", " + tf.nullFrees
+                            + " DeallocateRaw(nullptr) dropped, " + Counts.of(tf.regions.size(), "region"));
                     w.comment(comment);
                     write(w, tf, header);
                 }
             });
             PrintWriter out = spec.commandLine().getOut();
             out.println("wrote " + output + ": " + (withExpectations ? "trace with expected answers" : "workload trace")
-                    + ", " + tf.calls + " calls (" + tf.allocs + " allocs, " + tf.frees + " frees), "
-                    + tf.regions.size() + " regions in the log");
+                    + ", " + Counts.of(tf.calls, "call") + " (" + Counts.of(tf.allocs, "alloc") + ", "
+                    + Counts.of(tf.frees, "free") + "), " + Counts.of(tf.regions.size(), "region") + " in the log");
             if (tf.allocsWithStack > 0 || tf.allocsWithOp > 0) {
-                out.println("provenance: " + tf.allocsWithStack + " allocs with their stack trace, " + tf.allocsWithOp
-                        + " with their op name (#@ lines, docs/trace-format.md)");
+                out.println("provenance: " + Counts.of(tf.allocsWithStack, "alloc") + " with "
+                        + (tf.allocsWithStack == 1 ? "its" : "their") + " stack trace, " + tf.allocsWithOp + " with "
+                        + (tf.allocsWithOp == 1 ? "its" : "their") + " op name (#@ lines, docs/trace-format.md)");
             }
             out.println("memory_limit=" + Sizes.exact(limit) + " (from " + limitFrom + "), allow_growth=" + growth
                     + " (from " + growthFrom + "), garbage_collection=" + gc);

@@ -80,7 +80,8 @@ public final class ReplayCommand implements Callable<Integer> {
             }
             print(spec.commandLine().getOut(), input.name(), config, r);
             if (checkInvariants) {
-                spec.commandLine().getOut().println("invariants     held after each of the " + r.calls() + " calls");
+                spec.commandLine().getOut().println("invariants     held after "
+                        + (r.calls() == 1 ? "the 1 call" : "each of the " + Counts.of(r.calls(), "call")));
             }
             CommandRunner.warn(spec, cut);
             return r.oomCount() > 0 ? CommandRunner.EXIT_FAILED : CommandRunner.EXIT_OK;
@@ -99,7 +100,7 @@ public final class ReplayCommand implements Callable<Integer> {
 
     /** Prints the summary. */
     static void print(PrintWriter out, String trace, RunConfig config, WorkloadResult r) {
-        out.println("trace          " + trace + " (" + r.calls() + " calls)");
+        out.println("trace          " + trace + " (" + Counts.of(r.calls(), "call") + ")");
         out.println("options        " + config.describe());
         out.println("peak in use    " + bytes(r.peakBytesInUse())
                 + (r.peakLine() > 0 ? " at line " + r.peakLine() : ""));

@@ -163,7 +163,7 @@ public final class ReportCommand implements Callable<Integer> {
                 : "at the peak and at the first " + oomShown + " of " + r.oomCount() + " out-of-memory failures"
                         + (dropped > 0 ? " (more would make the file too large)" : "");
 
-        String title = input.name() + " \u2014 " + r.calls() + " calls";
+        String title = input.name() + " \u2014 " + Counts.of(r.calls(), "call");
         OutputFile.write("-o", output, "report.html", file -> {
             try (Writer w = new BufferedWriter(new OutputStreamWriter(Files.newOutputStream(file),
                     StandardCharsets.UTF_8), 1 << 16)) {
@@ -171,9 +171,9 @@ public final class ReportCommand implements Callable<Integer> {
             }
         });
         spec.commandLine().getOut().println("wrote " + output + " (" + Sizes.format(Files.size(output)) + "): "
-                + r.calls() + " calls, " + timeline.count + " timeline steps, " + snapshots.taken.size()
-                + " occupancy map" + (snapshots.taken.size() == 1 ? "" : "s") + ", " + r.oomCount()
-                + " out-of-memory failures marked");
+                + Counts.of(r.calls(), "call") + ", " + Counts.of(timeline.count, "timeline step") + ", "
+                + Counts.of(snapshots.taken.size(), "occupancy map") + ", "
+                + Counts.of(r.oomCount(), "out-of-memory failure") + " marked");
         CommandRunner.warn(spec, cut);
         return CommandRunner.EXIT_OK;
     }

@@ -239,7 +239,7 @@ public final class ServeCommand implements Callable<Integer> {
             if (pass == 1 || now - lastPrintNanos >= 10_000_000_000L) {
                 // With --loop: one line every 10 s at most.
                 AllocatorStats s = allocator.getStats();
-                out.println("replayed " + calls + " calls: live=" + live.size() + " bytes_in_use="
+                out.println("replayed " + Counts.of(calls, "call") + ": live=" + live.size() + " bytes_in_use="
                         + s.bytesInUse() + " pool_bytes=" + s.poolBytes() + (loop ? " (pass " + pass + ")" : ""));
                 out.flush();
                 lastPrintNanos = now;

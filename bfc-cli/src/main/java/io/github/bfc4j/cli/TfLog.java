@@ -331,9 +331,9 @@ final class TfLog {
                     + " TF_CPP_VMODULE=bfc_allocator=4)");
         }
         if (names.isEmpty()) {
-            throw new UsageException(file + ": none of its " + n + " lines names a BFC allocator (expected: a"
-                    + " TensorFlow log written with TF_CPP_VMODULE=bfc_allocator=4, which names each allocator in a"
-                    + " 'Creating new BFCAllocator named: <name>' line)");
+            throw new UsageException(file + ": none of its " + Counts.of(n, "line") + " names a BFC allocator"
+                    + " (expected: a TensorFlow log written with TF_CPP_VMODULE=bfc_allocator=4, which names each"
+                    + " allocator in a 'Creating new BFCAllocator named: <name>' line)");
         }
         if (!names.contains(allocator) || allocs == 0) {
             if (!names.contains(allocator)) {

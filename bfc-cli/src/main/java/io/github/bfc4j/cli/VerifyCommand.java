@@ -114,7 +114,7 @@ public final class VerifyCommand implements Callable<Integer> {
                         err.println("ERROR " + cut);
                     } else if (r.passed()) {
                         passed++;
-                        out.println("PASS " + name + " " + r.calls() + " calls"
+                        out.println("PASS " + name + " " + Counts.of(r.calls(), "call")
                                 + (h.isWorkload() ? " (a workload trace: no answers to compare, the calls ran)" : ""));
                     } else {
                         failed++;

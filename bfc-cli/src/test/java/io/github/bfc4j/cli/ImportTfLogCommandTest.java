@@ -315,7 +315,7 @@ class ImportTfLogCommandTest {
         Path out = dir.resolve("memdebug.bfctrace");
         assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB"))
                 .as(cli.err).isEqualTo(0);
-        assertThat(cli.out).contains("provenance: 1 allocs with their stack trace, 3 with their op name");
+        assertThat(cli.out).contains("provenance: 1 alloc with its stack trace, 3 with their op name");
         List<Provenance> got = new java.util.ArrayList<>();
         try (TraceReader r = TraceReader.open(out)) {
             for (TraceEvent e = r.next(); e != null; e = r.next()) {

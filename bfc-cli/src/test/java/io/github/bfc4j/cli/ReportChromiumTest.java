@@ -150,6 +150,16 @@ class ReportChromiumTest {
     }
 
     @Test
+    void oneChunkInOneRegionIsNotPlural() throws Exception {
+        Path html = report(SingularCountsTest.oneCall(dir, "one.bfctrace", 1 << 20), "one.html");
+        String[] dom = chromium(html, true, "--dump-dom", "--virtual-time-budget=5000");
+        assertThat(dom[0]).contains("data-rendered=\"timeline,maps\"").contains("data-errors=\"0\"");
+        assertThat(dom[0]).contains(", 1 chunk in 1 region<")
+                .containsPattern("region 1: 0x[0-9a-f]+, 1\\.00MiB, 1 chunk,");
+        assertThat(consoleErrors(dom[1])).isEmpty();
+    }
+
+    @Test
     void theCheckNoticesABrokenPage() throws Exception {
         // The same check fails on a page whose script throws: it is not vacuous.
         Path html = report(Cli.TRACES.resolve("tiny-single.bfctrace"), "tiny.html");

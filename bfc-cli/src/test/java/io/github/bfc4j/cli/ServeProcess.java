@@ -28,7 +28,7 @@ final class ServeProcess implements AutoCloseable {
 
     private static final Pattern SERVING = Pattern.compile("Serving http://127\\.0\\.0\\.1:(\\d+)/metrics.*");
     private static final Pattern REPLAYED = Pattern.compile(
-            "replayed (\\d+) calls: live=(\\d+) bytes_in_use=(\\d+) pool_bytes=(\\d+)(?: \\(pass \\d+\\))?");
+            "replayed (\\d+) calls?: live=(\\d+) bytes_in_use=(\\d+) pool_bytes=(\\d+)(?: \\(pass \\d+\\))?");
 
     private final Process process;
     private final List<String> lines = new ArrayList<>();
