@@ -17,6 +17,7 @@ import java.math.BigDecimal;
 import java.math.MathContext;
 import java.math.RoundingMode;
 import java.util.Locale;
+import java.util.regex.Pattern;
 
 /**
  * What a trace is run under: the allocator's memory limit and options, and its sub-allocator.
@@ -36,6 +37,8 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
     static final String SUB_VALUES = "sim or host";
     /** The smallest fraction {@link #fraction} writes as a plain decimal: under 1 / 2^63. */
     private static final double PLAIN_FROM = 1e-20;
+    /** A decimal as a trace's header writes one: {@code 0}, {@code 0.01}. */
+    private static final Pattern DECIMAL = Pattern.compile("[0-9]+(\\.[0-9]+)?");
 
     /**
      * Parses {@code --sub}.
@@ -53,23 +56,32 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
     }
 
     /**
+     * Parses a decimal as a trace's header writes one ({@code fragmentation_fraction=0.01}):
+     * digits with at most one point between them. Not what else Java's parser takes: a sign, an
+     * exponent ({@code 1e-3}), hexadecimal ({@code 0x1p-3}), a type suffix ({@code 1f}),
+     * {@code .5}, {@code 5.}, {@code NaN}, {@code Infinity}.
+     *
+     * @param text the option's value, surrounding spaces ignored
+     * @return the value, or NaN if it is not such a decimal
+     */
+    static double parseDecimal(String text) {
+        String t = text.trim();
+        return DECIMAL.matcher(t).matches() ? Double.parseDouble(t) : Double.NaN;
+    }
+
+    /**
      * Parses a fragmentation fraction.
      *
      * @param option the option's name
-     * @param value a decimal in [0, 1]
+     * @param value a decimal in [0, 1] ({@link #parseDecimal})
      * @return the fraction
-     * @throws UsageException if it is not a number in [0, 1]
+     * @throws UsageException if it is not a decimal in [0, 1]
      */
     static double parseFraction(String option, String value) {
-        double f;
-        try {
-            f = Double.parseDouble(value.trim());
-        } catch (NumberFormatException e) {
-            f = Double.NaN;
-        }
+        double f = parseDecimal(value);
         if (!(f >= 0 && f <= 1)) {
-            throw new UsageException(option + "=" + value + " (expected: a fraction from 0 to 1, like 0.01; 0 means"
-                    + " upstream's 128 MiB threshold)");
+            throw new UsageException(option + "=" + value + " (expected: a fraction from 0 to 1, a decimal like 0.01"
+                    + " as a trace's header writes it; 0 means upstream's 128 MiB threshold)");
         }
         return f;
     }

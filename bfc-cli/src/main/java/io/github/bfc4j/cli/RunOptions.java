@@ -23,7 +23,8 @@ final class RunOptions {
     Boolean garbageCollection;
 
     @Option(names = "--fragmentation-fraction", paramLabel = "F",
-            description = "Split threshold as a fraction of the limit (0: upstream's 128 MiB).")
+            description = "Split threshold as a fraction of the limit, a decimal from 0 to 1 like 0.01"
+                    + " (0: upstream's 128 MiB).")
     String fragmentationFraction;
 
     @Option(names = "--sub", paramLabel = "sim|host", defaultValue = "sim",

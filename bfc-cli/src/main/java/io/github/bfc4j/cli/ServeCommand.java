@@ -252,17 +252,12 @@ public final class ServeCommand implements Callable<Integer> {
         } while (loop && !stopping);
     }
 
-    /** {@code --client-timeout}: seconds, decimals allowed, from 0.1 to 3600. */
+    /** {@code --client-timeout}: seconds, a decimal ({@link RunConfig#parseDecimal}) from 0.1 to 3600. */
     private static long parseTimeout(String text) {
-        double seconds;
-        try {
-            seconds = Double.parseDouble(text.trim());
-        } catch (NumberFormatException e) {
-            seconds = Double.NaN;
-        }
+        double seconds = RunConfig.parseDecimal(text);
         if (!(seconds >= 0.1 && seconds <= 3600)) {
-            throw new UsageException("--client-timeout=" + text + " (expected: seconds from 0.1 to 3600, e.g. "
-                    + DEFAULT_CLIENT_TIMEOUT + ")");
+            throw new UsageException("--client-timeout=" + text + " (expected: seconds from 0.1 to 3600, a decimal"
+                    + " like " + DEFAULT_CLIENT_TIMEOUT + " or 2.5)");
         }
         return Math.round(seconds * 1000);
     }

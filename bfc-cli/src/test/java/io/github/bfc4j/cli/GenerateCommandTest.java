@@ -296,7 +296,8 @@ class GenerateCommandTest {
         assertThat(cli.err).startsWith("bfc generate: --fragmentation-fraction=0.0000001 (expected: 0, or at least"
                 + " 1 / memory limit");
         // No limit makes a fraction this small usable: it is not written out in 300 digits.
-        assertThat(cli.run("generate", "--seed", 1, "-o", out, "--fragmentation-fraction", "1e-300")).isEqualTo(2);
+        assertThat(cli.run("generate", "--seed", 1, "-o", out, "--fragmentation-fraction",
+                "0." + "0".repeat(299) + "1")).isEqualTo(2);
         assertThat(cli.err).startsWith("bfc generate: --fragmentation-fraction=1.0E-300 (expected: 0, or at least"
                 + " 1 / memory limit");
         assertThat(cli.run("generate", "--seed", 1, "-o", out, "--timing-counter", "yes")).isEqualTo(2);

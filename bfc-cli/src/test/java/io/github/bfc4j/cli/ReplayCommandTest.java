@@ -105,6 +105,33 @@ class ReplayCommandTest {
                         + " (see 'bfc replay --help')");
     }
 
+    /**
+     * A fraction is a decimal as a trace's header writes it; what else Java's parser takes (a
+     * type suffix, hexadecimal, an exponent) is refused by every command that takes one.
+     */
+    @Test
+    void aFractionIsADecimalAsTheTraceFormatWritesIt() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String expected = " (expected: a fraction from 0 to 1, a decimal like 0.01 as a trace's header writes it;"
+                + " 0 means upstream's 128 MiB threshold)";
+        for (String f : new String[] {"1f", "0.5d", "0x1p-3", "0X0.8P0", "1e-3", "5E-1", "+0.5", ".5", "0.", "NaN",
+                "Infinity", "0.5 0.5", "0,5"}) {
+            assertThat(cli.run("replay", t, "--fragmentation-fraction", f)).as(f).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly("bfc replay: --fragmentation-fraction=" + f + expected);
+            assertThat(cli.out).isEmpty();
+        }
+        assertThat(cli.run("whatif", t, "--fragmentation-fraction", "0,1f")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc whatif: --fragmentation-fraction=1f" + expected);
+        assertThat(cli.run("generate", "--seed", "1", "-o", dir.resolve("g.bfctrace"), "--fragmentation-fraction",
+                "0x1p-3")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc generate: --fragmentation-fraction=0x1p-3" + expected);
+        assertThat(dir.resolve("g.bfctrace")).doesNotExist();
+        for (String f : new String[] {"0", "1", "0.5", "00.250", " 0.125 "}) {
+            assertThat(cli.run("replay", t, "--fragmentation-fraction", f)).as("%s: %s", f, cli.err).isEqualTo(1);
+        }
+        assertThat(cli.out).contains(" fragmentation_fraction=0.125 ");
+    }
+
     @Test
     void aThresholdOfZeroBytesIsBadInputNamingWhereEachValueCameFrom() throws IOException {
         // 1e-9 of 64 MiB is under one byte: the allocator cannot be created with it.

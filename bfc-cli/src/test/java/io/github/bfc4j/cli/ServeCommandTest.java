@@ -254,7 +254,13 @@ class ServeCommandTest {
         assertThat(cli.err.lines()).containsExactly("bfc serve: no-such.bfctrace: no such file");
         assertThat(cli.run("serve", "--port", "0", "--client-timeout", "0")).isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly(
-                "bfc serve: --client-timeout=0 (expected: seconds from 0.1 to 3600, e.g. 10)");
+                "bfc serve: --client-timeout=0 (expected: seconds from 0.1 to 3600, a decimal like 10 or 2.5)");
+        // Only a decimal: not what else Java's parser takes.
+        for (String notDecimal : new String[] {"10f", "10d", "0x1p3", "1e1", "+10", ".5", "10.", "Infinity"}) {
+            assertThat(cli.run("serve", "--port", "0", "--client-timeout", notDecimal)).as(notDecimal).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly("bfc serve: --client-timeout=" + notDecimal
+                    + " (expected: seconds from 0.1 to 3600, a decimal like 10 or 2.5)");
+        }
         for (String blank : new String[] {"", "   "}) {
             assertThat(cli.run("serve", "--port", "0", "--name", blank)).isEqualTo(2);
             assertThat(cli.err.lines()).containsExactly("bfc serve: --name='" + blank + "' (expected: a name that is"
