@@ -4,11 +4,13 @@
 package io.github.bfc4j.cli;
 
 import io.github.bfc4j.core.Allocation;
+import io.github.bfc4j.core.AllocationAttributes;
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOutOfMemoryException;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.LeakDetection;
+import io.github.bfc4j.core.SharedCounter;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.github.bfc4j.trace.TraceEvent;
 import io.github.bfc4j.trace.TraceHeader;
@@ -29,7 +31,11 @@ import picocli.CommandLine.Spec;
 
 /**
  * {@code bfc demo}: replays a training loop recorded from TensorFlow on real host memory, writing
- * every allocated byte, and prints what the allocator did.
+ * every allocated byte, and prints what the allocator did. The calls are made as {@code bfc
+ * replay --sub host} makes them, the timing counter included (a header's {@code
+ * timing_counter=true}, {@code frontier} lines, {@code freed_before=}), so the allocator decides
+ * as it does there; {@code clear_stats} lines are not made, so that the summary covers the whole
+ * run.
  */
 @Command(
         name = "demo",
@@ -92,7 +98,12 @@ public final class DemoCommand implements Callable<Integer> {
         BfcAllocator allocator = BfcAllocator.builder().name(h.name()).memoryLimit(h.memoryLimit())
                 .options(h.bfcOptions()).allowRetryOnFailure(false).subAllocator(sub)
                 .closePolicy(ClosePolicy.REFUSE).leakDetection(LeakDetection.DISABLED).build();
+        if (h.timingCounter()) {
+            allocator.setTimingCounter(new SharedCounter());
+        }
         Map<Long, Allocation> live = new HashMap<>();
+        // Allocations made with freed_before= (raw: the Allocation API takes no attributes).
+        Map<Long, long[]> liveRaw = new HashMap<>();
         long allocs = 0;
         long frees = 0;
         long ooms = 0;
@@ -110,6 +121,21 @@ public final class DemoCommand implements Callable<Integer> {
                         // More than any allocator serves: allocateRaw (what replay calls) answers
                         // null, where allocate refuses the argument.
                         ooms++;
+                        continue;
+                    }
+                    if (e.freedBefore() != 0) {
+                        long freedBefore = e.freedBefore();
+                        long ptr = allocator.allocateRaw(e.alignment(), e.bytes(),
+                                new AllocationAttributes(false, () -> freedBefore));
+                        if (ptr == 0) {
+                            ooms++;
+                            continue;
+                        }
+                        allocs++;
+                        requested += e.bytes();
+                        touched += write(ptr, e.bytes(), e.id());
+                        liveRaw.put(e.id(), new long[] {ptr});
+                        peakRegions = Math.max(peakRegions, sub.liveRegions());
                         continue;
                     }
                     try {
@@ -131,20 +157,29 @@ public final class DemoCommand implements Callable<Integer> {
                 }
                 case FREE -> {
                     Allocation a = live.remove(e.id());
+                    long[] raw = liveRaw.remove(e.id());
                     if (a != null) {
                         a.close();
                         frees++;
+                    } else if (raw != null) {
+                        allocator.deallocateRaw(raw[0]);
+                        frees++;
                     }
                 }
+                case FRONTIER -> allocator.setSafeFrontier(e.count());
                 default -> {
-                    // Expected answers, stats lines and timestamps play no part in the demo.
+                    // Expected answers, stats lines and clear_stats (the summary covers the whole
+                    // run) play no part in the demo.
                 }
             }
         }
-        long leftLive = live.size();
+        long leftLive = live.size() + liveRaw.size();
         AllocatorStats s = allocator.getStats();
         for (Allocation a : live.values()) {
             a.close();
+        }
+        for (long[] raw : liveRaw.values()) {
+            allocator.deallocateRaw(raw[0]);
         }
         allocator.close();
         long heldForViews = allocator.bytesHeldForViews();
@@ -174,6 +209,20 @@ public final class DemoCommand implements Callable<Integer> {
             row(out, "held for views", BfcAllocator.humanReadableNumBytes(heldForViews),
                     "(views of them are not yet collected: returned once they are)");
         }
+    }
+
+    /** Writes every byte of a raw allocation, as the others are written through their views. */
+    private static long write(long ptr, long bytes, long id) {
+        BytePointer p = new BytePointer() {
+            {
+                address = ptr;
+            }
+        };
+        Pointer.memset(p, (int) (id & 0x7f) | 1, bytes);
+        if (p.get(bytes - 1) == 0) {
+            throw new IllegalStateException("a write to 0x" + Long.toHexString(ptr) + " did not stick");
+        }
+        return bytes;
     }
 
     private static void row(PrintWriter out, String name, String value, String note) {

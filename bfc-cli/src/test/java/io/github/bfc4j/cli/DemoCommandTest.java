@@ -101,6 +101,45 @@ class DemoCommandTest {
         assertThat(cli.out).containsPattern("  allocations +1\n").containsPattern("  out of memory +2\n");
     }
 
+    /**
+     * A trace with the timing counter on: freed chunks are stamped and not coalesced, an
+     * allocation with {@code freed_before=} may not take a chunk freed later, and a {@code
+     * frontier} lets timestamped chunks merge. The demo makes those calls as replay does.
+     */
+    @Test
+    void theTimingCounterFrontierAndFreedBeforeDecideAsInReplay() throws IOException {
+        Path t = dir.resolve("timed.bfctrace");
+        Files.writeString(t, "bfctrace 1\nname timed\nsource workload: test\n"
+                + "options memory_limit=1048576 allow_growth=false garbage_collection=false fragmentation_fraction=0"
+                + " timing_counter=true\n"
+                + "suballocator sim base=0x100000000 capacity=2097152 gap=0 coalescing=false\n"
+                + "alloc 1 262144\nalloc 2 262144\nfree 1\nfree 2\n"
+                // The region: 256 KiB freed at count 1, 256 KiB freed at count 2, 512 KiB never used.
+                + "alloc 3 1048576 freed_before=1\n"   // nothing freed before count 1 is that large: none
+                + "frontier 2\n"
+                + "alloc 4 1048576\n"                  // the three merged: the whole region
+                + "free 4\n");
+        assertThat(cli.run("replay", t)).isEqualTo(1);
+        assertThat(cli.out).contains("out of memory  1: line 10 (1MiB)\n");
+        assertThat(cli.run("demo", "--trace", t)).as("stderr: %s", cli.err).isZero();
+        assertThat(cli.out).containsPattern("  allocations +3\n").containsPattern("  frees +3\n")
+                .containsPattern("  out of memory +1\n").containsPattern("  peak in use +1\\.00MiB ");
+
+        // A generated workload with the counter: the same answers as replay's, call for call
+        // (one region, so host memory decides as the sim does).
+        long seed = 2;
+        Path g = dir.resolve("generated.bfctrace");
+        assertThat(cli.run("generate", "--seed", seed, "--calls", 3000, "--timing-counter", "true", "--allow-growth",
+                "false", "--memory-limit", "64MiB", "--capacity", "1GiB", "-o", g)).as(cli.err).isZero();
+        cli.run("replay", g);
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("out of memory  (\\d+)").matcher(cli.out);
+        assertThat(m.find()).as(cli.out).isTrue();
+        String ooms = m.group(1);
+        assertThat(Long.parseLong(ooms)).as("the workload runs out of memory now and then").isPositive();
+        assertThat(cli.run("demo", "--trace", g)).as("stderr: %s", cli.err).isZero();
+        assertThat(cli.out).containsPattern("  out of memory +" + ooms + "\n");
+    }
+
     @Test
     void aMissingTraceIsOneClearLine() {
         assertThat(cli.run("demo", "--trace", dir.resolve("nope.bfctrace"))).isEqualTo(2);
