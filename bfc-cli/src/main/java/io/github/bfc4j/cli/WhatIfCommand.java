@@ -132,7 +132,17 @@ public final class WhatIfCommand implements Callable<Integer> {
     private int table(TraceInput input, List<Long> limits, List<Boolean> growths, List<Boolean> gcs,
             List<Double> fractions, String subAllocator) throws IOException {
         PrintWriter out = spec.commandLine().getOut();
-        String format = "%-13s %-12s %-18s %-22s %-13s %-13s %6s %14s %13s%n";
+        // The columns of the values known before the first row are as wide as the widest of them
+        // (a limit in bytes, 9223372036854775807B, is 20 characters), so that the rows line up.
+        int limitWidth = "memory_limit".length() + 1;
+        for (long limit : limits) {
+            limitWidth = Math.max(limitWidth, Sizes.exact(limit).length());
+        }
+        int fractionWidth = "fragmentation_fraction".length();
+        for (double fraction : fractions) {
+            fractionWidth = Math.max(fractionWidth, RunConfig.fraction(fraction).length());
+        }
+        String format = "%-" + limitWidth + "s %-12s %-18s %-" + fractionWidth + "s %-13s %-13s %6s %14s %13s%n";
         out.printf(Locale.ROOT, format, "memory_limit", "allow_growth", "garbage_collection",
                 "fragmentation_fraction", "peak_in_use", "peak_reserved", "ooms", "first_oom_line",
                 "fragmentation");

@@ -16,6 +16,36 @@ class WhatIfCommandTest {
 
     private static final Path RESNET = Cli.RECORDED.resolve("tf-resnet-train-limit48mb.bfctrace");
 
+    /**
+     * Limits and fractions wider than their column's name (a limit of 8 EiB - 1 byte is written
+     * as its 19 digits and a B) widen their column: every row lines up with the header.
+     */
+    @Test
+    void wideLimitsAndFractionsKeepTheColumnsAligned() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String[][] cases = {
+            {"9223372036854775807,1MiB", "0,0.5"},
+            {"1MiB,1000000001", "0.00000123456789012345678,0.5"},
+        };
+        for (String[] c : cases) {
+            assertThat(cli.run("whatif", t, "--memory-limit", c[0], "--fragmentation-fraction", c[1]))
+                    .as(cli.err).isZero();
+            List<String> table = cli.out.lines().filter(l -> !l.startsWith("smallest")).toList();
+            assertThat(table).hasSize(5);
+            String header = table.get(0);
+            for (String row : table.subList(1, table.size())) {
+                assertThat(row).as("%s%n%s", header, row).hasSameSizeAs(header);
+                for (String column : new String[] {"allow_growth", "garbage_collection", "fragmentation_fraction",
+                        "peak_in_use"}) {
+                    int at = header.indexOf(column);
+                    assertThat(row.charAt(at - 1)).as("%s%n%s", header, row).isEqualTo(' ');
+                    assertThat(row.charAt(at)).as("%s%n%s", header, row).isNotEqualTo(' ');
+                }
+            }
+        }
+        assertThat(cli.out).contains("\n1000000001B   ");
+    }
+
     @Test
     void oneRowPerCombinationAndTheSmallestLimitThatFits() {
         assertThat(cli.run("whatif", RESNET, "--memory-limit", "32MiB,48MiB,64MiB", "--allow-growth", "true,false"))
