@@ -127,8 +127,14 @@ public final class ServeCommand implements Callable<Integer> {
             throw new UsageException("--loop needs --trace FILE");
         }
         if (name != null && name.isBlank()) {
-            throw new UsageException("--name='" + name + "' (expected: a name that is not blank, the allocator.name"
-                    + " tag, e.g. host_bfc)");
+            throw new UsageException("--name='" + visible(name) + "' (expected: a name that is not blank, the"
+                    + " allocator.name tag, e.g. host_bfc)");
+        }
+        if (name != null && !visible(name).equals(name)) {
+            // A line break would split the summary's box and the line this command prints (the
+            // metrics and the memory map escape it, but a name is one line of text).
+            throw new UsageException("--name='" + visible(name) + "' (expected: a name without line breaks, tabs or"
+                    + " other control characters, the allocator.name tag, e.g. host_bfc)");
         }
         long timeoutMillis = parseTimeout(clientTimeout);
         Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
@@ -305,6 +311,20 @@ public final class ServeCommand implements Callable<Integer> {
             }
         }
         return calls;
+    }
+
+    /** {@code text} with its control characters written as escapes, {@code \x0a}, as messages quote. */
+    private static String visible(String text) {
+        StringBuilder sb = new StringBuilder(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c < 0x20 || c == 0x7f) {
+                sb.append(String.format(java.util.Locale.ROOT, "\\x%02x", (int) c));
+            } else {
+                sb.append(c);
+            }
+        }
+        return sb.toString();
     }
 
     private static String firstWord(String traceName) {

@@ -266,6 +266,15 @@ class ServeCommandTest {
             assertThat(cli.err.lines()).containsExactly("bfc serve: --name='" + blank + "' (expected: a name that is"
                     + " not blank, the allocator.name tag, e.g. host_bfc)");
         }
+        // A name is one line: a line break would split the summary's box and the printed line.
+        String[][] controls = {{"gpu\nname", "gpu\\x0aname"}, {"a\r\nb", "a\\x0d\\x0ab"}, {"a\tb", "a\\x09b"},
+            {"\u001b[31mred", "\\x1b[31mred"}, {"x\u007f", "x\\x7f"}};
+        for (String[] c : controls) {
+            assertThat(cli.run("serve", "--port", "0", "--name", c[0])).as(c[1]).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly("bfc serve: --name='" + c[1] + "' (expected: a name without line"
+                    + " breaks, tabs or other control characters, the allocator.name tag, e.g. host_bfc)");
+            assertThat(cli.out).isEmpty();
+        }
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             assertThat(cli.run("serve", "--port", taken.getLocalPort())).isEqualTo(2);
             assertThat(cli.err).startsWith("bfc serve: --port=" + taken.getLocalPort() + ": ")
