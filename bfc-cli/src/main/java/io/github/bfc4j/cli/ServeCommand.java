@@ -327,9 +327,15 @@ public final class ServeCommand implements Callable<Integer> {
         return sb.toString();
     }
 
+    /**
+     * The allocator's default name: the trace's name up to its first colon, space or control
+     * character (a name line may hold any byte but a line break; an escape sequence in it must
+     * not reach the summary or the terminal).
+     */
     private static String firstWord(String traceName) {
         int end = 0;
-        while (end < traceName.length() && traceName.charAt(end) != ':' && traceName.charAt(end) != ' ') {
+        while (end < traceName.length() && traceName.charAt(end) != ':' && traceName.charAt(end) > ' '
+                && traceName.charAt(end) != 0x7f) {
             end++;
         }
         return end == 0 ? "replay" : traceName.substring(0, end);

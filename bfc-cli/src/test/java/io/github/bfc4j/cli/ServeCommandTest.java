@@ -158,6 +158,23 @@ class ServeCommandTest {
     }
 
     @Test
+    void theDefaultNameStopsAtAControlCharacterOfTheTracesName(@org.junit.jupiter.api.io.TempDir Path dir)
+            throws Exception {
+        // A name line may hold an escape sequence: it must not become the allocator's name.
+        Path t = Files.writeString(dir.resolve("esc.bfctrace"), "bfctrace 1\nname gpu\u001b[31mred: a trace\n"
+                + "source workload: a test\noptions memory_limit=1048576 allow_growth=true garbage_collection=false"
+                + " fragmentation_fraction=0 timing_counter=false\nsuballocator sim base=0x7f0000000000"
+                + " capacity=69206016 gap=0 coalescing=true\nalloc 1 1\n");
+        try (ServeProcess serve = new ServeProcess("--port", "0", "--trace", t.toString())) {
+            int port = serve.awaitPort();
+            serve.awaitReplayed();
+            assertThat(serve.output()).contains("/metrics for allocator 'gpu' (limit 1048576 bytes)");
+            assertThat(serve.get(port, "/summary").body()).contains("bfc4j memory summary: gpu (HOST_PAGEABLE)")
+                    .doesNotContain("\u001b");
+        }
+    }
+
+    @Test
     void withoutATraceServesAnIdleAllocator() throws Exception {
         try (ServeProcess serve = new ServeProcess("--port", "0", "--name", "idle_bfc")) {
             int port = serve.awaitPort();
