@@ -117,6 +117,26 @@ final class CommandRunner {
         }
     }
 
+    /**
+     * {@code text} with its control characters written as escapes, {@code \x0a}, as messages
+     * quote words: for text from a file or an argument that goes to the terminal.
+     *
+     * @param text any text
+     * @return the text, each control character (tab included) as {@code \xNN}
+     */
+    static String visible(String text) {
+        StringBuilder sb = new StringBuilder(text.length());
+        for (int i = 0; i < text.length(); i++) {
+            char c = text.charAt(i);
+            if (c < 0x20 || c == 0x7f) {
+                sb.append(String.format(java.util.Locale.ROOT, "\\x%02x", (int) c));
+            } else {
+                sb.append(c);
+            }
+        }
+        return sb.toString();
+    }
+
     private static boolean invariantViolation(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
             if (t instanceof BfcInvariantViolation) {

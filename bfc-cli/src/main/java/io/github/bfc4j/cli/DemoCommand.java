@@ -185,8 +185,8 @@ public final class DemoCommand implements Callable<Integer> {
         long heldForViews = allocator.bytesHeldForViews();
         double seconds = (System.nanoTime() - start) / 1e9;
 
-        out.println("bfc demo: " + h.name());
-        out.println("  " + h.source());
+        out.println("bfc demo: " + CommandRunner.visible(h.name()));
+        out.println("  " + CommandRunner.visible(h.source()));
         out.println("Replayed " + reader.lineNumber() + " lines on real host memory (AlignedHostSubAllocator, "
                 + sub.alignment() + "-byte aligned regions), writing every allocated byte, in "
                 + String.format(java.util.Locale.ROOT, "%.2f", seconds) + " s.");

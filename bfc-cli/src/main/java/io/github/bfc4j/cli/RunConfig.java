@@ -194,9 +194,15 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
     }
 
     /** The trace's name up to the first ':' or space, as {@code bfc verify} names its allocator. */
-    private static String allocatorName(String traceName) {
+    /**
+     * The allocator's name for a trace: its name up to the first colon, space or control
+     * character (a name line may hold any byte but a line break; an escape sequence in it must
+     * not reach a summary or the terminal), {@code replay} if that leaves nothing.
+     */
+    static String allocatorName(String traceName) {
         int end = 0;
-        while (end < traceName.length() && traceName.charAt(end) != ':' && traceName.charAt(end) != ' ') {
+        while (end < traceName.length() && traceName.charAt(end) != ':' && traceName.charAt(end) > ' '
+                && traceName.charAt(end) != 0x7f) {
             end++;
         }
         return end == 0 ? "replay" : traceName.substring(0, end);

@@ -127,14 +127,14 @@ public final class ServeCommand implements Callable<Integer> {
             throw new UsageException("--loop needs --trace FILE");
         }
         if (name != null && name.isBlank()) {
-            throw new UsageException("--name='" + visible(name) + "' (expected: a name that is not blank, the"
-                    + " allocator.name tag, e.g. host_bfc)");
+            throw new UsageException("--name='" + CommandRunner.visible(name) + "' (expected: a name that is not"
+                    + " blank, the allocator.name tag, e.g. host_bfc)");
         }
-        if (name != null && !visible(name).equals(name)) {
+        if (name != null && !CommandRunner.visible(name).equals(name)) {
             // A line break would split the summary's box and the line this command prints (the
             // metrics and the memory map escape it, but a name is one line of text).
-            throw new UsageException("--name='" + visible(name) + "' (expected: a name without line breaks, tabs or"
-                    + " other control characters, the allocator.name tag, e.g. host_bfc)");
+            throw new UsageException("--name='" + CommandRunner.visible(name) + "' (expected: a name without line"
+                    + " breaks, tabs or other control characters, the allocator.name tag, e.g. host_bfc)");
         }
         long timeoutMillis = parseTimeout(clientTimeout);
         Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
@@ -153,7 +153,8 @@ public final class ServeCommand implements Callable<Integer> {
         long limit = limitOption != null ? limitOption : header != null ? header.memoryLimit() : 1L << 30;
         BfcOptions opts = (header != null ? header.bfcOptions().toBuilder() : BfcOptions.builder())
                 .allowRetryOnFailure(false).build();
-        String allocatorName = name != null ? name : header != null ? firstWord(header.name()) : "host_bfc";
+        String allocatorName = name != null ? name
+                : header != null ? RunConfig.allocatorName(header.name()) : "host_bfc";
 
         BfcAllocator allocator = new BfcAllocator(new AlignedHostSubAllocator(), limit, allocatorName, opts);
         if (header != null && header.timingCounter()) {
@@ -311,33 +312,5 @@ public final class ServeCommand implements Callable<Integer> {
             }
         }
         return calls;
-    }
-
-    /** {@code text} with its control characters written as escapes, {@code \x0a}, as messages quote. */
-    private static String visible(String text) {
-        StringBuilder sb = new StringBuilder(text.length());
-        for (int i = 0; i < text.length(); i++) {
-            char c = text.charAt(i);
-            if (c < 0x20 || c == 0x7f) {
-                sb.append(String.format(java.util.Locale.ROOT, "\\x%02x", (int) c));
-            } else {
-                sb.append(c);
-            }
-        }
-        return sb.toString();
-    }
-
-    /**
-     * The allocator's default name: the trace's name up to its first colon, space or control
-     * character (a name line may hold any byte but a line break; an escape sequence in it must
-     * not reach the summary or the terminal).
-     */
-    private static String firstWord(String traceName) {
-        int end = 0;
-        while (end < traceName.length() && traceName.charAt(end) != ':' && traceName.charAt(end) > ' '
-                && traceName.charAt(end) != 0x7f) {
-            end++;
-        }
-        return end == 0 ? "replay" : traceName.substring(0, end);
     }
 }

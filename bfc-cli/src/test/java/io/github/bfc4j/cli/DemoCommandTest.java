@@ -141,6 +141,20 @@ class DemoCommandTest {
     }
 
     @Test
+    void controlCharactersOfTheTracesNameAndSourceAreShownAsEscapes() throws IOException {
+        // A name or source line may hold any byte but a line break: an escape sequence in it
+        // must not reach the terminal.
+        Path t = dir.resolve("esc.bfctrace");
+        Files.writeString(t, "bfctrace 1\nname gpu\u001b[31mred: a trace\nsource workload: \u0007bell\n"
+                + "options memory_limit=1048576 allow_growth=true garbage_collection=false fragmentation_fraction=0"
+                + " timing_counter=false\nsuballocator sim base=0x100000000 capacity=2097152 gap=0 coalescing=false\n"
+                + "alloc 1 1000\nfree 1\n");
+        assertThat(cli.run("demo", "--trace", t)).as("stderr: %s", cli.err).isZero();
+        assertThat(cli.out).startsWith("bfc demo: gpu\\x1b[31mred: a trace\n  workload: \\x07bell\n")
+                .doesNotContain("\u001b").doesNotContain("\u0007");
+    }
+
+    @Test
     void aMissingTraceIsOneClearLine() {
         assertThat(cli.run("demo", "--trace", dir.resolve("nope.bfctrace"))).isEqualTo(2);
         assertThat(cli.err).isEqualTo("bfc demo: " + dir.resolve("nope.bfctrace") + ": no such file\n");
