@@ -124,8 +124,9 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
                 + Counts.of(snapshot.history().events().size(), "event")
                 + (snapshot.history().droppedEvents() > 0 ? " (the latest; " + snapshot.history().droppedEvents()
                         + " older dropped, see --max-entries)" : "")
-                + ", at " + (at.equals("peak") ? "the peak (call " + (peakCall + 1) + " of " + r.calls() + ")"
-                        : "the end (" + Counts.of(r.calls(), "call") + ")"));
+                + ", at " + (peakCall >= 0 ? "the peak (call " + (peakCall + 1) + " of " + r.calls() + ")"
+                        : "the end (" + Counts.of(r.calls(), "call")
+                                + (at.equals("peak") ? ": nothing was ever in use, so there is no peak" : "") + ")"));
         out.println("open it at https://pytorch.org/memory_viz (drag the file onto the page; nothing is uploaded)");
         CommandRunner.warn(spec, cut);
         return CommandRunner.EXIT_OK;

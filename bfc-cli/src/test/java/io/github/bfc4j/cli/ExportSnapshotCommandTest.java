@@ -145,6 +145,19 @@ class ExportSnapshotCommandTest {
     }
 
     @Test
+    void atThePeakOfATraceWithNothingEverInUseSaysItIsTheEnd() throws IOException {
+        // Only a 0-byte allocation (null) and its free: no call has anything in use, no peak.
+        Path t = Files.writeString(dir.resolve("zero.bfctrace"), "bfctrace 1\nname zero\nsource workload: a test\n"
+                + "options memory_limit=1048576 allow_growth=true garbage_collection=false fragmentation_fraction=0"
+                + " timing_counter=false\nsuballocator sim base=0x7f0000000000 capacity=69206016 gap=0"
+                + " coalescing=true\nalloc 1 0\nfree 1\n");
+        assertThat(cli.run("export-snapshot", t, "-o", dir.resolve("zero.pickle"), "--at", "peak")).as(cli.err)
+                .isZero();
+        assertThat(cli.out).contains("): 0 segments, 0 blocks, 0 events, at the end (2 calls: nothing was ever in"
+                + " use, so there is no peak)\n");
+    }
+
+    @Test
     void badOptionsAreNamed() {
         assertThat(cli.run("export-snapshot", Cli.TRACES.resolve("tiny-single.bfctrace"), "-o", dir.resolve("x"),
                 "--at", "middle")).isEqualTo(2);
