@@ -9,6 +9,7 @@ import java.io.File;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -42,9 +43,13 @@ class NativesMissingTest {
                 .filter(e -> !(Path.of(e).getFileName().toString().startsWith("javacpp-") && e.endsWith(natives)))
                 .collect(Collectors.toList());
         assertThat(kept).as("the natives jar was on the class path").hasSizeLessThan(entries.size());
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", String.join(File.pathSeparator, kept), NativesMissingTest.class.getName())
-                .redirectErrorStream(true).start();
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString()));
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED"); // as README says; else the JVM warns
+        }
+        command.addAll(List.of("-cp", String.join(File.pathSeparator, kept), NativesMissingTest.class.getName()));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
         assertThat(out).startsWith("java.lang.IllegalStateException: JavaCPP's native library for " + platform
