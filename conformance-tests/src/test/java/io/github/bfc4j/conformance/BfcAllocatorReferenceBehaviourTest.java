@@ -8,6 +8,7 @@ import static io.github.bfc4j.conformance.UpstreamTestSupport.SIM_BASE;
 import static io.github.bfc4j.conformance.UpstreamTestSupport.checkInvariants;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.conformance.UpstreamTestSupport.DumpChunk;
 import io.github.bfc4j.conformance.UpstreamTestSupport.MemoryDump;
 import io.github.bfc4j.conformance.UpstreamTestSupport.SimplePhilox;
 import io.github.bfc4j.core.AllocationAttributes;
@@ -139,6 +140,114 @@ class BfcAllocatorReferenceBehaviourTest {
                     a.deallocateRaw(straddling);
                 }
             }
+        }
+    }
+
+    /**
+     * {@code FindChunkPtr} splits a chunk when {@code chunk->size >= rounded_bytes * 2}: a chunk
+     * of exactly twice the request is split, one 256 bytes short of it is handed out whole (its
+     * waste is far below the 128 MiB threshold).
+     */
+    @Test
+    void aChunkOfExactlyTwiceTheRequestIsSplit() {
+        try (BfcAllocator a = oneMiBNoGrowth(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false))) {
+            long half = a.allocateRaw(1, MIB / 2);
+            assertThat(half).isEqualTo(SIM_BASE);
+            assertThat(a.allocatedSize(half)).as("1 MiB chunk, 512 KiB request: split")
+                    .isEqualTo(MIB / 2);
+            long otherHalf = a.allocateRaw(1, MIB / 2);
+            assertThat(otherHalf).isEqualTo(SIM_BASE + MIB / 2);
+            assertThat(a.allocatedSize(otherHalf)).isEqualTo(MIB / 2);
+            a.deallocateRaw(half);
+            a.deallocateRaw(otherHalf);
+            checkInvariants(a, false, "after the halves");
+
+            long justOver = a.allocateRaw(1, MIB / 2 + 1);
+            assertThat(justOver).isEqualTo(SIM_BASE);
+            assertThat(a.allocatedSize(justOver)).as("1 MiB chunk, 512 KiB + 256 rounded: not split")
+                    .isEqualTo(MIB);
+            assertThat(a.requestedSize(justOver)).isEqualTo(MIB / 2 + 1);
+        }
+    }
+
+    /**
+     * {@code FindChunkPtr} also splits when the waste reaches
+     * {@code max_internal_fragmentation_bytes} ({@code fragmentation_fraction * memory_limit_}):
+     * a waste of exactly that many bytes is split off.
+     */
+    @Test
+    void aWasteOfExactlyTheFragmentationThresholdIsSplitOff() {
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false), MIB,
+                "ref", BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(false)
+                        .garbageCollection(false).fragmentationFraction(0.25).build())) {
+            long p = a.allocateRaw(1, 3 * MIB / 4);
+            assertThat(p).isEqualTo(SIM_BASE);
+            assertThat(a.allocatedSize(p)).as("waste 256 KiB = 0.25 * 1 MiB: split").isEqualTo(3 * MIB / 4);
+            assertThat(a.allocateRaw(1, MIB / 4)).isEqualTo(SIM_BASE + 3 * MIB / 4);
+        }
+    }
+
+    /**
+     * {@code FindChunkPtr} leaves a reused chunk's {@code freed_at_count} as it was, and
+     * {@code MarkFree} stamps only while a timing counter is set; {@code TryToCoalesce} returns
+     * at once for a chunk with {@code freed_at_count > 0}. So a stamped chunk that is allocated
+     * again and freed after the counter was removed goes back into its bin uncoalesced, beside
+     * its free neighbour, until the safe frontier passes its old stamp.
+     */
+    @Test
+    void aStampedChunkFreedAgainWithoutTheCounterIsNotCoalesced() {
+        try (BfcAllocator a = oneMiBNoGrowth(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false))) {
+            SharedCounter sc = new SharedCounter();
+            a.setTimingCounter(sc);
+            long p0 = a.allocateRaw(1, 256);
+            long p1 = a.allocateRaw(1, 256);
+            assertThat(p1).isEqualTo(SIM_BASE + 256);
+            a.deallocateRaw(p1);
+            assertThat(sc.get()).as("p1 stamped 1").isEqualTo(1);
+
+            a.setTimingCounter(null);
+            long again = a.allocateRaw(1, 256);
+            assertThat(again).as("p1's 256-byte chunk is the best fit").isEqualTo(p1);
+            a.deallocateRaw(again);
+            assertThat(sc.get()).as("no counter, no stamp").isEqualTo(1);
+            MemoryDump md = checkInvariants(a, true, "stale stamp");
+            assertThat(md.regions()).hasSize(1);
+            assertThat(md.regions().get(0).chunks()).as("p1 stays apart from the free rest")
+                    .containsExactly(new DumpChunk(true, SIM_BASE, 256),
+                            new DumpChunk(false, SIM_BASE + 256, 256),
+                            new DumpChunk(false, SIM_BASE + 512, MIB - 512));
+
+            a.setSafeFrontier(2);
+            long big = a.allocateRaw(1, MIB - 256);
+            assertThat(big).as("past the frontier p1 merges with the rest").isEqualTo(p1);
+            a.deallocateRaw(big);
+            a.deallocateRaw(p0);
+            assertThat(checkInvariants(a, true, "end").chunkCount()).isEqualTo(1);
+        }
+    }
+
+    /**
+     * Chunk handles are recycled: {@code DeleteChunk} pushes the handle of a merged-away chunk
+     * onto {@code free_chunks_list_} and {@code AllocateChunk} pops it before growing
+     * {@code chunks_}. The handles show in {@code DumpMemoryLog}'s {@code next} column.
+     */
+    @Test
+    void aMergedAwayHandleIsTheNextOneAllocated() {
+        try (BfcAllocator a = oneMiBNoGrowth(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false))) {
+            // Extend: handle 0 (the region); each split takes the next new handle.
+            long p0 = a.allocateRaw(1, 256);
+            long p1 = a.allocateRaw(1, 256);
+            String hex = Long.toHexString(SIM_BASE + 256);
+            assertThat(a.dumpMemoryLog(256)).contains("InUse at " + hex + " of size 256 next 2\n");
+            // p1 (handle 1) merges its free neighbour (handle 2) into itself: handle 2 is freed.
+            a.deallocateRaw(p1);
+            assertThat(a.dumpMemoryLog(256)).contains("Free  at " + hex + " of size " + (MIB - 256)
+                    + " next -1\n");
+            // The split of handle 1 takes handle 2 again, not a new handle 3.
+            assertThat(a.allocateRaw(1, 256)).isEqualTo(p1);
+            assertThat(a.dumpMemoryLog(256)).contains("InUse at " + hex + " of size 256 next 2\n");
+            a.deallocateRaw(p0);
+            checkInvariants(a, false, "end");
         }
     }
 }
