@@ -314,7 +314,8 @@ class BfcAllocatorTest {
                 100 * MIB, "frag", opts))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("fragmentationFraction=1.0E-9")
-                .hasMessageContaining("at least 1 byte");
+                .hasMessageContaining("fraction * totalMemory = " + 1e-9 * (100 * MIB) + " is at least 1 byte"
+                        + " for totalMemory=" + 100 * MIB);
         // The same fraction is fine where the threshold is at least one byte.
         new BfcAllocator(new SimSubAllocator(BASE, 1L << 40, 0, true), 1L << 30, "frag", opts).close();
     }

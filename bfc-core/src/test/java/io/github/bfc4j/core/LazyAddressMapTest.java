@@ -169,4 +169,33 @@ class LazyAddressMapTest {
             }
         }
     }
+
+    /**
+     * Once the map holds every chunk start, a split records its free rest at once, as
+     * upstream's {@code SplitChunk} does ({@code region_manager_.set_handle}): the rest answers
+     * the queries before it is allocated, and an allocation made from it can be freed.
+     */
+    @Test
+    void afterTheMapHoldsEveryStartASplitsRestIsInItAtOnce() {
+        try (BfcAllocator a = allocator(new SecondRegionOffBoundary(), 16 * MIB)) {
+            assertThat(a.allocateRaw(64, 1000)).isEqualTo(BASE);
+            long r = a.allocateRaw(64, 4 * MIB);
+            assertThat(r % 256).isEqualTo(64);
+            assertThat(view(a).lazyAddressMap()).isFalse();
+
+            // From the first region's free rest [BASE + 1 KiB, BASE + 2 MiB): split again.
+            long s = a.allocateRaw(64, 1000);
+            assertThat(s).isEqualTo(BASE + 1024);
+            assertThat(view(a).handleAt(BASE + 2048)).as("the new rest is in the map").isNotEqualTo(-1);
+            assertThat(a.allocatedSize(BASE + 2048)).isEqualTo(2 * MIB - 2048);
+            long t = a.allocateRaw(64, 1000);
+            assertThat(t).isEqualTo(BASE + 2048);
+            a.deallocateRaw(t);
+            a.checkInvariants();
+            a.deallocateRaw(s);
+            a.deallocateRaw(r);
+            a.checkInvariants();
+            assertThat(view(a).addressMapSize()).isEqualTo(a.memoryMap().chunks().size());
+        }
+    }
 }
