@@ -250,4 +250,21 @@ class BfcAllocatorReferenceBehaviourTest {
             checkInvariants(a, false, "end");
         }
     }
+
+    /** {@code LargestFreeChunk} looks down to bin 0: a lone free 256-byte chunk is the largest. */
+    @Test
+    void theLargestFreeChunkMayBeInBinZero() {
+        try (BfcAllocator a = oneMiBNoGrowth(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false))) {
+            long p0 = a.allocateRaw(1, 256);
+            long p1 = a.allocateRaw(1, 256);
+            long rest = a.allocateRaw(1, MIB - 512);
+            assertThat(rest).isEqualTo(SIM_BASE + 512);
+            assertThat(a.largestFreeChunkBytes()).isZero();
+            a.deallocateRaw(p0);
+            assertThat(a.largestFreeChunkBytes()).isEqualTo(256);
+            assertThat(a.fragmentation()).as("(free - largest) / free").isZero();
+            a.deallocateRaw(p1);
+            a.deallocateRaw(rest);
+        }
+    }
 }
