@@ -310,16 +310,23 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         try {
             return elsewhere(h, bytes, s -> s.tryAllocate(bytes, alignment), s -> s.allocate(bytes, alignment));
         } catch (BfcOutOfMemoryException e) {
-            // The figures read for the report, just after the failure, before the dump and the
-            // listeners ran (other threads free meanwhile); read now if no report was made.
-            AllShards f = failureFigures.get();
-            failureFigures.remove();
-            if (f == null) {
-                f = allShardsNow();
-            }
-            throw e.ofAllShards(name, shards.length, f.stats.bytesInUse(), f.reserved, f.regions, f.largestFree, f.stats,
-                    f.holders);
+            throw ofAllShards(e);
         }
+    }
+
+    /**
+     * The exception for a call that no shard could serve: the home shard's {@code e} with the
+     * figures of all shards, those read for the report just after the failure, before the dump
+     * and the listeners ran (other threads free meanwhile), or read now if no report was made.
+     */
+    private BfcOutOfMemoryException ofAllShards(BfcOutOfMemoryException e) {
+        AllShards f = failureFigures.get();
+        failureFigures.remove();
+        if (f == null) {
+            f = allShardsNow();
+        }
+        return e.ofAllShards(name, shards.length, f.stats.bytesInUse(), f.reserved, f.regions, f.largestFree, f.stats,
+                f.holders);
     }
 
     /** What all shards hold together, read at one instant (every shard's lock held). */
@@ -419,14 +426,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                 return p == 0 ? null : p;
             }, s -> s.allocateRawOrThrow(alignment, numBytes));
         } catch (BfcOutOfMemoryException e) {
-            // As allocate(): the figures read for the report, or read now if none was made.
-            AllShards f = failureFigures.get();
-            failureFigures.remove();
-            if (f == null) {
-                f = allShardsNow();
-            }
-            throw e.ofAllShards(name, shards.length, f.stats.bytesInUse(), f.reserved, f.regions, f.largestFree, f.stats,
-                    f.holders);
+            throw ofAllShards(e);
         }
     }
 
