@@ -377,14 +377,18 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         }
         pins.refuseCallFromSubAllocator(name, "allocateRaw");
         int h = home();
-        long ptr;
-        try {
-            ptr = ports[h].tryAllocateRaw(alignment, numBytes, attr);
-        } catch (IllegalStateException e) {
-            ptr = 0;
-            rethrowUnlessClosed(h, e);
-        }
+        long ptr = tryAllocateRawAtHome(h, alignment, numBytes, attr);
         return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr);
+    }
+
+    /** The home shard {@code h}'s attempt: the address, or 0 if it is full or closed on its own. */
+    private long tryAllocateRawAtHome(int h, long alignment, long numBytes, AllocationAttributes attr) {
+        try {
+            return ports[h].tryAllocateRaw(alignment, numBytes, attr);
+        } catch (IllegalStateException e) {
+            rethrowUnlessClosed(h, e);
+            return 0;
+        }
     }
 
     /**
@@ -409,13 +413,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         }
         pins.refuseCallFromSubAllocator(name, "allocateRawOrThrow");
         int h = home();
-        long ptr;
-        try {
-            ptr = ports[h].tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
-        } catch (IllegalStateException e) {
-            ptr = 0;
-            rethrowUnlessClosed(h, e);
-        }
+        long ptr = tryAllocateRawAtHome(h, alignment, numBytes, AllocationAttributes.DEFAULT);
         if (ptr != 0 || numBytes == 0) {
             return ptr;
         }
