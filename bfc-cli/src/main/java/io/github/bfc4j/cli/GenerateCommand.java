@@ -48,7 +48,7 @@ public final class GenerateCommand implements Callable<Integer> {
 
     @Option(names = "--count", paramLabel = "N", defaultValue = "1",
             description = "Write the traces of N seeds, from --seed up (default: 1).")
-    private int count;
+    private long count; // a long, so that a count past an int gets this option's own range
 
     @Option(names = "--calls", paramLabel = "N",
             description = "Calls in the trace (alloc, free, frontier, clear_stats), not counting the frees"
@@ -99,8 +99,8 @@ public final class GenerateCommand implements Callable<Integer> {
             if (calls != null && calls < 1) {
                 throw new UsageException("--calls=" + calls + " (expected: at least 1)");
             }
-            if (count < 1) {
-                throw new UsageException("--count=" + count + " (expected: at least 1)");
+            if (count < 1 || count > Integer.MAX_VALUE) {
+                throw new UsageException("--count=" + count + " (expected: 1 to " + Integer.MAX_VALUE + ")");
             }
             if (seed > Long.MAX_VALUE - (count - 1)) {
                 throw new UsageException("--seed=" + seed + " --count=" + count + " (expected: seeds up to "

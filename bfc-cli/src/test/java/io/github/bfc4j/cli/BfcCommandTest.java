@@ -114,6 +114,8 @@ class BfcCommandTest {
             {new Object[] {"export-snapshot", t, "-o", "s.pickle", "--max-entries", "99999999999"}, "bfc"
                     + " export-snapshot: --max-entries=99999999999 (expected: 1 to 16777216)"},
             {new Object[] {"serve", "--port", "99999999999"}, "bfc serve: --port=99999999999 (expected: 0 to 65535)"},
+            {new Object[] {"generate", "--seed", "1", "-o", "g{seed}.bfctrace", "--count", "99999999999"}, "bfc generate:"
+                    + " --count=99999999999 (expected: 1 to 2147483647)"},
         };
         for (Object[] c : cases) {
             assertThat(cli.run((Object[]) c[0])).isEqualTo(2);

@@ -63,7 +63,7 @@ class GenerateCommandTest {
                 + " (expected with --count: a name holding {seed}, e.g. traces/g{seed}.bfctrace)");
         assertThat(cli.run("generate", "--seed", 1, "--count", 0, "-o", dir.resolve("x{seed}.bfctrace")))
                 .isEqualTo(2);
-        assertThat(cli.err.lines()).containsExactly("bfc generate: --count=0 (expected: at least 1)");
+        assertThat(cli.err.lines()).containsExactly("bfc generate: --count=0 (expected: 1 to 2147483647)");
         // The seeds would wrap around past Long.MAX_VALUE.
         assertThat(cli.run("generate", "--seed", Long.MAX_VALUE - 1, "--count", 3, "-o",
                 dir.resolve("w{seed}.bfctrace"))).isEqualTo(2);
