@@ -163,7 +163,8 @@ public final class BfcTensors {
      * @throws IllegalArgumentException if the allocator's memory is not host memory
      */
     public BfcTensors(MemoryAllocator allocator) {
-        this.allocator = Objects.requireNonNull(allocator, "allocator");
+        this.allocator = Objects.requireNonNull(allocator, "allocator=null (expected: a BfcAllocator or"
+                + " ShardedBfcAllocator over host memory, e.g. over new AlignedHostSubAllocator())");
         MemoryType type = allocator.getMemoryType();
         if (!type.isHost()) {
             throw new IllegalArgumentException("allocator '" + allocator.name() + "' has memoryType=" + type
@@ -229,7 +230,8 @@ public final class BfcTensors {
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public <T extends TType> T tensorOf(Class<T> type, Shape shape, Consumer<? super T> init) {
-        Objects.requireNonNull(init, "init");
+        Objects.requireNonNull(init, "init=null (expected: what writes the initial values,"
+                + " e.g. t -> t.setInt(7, 0, 1))");
         T tensor = create(type, shape);
         try {
             init.accept(tensor);
@@ -257,7 +259,8 @@ public final class BfcTensors {
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public TFloat32 ofFloats(Shape shape, float... values) {
-        checkValues(TFloat32.class, shape, Objects.requireNonNull(values, "values").length);
+        checkValues(TFloat32.class, shape,
+                Objects.requireNonNull(values, "values=null (expected: shape.size() values)").length);
         return tensorOf(TFloat32.class, shape, t -> t.copyFrom(DataBuffers.of(values, true, false)));
     }
 
@@ -277,7 +280,8 @@ public final class BfcTensors {
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public TInt32 ofInts(Shape shape, int... values) {
-        checkValues(TInt32.class, shape, Objects.requireNonNull(values, "values").length);
+        checkValues(TInt32.class, shape,
+                Objects.requireNonNull(values, "values=null (expected: shape.size() values)").length);
         return tensorOf(TInt32.class, shape, t -> t.copyFrom(DataBuffers.of(values, true, false)));
     }
 
@@ -330,7 +334,7 @@ public final class BfcTensors {
      * @throws IllegalStateException if the tensor is closed
      */
     public static long dataAddress(Tensor tensor) {
-        Objects.requireNonNull(tensor, "tensor");
+        Objects.requireNonNull(tensor, "tensor=null (expected: an open dense tensor)");
         return TF_TensorData(Handles.of(tensor.asRawTensor())).address();
     }
 
@@ -355,8 +359,8 @@ public final class BfcTensors {
     }
 
     private static DType checkShape(Class<? extends TType> type, Shape shape) {
-        Objects.requireNonNull(type, "type");
-        Objects.requireNonNull(shape, "shape");
+        Objects.requireNonNull(type, "type=null (expected: a tensor type, e.g. TInt32.class)");
+        Objects.requireNonNull(shape, "shape=null (expected: a fully known shape, e.g. Shape.of(2, 3))");
         DType dtype = TYPES.get(type);
         if (dtype == null) {
             String why = type == TString.class

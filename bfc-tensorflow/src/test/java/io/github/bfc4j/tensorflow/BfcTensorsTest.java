@@ -168,11 +168,23 @@ class BfcTensorsTest {
         assertThatThrownBy(() -> tensors.ofInts(Shape.of(2), 1, 2, 3))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("values.length=3 (expected: 2, the number of elements of shape [2])");
+        // A null says which argument and what it takes, as the other integrations' do.
         assertThatThrownBy(() -> tensors.tensorOf(null, Shape.of(1))).isInstanceOf(NullPointerException.class)
-                .hasMessage("type");
+                .hasMessage("type=null (expected: a tensor type, e.g. TInt32.class)");
         assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, null)).isInstanceOf(NullPointerException.class)
-                .hasMessage("shape");
-        assertThatThrownBy(() -> new BfcTensors(null)).isInstanceOf(NullPointerException.class);
+                .hasMessage("shape=null (expected: a fully known shape, e.g. Shape.of(2, 3))");
+        assertThatThrownBy(() -> tensors.tensorOf(TInt32.class, Shape.of(1), null))
+                .isInstanceOf(NullPointerException.class)
+                .hasMessage("init=null (expected: what writes the initial values, e.g. t -> t.setInt(7, 0, 1))");
+        assertThatThrownBy(() -> tensors.ofFloats(Shape.of(1), (float[]) null)).isInstanceOf(NullPointerException.class)
+                .hasMessage("values=null (expected: shape.size() values)");
+        assertThatThrownBy(() -> tensors.ofInts(Shape.of(1), (int[]) null)).isInstanceOf(NullPointerException.class)
+                .hasMessage("values=null (expected: shape.size() values)");
+        assertThatThrownBy(() -> BfcTensors.dataAddress(null)).isInstanceOf(NullPointerException.class)
+                .hasMessage("tensor=null (expected: an open dense tensor)");
+        assertThatThrownBy(() -> new BfcTensors(null)).isInstanceOf(NullPointerException.class)
+                .hasMessage("allocator=null (expected: a BfcAllocator or ShardedBfcAllocator over host memory,"
+                        + " e.g. over new AlignedHostSubAllocator())");
         try (BfcAllocator sim = new BfcAllocator(new SimSubAllocator(1L << 40, 1L << 30, 0, true), 1L << 30, "sim",
                 io.github.bfc4j.core.BfcOptions.builder().build())) {
             assertThatThrownBy(() -> new BfcTensors(sim)).isInstanceOf(IllegalArgumentException.class)
