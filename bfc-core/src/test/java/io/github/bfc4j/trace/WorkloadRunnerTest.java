@@ -25,6 +25,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
 import java.util.logging.Handler;
 import java.util.logging.Level;
 import java.util.logging.LogRecord;
@@ -258,32 +259,16 @@ class WorkloadRunnerTest {
                 + "free 3\n"
                 + "#@ alloc 4 time_us=1000000000000500\n"
                 + "alloc 4 131072\n";
-        List<MemorySnapshot> snapshot = new ArrayList<>();
-        try (TraceReader reader = open(trace)) {
-            WorkloadRunner.forHeader(reader.header()).listener(new WorkloadListener() {
-                @Override
-                public void beforeRun(BfcAllocator a) {
-                    a.recordHistory(HistoryOptions.builder().stacks(false).build());
-                }
-
-                @Override
-                public void afterCall(WorkloadStep s) {
-                }
-
-                @Override
-                public void afterRun(BfcAllocator a) {
-                    snapshot.add(a.snapshot());
-                }
-            }).run(reader);
-        }
-        List<MemoryEvent> events = snapshot.get(0).history().events();
+        MemorySnapshot snapshot = replayedWithHistory(trace, a -> {
+        });
+        List<MemoryEvent> events = snapshot.history().events();
         assertThat(events).extracting(MemoryEvent::kind).containsExactly(MemoryEvent.Kind.REGION_ALLOC,
                 MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE, MemoryEvent.Kind.ALLOC,
                 MemoryEvent.Kind.FREE, MemoryEvent.Kind.ALLOC);
         assertThat(events).extracting(e -> e.provenance().timeMicros()).containsExactly(1000000000000000L,
                 1000000000000000L, 1000000000000000L, 1000000000000000L, 1000000000000000L, 1000000000000000L,
                 1000000000000500L);
-        MemoryMap.Chunk first = snapshot.get(0).memoryMap().chunks().get(0);
+        MemoryMap.Chunk first = snapshot.memoryMap().chunks().get(0);
         assertThat(first.inUse()).isTrue();
         assertThat(first.provenance().timeMicros()).as("alloc 1's chunk").isEqualTo(1000000000000000L);
     }
@@ -301,8 +286,32 @@ class WorkloadRunnerTest {
                 + "alloc 1 131072\n"
                 + "alloc 2 131072\n"
                 + "free 2\n";
-        List<MemorySnapshot> snapshot = new ArrayList<>();
         List<String> afterwards = new ArrayList<>();
+        MemorySnapshot snapshot = replayedWithHistory(trace, a -> {
+            a.deallocateRaw(a.allocateRaw(256, 1024)); // the application's own call
+            List<MemoryEvent> all = a.snapshot().history().events();
+            all.subList(all.size() - 2, all.size()).forEach(e -> afterwards.add(e.provenance().thread()));
+        });
+        List<MemoryEvent> events = snapshot.history().events();
+        assertThat(events).extracting(MemoryEvent::kind).containsExactly(MemoryEvent.Kind.REGION_ALLOC,
+                MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE);
+        assertThat(events).extracting(e -> e.provenance().thread()).containsExactly("worker-2", "worker-2", null,
+                null);
+        MemoryMap map = snapshot.memoryMap();
+        assertThat(map.chunks().get(0).provenance().thread()).isEqualTo("worker-2");
+        assertThat(map.largestHolders(10)).extracting(MemoryMap.Holder::holder)
+                .containsExactly("thread 'worker-2'");
+        String self = Thread.currentThread().getName();
+        assertThat(afterwards).containsExactly(self, self);
+    }
+
+    /**
+     * Replays {@code trace} on an allocator recording its history (no stacks) and returns its
+     * snapshot taken after the last call; {@code then} runs on the allocator after that, before
+     * it is closed.
+     */
+    private static MemorySnapshot replayedWithHistory(String trace, Consumer<BfcAllocator> then) throws IOException {
+        List<MemorySnapshot> snapshot = new ArrayList<>();
         try (TraceReader reader = open(trace)) {
             WorkloadRunner.forHeader(reader.header()).listener(new WorkloadListener() {
                 @Override
@@ -317,22 +326,10 @@ class WorkloadRunnerTest {
                 @Override
                 public void afterRun(BfcAllocator a) {
                     snapshot.add(a.snapshot());
-                    a.deallocateRaw(a.allocateRaw(256, 1024)); // the application's own call
-                    List<MemoryEvent> all = a.snapshot().history().events();
-                    all.subList(all.size() - 2, all.size()).forEach(e -> afterwards.add(e.provenance().thread()));
+                    then.accept(a);
                 }
             }).run(reader);
         }
-        List<MemoryEvent> events = snapshot.get(0).history().events();
-        assertThat(events).extracting(MemoryEvent::kind).containsExactly(MemoryEvent.Kind.REGION_ALLOC,
-                MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE);
-        assertThat(events).extracting(e -> e.provenance().thread()).containsExactly("worker-2", "worker-2", null,
-                null);
-        MemoryMap map = snapshot.get(0).memoryMap();
-        assertThat(map.chunks().get(0).provenance().thread()).isEqualTo("worker-2");
-        assertThat(map.largestHolders(10)).extracting(MemoryMap.Holder::holder)
-                .containsExactly("thread 'worker-2'");
-        String self = Thread.currentThread().getName();
-        assertThat(afterwards).containsExactly(self, self);
+        return snapshot.get(0);
     }
 }
