@@ -163,11 +163,7 @@ class SubAllocatorExceptionTest {
     @Test
     void aFailedFreeInAShardsCloseStillClosesEveryShard() {
         FailingFrees sub = new FailingFrees();
-        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("s").shards(2).memoryLimit(64 * MIB)
-                .subAllocator(sub).build();
-        for (BfcAllocator shard : a.shards()) {
-            shard.deallocateRaw(shard.allocateRaw(256, MIB));
-        }
+        ShardedBfcAllocator a = twoShardsEachHoldingAFreeRegion(sub);
         sub.failNext = 1;
 
         assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
@@ -231,11 +227,7 @@ class SubAllocatorExceptionTest {
     @Test
     void anErrorFromAFreeInAShardsCloseStillClosesEveryShard() {
         FailingFrees sub = new FailingFrees();
-        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("s").shards(2).memoryLimit(64 * MIB)
-                .subAllocator(sub).build();
-        for (BfcAllocator shard : a.shards()) {
-            shard.deallocateRaw(shard.allocateRaw(256, MIB));
-        }
+        ShardedBfcAllocator a = twoShardsEachHoldingAFreeRegion(sub);
         sub.failNext = 1;
         sub.freeFailure = new OutOfMemoryError("injected");
 
@@ -295,5 +287,15 @@ class SubAllocatorExceptionTest {
         assertThat(limit.heldBytes()).isEqualTo(2 * MIB);
         limit.free(b.ptr(), b.bytes());
         assertThat(limit.heldBytes()).isZero();
+    }
+
+    /** A sharded allocator over {@code sub} whose two shards each hold one region, free. */
+    private static ShardedBfcAllocator twoShardsEachHoldingAFreeRegion(SubAllocator sub) {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("s").shards(2).memoryLimit(64 * MIB)
+                .subAllocator(sub).build();
+        for (BfcAllocator shard : a.shards()) {
+            shard.deallocateRaw(shard.allocateRaw(256, MIB));
+        }
+        return a;
     }
 }
