@@ -125,10 +125,21 @@ final class CommandRunner {
      * @return the text, each control character (tab included) as {@code \xNN}
      */
     static String visible(String text) {
+        return visible(text, false);
+    }
+
+    /**
+     * {@link #visible(String)}, but a tab may stay as it is (a log line's tabs, quoted).
+     *
+     * @param text any text
+     * @param keepTabs whether a tab stays a tab
+     * @return the text, each other control character as {@code \xNN}
+     */
+    static String visible(String text, boolean keepTabs) {
         StringBuilder sb = new StringBuilder(text.length());
         for (int i = 0; i < text.length(); i++) {
             char c = text.charAt(i);
-            if (c < 0x20 || c == 0x7f) {
+            if (c < 0x20 && !(keepTabs && c == '\t') || c == 0x7f) {
                 sb.append(String.format(java.util.Locale.ROOT, "\\x%02x", (int) c));
             } else {
                 sb.append(c);

@@ -534,16 +534,8 @@ final class TfLog {
      */
     private static String shown(String text) {
         int end = Math.min(text.length(), 120);
-        StringBuilder sb = new StringBuilder(end + 8);
-        for (int i = 0; i < end; i++) {
-            char c = text.charAt(i);
-            if (c < 0x20 && c != '\t' || c == 0x7f) {
-                sb.append(String.format("\\x%02x", (int) c));
-            } else {
-                sb.append(c);
-            }
-        }
-        return end < text.length() ? sb.append("...").toString() : sb.toString();
+        String shown = CommandRunner.visible(text.substring(0, end), true);
+        return end < text.length() ? shown + "..." : shown;
     }
 
     private long number(long n, String msg, String token, String expected) {
