@@ -25,7 +25,8 @@ import picocli.CommandLine.UnmatchedArgumentException;
  * left for the positional parameters, where picocli reports it as an "unmatched argument". That
  * case is reported as the bad option value it is: {@code --allow-growth maybe (expected: true or
  * false ...)}. Other unmatched words: a misspelt command gets the nearest command's name
- * ({@code bfc: unknown command 'repaly' (did you mean replay?)}), an argument too many gets
+ * ({@code bfc: unknown command 'repaly' (did you mean replay?)}; {@code bfc help repaly} says it
+ * the same way, as {@code bfc help: unknown command ...}), an argument too many gets
  * what the command takes ({@code unexpected argument 'b' (expected: TRACE only)}, or {@code
  * (expected: options only)} where it takes none). A value of the wrong type is named as the
  * commands name theirs: {@code --allow-growth=maybe (expected: true or false)}, {@code
@@ -42,6 +43,18 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         String expected = ex instanceof UnmatchedArgumentException || !(ex.getArgSpec() instanceof OptionSpec o)
                 || ex.getValue() == null || !message.startsWith("Invalid value for option") ? null
                 : expected(o.type(), ex.getValue());
+        if (isUnknownHelpTopic(ex, message)) {
+            // picocli's HelpCommand: "Unknown subcommand 'x'." on bfc itself; said as an unknown
+            // command is said without help, by the command that was given.
+            String word = ex.getValue();
+            name = name + " help";
+            message = "unknown command '" + word + "'";
+            String near = nearest(word, c.getSubcommands().keySet());
+            hint = near == null ? "" : " (did you mean " + near + "?)";
+            c.getErr().println(name + ": " + message + hint + " (see 'bfc --help')");
+            c.getErr().flush();
+            return CommandRunner.EXIT_USAGE;
+        }
         if (expected != null) {
             // picocli's "Invalid value for option '--x': 'y' is not a boolean": the value, and
             // what it takes, in the shape of the commands' own messages.
@@ -77,6 +90,13 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         c.getErr().println(name + ": " + message + hint + " (see '" + name + " --help')");
         c.getErr().flush();
         return CommandRunner.EXIT_USAGE;
+    }
+
+    /** Whether this is picocli's {@code HelpCommand} refusing {@code help WORD} for an unknown WORD. */
+    private static boolean isUnknownHelpTopic(ParameterException ex, String message) {
+        return ex.getClass() == ParameterException.class && ex.getValue() != null
+                && ex.getCommandLine().getCommandSpec().parent() == null
+                && message.equals("Unknown subcommand '" + ex.getValue() + "'.");
     }
 
     /** The first argument that starts with '-' and is no option of the command, or null. */

@@ -51,6 +51,17 @@ class BfcCommandTest {
     }
 
     @Test
+    void helpOfAnUnknownCommandSaysSoAsAnUnknownCommandIsSaid() {
+        // It said picocli's "bfc: Unknown subcommand 'repaly'." with no nearest name.
+        assertThat(cli.run("help", "repaly")).isEqualTo(2);
+        assertThat(cli.out).isEmpty();
+        assertThat(cli.err.lines()).containsExactly("bfc help: unknown command 'repaly' (did you mean replay?)"
+                + " (see 'bfc --help')");
+        assertThat(cli.run("help", "nosuch")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc help: unknown command 'nosuch' (see 'bfc --help')");
+    }
+
+    @Test
     void anArgumentTooManyIsNamedWithWhatTheCommandTakes() {
         assertThat(cli.run("replay", "a.bfctrace", "b.bfctrace")).isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly("bfc replay: unexpected argument 'b.bfctrace' (expected: TRACE"
