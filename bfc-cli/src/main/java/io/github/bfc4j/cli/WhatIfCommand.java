@@ -132,8 +132,8 @@ public final class WhatIfCommand implements Callable<Integer> {
     private int table(TraceInput input, List<Long> limits, List<Boolean> growths, List<Boolean> gcs,
             List<Double> fractions, String subAllocator) throws IOException {
         PrintWriter out = spec.commandLine().getOut();
-        // The columns of the values known before the first row are as wide as the widest of them
-        // (a limit in bytes, 9223372036854775807B, is 20 characters), so that the rows line up.
+        // The columns are as wide as the widest of their values (a limit in bytes,
+        // 9223372036854775807B, is 20 characters), so that the rows line up.
         int limitWidth = "memory_limit".length() + 1;
         for (long limit : limits) {
             limitWidth = Math.max(limitWidth, Sizes.exact(limit).length());
@@ -142,10 +142,7 @@ public final class WhatIfCommand implements Callable<Integer> {
         for (double fraction : fractions) {
             fractionWidth = Math.max(fractionWidth, RunConfig.fraction(fraction).length());
         }
-        String format = "%-" + limitWidth + "s %-12s %-18s %-" + fractionWidth + "s %-13s %-13s %6s %14s %13s%n";
-        out.printf(Locale.ROOT, format, "memory_limit", "allow_growth", "garbage_collection",
-                "fragmentation_fraction", "peak_in_use", "peak_reserved", "ooms", "first_oom_line",
-                "fragmentation");
+        String format = null;
         int total = limits.size() * growths.size() * gcs.size() * fractions.size();
         int n = 0;
         RunConfig best = null;
@@ -161,6 +158,15 @@ public final class WhatIfCommand implements Callable<Integer> {
                             r = c.run(reader, null);
                             if (n == 1) {
                                 cut = TraceInput.cutWarning(reader, "each row covers the lines read");
+                                // The counts are known after the first run: every row replays the same
+                                // calls, so none fails more calls than there are, nor past the last line.
+                                format = "%-" + limitWidth + "s %-12s %-18s %-" + fractionWidth
+                                        + "s %-13s %-13s %" + Math.max(6, Long.toString(r.calls()).length())
+                                        + "s %" + Math.max(14, Long.toString(reader.lineNumber()).length())
+                                        + "s %13s%n";
+                                out.printf(Locale.ROOT, format, "memory_limit", "allow_growth",
+                                        "garbage_collection", "fragmentation_fraction", "peak_in_use",
+                                        "peak_reserved", "ooms", "first_oom_line", "fragmentation");
                             }
                         }
                         out.printf(Locale.ROOT, format, Sizes.exact(limit), growth, gc,

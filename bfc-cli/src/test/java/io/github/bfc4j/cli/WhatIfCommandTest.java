@@ -7,9 +7,12 @@ package io.github.bfc4j.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class WhatIfCommandTest {
     private final Cli cli = new Cli();
@@ -44,6 +47,42 @@ class WhatIfCommandTest {
             }
         }
         assertThat(cli.out).contains("\n1000000001B   ");
+    }
+
+    /**
+     * A million failed allocations, seven digits, do not fit the six of the ooms column's name
+     * and its padding: the column widens, and the rows line up with the header.
+     */
+    @Test
+    void aMillionOutOfMemoryFailuresKeepTheColumnsAligned(@TempDir Path dir) throws IOException {
+        Path t = dir.resolve("million-ooms.bfctrace");
+        StringBuilder b = new StringBuilder("bfctrace 1\nname a million requests of 2 MiB\nsource workload: a test\n"
+                + "options memory_limit=1048576 allow_growth=false garbage_collection=false"
+                + " fragmentation_fraction=0 timing_counter=false\n"
+                + "suballocator sim base=0x7f0000000000 capacity=1073741824 gap=0 coalescing=true\n");
+        for (int id = 1; id <= 1_000_000; id++) {
+            b.append("alloc ").append(id).append(" 2097152\n");
+        }
+        Files.writeString(t, b);
+        // At 1 MiB every request fails; at 4 GiB, one region of the whole limit, 4 GiB / 2 MiB = 2048 fit.
+        assertThat(cli.run("whatif", t, "--memory-limit", "1MiB,4GiB")).as(cli.err).isEqualTo(1);
+        List<String> table = cli.out.lines().filter(l -> !l.startsWith("every")).toList();
+        assertThat(table).hasSize(3);
+        assertThat(table.get(1).split(" +")[6]).isEqualTo("1000000");
+        assertThat(table.get(2).split(" +")[6]).isEqualTo(Long.toString(1_000_000 - (4L << 30) / (2 << 20)));
+        String header = table.get(0);
+        for (String row : table.subList(1, table.size())) {
+            assertThat(row).as("%s%n%s", header, row).hasSameSizeAs(header);
+            // ooms, first_oom_line and fragmentation are right-aligned under their names.
+            for (String column : new String[] {"ooms", "first_oom_line", "fragmentation"}) {
+                int end = header.indexOf(column + " ") + column.length();
+                if (column.equals("fragmentation")) {
+                    end = header.length();
+                }
+                assertThat(row.charAt(end - 1)).as("%s%n%s", header, row).isNotEqualTo(' ');
+                assertThat(end == row.length() || row.charAt(end) == ' ').as("%s%n%s", header, row).isTrue();
+            }
+        }
     }
 
     @Test
