@@ -104,9 +104,11 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             boolean gc = RunConfig.parseBoolean("--garbage-collection", garbageCollection);
             output = OutputFile.path("-o", outputName);
             OutputFile.check("-o", output, "trace.bfctrace", log);
-            if (name != null && (name.isEmpty() || name.indexOf('\n') >= 0 || name.indexOf('\r') >= 0)) {
-                throw new UsageException("--name=" + name.replace("\n", "\\n").replace("\r", "\\r")
-                        + " (expected: non-empty text without line breaks: the trace's name line)");
+            if (name != null && (name.isBlank() || !CommandRunner.visible(name).equals(name))) {
+                // A line break would split the trace's header; other control characters would reach
+                // the terminal of every command that shows the name (as serve --name refuses them).
+                throw new UsageException("--name='" + CommandRunner.visible(name) + "' (expected: text that is not"
+                        + " blank, without line breaks, tabs or other control characters: the trace's name line)");
             }
             TraceInput input = TraceInput.of(log);
             TfLog tf = TfLog.read(input, allocator);

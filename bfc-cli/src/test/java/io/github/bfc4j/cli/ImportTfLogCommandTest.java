@@ -236,8 +236,22 @@ class ImportTfLogCommandTest {
         // A name that would break the trace's header: refused before the log is read.
         assertThat(cli.run("import-tf-log", full, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"),
                 "--memory-limit", "64MiB", "--name", "x\nsource evil")).isEqualTo(2);
-        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: --name=x\\nsource evil (expected: non-empty"
-                + " text without line breaks: the trace's name line)");
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: --name='x\\x0asource evil' (expected: text"
+                + " that is not blank, without line breaks, tabs or other control characters: the trace's name"
+                + " line)");
+        // Other control characters, which serve --name refuses too, and a blank name: refused alike.
+        String[][] badAndShown = {
+            {"a\u001b[31mred", "a\\x1b[31mred"}, {"a\tb", "a\\x09b"}, {"a\u0000b", "a\\x00b"},
+            {"a\u007fb", "a\\x7fb"}, {"   ", "   "},
+        };
+        for (String[] c : badAndShown) {
+            assertThat(cli.run("import-tf-log", full, "--allocator", "GPU_0_bfc", "-o", dir.resolve("x"),
+                    "--memory-limit", "64MiB", "--name", c[0])).as(c[1]).isEqualTo(2);
+            assertThat(cli.err.lines()).as(c[1]).containsExactly("bfc import-tf-log: --name='" + c[1]
+                    + "' (expected: text that is not blank, without line breaks, tabs or other control characters:"
+                    + " the trace's name line)");
+            assertThat(cli.err).doesNotContain("\u001b", "\t", "\u0000", "\u007f");
+        }
         // A file that is no log: a line without end fails at 1 MiB, not with the heap.
         Path zeros = dir.resolve("zeros.log");
         Files.write(zeros, new byte[(1 << 20) + 10]);
