@@ -25,8 +25,9 @@ final class Sizes {
     /**
      * Parses a size: a whole number of bytes, or a number (decimals allowed) with a unit
      * {@code B}, {@code K}/{@code KB}/{@code KiB}, {@code M}/{@code MB}/{@code MiB}, {@code G},
-     * {@code T}, {@code P}, {@code E} (all binary: 1K = 1024 bytes), any case; decimals are
-     * rounded down to whole bytes.
+     * {@code T}, {@code P}, {@code E} (all binary: 1K = 1024 bytes), any case; decimals (digits
+     * on both sides of the point: {@code 0.5M}, not {@code .5M} or {@code 5.M}) are rounded down
+     * to whole bytes.
      *
      * @param option the option's name, for the message
      * @param text the value
@@ -74,6 +75,11 @@ final class Sizes {
         }
         if (number.indexOf('.') >= 0 && shift == 0) {
             throw bad(option, text);
+        }
+        if (number.startsWith(".") || number.endsWith(".")) {
+            // .5M and 5.M: a decimal as the other options read one (--fragmentation-fraction).
+            throw new UsageException(option + "=" + text + " (expected: digits on both sides of the point, like "
+                    + "0.5MiB or 5MiB)");
         }
         // Exact arithmetic: 7.9999999999EiB and 8191.99PiB are within the range, 8EiB is not.
         BigInteger whole = new BigDecimal(number).multiply(new BigDecimal(BigInteger.ONE.shiftLeft(shift)))

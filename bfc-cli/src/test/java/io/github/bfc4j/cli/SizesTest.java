@@ -32,6 +32,18 @@ class SizesTest {
                     .isInstanceOf(UsageException.class)
                     .hasMessage("--memory-limit=" + bad + " (expected: a size like 16GiB, 512MiB or 1048576)");
         }
+        // .5M was 512KiB, where --fragmentation-fraction refuses .5 and 5.
+        for (String bad : new String[] {".5M", "5.M", ".5", "5.", "1.5.G"}) {
+            assertThatThrownBy(() -> Sizes.parse("--memory-limit", bad)).as(bad)
+                    .isInstanceOf(UsageException.class)
+                    .hasMessageStartingWith("--memory-limit=" + bad + " (expected: ");
+        }
+        assertThatThrownBy(() -> Sizes.parse("--memory-limit", ".5M"))
+                .hasMessage("--memory-limit=.5M (expected: digits on both sides of the point, like 0.5MiB or 5MiB)");
+        assertThatThrownBy(() -> Sizes.parse("--memory-limit", "5.MiB"))
+                .hasMessage("--memory-limit=5.MiB (expected: digits on both sides of the point, like 0.5MiB or"
+                        + " 5MiB)");
+        assertThat(Sizes.parse("--x", "0.5M")).isEqualTo(1L << 19);
         assertThatThrownBy(() -> Sizes.parse("--memory-limit", "0GiB"))
                 .hasMessage("--memory-limit=0GiB (expected: a size of at least 1 byte, like 16GiB)");
         for (String big : new String[] {"8EiB", "8192PiB", "9223372036854775808", "99999999PiB",
