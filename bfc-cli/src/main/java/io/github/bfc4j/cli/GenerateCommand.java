@@ -34,6 +34,11 @@ import picocli.CommandLine.Spec;
         })
 public final class GenerateCommand implements Callable<Integer> {
     private static final String SEED = "{seed}";
+    /**
+     * The most calls a trace may be given: a thousand times the most drawn, about 1.8 GB of
+     * trace. Without a bound, {@code --calls 9223372036854775807} wrote until the disk was full.
+     */
+    static final long MAX_CALLS = 100_000_000;
 
     @Spec
     private CommandSpec spec;
@@ -52,7 +57,7 @@ public final class GenerateCommand implements Callable<Integer> {
 
     @Option(names = "--calls", paramLabel = "N",
             description = "Calls in the trace (alloc, free, frontier, clear_stats), not counting the frees"
-                    + " that may end it (default: drawn, 1000 to 100000).")
+                    + " that may end it, at most 100000000 (default: drawn, 1000 to 100000).")
     private Long calls;
 
     @Option(names = "--memory-limit", paramLabel = "SIZE", description = "Default: drawn, 1MiB to 80GiB.")
@@ -96,8 +101,8 @@ public final class GenerateCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         return CommandRunner.run(spec, debug, false, () -> {
-            if (calls != null && calls < 1) {
-                throw new UsageException("--calls=" + calls + " (expected: at least 1)");
+            if (calls != null && (calls < 1 || calls > MAX_CALLS)) {
+                throw new UsageException("--calls=" + calls + " (expected: 1 to " + MAX_CALLS + ")");
             }
             if (count < 1 || count > Integer.MAX_VALUE) {
                 throw new UsageException("--count=" + count + " (expected: 1 to " + Integer.MAX_VALUE + ")");

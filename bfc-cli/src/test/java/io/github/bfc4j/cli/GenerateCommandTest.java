@@ -5,6 +5,7 @@
 package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import io.github.bfc4j.trace.TraceEvent;
 import io.github.bfc4j.trace.TraceHeader;
@@ -15,6 +16,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.Set;
 import java.util.logging.Level;
@@ -287,7 +289,15 @@ class GenerateCommandTest {
     void badOptionsSayWhatWasExpected() {
         Path out = dir.resolve("x.bfctrace");
         assertThat(cli.run("generate", "--seed", 1, "-o", out, "--calls", 0)).isEqualTo(2);
-        assertThat(cli.err.lines()).containsExactly("bfc generate: --calls=0 (expected: at least 1)");
+        assertThat(cli.err.lines()).containsExactly("bfc generate: --calls=0 (expected: 1 to 100000000)");
+        // Any count a long holds was taken, and written until the disk was full: refused at once.
+        for (long many : new long[] {100_000_001, Long.MAX_VALUE}) {
+            assertThat(assertTimeoutPreemptively(Duration.ofSeconds(20),
+                    () -> cli.run("generate", "--seed", 1, "-o", out, "--calls", many))).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly("bfc generate: --calls=" + many
+                    + " (expected: 1 to 100000000)");
+            assertThat(out).doesNotExist();
+        }
         assertThat(cli.run("generate", "--seed", 1, "-o", out, "--memory-limit", "12XB")).isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly(
                 "bfc generate: --memory-limit=12XB (expected: a size like 16GiB, 512MiB or 1048576)");
