@@ -30,7 +30,7 @@ import org.bytedeco.onnxruntime.Env;
  * holders.
  *
  * <pre>
- * java -cp ... io.github.bfc4j.onnxruntime.MemoryHistoryExample [DIR]   # DIR: where the files go (default .)
+ * java -cp ... io.github.bfc4j.onnxruntime.MemoryHistoryExample [DIR]   # DIR: an existing directory for the files (default .)
  * </pre>
  */
 public final class MemoryHistoryExample {
@@ -46,6 +46,9 @@ public final class MemoryHistoryExample {
     private MemoryHistoryExample() {
     }
 
+    private static final String USAGE = "usage: MemoryHistoryExample [DIR]   (DIR: an existing directory for"
+            + " snapshot.pickle and ort-minilm.bfctrace; default: the current directory)";
+
     /**
      * Runs the example.
      *
@@ -53,16 +56,36 @@ public final class MemoryHistoryExample {
      * @throws IOException if a file cannot be written
      */
     public static void main(String[] args) throws IOException {
+        if (args.length == 1 && (args[0].equals("-h") || args[0].equals("--help"))) {
+            System.out.println(USAGE);
+            return;
+        }
         if (args.length > 1) {
-            System.err.println("usage: MemoryHistoryExample [DIR]");
+            System.err.println(USAGE);
             System.exit(2);
         }
-        run(System.out, Path.of(args.length == 1 ? args[0] : "."));
+        try {
+            run(System.out, Path.of(args.length == 1 ? args[0] : "."));
+        } catch (IllegalArgumentException e) {
+            System.err.println("MemoryHistoryExample: " + e.getMessage());
+            System.err.println(USAGE);
+            System.exit(2);
+        }
     }
 
-    /** The example, writing its files to {@code dir} (created if needed). */
+    /**
+     * The example, writing its files to {@code dir}.
+     *
+     * @throws IllegalArgumentException if {@code dir} is not an existing directory (a word given by
+     *     mistake, {@code extra} or {@code --verbose}, is not made a directory), before the model is
+     *     loaded
+     */
     static void run(PrintStream out, Path dir) throws IOException {
-        Files.createDirectories(dir);
+        if (!Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("DIR=" + dir + (Files.exists(dir) ? " is not a directory" : " does not"
+                    + " exist") + " (expected: an existing directory for snapshot.pickle and ort-minilm.bfctrace;"
+                    + " create it first, or give none for the current directory)");
+        }
         List<Encoding[]> requests = requests();
         MemorySnapshot snapshot;
         try (Env env = new Env(ORT_LOGGING_LEVEL_WARNING, "bfc4j-history");

@@ -5,6 +5,7 @@
 package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.trace.TraceEvent;
 import io.github.bfc4j.trace.TraceReader;
@@ -27,6 +28,29 @@ class MemoryHistoryExampleTest {
 
     @TempDir
     Path dir;
+
+    /**
+     * A word given by mistake ({@code MemoryHistoryExample extra}, or an option such as
+     * {@code --verbose}) was made a directory, and the example ran into it.
+     */
+    @Test
+    void aDirectoryThatIsNotThereIsRefusedNotCreated() throws IOException {
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        PrintStream out = new PrintStream(captured, true, StandardCharsets.UTF_8);
+        for (String word : new String[] {"extra", "--verbose"}) {
+            Path missing = dir.resolve(word);
+            assertThatThrownBy(() -> MemoryHistoryExample.run(out, missing))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("DIR=" + missing + " does not exist (expected: an existing directory for"
+                            + " snapshot.pickle and ort-minilm.bfctrace; create it first, or give none for the current"
+                            + " directory)");
+            assertThat(missing).doesNotExist();
+        }
+        Path file = Files.writeString(dir.resolve("notes.txt"), "x");
+        assertThatThrownBy(() -> MemoryHistoryExample.run(out, file))
+                .hasMessageStartingWith("DIR=" + file + " is not a directory (expected: ");
+        assertThat(captured.size()).isZero();
+    }
 
     @Test
     @SuppressWarnings("unchecked")
