@@ -836,7 +836,7 @@ public final class TraceReader implements Closeable {
         return sb.toString();
     }
 
-    /** Reads a "keyword <free text>" header line and returns the text. */
+    /** Reads a {@code "keyword <free text>"} header line and returns the text. */
     private String readTextLine(String keyword) throws IOException {
         String expected = "'" + keyword + " <text>'";
         nextContentLine(expected);

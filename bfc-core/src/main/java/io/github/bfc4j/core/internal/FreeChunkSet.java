@@ -42,8 +42,8 @@ import java.util.Arrays;
  *                                              \
  *                                  h9 (3072, 0x..8000) red
  *
- *  binLinks[h7 * 4 ..] = {left NONE, right h9, parent NONE, tag id(bin 3) << 7 | 8 << 1 | black}
- *  binLinks[h9 * 4 ..] = {left NONE, right NONE, parent h7, tag id(bin 3) << 7 | 8 << 1 | red}
+ *  binLinks[h7 * 4 ..] = {left NONE, right h9, parent NONE, tag id(bin 3) &lt;&lt; 7 | 8 &lt;&lt; 1 | black}
+ *  binLinks[h9 * 4 ..] = {left NONE, right NONE, parent h7, tag id(bin 3) &lt;&lt; 7 | 8 &lt;&lt; 1 | red}
  * </pre>
  *
  * <p>The API speaks {@code int} handles only. Walk a set in order with
