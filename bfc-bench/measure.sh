@@ -3,7 +3,7 @@
 #   bfc-bench/measure.sh [OUT_DIR]            (from anywhere; default OUT_DIR: bfc-bench-results)
 # With TF_SRC set (a TensorFlow source tree, see bfc-bench/src/cpp/README.md) it also times
 # TensorFlow's release build against bfc4j (compare.sh); without it that part is skipped.
-# Run it on a quiet machine: about 20 minutes on 2 cores (ROUNDS=15 rounds of compare.sh by default).
+# Run it on a quiet machine: about 25 minutes on 2 cores (ROUNDS=15 rounds of compare.sh by default).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
