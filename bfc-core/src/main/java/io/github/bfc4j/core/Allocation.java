@@ -148,7 +148,9 @@ public final class Allocation implements AutoCloseable {
      * check bounds where JavaCPP's check none: an index (from the position) past the requested
      * bytes, and a position, limit or capacity beyond them, throw
      * {@link IndexOutOfBoundsException} before the native call, and once this allocation is
-     * closed they throw {@link IllegalStateException}. JavaCPP's static functions
+     * closed they throw {@link IllegalStateException}; so does its {@code asByteBuffer()} where the
+     * buffer would end more than {@code Integer.MAX_VALUE} bytes from the pointer's address
+     * (JavaCPP would cut it there). JavaCPP's static functions
      * ({@code Pointer.memcpy}, {@code BytePointer.strcpy}, ...), pointers derived from it by
      * address and native code given its address check nothing.
      *

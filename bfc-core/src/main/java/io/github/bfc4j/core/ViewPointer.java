@@ -4,7 +4,9 @@
 package io.github.bfc4j.core;
 
 import java.lang.ref.Reference;
+import java.io.UnsupportedEncodingException;
 import java.nio.ByteBuffer;
+import java.nio.charset.Charset;
 import java.util.Objects;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
@@ -19,7 +21,11 @@ import org.bytedeco.javacpp.Pointer;
  * it ({@code get(i)}, {@code putInt(i, v)}, the bulk copies, {@code fill}, {@code put(Pointer)},
  * a string without a terminating null byte) stays within its {@code bytes}, and its position,
  * limit and capacity stay between 0 and {@code bytes}; anything else throws
- * {@link IndexOutOfBoundsException} before the native call. As on every {@code BytePointer}, an
+ * {@link IndexOutOfBoundsException} before the native call. A buffer that would end more than
+ * {@code Integer.MAX_VALUE} bytes from its address, or a string longer than a {@code byte[]}
+ * holds, is refused ({@link IllegalStateException}) where JavaCPP would cut it (or fail with
+ * {@code OutOfMemoryError}); a null array, string, charset or source pointer gets a
+ * {@link NullPointerException} naming it. As on every {@code BytePointer}, an
  * index counts bytes from the position. Once its allocation is closed (or its allocator closed
  * by force), they and {@code asByteBuffer()} throw {@link IllegalStateException}: a check, not
  * a lock, so an access racing the close may still land (in memory the region keeps mapped).
@@ -37,6 +43,9 @@ import org.bytedeco.javacpp.Pointer;
  * checked.
  */
 final class ViewPointer extends BytePointer {
+
+    /** The longest {@code byte[]} every JVM makes (the JDK's own limit for growing arrays). */
+    static final int MAX_ARRAY_LENGTH = Integer.MAX_VALUE - 8;
 
     /** The pointer's size: no access reaches past it. */
     private final long bytes;
@@ -90,6 +99,15 @@ final class ViewPointer extends BytePointer {
         final long lim = limit;
         checkLimit(pos, lim);
         offset(pos, 0, lim <= 0 ? 1 : lim - pos);
+        final long end = lim <= 0 ? pos + 1 : lim;
+        if (end > Integer.MAX_VALUE) {
+            // JavaCPP would cut the buffer (and its position) to 2^31 - 1 bytes from the address,
+            // silently: a buffer that ends early, or whose position is not the pointer's.
+            throw new IllegalStateException("a ByteBuffer of this pointer would span its first " + end
+                    + " bytes (position " + pos + ", limit " + lim + "), more than a ByteBuffer can ("
+                    + Integer.MAX_VALUE + "): take getPointer(offset).position(0).limit(n) with n up to "
+                    + Integer.MAX_VALUE + " first, a pointer whose buffer starts at the offset");
+        }
         ByteBuffer buffer = new Raw(start).limit(lim).position(pos).asByteBuffer();
         if (pins != null && buffer != null) {
             // This pointer is reachable, so its anchor still holds the region, and its owner
@@ -297,17 +315,108 @@ final class ViewPointer extends BytePointer {
     // a pointer of their own at the checked address.
 
     @Override
+    public BytePointer get(byte[] array) {
+        return get(array, 0, nonNull(array).length);
+    }
+
+    @Override
+    public BytePointer put(byte... array) {
+        return put(array, 0, nonNull(array).length);
+    }
+
+    @Override
     public BytePointer get(byte[] array, int offset, int length) {
-        Objects.checkFromIndexSize(offset, length, array.length);
+        Objects.checkFromIndexSize(offset, length, nonNull(array).length);
         new Raw(start + at(0, length)).get(array, offset, length);
         return this;
     }
 
     @Override
     public BytePointer put(byte[] array, int offset, int length) {
-        Objects.checkFromIndexSize(offset, length, array.length);
+        Objects.checkFromIndexSize(offset, length, nonNull(array).length);
         new Raw(start + at(0, length)).put(array, offset, length);
         return this;
+    }
+
+    private static byte[] nonNull(byte[] array) {
+        if (array == null) {
+            throw new NullPointerException("array=null (expected: a byte[] to copy to or from, e.g. new byte[n])");
+        }
+        return array;
+    }
+
+    /**
+     * JavaCPP's {@code putString(s)}: the bytes of {@code s} in the platform's charset and a
+     * null byte, checked as {@link #put(byte[], int, int)} is.
+     *
+     * @throws NullPointerException if {@code s} is null
+     */
+    @Override
+    public BytePointer putString(String s) {
+        return super.putString(nonNull(s));
+    }
+
+    /**
+     * JavaCPP's {@code putString(s, charset)}, checked as {@link #put(byte[], int, int)} is.
+     *
+     * @throws NullPointerException if {@code s} or {@code charset} is null
+     */
+    @Override
+    public BytePointer putString(String s, Charset charset) {
+        return super.putString(nonNull(s), nonNull(charset));
+    }
+
+    /**
+     * JavaCPP's {@code putString(s, charsetName)}, checked as {@link #put(byte[], int, int)} is.
+     *
+     * @throws NullPointerException if {@code s} or {@code charsetName} is null
+     * @throws UnsupportedEncodingException if no charset has that name
+     */
+    @Override
+    public BytePointer putString(String s, String charsetName) throws UnsupportedEncodingException {
+        return super.putString(nonNull(s), nonNullName(charsetName));
+    }
+
+    /**
+     * JavaCPP's {@code getString(charsetName)}, checked as {@link #getStringBytes()} is.
+     *
+     * @throws NullPointerException if {@code charsetName} is null
+     * @throws UnsupportedEncodingException if no charset has that name
+     */
+    @Override
+    public String getString(String charsetName) throws UnsupportedEncodingException {
+        return super.getString(nonNullName(charsetName));
+    }
+
+    private static String nonNullName(String charsetName) {
+        if (charsetName == null) {
+            throw new NullPointerException("charsetName=null (expected: a charset's name, e.g. \"UTF-8\")");
+        }
+        return charsetName;
+    }
+
+    /**
+     * JavaCPP's {@code getString(charset)}, checked as {@link #getStringBytes()} is.
+     *
+     * @throws NullPointerException if {@code charset} is null
+     */
+    @Override
+    public String getString(Charset charset) {
+        return super.getString(nonNull(charset));
+    }
+
+    private static String nonNull(String s) {
+        if (s == null) {
+            throw new NullPointerException("s=null (expected: a string to write, e.g. \"\")");
+        }
+        return s;
+    }
+
+    private static Charset nonNull(Charset charset) {
+        if (charset == null) {
+            throw new NullPointerException("charset=null (expected: a Charset, e.g. StandardCharsets.UTF_8)");
+        }
+        return charset;
     }
 
     /**
@@ -321,6 +430,9 @@ final class ViewPointer extends BytePointer {
     @Override
     @SuppressWarnings("unchecked") // as JavaCPP's: this pointer, as the caller's type
     public <P extends Pointer> P put(Pointer p) {
+        if (p == null) {
+            throw new NullPointerException("p=null (expected: a pointer to copy from)");
+        }
         final long srcPos = p.position();
         final long srcLim = p.limit();
         checkLimit(srcPos, srcLim);
@@ -383,7 +495,12 @@ final class ViewPointer extends BytePointer {
                 n++;
             }
         }
-        byte[] array = new byte[(int) Math.min(n, Integer.MAX_VALUE)];
+        if (n > MAX_ARRAY_LENGTH) {
+            throw new IllegalStateException("the string from position " + pos + " is " + n + " bytes, more than a"
+                    + " byte[] can hold (" + MAX_ARRAY_LENGTH + "): set a limit at most that far past the position,"
+                    + " or read it in pieces with get(byte[], offset, length)");
+        }
+        byte[] array = new byte[(int) n];
         new Raw(start + offset(pos, 0, array.length)).get(array, 0, array.length);
         return array;
     }

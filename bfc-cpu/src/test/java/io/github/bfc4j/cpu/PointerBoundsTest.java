@@ -225,6 +225,43 @@ class PointerBoundsTest {
     }
 
     /**
+     * Null arrays, strings, charsets and source pointers are refused with a message that names
+     * the argument and what it takes (JavaCPP's own methods read {@code array.length} or call
+     * {@code s.getBytes()} and say only that), and nothing is written.
+     */
+    @Test
+    void nullArgumentsSayWhatWasWrong() {
+        BytePointer p = x.asPointer();
+        p.put(new byte[] {1, 2, 3});
+        List<Object[]> calls = List.of(
+                new Object[] {(Runnable) () -> p.get((byte[]) null), "array=null (expected: a byte[]"},
+                new Object[] {(Runnable) () -> p.put((byte[]) null), "array=null (expected: a byte[]"},
+                new Object[] {(Runnable) () -> p.get(null, 0, 0), "array=null (expected: a byte[]"},
+                new Object[] {(Runnable) () -> p.put(null, 0, 0), "array=null (expected: a byte[]"},
+                new Object[] {(Runnable) () -> p.putString(null), "s=null (expected: a string"},
+                new Object[] {(Runnable) () -> p.putString(null, StandardCharsets.UTF_8), "s=null (expected: a string"},
+                new Object[] {(Runnable) () -> p.putString("x", (java.nio.charset.Charset) null),
+                        "charset=null (expected: a Charset"},
+                new Object[] {(Runnable) () -> p.getString((java.nio.charset.Charset) null),
+                        "charset=null (expected: a Charset"},
+                new Object[] {(Runnable) () -> {
+                    try {
+                        p.putString("x", (String) null);
+                    } catch (java.io.UnsupportedEncodingException e) {
+                        throw new AssertionError(e);
+                    }
+                }, "charsetName=null (expected: a charset's name"},
+                new Object[] {(Runnable) () -> p.put((Pointer) null), "p=null (expected: a pointer"});
+        for (Object[] call : calls) {
+            assertThatThrownBy(((Runnable) call[0])::run).isInstanceOf(NullPointerException.class)
+                    .hasMessageStartingWith((String) call[1]);
+        }
+        byte[] back = new byte[3];
+        p.position(0).limit(BYTES).get(back);
+        assertThat(back).as("nothing written").containsExactly(1, 2, 3);
+    }
+
+    /**
      * Once its allocation is closed, the pointer's own accessors refuse (its position, limit and
      * capacity stay readable and settable: they touch no memory).
      */
