@@ -157,11 +157,14 @@ final class OutOfMemoryReporter extends PortListener {
                 NOTIFYING.remove();
                 // A failure inside a listener replaced this thread's report with its own.
                 LAST.set(r);
+                // Told, or a listener threw an Error past the others: either way the picture
+                // (a snapshot, perhaps with a long history) must not stay reachable from this
+                // thread until its next failure.
+                r.report = null;
+                r.notify = false;
             }
             r.note = dump.note();
             r.dumpFile = dump.file();
-            r.report = null;
-            r.notify = false;
             if (!r.note.isEmpty()) {
                 LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1} bytes.{2}",
                         view.name(), numBytes, r.note);

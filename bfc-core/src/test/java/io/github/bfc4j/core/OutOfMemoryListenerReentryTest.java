@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -67,6 +68,37 @@ class OutOfMemoryListenerReentryTest {
 
             assertFailureSeenOnce(() -> a.allocate(5 * MIB), listener);
             a.deallocateRaw(held);
+        }
+    }
+
+    /**
+     * A listener that throws an Error (here StackOverflowError, as a listener that recursed
+     * would): the caller gets it, the thread's next failure is reported and thrown as usual, and
+     * the report's picture is not kept reachable from the thread in between (it held a
+     * snapshot, with the whole history when one is recorded, until the thread's next failure).
+     */
+    @Test
+    void aListenerThatThrowsAnErrorKeepsNoPictureBehind() throws InterruptedException {
+        try (BfcAllocator a = BfcAllocator.builder().name("erring").memoryLimit(4 * MIB)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false)).build()) {
+            List<WeakReference<OutOfMemoryReport>> told = new ArrayList<>();
+            a.addOutOfMemoryListener(report -> {
+                told.add(new WeakReference<>(report));
+                if (told.size() == 1) {
+                    throw new StackOverflowError("injected: a listener that recursed");
+                }
+            });
+            assertThatThrownBy(() -> a.allocateRaw(64, 5 * MIB)).isInstanceOf(StackOverflowError.class);
+            for (int i = 0; i < 50 && told.get(0).get() != null; i++) {
+                System.gc();
+                Thread.sleep(10);
+            }
+            assertThat(told.get(0).get()).as("the first report, once the call that threw returned").isNull();
+
+            assertThatThrownBy(() -> a.allocate(6 * MIB)).isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining("tried to allocate 6.00MiB");
+            assertThat(told).as("the listener is told of the next failure too").hasSize(2);
+            a.checkInvariants();
         }
     }
 
