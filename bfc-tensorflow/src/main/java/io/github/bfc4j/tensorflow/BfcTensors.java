@@ -108,6 +108,9 @@ public final class BfcTensors {
 
     private static final System.Logger LOG = System.getLogger(BfcTensors.class.getName());
 
+    /** The most dimensions a TensorFlow tensor has ({@code TensorShape::MaxDimensions()}). */
+    static final int MAX_DIMENSIONS = 254;
+
     /** A fixed-size TensorFlow type: its {@code DataType} and bytes per element. */
     private record DType(DataType dataType, int byteSize) {
         /** The number of elements of a shape that {@link #checkShape} accepted. */
@@ -199,8 +202,9 @@ public final class BfcTensors {
      * @return the tensor; close it when done (TensorFlow returns the buffer to bfc4j when it
      *     drops its last reference)
      * @throws NullPointerException if an argument is null
-     * @throws IllegalArgumentException if the type is not supported, the shape is not fully known
-     *     or its size in bytes overflows a {@code long}
+     * @throws IllegalArgumentException if the type is not supported, the shape is not fully known,
+     *     has more than 254 dimensions (TensorFlow would abort the process) or its size in bytes
+     *     overflows a {@code long}
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
      * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
      *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
@@ -373,6 +377,11 @@ public final class BfcTensors {
         if (shape.isUnknown() || shape.hasUnknownDimension()) {
             throw new IllegalArgumentException("shape=" + shape + " (expected: a fully known shape, no -1"
                     + " dimension; a tensor's size must be known to allocate it)");
+        }
+        if (shape.numDimensions() > MAX_DIMENSIONS) {
+            // TensorFlow aborts the process past it (TensorShape's CHECK: "Too many dimensions").
+            throw new IllegalArgumentException("shape of " + shape.numDimensions() + " dimensions (expected: at most "
+                    + MAX_DIMENSIONS + ", TensorFlow's limit; merge dimensions of size 1 into their neighbours)");
         }
         for (int i = 0; i < shape.numDimensions(); i++) {
             if (shape.get(i) < 0) {

@@ -156,6 +156,18 @@ class BfcTensorsTest {
                 .isInstanceOf(IllegalArgumentException.class).hasMessageEndingWith("dimension 1 is -2)");
         assertThatThrownBy(() -> tensors.tensorOf(TInt32.class, Shape.of(Long.MIN_VALUE, 3)))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no negative dimension");
+        // More dimensions than TensorFlow's 254: it would abort the process (a dead JVM here).
+        long[] ones = new long[255];
+        java.util.Arrays.fill(ones, 1);
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.of(ones)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("shape of 255 dimensions (expected: at most 254, TensorFlow's limit; merge dimensions"
+                        + " of size 1 into their neighbours)");
+        assertThatThrownBy(() -> tensors.ofInts(Shape.of(ones), 7)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("shape of 255 dimensions");
+        try (TFloat32 most = tensors.tensorOf(TFloat32.class, Shape.of(java.util.Arrays.copyOf(ones, 254)))) {
+            assertThat(most.shape().numDimensions()).isEqualTo(254);
+        }
         assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.unknown()))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("expected: a fully known shape");
@@ -190,7 +202,7 @@ class BfcTensorsTest {
             assertThatThrownBy(() -> new BfcTensors(sim)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("allocator 'sim' has memoryType=UNKNOWN (expected: HOST_PAGEABLE or HOST_PINNED");
         }
-        assertThat(tensors.tensorsCreated()).isZero();
+        assertThat(tensors.tensorsCreated()).as("the 254-dimension tensor").isOne();
         assertThat(cpu.bytesInUse()).isZero();
     }
 
