@@ -32,6 +32,9 @@ final class OomDumpWriter implements OutOfMemoryListener {
     /** The {@code schema} of a dump. */
     static final String SCHEMA = "bfc4j.oom-dump/1";
 
+    /** The most characters of the allocator's name in a dump's file name. */
+    static final int MAX_NAME_CHARS = 100;
+
     /** Failures always dumped before the rate limit applies. */
     static final int FIRST_DUMPS = 10;
 
@@ -124,7 +127,11 @@ final class OomDumpWriter implements OutOfMemoryListener {
             lastNanos = now;
         }
         String name = report.allocatorName();
-        String stem = "bfc-oom-" + name.replaceAll("[^A-Za-z0-9._-]", "_") + "-" + System.currentTimeMillis()
+        String safe = name.replaceAll("[^A-Za-z0-9._-]", "_");
+        // A file name holds 255 bytes on common file systems: a longer allocator name made every
+        // dump fail ("File name too long").
+        String stem = "bfc-oom-" + safe.substring(0, Math.min(safe.length(), MAX_NAME_CHARS)) + "-"
+                + System.currentTimeMillis()
                 + "-" + SEQUENCE.incrementAndGet();
         Path file = dir.resolve(stem + ".json");
         List<MemorySnapshot> all;

@@ -5,6 +5,7 @@
 package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
@@ -15,6 +16,7 @@ import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -69,6 +71,30 @@ class OomDumpWriterTest {
             String json = Files.readString(s.filter(f -> f.toString().endsWith(".json")).findFirst().orElseThrow());
             assertThat(json).startsWith("{\n\"schema\": \"bfc4j.oom-dump/1\",\n\"allocatorName\": \"storm\"")
                     .contains("\"requestedBytes\": 2097152");
+        }
+    }
+
+    /**
+     * An allocator name longer than a file name can be (255 bytes on common file systems) is cut
+     * to its first 100 characters in the dump's file name, so that its dumps are written (every
+     * one failed with "File name too long"); the dump itself names the allocator in full.
+     */
+    @Test
+    void aLongAllocatorNameIsCutInTheFileNameNotInTheDump() throws IOException {
+        String name = "layer/" + "n".repeat(300);
+        try (BfcAllocator a = BfcAllocator.builder().name(name).memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false))
+                .options(BfcOptions.builder().allowRetryOnFailure(false).dumpOnOomDirectory(dir).build()).build()) {
+            assertThatThrownBy(() -> a.allocate(2 << 20)).isInstanceOf(BfcOutOfMemoryException.class)
+                    .satisfies(e -> assertThat(((BfcOutOfMemoryException) e).dumpFile()).isNotNull())
+                    .hasMessageContaining(" Memory map and summary written to ");
+        }
+        try (Stream<Path> s = Files.list(dir)) {
+            List<String> names = s.map(f -> f.getFileName().toString()).sorted().toList();
+            assertThat(names).hasSize(2).allSatisfy(f -> assertThat(f)
+                    .startsWith("bfc-oom-layer_" + "n".repeat(94) + "-").doesNotContain("n".repeat(95)));
+            String json = Files.readString(dir.resolve(names.get(0)));
+            assertThat(json).contains("\"allocatorName\": \"" + name + "\"");
         }
     }
 
