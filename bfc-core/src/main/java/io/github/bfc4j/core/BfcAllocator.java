@@ -1341,7 +1341,7 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws NullPointerException if {@code options} is null
      */
     public void recordHistory(HistoryOptions options) {
-        Objects.requireNonNull(options, "options");
+        Objects.requireNonNull(options, "options=null (expected: what to record, e.g. HistoryOptions.defaults())");
         port.lock();
         try {
             history.start(options, view.regionCount() == 0 && view.nextAllocationId() == 1);
@@ -1412,7 +1412,7 @@ public final class BfcAllocator implements MemoryAllocator {
      * @throws NullPointerException if {@code listener} is null
      */
     public void addOutOfMemoryListener(OutOfMemoryListener listener) {
-        oomListeners.add(Objects.requireNonNull(listener, "listener"));
+        oomListeners.add(Objects.requireNonNull(listener, "listener=null (expected: an OutOfMemoryListener, e.g. report -> log(report.summary()))"));
     }
 
     /**
@@ -1500,7 +1500,7 @@ public final class BfcAllocator implements MemoryAllocator {
      *     closed the allocator: the walk stops there (it used to stop silently, chunks unvisited)
      */
     public void forEachChunk(ChunkVisitor visitor) {
-        Objects.requireNonNull(visitor, "visitor");
+        Objects.requireNonNull(visitor, "visitor=null (expected: a ChunkVisitor, called once per chunk)");
         port.lock();
         try {
             MemoryCounters k = view.counters();

@@ -32,7 +32,7 @@ public final class BfcAllocatorView {
      * @throws NullPointerException if {@code allocator} is null
      */
     public static BfcAllocatorView of(BfcAllocator allocator) {
-        return new BfcAllocatorView(Objects.requireNonNull(allocator, "allocator"));
+        return new BfcAllocatorView(Objects.requireNonNull(allocator, "allocator=null (expected: the BfcAllocator to read)"));
     }
 
     /**

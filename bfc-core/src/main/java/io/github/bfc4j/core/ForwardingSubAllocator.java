@@ -16,7 +16,7 @@ public abstract class ForwardingSubAllocator implements SubAllocator {
 
     /** @param upstream where calls go */
     protected ForwardingSubAllocator(SubAllocator upstream) {
-        this.upstream = Objects.requireNonNull(upstream, "upstream");
+        this.upstream = Objects.requireNonNull(upstream, "upstream=null (expected: the SubAllocator to forward to)");
     }
 
     @Override

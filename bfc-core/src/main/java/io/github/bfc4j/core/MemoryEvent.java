@@ -55,8 +55,8 @@ public record MemoryEvent(Kind kind, long address, long bytes, long requestedByt
      * @throws NullPointerException if {@code kind} or {@code provenance} is null
      */
     public MemoryEvent {
-        Objects.requireNonNull(kind, "kind");
-        Objects.requireNonNull(provenance, "provenance");
+        Objects.requireNonNull(kind, "kind=null (expected: a MemoryEvent.Kind)");
+        Objects.requireNonNull(provenance, "provenance=null (expected: a Provenance, Provenance.UNKNOWN for none)");
     }
 
     /**

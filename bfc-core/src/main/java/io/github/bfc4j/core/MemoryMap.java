@@ -48,12 +48,12 @@ public record MemoryMap(
      * @throws NullPointerException if an argument is null
      */
     public MemoryMap {
-        Objects.requireNonNull(allocatorName, "allocatorName");
-        Objects.requireNonNull(memoryType, "memoryType");
-        Objects.requireNonNull(stats, "stats");
-        Objects.requireNonNull(memoryStats, "memoryStats");
-        bins = List.copyOf(bins);
-        regions = List.copyOf(regions);
+        Objects.requireNonNull(allocatorName, "allocatorName=null (expected: the allocator's name)");
+        Objects.requireNonNull(memoryType, "memoryType=null (expected: a MemoryType, UNKNOWN if not known)");
+        Objects.requireNonNull(stats, "stats=null (expected: AllocatorStats, e.g. allocator.getStats())");
+        Objects.requireNonNull(memoryStats, "memoryStats=null (expected: MemoryStats, e.g. allocator.memoryStats())");
+        bins = List.copyOf(Objects.requireNonNull(bins, "bins=null (expected: the bins, e.g. allocator.getBinDebugInfo())"));
+        regions = List.copyOf(Objects.requireNonNull(regions, "regions=null (expected: the regions, List.of() for none)"));
     }
 
     /**

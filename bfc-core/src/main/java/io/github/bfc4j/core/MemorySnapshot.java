@@ -35,9 +35,9 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * @throws NullPointerException if an object is null
      */
     public MemorySnapshot {
-        Objects.requireNonNull(memoryMap, "memoryMap");
-        Objects.requireNonNull(options, "options");
-        Objects.requireNonNull(history, "history");
+        Objects.requireNonNull(memoryMap, "memoryMap=null (expected: a MemoryMap, e.g. allocator.memoryMap())");
+        Objects.requireNonNull(options, "options=null (expected: the allocator's BfcOptions)");
+        Objects.requireNonNull(history, "history=null (expected: a MemoryHistory, e.g. another snapshot's history())");
     }
 
     /**

@@ -28,9 +28,9 @@ public record OutOfMemoryReport(String allocatorName, long requestedBytes, long 
      * @throws NullPointerException if an object is null
      */
     public OutOfMemoryReport {
-        Objects.requireNonNull(allocatorName, "allocatorName");
-        Objects.requireNonNull(provenance, "provenance");
-        Objects.requireNonNull(snapshot, "snapshot");
-        Objects.requireNonNull(summary, "summary");
+        Objects.requireNonNull(allocatorName, "allocatorName=null (expected: the failing allocator's name)");
+        Objects.requireNonNull(provenance, "provenance=null (expected: a Provenance, Provenance.UNKNOWN for none)");
+        Objects.requireNonNull(snapshot, "snapshot=null (expected: a MemorySnapshot, e.g. allocator.snapshot())");
+        Objects.requireNonNull(summary, "summary=null (expected: a summary, e.g. allocator.memorySummary())");
     }
 }

@@ -744,7 +744,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @throws NullPointerException if {@code listener} is null
      */
     public void addOutOfMemoryListener(OutOfMemoryListener listener) {
-        Objects.requireNonNull(listener, "listener");
+        Objects.requireNonNull(listener, "listener=null (expected: an OutOfMemoryListener, e.g. report -> log(report.summary()))");
         for (BfcAllocator s : shards) {
             s.addOutOfMemoryListener(listener);
         }

@@ -25,8 +25,8 @@ public record StackFrame(String className, String methodName, String fileName, i
      * @throws NullPointerException if {@code className} or {@code methodName} is null
      */
     public StackFrame {
-        Objects.requireNonNull(className, "className");
-        Objects.requireNonNull(methodName, "methodName");
+        Objects.requireNonNull(className, "className=null (expected: the frame's class or module name, \"\" if none)");
+        Objects.requireNonNull(methodName, "methodName=null (expected: the frame's function name, \"\" if none)");
     }
 
     /**

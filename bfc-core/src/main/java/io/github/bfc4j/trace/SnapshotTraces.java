@@ -95,7 +95,7 @@ public final class SnapshotTraces {
      * @throws NullPointerException if {@code snapshots} or one of them is null
      */
     public static TraceHeader header(List<MemorySnapshot> snapshots, String name) {
-        Objects.requireNonNull(snapshots, "snapshots");
+        Objects.requireNonNull(snapshots, "snapshots=null (expected: the allocators' snapshots, e.g. List.of(allocator.snapshot()))");
         for (int i = 0; i < snapshots.size(); i++) {
             Objects.requireNonNull(snapshots.get(i), "snapshots[" + i + "]");
         }

@@ -70,8 +70,8 @@ public final class WorkloadRunner {
             throw new IllegalArgumentException("memoryLimit=" + memoryLimit + " (expected: > 0)");
         }
         this.memoryLimit = memoryLimit;
-        this.options = Objects.requireNonNull(options, "options").toBuilder().allowRetryOnFailure(false).build();
-        this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator");
+        this.options = Objects.requireNonNull(options, "options=null (expected: BfcOptions, e.g. BfcOptions.defaults())").toBuilder().allowRetryOnFailure(false).build();
+        this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator=null (expected: a SubAllocator, e.g. WorkloadRunner.simFor(...))");
     }
 
     /**
@@ -138,7 +138,7 @@ public final class WorkloadRunner {
      * @return this runner
      */
     public WorkloadRunner name(String name) {
-        this.name = Objects.requireNonNull(name, "name");
+        this.name = Objects.requireNonNull(name, "name=null (expected: a name for the allocator's log messages, e.g. workload)");
         return this;
     }
 

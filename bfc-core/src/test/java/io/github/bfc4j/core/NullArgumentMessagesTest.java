@@ -49,6 +49,66 @@ class NullArgumentMessagesTest {
         }
     }
 
+    /**
+     * The allocators' methods that take a listener, visitor or options, and the public value
+     * types' constructors, said only the argument's name ("listener").
+     */
+    @Test
+    void allocatorArgumentsAndValueTypesSayWhatTheyTake() {
+        try (BfcAllocator a = BfcAllocator.builder().name("t").memoryLimit(64L << 20).subAllocator(sim()).build();
+             ShardedBfcAllocator s = ShardedBfcAllocator.builder().name("s").shards(2).memoryLimit(64L << 20)
+                     .subAllocator(sim()).build()) {
+            MemorySnapshot snap = a.snapshot();
+            MemoryMap map = a.memoryMap();
+            List<Object[]> calls = List.of(
+                    new Object[] {(Runnable) () -> a.recordHistory(null), "options"},
+                    new Object[] {(Runnable) () -> s.recordHistory(null), "options"},
+                    new Object[] {(Runnable) () -> a.addOutOfMemoryListener(null), "listener"},
+                    new Object[] {(Runnable) () -> s.addOutOfMemoryListener(null), "listener"},
+                    new Object[] {(Runnable) () -> a.forEachChunk(null), "visitor"},
+                    new Object[] {(Runnable) () -> BfcAllocatorView.of(a).forEachChunk(null), "visitor"},
+                    new Object[] {(Runnable) () -> BfcAllocatorView.of(null), "allocator"},
+                    new Object[] {(Runnable) () -> new ForwardingSubAllocator(null) { }, "upstream"},
+                    new Object[] {(Runnable) () -> new StackFrame(null, "m", null, -1), "className"},
+                    new Object[] {(Runnable) () -> new StackFrame("C", null, null, -1), "methodName"},
+                    new Object[] {(Runnable) () -> new MemorySnapshot(0, null, snap.options(), false, false,
+                            snap.history()), "memoryMap"},
+                    new Object[] {(Runnable) () -> new MemorySnapshot(0, map, null, false, false, snap.history()),
+                            "options"},
+                    new Object[] {(Runnable) () -> new MemorySnapshot(0, map, snap.options(), false, false, null),
+                            "history"},
+                    new Object[] {(Runnable) () -> new OutOfMemoryReport(null, 1, 256, Provenance.UNKNOWN, snap, ""),
+                            "allocatorName"},
+                    new Object[] {(Runnable) () -> new OutOfMemoryReport("t", 1, 256, null, snap, ""), "provenance"},
+                    new Object[] {(Runnable) () -> new OutOfMemoryReport("t", 1, 256, Provenance.UNKNOWN, null, ""),
+                            "snapshot"},
+                    new Object[] {(Runnable) () -> new OutOfMemoryReport("t", 1, 256, Provenance.UNKNOWN, snap, null),
+                            "summary"},
+                    new Object[] {(Runnable) () -> new MemoryMap(null, map.memoryType(), map.stats(),
+                            map.memoryStats(), map.bins(), map.regions()), "allocatorName"},
+                    new Object[] {(Runnable) () -> new MemoryMap("t", map.memoryType(), map.stats(),
+                            map.memoryStats(), null, map.regions()), "bins"},
+                    new Object[] {(Runnable) () -> new MemoryMap("t", map.memoryType(), map.stats(),
+                            map.memoryStats(), map.bins(), null), "regions"},
+                    new Object[] {(Runnable) () -> new MemoryEvent(null, 0, 0, 0, 0, 0, 0, Provenance.UNKNOWN),
+                            "kind"},
+                    new Object[] {(Runnable) () -> new MemoryEvent(MemoryEvent.Kind.ALLOC, 0, 0, 0, 0, 0, 0, null),
+                            "provenance"},
+                    new Object[] {(Runnable) () -> new io.github.bfc4j.trace.WorkloadRunner(1 << 20, null, sim()),
+                            "options"},
+                    new Object[] {(Runnable) () -> new io.github.bfc4j.trace.WorkloadRunner(1 << 20,
+                            BfcOptions.defaults(), null), "subAllocator"},
+                    new Object[] {(Runnable) () -> new io.github.bfc4j.trace.WorkloadRunner(1 << 20,
+                            BfcOptions.defaults(), sim()).name(null), "name"},
+                    new Object[] {(Runnable) () -> io.github.bfc4j.trace.SnapshotTraces.header((List<MemorySnapshot>) null, "t"),
+                            "snapshots"});
+            for (Object[] call : calls) {
+                assertThatThrownBy(((Runnable) call[0])::run).as("%s", call[1])
+                        .isInstanceOf(NullPointerException.class).hasMessageStartingWith(call[1] + "=null (expected: ");
+            }
+        }
+    }
+
     @Test
     void nullHistoriesAndFramesSayWhatTheyTake() {
         assertThatThrownBy(() -> MemoryHistory.mergeByTime(null)).isInstanceOf(NullPointerException.class)

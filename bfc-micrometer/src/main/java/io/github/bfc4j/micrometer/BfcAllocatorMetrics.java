@@ -81,7 +81,7 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * @throws NullPointerException if an argument is null
      */
     public BfcAllocatorMetrics(BfcAllocator allocator, String deviceId, Iterable<Tag> extraTags) {
-        Objects.requireNonNull(allocator, "allocator");
+        Objects.requireNonNull(allocator, "allocator=null (expected: the BfcAllocator whose meters to bind)");
         this.target = allocator;
         this.snapshots = () -> new ScrapeSnapshot<>(allocator, BfcAllocator::memoryStats, BfcAllocator::isClosed,
                 System::nanoTime);
@@ -109,7 +109,7 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * @throws NullPointerException if an argument is null
      */
     public BfcAllocatorMetrics(BfcAllocatorView view, String deviceId, Iterable<Tag> extraTags) {
-        Objects.requireNonNull(view, "view");
+        Objects.requireNonNull(view, "view=null (expected: the BfcAllocatorView whose meters to bind)");
         this.target = view;
         this.snapshots = () -> new ScrapeSnapshot<>(view, BfcAllocatorView::memoryStats, BfcAllocatorView::isClosed,
                 System::nanoTime);
@@ -120,8 +120,8 @@ public final class BfcAllocatorMetrics implements MeterBinder {
         return Tags.of(
                         BfcAllocatorMeters.Tags.ALLOCATOR_NAME.asString(), name,
                         BfcAllocatorMeters.Tags.MEMORY_TYPE.asString(), memoryTypeTag(type),
-                        BfcAllocatorMeters.Tags.DEVICE_ID.asString(), Objects.requireNonNull(deviceId, "deviceId"))
-                .and(Objects.requireNonNull(extraTags, "extraTags"));
+                        BfcAllocatorMeters.Tags.DEVICE_ID.asString(), Objects.requireNonNull(deviceId, "deviceId=null (expected: the device.id tag, e.g. \"0\")"))
+                .and(Objects.requireNonNull(extraTags, "extraTags=null (expected: more tags, Tags.empty() for none)"));
     }
 
     /**

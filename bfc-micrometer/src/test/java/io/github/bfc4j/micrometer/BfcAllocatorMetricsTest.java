@@ -18,6 +18,7 @@ import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.Tags;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.nio.ByteBuffer;
@@ -143,6 +144,22 @@ class BfcAllocatorMetricsTest {
             assertThat(value(e, "bfc_allocator_frees_total")).isZero();
             assertThat(value(e, "bfc_allocator_pool_size_bytes")).isEqualTo(second.reservedBytes()).isPositive();
             second.deallocateRaw(p);
+        }
+    }
+
+    /** A null says which argument and what it takes (it said only "allocator", "deviceId"). */
+    @Test
+    void nullArgumentsSayWhatTheyTake() {
+        try (BfcAllocator a = sim("nulls")) {
+            BfcAllocatorView v = BfcAllocatorView.of(a);
+            assertThatThrownBy(() -> new BfcAllocatorMetrics((BfcAllocator) null))
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("allocator=null (expected: ");
+            assertThatThrownBy(() -> new BfcAllocatorMetrics((BfcAllocatorView) null))
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("view=null (expected: ");
+            assertThatThrownBy(() -> new BfcAllocatorMetrics(a, null, Tags.empty()))
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("deviceId=null (expected: ");
+            assertThatThrownBy(() -> new BfcAllocatorMetrics(v, "0", null))
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("extraTags=null (expected: ");
         }
     }
 
