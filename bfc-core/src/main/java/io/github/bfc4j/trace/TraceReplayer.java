@@ -86,6 +86,7 @@ public final class TraceReplayer {
      * @throws TraceFormatException if the trace does not follow format version 1 (up to the
      *     first difference)
      * @throws IOException if the stream cannot be read
+     * @throws NullPointerException if {@code in} is null
      */
     public static ReplayResult replay(InputStream in, String file) throws IOException {
         try (TraceReader reader = TraceReader.open(in, file)) {

@@ -109,6 +109,15 @@ class NullArgumentMessagesTest {
         }
     }
 
+    /** A null stream was reported as a checked IOException, "Stream closed": the caller's stream was not. */
+    @Test
+    void aTraceReadFromANullStreamSaysWhatItTakes() {
+        assertThatThrownBy(() -> io.github.bfc4j.trace.TraceReader.open((java.io.InputStream) null, "t.bfctrace"))
+                .isInstanceOf(NullPointerException.class).hasMessageStartingWith("in=null (expected: ");
+        assertThatThrownBy(() -> io.github.bfc4j.trace.TraceReplayer.replay((java.io.InputStream) null, "t.bfctrace"))
+                .isInstanceOf(NullPointerException.class).hasMessageStartingWith("in=null (expected: ");
+    }
+
     @Test
     void nullHistoriesAndFramesSayWhatTheyTake() {
         assertThatThrownBy(() -> MemoryHistory.mergeByTime(null)).isInstanceOf(NullPointerException.class)
