@@ -111,6 +111,54 @@ class BfcAllocatorReferenceBehaviourTest {
     }
 
     /**
+     * A forced merge ({@code MergeTimestampedChunks(rounded_bytes)}, for a request no free chunk
+     * fits) merges the queued chunks in the order they were freed, ignoring their stamps, and
+     * stops at the first merge that is big enough. Its {@code to_merge} is a fresh vector on
+     * each call: a chunk an earlier merge handled (p, merged back once the frontier passed its
+     * first stamp, then reallocated and freed again) is not merged ahead of the chunks freed
+     * before it. Here q (freed first) merges with b before it, p stays apart.
+     */
+    @Test
+    void aForcedMergeTakesTheQueueInFreeOrderNotAnEarlierMergesChunksFirst() {
+        try (BfcAllocator a = oneMiBNoGrowth(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false))) {
+            SharedCounter sc = new SharedCounter();
+            a.setTimingCounter(sc);
+            long first = a.allocateRaw(1, 256);
+            long p = a.allocateRaw(1, 256);
+            long b = a.allocateRaw(1, 256);
+            long q = a.allocateRaw(1, 256);
+            long last = a.allocateRaw(1, 256);
+            long rest = a.allocateRaw(1, MIB - 5 * 256);
+            assertThat(new long[] {first, p, b, q, last, rest}).containsExactly(SIM_BASE,
+                    SIM_BASE + 256, SIM_BASE + 512, SIM_BASE + 768, SIM_BASE + 1024, SIM_BASE + 1280);
+
+            a.deallocateRaw(p); // stamp 1
+            a.setSafeFrontier(2);
+            // The standard merge at the start of this allocation clears p's stamp and merges it
+            // (its neighbours are in use); p, the only free chunk, is then handed out again.
+            assertThat(a.allocateRaw(1, 256)).isEqualTo(p);
+
+            a.deallocateRaw(q); // stamp 2
+            a.deallocateRaw(p); // stamp 3
+            a.deallocateRaw(b); // stamp 4
+            assertThat(sc.get()).isEqualTo(4);
+            checkInvariants(a, true, "three stamped frees, none safe");
+
+            // No free chunk holds 512 bytes and the region cannot grow: forced merge of q, p, b
+            // in that order. q merges with b before it (512 bytes at b): satisfied; p is
+            // requeued unmerged.
+            long merged = a.allocateRaw(1, 512);
+            assertThat(merged).as("q merged into b, not p with b").isEqualTo(b);
+            MemoryDump md = checkInvariants(a, true, "after the forced merge");
+            assertThat(md.regions().get(0).chunks()).as("p stays apart, stamped").startsWith(
+                    new DumpChunk(true, SIM_BASE, 256),
+                    new DumpChunk(false, SIM_BASE + 256, 256),
+                    new DumpChunk(true, SIM_BASE + 512, 512),
+                    new DumpChunk(true, SIM_BASE + 1024, 256));
+        }
+    }
+
+    /**
      * Region coalescing: with a coalescing sub-allocator a region that starts where the
      * previous one ends extends it, and a free chunk can then straddle the two sub-allocations.
      * Without coalescing the same 6 MiB request fails (garbage collection off).
