@@ -456,6 +456,31 @@ class BfcAllocatorTest {
     }
 
     /**
+     * Closing an {@link Allocation} is a {@code DeallocateRaw}, which ends with
+     * {@code retry_helper_.NotifyDealloc()}: an allocation waiting in the retry loop wakes and
+     * succeeds at once, instead of at its last attempt 10 seconds after its first failure.
+     */
+    @Test
+    void retryWaitsForAnAllocationClosedByAnotherThread() throws Exception {
+        BfcOptions retry = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(true).build();
+        try (BfcAllocator a = simAllocator(MIB, retry)) {
+            Allocation full = a.allocate(MIB);
+            long fullAddress = full.address();
+            java.util.concurrent.CompletableFuture<Long> waiter =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> a.allocateRaw(64, 4096));
+            Thread.sleep(300); // its first try failed: it waits for a free
+            assertThat(waiter).isNotDone();
+            long t0 = System.nanoTime();
+            full.close();
+            long p = waiter.get(20, TimeUnit.SECONDS);
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertThat(p).isEqualTo(fullAddress);
+            assertThat(waitedMs).as("woken by the close, not the 10 s deadline").isLessThan(5_000);
+            a.deallocateRaw(p);
+        }
+    }
+
+    /**
      * An allocation waiting for memory when the allocator is closed (by force) fails at once
      * with the allocator's "closed", instead of waiting out the 10 seconds of the retry loop.
      */
