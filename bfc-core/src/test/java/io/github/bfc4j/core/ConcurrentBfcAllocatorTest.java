@@ -1,12 +1,18 @@
 package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -18,6 +24,51 @@ import org.junit.jupiter.api.Test;
 class ConcurrentBfcAllocatorTest {
 
     private static final long BASE = 0x7f0000000000L;
+
+    /**
+     * Every call gives the allocator's lock back, whether it answers, refuses or fails: after
+     * each one, made on this thread, another thread allocates and frees at once. (The lock is
+     * reentrant, so a call that kept it would go unnoticed on one thread.)
+     */
+    @Test
+    void everyCallGivesTheLockBack() throws Exception {
+        long limit = 1L << 20;
+        BfcOptions opts = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(true).build();
+        ExecutorService other = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "other");
+            t.setDaemon(true); // stays blocked where a call kept the lock
+            return t;
+        });
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 4 * limit, 0, true), limit, "locks", opts)) {
+            long p = a.allocateRaw(64, 4096);
+            Map<String, Runnable> calls = new LinkedHashMap<>();
+            calls.put("requestedSize", () -> a.requestedSize(p));
+            calls.put("allocatedSize", () -> a.allocatedSize(p));
+            calls.put("allocationId", () -> a.allocationId(p));
+            calls.put("a refused query", () -> assertThatThrownBy(() -> a.allocatedSize(p + 256))
+                    .isInstanceOf(IllegalArgumentException.class));
+            calls.put("getStats", a::getStats);
+            calls.put("clearStats", a::clearStats);
+            calls.put("resetPeakStats", a::resetPeakStats);
+            calls.put("setTimingCounter", () -> a.setTimingCounter(null));
+            calls.put("emptyCache", a::emptyCache);
+            calls.put("allocateRaw of more than the limit", () -> assertThat(a.allocateRaw(64, 2 * limit)).isZero());
+            calls.put("allocateRaw of more than the largest request",
+                    () -> assertThat(a.allocateRaw(64, BfcAllocator.MAX_ALLOCATION_BYTES + 1)).isZero());
+            for (Map.Entry<String, Runnable> call : calls.entrySet()) {
+                call.getValue().run();
+                assertThat(other.submit(() -> {
+                    long q = a.allocateRaw(64, 256, AllocationAttributes.NO_RETRY);
+                    a.deallocateRaw(q);
+                    return q;
+                })).as("another thread's allocation after %s", call.getKey())
+                        .succeedsWithin(Duration.ofSeconds(5)).isNotEqualTo(0L);
+            }
+            a.deallocateRaw(p);
+        } finally {
+            other.shutdownNow();
+        }
+    }
 
     @Test
     void threadsAllocatingAndFreeingNeverShareMemoryAndStatsAddUp() throws Exception {
