@@ -48,13 +48,21 @@ final class HistoryRecorder extends PortListener {
         MemoryEvent.Kind.REGION_FREE, MemoryEvent.Kind.OUT_OF_MEMORY};
 
     /**
-     * bfc4j's own frames, left out of the top of a stack: the allocator's packages, and the
-     * adapters that allocate on a caller's behalf (classes named {@code Bfc...} or
-     * {@code GpuBfc...} in bfc4j's other packages: {@code BfcOrtAllocator}, {@code BfcTensors},
-     * {@code GpuBfcAllocator}, ...). An application's classes, bfc4j's examples included, stay.
+     * bfc4j's own frames, left out of the top of a stack: the allocator's packages, and
+     * ({@link #OWN_ADAPTERS}) the adapters of bfc4j's other modules that allocate on a caller's
+     * behalf. Any other class stays, whatever its name: an application's, one in a package under
+     * {@code io.github.bfc4j}, and bfc4j's own examples and tests.
      */
     private static final Set<String> OWN_PACKAGES = Set.of("io.github.bfc4j.core", "io.github.bfc4j.core.internal",
             "io.github.bfc4j.core.sim", "io.github.bfc4j.trace");
+
+    /**
+     * The adapters (top-level classes; their nested classes and lambdas go with them) that
+     * allocate for the code that calls them, named here since core imports none of their modules.
+     */
+    private static final Set<String> OWN_ADAPTERS = Set.of("io.github.bfc4j.cuda.GpuBfcAllocator",
+            "io.github.bfc4j.onnxruntime.BfcOrtAllocator", "io.github.bfc4j.onnxruntime.BfcCudaProvider",
+            "io.github.bfc4j.tensorflow.BfcTensors");
 
     /** bfc4j's own frames above the application's, at most: added to the walker's first batch. */
     private static final int OWN_FRAMES = 16;
@@ -538,12 +546,9 @@ final class HistoryRecorder extends PortListener {
         if (!className.startsWith("io.github.bfc4j.")) {
             return false;
         }
-        int dot = className.lastIndexOf('.');
-        if (OWN_PACKAGES.contains(className.substring(0, dot))) {
-            return true;
-        }
-        String simple = className.substring(dot + 1);
-        return simple.startsWith("Bfc") || simple.startsWith("GpuBfc");
+        int nested = className.indexOf('$');
+        String topLevel = nested < 0 ? className : className.substring(0, nested);
+        return OWN_PACKAGES.contains(topLevel.substring(0, topLevel.lastIndexOf('.'))) || OWN_ADAPTERS.contains(topLevel);
     }
 
     // ---------------------------------------------------------------------------------------

@@ -112,6 +112,25 @@ class StackProvenanceTest {
         }
     }
 
+    /**
+     * Only the allocator's packages and bfc4j's adapters are its own frames: a class of the
+     * application named {@code Bfc...}, in a package under {@code io.github.bfc4j}, is the
+     * frame that allocated, and the holder of its memory.
+     */
+    @Test
+    void anApplicationsClassNamedBfcIsKeptEvenUnderBfc4jsPackage() {
+        try (BfcAllocator a = allocator()) {
+            a.recordHistory(HistoryOptions.defaults());
+            long ptr = BfcModel.loadWeights(a, 4096);
+            Provenance p = provenanceOf(a, ptr);
+            assertThat(p.stack().get(0).className()).isEqualTo(BfcModel.class.getName());
+            assertThat(p.stack().get(0).methodName()).isEqualTo("loadWeights");
+            assertThat(p.stack().get(1).methodName()).isEqualTo("anApplicationsClassNamedBfcIsKeptEvenUnderBfc4jsPackage");
+            assertThat(a.memoryMap().largestHolders(1).get(0).holder()).startsWith(BfcModel.class.getName() + ".loadWeights(");
+            a.deallocateRaw(ptr);
+        }
+    }
+
     private static Provenance regionFree(BfcAllocator a) {
         return a.snapshot().history().events().stream().filter(e -> e.kind() == MemoryEvent.Kind.REGION_FREE)
                 .findFirst().orElseThrow().provenance();

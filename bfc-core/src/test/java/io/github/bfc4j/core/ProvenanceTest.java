@@ -216,6 +216,31 @@ class ProvenanceTest {
         }
     }
 
+    /**
+     * bfc4j's own frames, left out of recorded stacks, are the allocator's packages and the
+     * adapters that allocate for their callers (with their nested classes and lambdas); no other
+     * class, whatever its name or package: bfc4j's tests and examples, an application's classes.
+     */
+    @Test
+    void ownFramesAreTheAllocatorsPackagesAndItsAdaptersOnly() {
+        for (String own : List.of("io.github.bfc4j.core.BfcAllocator", "io.github.bfc4j.core.BfcPort$Walk",
+                "io.github.bfc4j.core.internal.ChunkTable", "io.github.bfc4j.core.sim.SimSubAllocator",
+                "io.github.bfc4j.trace.WorkloadRunner", "io.github.bfc4j.cuda.GpuBfcAllocator",
+                "io.github.bfc4j.onnxruntime.BfcOrtAllocator", "io.github.bfc4j.onnxruntime.BfcOrtAllocator$AllocCallback",
+                "io.github.bfc4j.onnxruntime.BfcCudaProvider$1", "io.github.bfc4j.tensorflow.BfcTensors",
+                "io.github.bfc4j.tensorflow.BfcTensors$$Lambda/0x000071f001234567")) {
+            assertThat(HistoryRecorder.isOwn(own)).as(own).isTrue();
+        }
+        for (String app : List.of("io.github.bfc4j.onnxruntime.BfcOrtAllocatorTest",
+                "io.github.bfc4j.onnxruntime.BfcCudaProviderGpuTest", "io.github.bfc4j.tensorflow.BfcTensorsTest",
+                "io.github.bfc4j.cuda.GpuBfcAllocatorTest", "io.github.bfc4j.cli.BfcCommand",
+                "io.github.bfc4j.myapp.BfcModel", "io.github.bfc4j.myapp.GpuBfcRunner",
+                "io.github.bfc4j.onnxruntime.OnnxRuntimeExample", "io.github.bfc4j.corex.Model",
+                "com.example.BfcAllocator", "BfcDefaultPackage")) {
+            assertThat(HistoryRecorder.isOwn(app)).as(app).isFalse();
+        }
+    }
+
     @Test
     void badArguments() {
         try (BfcAllocator a = allocator(1 << 20)) {
