@@ -190,7 +190,9 @@ final class PyTorchSnapshotWriter {
                 Map<String, Object> b = new LinkedHashMap<>();
                 b.put("address", c.ptr());
                 b.put("size", c.size());
-                b.put("requested_size", isActive ? c.requestedSize() : 0L);
+                // An inactive block's too, as PyTorch's snapshot() writes every block's: that of
+                // the chunk's last allocation (0 for a chunk split off and never allocated).
+                b.put("requested_size", c.requestedSize());
                 b.put("state", c.inUse() ? "active_allocated" : pending ? "active_pending_free" : "inactive");
                 b.put("frames", isActive ? frames(c.provenance()) : noFrames);
                 blocks.add(b);
