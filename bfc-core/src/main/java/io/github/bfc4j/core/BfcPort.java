@@ -285,6 +285,12 @@ final class BfcPort {
     /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
     private PortListener callListener;
 
+    /**
+     * {@link #callListener}, for {@link #setSafeFrontier}, which runs without the lock (written
+     * with it, by {@link #install}).
+     */
+    private volatile PortListener frontierListener;
+
     /** Guarded by lock: run at the end of every call when {@link #CHECK_INVARIANTS}. */
     private Runnable invariantCheck = () -> { };
 
@@ -1212,6 +1218,12 @@ final class BfcPort {
         long current = safeFrontier.get();
         while (Long.compareUnsigned(count, current) > 0) {
             if (safeFrontier.compareAndSet(current, count)) {
+                // Not in upstream: a listener waiting for the frontier (a recorded history's
+                // stamped frees) hears of it. Nothing recorded: one volatile read of null.
+                final PortListener l = frontierListener;
+                if (l != null && l.awaitsFrontier()) {
+                    frontierAdvanced();
+                }
                 retryHelper.notifyDealloc();
                 return;
             }
@@ -1219,10 +1231,47 @@ final class BfcPort {
         }
     }
 
+    /**
+     * Tells the listener that the frontier moved, under the lock (not in upstream, whose
+     * {@code SetSafeFrontier} takes no lock: only while a recorded free waits for it). Not on a
+     * thread inside a sub-allocator call made without the lock, where waiting for the lock could
+     * deadlock ({@link #lockChecked()}): the listener hears of this frontier at its next call.
+     */
+    private void frontierAdvanced() {
+        ViewPins calls = subAllocatorCalls;
+        if (calls != null && calls.callerIsCurrentThread() && !lock.isHeldByCurrentThread()) {
+            return;
+        }
+        lock.lock();
+        try {
+            final PortListener l = callListener;
+            if (!closed && l != null) {
+                l.frontierAdvancedLocked(safeFrontier.get());
+            }
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Not in upstream: the allocator is about to act on {@code frontier} (merge the chunks it
+     * made safe, give their regions back), possibly before the {@code setSafeFrontier} that
+     * moved it has told the listener under the lock: tells it first, so that it sees each
+     * waiting chunk the frontier passed as the free left it. Nothing recorded: one field read.
+     * Needs the lock.
+     */
+    private void frontierReadLocked(long frontier) {
+        final PortListener l = callListener;
+        if (l != null && l.awaitsFrontier()) {
+            l.frontierAdvancedLocked(frontier);
+        }
+    }
+
     /** Port of {@code BFCAllocator::MergeTimestampedChunks}. Needs the lock. */
     private boolean mergeTimestampedChunksLocked(long requiredBytes) {
         boolean satisfied = requiredBytes == 0;
         final long frontier = safeFrontier.get();
+        frontierReadLocked(frontier);
         final IntDeque toMerge = this.toMerge;
         toMerge.clear();
         final IntDeque newTsQueue = this.newTsQueue;
@@ -1457,6 +1506,7 @@ final class BfcPort {
             final int regionCount = regionManager.regions().size();
             final boolean[] free = new boolean[regionCount];
             final long frontier = safeFrontier.get();
+            frontierReadLocked(frontier);
             long released = 0;
             for (int i = 0; i < regionCount; i++) {
                 boolean keep = false;
@@ -1609,6 +1659,7 @@ final class BfcPort {
         try {
             listener = Objects.requireNonNull(l, "listener");
             callListener = l.listensToCalls() ? l : null;
+            frontierListener = callListener;
             invariantCheck = Objects.requireNonNull(check, "check");
         } finally {
             lock.unlock();

@@ -43,9 +43,10 @@ final class HistoryRecorder extends PortListener {
     private static final byte REGION_ALLOC = 2;
     private static final byte REGION_FREE = 3;
     private static final byte OUT_OF_MEMORY = 4;
+    private static final byte FREE_COMPLETED = 5;
     private static final MemoryEvent.Kind[] KINDS = {
         MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE, MemoryEvent.Kind.REGION_ALLOC,
-        MemoryEvent.Kind.REGION_FREE, MemoryEvent.Kind.OUT_OF_MEMORY};
+        MemoryEvent.Kind.REGION_FREE, MemoryEvent.Kind.OUT_OF_MEMORY, MemoryEvent.Kind.FREE_COMPLETED};
 
     /**
      * bfc4j's own frames, left out of the top of a stack: the allocator's packages, and
@@ -158,6 +159,19 @@ final class HistoryRecorder extends PortListener {
     private long[] chunkTime = new long[0];
     private String[] chunkThread = new String[0];
     private Object[] chunkStack = new Object[0];
+    // ---- the stamped frees recorded while the history is on, waiting for the safe frontier, in
+    // the order they were stamped (a ring, grown on the slow path): handle, allocation id, stamp
+    private int[] waitingHandle = new int[0];
+    private long[] waitingId = new long[0];
+    private long[] waitingStamp = new long[0];
+    private int waitingHead;
+    private int waitingCount;
+    /**
+     * Whether a free waits for the frontier ({@link #awaitsFrontier()}): read by
+     * {@code setSafeFrontier} without the lock, written under it.
+     */
+    private volatile boolean awaitingFrontier;
+
     private final List<String> names = new ArrayList<>();
     private final Map<String, Integer> nameIds = new HashMap<>();
     /** New names asked for since the table was last compacted. */
@@ -230,6 +244,7 @@ final class HistoryRecorder extends PortListener {
         startMicros = nowMicros();
         recordedTimeSeen = false;
         startedEmpty = allocatorEmpty;
+        clearWaiting(); // their frees are in the ring cleared
         walker = StackWalker.getInstance(Set.of(), o.stackDepth() + OWN_FRAMES);
         stacks = new StackInterner();
         options = o;
@@ -329,7 +344,87 @@ final class HistoryRecorder extends PortListener {
     void stampedLocked(int h) {
         if (h < chunkName.length && chunkAllocationId[h] < 0) {
             chunkFreedStamp[h] = look.at(h).freedAtCount();
+            if (options != null) {
+                waitForFrontier(h, -chunkAllocationId[h], chunkFreedStamp[h]);
+                // Written before the frontier is read: a setSafeFrontier racing with this free
+                // either moved the frontier before the read here, or sees the flag and comes.
+                awaitingFrontier = true;
+                frontierAdvancedLocked(view.safeFrontier());
+            }
         }
+    }
+
+    @Override
+    boolean awaitsFrontier() {
+        return awaitingFrontier;
+    }
+
+    /**
+     * Records the completion of each waiting free that the frontier has passed (its stamp below
+     * it, as {@code MergeTimestampedChunks} reads a free as safe), oldest first, if its chunk is
+     * still the one that free left (not allocated again, merged or split since: then PyTorch's
+     * pending block it was is gone, and the free is left as it is). Stamps grow with the
+     * counter, so the frees the frontier passed are at the front; behind a later counter
+     * ({@code setTimingCounter}) whose stamps run lower, a free completes once the frontier
+     * passed the frees stamped before it too, never before it is safe.
+     */
+    @Override
+    void frontierAdvancedLocked(long frontier) {
+        if (options == null) {
+            clearWaiting();
+            return;
+        }
+        while (waitingCount > 0 && Long.compareUnsigned(waitingStamp[waitingHead], frontier) < 0) {
+            final int h = waitingHandle[waitingHead];
+            final long id = waitingId[waitingHead];
+            final long st = waitingStamp[waitingHead];
+            waitingHead = waitingHead + 1 == waitingHandle.length ? 0 : waitingHead + 1;
+            waitingCount--;
+            final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
+            // A live free chunk is in a bin; a handle merged away is in none (its fields stale).
+            if (chunkAllocationId[h] == -id && chunkFreedStamp[h] == st && !c.inUse()
+                    && c.binNum() != io.github.bfc4j.core.internal.ChunkTable.INVALID_BIN_NUM
+                    && c.freedAtCount() == st && c.ptr() == chunkFreedPtr[h] && c.size() == chunkFreedSize[h]) {
+                MemoryAnnotation a = MemoryAnnotation.current();
+                put(FREE_COMPLETED, stamp(), c.ptr(), c.size(), c.requestedSize(), 0, id, -1,
+                        ReplayedCall.threadName(), a == null ? null : a.name(), a == null ? -1 : a.step(), null);
+            }
+        }
+        if (waitingCount == 0) {
+            awaitingFrontier = false;
+        }
+    }
+
+    /** Queues a stamped free (history on) until the frontier passes its stamp. */
+    private void waitForFrontier(int h, long id, long st) {
+        if (waitingCount == waitingHandle.length) {
+            // Slow path: grown by doubling, in order from the head.
+            int n = Math.max(64, waitingHandle.length * 2);
+            int[] hs = new int[n];
+            long[] ids = new long[n];
+            long[] sts = new long[n];
+            for (int j = 0; j < waitingCount; j++) {
+                int i = (waitingHead + j) % waitingHandle.length;
+                hs[j] = waitingHandle[i];
+                ids[j] = waitingId[i];
+                sts[j] = waitingStamp[i];
+            }
+            waitingHandle = hs;
+            waitingId = ids;
+            waitingStamp = sts;
+            waitingHead = 0;
+        }
+        int tail = (waitingHead + waitingCount) % waitingHandle.length;
+        waitingHandle[tail] = h;
+        waitingId[tail] = id;
+        waitingStamp[tail] = st;
+        waitingCount++;
+    }
+
+    private void clearWaiting() {
+        waitingHead = 0;
+        waitingCount = 0;
+        awaitingFrontier = false;
     }
 
     @Override
@@ -658,6 +753,7 @@ final class HistoryRecorder extends PortListener {
 
     /** Forgets every chunk's provenance (the allocator was closed). */
     void clearChunks() {
+        clearWaiting();
         Arrays.fill(chunkAllocationId, 0);
         Arrays.fill(chunkThread, null);
         Arrays.fill(chunkStack, null);

@@ -11,18 +11,19 @@ import java.util.Objects;
  *
  * @param kind what happened
  * @param address the chunk's or region's address; 0 for {@link Kind#OUT_OF_MEMORY}
- * @param bytes the chunk's size ({@code ALLOC}, {@code FREE}), the region's size
+ * @param bytes the chunk's size ({@code ALLOC}, {@code FREE}, {@code FREE_COMPLETED}), the region's size
  *     ({@code REGION_ALLOC}, {@code REGION_FREE}), or the request rounded up to 256 bytes
  *     ({@code OUT_OF_MEMORY})
  * @param requestedBytes the bytes the caller asked for ({@code ALLOC}, {@code FREE},
- *     {@code OUT_OF_MEMORY}); for {@code REGION_ALLOC} the bytes the allocator first asked the
+ *     {@code FREE_COMPLETED}, {@code OUT_OF_MEMORY}); for {@code REGION_ALLOC} the bytes the allocator first asked the
  *     sub-allocator for (more than {@code bytes} if the sub-allocator failed and it asked for
  *     less, less if the sub-allocator gave more than asked); for {@code REGION_FREE} the
  *     rounded request whose garbage collection gave the region back, 0 when {@code emptyCache()}
  *     or {@code close()} did
  * @param alignment the alignment the caller asked for ({@code ALLOC}, {@code OUT_OF_MEMORY}),
  *     0 otherwise
- * @param allocationId the allocation's id ({@code ALLOC}, {@code FREE}), -1 otherwise
+ * @param allocationId the allocation's id ({@code ALLOC}, {@code FREE}, {@code FREE_COMPLETED}), -1
+ *     otherwise
  * @param availableBytes for {@code OUT_OF_MEMORY}: the bytes the sub-allocator could still have
  *     given under the memory limit ({@code limit - reserved}); -1 otherwise
  * @param provenance when, on which thread, under which annotation and from which stack
@@ -39,14 +40,28 @@ public record MemoryEvent(Kind kind, long address, long bytes, long requestedByt
     public enum Kind {
         /** An allocation succeeded. */
         ALLOC,
-        /** An allocation was freed (its chunk is free at once: BFC has no deferred frees). */
+        /**
+         * An allocation was freed: its chunk is free at once, or, with a timing counter
+         * ({@link BfcAllocator#setTimingCounter}), stamped and not yet safe until the safe
+         * frontier passes its stamp ({@link #FREE_COMPLETED}).
+         */
         FREE,
         /** A region was obtained from the sub-allocator (upstream's {@code Extend}). */
         REGION_ALLOC,
         /** A region was given back: garbage collection ({@code DeallocateRegions}) or close. */
         REGION_FREE,
         /** An allocation failed (the raw API returned 0), after any retry. */
-        OUT_OF_MEMORY
+        OUT_OF_MEMORY,
+        /**
+         * A free stamped by the timing counter became safe: the allocator learnt that the safe
+         * frontier passed its stamp ({@link BfcAllocator#setSafeFrontier}, or the free itself
+         * when its stamp was already below the frontier). Recorded, on the thread that moved
+         * the frontier, for a free recorded with its allocation while the chunk is still the
+         * one that free left; not for one whose chunk was allocated again, or merged with
+         * another waiting chunk, before (PyTorch's {@code free_completed}). Its address, sizes
+         * and allocation id are the free's.
+         */
+        FREE_COMPLETED
     }
 
     /**

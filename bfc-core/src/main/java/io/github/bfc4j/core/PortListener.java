@@ -90,6 +90,27 @@ abstract class PortListener {
     }
 
     /**
+     * Read without the lock, by {@code setSafeFrontier} once it moved the frontier: whether
+     * {@link #frontierAdvancedLocked} is wanted now. False unless a stamped free waits for the
+     * frontier; set (a volatile write) before the listener reads the frontier, so that a frontier
+     * moved at the same time is seen by one side or the other.
+     *
+     * @return whether to take the lock and call {@link #frontierAdvancedLocked}
+     */
+    boolean awaitsFrontier() {
+        return false;
+    }
+
+    /**
+     * {@code SetSafeFrontier} moved the safe frontier (only called when {@link #awaitsFrontier()}
+     * said so): the stamped frees below it are safe now.
+     *
+     * @param frontier the safe frontier now (unsigned)
+     */
+    void frontierAdvancedLocked(long frontier) {
+    }
+
+    /**
      * The allocator is closing ({@code ~BFCAllocator}): every region is about to be given back,
      * and the allocations still live have been freed ({@link #freedLocked}, each). The regions
      * are still there, through the view.
@@ -176,6 +197,23 @@ abstract class PortListener {
         void stampedLocked(int h) {
             for (PortListener l : calls) {
                 l.stampedLocked(h);
+            }
+        }
+
+        @Override
+        boolean awaitsFrontier() {
+            for (PortListener l : calls) {
+                if (l.awaitsFrontier()) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        @Override
+        void frontierAdvancedLocked(long frontier) {
+            for (PortListener l : calls) {
+                l.frontierAdvancedLocked(frontier);
             }
         }
 

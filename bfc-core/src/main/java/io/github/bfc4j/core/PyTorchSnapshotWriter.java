@@ -39,8 +39,9 @@ import java.util.Set;
  *   <li>the history, if still recording, is {@code device_traces[device]} (the lists before
  *       it empty; a stopped recording's list empty too, as PyTorch's): an
  *       allocation is {@code alloc}, a free is
- *       {@code free_requested} then {@code free_completed} at the same time (the history does
- *       not say when a free stamped by a timing counter became safe), only
+ *       {@code free_requested}, then {@code free_completed} at the same time, or, for a free
+ *       stamped by a timing counter, where its {@code FREE_COMPLETED} event is (when the
+ *       allocator learnt that the safe frontier passed it), only
  *       {@code free_requested} for the free of a block written {@code active_pending_free}, a region
  *       obtained or given back is {@code segment_alloc}/{@code segment_free} (with a
  *       coalescing sub-allocator {@code segment_map}/{@code segment_unmap}, which the viewer
@@ -167,9 +168,12 @@ final class PyTorchSnapshotWriter {
         List<List<MemoryEvent>> histories = new ArrayList<>();
         List<Segment> regions = new ArrayList<>();
         Set<MemoryEvent> stillPending = Collections.newSetFromMap(new IdentityHashMap<>());
+        Set<MemoryEvent> completedLater = Collections.newSetFromMap(new IdentityHashMap<>());
+        final MemoryEvent cut = windowStart(parts);
         for (Part part : parts) {
             histories.add(part.events());
             stillPending.addAll(freesStillPending(part));
+            completedLater.addAll(completions(part.events(), cut));
             Map<Long, Provenance> obtained = regionsObtained(part.events());
             for (MemoryMap.Region r : part.regions()) {
                 regions.add(new Segment(part.stream(), r, obtained.getOrDefault(r.ptr(), Provenance.UNKNOWN)));
@@ -220,7 +224,6 @@ final class PyTorchSnapshotWriter {
             segments.add(s);
         }
         List<Object> trace = new ArrayList<>();
-        MemoryEvent cut = windowStart(parts);
         for (Map.Entry<Integer, MemoryEvent> pe : MemoryHistory.mergeByTime(histories)) {
             long stream = parts.get(pe.getKey()).stream();
             MemoryEvent e = pe.getValue();
@@ -231,10 +234,19 @@ final class PyTorchSnapshotWriter {
                 case ALLOC -> trace.add(entry("alloc", e.address(), e.requestedBytes(), stream, e.provenance()));
                 case FREE -> {
                     trace.add(entry("free_requested", e.address(), e.requestedBytes(), stream, e.provenance()));
-                    // A free still pending when the snapshot was taken has not completed. One that
-                    // has completes in the trace when it was requested: the history does not
-                    // record when the safe frontier passed its stamp.
-                    if (!stillPending.contains(e)) {
+                    // A free still pending when the snapshot was taken has not completed; one
+                    // whose FREE_COMPLETED is in the history completes there. Any other completes
+                    // when it was requested: it never waited (no timing counter, or stamped below
+                    // the frontier), or its chunk was allocated again or merged while it waited
+                    // (PyTorch never hands out or merges a pending block).
+                    if (!stillPending.contains(e) && !completedLater.contains(e)) {
+                        trace.add(entry("free_completed", e.address(), e.requestedBytes(), stream, e.provenance()));
+                    }
+                }
+                case FREE_COMPLETED -> {
+                    // Written where its free is in the history written (else its block is simply
+                    // free from the start of the trace).
+                    if (completedLater.contains(e)) {
                         trace.add(entry("free_completed", e.address(), e.requestedBytes(), stream, e.provenance()));
                     }
                 }
@@ -334,6 +346,31 @@ final class PyTorchSnapshotWriter {
             }
         }
         return pending;
+    }
+
+    /**
+     * The events of one part that pair a free with its later completion: each
+     * {@code FREE_COMPLETED} whose {@code FREE} (the same allocation's, at the same address) is
+     * in the events written (from {@code cut}, if not null), and that {@code FREE}.
+     */
+    private static Set<MemoryEvent> completions(List<MemoryEvent> events, MemoryEvent cut) {
+        Set<MemoryEvent> paired = Collections.newSetFromMap(new IdentityHashMap<>());
+        Map<Long, MemoryEvent> freeOf = new HashMap<>();
+        for (MemoryEvent e : events) {
+            if (cut != null && MemoryHistory.before(e, cut)) {
+                continue;
+            }
+            if (e.kind() == MemoryEvent.Kind.FREE) {
+                freeOf.put(e.allocationId(), e);
+            } else if (e.kind() == MemoryEvent.Kind.FREE_COMPLETED) {
+                MemoryEvent free = freeOf.remove(e.allocationId());
+                if (free != null && free.address() == e.address()) {
+                    paired.add(free);
+                    paired.add(e);
+                }
+            }
+        }
+        return paired;
     }
 
     /** A region of one part, with the provenance of the event that obtained it (if known). */

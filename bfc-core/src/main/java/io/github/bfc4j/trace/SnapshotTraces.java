@@ -248,7 +248,8 @@ public final class SnapshotTraces {
                     w.free(id);
                 }
                 default -> {
-                    // Region events follow from the calls: a replay makes them again.
+                    // Region events, and the completions of stamped frees, follow from the calls: a
+                    // replay makes them again.
                 }
             }
         }

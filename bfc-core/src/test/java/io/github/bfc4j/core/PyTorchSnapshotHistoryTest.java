@@ -142,7 +142,18 @@ class PyTorchSnapshotHistoryTest {
                 .containsExactly("segment_alloc", "alloc", "alloc", "free_requested");
         MemoryVizReplay.check(pickle);
 
+        long requestedAt = a.snapshot().history().events().get(3).provenance().timeMicros();
+        Thread.sleep(5); // so that the free completes at a later microsecond than it was requested
         a.setSafeFrontier(counter.next()); // every free so far is safe now
+        List<MemoryEvent> events = a.snapshot().history().events();
+        assertThat(events).extracting(MemoryEvent::kind).endsWith(MemoryEvent.Kind.FREE,
+                MemoryEvent.Kind.FREE_COMPLETED);
+        MemoryEvent free = events.get(events.size() - 2);
+        MemoryEvent completed = events.get(events.size() - 1);
+        assertThat(completed).extracting(MemoryEvent::address, MemoryEvent::bytes, MemoryEvent::requestedBytes,
+                MemoryEvent::allocationId).containsExactly(weights, free.bytes(), 5000L, free.allocationId());
+        assertThat(completed.provenance().timeMicros()).isGreaterThan(requestedAt);
+        assertThat(completed.provenance().thread()).isEqualTo(Thread.currentThread().getName());
         pickle = MemoryVizReplay.pickle(a.snapshot());
         seg = ((List<Map<String, Object>>) pickle.get("segments")).get(0);
         Map<String, Object> safe = ((List<Map<String, Object>>) seg.get("blocks")).get(0);
@@ -150,10 +161,135 @@ class PyTorchSnapshotHistoryTest {
         assertThat(MemoryVizReplay.num(safe.get("requested_size"))).isEqualTo(5000); // kept, as PyTorch keeps it
         assertThat((List<?>) safe.get("frames")).isEmpty();
         assertThat(MemoryVizReplay.num(seg.get("active_size"))).isEqualTo(heldSize);
-        assertThat(MemoryVizReplay.trace(pickle)).extracting(t -> t.get("action"))
+        List<Map<String, Object>> trace = MemoryVizReplay.trace(pickle);
+        assertThat(trace).extracting(t -> t.get("action"))
                 .containsExactly("segment_alloc", "alloc", "alloc", "free_requested", "free_completed");
+        // Requested at the free, completed when the frontier passed it, as PyTorch's trace says
+        // when the streams' work was done.
+        assertThat(MemoryVizReplay.num(trace.get(3).get("time_us"))).isEqualTo(requestedAt);
+        assertThat(MemoryVizReplay.num(trace.get(4).get("time_us"))).isEqualTo(completed.provenance().timeMicros());
+        assertThat(MemoryVizReplay.num(trace.get(4).get("addr"))).isEqualTo(weights);
+        assertThat(MemoryVizReplay.num(trace.get(4).get("size"))).isEqualTo(5000);
         MemoryVizReplay.check(pickle);
+
+        // The frontier moving again completes nothing more.
+        a.setSafeFrontier(counter.next() + 10);
+        assertThat(a.snapshot().history().events()).hasSameSizeAs(events);
         a.close();
+    }
+
+    /**
+     * Each waiting free completes when the frontier passes its own stamp, oldest first; a free
+     * stamped below the frontier completes at once; a free whose chunk is allocated again
+     * before it is safe (by an allocation whose freed-before count allows its stamp) never
+     * completes on its own: its block was taken over, and the trace completes it at its request.
+     */
+    @Test
+    void eachWaitingFreeCompletesWhenTheFrontierPassesItsStamp() throws Exception {
+        BfcAllocator a = allocator();
+        a.setTimingCounter(new SharedCounter());
+        a.recordHistory(HistoryOptions.builder().stacks(false).build());
+        long p = a.allocateRaw(256, 1000);
+        long q = a.allocateRaw(256, 2000);
+        long r = a.allocateRaw(256, 8000);
+        long keep = a.allocateRaw(256, 4000); // keeps r from the free rest of the region
+        a.deallocateRaw(p); // stamped 1
+        a.deallocateRaw(q); // stamped 2
+        a.setSafeFrontier(2); // passes 1 only
+        assertThat(completions(a)).containsExactly(p);
+        a.setSafeFrontier(3);
+        assertThat(completions(a)).containsExactly(p, q);
+
+        a.deallocateRaw(r); // stamped 3, not yet safe
+        long again = a.allocateRaw(256, 8000, new AllocationAttributes(false, () -> 3));
+        assertThat(again).as("the waiting chunk, which its freed-before count allows").isEqualTo(r);
+        a.setSafeFrontier(10);
+        assertThat(completions(a)).containsExactly(p, q);
+        Map<String, Object> pickle = MemoryVizReplay.pickle(a.snapshot());
+        assertThat(MemoryVizReplay.trace(pickle)).extracting(t -> t.get("action") + "@" + MemoryVizReplay.num(t.get("addr")))
+                .endsWith("free_requested@" + r, "free_completed@" + r, "alloc@" + r);
+        MemoryVizReplay.check(pickle);
+
+        a.deallocateRaw(keep); // stamped 5 (the allocation took 4), below the frontier: safe at once
+        List<MemoryEvent> events = a.snapshot().history().events();
+        assertThat(events.subList(events.size() - 2, events.size())).extracting(MemoryEvent::kind, MemoryEvent::address)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple(MemoryEvent.Kind.FREE, keep),
+                        org.assertj.core.groups.Tuple.tuple(MemoryEvent.Kind.FREE_COMPLETED, keep));
+        MemoryVizReplay.check(MemoryVizReplay.pickle(a.snapshot()));
+        a.deallocateRaw(again);
+        a.close();
+    }
+
+    /**
+     * The frontier moved by another thread while frees are stamped (as GpuBfcAllocator's event
+     * poller does): every free completes once, after it was requested, and none is missed
+     * when a free and a frontier pass each other; the trace replays.
+     */
+    @Test
+    void aFrontierMovedByAnotherThreadCompletesEveryFreeOnce() throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("aFrontierMovedByAnotherThreadCompletesEveryFreeOnce seed=" + seed);
+        java.util.Random random = new java.util.Random(seed);
+        BfcAllocator a = allocator();
+        SharedCounter counter = new SharedCounter();
+        a.setTimingCounter(counter);
+        a.recordHistory(HistoryOptions.builder().stacks(false).build());
+        java.util.concurrent.atomic.AtomicBoolean done = new java.util.concurrent.atomic.AtomicBoolean();
+        Thread poller = new Thread(() -> {
+            while (!done.get()) {
+                a.setSafeFrontier(counter.next());
+            }
+        }, "poller");
+        poller.start();
+        List<Long> live = new ArrayList<>();
+        for (int i = 0; i < 5_000; i++) {
+            if (live.isEmpty() || random.nextInt(3) > 0) {
+                long ptr = a.allocateRaw(256, 256 + random.nextInt(4096), new AllocationAttributes(false,
+                        counter::get));
+                if (ptr != 0) {
+                    live.add(ptr);
+                }
+            } else {
+                a.deallocateRaw(live.remove(random.nextInt(live.size())));
+            }
+        }
+        done.set(true);
+        poller.join();
+        a.setSafeFrontier(counter.next() + 1); // every free safe now
+        List<MemoryEvent> events = a.snapshot().history().events();
+        Map<Long, Integer> freeAt = new java.util.HashMap<>();
+        Map<Long, Integer> completedAt = new java.util.HashMap<>();
+        for (int i = 0; i < events.size(); i++) {
+            MemoryEvent e = events.get(i);
+            if (e.kind() == MemoryEvent.Kind.FREE) {
+                assertThat(freeAt.put(e.allocationId(), i)).isNull();
+            } else if (e.kind() == MemoryEvent.Kind.FREE_COMPLETED) {
+                assertThat(completedAt.put(e.allocationId(), i)).as("completed once").isNull();
+                assertThat(freeAt.get(e.allocationId())).as("after its free").isNotNull().isLessThan(i);
+            }
+        }
+        // A free not completed is one whose chunk an allocation took (its freed-before count
+        // allows any stamp) before the frontier passed it: the next event at its address is that.
+        for (Map.Entry<Long, Integer> f : freeAt.entrySet()) {
+            if (!completedAt.containsKey(f.getKey())) {
+                MemoryEvent free = events.get(f.getValue());
+                assertThat(events.subList(f.getValue() + 1, events.size())).as("free of %d", f.getKey())
+                        .filteredOn(e -> e.address() == free.address()).first().extracting(MemoryEvent::kind)
+                        .isEqualTo(MemoryEvent.Kind.ALLOC);
+            }
+        }
+        assertThat(completedAt).isNotEmpty();
+        MemoryVizReplay.check(MemoryVizReplay.pickle(a.snapshot()));
+        for (long ptr : live) {
+            a.deallocateRaw(ptr);
+        }
+        a.close();
+    }
+
+    /** The addresses of the FREE_COMPLETED events of the history, in order. */
+    private static List<Long> completions(BfcAllocator a) {
+        return a.snapshot().history().events().stream().filter(e -> e.kind() == MemoryEvent.Kind.FREE_COMPLETED)
+                .map(MemoryEvent::address).toList();
     }
 
     /**
@@ -187,6 +323,15 @@ class PyTorchSnapshotHistoryTest {
                 .get("segments")).get(0).get("blocks");
         assertThat(blocks).extracting(b -> b.get("state"))
                 .containsExactly("active_allocated", "inactive", "active_allocated");
+        assertThat(MemoryVizReplay.trace(pickle)).extracting(t -> t.get("action")).filteredOn(x -> x.equals("free_completed"))
+                .hasSize(3);
+        MemoryVizReplay.check(pickle);
+
+        // Once the frontier passes them, none of the three completes on its own: their chunks
+        // are gone (merged, and the merged chunk split), and the trace completed them at the free.
+        a.setSafeFrontier(1000);
+        assertThat(completions(a)).isEmpty();
+        pickle = MemoryVizReplay.pickle(a.snapshot());
         assertThat(MemoryVizReplay.trace(pickle)).extracting(t -> t.get("action")).filteredOn(x -> x.equals("free_completed"))
                 .hasSize(3);
         MemoryVizReplay.check(pickle);

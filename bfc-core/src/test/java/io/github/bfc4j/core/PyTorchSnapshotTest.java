@@ -229,6 +229,7 @@ class PyTorchSnapshotTest {
                 case REGION_ALLOC -> List.of("segment_alloc");
                 case REGION_FREE -> List.of("segment_free");
                 case OUT_OF_MEMORY -> List.of("oom");
+                case FREE_COMPLETED -> throw new AssertionError("no timing counter, no free waits: " + e);
             };
             for (String action : actions) {
                 Map<String, Object> t = trace.get(k++);
