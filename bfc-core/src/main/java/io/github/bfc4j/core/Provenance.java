@@ -42,9 +42,16 @@ public record Provenance(long timeMicros, String thread, String annotation, long
         return timeMicros >= 0 || thread != null || annotation != null || step >= 0 || !stack.isEmpty();
     }
 
+    /** Where JavaCPP's bindings live (ONNX Runtime's, CUDA's): a frame there names no caller. */
+    private static final String JAVACPP_BINDINGS = "org.bytedeco.";
+
     /**
      * The key that groups holders of memory: the annotation (with its step when it has one),
-     * else the innermost frame, else the thread, else {@code "(unknown)"}.
+     * else the innermost frame of the stack outside JavaCPP's bindings ({@code org.bytedeco.},
+     * such as ONNX Runtime's {@code Session.allocate} or {@code SessionImpl.Run}, which every
+     * session shares: the application's frame that called into the native runtime), else the
+     * innermost frame when the stack holds only those, else the thread, else
+     * {@code "(unknown)"}.
      *
      * @return a short, human-readable key
      */
@@ -53,6 +60,11 @@ public record Provenance(long timeMicros, String thread, String annotation, long
             return step >= 0 ? annotation + " (step " + step + ")" : annotation;
         }
         if (!stack.isEmpty()) {
+            for (StackFrame f : stack) {
+                if (!f.className().startsWith(JAVACPP_BINDINGS)) {
+                    return f.toString();
+                }
+            }
             return stack.get(0).toString();
         }
         if (thread != null) {

@@ -241,6 +241,26 @@ class ProvenanceTest {
         }
     }
 
+    /**
+     * The holder is the application's frame that called into a native runtime through JavaCPP,
+     * not the binding's frame every such call shares; a stack of binding frames only names its
+     * innermost; an annotation still comes first.
+     */
+    @Test
+    void theHolderSkipsJavaCppBindingFrames() {
+        StackFrame run = new StackFrame("org.bytedeco.onnxruntime.SessionImpl", "Run", "SessionImpl.java", -2);
+        StackFrame wrapper = new StackFrame("org.bytedeco.onnxruntime.Session", "Run", "Session.java", 40);
+        StackFrame app = new StackFrame("com.example.Encoder", "embed", "Encoder.java", 42);
+        assertThat(new Provenance(1, "main", null, -1, List.of(run, wrapper, app)).holder())
+                .isEqualTo("com.example.Encoder.embed(Encoder.java:42)");
+        assertThat(new Provenance(1, "main", null, -1, List.of(run, wrapper)).holder())
+                .isEqualTo(run.toString());
+        assertThat(new Provenance(1, "main", "encoder", 3, List.of(run, app)).holder()).isEqualTo("encoder (step 3)");
+        StackFrame bytedecoLookalike = new StackFrame("org.bytedecoy.App", "main", "App.java", 7);
+        assertThat(new Provenance(1, "main", null, -1, List.of(bytedecoLookalike, app)).holder())
+                .isEqualTo("org.bytedecoy.App.main(App.java:7)");
+    }
+
     @Test
     void badArguments() {
         try (BfcAllocator a = allocator(1 << 20)) {

@@ -217,6 +217,46 @@ class BfcOrtAllocatorTest {
     }
 
     /**
+     * Who holds the memory ORT allocates, with no annotation: the innermost frame of the
+     * application's code that called into ORT, not the JavaCPP binding's frame that every call
+     * of that kind shares ({@code Value.CreateTensor}, {@code Session.allocate},
+     * {@code SessionImpl.Run}); the stack itself keeps the binding's frames.
+     */
+    @Test
+    void theHolderOfOrtsMemoryIsTheApplicationsFrameNotTheBindings() {
+        try (HuggingFaceTokenizer short32 = MODEL.fixedLengthTokenizer(32);
+                BfcAllocator bfc = hostAllocator("ort_holders", 256L << 20);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            bfc.recordHistory(io.github.bfc4j.core.HistoryOptions.defaults());
+            try (Value x = Value.CreateTensor(ort.ortAllocator(), new long[] {4, 100}, 2,
+                    ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)) {
+                io.github.bfc4j.core.Provenance p = bfc.memoryMap().chunks().stream().filter(c -> c.inUse())
+                        .findFirst().orElseThrow().provenance();
+                assertThat(p.stack().get(0).className()).startsWith("org.bytedeco.onnxruntime.");
+                assertThat(p.holder()).startsWith(BfcOrtAllocatorTest.class.getName()
+                        + ".theHolderOfOrtsMemoryIsTheApplicationsFrameNotTheBindings(BfcOrtAllocatorTest.java:");
+            }
+            try (EmbeddingSession session = new EmbeddingSession(env, MODEL, EmbeddingSession.options(true))) {
+                List<io.github.bfc4j.core.MemoryMap.Holder> holders = bfc.memoryMap().largestHolders(3);
+                System.out.println("holders: " + holders);
+                assertThat(holders.get(0).holder()).as("the weights: the session's creation")
+                        .startsWith(EmbeddingSession.class.getName() + ".<init>(EmbeddingSession.java:");
+                int before = bfc.snapshot().history().events().size();
+                session.run(batch(short32, 2, 10));
+                List<io.github.bfc4j.core.MemoryEvent> run = bfc.snapshot().history().events()
+                        .subList(before, bfc.snapshot().history().events().size());
+                assertThat(run).filteredOn(e -> e.kind() == io.github.bfc4j.core.MemoryEvent.Kind.ALLOC)
+                        .isNotEmpty().allSatisfy(e -> {
+                            assertThat(e.provenance().stack().get(0).function())
+                                    .isEqualTo("org.bytedeco.onnxruntime.SessionImpl.Run");
+                            assertThat(e.provenance().holder()).as("the run's tensors: the call of Run")
+                                    .startsWith(EmbeddingSession.class.getName() + ".run(EmbeddingSession.java:");
+                        });
+            }
+        }
+    }
+
+    /**
      * A size_t of 2^63 bytes or more arrives as a negative long: it fails as an allocation too
      * large, where null (ORT writes to it) crashed the JVM.
      */
