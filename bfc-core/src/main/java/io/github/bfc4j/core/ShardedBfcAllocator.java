@@ -306,11 +306,23 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         if (a != null) {
             return a;
         }
+        // Inside an out-of-memory listener of another call on this thread, that call's figures
+        // are kept for its own exception.
+        AllShards outer = failureFigures.get();
         failureFigures.remove();
         try {
             return elsewhere(h, bytes, s -> s.tryAllocate(bytes, alignment), s -> s.allocate(bytes, alignment));
         } catch (BfcOutOfMemoryException e) {
             throw ofAllShards(e);
+        } finally {
+            restoreFailureFigures(outer);
+        }
+    }
+
+    /** Puts back the figures of a call whose out-of-memory listener made the call now ending. */
+    private void restoreFailureFigures(AllShards outer) {
+        if (outer != null) {
+            failureFigures.set(outer);
         }
     }
 
@@ -417,6 +429,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         if (ptr != 0 || numBytes == 0) {
             return ptr;
         }
+        AllShards outer = failureFigures.get(); // as in allocate(long, long)
         failureFigures.remove();
         try {
             return elsewhere(h, numBytes, s -> {
@@ -425,6 +438,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             }, s -> s.allocateRawOrThrow(alignment, numBytes));
         } catch (BfcOutOfMemoryException e) {
             throw ofAllShards(e);
+        } finally {
+            restoreFailureFigures(outer);
         }
     }
 

@@ -763,6 +763,40 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * The same when the listener itself frees and then allocates from the sharded allocator, on
+     * the failing thread (a listener may allocate): its own call must not take the figures that
+     * the outer call's message gives. The message said "0B is in use ... in 0 regions", the
+     * figures read after the listener, instead of the failure's 16 MiB.
+     */
+    @Test
+    void aListenerThatAllocatesLeavesTheOuterMessageItsFigures() throws Exception {
+        List<java.util.function.Consumer<ShardedBfcAllocator>> calls = List.of(
+                a -> a.allocate(10 * MIB), a -> a.allocateRawOrThrow(64, 10 * MIB));
+        for (java.util.function.Consumer<ShardedBfcAllocator> call : calls) {
+            ShardedBfcAllocator a = sharded(16 * MIB, 2);
+            Allocation keep = a.allocate(10 * MIB);
+            List<Throwable> inner = new ArrayList<>();
+            a.addOutOfMemoryListener(r -> {
+                keep.close();
+                a.emptyCache();
+                try {
+                    a.allocate(32 * MIB); // above the limit: fails, unreported
+                } catch (BfcOutOfMemoryException e) {
+                    inner.add(e);
+                }
+            });
+            assertThatThrownBy(() -> call.accept(a)).isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining(". 16.00MiB is in use by live allocations, 16.00MiB is reserved")
+                    .hasMessageNotContaining("the host or device itself is out of memory");
+            assertThat(inner).singleElement()
+                    .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.THROWABLE)
+                    .hasMessageContaining("tried to allocate 32.00MiB").hasMessageContaining(". 0B is in use");
+            assertThat(a.bytesInUse()).isZero();
+            a.close();
+        }
+    }
+
+    /**
      * A thread whose home shard is closed allocates from the other shards, as when its home
      * shard is full. It got that shard's "allocator 's/1' is closed" on every call, though the
      * other shard had room.
