@@ -393,4 +393,75 @@ class ObservabilityUnderLoadTest {
             assertThat(sub.reservedBytes()).as("round %d: memory given back", round).isZero();
         }
     }
+
+    /** A JSON memory map's regions as {ptr, size}, each checked to be tiled by its chunks. */
+    private static List<long[]> regionsOf(Map<?, ?> map, String what) {
+        List<long[]> out = new ArrayList<>();
+        for (Object o : (List<?>) map.get("regions")) {
+            Map<?, ?> r = (Map<?, ?>) o;
+            long ptr = Long.parseUnsignedLong(((String) r.get("ptr")).substring(2), 16);
+            long size = ((Number) r.get("size")).longValue();
+            long at = ptr;
+            for (Object c : (List<?>) r.get("chunks")) {
+                Map<?, ?> chunk = (Map<?, ?>) c;
+                assertThat(Long.parseUnsignedLong(((String) chunk.get("ptr")).substring(2), 16))
+                        .as("%s: chunk of region 0x%s", what, Long.toHexString(ptr)).isEqualTo(at);
+                at += ((Number) chunk.get("size")).longValue();
+            }
+            assertThat(at).as("%s: end of the chunks of region 0x%s", what, Long.toHexString(ptr)).isEqualTo(ptr + size);
+            out.add(new long[] {ptr, size});
+        }
+        return out;
+    }
+
+    @Test
+    void dumpsOfFailuresOnSeveralThreadsShowEachRangeInOneShard(@org.junit.jupiter.api.io.TempDir
+            java.nio.file.Path dumps) throws Exception {
+        long seed = seed("dumpsOfFailuresOnSeveralThreadsShowEachRangeInOneShard");
+        long limit = 8 * MIB;
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("dumps").memoryLimit(limit)
+                .subAllocator(new SimSubAllocator(BASE, 4 * limit, 0, false)).shards(2)
+                .options(BfcOptions.builder().allowRetryOnFailure(false).garbageCollection(true)
+                        .dumpOnOomDirectory(dumps).build())
+                .closePolicy(ClosePolicy.FORCE).build();
+        a.recordHistory(HistoryOptions.builder().maxEntries(500).build());
+        TestThreads.runTogether(3, seed, id -> {
+            Thread.currentThread().setName("worker-" + id);
+            churn(a, new Random(seed * 31 + id), 2_000, new AtomicBoolean());
+        });
+        a.close();
+        List<java.nio.file.Path> jsons;
+        try (var files = java.nio.file.Files.list(dumps)) {
+            jsons = files.filter(f -> f.toString().endsWith(".json")).sorted().toList();
+        }
+        assertThat(jsons).as("dumps written").isNotEmpty();
+        for (java.nio.file.Path f : jsons) {
+            String what = f.getFileName().toString();
+            Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(java.nio.file.Files.readString(f));
+            Map<?, ?> failing = (Map<?, ?>) doc.get("memoryMap");
+            List<long[]> all = new ArrayList<>();
+            for (Object o : (List<?>) doc.get("shards")) {
+                Map<?, ?> shard = (Map<?, ?>) o;
+                all.addAll(regionsOf(shard, what + " " + shard.get("allocatorName")));
+            }
+            all.sort(java.util.Comparator.comparingLong(r -> r[0]));
+            long reserved = 0;
+            for (int k = 0; k < all.size(); k++) {
+                reserved += all.get(k)[1];
+                if (k > 0) {
+                    assertThat(all.get(k - 1)[0] + all.get(k - 1)[1]).as("%s: region 0x%s in two shards", what,
+                            Long.toHexString(all.get(k)[0])).isLessThanOrEqualTo(all.get(k)[0]);
+                }
+            }
+            assertThat(reserved).as("%s: regions of all shards", what).isLessThanOrEqualTo(limit);
+            regionsOf(failing, what + " memoryMap");
+            String json = f.toString();
+            byte[] pickle = java.nio.file.Files.readAllBytes(
+                    java.nio.file.Path.of(json.substring(0, json.length() - ".json".length()) + ".pickle"));
+            MemoryVizOpcodes.check(pickle);
+            @SuppressWarnings("unchecked")
+            Map<String, Object> p = (Map<String, Object>) new net.razorvine.pickle.Unpickler().loads(pickle);
+            MemoryVizReplay.check(p);
+        }
+    }
 }
