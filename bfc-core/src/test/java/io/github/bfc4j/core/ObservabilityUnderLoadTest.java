@@ -464,4 +464,79 @@ class ObservabilityUnderLoadTest {
             MemoryVizReplay.check(p);
         }
     }
+
+    /**
+     * Stream-ordered frees (a timing counter, as GpuBfcAllocator's): chunks wait for the safe
+     * frontier, which another thread moves, while observers read the allocator.
+     */
+    @Test
+    void observersSeeOneConsistentPictureWithStreamOrderedFrees() throws Exception {
+        long seed = seed("observersSeeOneConsistentPictureWithStreamOrderedFrees");
+        long limit = 8 * MIB;
+        BfcAllocator a = BfcAllocator.builder().name("streams").memoryLimit(limit)
+                .subAllocator(new SimSubAllocator(BASE, 4 * limit, 0, false))
+                .allowRetryOnFailure(false).garbageCollection(true).closePolicy(ClosePolicy.FORCE).build();
+        SharedCounter counter = new SharedCounter();
+        a.setTimingCounter(counter);
+        a.recordHistory(HistoryOptions.builder().maxEntries(2000).build());
+        a.recordAnnotations(true);
+        List<Throwable> listenerFaults = java.util.Collections.synchronizedList(new ArrayList<>());
+        a.addOutOfMemoryListener(r -> {
+            try {
+                MemoryMapChecks.assertAddsUp(r.snapshot().memoryMap());
+                MemoryVizReplay.check(MemoryVizReplay.pickle(r.snapshot()));
+            } catch (Throwable t) {
+                listenerFaults.add(t);
+            }
+        });
+        int workers = 2;
+        AtomicBoolean stop = new AtomicBoolean();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
+        TestThreads.runTogether(workers + 2, seed, id -> {
+            Random rnd = new Random(seed * 31 + id);
+            if (id == workers) {
+                try {
+                    while (!stop.get() && System.nanoTime() < deadline) {
+                        observe(a, rnd);
+                    }
+                } finally {
+                    stop.set(true);
+                }
+            } else if (id == workers + 1) { // the streams: work completes, the frontier moves
+                while (!stop.get()) {
+                    long c = counter.next();
+                    if (rnd.nextInt(4) == 0) {
+                        a.setSafeFrontier(c - rnd.nextInt(8));
+                    }
+                    Thread.yield();
+                }
+            } else {
+                Thread.currentThread().setName("worker-" + id);
+                List<Long> mine = new ArrayList<>();
+                try (MemoryAnnotation ann = MemoryAnnotation.push("worker-" + id, 1)) {
+                    while (!stop.get()) {
+                        if (mine.isEmpty() || rnd.nextInt(100) < 55) {
+                            long n = 1 + rnd.nextInt(rnd.nextInt(10) == 0 ? (int) (3 * MIB) : 64 * 1024);
+                            long freedBefore = counter.get() - rnd.nextInt(4);
+                            long p = a.allocateRaw(64, n, rnd.nextBoolean() ? AllocationAttributes.NO_RETRY
+                                    : new AllocationAttributes(false, () -> freedBefore));
+                            if (p != 0) {
+                                mine.add(p);
+                            }
+                        } else {
+                            a.deallocateRaw(mine.remove(rnd.nextInt(mine.size())));
+                        }
+                    }
+                }
+                for (long p : mine) {
+                    a.deallocateRaw(p);
+                }
+            }
+        });
+        assertThat(listenerFaults).as("faults in the listeners").isEmpty();
+        MemoryMapChecks.assertAddsUp(a.memoryMap());
+        assertThat(a.bytesInUse()).isZero();
+        a.checkInvariants();
+        a.close();
+    }
 }
