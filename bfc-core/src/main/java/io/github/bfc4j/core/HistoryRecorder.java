@@ -241,7 +241,9 @@ final class HistoryRecorder extends PortListener {
         count = 0;
         dropped = 0;
         allocCalls = 0;
-        startMicros = nowMicros();
+        // A stamp, so that every event recorded before, by any allocator, has a time of at most
+        // this (PyTorchSnapshotWriter cuts a sharded timeline at the latest start).
+        startMicros = micros(stamp());
         recordedTimeSeen = false;
         startedEmpty = allocatorEmpty;
         clearWaiting(); // their frees are in the ring cleared

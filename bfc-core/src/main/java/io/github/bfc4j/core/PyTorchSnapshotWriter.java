@@ -128,22 +128,39 @@ final class PyTorchSnapshotWriter {
      * @param regions its regions, in address order
      * @param events its history, oldest first
      * @param dropped whether its ring dropped older events
+     * @param startMicros when its recording started ({@link MemoryHistory#startMicros()})
      */
-    record Part(long stream, List<MemoryMap.Region> regions, List<MemoryEvent> events, boolean dropped) {
+    record Part(long stream, List<MemoryMap.Region> regions, List<MemoryEvent> events, boolean dropped,
+            long startMicros) {
         /** An allocator's snapshot as a part: its regions, and its history if still recording. */
         static Part of(long stream, MemorySnapshot s) {
-            return new Part(stream, s.memoryMap().regions(), traced(s.history()), s.history().droppedEvents() > 0);
+            return new Part(stream, s.memoryMap().regions(), traced(s.history()), s.history().droppedEvents() > 0,
+                    s.history().startMicros());
+        }
+
+        /** The same part without its events. */
+        Part withoutEvents() {
+            return new Part(stream, regions, List.of(), false, startMicros);
         }
     }
 
     /**
      * Writes the snapshots of the shards of a {@link ShardedBfcAllocator}, in shard order, as one
-     * snapshot of device 0 whose stream {@code i} is shard {@code i}.
+     * snapshot of device 0 whose stream {@code i} is shard {@code i}. While a shard records no
+     * history (stopped, or not started yet: {@code recordHistory} and {@code stopHistory} reach
+     * the shards one after another, and a shard's own calls reach it alone), the other shards'
+     * events would meet ranges it obtained or gave back unrecorded: then no shard's events are
+     * written, as for one allocator whose recording stopped ({@link #traced}).
      */
     static void writeShards(List<MemorySnapshot> shards, OutputStream out) throws IOException {
+        boolean allRecording = true;
+        for (MemorySnapshot s : shards) {
+            allRecording &= s.history().recording();
+        }
         List<Part> parts = new ArrayList<>(shards.size());
         for (int i = 0; i < shards.size(); i++) {
-            parts.add(Part.of(i, shards.get(i)));
+            Part p = Part.of(i, shards.get(i));
+            parts.add(allRecording ? p : p.withoutEvents());
         }
         write(shards.get(0).coalescingRegions(), parts, 0, out);
     }
@@ -170,10 +187,11 @@ final class PyTorchSnapshotWriter {
         Set<MemoryEvent> stillPending = Collections.newSetFromMap(new IdentityHashMap<>());
         Set<MemoryEvent> completedLater = Collections.newSetFromMap(new IdentityHashMap<>());
         final MemoryEvent cut = windowStart(parts);
+        final long startCut = latestStart(parts);
         for (Part part : parts) {
             histories.add(part.events());
             stillPending.addAll(freesStillPending(part));
-            completedLater.addAll(completions(part.events(), cut));
+            completedLater.addAll(completions(part.events(), cut, startCut));
             Map<Long, Provenance> obtained = regionsObtained(part.events());
             for (MemoryMap.Region r : part.regions()) {
                 regions.add(new Segment(part.stream(), r, obtained.getOrDefault(r.ptr(), Provenance.UNKNOWN)));
@@ -227,7 +245,7 @@ final class PyTorchSnapshotWriter {
         for (Map.Entry<Integer, MemoryEvent> pe : MemoryHistory.mergeByTime(histories)) {
             long stream = parts.get(pe.getKey()).stream();
             MemoryEvent e = pe.getValue();
-            if (cut != null && MemoryHistory.before(e, cut)) {
+            if (beforeTimeline(e, cut, startCut)) {
                 continue;
             }
             switch (e.kind()) {
@@ -281,16 +299,41 @@ final class PyTorchSnapshotWriter {
     }
 
     /**
+     * Where the merged timeline of several parts starts for their recordings' starts (-1 for one
+     * part): the timeline keeps no event from before the latest microsecond in which a part's
+     * recording started, since the other parts' events from before it would meet a state that
+     * the later part's events from before its start made (a range given back by one shard, and
+     * obtained by another before its recording restarted). A part's events in that microsecond
+     * are kept from its first one on ({@link #windowStart}), the others' events in it are not. A
+     * recording's start takes a stamp of the clock every event's stamp comes from, so every
+     * event before it has a time of at most that microsecond. (The parts' times are the clock's:
+     * only one allocator replays a trace's times.)
+     */
+    private static long latestStart(List<Part> parts) {
+        long start = -1;
+        if (parts.size() > 1) {
+            for (Part part : parts) {
+                if (part.events().isEmpty() || part.events().get(0).provenance().timeMicros() != part.startMicros()) {
+                    start = Math.max(start, part.startMicros());
+                }
+            }
+        }
+        return start;
+    }
+
+    /**
      * Where the merged timeline of several parts starts: each ring that dropped events keeps a
      * window of its own, and before the latest of those windows' first events another part's
      * events would meet a part's state that its dropped events made (a range given back by one
      * shard, and obtained by another in an event dropped), so the viewer would draw one range in
-     * two segments. Null if no part dropped any.
+     * two segments. So does, among several parts, the first event of a part recorded in the
+     * microsecond its recording started ({@link #latestStart}). Null if there is no such event.
      */
     private static MemoryEvent windowStart(List<Part> parts) {
         MemoryEvent start = null;
         for (Part part : parts) {
-            if (part.dropped() && !part.events().isEmpty()) {
+            if (!part.events().isEmpty() && (part.dropped()
+                    || parts.size() > 1 && part.events().get(0).provenance().timeMicros() == part.startMicros())) {
                 MemoryEvent first = part.events().get(0);
                 if (start == null || MemoryHistory.before(start, first)) {
                     start = first;
@@ -351,13 +394,13 @@ final class PyTorchSnapshotWriter {
     /**
      * The events of one part that pair a free with its later completion: each
      * {@code FREE_COMPLETED} whose {@code FREE} (the same allocation's, at the same address) is
-     * in the events written (from {@code cut}, if not null), and that {@code FREE}.
+     * in the events written (none {@link #beforeTimeline}), and that {@code FREE}.
      */
-    private static Set<MemoryEvent> completions(List<MemoryEvent> events, MemoryEvent cut) {
+    private static Set<MemoryEvent> completions(List<MemoryEvent> events, MemoryEvent cut, long startCut) {
         Set<MemoryEvent> paired = Collections.newSetFromMap(new IdentityHashMap<>());
         Map<Long, MemoryEvent> freeOf = new HashMap<>();
         for (MemoryEvent e : events) {
-            if (cut != null && MemoryHistory.before(e, cut)) {
+            if (beforeTimeline(e, cut, startCut)) {
                 continue;
             }
             if (e.kind() == MemoryEvent.Kind.FREE) {
@@ -371,6 +414,11 @@ final class PyTorchSnapshotWriter {
             }
         }
         return paired;
+    }
+
+    /** Whether an event comes before the merged timeline ({@link #windowStart}, {@link #latestStart}). */
+    private static boolean beforeTimeline(MemoryEvent e, MemoryEvent cut, long startCut) {
+        return cut != null && MemoryHistory.before(e, cut) || e.provenance().timeMicros() <= startCut;
     }
 
     /** A region of one part, with the provenance of the event that obtained it (if known). */

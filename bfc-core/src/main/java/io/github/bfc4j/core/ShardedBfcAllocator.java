@@ -900,7 +900,10 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /**
      * Writes all shards as one PyTorch memory snapshot, for pytorch.org/memory_viz: every
      * shard's regions as segments (with their chunks and who allocated them), and the events of
-     * every shard's history in one timeline, ordered by time (each shard's in its own order).
+     * every shard's history in one timeline, ordered by time (each shard's in its own order),
+     * from where every shard has its events (the latest start of a shard's recording, the
+     * latest first event kept by a shard whose ring dropped some); none while any shard records
+     * no history ({@link #stopHistory()} reaches the shards one after another).
      * The {@code stream} of a segment, block or event is its shard's index (the viewer shows
      * it, and never merges segments of two shards).
      * The shards' pictures are taken at one instant ({@link #snapshots()}). For a memory map or

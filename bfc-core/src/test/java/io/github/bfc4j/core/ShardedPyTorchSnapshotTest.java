@@ -233,6 +233,46 @@ class ShardedPyTorchSnapshotTest {
         }
     }
 
+    /**
+     * Shard 1 gives a range back and shard 0 obtains it; then shard 0's recording restarts (as
+     * while {@code recordHistory} goes from shard to shard under load, or by the shard's own
+     * call), or stops. The timeline kept shard 1's giving back but not shard 0's obtaining, so
+     * the viewer, replaying backwards, put the range back into shard 1 while shard 0 held it:
+     * "segment overlaps the one before it".
+     */
+    @Test
+    void theTimelineStartsWhereEveryShardsRecordingHasItsEvents() throws Exception {
+        for (boolean restart : new boolean[] {true, false}) {
+            try (ShardedBfcAllocator a = sharded(1000)) {
+                BfcAllocator s0 = a.shards().get(0);
+                BfcAllocator s1 = a.shards().get(1);
+                long p = s1.allocateRaw(64, MIB);
+                s1.deallocateRaw(p);
+                s1.emptyCache(); // shard 1 gives the range back: recorded
+                long q = s0.allocateRaw(64, MIB); // shard 0 obtains it: recorded, until
+                assertThat(q).isEqualTo(p);
+                if (restart) {
+                    s0.recordHistory(HistoryOptions.builder().stacks(false).maxEntries(1000).build());
+                } else {
+                    s0.stopHistory();
+                }
+                s0.deallocateRaw(s0.allocateRaw(64, 4096)); // shard 0's own events after its restart
+
+                Map<String, Object> pickle = pickle(a);
+                MemoryVizReplay.check(pickle);
+                List<Map<String, Object>> trace = MemoryVizReplay.trace(pickle);
+                if (restart) {
+                    assertThat(trace).as("shard 0's events since its restart")
+                            .extracting(t -> t.get("action") + "@" + MemoryVizReplay.num(t.get("stream")))
+                            .containsExactly("alloc@0", "free_requested@0", "free_completed@0");
+                } else {
+                    assertThat(trace).as("no events while a shard's recording is stopped").isEmpty();
+                }
+                s0.deallocateRaw(q);
+            }
+        }
+    }
+
     @Test
     void anOutOfMemoryDumpNeverShowsARangeInTwoShards(@TempDir Path dir) throws Exception {
         try (ShardedBfcAllocator a = sharded(1000)) {
