@@ -326,8 +326,13 @@ class ObservabilityUnderLoadTest {
                     : BfcAllocator.builder().name("close-race").memoryLimit(limit).subAllocator(sub).options(opts)
                             .closePolicy(ClosePolicy.FORCE).build();
             List<Throwable> listenerFaults = java.util.Collections.synchronizedList(new ArrayList<>());
+            boolean listenerCloses = round >= 4; // then a listener closes it, on a failing thread
+            AtomicLong failures = new AtomicLong();
             OutOfMemoryListener l = r -> {
                 try {
+                    if (listenerCloses && failures.incrementAndGet() == 5) {
+                        a.close();
+                    }
                     closedOrAnswers(a, () -> {
                         if (a instanceof BfcAllocator b) {
                             MemoryMapChecks.assertAddsUp(b.memoryMap());
@@ -352,7 +357,12 @@ class ObservabilityUnderLoadTest {
                 Random rnd = new Random(s * 31 + id);
                 if (id == workers) { // the closer
                     Thread.sleep(50 + rnd.nextInt(300));
-                    a.close();
+                    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+                    while (listenerCloses && !a.isClosed() && System.nanoTime() < until) {
+                        Thread.sleep(10);
+                    }
+                    a.close(); // closed already, if a listener closed it
+                    assertThat(!listenerCloses || failures.get() >= 5).as("a listener closed it").isTrue();
                 } else if (id == workers + 1) { // the observer
                     while (!a.isClosed()) {
                         closedOrAnswers(a, () -> {
