@@ -299,8 +299,9 @@ final class PyTorchSnapshotWriter {
     }
 
     /**
-     * Where the merged timeline of several parts starts for their recordings' starts (-1 for one
-     * part): the timeline keeps no event from before the latest microsecond in which a part's
+     * Where the merged timeline of several parts starts for their recordings' starts
+     * ({@link Long#MIN_VALUE}, no cut, for one part, whose times may be a replayed trace's): the
+     * timeline keeps no event from before the latest microsecond in which a part's
      * recording started, since the other parts' events from before it would meet a state that
      * the later part's events from before its start made (a range given back by one shard, and
      * obtained by another before its recording restarted). A part's events in that microsecond
@@ -310,7 +311,7 @@ final class PyTorchSnapshotWriter {
      * only one allocator replays a trace's times.)
      */
     private static long latestStart(List<Part> parts) {
-        long start = -1;
+        long start = Long.MIN_VALUE;
         if (parts.size() > 1) {
             for (Part part : parts) {
                 if (part.events().isEmpty() || part.events().get(0).provenance().timeMicros() != part.startMicros()) {
