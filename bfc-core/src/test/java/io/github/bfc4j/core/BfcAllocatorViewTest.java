@@ -76,6 +76,6 @@ class BfcAllocatorViewTest {
                     .isNotEqualTo(BfcAllocator.class).isNotEqualTo(SubAllocator.class);
         }
         assertThatThrownBy(() -> BfcAllocatorView.of(null)).isInstanceOf(NullPointerException.class)
-                .hasMessage("allocator");
+                .hasMessage("allocator=null (expected: the BfcAllocator to read)");
     }
 }
