@@ -3,6 +3,12 @@
  */
 package io.github.bfc4j.core;
 
+import java.lang.ref.WeakReference;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
 /**
  * Marks the calling thread while an allocator calls its sub-allocator, so that a sub-allocator
  * can tell the allocator's calls from anybody else's ({@link SubAllocator#callingAllocator()}).
@@ -15,9 +21,22 @@ package io.github.bfc4j.core;
  */
 final class AllocatorCalls extends ForwardingSubAllocator {
 
-    /** The name of the allocator whose call is in progress on this thread; null outside one. */
+    /**
+     * The name of the allocator whose call is in progress on this thread (its {@link #token});
+     * null outside one.
+     */
     static final ThreadLocal<String> CALLER = new ThreadLocal<>();
 
+    /**
+     * Every allocator's token, by name, held weakly: a sub-allocator keeps the token of each
+     * region's owner as long as it keeps the region. Guarded by itself.
+     */
+    private static final Map<String, List<WeakReference<String>>> TOKENS = new HashMap<>();
+
+    /**
+     * The name a sub-allocator is told: a String of this allocator's own, so that two allocators
+     * of one name are told apart by identity ({@link SubAllocator#refuseIfAllocatorHolds}).
+     */
     private final String allocator;
 
     /**
@@ -26,7 +45,40 @@ final class AllocatorCalls extends ForwardingSubAllocator {
      */
     AllocatorCalls(String allocator, SubAllocator upstream) {
         super(upstream);
-        this.allocator = allocator;
+        this.allocator = token(allocator);
+    }
+
+    /** A new String equal to {@code name}, recorded as an allocator's token. */
+    @SuppressWarnings("StringOperationCanBeSimplified") // its identity is the point
+    private static String token(String name) {
+        String token = new String(name);
+        synchronized (TOKENS) {
+            // Allocators are made rarely: drop the tokens collected and the names left without one.
+            TOKENS.values().removeIf(l -> {
+                l.removeIf(r -> r.get() == null);
+                return l.isEmpty();
+            });
+            TOKENS.computeIfAbsent(name, k -> new ArrayList<>(1)).add(new WeakReference<>(token));
+        }
+        return token;
+    }
+
+    /**
+     * Whether {@code name} is some allocator's token (the very String a sub-allocator was told),
+     * not merely equal to one.
+     */
+    static boolean isToken(String name) {
+        synchronized (TOKENS) {
+            List<WeakReference<String>> l = TOKENS.get(name);
+            if (l != null) {
+                for (WeakReference<String> r : l) {
+                    if (r.get() == name) {
+                        return true;
+                    }
+                }
+            }
+            return false;
+        }
     }
 
     @Override

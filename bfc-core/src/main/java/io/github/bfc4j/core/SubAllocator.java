@@ -88,7 +88,9 @@ public interface SubAllocator {
      * {@code AlignedHostSubAllocator} and bfc-cuda's device, pinned host and virtual-memory
      * sub-allocators do, through {@link #refuseIfAllocatorHolds}.
      *
-     * @return the allocator's name, or null
+     * @return the allocator's name, or null: a String of that allocator's own (equal to its
+     *     name), which {@link #refuseIfAllocatorHolds} tells apart from another allocator's of
+     *     the same name; keep the String itself to pass it there
      */
     static String callingAllocator() {
         return AllocatorCalls.CALLER.get();
@@ -100,10 +102,13 @@ public interface SubAllocator {
      * {@link #alloc}) unless that allocator makes this call, since it still hands the memory
      * out: a call from no allocator is refused, and so is one from another allocator (a
      * sub-allocator of its own, shared with the owner, freeing the owner's region inside that
-     * allocator's call). Allocators are told apart by name: two that share a sub-allocator
-     * should not share a name. Call it before changing anything (docs/deviations.md #26).
+     * allocator's call). Allocators are told apart by the String {@code callingAllocator()}
+     * gave, each allocator's own, so two of one name that share a sub-allocator are told apart
+     * too; an {@code owner} merely equal to the caller's name (a copy, a literal) is taken for
+     * the caller. Call it before changing anything (docs/deviations.md #26).
      *
-     * @param owner the allocator that obtained the memory, or null if other code did
+     * @param owner the allocator that obtained the memory, or null if other code did: the very
+     *     String {@code callingAllocator()} returned at its {@code alloc}
      * @param what the memory, for the message: {@code "the region"}, {@code "the mapping at 0x..."}
      * @param ptr the address given to {@code free}
      * @param numBytes the size given to {@code free}
@@ -111,11 +116,12 @@ public interface SubAllocator {
      *     making the call
      */
     static void refuseIfAllocatorHolds(String owner, String what, long ptr, long numBytes) {
-        if (owner != null && !owner.equals(callingAllocator())) {
-            String caller = callingAllocator();
+        String caller = callingAllocator();
+        if (owner != null && owner != caller && (!owner.equals(caller) || AllocatorCalls.isToken(owner))) {
             throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes + "): " + what
                     + " belongs to allocator '" + owner + "', which still hands out its memory"
-                    + (caller == null ? "" : ", and this call is made inside a call of allocator '" + caller + "'")
+                    + (caller == null ? "" : ", and this call is made inside a call of allocator '" + caller + "'"
+                            + (owner.equals(caller) ? " (another allocator of that name)" : ""))
                     + " (expected: memory obtained by calling alloc directly; the allocator gives its regions back"
                     + " itself: emptyCache(), garbage collection of free regions, close()). Nothing was freed");
         }

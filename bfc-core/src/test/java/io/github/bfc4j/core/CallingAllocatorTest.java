@@ -102,6 +102,19 @@ class CallingAllocatorTest {
      */
     @Test
     void anotherAllocatorsCallMayNotFreeAnAllocatorsRegion() {
+        anotherAllocatorsCallMayNotFreeAnAllocatorsRegion("first", "second");
+    }
+
+    /**
+     * The same with two allocators of one name: they are told apart by the String of their own
+     * that {@code callingAllocator()} gives (told apart by name, the free went through).
+     */
+    @Test
+    void anotherAllocatorOfTheSameNameMayNotFreeAnAllocatorsRegion() {
+        anotherAllocatorsCallMayNotFreeAnAllocatorsRegion("same", "same");
+    }
+
+    private void anotherAllocatorsCallMayNotFreeAnAllocatorsRegion(String firstName, String secondName) {
         List<long[]> owned = new ArrayList<>();
         List<String> owners = new ArrayList<>();
         SubAllocator shared = new ForwardingSubAllocator(new Listening()) {
@@ -123,7 +136,7 @@ class CallingAllocatorTest {
                 super.free(ptr, numBytes);
             }
         };
-        try (BfcAllocator first = BfcAllocator.builder().name("first").memoryLimit(64 * MIB).subAllocator(shared)
+        try (BfcAllocator first = BfcAllocator.builder().name(firstName).memoryLimit(64 * MIB).subAllocator(shared)
                 .build()) {
             long p = first.allocateRaw(256, 1000);
             long[] region = owned.get(0);
@@ -139,12 +152,13 @@ class CallingAllocatorTest {
                     return super.alloc(alignment, numBytes);
                 }
             };
-            try (BfcAllocator second = BfcAllocator.builder().name("second").memoryLimit(64 * MIB)
+            try (BfcAllocator second = BfcAllocator.builder().name(secondName).memoryLimit(64 * MIB)
                     .subAllocator(sneaky).build()) {
                 second.deallocateRaw(second.allocateRaw(256, 1000));
             }
             assertThat(refused).singleElement().extracting(Throwable::getMessage).asString()
-                    .contains("belongs to allocator 'first'", "inside a call of allocator 'second'", "Nothing was freed");
+                    .contains("belongs to allocator '" + firstName + "'", "inside a call of allocator '" + secondName + "'",
+                            "Nothing was freed");
             first.checkInvariants();
             first.deallocateRaw(p);
             assertThat(first.emptyCache()).as("the first gives its region back itself").isEqualTo(region[1]);
