@@ -110,6 +110,34 @@ class OutOfMemoryReportTest {
     }
 
     /**
+     * An out-of-memory listener is told of every failed allocation, once, and of nothing else:
+     * with retry on, a request above the memory limit (which fails at once) and one above the
+     * largest possible request each make one report; the successful and the 0-byte requests
+     * after them none (a thread's last report is not told again).
+     */
+    @Test
+    void aListenerHearsOfEachFailureOnceAndOfNothingElse() {
+        try (BfcAllocator a = BfcAllocator.builder().name("told").memoryLimit(MIB)
+                .subAllocator(new SimSubAllocator(BASE, 16 * MIB, 0, false)).allowRetryOnFailure(true)
+                .closePolicy(ClosePolicy.FORCE).build()) {
+            java.util.List<Long> told = new java.util.ArrayList<>();
+            a.addOutOfMemoryListener(r -> told.add(r.requestedBytes()));
+            assertThat(a.allocateRaw(64, 2 * MIB)).isZero();
+            assertThat(told).as("above the limit, retry on").containsExactly(2 * MIB);
+            long p = a.allocateRaw(64, 4096);
+            assertThat(p).isNotZero();
+            assertThat(a.allocateRaw(64, 0)).isZero();
+            assertThat(told).as("a success and a 0-byte request are no failures").containsExactly(2 * MIB);
+            assertThat(a.allocateRaw(64, BfcAllocator.MAX_ALLOCATION_BYTES + 1)).isZero();
+            assertThat(told).as("above the largest possible request")
+                    .containsExactly(2 * MIB, BfcAllocator.MAX_ALLOCATION_BYTES + 1);
+            assertThat(a.allocateRaw(64, 4096)).isNotZero();
+            assertThat(told).hasSize(2);
+            assertThat(a.memoryStats().oomsTotal()).isEqualTo(2);
+        }
+    }
+
+    /**
      * allocateRawOrThrow serves as allocateRaw does, and its failure throws the figures of the
      * moment of failure, though an out-of-memory listener frees memory before it returns.
      */
