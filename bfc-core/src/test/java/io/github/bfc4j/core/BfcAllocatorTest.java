@@ -424,8 +424,12 @@ class BfcAllocatorTest {
         a.close(); // idempotent
         assertThatThrownBy(() -> a.allocateRaw(64, 256)).isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("'closing' is closed");
+        assertThatThrownBy(() -> a.allocateRaw(64, BfcAllocator.MAX_ALLOCATION_BYTES + 1))
+                .as("a request above the largest possible one").isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("'closing' is closed");
         assertThatThrownBy(() -> a.deallocateRaw(BASE)).isInstanceOf(IllegalStateException.class);
         assertThat(a.getStats().numAllocs()).isEqualTo(2);
+        assertThat(a.memoryStats().oomsTotal()).as("refusals of a closed allocator are no failures").isZero();
     }
 
     @Test
