@@ -428,6 +428,10 @@ class BfcAllocatorTest {
                 .as("a request above the largest possible one").isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("'closing' is closed");
         assertThatThrownBy(() -> a.deallocateRaw(BASE)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> a.requestedSize(BASE)).as("a query of a chunk it had")
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("'closing' is closed");
+        assertThatThrownBy(() -> a.allocatedSize(BASE)).isInstanceOf(IllegalStateException.class);
+        assertThatThrownBy(() -> a.allocationId(BASE)).isInstanceOf(IllegalStateException.class);
         assertThat(a.getStats().numAllocs()).isEqualTo(2);
         assertThat(a.memoryStats().oomsTotal()).as("refusals of a closed allocator are no failures").isZero();
     }
