@@ -464,6 +464,37 @@ class BfcAllocatorTest {
     }
 
     /**
+     * {@code SetSafeFrontier} ends with {@code retry_helper_.NotifyDealloc()}: an allocation
+     * waiting in the retry loop for chunks whose stamps are past its {@code freed_by} count
+     * wakes when the frontier passes them (the next attempt merges them, stamps cleared) and
+     * succeeds at once, not at its last attempt 10 seconds after its first failure.
+     */
+    @Test
+    void retryWaitsForTheSafeFrontierToPassTheStamps() throws Exception {
+        BfcOptions retry = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(true)
+                .garbageCollection(false).build();
+        try (BfcAllocator a = simAllocator(MIB, retry)) {
+            a.setTimingCounter(new SharedCounter());
+            long first = a.allocateRaw(64, MIB / 2);
+            long second = a.allocateRaw(64, MIB / 2);
+            a.deallocateRaw(first); // stamped 1
+            a.deallocateRaw(second); // stamped 2: two free halves, not merged
+            AllocationAttributes freedBy1 = new AllocationAttributes(true, () -> 1);
+            java.util.concurrent.CompletableFuture<Long> waiter = java.util.concurrent.CompletableFuture
+                    .supplyAsync(() -> a.allocateRaw(64, 3 * MIB / 4, freedBy1));
+            Thread.sleep(300); // its first try failed: it waits for a free
+            assertThat(waiter).isNotDone();
+            long t0 = System.nanoTime();
+            a.setSafeFrontier(3);
+            long p = waiter.get(20, TimeUnit.SECONDS);
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertThat(p).as("the two halves merged").isEqualTo(first);
+            assertThat(waitedMs).as("woken by the frontier, not the 10 s deadline").isLessThan(5_000);
+            a.deallocateRaw(p);
+        }
+    }
+
+    /**
      * Closing an {@link Allocation} is a {@code DeallocateRaw}, which ends with
      * {@code retry_helper_.NotifyDealloc()}: an allocation waiting in the retry loop wakes and
      * succeeds at once, instead of at its last attempt 10 seconds after its first failure.
