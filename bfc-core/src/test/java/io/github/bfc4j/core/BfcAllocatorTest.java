@@ -464,6 +464,34 @@ class BfcAllocatorTest {
     }
 
     /**
+     * A request of exactly the memory limit is not one that can never fit: while a smaller
+     * region is in use it waits in the retry loop, and once that is freed the garbage
+     * collection gives the region back and a region of the whole limit serves it, as upstream's
+     * retry loop does.
+     */
+    @Test
+    void aRequestOfExactlyTheLimitWaitsForFreesAndThenFits() throws Exception {
+        BfcOptions retry = BfcOptions.builder().allowGrowth(true).allowRetryOnFailure(true)
+                .garbageCollection(true).build();
+        try (BfcAllocator a = simAllocator(4 * MIB, retry)) {
+            long small = a.allocateRaw(64, MIB);
+            assertThat(a.getStats().poolBytes()).as("a first region below the limit").isLessThan(4 * MIB);
+            java.util.concurrent.CompletableFuture<Long> waiter =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> a.allocateRaw(64, 4 * MIB));
+            Thread.sleep(300); // its first try failed: it waits for a free
+            assertThat(waiter).isNotDone();
+            long t0 = System.nanoTime();
+            a.deallocateRaw(small);
+            long p = waiter.get(20, TimeUnit.SECONDS);
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertThat(p).as("served after the free").isNotZero();
+            assertThat(a.allocatedSize(p)).isEqualTo(4 * MIB);
+            assertThat(waitedMs).isLessThan(5_000);
+            a.deallocateRaw(p);
+        }
+    }
+
+    /**
      * {@code SetSafeFrontier} ends with {@code retry_helper_.NotifyDealloc()}: an allocation
      * waiting in the retry loop for chunks whose stamps are past its {@code freed_by} count
      * wakes when the frontier passes them (the next attempt merges them, stamps cleared) and
