@@ -44,6 +44,9 @@ final class TraceProvenance {
     private final Map<Long, List<StackFrame>> stacks = new HashMap<>();
     private long pendingId = -1;
     private Provenance pending;
+    /** The latest {@code time_us} read so far, and its line; -1 before any. */
+    private long lastTime = -1;
+    private long lastTimeLine;
 
     TraceProvenance(String file) {
         this.file = file;
@@ -145,6 +148,19 @@ final class TraceProvenance {
                 default -> throw new TraceFormatException(file, lineNumber, "the key " + quote(k),
                         "thread, time_us, annotation, step or stack in " + syntax);
             }
+        }
+        if (time >= 0) {
+            if (time < lastTime) {
+                // A replay records each call at the latest time given, so every event from here
+                // on would be shown before the calls that came first (and a PyTorch snapshot's
+                // trace would go back in time).
+                throw new TraceFormatException(file, lineNumber, "time_us=" + time + ", before time_us=" + lastTime
+                        + " of line " + lastTimeLine, "times that never go back (time_us is read on a"
+                        + " monotonic clock within one trace: a clock that was set back, or traces joined"
+                        + " out of order; write each call's time_us no smaller than the one before it)");
+            }
+            lastTime = time;
+            lastTimeLine = lineNumber;
         }
         pendingId = id;
         pending = new Provenance(time, thread, annotation, step, stack);

@@ -40,6 +40,8 @@ public final class TraceWriter implements Closeable, Flushable {
     private final GZIPOutputStream gzip;
     private final LineBuffer buffer = new LineBuffer(FLUSH_BYTES + 4096);
     private final TraceProvenance.Definitions definitions = new TraceProvenance.Definitions();
+    /** The latest time a provenance written gave, -1 before any: times never go back. */
+    private long lastTimeMicros = -1;
     private TraceHeader header;
     private boolean workload;
     private boolean closed;
@@ -194,9 +196,10 @@ public final class TraceWriter implements Closeable, Flushable {
      * @param id the id of the {@code alloc} line that follows
      * @param provenance the call's thread, time, annotation and stack; nothing is written if
      *     nothing is known
-     * @throws IllegalArgumentException if {@code id} is negative, or a line would be longer
-     *     than {@link TraceReader#MAX_LINE_BYTES} (a thread name, annotation or frame of about
-     *     a million characters): nothing is written
+     * @throws IllegalArgumentException if {@code id} is negative, the provenance's time is
+     *     before the time of a provenance written earlier (a trace's times never go back, which
+     *     a reader checks), or a line would be longer than {@link TraceReader#MAX_LINE_BYTES} (a
+     *     thread name, annotation or frame of about a million characters): nothing is written
      * @throws IllegalStateException if the header was not written yet, or the writer is closed
      * @throws IOException if writing fails
      */
@@ -206,9 +209,18 @@ public final class TraceWriter implements Closeable, Flushable {
         if (provenance == null || !provenance.isKnown()) {
             return;
         }
+        final long time = provenance.timeMicros();
+        if (time >= 0 && time < lastTimeMicros) {
+            throw new IllegalArgumentException("provenance.timeMicros()=" + time + " of allocation " + id
+                    + " (expected: no earlier than " + lastTimeMicros + ", the time written before it: a trace's"
+                    + " times never go back, or a reader refuses the trace). Nothing was written.");
+        }
         StringBuilder sb = new StringBuilder(128);
         definitions.lines(sb, id, provenance);
         buffer.text(sb.toString());
+        if (time >= 0) {
+            lastTimeMicros = time;
+        }
         maybeFlush();
     }
 

@@ -59,7 +59,7 @@ class TraceProvenanceTest {
         List<Provenance> in = List.of(
                 new Provenance(1_700_000_000_000_000L, "main", "encoder/layer3/attention", 12, List.of(JAVA, CPP)),
                 new Provenance(-1, "pool-1 thread=2", null, -1, List.of(JAVA, CPP)),
-                new Provenance(5, null, "odd name = 100%", 0, List.of(ODD, JAVA)),
+                new Provenance(1_700_000_000_000_005L, null, "odd name = 100%", 0, List.of(ODD, JAVA)), // times never go back
                 Provenance.UNKNOWN);
         String text = write(in);
         List<Provenance> out = read(text);
@@ -194,6 +194,42 @@ class TraceProvenanceTest {
                 .isInstanceOf(TraceFormatException.class).hasMessageContaining("frame 9");
         assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1  step=2\nalloc 1 100\n"))
                 .isInstanceOf(TraceFormatException.class).hasMessageContaining("an empty token");
+    }
+
+    /**
+     * Times that go back are refused, naming both lines' times: a replay would record the calls
+     * after it at a time before the ones that came first. Equal times are kept (a microsecond
+     * holds many calls), and so are lines that give no time.
+     */
+    @Test
+    void aTimeThatGoesBackIsRefusedNamingBothTimes() throws IOException {
+        String trace = WORKLOAD_HEADER + "#@ alloc 1 time_us=2000\nalloc 1 100\n"
+                + "#@ alloc 2 time_us=2000\nalloc 2 100\n"
+                + "alloc 3 100\n"
+                + "#@ alloc 4 time_us=1999\nalloc 4 100\n";
+        assertThatThrownBy(() -> read(trace)).isInstanceOf(TraceFormatException.class)
+                .hasMessageStartingWith("t.bfctrace line 11: found time_us=1999, before time_us=2000 of line 8,"
+                        + " expected times that never go back");
+        assertThat(read(trace.replace("time_us=1999", "time_us=2000"))).extracting(p -> p == null ? -1 : p.timeMicros())
+                .containsExactly(2000L, 2000L, -1L, 2000L);
+
+        // The writer refuses to write such a trace, and writes nothing of the refused line.
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        try (TraceWriter w = TraceWriter.of(out, false)) {
+            w.header(TraceReaderTest.open(WORKLOAD_HEADER).header());
+            w.provenance(1, new Provenance(2000, "main", null, -1, List.of()));
+            w.workloadAlloc(1, 100, 64, 0);
+            w.provenance(2, new Provenance(-1, "main", null, -1, List.of(JAVA))); // no time: any place
+            w.workloadAlloc(2, 100, 64, 0);
+            assertThatThrownBy(() -> w.provenance(3, new Provenance(1999, "main", null, -1, List.of(CPP))))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("provenance.timeMicros()=1999 of allocation 3 (expected: no earlier than 2000, the"
+                            + " time written before it: a trace's times never go back, or a reader refuses the"
+                            + " trace). Nothing was written.");
+            w.workloadAlloc(3, 100, 64, 0);
+        }
+        assertThat(read(out.toString(StandardCharsets.UTF_8))).extracting(p -> p == null ? -1 : p.timeMicros())
+                .containsExactly(2000L, -1L, -1L);
     }
 
     @Test
