@@ -975,7 +975,9 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * Declares every chunk freed at a count below {@code count} safe for general use. Never
-     * moves backwards. Port of {@code BFCAllocator::SetSafeFrontier}.
+     * moves backwards. Port of {@code BFCAllocator::SetSafeFrontier}, which takes no lock; here,
+     * while a recorded history ({@link #recordHistory}) holds a free waiting for the frontier,
+     * it takes the allocator's lock to record that free's {@link MemoryEvent.Kind#FREE_COMPLETED}.
      *
      * @param count the new frontier (compared unsigned, as upstream's {@code uint64})
      */
