@@ -382,11 +382,8 @@ final class HistoryRecorder extends PortListener {
             final long st = waitingStamp[waitingHead];
             waitingHead = waitingHead + 1 == waitingHandle.length ? 0 : waitingHead + 1;
             waitingCount--;
-            final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
-            // A live free chunk is in a bin; a handle merged away is in none (its fields stale).
-            if (chunkAllocationId[h] == -id && chunkFreedStamp[h] == st && !c.inUse()
-                    && c.binNum() != io.github.bfc4j.core.internal.ChunkTable.INVALID_BIN_NUM
-                    && c.freedAtCount() == st && c.ptr() == chunkFreedPtr[h] && c.size() == chunkFreedSize[h]) {
+            if (stillWaiting(h, id, st)) {
+                final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
                 MemoryAnnotation a = MemoryAnnotation.current();
                 put(FREE_COMPLETED, stamp(), c.ptr(), c.size(), c.requestedSize(), 0, id, -1,
                         ReplayedCall.threadName(), a == null ? null : a.name(), a == null ? -1 : a.step(), null);
@@ -397,30 +394,68 @@ final class HistoryRecorder extends PortListener {
         }
     }
 
+    /**
+     * Whether chunk {@code h} is still the one the free of allocation {@code id}, stamped
+     * {@code st}, left: free, in a bin (a handle merged away is in none, its fields stale), at
+     * the same address, of the same size, with the same stamp.
+     */
+    private boolean stillWaiting(int h, long id, long st) {
+        final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
+        return chunkAllocationId[h] == -id && chunkFreedStamp[h] == st && !c.inUse()
+                && c.binNum() != io.github.bfc4j.core.internal.ChunkTable.INVALID_BIN_NUM
+                && c.freedAtCount() == st && c.ptr() == chunkFreedPtr[h] && c.size() == chunkFreedSize[h];
+    }
+
     /** Queues a stamped free (history on) until the frontier passes its stamp. */
     private void waitForFrontier(int h, long id, long st) {
         if (waitingCount == waitingHandle.length) {
-            // Slow path: grown by doubling, in order from the head.
-            int n = Math.max(64, waitingHandle.length * 2);
-            int[] hs = new int[n];
-            long[] ids = new long[n];
-            long[] sts = new long[n];
-            for (int j = 0; j < waitingCount; j++) {
-                int i = (waitingHead + j) % waitingHandle.length;
-                hs[j] = waitingHandle[i];
-                ids[j] = waitingId[i];
-                sts[j] = waitingStamp[i];
+            // Slow path: full. Drop the frees taken over; if half or more still wait, grow by
+            // doubling, in order from the head.
+            dropTakenOver();
+            if (waitingCount * 2 >= waitingHandle.length) {
+                int n = Math.max(64, waitingHandle.length * 2);
+                int[] hs = new int[n];
+                long[] ids = new long[n];
+                long[] sts = new long[n];
+                for (int j = 0; j < waitingCount; j++) {
+                    int k = (waitingHead + j) % waitingHandle.length;
+                    hs[j] = waitingHandle[k];
+                    ids[j] = waitingId[k];
+                    sts[j] = waitingStamp[k];
+                }
+                waitingHandle = hs;
+                waitingId = ids;
+                waitingStamp = sts;
+                waitingHead = 0;
             }
-            waitingHandle = hs;
-            waitingId = ids;
-            waitingStamp = sts;
-            waitingHead = 0;
         }
         int tail = (waitingHead + waitingCount) % waitingHandle.length;
         waitingHandle[tail] = h;
         waitingId[tail] = id;
         waitingStamp[tail] = st;
         waitingCount++;
+    }
+
+    /**
+     * Drops the waiting frees whose chunks were taken over (allocated again, merged) while the
+     * frontier stood still, keeping the others in order: so that the queue holds at most the
+     * free chunks there are, as upstream's {@code timestamped_chunks_}, even when no
+     * {@code setSafeFrontier} comes. On the slow path, when the queue is full.
+     */
+    private void dropTakenOver() {
+        final int n = waitingHandle.length;
+        int kept = 0;
+        for (int j = 0; j < waitingCount; j++) {
+            int i = (waitingHead + j) % n;
+            if (stillWaiting(waitingHandle[i], waitingId[i], waitingStamp[i])) {
+                int k = (waitingHead + kept) % n;
+                waitingHandle[k] = waitingHandle[i];
+                waitingId[k] = waitingId[i];
+                waitingStamp[k] = waitingStamp[i];
+                kept++;
+            }
+        }
+        waitingCount = kept;
     }
 
     private void clearWaiting() {

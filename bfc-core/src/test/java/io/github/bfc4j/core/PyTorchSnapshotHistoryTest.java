@@ -286,6 +286,35 @@ class PyTorchSnapshotHistoryTest {
         a.close();
     }
 
+    /**
+     * With the frontier standing still (no setSafeFrontier comes), frees whose chunks are taken
+     * over again and again leave no growing queue behind: it holds at most the chunks still
+     * waiting, as upstream's queue of timestamped chunks.
+     */
+    @Test
+    void freesTakenOverWhileTheFrontierStandsStillAreNotKept() throws Exception {
+        BfcAllocator a = allocator();
+        a.setTimingCounter(new SharedCounter());
+        a.recordHistory(HistoryOptions.builder().maxEntries(1000).stacks(false).build());
+        AllocationAttributes anyStamp = new AllocationAttributes(false, () -> Long.MAX_VALUE);
+        long ptr = a.allocateRaw(256, 4096);
+        // (Not more: the allocator's own queue of stamped chunks keeps an entry per free of a
+        // chunk that is free again when an allocation merges, as upstream's does, so that each
+        // allocation here takes longer than the one before.)
+        for (int i = 0; i < 2_000; i++) {
+            a.deallocateRaw(ptr);
+            ptr = a.allocateRaw(256, 4096, anyStamp); // the waiting chunk, taken over
+        }
+        java.lang.reflect.Field history = BfcAllocator.class.getDeclaredField("history");
+        history.setAccessible(true);
+        java.lang.reflect.Field queue = HistoryRecorder.class.getDeclaredField("waitingHandle");
+        queue.setAccessible(true);
+        assertThat(((int[]) queue.get(history.get(a))).length).as("the queue's capacity").isLessThanOrEqualTo(64);
+        assertThat(completions(a)).isEmpty();
+        a.deallocateRaw(ptr);
+        a.close();
+    }
+
     /** The addresses of the FREE_COMPLETED events of the history, in order. */
     private static List<Long> completions(BfcAllocator a) {
         return a.snapshot().history().events().stream().filter(e -> e.kind() == MemoryEvent.Kind.FREE_COMPLETED)
