@@ -143,9 +143,16 @@ class SimSubAllocator : public tsl::SubAllocator {
 #include <unistd.h>
 // Watchdog: upstream never returns from Extend once curr_region_allocation_bytes_
 // has doubled past 2^64 (it wraps to 0 and the doubling loop spins). One call
-// taking more than 10 s is treated as that hang: keep the calls answered so far.
+// taking more than 10 s is treated as that hang: keep the calls answered so far. The coverage
+// build (coverage.sh), several times slower, allows more: -DORACLE_WATCHDOG_S=60.
+#ifndef ORACLE_WATCHDOG_S
+#define ORACLE_WATCHDOG_S 10
+#endif
+#define ORACLE_STR2(x) #x
+#define ORACLE_STR(x) ORACLE_STR2(x)
 static void on_alarm(int) {
-  static const char msg[] = "oracle: upstream hang (call ran > 10 s): trace truncated before this call\n";
+  static const char msg[] = "oracle: upstream hang (call ran > " ORACLE_STR(ORACLE_WATCHDOG_S)
+                                   " s): trace truncated before this call\n";
   if (g_out_fd >= 0) {
     const char* p = g_outbuf->data();
     size_t n = g_outbuf->size();
@@ -157,7 +164,7 @@ static void on_alarm(int) {
 }
 static void arm_watchdog() {
   struct itimerval t = {};
-  t.it_value.tv_sec = 10;
+  t.it_value.tv_sec = ORACLE_WATCHDOG_S;
   setitimer(ITIMER_REAL, &t, nullptr);
 }
 static void on_upstream_failure(const char* what) {
