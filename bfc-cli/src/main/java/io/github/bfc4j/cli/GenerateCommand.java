@@ -91,6 +91,12 @@ public final class GenerateCommand implements Callable<Integer> {
             + " answers (default: drawn).")
     private String coalescing;
 
+    @Option(names = "--release-rate", paramLabel = "R",
+            description = "The chance, from 0 to 1, that a phase begins with a release: every live allocation but"
+                    + " 0 to 3 freed, a block of more than half the limit allocated and freed, a larger one"
+                    + " requested; the pattern that makes garbage collection give regions back (default: 0, none).")
+    private String releaseRate;
+
     @Option(names = "--debug", description = "Print stack traces of errors.")
     private boolean debug;
 
@@ -126,7 +132,8 @@ public final class GenerateCommand implements Callable<Integer> {
                     bool("--timing-counter", timingCounter),
                     capacity == null ? null : Sizes.parse("--capacity", capacity),
                     gap == null ? null : gapBytes(gap),
-                    bool("--coalescing", coalescing));
+                    bool("--coalescing", coalescing),
+                    releaseRate == null ? null : rate("--release-rate", releaseRate));
             addGiven(given, "--calls", calls);
             addGiven(given, "--memory-limit", memoryLimit);
             addGiven(given, "--allow-growth", allowGrowth);
@@ -136,6 +143,7 @@ public final class GenerateCommand implements Callable<Integer> {
             addGiven(given, "--capacity", capacity);
             addGiven(given, "--gap", gap);
             addGiven(given, "--coalescing", coalescing);
+            addGiven(given, "--release-rate", releaseRate);
             // Every name first: a bad one for a later seed must not leave the earlier ones written.
             for (int i = 0; i < count; i++) {
                 OutputFile.check("-o", OutputFile.path("-o", output.replace(SEED, Long.toString(seed + i))),
@@ -170,6 +178,14 @@ public final class GenerateCommand implements Callable<Integer> {
 
     private static Boolean bool(String option, String value) {
         return value == null ? null : RunConfig.parseBoolean(option, value);
+    }
+
+    private static double rate(String option, String value) {
+        double r = RunConfig.parseDecimal(value);
+        if (!(r >= 0 && r <= 1)) {
+            throw new UsageException(option + "=" + value + " (expected: a chance from 0 to 1, a decimal like 0.3)");
+        }
+        return r;
     }
 
     private static long gapBytes(String value) {

@@ -16,6 +16,10 @@ import java.util.Locale;
  * allocations and frees in phases of rising and falling pressure, with sizes log-uniform up to
  * a drawn maximum, bin boundaries, zero and oversized requests, alignments, timestamp
  * constraints and safe frontiers (when the timing counter is on), and {@code clear_stats}.
+ * On request ({@code --release-rate}), phases may begin with a release: every live allocation
+ * but a few is freed, then a block of more than half the limit is allocated and freed and a
+ * larger one requested, the pattern that makes garbage collection give free regions back and
+ * extend again.
  *
  * <p>The settings are drawn from a SplitMix64 stream seeded with the seed, always all of them
  * and in a fixed order, the calls from a second stream (seeded with the first value of the
@@ -58,7 +62,8 @@ final class WorkloadGenerator {
             long maxBytes,
             double alignRate,
             double freedBeforeRate,
-            long frontierLag) {
+            long frontierLag,
+            double releaseRate) {
     }
 
     /** Settings given on the command line; null means drawn from the seed. */
@@ -71,8 +76,9 @@ final class WorkloadGenerator {
             Boolean timingCounter,
             Long simCapacity,
             Long simGap,
-            Boolean simCoalescing) {
-        static final Overrides NONE = new Overrides(null, null, null, null, null, null, null, null, null);
+            Boolean simCoalescing,
+            Double releaseRate) {
+        static final Overrides NONE = new Overrides(null, null, null, null, null, null, null, null, null, null);
     }
 
     private WorkloadGenerator() {
@@ -153,7 +159,8 @@ final class WorkloadGenerator {
         long minBytes = capacity < plus(times(limit, 2), 64 * MIB) ? MIN_BYTES_SIM_MAY_RUN_OUT : 1;
         long maxBytes = Math.max(2 * MIN_BYTES_SIM_MAY_RUN_OUT, (long) (maxFactor * limit));
         return new Settings(seed, calls, limit, growth, gc, fraction, timing, base, capacity, gap, coalescing,
-                minBytes, maxBytes, alignRate, timing ? freedBeforeRate : 0, lag);
+                minBytes, maxBytes, alignRate, timing ? freedBeforeRate : 0, lag,
+                o.releaseRate() != null ? o.releaseRate() : 0);
     }
 
     /**
@@ -173,7 +180,8 @@ final class WorkloadGenerator {
                 s.timingCounter(), s.simBase(), s.simCapacity(), s.simGap(), s.simCoalescing()));
         w.comment(String.format(Locale.ROOT,
                 "min_bytes=%d max_bytes=%d align_rate=%s freed_before_rate=%s frontier_lag=%d",
-                s.minBytes(), s.maxBytes(), s.alignRate(), s.freedBeforeRate(), s.frontierLag()));
+                s.minBytes(), s.maxBytes(), s.alignRate(), s.freedBeforeRate(), s.frontierLag())
+                + (s.releaseRate() > 0 ? " release_rate=" + RunConfig.fraction(s.releaseRate()) : ""));
         SplitMix64 r = new SplitMix64(new SplitMix64(~s.seed()).nextLong());
         long[] live = new long[1024];
         int liveCount = 0;
@@ -188,6 +196,36 @@ final class WorkloadGenerator {
             if (phaseLeft == 0) {
                 phaseLeft = 50 + r.nextInt(1950);
                 allocProbability = 0.35 + 0.4 * r.nextDouble();
+                // Drawn only when releases are asked for, so that traces without them stay as they were.
+                if (s.releaseRate() > 0 && r.nextDouble() < s.releaseRate()) {
+                    // A release: free every live allocation but 0 to 3 (as at the end of a step),
+                    // then request a block A of more than half the limit, free it, and request a
+                    // larger block B of up to the whole limit. A's region, now free, keeps B from
+                    // fitting under the limit beside it: garbage collection gives the free regions
+                    // back and extends again.
+                    final int keep = Math.min(liveCount, r.nextInt(4));
+                    while (liveCount > keep && calls < bodyCalls) {
+                        w.free(live[--liveCount]);
+                        frees++;
+                        calls++;
+                    }
+                    final long limit = s.memoryLimit();
+                    final long a = logUniform(r, Math.max(s.minBytes(), limit / 2 + 1),
+                            Math.max(s.minBytes(), limit - limit / 4));
+                    final long b = logUniform(r, a, Math.max(a, limit));
+                    if (calls + 3 <= bodyCalls) {
+                        w.workloadAlloc(nextId, a, 64, 0);
+                        w.free(nextId++);
+                        frees++;
+                        w.workloadAlloc(nextId, b, 64, 0);
+                        if (liveCount == live.length) {
+                            live = Arrays.copyOf(live, 2 * liveCount);
+                        }
+                        live[liveCount++] = nextId++;
+                        calls += 3;
+                    }
+                    continue;
+                }
             }
             phaseLeft--;
             double what = r.nextDouble();
