@@ -7,9 +7,10 @@
 #   TF_SRC=/path/to/tensorflow bfc-bench/src/cpp/coverage.sh OUT_DIR TRACE...
 # TRACE may be .bfctrace or .bfctrace.gz; answers are discarded. Counts add up across runs
 # into the same OUT_DIR (remove it to start again). Writes OUT_DIR/bfc_allocator.cc.gcov
-# (gcov -b -c: '#####' marks a line never executed, 'never executed'/'taken 0%' a branch),
-# OUT_DIR/uncovered.txt (the unexecuted lines, then the lines with a branch never taken) and
-# prints gcov's summary. Exit status: 0 done, 2 bad usage or no TF_SRC.
+# (gcov -b -c: '#####' marks a line never executed, 'taken 0' or 'never executed' a branch never
+# taken; bfc_allocator.h.gcov beside it), OUT_DIR/uncovered.txt (the lines never executed, then
+# the branches never taken) and prints gcov's summary. Both quote upstream's source: keep
+# OUT_DIR out of the repository. Exit status: 0 done, 2 bad usage or no TF_SRC.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 2 ] || { echo "usage: TF_SRC=/path/to/tensorflow $0 OUT_DIR TRACE..." >&2; exit 2; }
@@ -55,7 +56,7 @@ for t in "$@"; do
 done
 cd "$OUT"
 gcov -b -c -o "$OBJ_IN_OUT" "$B/src/tf/bfc_allocator.cc" > gcov.out 2>&1 || { cat gcov.out >&2; exit 2; }
-rm -f oracle.cc.gcov  # and headers' .gcov files stay beside it
+rm -f oracle.cc.gcov  # the driver's own; the headers' (bfc_allocator.h.gcov among them) stay
 # gcov repeats a function's lines once per instance (constructors, destructors, lambdas) between
 # '------------------' lines; only the summed lines outside those blocks are read. Branches to
 # exception handlers ('(throw)') are the compiler's, not upstream's.
