@@ -40,7 +40,7 @@ import org.junit.jupiter.api.io.TempDir;
 class TraceConformanceTest {
 
     /** The number of files in test resources {@code traces/}. */
-    private static final int BUNDLED_TRACES = 47;
+    private static final int BUNDLED_TRACES = 48;
     /** The number of files in test resources {@code recorded/}. */
     private static final int BUNDLED_RECORDED = 9;
 
