@@ -1218,8 +1218,9 @@ final class BfcPort {
         long current = safeFrontier.get();
         while (Long.compareUnsigned(count, current) > 0) {
             if (safeFrontier.compareAndSet(current, count)) {
-                // Not in upstream: a listener waiting for the frontier (a recorded history's
-                // stamped frees) hears of it. Nothing recorded: one volatile read of null.
+                // DEVIATION(port) (docs/deviations.md #32): a listener waiting for the frontier
+                // (a recorded history's stamped frees) hears of it. Nothing recorded: one
+                // volatile read of null.
                 final PortListener l = frontierListener;
                 if (l != null && l.awaitsFrontier()) {
                     frontierAdvanced();
