@@ -159,6 +159,31 @@ class BfcAllocatorReferenceBehaviourTest {
     }
 
     /**
+     * {@code DeallocateFreeRegions} gives the free regions back unless
+     * {@code rounded_bytes > memory_limit_ - pool_bytes + total_free_bytes}: a request of
+     * exactly what the free regions and the rest of the limit make is served from one new
+     * region.
+     */
+    @Test
+    void garbageCollectionServesARequestOfExactlyTheFreeRegionsAndTheRestOfTheLimit() {
+        BfcOptions opts = BfcOptions.builder().allowGrowth(true).allowRetryOnFailure(false)
+                .garbageCollection(true).build();
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SIM_BASE, 1L << 32, 0, false),
+                8 * MIB, "ref", opts)) {
+            a.deallocateRaw(a.allocateRaw(1, MIB)); // a 2 MiB region
+            a.deallocateRaw(a.allocateRaw(1, 4 * MIB)); // a 4 MiB region
+            assertThat(a.getStats().poolBytes()).isEqualTo(6 * MIB);
+            // 2 MiB left under the limit + 6 MiB of free regions = 8 MiB: not more than that.
+            long p = a.allocateRaw(1, 8 * MIB);
+            assertThat(p).as("both regions given back, one of 8 MiB obtained").isNotZero();
+            assertThat(a.getStats().poolBytes()).isEqualTo(8 * MIB);
+            assertThat(a.regionCount()).isEqualTo(1);
+            a.deallocateRaw(p);
+            assertThat(a.allocateRaw(1, 8 * MIB + 256)).as("more than the limit").isZero();
+        }
+    }
+
+    /**
      * Region coalescing: with a coalescing sub-allocator a region that starts where the
      * previous one ends extends it, and a free chunk can then straddle the two sub-allocations.
      * Without coalescing the same 6 MiB request fails (garbage collection off).
