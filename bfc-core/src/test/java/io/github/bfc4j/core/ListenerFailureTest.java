@@ -55,6 +55,9 @@ class ListenerFailureTest {
                 assertThatThrownBy(() -> a.allocateRaw(256, 4096)).isInstanceOf(OutOfMemoryError.class)
                         .hasMessage("a recorder out of heap");
                 assertThat(a.bytesInUse()).as("timing counter %s", timing).isEqualTo(before.bytesInUse());
+                MemoryStats m = a.memoryStats();
+                assertThat(m.activeAllocations()).as("the failed call's chunk counted freed").isEqualTo(1);
+                assertThat(m.allocatedBytesTotal() - m.freedBytesTotal()).isEqualTo(m.bytesInUse());
                 a.checkInvariants();
                 long again = a.allocateRaw(256, 4096);
                 assertThat(again).as("the chunk given back is served next").isEqualTo(kept + 1024);
