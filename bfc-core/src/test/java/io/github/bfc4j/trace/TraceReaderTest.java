@@ -479,7 +479,11 @@ class TraceReaderTest {
                         + SUBALLOCATOR.replace(" gap=0", ""), 5, "without gap="),
                 Arguments.of("suballocator unknown key", NAME + SOURCE + OPTIONS
                         + SUBALLOCATOR.replace("gap=0", "gap=0 seed=1"), 5, "unknown key 'seed=1'"),
-                Arguments.of("carriage return", "bfctrace 1\r\n", 1, "carriage return"));
+                Arguments.of("carriage return", "bfctrace 1\r\n", 1, "carriage return"),
+                Arguments.of("carriage return after the name", "bfctrace 1\nname t\r\n" + SOURCE + OPTIONS
+                        + SUBALLOCATOR, 2, "carriage return"),
+                Arguments.of("carriage return after the source", NAME + "source test\r\n" + OPTIONS
+                        + SUBALLOCATOR, 3, "carriage return"));
     }
 
     @ParameterizedTest(name = "{0}")
