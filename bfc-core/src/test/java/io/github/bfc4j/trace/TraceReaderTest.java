@@ -86,6 +86,19 @@ class TraceReaderTest {
         }
     }
 
+    /** A decimal number may be as large as a long holds: 9223372036854775807 is read, not refused. */
+    @Test
+    void theLargestLongIsANumber() throws IOException {
+        try (TraceReader r = open(NAME + SOURCE + OPTIONS.replace("memory_limit=1048576",
+                "memory_limit=9223372036854775807") + SUBALLOCATOR)) {
+            assertThat(r.header().memoryLimit()).isEqualTo(Long.MAX_VALUE);
+        }
+        try (TraceReader r = open(NAME + SOURCE + OPTIONS.replace("memory_limit=1048576",
+                "memory_limit=9223372036854775800") + SUBALLOCATOR)) {
+            assertThat(r.header().memoryLimit()).isEqualTo(Long.MAX_VALUE - 7);
+        }
+    }
+
     @Test
     void headerKeysMayComeInAnyOrder() throws IOException {
         try (TraceReader r = open(NAME + SOURCE
@@ -475,6 +488,8 @@ class TraceReaderTest {
                         + SUBALLOCATOR.replace("base=0x7f0000000000", "base=0x0"), 5, "'base=0x0'"),
                 Arguments.of("base in decimal", NAME + SOURCE + OPTIONS
                         + SUBALLOCATOR.replace("base=0x7f0000000000", "base=4096"), 5, "'base=4096'"),
+                Arguments.of("capacity 0", NAME + SOURCE + OPTIONS
+                        + SUBALLOCATOR.replace("capacity=69206016", "capacity=0"), 5, "'capacity=0'"),
                 Arguments.of("suballocator key missing", NAME + SOURCE + OPTIONS
                         + SUBALLOCATOR.replace(" gap=0", ""), 5, "without gap="),
                 Arguments.of("suballocator unknown key", NAME + SOURCE + OPTIONS
