@@ -45,6 +45,26 @@ class ShardedBfcAllocatorTest {
                 .build();
     }
 
+    /**
+     * allocate() refuses bad arguments as BfcAllocator.allocate() does, naming the sharded
+     * allocator, and changes nothing.
+     */
+    @Test
+    void allocateRefusesBadArgumentsNamingTheShardedAllocator() {
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            assertThatThrownBy(() -> a.allocate(0)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("bytes=0 (expected: > 0) for allocator 'sharded'");
+            assertThatThrownBy(() -> a.allocate(-256)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("bytes=-256 (expected: > 0) for allocator 'sharded'");
+            assertThatThrownBy(() -> a.allocate(256, 3)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("alignment=3 (expected: a power of two").hasMessageContaining("'sharded'");
+            assertThatThrownBy(() -> a.allocate(BfcAllocator.MAX_ALLOCATION_BYTES, 512))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("for allocator 'sharded'");
+            assertThat(a.reservedBytes()).isZero();
+            assertThat(a.getStats().numAllocs()).isZero();
+        }
+    }
+
     /** Runs {@code task} on a new thread (so it gets the next home shard) and returns its result. */
     private static <T> T onNewThread(Callable<T> task) throws Exception {
         AtomicReference<T> result = new AtomicReference<>();
