@@ -63,6 +63,36 @@ class ObservabilityUnderLoadTest {
         }
     }
 
+    /** Something one thread does to an allocator over and over while others churn it. */
+    private interface Observer {
+        void observe(Random rnd) throws Exception;
+    }
+
+    /**
+     * Three workers churn {@code a} (allocate, fail, free) while one more thread calls
+     * {@code observer} over and over, for 4 s or until the workers are done.
+     */
+    private static void churnWhileObserved(MemoryAllocator a, long seed, Observer observer) throws Exception {
+        int workers = 3;
+        AtomicBoolean stop = new AtomicBoolean();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
+        TestThreads.runTogether(workers + 1, seed, id -> {
+            Random rnd = new Random(seed * 31 + id);
+            if (id == workers) {
+                try {
+                    while (!stop.get() && System.nanoTime() < deadline) {
+                        observer.observe(rnd);
+                    }
+                } finally {
+                    stop.set(true);
+                }
+            } else {
+                Thread.currentThread().setName("worker-" + id);
+                churn(a, rnd, 20_000, stop);
+            }
+        });
+    }
+
     /**
      * The events of a history in order: sequence numbers and times grow, each thread's
      * allocation ids grow, and no allocation is freed before it was made or made twice.
@@ -163,24 +193,7 @@ class ObservabilityUnderLoadTest {
         });
         a.recordHistory(HistoryOptions.builder().maxEntries(2000).build());
         a.recordAnnotations(true);
-        int workers = 3;
-        AtomicBoolean stop = new AtomicBoolean();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
-        TestThreads.runTogether(workers + 1, seed, id -> {
-            Random rnd = new Random(seed * 31 + id);
-            if (id == workers) {
-                try {
-                    while (!stop.get() && System.nanoTime() < deadline) {
-                        observe(a, rnd);
-                    }
-                } finally {
-                    stop.set(true);
-                }
-            } else {
-                Thread.currentThread().setName("worker-" + id);
-                churn(a, rnd, 20_000, stop);
-            }
-        });
+        churnWhileObserved(a, seed, rnd -> observe(a, rnd));
         assertThat(listenerFaults).as("faults in the listeners").isEmpty();
         assertThat(heard.get()).as("failures heard").isPositive();
         MemoryMapChecks.assertAddsUp(a.memoryMap());
@@ -266,24 +279,7 @@ class ObservabilityUnderLoadTest {
         });
         a.recordHistory(HistoryOptions.builder().maxEntries(2000).build());
         a.recordAnnotations(true);
-        int workers = 3;
-        AtomicBoolean stop = new AtomicBoolean();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(4);
-        TestThreads.runTogether(workers + 1, seed, id -> {
-            Random rnd = new Random(seed * 31 + id);
-            if (id == workers) {
-                try {
-                    while (!stop.get() && System.nanoTime() < deadline) {
-                        observe(a, rnd);
-                    }
-                } finally {
-                    stop.set(true);
-                }
-            } else {
-                Thread.currentThread().setName("worker-" + id);
-                churn(a, rnd, 20_000, stop);
-            }
-        });
+        churnWhileObserved(a, seed, rnd -> observe(a, rnd));
         assertThat(listenerFaults).as("faults in the listeners").isEmpty();
         assertThat(heard.get()).as("failures heard").isPositive();
         for (BfcAllocator s : a.shards()) {
