@@ -4,6 +4,8 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.ChunkTable;
+import io.github.bfc4j.core.internal.ChunkWalk;
 import io.github.bfc4j.core.internal.ReplayedCall;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -70,7 +72,7 @@ final class HistoryRecorder extends PortListener {
 
     private final PortView view;
     /** A look at one chunk at a time, reused (guarded by the lock). */
-    private final io.github.bfc4j.core.internal.ChunkWalk look;
+    private final ChunkWalk look;
     /**
      * The provenance of the latest failure, for the out-of-memory report of the same call; null
      * until then (no record object stays reachable from an allocator that records nothing:
@@ -332,13 +334,13 @@ final class HistoryRecorder extends PortListener {
 
     @Override
     void allocatedLocked(int h) {
-        final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
+        final ChunkWalk c = look.at(h);
         onAlloc(h, c.ptr(), c.size(), c.requestedSize(), view.callAlignment(), c.allocationId());
     }
 
     @Override
     void freedLocked(int h) {
-        final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
+        final ChunkWalk c = look.at(h);
         onFree(h, c.ptr(), c.size(), c.requestedSize(), c.allocationId());
     }
 
@@ -383,7 +385,7 @@ final class HistoryRecorder extends PortListener {
             waitingHead = waitingHead + 1 == waitingHandle.length ? 0 : waitingHead + 1;
             waitingCount--;
             if (stillWaiting(h, id, st)) {
-                final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
+                final ChunkWalk c = look.at(h);
                 MemoryAnnotation a = MemoryAnnotation.current();
                 put(FREE_COMPLETED, stamp(), c.ptr(), c.size(), c.requestedSize(), 0, id, -1,
                         ReplayedCall.threadName(), a == null ? null : a.name(), a == null ? -1 : a.step(), null);
@@ -400,9 +402,9 @@ final class HistoryRecorder extends PortListener {
      * the same address, of the same size, with the same stamp.
      */
     private boolean stillWaiting(int h, long id, long st) {
-        final io.github.bfc4j.core.internal.ChunkWalk c = look.at(h);
+        final ChunkWalk c = look.at(h);
         return chunkAllocationId[h] == -id && chunkFreedStamp[h] == st && !c.inUse()
-                && c.binNum() != io.github.bfc4j.core.internal.ChunkTable.INVALID_BIN_NUM
+                && c.binNum() != ChunkTable.INVALID_BIN_NUM
                 && c.freedAtCount() == st && c.ptr() == chunkFreedPtr[h] && c.size() == chunkFreedSize[h];
     }
 
@@ -477,7 +479,7 @@ final class HistoryRecorder extends PortListener {
     @Override
     void closingLocked() {
         if (options != null) {
-            final io.github.bfc4j.core.internal.ChunkWalk w = view.walk();
+            final ChunkWalk w = view.walk();
             for (int r = 0; r < view.regionCount(); r++) {
                 w.region(r);
                 onRegionFree(w.regionPtr(), w.regionBytes(), 0);
