@@ -476,12 +476,24 @@ public final class BfcOrtAllocator implements AutoCloseable {
             throw new AllocationFailure("ONNX Runtime asked for " + BfcAllocator.humanReadableNumBytes(size) + ": "
                     + e.getMessage());
         }
-        CallListener l = listener;
-        if (l != null) {
-            l.allocated(size, ptr, reserve);
+        try {
+            CallListener l = listener;
+            if (l != null) {
+                l.allocated(size, ptr, reserve);
+            }
+            Pointer p = new Address(ptr);
+            counters.liveAllocations.incrementAndGet();
+            return p;
+        } catch (Throwable t) {
+            // ONNX Runtime never gets the address (an OutOfMemoryError making the pointer, a
+            // listener that threw), so nothing else would ever free it.
+            try {
+                bfc.deallocateRaw(ptr);
+            } catch (RuntimeException e) {
+                t.addSuppressed(e);
+            }
+            throw t;
         }
-        counters.liveAllocations.incrementAndGet();
-        return new Address(ptr);
     }
 
     private void free(Pointer p) {

@@ -511,6 +511,37 @@ class BfcOrtAllocatorTest {
         assertThatThrownBy(() -> struct.Alloc().call(struct, 100)).isInstanceOf(RuntimeException.class);
     }
 
+    /**
+     * Memory bfc4j served but ONNX Runtime never received (something threw between the two: an
+     * {@code OutOfMemoryError} making the returned pointer, here thrown by the listener) is given
+     * back: nothing else would ever free it, and the allocator could not be closed cleanly.
+     */
+    @Test
+    void memoryServedButNeverHandedToOrtIsGivenBack() {
+        try (BfcAllocator bfc = hostAllocator("never_handed", 8 << 20)) {
+            BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+            OrtAllocator struct = ort.ortAllocator();
+            ort.listener(new BfcOrtAllocator.CallListener() {
+                @Override
+                public void allocated(long size, long ptr, boolean reserve) {
+                    if (ptr != 0) {
+                        throw new OutOfMemoryError("no heap left for the pointer");
+                    }
+                }
+
+                @Override
+                public void freed(long ptr) {
+                }
+            });
+            // What JavaCPP makes of an Error thrown in a callback: a RuntimeException, the cause logged.
+            assertThatThrownBy(() -> struct.Alloc().call(struct, 4096)).isInstanceOf(RuntimeException.class);
+            ort.listener(null);
+            assertThat(bfc.bytesInUse()).as("the allocation ONNX Runtime never got").isZero();
+            assertThat(ort.stats().liveAllocations()).isZero();
+            ort.close();
+        }
+    }
+
     @Test
     void closeWaitsForAnAllocationInFlightAndThenRefuses() throws Exception {
         ExecutorService threads = Executors.newFixedThreadPool(2);
