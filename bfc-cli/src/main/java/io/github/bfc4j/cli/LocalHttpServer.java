@@ -202,7 +202,8 @@ final class LocalHttpServer implements Closeable {
         }
         try {
             return new Response(200, "OK", route.contentType(), route.body().get(), headOnly);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
+            // A page too large for the heap, too: the client is told, and the worker lives on.
             return new Response(500, "Internal Server Error", "text/plain; charset=utf-8", e + "\n", headOnly);
         }
     }
