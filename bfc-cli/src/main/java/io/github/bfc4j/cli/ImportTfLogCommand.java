@@ -158,8 +158,9 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                         + " --memory-limit)");
             }
             long capacity = limit + gaps;
-            // Line breaks in a file's name would break the trace's name and source lines.
-            String fileName = input.shortName().replace("\n", "%0A").replace("\r", "%0D");
+            // Control characters in a file's name (line breaks would break the trace's name and source
+            // lines) shown escaped, as commands show names.
+            String fileName = CommandRunner.visible(input.shortName());
             String source = (withExpectations ? "imported" : TraceHeader.WORKLOAD_SOURCE_PREFIX + " imported")
                     + " from TensorFlow log " + fileName + ", BFCAllocator '" + allocator + "' (bfc import-tf-log"
                     + (withExpectations ? ", regions moved onto the sim in the order obtained" : "") + ")";

@@ -71,6 +71,24 @@ class ImportTfLogCommandTest {
         assertThat(cli.out).contains("peak reserved  30MiB (31457280 bytes)").contains("4 obtained");
     }
 
+    /**
+     * A log whose file name holds control characters (an escape, a tab) gets a default name and
+     * a source line that show them escaped, as commands show names: they went raw into the
+     * trace (only line breaks were replaced).
+     */
+    @Test
+    void controlCharactersInTheLogsFileNameAreEscapedInTheTrace() throws IOException {
+        Path log = dir.resolve("a\u001bb\tc.log.gz");
+        Files.copy(Cli.TF_LOG, log);
+        Path out = dir.resolve("esc.bfctrace");
+        assertThat(cli.run("import-tf-log", log, "--allocator", "bfc_cpu_allocator_for_gpu", "-o", out)).isEqualTo(0);
+        try (TraceReader r = TraceReader.open(out)) {
+            for (String line : List.of(r.header().name(), r.header().source())) {
+                assertThat(line).contains("a\\x1bb\\x09c.log.gz").doesNotContain("\u001b").doesNotContain("\t");
+            }
+        }
+    }
+
     @Test
     void expectationsAreImpossibleForTheRealLogAndItSaysWhy() {
         Path out = dir.resolve("x.bfctrace");
