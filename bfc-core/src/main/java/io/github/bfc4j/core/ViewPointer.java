@@ -47,6 +47,12 @@ final class ViewPointer extends BytePointer {
     /** The longest {@code byte[]} every JVM makes (the JDK's own limit for growing arrays). */
     static final int MAX_ARRAY_LENGTH = Integer.MAX_VALUE - 8;
 
+    // What a null argument is told (as the rest of bfc4j says it: name=null (expected: ...)).
+    private static final String NULL_ARRAY = "array=null (expected: a byte[] to copy to or from, e.g. new byte[n])";
+    private static final String NULL_STRING = "s=null (expected: a string to write, e.g. \"\")";
+    private static final String NULL_CHARSET = "charset=null (expected: a Charset, e.g. StandardCharsets.UTF_8)";
+    private static final String NULL_CHARSET_NAME = "charsetName=null (expected: a charset's name, e.g. \"UTF-8\")";
+
     /** The pointer's size: no access reaches past it. */
     private final long bytes;
     /** The address it was made with: every access is made from here ({@code setNull()} aside). */
@@ -316,33 +322,26 @@ final class ViewPointer extends BytePointer {
 
     @Override
     public BytePointer get(byte[] array) {
-        return get(array, 0, nonNull(array).length);
+        return get(array, 0, Objects.requireNonNull(array, NULL_ARRAY).length);
     }
 
     @Override
     public BytePointer put(byte... array) {
-        return put(array, 0, nonNull(array).length);
+        return put(array, 0, Objects.requireNonNull(array, NULL_ARRAY).length);
     }
 
     @Override
     public BytePointer get(byte[] array, int offset, int length) {
-        Objects.checkFromIndexSize(offset, length, nonNull(array).length);
+        Objects.checkFromIndexSize(offset, length, Objects.requireNonNull(array, NULL_ARRAY).length);
         new Raw(start + at(0, length)).get(array, offset, length);
         return this;
     }
 
     @Override
     public BytePointer put(byte[] array, int offset, int length) {
-        Objects.checkFromIndexSize(offset, length, nonNull(array).length);
+        Objects.checkFromIndexSize(offset, length, Objects.requireNonNull(array, NULL_ARRAY).length);
         new Raw(start + at(0, length)).put(array, offset, length);
         return this;
-    }
-
-    private static byte[] nonNull(byte[] array) {
-        if (array == null) {
-            throw new NullPointerException("array=null (expected: a byte[] to copy to or from, e.g. new byte[n])");
-        }
-        return array;
     }
 
     /**
@@ -353,7 +352,7 @@ final class ViewPointer extends BytePointer {
      */
     @Override
     public BytePointer putString(String s) {
-        return super.putString(nonNull(s));
+        return super.putString(Objects.requireNonNull(s, NULL_STRING));
     }
 
     /**
@@ -363,7 +362,8 @@ final class ViewPointer extends BytePointer {
      */
     @Override
     public BytePointer putString(String s, Charset charset) {
-        return super.putString(nonNull(s), nonNull(charset));
+        return super.putString(Objects.requireNonNull(s, NULL_STRING),
+                Objects.requireNonNull(charset, NULL_CHARSET));
     }
 
     /**
@@ -374,7 +374,8 @@ final class ViewPointer extends BytePointer {
      */
     @Override
     public BytePointer putString(String s, String charsetName) throws UnsupportedEncodingException {
-        return super.putString(nonNull(s), nonNullName(charsetName));
+        return super.putString(Objects.requireNonNull(s, NULL_STRING),
+                Objects.requireNonNull(charsetName, NULL_CHARSET_NAME));
     }
 
     /**
@@ -385,14 +386,7 @@ final class ViewPointer extends BytePointer {
      */
     @Override
     public String getString(String charsetName) throws UnsupportedEncodingException {
-        return super.getString(nonNullName(charsetName));
-    }
-
-    private static String nonNullName(String charsetName) {
-        if (charsetName == null) {
-            throw new NullPointerException("charsetName=null (expected: a charset's name, e.g. \"UTF-8\")");
-        }
-        return charsetName;
+        return super.getString(Objects.requireNonNull(charsetName, NULL_CHARSET_NAME));
     }
 
     /**
@@ -402,21 +396,7 @@ final class ViewPointer extends BytePointer {
      */
     @Override
     public String getString(Charset charset) {
-        return super.getString(nonNull(charset));
-    }
-
-    private static String nonNull(String s) {
-        if (s == null) {
-            throw new NullPointerException("s=null (expected: a string to write, e.g. \"\")");
-        }
-        return s;
-    }
-
-    private static Charset nonNull(Charset charset) {
-        if (charset == null) {
-            throw new NullPointerException("charset=null (expected: a Charset, e.g. StandardCharsets.UTF_8)");
-        }
-        return charset;
+        return super.getString(Objects.requireNonNull(charset, NULL_CHARSET));
     }
 
     /**
@@ -430,9 +410,7 @@ final class ViewPointer extends BytePointer {
     @Override
     @SuppressWarnings("unchecked") // as JavaCPP's: this pointer, as the caller's type
     public <P extends Pointer> P put(Pointer p) {
-        if (p == null) {
-            throw new NullPointerException("p=null (expected: a pointer to copy from)");
-        }
+        Objects.requireNonNull(p, "p=null (expected: a pointer to copy from)");
         final long srcPos = p.position();
         final long srcLim = p.limit();
         checkLimit(srcPos, srcLim);
