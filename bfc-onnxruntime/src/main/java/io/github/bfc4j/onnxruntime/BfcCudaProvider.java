@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.bytedeco.javacpp.BytePointer;
@@ -255,10 +256,8 @@ public final class BfcCudaProvider implements AutoCloseable {
      * @throws IllegalStateException if this provider is closed
      */
     public <T extends SessionOptionsImpl> T appendTo(T sessionOptions) {
-        if (sessionOptions == null) {
-            throw new NullPointerException("sessionOptions=null (expected: the SessionOptions a session will be"
-                    + " created with, e.g. cuda.appendTo(new SessionOptions()))");
-        }
+        Objects.requireNonNull(sessionOptions, "sessionOptions=null (expected: the SessionOptions a session will be"
+                + " created with, e.g. cuda.appendTo(new SessionOptions()))");
         checkOpen();
         sessionOptions.AppendExecutionProvider_CUDA_V2(options);
         return sessionOptions;
