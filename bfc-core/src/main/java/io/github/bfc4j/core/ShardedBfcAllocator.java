@@ -306,23 +306,26 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         if (a != null) {
             return a;
         }
-        // Inside an out-of-memory listener of another call on this thread, that call's figures
-        // are kept for its own exception.
+        return elsewhereOrThrow(h, bytes, s -> s.tryAllocate(bytes, alignment), s -> s.allocate(bytes, alignment));
+    }
+
+    /**
+     * {@link #elsewhere} for a call that throws when no shard serves it: the exception carries
+     * the figures of all shards ({@link #ofAllShards}). Inside an out-of-memory listener of
+     * another call on this thread, that call's figures are put back for its own exception.
+     */
+    private <T> T elsewhereOrThrow(int h, long bytes, Function<BfcAllocator, T> quiet,
+            Function<BfcAllocator, T> last) {
         AllShards outer = failureFigures.get();
         failureFigures.remove();
         try {
-            return elsewhere(h, bytes, s -> s.tryAllocate(bytes, alignment), s -> s.allocate(bytes, alignment));
+            return elsewhere(h, bytes, quiet, last);
         } catch (BfcOutOfMemoryException e) {
             throw ofAllShards(e);
         } finally {
-            restoreFailureFigures(outer);
-        }
-    }
-
-    /** Puts back the figures of a call whose out-of-memory listener made the call now ending. */
-    private void restoreFailureFigures(AllShards outer) {
-        if (outer != null) {
-            failureFigures.set(outer);
+            if (outer != null) {
+                failureFigures.set(outer);
+            }
         }
     }
 
@@ -429,18 +432,10 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         if (ptr != 0 || numBytes == 0) {
             return ptr;
         }
-        AllShards outer = failureFigures.get(); // as in allocate(long, long)
-        failureFigures.remove();
-        try {
-            return elsewhere(h, numBytes, s -> {
-                long p = s.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
-                return p == 0 ? null : p;
-            }, s -> s.allocateRawOrThrow(alignment, numBytes));
-        } catch (BfcOutOfMemoryException e) {
-            throw ofAllShards(e);
-        } finally {
-            restoreFailureFigures(outer);
-        }
+        return elsewhereOrThrow(h, numBytes, s -> {
+            long p = s.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
+            return p == 0 ? null : p;
+        }, s -> s.allocateRawOrThrow(alignment, numBytes));
     }
 
     /**
