@@ -21,13 +21,22 @@ import org.bytedeco.javacpp.Pointer;
 final class FaultingKernelRun {
 
     /** Spins about 100 million clocks, so that the free's event is recorded before the failure. */
-    private static final String SPIN = String.join("\n",
-            "  mov.u64 %t0, %clock64;",
-            "SPIN:",
-            "  mov.u64 %t1, %clock64;", "  sub.s64 %d, %t1, %t0;", "  setp.lt.s64 %p, %d, 100000000;",
-            "  @%p bra SPIN;");
+    private static final String SPIN = spin(100_000_000L);
 
-    private static final String HEADER = ".version 7.0\n.target sm_50\n.address_size 64\n";
+    /** The start of a PTX module. */
+    static final String HEADER = ".version 7.0\n.target sm_50\n.address_size 64\n";
+
+    /**
+     * PTX that spins for {@code clocks} of the SM's clock; declares nothing, uses the registers
+     * {@code %p} (pred) and {@code %t0}, {@code %t1}, {@code %d} (b64), and the label {@code SPIN}.
+     */
+    static String spin(long clocks) {
+        return String.join("\n",
+                "  mov.u64 %t0, %clock64;",
+                "SPIN:",
+                "  mov.u64 %t1, %clock64;", "  sub.s64 %d, %t1, %t0;", "  setp.lt.s64 %p, %d, " + clocks + ";",
+                "  @%p bra SPIN;");
+    }
 
     /** A store to address 0: CUDA_ERROR_ILLEGAL_ADDRESS. */
     static final String STORE_TO_NULL = HEADER + String.join("\n",

@@ -19,7 +19,13 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Random;
+import org.bytedeco.cuda.cudart.CUfunc_st;
+import org.bytedeco.cuda.cudart.CUmod_st;
+import org.bytedeco.cuda.cudart.CUstream_st;
+import org.bytedeco.cuda.global.cudart;
 import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.LongPointer;
+import org.bytedeco.javacpp.PointerPointer;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -192,6 +198,71 @@ class RealGpuTest {
      * refused, and its {@code close()} leaves the mappings (data copied there survives it) until
      * the allocator gives them back; the reservation goes then.
      */
+    /** Spins about a billion clocks, then writes {@link #MARK} into the 8 bytes at its argument. */
+    private static final String SPIN_THEN_MARK = FaultingKernelRun.HEADER + String.join("\n",
+            ".visible .entry spinThenMark(.param .u64 out)", "{",
+            "  .reg .pred %p;", "  .reg .b64 %t0, %t1, %d, %a, %v;",
+            FaultingKernelRun.spin(1_000_000_000L),
+            "  ld.param.u64 %a, [out];", "  cvta.to.global.u64 %a, %a;",
+            "  mov.u64 %v, " + 0x600dcafeL + ";", "  st.global.u64 [%a], %v;",
+            "  ret;", "}", "");
+    private static final long MARK = 0x600dcafeL;
+
+    /**
+     * The point of a stream-ordered free: memory freed behind a kernel that still runs is not
+     * handed out again until the kernel is done. A kernel spins (about half a second) and then
+     * writes into its buffer; the buffer is freed on the default stream right after the launch.
+     * An allocation of the same size meanwhile gets other memory, and the free stays pending;
+     * once the device is idle the free completes, the same address comes back, and it holds what
+     * the kernel wrote there.
+     */
+    @Test
+    void memoryFreedBehindARunningKernelIsNotReusedUntilTheKernelIsDone() throws InterruptedException {
+        CudaDriver d = requireGpu();
+        GpuBfcOptions o = GpuBfcOptions.builder().memoryLimitBytes(64 * MIB)
+                .environment(Map.<String, String>of()::get).build();
+        try (GpuBfcAllocator a = GpuBfcAllocators.create(0, o)) {
+            long p = a.allocateRaw(256, MIB);
+            CUmod_st module = new CUmod_st();
+            // The allocator's calls leave device 0's primary context current on this thread.
+            try (BytePointer image = new BytePointer(SPIN_THEN_MARK)) {
+                assertThat(cudart.cuModuleLoadData(module, image)).as("cuModuleLoadData").isZero();
+            }
+            CUfunc_st function = new CUfunc_st();
+            assertThat(cudart.cuModuleGetFunction(function, module, "spinThenMark")).isZero();
+            try (LongPointer arg = new LongPointer(1).put(p);
+                    PointerPointer<LongPointer> params = new PointerPointer<LongPointer>(1).put(0, arg)) {
+                assertThat(cudart.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, (CUstream_st) null, params,
+                        (PointerPointer<?>) null)).as("cuLaunchKernel").isZero();
+            }
+            a.deallocateRaw(p, 0);
+            long during = a.allocateRaw(256, MIB);
+            a.pollEvents();
+            int pendingDuring = a.pendingFrees();
+            assertThat(cudart.cuStreamQuery((CUstream_st) null)).as("the kernel still runs (cuStreamQuery)")
+                    .isEqualTo(cudart.CUDA_ERROR_NOT_READY);
+            assertThat(during).as("an allocation while the kernel runs").isNotZero().isNotEqualTo(p);
+            assertThat(pendingDuring).as("the free waits for the kernel").isEqualTo(1);
+
+            assertThat(cudart.cuCtxSynchronize()).isZero();
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (a.pendingFrees() > 0 && System.nanoTime() < deadline) {
+                a.pollEvents();
+                Thread.sleep(1);
+            }
+            assertThat(a.pendingFrees()).isZero();
+            long after = a.allocateRaw(256, MIB);
+            assertThat(after).as("the freed buffer, once the kernel is done").isEqualTo(p);
+            try (BytePointer host = new BytePointer(8)) {
+                d.memcpyDtoH(0, host.address(), after, 8);
+                assertThat(host.getLong(0)).as("what the kernel wrote before the memory was reused").isEqualTo(MARK);
+            }
+            a.deallocateRaw(during);
+            a.deallocateRaw(after);
+            assertThat(cudart.cuModuleUnload(module)).isZero();
+        }
+    }
+
     @Test
     void virtualMemoryStaysMappedWhileItsAllocatorHoldsIt() {
         CudaDriver d = requireGpu();
