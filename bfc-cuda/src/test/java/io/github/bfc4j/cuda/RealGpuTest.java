@@ -209,6 +209,27 @@ class RealGpuTest {
     private static final long MARK = 0x600dcafeL;
 
     /**
+     * Loads {@link #SPIN_THEN_MARK} into the current context and launches it on {@code stream}
+     * (null: the default stream) with {@code buffer} as its argument.
+     *
+     * @return the module, to unload once the kernel is done
+     */
+    private static CUmod_st launchSpinThenMark(CUstream_st stream, long buffer) {
+        CUmod_st module = new CUmod_st();
+        try (BytePointer image = new BytePointer(SPIN_THEN_MARK)) {
+            assertThat(cudart.cuModuleLoadData(module, image)).as("cuModuleLoadData").isZero();
+        }
+        CUfunc_st function = new CUfunc_st();
+        assertThat(cudart.cuModuleGetFunction(function, module, "spinThenMark")).isZero();
+        try (LongPointer arg = new LongPointer(1).put(buffer);
+                PointerPointer<LongPointer> params = new PointerPointer<LongPointer>(1).put(0, arg)) {
+            assertThat(cudart.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, stream, params,
+                    (PointerPointer<?>) null)).as("cuLaunchKernel").isZero();
+        }
+        return module;
+    }
+
+    /**
      * The point of a stream-ordered free: memory freed behind a kernel that still runs is not
      * handed out again until the kernel is done. A kernel spins (about half a second) and then
      * writes into its buffer; the buffer is freed on the default stream right after the launch.
@@ -223,18 +244,8 @@ class RealGpuTest {
                 .environment(Map.<String, String>of()::get).build();
         try (GpuBfcAllocator a = GpuBfcAllocators.create(0, o)) {
             long p = a.allocateRaw(256, MIB);
-            CUmod_st module = new CUmod_st();
             // The allocator's calls leave device 0's primary context current on this thread.
-            try (BytePointer image = new BytePointer(SPIN_THEN_MARK)) {
-                assertThat(cudart.cuModuleLoadData(module, image)).as("cuModuleLoadData").isZero();
-            }
-            CUfunc_st function = new CUfunc_st();
-            assertThat(cudart.cuModuleGetFunction(function, module, "spinThenMark")).isZero();
-            try (LongPointer arg = new LongPointer(1).put(p);
-                    PointerPointer<LongPointer> params = new PointerPointer<LongPointer>(1).put(0, arg)) {
-                assertThat(cudart.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, (CUstream_st) null, params,
-                        (PointerPointer<?>) null)).as("cuLaunchKernel").isZero();
-            }
+            CUmod_st module = launchSpinThenMark(null, p);
             a.deallocateRaw(p, 0);
             long during = a.allocateRaw(256, MIB);
             a.pollEvents();
@@ -260,6 +271,43 @@ class RealGpuTest {
             a.deallocateRaw(during);
             a.deallocateRaw(after);
             assertThat(cudart.cuModuleUnload(module)).isZero();
+        }
+    }
+
+    /**
+     * {@code emptyCache()} while a kernel on a stream of the caller's still writes into memory
+     * freed on that stream: the region stays (giving it back would make the kernel's store fault),
+     * and is given back once the kernel is done.
+     */
+    @Test
+    void emptyCacheKeepsTheRegionAKernelStillWritesInto() throws InterruptedException {
+        requireGpu();
+        GpuBfcOptions o = GpuBfcOptions.builder().memoryLimitBytes(64 * MIB).allowGrowth(true)
+                .environment(Map.<String, String>of()::get).build();
+        try (GpuBfcAllocator a = GpuBfcAllocators.create(0, o)) {
+            long p = a.allocateRaw(256, MIB);
+            long reserved = a.getStats().poolBytes();
+            assertThat(a.allocator().regionCount()).isEqualTo(1);
+            CUstream_st stream = new CUstream_st();
+            assertThat(cudart.cuStreamCreate(stream, 0)).as("cuStreamCreate").isZero();
+            CUmod_st module = launchSpinThenMark(stream, p);
+            a.deallocateRaw(p, stream.address());
+            assertThat(a.emptyCache()).as("bytes given back while the kernel runs").isZero();
+            assertThat(cudart.cuStreamQuery(stream)).as("the kernel still ran during emptyCache (cuStreamQuery)")
+                    .isEqualTo(cudart.CUDA_ERROR_NOT_READY);
+            assertThat(a.getStats().poolBytes()).isEqualTo(reserved);
+            assertThat(a.pendingFrees()).isEqualTo(1);
+
+            assertThat(cudart.cuStreamSynchronize(stream)).as("the kernel ended without a fault").isZero();
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (a.pendingFrees() > 0 && System.nanoTime() < deadline) {
+                a.pollEvents();
+                Thread.sleep(1);
+            }
+            assertThat(a.emptyCache()).as("bytes given back once the kernel is done").isEqualTo(reserved);
+            assertThat(a.getStats().poolBytes()).isZero();
+            assertThat(cudart.cuModuleUnload(module)).isZero();
+            assertThat(cudart.cuStreamDestroy(stream)).isZero();
         }
     }
 
