@@ -311,6 +311,43 @@ class RealGpuTest {
         }
     }
 
+    /**
+     * {@code pause(true)} while a kernel on a non-blocking stream (one that the copies of the
+     * backup do not wait for) still writes into virtual memory freed on that stream: the pause
+     * waits for the kernel before it unmaps anything, so the kernel ends without a fault, and
+     * after {@code resume()} the buffer, handed out again, holds what the kernel wrote.
+     */
+    @Test
+    void pauseWaitsForAKernelStillWritingIntoFreedMemory() throws InterruptedException {
+        CudaDriver d = requireGpu();
+        assumeTrue(d.deviceInfo(0).virtualMemoryManagement(), "skipped: GPU 0 has no virtual memory management");
+        GpuBfcOptions o = GpuBfcOptions.builder().memoryLimitBytes(64 * MIB).virtualMemory(true)
+                .environment(Map.<String, String>of()::get).build();
+        try (GpuBfcAllocator a = GpuBfcAllocators.create(0, o)) {
+            long p = a.allocateRaw(256, MIB);
+            CUstream_st stream = new CUstream_st();
+            assertThat(cudart.cuStreamCreate(stream, cudart.CU_STREAM_NON_BLOCKING)).as("cuStreamCreate").isZero();
+            CUmod_st module = launchSpinThenMark(stream, p);
+            a.deallocateRaw(p, stream.address());
+            assertThat(cudart.cuStreamQuery(stream)).as("the kernel runs when pause is called")
+                    .isEqualTo(cudart.CUDA_ERROR_NOT_READY);
+            a.pause(true);
+            assertThat(cudart.cuStreamQuery(stream)).as("the kernel ended, without a fault, before pause returned")
+                    .isZero();
+            a.resume();
+            assertThat(a.pendingFrees()).isZero();
+            long again = a.allocateRaw(256, MIB);
+            assertThat(again).isEqualTo(p);
+            try (BytePointer host = new BytePointer(8)) {
+                d.memcpyDtoH(0, host.address(), again, 8);
+                assertThat(host.getLong(0)).as("the kernel's write, kept across pause and resume").isEqualTo(MARK);
+            }
+            a.deallocateRaw(again);
+            assertThat(cudart.cuModuleUnload(module)).isZero();
+            assertThat(cudart.cuStreamDestroy(stream)).isZero();
+        }
+    }
+
     @Test
     void virtualMemoryStaysMappedWhileItsAllocatorHoldsIt() {
         CudaDriver d = requireGpu();
