@@ -6,6 +6,7 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.ChunkTable;
 import io.github.bfc4j.core.internal.ChunkWalk;
 import java.lang.System.Logger.Level;
 import java.util.List;
@@ -625,14 +626,27 @@ public final class BfcAllocator implements MemoryAllocator {
      * {@link LeakGuard}: returns a leaked allocation's memory (as its handle's close would) and
      * counts it.
      *
-     * @return whether it was returned (false once the allocator is closed)
+     * @return what was recorded of the allocation (its {@link Provenance}, {@link Provenance#UNKNOWN}
+     *     when nothing was), or null if it was not returned (the allocator is closed)
      */
-    boolean reclaimLeak(long ptr, long allocationId) {
+    Provenance reclaimLeak(long ptr, long allocationId) {
+        Provenance recorded = recordedProvenance(ptr, allocationId);
         if (port.deallocateOwned(ptr, allocationId)) {
             leaksReclaimed.incrementAndGet();
-            return true;
+            return recorded;
         }
-        return false;
+        return null;
+    }
+
+    /** The provenance recorded for allocation {@code allocationId} at {@code ptr}, if still there. */
+    private Provenance recordedProvenance(long ptr, long allocationId) {
+        port.lock();
+        try {
+            int h = view.handleAt(ptr);
+            return h == ChunkTable.INVALID_CHUNK_HANDLE ? Provenance.UNKNOWN : history.chunkProvenance(h, allocationId);
+        } finally {
+            port.unlock();
+        }
     }
 
     /**

@@ -6,6 +6,10 @@ package io.github.bfc4j.core;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.lang.System.Logger.Level;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -80,20 +84,52 @@ final class LeakGuard implements Runnable {
         }
         // Returned as the handle's close would return it (its own allocation only); once the
         // allocator is closed there is nothing to return and nothing to report.
-        if (!allocator.reclaimLeak(chunkAddress, allocationId)) {
+        Provenance recorded = allocator.reclaimLeak(chunkAddress, allocationId);
+        if (recorded == null) {
             return;
         }
         String message = "LEAK: allocation #" + allocationId + " of " + requestedSize + " bytes ("
                 + size + " reserved) at 0x" + Long.toHexString(address) + " from allocator '"
                 + allocator.name() + "' became unreachable without close(); its memory has been"
-                + " returned. Close every Allocation (try-with-resources) when done with it.";
+                + " returned. Close every Allocation (try-with-resources) when done with it."
+                + recordedText(recorded);
         if (site == null) {
-            message += " Run with -D" + LeakDetection.PROPERTY + "=paranoid to see where it was allocated.";
+            if (recorded.stack().isEmpty()) {
+                message += " Run with -D" + LeakDetection.PROPERTY + "=paranoid to see where it was allocated.";
+            }
         } else {
             StringWriter w = new StringWriter();
             site.printStackTrace(new PrintWriter(w));
             message += "\n" + w;
         }
         LOG.log(Level.WARNING, message);
+    }
+
+    /**
+     * What the allocator recorded of the allocation when it was made (with
+     * {@link BfcAllocator#recordHistory} or {@link BfcAllocator#recordAnnotations}): a sentence
+     * naming the thread, the annotation and the time, then the recorded stack, a frame a line;
+     * empty when nothing was recorded.
+     */
+    static String recordedText(Provenance p) {
+        if (!p.isKnown()) {
+            return "";
+        }
+        List<String> parts = new ArrayList<>();
+        if (p.thread() != null) {
+            parts.add("on thread '" + p.thread() + "'");
+        }
+        if (p.annotation() != null) {
+            parts.add("in annotation '" + p.annotation() + "'" + (p.step() >= 0 ? " (step " + p.step() + ")" : ""));
+        }
+        if (p.timeMicros() >= 0) {
+            parts.add("at " + Instant.EPOCH.plus(p.timeMicros(), ChronoUnit.MICROS));
+        }
+        StringBuilder sb = new StringBuilder(" Recorded when it was allocated: ");
+        sb.append(parts.isEmpty() ? "its stack" : String.join(", ", parts)).append('.');
+        for (StackFrame f : p.stack()) {
+            sb.append("\n\tat ").append(f);
+        }
+        return sb.toString();
     }
 }

@@ -8,7 +8,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.LeakDetection;
+import io.github.bfc4j.core.MemoryAnnotation;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.function.Function;
@@ -64,6 +66,43 @@ class LeakDetectionTest {
         assertThat(warnings).singleElement().asString()
                 .contains("java.lang.Throwable: allocation #1 was made here")
                 .contains("LeakDetectionTest.leak(");
+        a.close();
+    }
+
+    /**
+     * With the history recorded, a leak's report says what was recorded when the allocation was
+     * made (thread, annotation, time, stack), without the cost of {@code PARANOID}.
+     */
+    @Test
+    void aRecordedHistoryNamesWhoMadeTheLeakedAllocation() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.SIMPLE);
+        a.recordHistory(HistoryOptions.defaults());
+        try (MemoryAnnotation step = MemoryAnnotation.push("load weights", 3)) {
+            leak(a, 3000);
+        }
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
+        assertThat(warnings).singleElement().asString()
+                .contains("its memory has been returned. Close every Allocation (try-with-resources) when done"
+                        + " with it. Recorded when it was allocated: on thread '" + Thread.currentThread().getName()
+                        + "', in annotation 'load weights' (step 3), at 20")
+                .contains("\n\tat io.github.bfc4j.cpu.LeakDetectionTest.leak(LeakDetectionTest.java:")
+                .contains("\tat io.github.bfc4j.cpu.LeakDetectionTest.aRecordedHistoryNamesWhoMadeTheLeakedAllocation(")
+                .doesNotContain("paranoid");
+        a.close();
+    }
+
+    /** Annotations alone name the annotation; with no stack recorded, the report still points at PARANOID. */
+    @Test
+    void recordedAnnotationsAloneNameTheAnnotation() throws InterruptedException {
+        BfcAllocator a = allocator(LeakDetection.SIMPLE);
+        a.recordAnnotations(true);
+        try (MemoryAnnotation step = MemoryAnnotation.push("decode")) {
+            leak(a, 3000);
+        }
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1)).isTrue();
+        assertThat(warnings).singleElement().asString()
+                .endsWith(" Recorded when it was allocated: in annotation 'decode'. Run with"
+                        + " -Dbfc4j.leakDetection=paranoid to see where it was allocated.");
         a.close();
     }
 
