@@ -731,7 +731,8 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * Gives every region back to the sub-allocator, as upstream's destructor does. With
-     * allocations still live, it logs their count and bytes, then follows the
+     * allocations still live, it logs their count and bytes (and their largest holders, when
+     * provenance is recorded: docs/observability.md), then follows the
      * {@link #closePolicy() close policy}: {@link ClosePolicy#REFUSE} throws and leaves the
      * allocator open and unchanged; {@link ClosePolicy#FORCE} frees them with the regions: their
      * {@link Allocation} handles are closed (their views are refused, closing them does nothing)
@@ -759,14 +760,17 @@ public final class BfcAllocator implements MemoryAllocator {
             }
             String what = liveAllocationsLocked();
             if (what != null) {
+                MemoryMap recorded = memoryMapForHoldersLocked();
+                String holders = recorded == null ? "" : HolderText.messageSentence(recorded);
                 if (closePolicy == ClosePolicy.REFUSE) {
-                    LOG.log(Level.WARNING, "close() refused: {0}", what);
-                    throw new IllegalStateException("close() refused: " + what + ". Close (or deallocate)"
-                            + " them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
-                            + " free the memory under them anyway.");
+                    String message = "close() refused: " + what + ". Close (or deallocate) them first; or build"
+                            + " the allocator with closePolicy(ClosePolicy.FORCE) to free the memory under them"
+                            + " anyway." + holders;
+                    LOG.log(Level.WARNING, message);
+                    throw new IllegalStateException(message);
                 }
-                LOG.log(Level.WARNING, "close() forced: {0}; their memory is freed now: their Allocation handles"
-                        + " are closed and their raw addresses are invalid", what);
+                LOG.log(Level.WARNING, "close() forced: " + what + "; their memory is freed now: their Allocation"
+                        + " handles are closed and their raw addresses are invalid." + holders);
             }
             try {
                 port.closeLocked();
@@ -789,6 +793,14 @@ public final class BfcAllocator implements MemoryAllocator {
         } finally {
             port.unlock();
         }
+    }
+
+    /**
+     * The memory map, for naming the holders of live memory, when provenance was ever recorded
+     * here; else null. Needs the lock.
+     */
+    MemoryMap memoryMapForHoldersLocked() {
+        return history.recorded() ? reports.memoryMapLocked() : null;
     }
 
     /**

@@ -933,9 +933,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /**
      * Closes every shard ({@link BfcAllocator#close()}, with the close policy). With
      * {@link ClosePolicy#REFUSE} it is all or nothing, as for one {@code BfcAllocator}: while
-     * any shard has live allocations, it throws, naming each such shard and its allocations, and
-     * closes no shard (every shard's lock is held while it looks, so no call slips in between);
-     * close them, then call it again. With {@link ClosePolicy#FORCE} every shard closes.
+     * any shard has live allocations, it throws, naming each such shard and its allocations
+     * (and their largest holders, when recorded), and closes no shard (every shard's lock is
+     * held while it looks, so no call slips in between); close them, then call it again. With {@link ClosePolicy#FORCE} every shard closes.
      * Idempotent once closed. A shard can also be closed alone (its own {@code close()}); once
      * any shard has begun to close, no shard obtains a new region, so the ranges a closed shard
      * gave back never become another shard's: a late free of an address it held gets
@@ -981,18 +981,24 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /** Throws if any open shard has live allocations, naming each. Needs every shard's lock. */
     private void refuseIfLiveLocked() {
         List<String> live = new ArrayList<>();
+        List<MemoryMap> recorded = new ArrayList<>();
         for (BfcAllocator s : shards) {
             String what = s.isClosed() ? null : s.liveAllocationsLocked();
             if (what != null) {
                 live.add(what);
+                MemoryMap map = s.memoryMapForHoldersLocked();
+                if (map != null) {
+                    recorded.add(map);
+                }
             }
         }
         if (!live.isEmpty()) {
-            String what = String.join("; ", live);
-            LOG.log(Level.WARNING, "close() of allocator ''{0}'' refused: {1}", name, what);
-            throw new IllegalStateException("close() of allocator '" + name + "' refused: " + what
+            String message = "close() of allocator '" + name + "' refused: " + String.join("; ", live)
                     + ". No shard was closed. Close (or deallocate) them first; or build the allocator"
-                    + " with closePolicy(ClosePolicy.FORCE) to free the memory under them anyway.");
+                    + " with closePolicy(ClosePolicy.FORCE) to free the memory under them anyway."
+                    + HolderText.messageSentence(recorded);
+            LOG.log(Level.WARNING, message);
+            throw new IllegalStateException(message);
         }
     }
 

@@ -127,6 +127,36 @@ class ProvenanceTest {
         }
     }
 
+    /**
+     * A close refused for live allocations names who holds them when provenance is recorded
+     * (the question the refusal raises), as the out-of-memory message does; without a recording
+     * it names none.
+     */
+    @Test
+    void aRefusedCloseNamesTheHoldersOfTheLiveAllocations() {
+        BfcAllocator a = BfcAllocator.builder().name("prov").memoryLimit(64L << 20)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false))
+                .closePolicy(ClosePolicy.REFUSE).build();
+        long unnamed = a.allocateRaw(256, 1L << 20);
+        // (the 3 MiB below is served from a 4 MiB region of its own, unsplit: holders count chunks)
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                .hasMessage("close() refused: allocator 'prov' has 1 live allocation (1.00MiB in use). Close (or"
+                        + " deallocate) them first; or build the allocator with closePolicy(ClosePolicy.FORCE) to"
+                        + " free the memory under them anyway.");
+        a.recordAnnotations(true);
+        long weights;
+        try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
+            weights = a.allocateRaw(256, 3L << 20);
+        }
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                .hasMessageEndingWith("anyway. Largest holders: 4.00MiB by weights (1 chunk); 1.00MiB by (unknown)"
+                        + " (1 chunk).");
+        a.deallocateRaw(weights);
+        a.deallocateRaw(unnamed);
+        a.close();
+        assertThat(a.isClosed()).isTrue();
+    }
+
     @Test
     void outOfMemoryListenersSeeTheStateAtTheFailureAndTheMessageNamesTheHolders() {
         try (BfcAllocator a = BfcAllocator.builder().name("small").memoryLimit(16L << 20)

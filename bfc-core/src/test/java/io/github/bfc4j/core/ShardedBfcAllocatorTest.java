@@ -596,6 +596,20 @@ class ShardedBfcAllocatorTest {
         a.close();
     }
 
+    /** A refused close names the holders of every shard's live memory, summed, when recorded. */
+    @Test
+    void aRefusedCloseNamesTheHoldersOfAllShards() throws Exception {
+        ShardedBfcAllocator a = twoShardsOf16MiB("sharded");
+        Allocation[] held = weightsAndActivations(a);
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("No shard was closed")
+                .hasMessageEndingWith("anyway. Largest holders: 11.66MiB by activations (1 chunk); 4.00MiB by"
+                        + " weights (1 chunk).");
+        held[1].close();
+        held[0].close();
+        a.close();
+    }
+
     /** Two shards under a 16 MiB cap, on simulated memory, recording annotations. */
     private static ShardedBfcAllocator twoShardsOf16MiB(String name) {
         ShardedBfcAllocator a = ShardedBfcAllocator.builder().name(name).memoryLimit(16 * MIB)
