@@ -76,7 +76,17 @@ final class JfrRecorder extends PortListener {
             event.chunkBytes = c.size();
             event.allocationId = c.allocationId();
             event.bytesInUse = view.bytesInUse();
+            event.annotation = currentAnnotation();
             event.commit();
         }
+    }
+
+    /**
+     * The innermost {@link MemoryAnnotation} open on the calling thread, named as the holders
+     * name it ({@code "name (step n)"}), or null; for the events' {@code annotation} field.
+     */
+    static String currentAnnotation() {
+        MemoryAnnotation a = MemoryAnnotation.current();
+        return a == null ? null : new Provenance(-1, null, a.name(), a.step(), null).holder();
     }
 }

@@ -125,6 +125,7 @@ final class OutOfMemoryReporter extends PortListener {
             event.poolBytes = r.poolBytes;
             event.limitBytes = r.memoryLimit;
             event.largestFreeChunkBytes = r.largestFreeChunkBytes;
+            event.annotation = JfrRecorder.currentAnnotation();
             r.event = event;
         }
         if (dumpLogOnFailure && LOG.isLoggable(Level.WARNING) && DUMP_LOGS.getAndIncrement() < MAX_DUMP_LOGS) {

@@ -99,7 +99,9 @@ class JfrEventsTest {
                     8 * MIB, "jfr_oom", opts)) {
                 long p = a.allocateRaw(256, MIB); // a 2 MiB region, split: 1 MiB left free
                 assertThat(a.largestFreeChunkBytes()).isEqualTo(MIB);
-                assertThat(a.allocateRaw(256, 7 * MIB)).isZero(); // 6 MiB left under the limit
+                try (MemoryAnnotation step = MemoryAnnotation.push("decode")) {
+                    assertThat(a.allocateRaw(256, 7 * MIB)).isZero(); // 6 MiB left under the limit
+                }
                 a.deallocateRaw(p);
             }
         });
@@ -110,6 +112,7 @@ class JfrEventsTest {
         assertThat(ooms.get(0).getLong("poolBytes")).isEqualTo(2 * MIB);
         assertThat(ooms.get(0).getLong("largestFreeChunkBytes")).isEqualTo(MIB);
         assertThat(ooms.get(0).getLong("limitBytes")).isEqualTo(8 * MIB);
+        assertThat(ooms.get(0).getString("annotation")).as("the failing thread's annotation").isEqualTo("decode");
     }
 
     @Test
@@ -147,7 +150,9 @@ class JfrEventsTest {
             try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false),
                     16 * MIB, "sampled_bfc", opts)) {
                 for (int i = 0; i < ptrs.length; i++) {
-                    ptrs[i] = a.allocateRaw(256, 1000 + i);
+                    try (MemoryAnnotation step = i == 2 ? MemoryAnnotation.push("encoder", 4) : null) {
+                        ptrs[i] = a.allocateRaw(256, 1000 + i);
+                    }
                 }
             }
         });
@@ -160,6 +165,9 @@ class JfrEventsTest {
         assertThat(samples.get(0).getLong("bytesInUse")).isEqualTo(3 * 1024);
         assertThat(samples.get(1).getLong("ptr")).isEqualTo(ptrs[5]);
         assertThat(samples.get(1).getString("allocator")).isEqualTo("sampled_bfc");
+        assertThat(samples.get(0).getString("annotation")).as("the allocating thread's annotation")
+                .isEqualTo("encoder (step 4)");
+        assertThat(samples.get(1).getString("annotation")).as("none open").isNull();
         assertThat(samples.get(0).getEventType().getField("ptr").getContentType()).isEqualTo("jdk.jfr.MemoryAddress");
     }
 }

@@ -50,4 +50,8 @@ public final class AllocationSampleEvent extends Event {
     @Label("Bytes In Use")
     @DataAmount
     public long bytesInUse;
+
+    /** The innermost {@code MemoryAnnotation} open on the allocating thread ("name (step n)"), or null. */
+    @Label("Annotation")
+    public String annotation;
 }

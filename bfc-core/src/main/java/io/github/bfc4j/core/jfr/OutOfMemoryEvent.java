@@ -51,4 +51,8 @@ public final class OutOfMemoryEvent extends Event {
     /** The dump file written, or null. */
     @Label("Dump File")
     public String dumpFile;
+
+    /** The innermost {@code MemoryAnnotation} open on the failing thread ("name (step n)"), or null. */
+    @Label("Annotation")
+    public String annotation;
 }
