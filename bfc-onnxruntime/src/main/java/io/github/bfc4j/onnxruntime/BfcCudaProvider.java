@@ -87,6 +87,14 @@ public final class BfcCudaProvider implements AutoCloseable {
         int deviceId();
 
         String name();
+
+        /**
+         * What ORT is handed for {@code ptr}. Making it may fail (an OutOfMemoryError); a test's
+         * stand-in fails here to show that the memory is then given back.
+         */
+        default BytePointer handedToOrt(long ptr) {
+            return new Address(ptr);
+        }
     }
 
     private final DeviceMemory memory;
@@ -345,12 +353,26 @@ public final class BfcCudaProvider implements AutoCloseable {
             counters.lastError = "'" + memory.name() + "' could not allocate " + size + " bytes";
             return null;
         }
+        BytePointer p;
+        try {
+            p = memory.handedToOrt(ptr);
+        } catch (Throwable t) {
+            // ONNX Runtime never gets the address (an OutOfMemoryError making the pointer), so
+            // nothing else would ever free it.
+            giveBack(ptr, t);
+            throw t;
+        }
         counters.liveAllocations.incrementAndGet();
-        return new BytePointer() {
-            {
-                address = ptr;
-            }
-        };
+        return p;
+    }
+
+    /** Frees memory ORT never received; a failure to is added to {@code cause}. */
+    private void giveBack(long ptr, Throwable cause) {
+        try {
+            memory.free(ptr);
+        } catch (RuntimeException e) {
+            cause.addSuppressed(e);
+        }
     }
 
     private void free(long ptr) {
@@ -374,6 +396,13 @@ public final class BfcCudaProvider implements AutoCloseable {
                     + callback.getClass().getSuperclass().getName() + " (" + MAX_OPEN + " per class)");
         }
         return function.address();
+    }
+
+    /** A pointer to a given address, returned to ORT from the alloc function. */
+    private static final class Address extends BytePointer {
+        Address(long ptr) {
+            address = ptr;
+        }
     }
 
     /** One set of three callbacks (one native function each), bound to an open provider or free. */

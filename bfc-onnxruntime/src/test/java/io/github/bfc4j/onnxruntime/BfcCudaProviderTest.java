@@ -213,6 +213,54 @@ class BfcCudaProviderTest {
     }
 
     @Test
+    void memoryServedButNeverHandedToOrtIsGivenBack() {
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("never_handed", 8 << 20)) {
+            BfcCudaProvider.DeviceMemory standIn = hostStandIn(bfc);
+            BfcCudaProvider provider = BfcCudaProvider.bind(new BfcCudaProvider.DeviceMemory() {
+                @Override
+                public long allocate(long bytes) {
+                    return standIn.allocate(bytes);
+                }
+
+                @Override
+                public void free(long ptr) {
+                    standIn.free(ptr);
+                }
+
+                @Override
+                public int deviceId() {
+                    return 0;
+                }
+
+                @Override
+                public String name() {
+                    return standIn.name();
+                }
+
+                @Override
+                public BytePointer handedToOrt(long ptr) {
+                    throw new OutOfMemoryError("no heap left for the pointer");
+                }
+            }, (OrtApi) null);
+            try {
+                var alloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(
+                        function(provider.providerOptions().get("gpu_external_alloc")));
+                assertThat(alloc.call(new OrtCustomOp(at(4096)))).as("ORT gets null").isNull();
+                assertThat(bfc.bytesInUse()).as("the allocation ONNX Runtime never got").isZero();
+                assertThat(provider.stats().liveAllocations()).isZero();
+                assertThat(provider.stats().failedAllocs()).isEqualTo(1);
+                assertThat(provider.stats().lastError())
+                        .isEqualTo("gpu_external_alloc(4096) on 'never_handed' failed: java.lang.OutOfMemoryError:"
+                                + " no heap left for the pointer");
+            } finally {
+                if (provider.stats().liveAllocations() == 0) {   // else the failed assertion is the news
+                    provider.close();
+                }
+            }
+        }
+    }
+
+    @Test
     void appendToNullSaysWhatItTakesAndTheProviderStaysUsable() {
         try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("append_to_null", 8 << 20)) {
             BfcCudaProvider provider = BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null);
