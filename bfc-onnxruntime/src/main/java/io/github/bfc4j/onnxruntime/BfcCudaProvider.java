@@ -303,9 +303,11 @@ public final class BfcCudaProvider implements AutoCloseable {
 
     /**
      * Releases the ORT options and frees the callback slot for another provider. The GPU
-     * allocator stays open. Idempotent.
+     * allocator stays open. An allocation ORT asks for while {@code close()} runs fails (its
+     * memory, if already served, is given back and alloc answers null). Idempotent.
      *
-     * @throws IllegalStateException if ORT still holds memory from it (close the sessions first)
+     * @throws IllegalStateException if ORT still holds memory from it (close the sessions
+     *     first); the provider then stays open
      */
     @Override
     public void close() {
@@ -313,17 +315,27 @@ public final class BfcCudaProvider implements AutoCloseable {
             if (closed) {
                 return;
             }
-            long live = counters.liveAllocations.get();
-            if (live > 0) {
-                throw new IllegalStateException("close() refused: ONNX Runtime's CUDA provider still holds " + live
-                        + " allocation" + (live == 1 ? "" : "s") + " from '" + memory.name()
-                        + "'. Close the sessions and their OrtValues first.");
-            }
+            refuseIfLive();
             closed = true;
+            try {
+                refuseIfLive();   // an allocation in flight may have been served meanwhile
+            } catch (IllegalStateException e) {
+                closed = false;
+                throw e;
+            }
             slot.owner = null;
             if (options != null) {
                 api.ReleaseCUDAProviderOptions().call(options);
             }
+        }
+    }
+
+    private void refuseIfLive() {
+        long live = counters.liveAllocations.get();
+        if (live > 0) {
+            throw new IllegalStateException("close() refused: ONNX Runtime's CUDA provider still holds " + live
+                    + " allocation" + (live == 1 ? "" : "s") + " from '" + memory.name()
+                    + "'. Close the sessions and their OrtValues first.");
         }
     }
 
@@ -363,6 +375,24 @@ public final class BfcCudaProvider implements AutoCloseable {
             throw t;
         }
         counters.liveAllocations.incrementAndGet();
+        if (closed) {
+            // close() ran while this was served and found nothing live (it sets closed before its
+            // last look at the count, this counts before it looks at closed, so one of the two
+            // sees the other): ORT must get nothing from a closed provider, whose free function
+            // would no longer return it.
+            counters.liveAllocations.decrementAndGet();
+            counters.failedAllocs.increment();
+            String message = "alloc(" + size + ") on BfcCudaProvider over '" + memory.name()
+                    + "', which was closed while it was served";
+            try {
+                memory.free(ptr);
+            } catch (RuntimeException e) {
+                error(message + ": giving the memory back failed: " + e, e);
+                return null;
+            }
+            error(message + ": the memory is given back", null);
+            return null;
+        }
         return p;
     }
 

@@ -11,6 +11,11 @@ import io.github.bfc4j.cuda.GpuBfcAllocators;
 import io.github.bfc4j.cuda.GpuBfcOptions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
@@ -256,6 +261,62 @@ class BfcCudaProviderTest {
                 if (provider.stats().liveAllocations() == 0) {   // else the failed assertion is the news
                     provider.close();
                 }
+            }
+        }
+    }
+
+    @Test
+    void anAllocationServedWhileCloseRunsIsGivenBackNotHandedToOrt() throws Exception {
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("closed_meanwhile", 8 << 20)) {
+            BfcCudaProvider.DeviceMemory standIn = hostStandIn(bfc);
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            BfcCudaProvider provider = BfcCudaProvider.bind(new BfcCudaProvider.DeviceMemory() {
+                @Override
+                public long allocate(long bytes) {
+                    long ptr = standIn.allocate(bytes);
+                    inside.countDown();
+                    try {
+                        release.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    return ptr;
+                }
+
+                @Override
+                public void free(long ptr) {
+                    standIn.free(ptr);
+                }
+
+                @Override
+                public int deviceId() {
+                    return 0;
+                }
+
+                @Override
+                public String name() {
+                    return standIn.name();
+                }
+            }, (OrtApi) null);
+            var alloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(
+                    function(provider.providerOptions().get("gpu_external_alloc")));
+            ExecutorService ort = Executors.newSingleThreadExecutor();
+            try {
+                // ORT's thread is past the closed check, in the allocator, when the provider closes.
+                Future<BytePointer> served = ort.submit(() -> alloc.call(new OrtCustomOp(at(4096))));
+                assertThat(inside.await(10, TimeUnit.SECONDS)).isTrue();
+                provider.close();   // nothing live yet: allowed
+                release.countDown();
+                assertThat(served.get(10, TimeUnit.SECONDS)).as("ORT gets nothing from a closed provider").isNull();
+                assertThat(bfc.bytesInUse()).as("the memory served meanwhile").isZero();
+                assertThat(provider.stats().liveAllocations()).isZero();
+                assertThat(provider.stats().failedAllocs()).isEqualTo(1);
+                assertThat(provider.stats().lastError()).isEqualTo("alloc(4096) on BfcCudaProvider over"
+                        + " 'closed_meanwhile', which was closed while it was served: the memory is given back");
+            } finally {
+                release.countDown();
+                ort.shutdownNow();
             }
         }
     }
