@@ -62,27 +62,27 @@ public final class GpuBfcAllocators {
     static GpuBfcAllocator create(CudaDriver driver, int deviceId, GpuBfcOptions options) {
         checkDeviceId(driver, deviceId);
         driver.retainPrimaryContext(deviceId);
-        GpuBfcAllocator made = null;
-        RuntimeException failure = null;
+        GpuBfcAllocator made;
         try {
             made = createWithContext(driver, deviceId, options);
-        } catch (RuntimeException e) {
-            failure = e;
+        } catch (Throwable t) {
+            // Also an Error (from the options' environment function, say): the retain goes back.
+            try {
+                driver.releasePrimaryContext(deviceId);
+            } catch (RuntimeException e) {
+                t.addSuppressed(e);
+            }
+            throw t;
         }
         try {
             driver.releasePrimaryContext(deviceId);
         } catch (RuntimeException e) {
-            if (made != null) {
-                try {
-                    made.close(); // nothing half-made reaches the caller
-                } catch (RuntimeException c) {
-                    e.addSuppressed(c);
-                }
+            try {
+                made.close(); // nothing half-made reaches the caller
+            } catch (RuntimeException c) {
+                e.addSuppressed(c);
             }
-            failure = Failures.add(failure, e);
-        }
-        if (failure != null) {
-            throw failure;
+            throw e;
         }
         return made;
     }

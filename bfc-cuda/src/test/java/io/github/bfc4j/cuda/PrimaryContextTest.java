@@ -75,6 +75,19 @@ class PrimaryContextTest {
     }
 
     @Test
+    void anErrorFromTheEnvironmentFunctionLeavesNoRetain() {
+        GpuBfcOptions o = options().memoryLimitBytes(4 * MIB).environment(name -> {
+            throw new StackOverflowError("reading " + name);
+        }).build();
+        assertThatThrownBy(() -> GpuBfcAllocators.create(driver, 0, o)).isInstanceOf(StackOverflowError.class)
+                .hasMessageStartingWith("reading TF_");
+        assertThat(driver.retainedContexts()).as("create's own retain").isZero();
+        // The device is as before: an allocator can be made and closed.
+        GpuBfcAllocators.create(driver, 0, options().memoryLimitBytes(4 * MIB).build()).close();
+        assertThat(driver.retainedContexts()).isZero();
+    }
+
+    @Test
     void theQueriesRetainOnlyForTheCall() {
         assertThat(driver.memGetInfo(0).totalBytes()).isEqualTo(256 * G);
         assertThat(driver.allocationGranularity(0)).isEqualTo(G);
