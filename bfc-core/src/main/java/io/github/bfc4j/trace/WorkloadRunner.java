@@ -224,8 +224,9 @@ public final class WorkloadRunner {
                 if (listener != null) {
                     listener.afterRun(a);
                 }
-            } catch (IOException | RuntimeException e) {
-                // Give the regions back (real memory, with a host sub-allocator) before failing.
+            } catch (IOException | RuntimeException | Error e) {
+                // Give the regions back (real memory, with a host sub-allocator) before failing,
+                // also when the listener threw an Error.
                 try {
                     a.close();
                 } catch (RuntimeException suppressed) {

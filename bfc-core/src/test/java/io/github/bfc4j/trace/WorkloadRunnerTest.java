@@ -243,6 +243,23 @@ class WorkloadRunnerTest {
         }
     }
 
+    @Test
+    void aListenerThatThrowsAnErrorMidwayGivesTheRegionsBack() throws IOException {
+        try (TraceReader reader = open(WORKLOAD)) {
+            SimSubAllocator sim = WorkloadRunner.simFor(reader.header(), reader.header().memoryLimit());
+            WorkloadRunner runner = new WorkloadRunner(1 << 20, reader.header().bfcOptions(), sim)
+                    .listener(s -> {
+                        if (s.callIndex() == 2) {
+                            throw new StackOverflowError("listener at call 2");
+                        }
+                    });
+            assertThatThrownBy(() -> runner.run(reader))
+                    .isInstanceOf(StackOverflowError.class)
+                    .hasMessage("listener at call 2");
+            assertThat(sim.reservedBytes()).as("the region the trace's allocator obtained").isZero();
+        }
+    }
+
     /**
      * A trace whose first calls give no time, then times recorded long before the replay: the
      * calls before the first time were recorded on the replay's clock, so that the history (and
