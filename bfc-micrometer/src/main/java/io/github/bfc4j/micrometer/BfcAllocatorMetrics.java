@@ -78,7 +78,7 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * @param allocator the allocator to observe
      * @param deviceId the {@code device.id} tag (e.g. the CUDA ordinal)
      * @param extraTags more tags for every meter
-     * @throws NullPointerException if an argument is null
+     * @throws NullPointerException if an argument is null, or {@code extraTags} holds a null
      */
     public BfcAllocatorMetrics(BfcAllocator allocator, String deviceId, Iterable<Tag> extraTags) {
         Objects.requireNonNull(allocator, "allocator=null (expected: the BfcAllocator whose meters to bind)");
@@ -106,7 +106,7 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * @param view the view of the allocator to observe; the meters hold it weakly
      * @param deviceId the {@code device.id} tag (e.g. the CUDA ordinal)
      * @param extraTags more tags for every meter
-     * @throws NullPointerException if an argument is null
+     * @throws NullPointerException if an argument is null, or {@code extraTags} holds a null
      */
     public BfcAllocatorMetrics(BfcAllocatorView view, String deviceId, Iterable<Tag> extraTags) {
         Objects.requireNonNull(view, "view=null (expected: the BfcAllocatorView whose meters to bind)");
@@ -117,11 +117,16 @@ public final class BfcAllocatorMetrics implements MeterBinder {
     }
 
     private static Tags tags(String name, MemoryType type, String deviceId, Iterable<Tag> extraTags) {
+        int i = 0;
+        for (Tag t : Objects.requireNonNull(extraTags, "extraTags=null (expected: more tags, Tags.empty() for none)")) {
+            Objects.requireNonNull(t, "extraTags[" + i + "]=null (expected: a Tag, e.g. Tag.of(\"job\", \"serving\"))");
+            i++;
+        }
         return Tags.of(
                         BfcAllocatorMeters.Tags.ALLOCATOR_NAME.asString(), name,
                         BfcAllocatorMeters.Tags.MEMORY_TYPE.asString(), memoryTypeTag(type),
                         BfcAllocatorMeters.Tags.DEVICE_ID.asString(), Objects.requireNonNull(deviceId, "deviceId=null (expected: the device.id tag, e.g. \"0\")"))
-                .and(Objects.requireNonNull(extraTags, "extraTags=null (expected: more tags, Tags.empty() for none)"));
+                .and(extraTags);
     }
 
     /**
@@ -130,8 +135,10 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * @param type the sub-allocator's memory type
      * @return {@code device}, {@code host_pinned}, {@code host}, or {@code sim} for
      *     {@link MemoryType#UNKNOWN} (what the simulated address space reports)
+     * @throws NullPointerException if {@code type} is null
      */
     public static String memoryTypeTag(MemoryType type) {
+        Objects.requireNonNull(type, "type=null (expected: a MemoryType, e.g. allocator.getMemoryType())");
         return switch (type) {
             case DEVICE -> "device";
             case HOST_PINNED -> "host_pinned";
@@ -146,11 +153,13 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * tags are removed first if it is closed or collected.
      *
      * @param registry the registry
+     * @throws NullPointerException if {@code registry} is null
      * @throws IllegalStateException if another allocator that is still open is bound to
      *     {@code registry} with the same tags; nothing is registered then
      */
     @Override
     public void bindTo(MeterRegistry registry) {
+        Objects.requireNonNull(registry, "registry=null (expected: the MeterRegistry to register the meters with)");
         synchronized (BOUND) {
             Map<Tags, Binding> bound = BOUND.computeIfAbsent(registry, r -> new HashMap<>());
             Binding old = bound.get(tags);

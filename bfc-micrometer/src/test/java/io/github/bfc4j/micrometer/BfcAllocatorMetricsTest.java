@@ -160,6 +160,17 @@ class BfcAllocatorMetricsTest {
                     .isInstanceOf(NullPointerException.class).hasMessageStartingWith("deviceId=null (expected: ");
             assertThatThrownBy(() -> new BfcAllocatorMetrics(v, "0", null))
                     .isInstanceOf(NullPointerException.class).hasMessageStartingWith("extraTags=null (expected: ");
+            assertThatThrownBy(() -> new BfcAllocatorMetrics(a, "0", java.util.Arrays.asList(Tag.of("job", "x"), null)))
+                    .isInstanceOf(NullPointerException.class)
+                    .hasMessageStartingWith("extraTags[1]=null (expected: ");
+            assertThatThrownBy(() -> new BfcAllocatorMetrics(a).bindTo(null))
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("registry=null (expected: ");
+            assertThatThrownBy(() -> BfcAllocatorMetrics.memoryTypeTag(null))
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("type=null (expected: ");
+            // Nothing was left behind: the allocator binds as if those calls had not been made.
+            PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+            new BfcAllocatorMetrics(a).bindTo(registry);
+            assertThat(registry.getMeters()).hasSize(BfcAllocatorMeters.values().length);
         }
     }
 
