@@ -79,6 +79,8 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * @param deviceId the {@code device.id} tag (e.g. the CUDA ordinal)
      * @param extraTags more tags for every meter
      * @throws NullPointerException if an argument is null, or {@code extraTags} holds a null
+     * @throws IllegalArgumentException if a key of {@code extraTags} is {@code allocator.name},
+     *     {@code memory.type} or {@code device.id}, which the meters have already
      */
     public BfcAllocatorMetrics(BfcAllocator allocator, String deviceId, Iterable<Tag> extraTags) {
         Objects.requireNonNull(allocator, "allocator=null (expected: the BfcAllocator whose meters to bind)");
@@ -107,6 +109,8 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * @param deviceId the {@code device.id} tag (e.g. the CUDA ordinal)
      * @param extraTags more tags for every meter
      * @throws NullPointerException if an argument is null, or {@code extraTags} holds a null
+     * @throws IllegalArgumentException if a key of {@code extraTags} is {@code allocator.name},
+     *     {@code memory.type} or {@code device.id}, which the meters have already
      */
     public BfcAllocatorMetrics(BfcAllocatorView view, String deviceId, Iterable<Tag> extraTags) {
         Objects.requireNonNull(view, "view=null (expected: the BfcAllocatorView whose meters to bind)");
@@ -120,6 +124,14 @@ public final class BfcAllocatorMetrics implements MeterBinder {
         int i = 0;
         for (Tag t : Objects.requireNonNull(extraTags, "extraTags=null (expected: more tags, Tags.empty() for none)")) {
             Objects.requireNonNull(t, "extraTags[" + i + "]=null (expected: a Tag, e.g. Tag.of(\"job\", \"serving\"))");
+            for (BfcAllocatorMeters.Tags own : BfcAllocatorMeters.Tags.values()) {
+                if (own.asString().equals(t.getKey())) {
+                    // Tags.and would let it replace the binder's own tag without a word.
+                    throw new IllegalArgumentException("extraTags[" + i + "]=" + t + " (expected: a key other than '"
+                            + t.getKey() + "', which every meter has already: the allocator's name, its memory type"
+                            + " and the deviceId argument set allocator.name, memory.type and device.id)");
+                }
+            }
             i++;
         }
         return Tags.of(

@@ -163,6 +163,13 @@ class BfcAllocatorMetricsTest {
             assertThatThrownBy(() -> new BfcAllocatorMetrics(a, "0", java.util.Arrays.asList(Tag.of("job", "x"), null)))
                     .isInstanceOf(NullPointerException.class)
                     .hasMessageStartingWith("extraTags[1]=null (expected: ");
+            for (String own : java.util.List.of("allocator.name", "memory.type", "device.id")) {
+                assertThatThrownBy(() -> new BfcAllocatorMetrics(v, "0", java.util.List.of(Tag.of("job", "x"), Tag.of(own, "zzz"))))
+                        .as("an extra tag that would replace the meters' own %s", own)
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageStartingWith("extraTags[1]=tag(" + own + "=zzz) (expected: a"
+                                + " key other than '" + own + "'");
+            }
             assertThatThrownBy(() -> new BfcAllocatorMetrics(a).bindTo(null))
                     .isInstanceOf(NullPointerException.class).hasMessageStartingWith("registry=null (expected: ");
             assertThatThrownBy(() -> BfcAllocatorMetrics.memoryTypeTag(null))
