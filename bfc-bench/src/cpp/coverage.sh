@@ -23,8 +23,8 @@ B=$HERE/build/cov
 mkdir -p "$B"
 "$HERE/prepare.sh" "$TF_SRC" "$B/src" 2> "$B/prepare.log" || { cat "$B/prepare.log" >&2; exit 2; }
 mkdir -p "$B/obj"
-# -O0 runs several times slower than the oracle's -O2: the watchdog that takes a call running
-# that long for upstream's endless loop (README.md) waits 60 s instead of 10.
+# -O0 runs several times slower than the oracle's -O2: the watchdog that takes a call using
+# that much CPU time for upstream's endless loop (README.md) waits 60 s instead of 10.
 CXXFLAGS="-std=c++17 -O0 --coverage -DORACLE_WATCHDOG_S=60 -I$B/src/include -I$HERE/include"
 if [ ! -x "$B/oracle-cov" ] || [ "$B/src/tf/bfc_allocator.cc" -nt "$B/oracle-cov" ] \
     || [ "$HERE/oracle.cc" -nt "$B/oracle-cov" ] || [ "$HERE/include/shim.h" -nt "$B/oracle-cov" ] \

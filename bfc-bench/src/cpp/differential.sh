@@ -6,8 +6,12 @@
 #   TF_SRC=/path/to/tensorflow bfc-bench/src/cpp/differential.sh N [FIRST]
 # Extra arguments for bfc generate: GENERATE_OPTS="--calls 20000" (default: none, all drawn).
 # Keeps the traces of failed seeds in KEEP_DIR (default: a new directory, printed).
-# The last line is '<n> passed, <m> failed'. Exit status: 0 all passed, 1 a trace failed,
-# 2 bad usage or no TF_SRC.
+# A trace the oracle cut short (upstream cannot go on, or a call ran past the watchdog) is
+# verified up to the cut and counted as cut, never as passed; each is listed with the call it
+# was cut at and why. ORACLE_WATCHDOG_S (default 10) is the CPU time in seconds one call may take
+# before the oracle takes it for upstream's endless loop (README.md).
+# The last line is '<n> passed, <m> failed, <k> cut'. Exit status: 0 all passed, 1 a trace
+# failed, 2 bad usage or no TF_SRC, 3 none failed but some were cut.
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
@@ -26,6 +30,19 @@ if [ -z "${TF_SRC:-}" ]; then
   echo "bfc_allocator.{h,cc}; $HERE/README.md says what to fetch and how." >&2
   exit 2
 fi
+if [ -n "${ORACLE_WATCHDOG_S+set}" ]; then
+  case $ORACLE_WATCHDOG_S in
+    *[!0-9.]* | *.*.* | .) bad=1 ;;
+    *[1-9]*) bad= ;;
+    *) bad=1 ;;
+  esac
+  if [ -n "$bad" ]; then
+    echo "differential.sh: ORACLE_WATCHDOG_S=$ORACLE_WATCHDOG_S (expected: the CPU seconds one call" \
+      "may take before the oracle takes it for upstream's endless loop, more than 0, e.g. 10 or 60)" >&2
+    exit 2
+  fi
+  export ORACLE_WATCHDOG_S
+fi
 make -s -C "$HERE" TF_SRC="$TF_SRC" oracle oracle-d12 >&2
 BFC=$ROOT/bin/bfc
 WORK=$(mktemp -d)
@@ -40,6 +57,7 @@ last=$((FIRST + N - 1))
 "$BFC" generate --seed "$FIRST" --count "$N" -o "$WORK/g{seed}.bfctrace" ${GENERATE_OPTS:-} > /dev/null
 for seed in $(seq "$FIRST" "$last"); do
   note=answered
+  by=oracle
   set +e
   "$HERE/oracle" "$WORK/g$seed.bfctrace" "$WORK/a$seed.bfctrace" 2> "$WORK/e$seed"
   rc=$?
@@ -48,6 +66,7 @@ for seed in $(seq "$FIRST" "$last"); do
     "$HERE/oracle-d12" "$WORK/g$seed.bfctrace" "$WORK/a$seed.bfctrace" 2> "$WORK/e$seed"
     rc=$?
     note=deviation-12
+    by=oracle-d12
   fi
   set -e
   case $rc in
@@ -56,7 +75,7 @@ for seed in $(seq "$FIRST" "$last"); do
     4) note="cut:abort" ;;
     *) note="oracle-crashed:$rc" ;;
   esac
-  echo "$seed $note" >> "$LOG"
+  echo "$seed $note $by" >> "$LOG"
 done
 # One JVM verifies every answered trace.
 files=$(awk '$2 !~ /^oracle-crashed/ {printf "%s/a%s.bfctrace ", w, $1}' w="$WORK" "$LOG")
@@ -66,21 +85,30 @@ BFC_JAVA_OPTS=${BFC_JAVA_OPTS:--Xmx2g} "$BFC" verify $files > "$WORK/verify.out"
 set -e
 passed=0
 failed=0
+cut=0
 hung=0
 aborted=0
 d12=0
 calls=0
-while read -r seed note; do
+while read -r seed note by; do
   a=$WORK/a$seed.bfctrace
   line=$(grep -F " $a " "$WORK/verify.out" || true)
   case $line in
     PASS*)
-      passed=$((passed + 1))
-      calls=$((calls + $(echo "$line" | awk '{print $3}')))
+      n=$(echo "$line" | awk '{print $3}')
+      calls=$((calls + n))
       case $note in
-        cut:hang) hung=$((hung + 1)) ;;
-        cut:abort) aborted=$((aborted + 1)) ;;
-        deviation-12) d12=$((d12 + 1)) ;;
+        cut:*)
+          cut=$((cut + 1))
+          case $note in
+            cut:hang) hung=$((hung + 1)) ;;
+            cut:abort) aborted=$((aborted + 1)) ;;
+          esac
+          # The oracle's last line says why: an abort, the back-off stuck, or the watchdog.
+          echo "seed $seed: cut at call $((n + 1)) ($n calls verified) by $by: $(tail -1 "$WORK/e$seed")" >&2
+          ;;
+        deviation-12) passed=$((passed + 1)); d12=$((d12 + 1)) ;;
+        *) passed=$((passed + 1)) ;;
       esac
       ;;
     *)
@@ -95,9 +123,10 @@ while read -r seed note; do
   esac
 done < "$LOG"
 echo "seeds $FIRST..$last: $calls calls verified; $d12 answered with deviation #12 modelled;" \
-  "cut short where upstream cannot go on (verified up to there): $hung where a call never returned," \
-  "$aborted where it aborted"
+  "$cut cut short by the oracle (verified up to there): $hung where a call never returned or ran" \
+  "past the watchdog (ORACLE_WATCHDOG_S=${ORACLE_WATCHDOG_S:-10} CPU seconds), $aborted where it aborted"
 [ "$failed" -eq 0 ] || echo "traces of the failed seeds: $KEEP_DIR"
 [ "$failed" -ne 0 ] || rmdir "$KEEP_DIR" 2>/dev/null || true
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+echo "$passed passed, $failed failed, $cut cut"
+[ "$failed" -eq 0 ] || exit 1
+[ "$cut" -eq 0 ] || exit 3

@@ -5,7 +5,11 @@
 // trace with the reference's answers: "=> addr|null", sub lines, chunk after
 // every successful alloc, stats after every call.
 #include <cinttypes>
+#include <cmath>
+#include <csignal>
 #include <fcntl.h>
+#include <sys/time.h>
+#include <unistd.h>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -69,6 +73,8 @@ static int g_out_fd = -1;
 // Exit status 3: upstream would never return from the call in progress; 4: it would abort
 // (CHECK, LOG(FATAL), or a DCHECK in this build without NDEBUG).
 static void stop(const char* why, int status) {
+  struct itimerval off = {};
+  setitimer(ITIMER_PROF, &off, nullptr);  // the watchdog would write the same calls again
   if (g_out != nullptr) {
     g_out->write(g_outbuf->data(), g_outbuf->size());
     g_out->flush();
@@ -138,34 +144,62 @@ class SimSubAllocator : public tsl::SubAllocator {
   long refused_2304_ = 0;
 };
 
-#include <csignal>
-#include <sys/time.h>
-#include <unistd.h>
 // Watchdog: upstream never returns from Extend once curr_region_allocation_bytes_
-// has doubled past 2^64 (it wraps to 0 and the doubling loop spins). One call
-// taking more than 10 s is treated as that hang: keep the calls answered so far. The coverage
-// build (coverage.sh), several times slower, allows more: -DORACLE_WATCHDOG_S=60.
+// has doubled past 2^64 (it wraps to 0 and the doubling loop spins). One call using more
+// than ORACLE_WATCHDOG_S seconds of this process's CPU time (user + system, ITIMER_PROF) is
+// treated as that hang: keep the calls answered so far and exit 3. CPU time, not wall-clock
+// time, so that a call waiting for a busy host's CPU is not cut short. The limit is per call
+// (armed just before each call into upstream, disarmed just after), so a trace's length does
+// not count; the environment variable ORACLE_WATCHDOG_S (seconds, a fraction allowed) replaces
+// the default: 10, or what -DORACLE_WATCHDOG_S=... compiled in (coverage.sh: 60, as -O0 runs
+// several times slower).
 #ifndef ORACLE_WATCHDOG_S
 #define ORACLE_WATCHDOG_S 10
 #endif
 #define ORACLE_STR2(x) #x
 #define ORACLE_STR(x) ORACLE_STR2(x)
-static void on_alarm(int) {
-  static const char msg[] = "oracle: upstream hang (call ran > " ORACLE_STR(ORACLE_WATCHDOG_S)
-                                   " s): trace truncated before this call\n";
+static struct itimerval g_watchdog = {};
+static char g_watchdog_msg[160];
+static size_t g_watchdog_msg_len = 0;
+// The watchdog's limit from the environment (or the default); exits 2 on a bad value.
+static void set_watchdog() {
+  const char* env = getenv("ORACLE_WATCHDOG_S");
+  std::string text = env != nullptr ? env : ORACLE_STR(ORACLE_WATCHDOG_S);
+  char* end = nullptr;
+  errno = 0;
+  double s = strtod(text.c_str(), &end);
+  if (text.empty() || errno || *end || !std::isfinite(s) || s < 1e-6 || s > 1e6) {
+    fprintf(stderr,
+            "oracle: ORACLE_WATCHDOG_S=%s (expected: the CPU seconds one call may take before "
+            "it is taken for upstream's endless loop, from 0.000001 to 1000000, e.g. 10 or 0.5)\n",
+            text.c_str());
+    exit(2);
+  }
+  long long us = llround(s * 1e6);
+  g_watchdog.it_value.tv_sec = us / 1000000;
+  g_watchdog.it_value.tv_usec = us % 1000000;
+  g_watchdog_msg_len = snprintf(g_watchdog_msg, sizeof g_watchdog_msg,
+                                "oracle: upstream hang (call used > %s s of CPU time, "
+                                "ORACLE_WATCHDOG_S): trace truncated before this call\n",
+                                text.c_str());
+  if (g_watchdog_msg_len >= sizeof g_watchdog_msg) g_watchdog_msg_len = sizeof g_watchdog_msg - 1;
+}
+// Runs only while a call into upstream is in progress: g_outbuf then holds whole calls and
+// nothing changes it.
+static void on_watchdog(int) {
   if (g_out_fd >= 0) {
     const char* p = g_outbuf->data();
     size_t n = g_outbuf->size();
     while (n > 0) { ssize_t w = write(g_out_fd, p, n); if (w <= 0) break; p += w; n -= w; }
   }
-  ssize_t ignored = write(2, msg, sizeof msg - 1);
+  ssize_t ignored = write(2, g_watchdog_msg, g_watchdog_msg_len);
   (void)ignored;
   _exit(3);
 }
-static void arm_watchdog() {
-  struct itimerval t = {};
-  t.it_value.tv_sec = ORACLE_WATCHDOG_S;
-  setitimer(ITIMER_REAL, &t, nullptr);
+static void arm_watchdog() { setitimer(ITIMER_PROF, &g_watchdog, nullptr); }
+static void disarm_watchdog() {
+  struct itimerval off = {};
+  setitimer(ITIMER_PROF, &off, nullptr);
 }
 static void on_upstream_failure(const char* what) {
   std::string why = std::string("upstream failure (") + what + ")";
@@ -194,7 +228,8 @@ int main(int argc, char** argv) {
   g_outbuf = &outbuf;
   if (g_out_fd == -2) g_out_fd = open(argv[2], O_WRONLY | O_APPEND);
   else g_out_fd = 1;
-  signal(SIGALRM, on_alarm);
+  set_watchdog();
+  signal(SIGPROF, on_watchdog);
   oracle_log::fail_hook = on_upstream_failure;
   auto emit = [&](const std::string& s) {
     outbuf += s;
@@ -313,7 +348,6 @@ int main(int argc, char** argv) {
       continue;
     }
     if (op != "alloc") last_alloc_id.clear();
-    arm_watchdog();
     if (op == "alloc") {
       if (toks.size() < 3) die(lineno, "short alloc");
       uint64_t id = parse_u64(toks[1], lineno);
@@ -336,7 +370,9 @@ int main(int argc, char** argv) {
       std::function<uint64_t()> fb = [freed_before]() { return freed_before; };
       tsl::AllocationAttributes attr;
       if (freed_before != 0) attr.freed_by_func = &fb;
+      arm_watchdog();
       void* p = alloc.AllocateRaw(align, bytes, attr);
+      disarm_watchdog();
       ptrs[id] = p;
       emit(call + " => " + (p ? hex(reinterpret_cast<uint64_t>(p)) : std::string("null")));
       flush_sub();
@@ -351,18 +387,25 @@ int main(int argc, char** argv) {
       uint64_t id = parse_u64(toks[1], lineno);
       auto it = ptrs.find(id);
       if (it == ptrs.end()) die(lineno, "free of unknown id");
+      arm_watchdog();
       alloc.DeallocateRaw(it->second);
+      disarm_watchdog();
       it->second = nullptr;  // freed; a second free would be a trace error anyway
       emit(line);
       if (!sublog.empty()) die(lineno, "free caused sub calls");
       emit(stats_line());
     } else if (op == "frontier") {
       if (toks.size() != 2) die(lineno, "bad frontier");
-      alloc.SetSafeFrontier(parse_u64(toks[1], lineno));
+      uint64_t frontier = parse_u64(toks[1], lineno);
+      arm_watchdog();
+      alloc.SetSafeFrontier(frontier);
+      disarm_watchdog();
       emit(line);
       emit(stats_line());
     } else if (op == "clear_stats") {
+      arm_watchdog();
       alloc.ClearStats();
+      disarm_watchdog();
       emit(line);
       emit(stats_line());
     } else {
