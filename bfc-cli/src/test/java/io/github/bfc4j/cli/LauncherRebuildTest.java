@@ -96,6 +96,39 @@ class LauncherRebuildTest {
     }
 
     @Test
+    void aBuildThatCouldNotDownloadSaysWhatItNeeds() throws Exception {
+        // Maven 3.8's words with no network and a plugin or library missing from ~/.m2.
+        script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\n"
+                + "echo '[ERROR] Non-resolvable import POM: Could not transfer artifact org.junit:junit-bom:pom:5.13.4"
+                + " from/to central (https://repo.maven.apache.org/maven2): transfer failed for"
+                + " https://repo.maven.apache.org/maven2/org/junit/junit-bom/5.13.4/junit-bom-5.13.4.pom:"
+                + " Unknown host repo.maven.apache.org'\nexit 1\n");
+        Run failed = run("--version");
+        assertThat(failed.status).isEqualTo(2);
+        assertThat(failed.err).contains("Unknown host repo.maven.apache.org\n")
+                .contains("bfc: the build failed (Maven's output above)")
+                .contains("bfc: Maven could not download a plugin or library the build needs")
+                .contains("The build needs no network once Maven's local repository (~/.m2/repository) holds them");
+        assertThat(failed.calls).containsExactly("mvn -B -q -DskipTests -pl bfc-cli -am package");
+
+        // The same in offline mode (mvn -o, or <offline> in settings.xml).
+        script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\n"
+                + "echo '[ERROR] Plugin org.apache.maven.plugins:maven-shade-plugin:3.5.3 or one of its dependencies"
+                + " could not be resolved: Cannot access central (https://repo.maven.apache.org/maven2) in offline mode"
+                + " and the artifact org.apache.maven.plugins:maven-shade-plugin:jar:3.5.3 has not been downloaded"
+                + " from it before.'\nexit 1\n");
+        assertThat(run("--version").err).contains("bfc: Maven could not download a plugin or library the build needs");
+    }
+
+    @Test
+    void aBuildThatFailedForAnotherReasonSaysNothingOfDownloads() throws Exception {
+        script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\necho '[ERROR] COMPILATION ERROR'\nexit 1\n");
+        Run failed = run("--version");
+        assertThat(failed.status).isEqualTo(2);
+        assertThat(failed.err).contains("bfc: the build failed (Maven's output above)").doesNotContain("download");
+    }
+
+    @Test
     void runsAnUpToDateJarWithoutBuilding() throws Exception {
         builtAt(BUILT);
         Run r = bfc("verify", "x.bfctrace");
