@@ -125,9 +125,15 @@ final class HistoryRecorder extends PortListener {
     /**
      * Whether this recording has met a replayed trace's time ({@link ReplayedCall}): until then
      * its events carry the recording's own clock, which the first such time then bounds
-     * ({@link #firstRecordedTime}).
+     * ({@link #firstRecordedTime}); from then on every event carries {@link #latestRecordedTime}.
      */
     private boolean recordedTimeSeen;
+    /**
+     * The latest time a replayed trace gave in this recording, once {@link #recordedTimeSeen}:
+     * the time of every event recorded since, a live call's too, so that the recording's times
+     * never go back.
+     */
+    private long latestRecordedTime;
     private boolean startedEmpty;
     private HistoryOptions lastOptions;
     private int head; // next slot to write
@@ -284,18 +290,26 @@ final class HistoryRecorder extends PortListener {
     }
 
     /**
-     * The time an event stamped {@code stamp} carries: the time a replayed trace recorded for
-     * the call ({@link ReplayedCall}), else the stamp's.
+     * The time an event stamped {@code stamp} carries: the stamp's until this recording meets a
+     * replayed trace's time ({@link ReplayedCall}); from then on the latest time the trace gave,
+     * for every event, a live call's too (made on another thread, or between the replayed calls
+     * by a {@code WorkloadListener}). A live call's own clock is not on the trace's: where the
+     * trace was recorded earlier, the replayed calls after it would show times before it, and
+     * the history (and the trace {@code SnapshotTraces} writes of it) would go back in time. It
+     * happened after the replayed calls before it and before those after it, which is what the
+     * latest time given says, as it says for a replayed {@code free}.
      */
     private long shownMicros(long stamp) {
         long recorded = ReplayedCall.micros();
-        if (recorded < 0) {
-            return micros(stamp);
-        }
         if (!recordedTimeSeen) {
+            if (recorded < 0) {
+                return micros(stamp);
+            }
             firstRecordedTime(recorded);
+        } else if (recorded > latestRecordedTime) {
+            latestRecordedTime = recorded;
         }
-        return recorded;
+        return latestRecordedTime;
     }
 
     /**
@@ -307,6 +321,7 @@ final class HistoryRecorder extends PortListener {
      */
     private void firstRecordedTime(long recorded) {
         recordedTimeSeen = true;
+        latestRecordedTime = recorded;
         if (kind != null) {
             int n = kind.length;
             int first = count < n ? 0 : head;

@@ -254,6 +254,79 @@ class SnapshotTracesTest {
         }
     }
 
+    /**
+     * A replay of a trace recorded long ago, with live calls made on its allocator between the
+     * replayed calls (by a {@link WorkloadListener}): the live calls carry the latest time the
+     * trace gave, so that the history never goes back in time and writes as a trace. Before,
+     * the live call carried the process's clock (today), the replayed calls after it the
+     * trace's (earlier), and writing the history failed in TraceWriter.provenance.
+     */
+    @Test
+    void liveCallsBetweenAReplaysCallsCarryItsLatestTime() throws IOException {
+        Path recorded = dir.resolve("old.bfctrace");
+        Files.writeString(recorded, "bfctrace 1\nname old\nsource workload: test\n"
+                + "options memory_limit=67108864 allow_growth=true garbage_collection=false"
+                + " fragmentation_fraction=0 timing_counter=false\n"
+                + "suballocator sim base=0x7f0000000000 capacity=134217728 gap=0 coalescing=false\n"
+                + "#@ alloc 1 thread=w time_us=1000\nalloc 1 1000\n"
+                + "#@ alloc 2 thread=w time_us=2000\nalloc 2 2000\nfree 1\n"
+                + "#@ alloc 3 thread=w time_us=3000\nalloc 3 3000\n");
+        AtomicReference<MemorySnapshot> snapshot = new AtomicReference<>();
+        AtomicReference<Long> live = new AtomicReference<>();
+        try (TraceReader r = TraceReader.open(recorded)) {
+            WorkloadRunner.forHeader(r.header()).listener(new WorkloadListener() {
+                private BfcAllocator allocator;
+                private int calls;
+
+                @Override
+                public void beforeRun(BfcAllocator a) {
+                    allocator = a;
+                    a.recordHistory(HistoryOptions.builder().stacks(false).build());
+                }
+
+                @Override
+                public void afterCall(WorkloadStep step) {
+                    if (++calls == 2) { // after alloc 2 (time 2000), before free 1
+                        live.set(allocator.allocateRaw(64, 700));
+                    }
+                }
+
+                @Override
+                public void afterRun(BfcAllocator a) {
+                    snapshot.set(a.snapshot());
+                }
+            }).run(r);
+        }
+        MemorySnapshot s = snapshot.get();
+        List<MemoryEvent> events = s.history().events();
+        long before = -1;
+        for (MemoryEvent e : events) {
+            assertThat(e.provenance().timeMicros()).as("time of %s", e).isGreaterThanOrEqualTo(before);
+            before = e.provenance().timeMicros();
+        }
+        MemoryEvent liveAlloc = events.stream()
+                .filter(e -> e.kind() == MemoryEvent.Kind.ALLOC && e.requestedBytes() == 700).findFirst().orElseThrow();
+        assertThat(liveAlloc.provenance().timeMicros()).isEqualTo(2000);
+        assertThat(liveAlloc.provenance().thread()).isEqualTo(Thread.currentThread().getName());
+        assertThat(s.memoryMap().chunks().stream().filter(c -> c.ptr() == live.get()).findFirst().orElseThrow()
+                .provenance().timeMicros()).isEqualTo(2000);
+
+        Path written = dir.resolve("written.bfctrace");
+        SnapshotTraces.write(s, written);
+        List<Long> times = new ArrayList<>();
+        List<Long> bytes = new ArrayList<>();
+        try (TraceReader reader = TraceReader.open(written)) {
+            for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
+                if (e.kind() == TraceEvent.Kind.ALLOC) {
+                    times.add(e.provenance().timeMicros());
+                    bytes.add(e.bytes());
+                }
+            }
+        }
+        assertThat(bytes).containsExactly(1000L, 2000L, 700L, 3000L);
+        assertThat(times).containsExactly(1000L, 2000L, 2000L, 3000L);
+    }
+
     @Test
     void theCallerNamesTheTrace() throws IOException {
         BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
