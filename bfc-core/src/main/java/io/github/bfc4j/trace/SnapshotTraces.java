@@ -201,7 +201,9 @@ public final class SnapshotTraces {
      *     trace (see {@link TraceWriter#provenance})
      * @throws IllegalStateException if the history is not complete ({@link MemoryHistory#isComplete()}:
      *     recorded from before the allocator's first region, with nothing dropped), the
-     *     allocator had a timing counter (frontier calls are not recorded), or its calls would
+     *     allocator had a timing counter (frontier calls are not recorded), its events' times
+     *     go back (a history joined or edited: an allocator records its events in time order),
+     *     or its calls would
      *     replay to other decisions (its sub-allocator gave a region of another size than asked
      *     or failed below the memory limit, in the last attempt of a call or in one that grew the
      *     size of the next region; {@code emptyCache()} gave regions back before later calls; an
@@ -226,9 +228,30 @@ public final class SnapshotTraces {
             traceIdOf.add(new HashMap<>());
         }
         long nextId = 1;
+        long latest = -1;
+        MemoryEvent latestEvent = null;
+        int latestFrom = -1;
         for (Map.Entry<Integer, MemoryEvent> pe : MemoryHistory.mergeByTime(histories)) {
             final int from = pe.getKey();
             final MemoryEvent e = pe.getValue();
+            final long time = e.provenance().timeMicros();
+            if (time >= 0 && time < latest) {
+                throw new IllegalStateException("the history of allocator '"
+                        + snapshots.get(from).memoryMap().allocatorName() + "' goes back in time: its " + e.kind()
+                        + (e.allocationId() >= 0 ? " of allocation " + e.allocationId() : "") + " at time "
+                        + time + " comes after the " + latestEvent.kind()
+                        + (latestEvent.allocationId() >= 0 ? " of allocation " + latestEvent.allocationId() : "")
+                        + (latestFrom == from ? "" : " of allocator '"
+                                + snapshots.get(latestFrom).memoryMap().allocatorName() + "'")
+                        + " at time " + latest + " (epoch microseconds), and a trace's times never go back."
+                        + " An allocator records its events in time order: write the snapshot() of the allocator as"
+                        + " taken, not a history joined or edited");
+            }
+            if (time >= 0) {
+                latest = time;
+                latestEvent = e;
+                latestFrom = from;
+            }
             switch (e.kind()) {
                 case ALLOC, OUT_OF_MEMORY -> {
                     long id = nextId++;

@@ -327,6 +327,49 @@ class SnapshotTracesTest {
         assertThat(times).containsExactly(1000L, 2000L, 2000L, 3000L);
     }
 
+    /**
+     * A snapshot built by hand (MemorySnapshot and MemoryHistory are public records) whose
+     * history goes back in time is refused by SnapshotTraces, naming the allocator's history and
+     * both events, before the file is touched; before, TraceWriter.provenance refused it,
+     * naming the trace's id of the allocation and the writer's rule.
+     */
+    @Test
+    void aHistoryWhoseTimesGoBackIsRefusedNamingIt() throws IOException {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false),
+                64L << 20, "edited", opts)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long p = a.allocateRaw(64, 100);
+            long q = a.allocateRaw(64, 200);
+            MemorySnapshot s = a.snapshot();
+            List<MemoryEvent> events = new ArrayList<>(s.history().events());
+            MemoryEvent first = events.get(1);
+            MemoryEvent second = events.get(2);
+            assertThat(first.kind()).isEqualTo(MemoryEvent.Kind.ALLOC);
+            assertThat(second.kind()).isEqualTo(MemoryEvent.Kind.ALLOC);
+            Provenance back = new Provenance(first.provenance().timeMicros() - 5, null, null, -1, null);
+            events.set(2, new MemoryEvent(second.kind(), second.address(), second.bytes(), second.requestedBytes(),
+                    second.alignment(), second.allocationId(), second.availableBytes(), back));
+            MemoryHistory h = s.history();
+            MemorySnapshot edited = new MemorySnapshot(s.timeMicros(), s.memoryMap(), s.options(),
+                    s.coalescingRegions(), s.timingCounterUsed(), new MemoryHistory(h.options(), h.recording(),
+                            h.startMicros(), h.startedEmpty(), h.droppedEvents(), events));
+            Path trace = dir.resolve("edited.bfctrace");
+            assertThatThrownBy(() -> SnapshotTraces.write(edited, trace))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage("the history of allocator 'edited' goes back in time: its ALLOC of allocation "
+                            + second.allocationId() + " at time " + back.timeMicros() + " comes after the ALLOC of"
+                            + " allocation " + first.allocationId() + " at time " + first.provenance().timeMicros()
+                            + " (epoch microseconds), and a trace's times never go back. An allocator records its"
+                            + " events in time order: write the snapshot() of the allocator as taken, not a history"
+                            + " joined or edited");
+            assertThat(trace).doesNotExist();
+            SnapshotTraces.write(s, trace); // as taken, it writes
+            a.deallocateRaw(p);
+            a.deallocateRaw(q);
+        }
+    }
+
     @Test
     void theCallerNamesTheTrace() throws IOException {
         BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
