@@ -24,6 +24,13 @@ final class HolderText {
     private HolderText() {
     }
 
+    /**
+     * How a holder is named ({@link Provenance#holder()}), for the headings: JavaCPP's bindings
+     * ({@code org.bytedeco.}) are skipped when a frame names it, since their frames (ONNX
+     * Runtime's {@code SessionImpl.Run}) are the same for every caller.
+     */
+    static final String HOLDER_KEY = "annotation, else innermost frame outside org.bytedeco., else thread";
+
     /** The summary's section, ending in a line break; empty when no provenance was recorded. */
     static String summarySection(MemoryMap map) {
         return summarySection(List.of(map), "Largest holders");
@@ -41,7 +48,7 @@ final class HolderText {
         }
         List<MemoryMap.Holder> holders = largestHolders(maps, SUMMARY_HOLDERS);
         StringBuilder sb = new StringBuilder();
-        sb.append(title).append(" (in use, by annotation or innermost frame):\n");
+        sb.append(title).append(" (in use, by ").append(HOLDER_KEY).append("):\n");
         for (MemoryMap.Holder h : holders) {
             sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  %s%n",
                     BfcAllocator.humanReadableNumBytes(h.bytes()), h.chunks(), h.chunks() == 1 ? " " : "s",
@@ -73,7 +80,7 @@ final class HolderText {
         }
         List<MemoryMap.Holder> all = MemoryMap.largest(each, Integer.MAX_VALUE);
         StringBuilder sb = new StringBuilder();
-        sb.append("Not yet safe, by holder of the allocation freed (annotation or innermost frame):\n");
+        sb.append("Not yet safe, by holder of the allocation freed (").append(HOLDER_KEY).append("):\n");
         for (MemoryMap.Holder h : all.subList(0, Math.min(all.size(), WAITING_HOLDERS))) {
             sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  %s%n",
                     BfcAllocator.humanReadableNumBytes(h.bytes()), h.chunks(), h.chunks() == 1 ? " " : "s",

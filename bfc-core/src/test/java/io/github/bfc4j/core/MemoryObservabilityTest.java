@@ -326,7 +326,8 @@ class MemoryObservabilityTest {
             assertThat(summary).contains("Not yet safe, by holder");
             String section = summary.substring(summary.indexOf("Not yet safe, by holder"));
             assertThat(section.lines().toList()).containsExactly(
-                    "Not yet safe, by holder of the allocation freed (annotation or innermost frame):",
+                    "Not yet safe, by holder of the allocation freed (annotation, else innermost frame outside"
+                            + " org.bytedeco., else thread):",
                     "    448.0KiB in      1 chunk   layer0 (step 2)",
                     "    384.0KiB in      1 chunk   layer1 (step 2)",
                     "    320.0KiB in      1 chunk   layer2 (step 2)",

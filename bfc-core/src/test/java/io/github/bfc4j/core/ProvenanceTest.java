@@ -97,7 +97,8 @@ class ProvenanceTest {
             // This thread pushed nothing: its allocations have none.
             assertThat(at(a, a.allocateRaw(64, 256))).isEqualTo(Provenance.UNKNOWN);
             String summary = a.memorySummary();
-            assertThat(summary).contains("Largest holders (in use, by annotation or innermost frame):")
+            assertThat(summary).contains("Largest holders (in use, by annotation, else innermost frame outside"
+                    + " org.bytedeco., else thread):")
                     .contains("worker-3/op0 (step 3)");
         }
     }

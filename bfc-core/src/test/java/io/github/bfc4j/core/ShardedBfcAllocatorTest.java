@@ -516,8 +516,8 @@ class ShardedBfcAllocatorTest {
                 () -> a.allocate(8 * MIB)); // fails in shard 0, whose only holder is weights
         assertThat(oom.getMessage()).contains("Largest holders: " + acts + " by activations (1 chunk); 4.00MiB by"
                 + " weights (1 chunk).");
-        assertThat(a.memorySummary()).contains("Largest holders of all shards (in use, by annotation or innermost"
-                + " frame):\n    " + acts + " in      1 chunk   activations\n     4.00MiB in      1 chunk   weights\n");
+        assertThat(a.memorySummary()).contains("Largest holders of all shards (in use, by annotation, else innermost"
+                + " frame outside org.bytedeco., else thread):\n    " + acts + " in      1 chunk   activations\n     4.00MiB in      1 chunk   weights\n");
         activations.close();
         weights.close();
         a.close();

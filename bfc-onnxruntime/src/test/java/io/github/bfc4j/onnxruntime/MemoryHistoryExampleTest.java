@@ -59,7 +59,8 @@ class MemoryHistoryExampleTest {
         MemoryHistoryExample.run(new PrintStream(captured, true, StandardCharsets.UTF_8), dir);
         String out = captured.toString(StandardCharsets.UTF_8);
         System.out.println(out);
-        assertThat(out).contains("Largest holders (in use, by annotation or innermost frame):")
+        assertThat(out).contains("Largest holders (in use, by annotation, else innermost frame outside"
+                + " org.bytedeco., else thread):")
                 .contains("session/load").contains("https://pytorch.org/memory_viz");
 
         Map<String, Object> s = (Map<String, Object>) new Unpickler()
