@@ -527,7 +527,8 @@ final class HistoryRecorder extends PortListener {
             return false;
         }
         long n = ++allocCalls;
-        return numBytes >= o.stackMinBytes() && (o.stackEveryNth() == 1 || n % o.stackEveryNth() == 0);
+        return numBytes >= o.stackMinBytes() && (o.stackEveryNth() == 1 || n % o.stackEveryNth() == 0)
+                && !ReplayedCall.replaying();
     }
 
     /** A successful allocation of chunk {@code h}. */
@@ -659,11 +660,13 @@ final class HistoryRecorder extends PortListener {
 
     /**
      * The stack an event records: the one an annotation gives, else, if {@code wanted} and
-     * stacks are on, the calling thread's; else null.
+     * stacks are on, the calling thread's, unless it is replaying a trace's call (the replayer's
+     * stack says nothing of the recorded run: the trace's stack comes as an annotation's); else
+     * null.
      */
     private List<StackFrame> stackOf(MemoryAnnotation a, boolean wanted) {
         List<StackFrame> st = explicitStack(a);
-        if (st == null && wanted && options.stacks()) {
+        if (st == null && wanted && options.stacks() && !ReplayedCall.replaying()) {
             st = stacks.intern(capture(walker, options.stackDepth()));
         }
         return st;

@@ -16,8 +16,17 @@ import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.Provenance;
 import io.github.bfc4j.core.StackFrame;
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import io.github.bfc4j.trace.TraceReader;
+import io.github.bfc4j.trace.WorkloadListener;
+import io.github.bfc4j.trace.WorkloadRunner;
+import io.github.bfc4j.trace.WorkloadStep;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Recorded stacks point at the application's code that allocated: the calling test method
@@ -42,6 +51,58 @@ class StackProvenanceTest {
 
     private long allocateHere(BfcAllocator a, long bytes) {
         return a.allocateRaw(64, bytes);
+    }
+
+    @TempDir
+    Path dir;
+
+    /**
+     * A replayed trace's calls carry the stack the trace gives, and none where it gives none:
+     * the replaying code's stack says nothing of the run the trace recorded, as its thread's
+     * name does not. Before, an application replaying a trace with its history recorded
+     * (stacks on, as HistoryOptions.defaults()) found every allocation the trace gives no stack
+     * for, its region and its failure, held by its own call of WorkloadRunner.run.
+     */
+    @Test
+    void aReplayedCallRecordsTheTracesStackNeverTheReplayers() throws IOException {
+        Path trace = dir.resolve("replayed.bfctrace");
+        Files.writeString(trace, "bfctrace 1\nname t\nsource workload: test\n"
+                + "options memory_limit=4194304 allow_growth=true garbage_collection=false"
+                + " fragmentation_fraction=0 timing_counter=false\n"
+                + "suballocator sim base=0x7f0000000000 capacity=8388608 gap=0 coalescing=false\n"
+                + "#@ frame 1 com.example.Model forward Model.java 42\n#@ stack 1 1\n"
+                + "#@ alloc 1 thread=w stack=1\nalloc 1 1000\n"
+                + "#@ alloc 2 thread=w\nalloc 2 2000\n"
+                + "alloc 3 3000\n"
+                + "alloc 4 8388608\n"); // fails: above the limit
+        List<MemoryEvent> events = new ArrayList<>();
+        List<MemoryMap.Chunk> chunks = new ArrayList<>();
+        try (TraceReader r = TraceReader.open(trace)) {
+            WorkloadRunner.forHeader(r.header()).listener(new WorkloadListener() {
+                @Override
+                public void beforeRun(BfcAllocator a) {
+                    a.recordHistory(HistoryOptions.defaults());
+                }
+
+                @Override
+                public void afterCall(WorkloadStep step) {
+                }
+
+                @Override
+                public void afterRun(BfcAllocator a) {
+                    events.addAll(a.snapshot().history().events());
+                    chunks.addAll(a.memoryMap().chunks());
+                }
+            }).run(r);
+        }
+        StackFrame model = new StackFrame("com.example.Model", "forward", "Model.java", 42);
+        assertThat(events).extracting(MemoryEvent::kind).containsExactly(MemoryEvent.Kind.REGION_ALLOC,
+                MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.ALLOC,
+                MemoryEvent.Kind.OUT_OF_MEMORY);
+        assertThat(events).extracting(e -> e.provenance().stack())
+                .containsExactly(List.of(model), List.of(model), List.of(), List.of(), List.of());
+        assertThat(chunks.stream().filter(MemoryMap.Chunk::inUse).map(c -> c.provenance().holder()).toList())
+                .containsExactly("com.example.Model.forward(Model.java:42)", "thread 'w'", "(unknown)");
     }
 
     /**

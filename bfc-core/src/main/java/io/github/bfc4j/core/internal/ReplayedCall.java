@@ -44,6 +44,14 @@ public final class ReplayedCall {
         c.thread = null;
     }
 
+    /**
+     * @return whether the calling thread is making a replayed call: its Java stack (the
+     *     replayer's) says nothing of the recorded run, so none is walked for it
+     */
+    public static boolean replaying() {
+        return CALL.get().replaying;
+    }
+
     /** @return the time set on the calling thread, or -1 if none */
     public static long micros() {
         return CALL.get().micros;
