@@ -639,7 +639,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /**
      * A readable summary of all shards, like {@code torch.cuda.memory_summary()}: one line of
-     * the figures of all shards together (read at one instant), then each shard's
+     * the figures of all shards together and, when provenance is recorded, the largest holders
+     * of all shards (both read at one instant), then each shard's
      * {@link BfcAllocator#memorySummary()} (each taken in turn).
      *
      * @return the summary
@@ -652,8 +653,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                 .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regionCount())
                 .append(" regions, in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
                 .append(", largest free chunk ").append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()))
-                .append('\n'));
-        sb.append(HolderText.summarySection(mapsForHolders(), "Largest holders of all shards"));
+                .append('\n')
+                .append(HolderText.summarySection(mapsForHolders(), "Largest holders of all shards")));
         for (BfcAllocator s : shards) {
             sb.append(s.memorySummary());
         }

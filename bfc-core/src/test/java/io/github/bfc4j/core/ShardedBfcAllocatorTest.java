@@ -524,6 +524,62 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * memorySummary()'s "Largest holders of all shards" is read at the same instant as its first
+     * line: with every allocation annotated alike, the one holder holds exactly the bytes the
+     * first line says are in use, while two threads allocate and free in two shards. Before, the
+     * holders were read one shard after another, after the first line, and named other totals.
+     * Seeded ({@code -Dbfc4j.test.seed}).
+     */
+    @Test
+    void theSummarysHoldersAreOfTheInstantOfItsFigures() throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("ShardedBfcAllocatorTest.theSummarysHoldersAreOfTheInstantOfItsFigures seed: " + seed);
+        ShardedBfcAllocator a = sharded(256 * MIB, 2);
+        a.recordAnnotations(true);
+        java.util.regex.Pattern inUse = java.util.regex.Pattern.compile(", in use (\\S+), largest free chunk");
+        java.util.regex.Pattern holder = java.util.regex.Pattern.compile("(?m)^ +(\\S+) in +\\d+ chunks? +work$");
+        AtomicBoolean stop = new AtomicBoolean();
+        List<String> disagreements = new ArrayList<>();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+        TestThreads.runTogether(3, seed, id -> {
+            if (id == 2) {
+                try {
+                    for (int i = 0; i < 20_000 && disagreements.isEmpty() && System.nanoTime() < deadline; i++) {
+                        String summary = a.memorySummary();
+                        java.util.regex.Matcher f = inUse.matcher(summary);
+                        assertThat(f.find()).as(summary).isTrue();
+                        // the shards' own summaries follow, each read later
+                        java.util.regex.Matcher h = holder.matcher(summary.substring(0, summary.indexOf("|===")));
+                        String held = h.find() ? h.group(1) : "0B";
+                        if (!held.equals(f.group(1))) {
+                            disagreements.add("in use " + f.group(1) + ", held by 'work' " + held + ":\n" + summary);
+                        }
+                    }
+                } finally {
+                    stop.set(true);
+                }
+                return;
+            }
+            Random rnd = new Random(seed * 31 + id);
+            List<Allocation> mine = new ArrayList<>();
+            try (MemoryAnnotation w = MemoryAnnotation.push("work")) {
+                while (!stop.get()) {
+                    if (mine.size() < 4 && (mine.isEmpty() || rnd.nextBoolean())) {
+                        mine.add(a.allocate(MIB));
+                    } else {
+                        mine.remove(rnd.nextInt(mine.size())).close();
+                    }
+                }
+            }
+            for (Allocation x : mine) {
+                x.close();
+            }
+        });
+        assertThat(disagreements).as("summaries whose holders disagree with their figures").isEmpty();
+        a.close();
+    }
+
+    /**
      * A shard's out-of-memory report, as its listeners (the sharded allocator's and its own) and
      * its dump see it, ends with the figures and holders of all shards.
      */
