@@ -4,9 +4,15 @@
  */
 package io.github.bfc4j.core;
 
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * The "largest holders" of {@link BfcAllocator#memorySummary()} and of the out-of-memory
@@ -47,14 +53,44 @@ final class HolderText {
             return "";
         }
         List<MemoryMap.Holder> holders = largestHolders(maps, SUMMARY_HOLDERS);
+        Map<String, Long> oldest = oldestInUse(maps);
         StringBuilder sb = new StringBuilder();
         sb.append(title).append(" (in use, by ").append(HOLDER_KEY).append("):\n");
         for (MemoryMap.Holder h : holders) {
-            sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  %s%n",
+            sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  %s",
                     BfcAllocator.humanReadableNumBytes(h.bytes()), h.chunks(), h.chunks() == 1 ? " " : "s",
                     h.holder()));
+            Long since = oldest.get(h.holder());
+            if (since != null) {
+                sb.append("  (since ").append(SINCE.format(Instant.EPOCH.plus(since, ChronoUnit.MICROS)))
+                        .append(h.chunks() == 1 ? ")" : ", its oldest chunk)");
+            }
+            sb.append(System.lineSeparator());
         }
         return sb.toString();
+    }
+
+    /** How the time of a holder's oldest chunk is written: UTC, to the millisecond. */
+    private static final DateTimeFormatter SINCE =
+            DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS 'UTC'", Locale.ROOT).withZone(ZoneOffset.UTC);
+
+    /**
+     * For each holder, the time its oldest chunk in use was allocated (epoch microseconds), of
+     * the chunks whose time was recorded (with the history on); holders with none are absent.
+     */
+    private static Map<String, Long> oldestInUse(List<MemoryMap> maps) {
+        Map<String, Long> oldest = new HashMap<>();
+        for (MemoryMap m : maps) {
+            for (MemoryMap.Region r : m.regions()) {
+                for (MemoryMap.Chunk c : r.chunks()) {
+                    long t = c.provenance().timeMicros();
+                    if (c.inUse() && t >= 0) {
+                        oldest.merge(c.provenance().holder(), t, Math::min);
+                    }
+                }
+            }
+        }
+        return oldest;
     }
 
     /** Holders of the memory not yet safe listed in the summary. */

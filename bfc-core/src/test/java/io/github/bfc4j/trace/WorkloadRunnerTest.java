@@ -323,6 +323,33 @@ class WorkloadRunnerTest {
     }
 
     /**
+     * memorySummary()'s largest holders say since when each holds its memory: the time of its
+     * oldest chunk still in use, here the times the trace gives (UTC, to the millisecond); a
+     * holder whose oldest chunk was freed shows its next oldest. Before, the section named the
+     * holders and their bytes only, and "since when?" needed the memory map's chunks.
+     */
+    @Test
+    void theSummarysHoldersSaySinceWhen() throws IOException {
+        String trace = NAME + "source workload: hand-made\n" + OPTIONS + SUBALLOCATOR
+                + "#@ alloc 1 annotation=weights time_us=1700000000000000\n" // 2023-11-14 22:13:20 UTC
+                + "alloc 1 131072\n"
+                + "#@ alloc 2 annotation=activations time_us=1700000000250000\n"
+                + "alloc 2 65536\n"
+                + "#@ alloc 3 annotation=activations time_us=1700000001500000\n"
+                + "alloc 3 65536\n"
+                + "#@ alloc 4 annotation=activations time_us=1700000002000000\n"
+                + "alloc 4 65536\n"
+                + "free 2\n";
+        List<String> summary = new ArrayList<>();
+        replayedWithHistory(trace, a -> summary.add(a.memorySummary()));
+        String s = summary.get(0);
+        assertThat(s.substring(s.indexOf("Largest holders")).lines().toList()).containsExactly(
+                "Largest holders (in use, by annotation, else innermost frame outside org.bytedeco., else thread):",
+                "    128.0KiB in      2 chunks  activations  (since 2023-11-14 22:13:21.500 UTC, its oldest chunk)",
+                "    128.0KiB in      1 chunk   weights  (since 2023-11-14 22:13:20.000 UTC)"); // ties by name
+    }
+
+    /**
      * Replays {@code trace} on an allocator recording its history (no stacks) and returns its
      * snapshot taken after the last call; {@code then} runs on the allocator after that, before
      * it is closed.
