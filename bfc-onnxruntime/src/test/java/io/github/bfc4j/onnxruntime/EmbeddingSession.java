@@ -91,6 +91,67 @@ final class EmbeddingSession implements AutoCloseable {
      * @throws RuntimeException ORT's error (e.g. out of memory), as JavaCPP reports it
      */
     Output run(Encoding[] batch) {
+        try (Value y = run(batch, inputs(batch))) {
+            return output(y, batch);
+        }
+    }
+
+    /**
+     * Runs the model on a batch and hands over ORT's output value, in the memory ORT allocated
+     * for it (bfc4j's, with {@link BfcOrtAllocator#USE_ENV_ALLOCATORS}): the caller closes it, on
+     * any thread.
+     *
+     * @param batch encodings of one length (a padded batch)
+     * @return the last hidden state, {@code [batch, length, 384]}
+     * @throws RuntimeException ORT's error (e.g. out of memory), as JavaCPP reports it
+     */
+    Value runToValue(Encoding[] batch) {
+        return run(batch, inputs(batch));
+    }
+
+    /**
+     * Runs the model on {@link #inputs}'s values of {@code batch}. Named {@code run}: the holder
+     * of a run's memory, in the history, is the frame that calls ORT's {@code Run}.
+     */
+    private Value run(Encoding[] batch, long[][] values) {
+        int n = batch.length;
+        int length = batch[0].getIds().length;
+        int inputs = inputKinds.length;
+        LongPointer[] data = new LongPointer[inputs];
+        try (LongPointer shape = new LongPointer(n, length);
+                Value tensors = new Value(inputs);
+                RunOptions runOptions = new RunOptions()) {
+            for (int i = 0; i < inputs; i++) {
+                data[i] = new LongPointer(values[inputKinds[i]]);
+                try (Value v = Value.CreateTensorLong(inputInfo.asOrtMemoryInfo(), data[i], (long) n * length, shape, 2)) {
+                    tensors.position(i).put(v);   // moves the Ort::Value into the array
+                }
+            }
+            tensors.position(0);
+            try (ValueVector outputs = session.Run(runOptions, inputNames, tensors, inputs, outputNames, 1)) {
+                // The presets' get() moves the Ort::Value out of the vector: the caller owns it.
+                return outputs.get(0);
+            }
+        } finally {
+            for (LongPointer p : data) {
+                if (p != null) {
+                    p.close();
+                }
+            }
+        }
+    }
+
+    /** What {@link #runToValue} returned for {@code batch}, read into Java arrays. */
+    static Output output(Value y, Encoding[] batch) {
+        int n = batch.length;
+        int length = batch[0].getIds().length;
+        float[] hidden = new float[n * length * EmbeddingModel.DIMENSIONS];
+        y.GetTensorMutableDataFloat().get(hidden);
+        return new Output(hidden, n, length, inputs(batch)[1]);
+    }
+
+    /** The batch's input ids, attention mask and token types, each row-major {@code [batch, length]}. */
+    private static long[][] inputs(Encoding[] batch) {
         int n = batch.length;
         int length = batch[0].getIds().length;
         long[][] values = new long[INPUTS.length][n * length];
@@ -104,33 +165,7 @@ final class EmbeddingSession implements AutoCloseable {
                 System.arraycopy(rows[k], 0, values[k], b * length, length);
             }
         }
-        int inputs = inputKinds.length;
-        LongPointer[] data = new LongPointer[inputs];
-        try (LongPointer shape = new LongPointer(n, length);
-                Value tensors = new Value(inputs);
-                RunOptions runOptions = new RunOptions()) {
-            for (int i = 0; i < inputs; i++) {
-                data[i] = new LongPointer(values[inputKinds[i]]);
-                try (Value v = Value.CreateTensorLong(inputInfo.asOrtMemoryInfo(), data[i], (long) n * length, shape, 2)) {
-                    tensors.position(i).put(v);   // moves the Ort::Value into the array
-                }
-            }
-            tensors.position(0);
-            try (ValueVector outputs = session.Run(runOptions, inputNames, tensors, inputs, outputNames, 1);
-                    // The presets' get() moves the Ort::Value out of the vector: this object owns it.
-                    Value y = outputs.get(0)) {
-                float[] hidden = new float[n * length * EmbeddingModel.DIMENSIONS];
-                y.GetTensorMutableDataFloat().get(hidden);
-                long[] mask = values[1];
-                return new Output(hidden, n, length, mask);
-            }
-        } finally {
-            for (LongPointer p : data) {
-                if (p != null) {
-                    p.close();
-                }
-            }
-        }
+        return values;
     }
 
     @Override
