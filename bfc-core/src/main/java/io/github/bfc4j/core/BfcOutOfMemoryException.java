@@ -9,7 +9,9 @@ import static io.github.bfc4j.core.BfcAllocator.humanReadableNumBytes;
  * Thrown by {@link BfcAllocator#allocate(long)} when the memory cannot be had. The message reads
  * like PyTorch's: what was asked, what is in use, what is reserved, the limit, the largest free
  * chunk, and a hint when one applies. The same figures are fields, read under the allocator's
- * lock at the moment of failure. When out-of-memory dumps are on
+ * lock at the moment of failure; a {@link ShardedBfcAllocator}'s are those of all its shards,
+ * read just after the failing shard failed, when other threads may have freed memory (the hint
+ * then says so where a free chunk has become large enough). When out-of-memory dumps are on
  * ({@link BfcOptions#dumpOnOomDirectory()}), the message ends by naming the dump's files.
  */
 public final class BfcOutOfMemoryException extends RuntimeException {
@@ -46,8 +48,21 @@ public final class BfcOutOfMemoryException extends RuntimeException {
             long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
             long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
             String dumpFile) {
+        this(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes, regionCount,
+                memoryLimit, largestFreeChunkBytes, stats, holders, dumpNote, dumpFile, false);
+    }
+
+    /**
+     * @param readAfterFailure whether the figures were read after the failure, outside the
+     *     failing call (a sharded allocator's, of all shards): other threads may have freed
+     *     memory in between, so a free chunk may be large enough for the request by then
+     */
+    private BfcOutOfMemoryException(String allocatorName, long requestedBytes, long roundedBytes,
+            long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
+            long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
+            String dumpFile, boolean readAfterFailure) {
         super(message(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
-                regionCount, memoryLimit, largestFreeChunkBytes) + holders + dumpNote);
+                regionCount, memoryLimit, largestFreeChunkBytes, readAfterFailure) + holders + dumpNote);
         this.dumpFile = dumpFile;
         this.dumpNote = dumpNote;
         this.allocatorName = allocatorName;
@@ -75,13 +90,13 @@ public final class BfcOutOfMemoryException extends RuntimeException {
                 allInUse, allReserved, allRegions, memoryLimit, largestFree, allStats,
                 " (The figures are those of all " + shards + " shards together, read just after shard '"
                         + allocatorName + "' failed it, the other shards having failed it too.)" + allHolders,
-                dumpNote, dumpFile);
+                dumpNote, dumpFile, true);
         e.initCause(this);
         return e;
     }
 
     private static String message(String name, long requested, long rounded, long inUse,
-            long reserved, int regions, long limit, long largestFree) {
+            long reserved, int regions, long limit, long largestFree, boolean readAfterFailure) {
         StringBuilder sb = new StringBuilder();
         sb.append("Allocator '").append(name).append("' is out of memory: tried to allocate ")
                 .append(humanReadableNumBytes(requested));
@@ -97,6 +112,12 @@ public final class BfcOutOfMemoryException extends RuntimeException {
         if (rounded > limit) {
             sb.append(" The request alone is larger than the memory limit: raise memoryLimit or"
                     + " allocate less at once.");
+        } else if (readAfterFailure && largestFree >= rounded) {
+            // One allocator's figures of the moment of failure never show it; all shards' read
+            // after the home shard failed do, where other threads freed memory meanwhile.
+            sb.append(" A free chunk is large enough for it now: other threads freed memory while the"
+                    + " shards were tried or since (these figures were read after the failure); the same"
+                    + " request may succeed if tried again.");
         } else if (freeInPool >= rounded) {
             sb.append(" ").append(humanReadableNumBytes(freeInPool)).append(" of the reserved memory"
                     + " is free but no free chunk is large enough, so the pool is fragmented: free"

@@ -88,7 +88,9 @@ public interface MemoryAllocator extends AutoCloseable {
      * same calls of the sub-allocator), but a failure throws the exception
      * {@link #allocate(long)} would: its figures (and largest holders, when provenance is
      * recorded) are those of the moment of failure, taken by the failing call under the lock, not
-     * read afterwards, when other threads or an out-of-memory listener may have freed memory. For
+     * read afterwards, when other threads or an out-of-memory listener may have freed memory (a
+     * {@link ShardedBfcAllocator}'s are those of all shards, read just after its home shard's
+     * last attempt failed, as {@link ShardedBfcAllocator#allocateRawOrThrow} says). For
      * adapters that hand raw addresses to a runtime and report its failures in words (ONNX
      * Runtime's {@code BfcOrtAllocator}).
      *

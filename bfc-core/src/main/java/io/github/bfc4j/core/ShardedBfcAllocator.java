@@ -411,7 +411,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * the {@link BfcOutOfMemoryException} that {@link #allocate(long)} would: the figures of all
      * shards together, read just after the home shard's last attempt failed (as
      * {@link #allocate(long)}'s), its cause the home shard's exception with that shard's figures
-     * of the moment of failure.
+     * of the moment of failure. Other threads may free memory while the shards are tried or
+     * before the figures are read: where the largest free chunk is large enough by then, the
+     * message says so (the same request may succeed if tried again).
      *
      * @param alignment a power of two; only passed on to the sub-allocator
      * @param numBytes the size wanted

@@ -280,6 +280,77 @@ class ShardedBfcAllocatorTest {
         }
     }
 
+    /**
+     * The figures of all shards are read after the home shard's last attempt failed; another
+     * thread may free memory before that. Here it frees 40 MiB in shard 1 while the failing call
+     * empties shard 2 (after shard 1 was tried): the message must not call the pool fragmented
+     * (nor the host out of memory) when the free chunk it reports is large enough, and the same
+     * request, tried again, is served.
+     */
+    @Test
+    void memoryFreedWhileTheShardsAreTriedIsNotCalledFragmentation() throws Exception {
+        AtomicBoolean hostFull = new AtomicBoolean();
+        AtomicReference<Runnable> onRegionFree = new AtomicReference<>();
+        SubAllocator host = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                return hostFull.get() ? null : upstream.alloc(alignment, numBytes);
+            }
+
+            @Override
+            public void free(long ptr, long numBytes) {
+                upstream.free(ptr, numBytes);
+                Runnable r = onRegionFree.getAndSet(null);
+                if (r != null) {
+                    r.run();
+                }
+            }
+        };
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("sharded").memoryLimit(256 * MIB)
+                .subAllocator(host).shards(3).build()) {
+            long mine = a.allocateRaw(64, 1024); // this thread's home: shard 0, a 2 MiB region
+            long[] x = onNewThread(() -> {
+                // Shard 1: one 128 MiB region, X (40 MiB) and F (the other 88 MiB) side by side.
+                a.deallocateRaw(a.allocateRaw(64, 96 * MIB));
+                return new long[] {a.allocateRaw(64, 40 * MIB), a.allocateRaw(64, 88 * MIB)};
+            });
+            onNewThread(() -> { // shard 2: a free 2 MiB region, which emptying it gives back
+                a.deallocateRaw(a.allocateRaw(64, 1024));
+                return null;
+            });
+            assertThat(a.shardOf(x[0]).name()).isEqualTo("sharded/1");
+            assertThat(a.shards().get(1).reservedBytes()).isEqualTo(128 * MIB);
+            assertThat(a.shards().get(1).bytesInUse()).as("shard 1: no free chunk").isEqualTo(128 * MIB);
+            hostFull.set(true); // no shard can grow: the request fails in every shard
+            onRegionFree.set(() -> {
+                try {
+                    onNewThread(() -> {
+                        a.deallocateRaw(x[0]); // another thread frees X in shard 1, tried already
+                        return null;
+                    });
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            });
+
+            assertThatThrownBy(() -> a.allocateRawOrThrow(64, 40 * MIB))
+                    .isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining("and the largest free chunk is 40.00MiB. A free chunk is large enough for"
+                            + " it now: other threads freed memory while the shards were tried or since")
+                    .hasMessageNotContaining("fragmented")
+                    .hasMessageNotContaining("the host or device itself is out of memory")
+                    .hasMessageContaining("read just after shard 'sharded/0' failed it");
+            assertThat(onRegionFree.get()).as("the free ran inside the failing call").isNull();
+
+            long again = a.allocateRawOrThrow(64, 40 * MIB);
+            assertThat(a.shardOf(again).name()).as("the request tried again").isEqualTo("sharded/1");
+            a.deallocateRaw(again);
+            a.deallocateRaw(x[1]);
+            a.deallocateRaw(mine);
+            a.shards().forEach(BfcAllocator::checkInvariants);
+        }
+    }
+
     @Test
     void aRequestAboveTheLimitFailsWithoutEmptyingAnyShard() throws Exception {
         try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
