@@ -169,6 +169,9 @@ public final class GpuBfcOptions {
 
     /** Builds {@link GpuBfcOptions}; each setter validates its value. */
     public static final class Builder {
+        // DEVIATION(port): GPUBFCAllocator::Options defaults allow_growth to false; here it is
+        // true, as BFCAllocator::Options, so that a first allocation does not take the whole
+        // device (docs/deviations.md C8).
         private boolean allowGrowth = true;
         private Boolean garbageCollection;
         private boolean allowRetryOnFailure = true;
@@ -184,8 +187,9 @@ public final class GpuBfcOptions {
         }
 
         /**
-         * Sets upstream's {@code allow_growth} (default true); {@code TF_FORCE_GPU_ALLOW_GROWTH}
-         * overrides it.
+         * Sets upstream's {@code allow_growth} (default true, where TensorFlow's is false: regions
+         * start at 2 MiB and double instead of one region of the whole limit);
+         * {@code TF_FORCE_GPU_ALLOW_GROWTH} overrides it.
          *
          * @param allowGrowth the value
          * @return this builder
