@@ -33,8 +33,9 @@ import javax.tools.ToolProvider;
  * The Java snippets of README.md and docs/*.md, compiled as shown, so that no snippet a user
  * copies can have drifted from the API.
  *
- * <p>A snippet is a fenced block opened by a line {@code ```java}, optionally followed by the
- * module whose tests compile it ({@code ```java bfc-onnxruntime}; without one, bfc-cli's, whose
+ * <p>A snippet is a fenced block opened by a line {@code ```java} (or {@code ~~~java}, in any
+ * case, indented as in a list item: its lines lose the fence's indentation), optionally followed
+ * by the module whose tests compile it ({@code ```java bfc-onnxruntime}; without one, bfc-cli's, whose
  * class path holds bfc-core, bfc-cpu, bfc-cuda and bfc-micrometer). Markdown shows only the
  * language. Its {@code import} lines go first; the rest is the body of a method that may throw.
  * A snippet that uses names it does not declare (an allocator made earlier on the page, say)
@@ -57,7 +58,11 @@ public final class DocSnippets {
     /** The module whose tests compile a snippet that names none. */
     public static final String DEFAULT_MODULE = "bfc-cli";
 
-    private static final Pattern FENCE = Pattern.compile("```java(?:[ \\t]+(\\S+))?[ \\t]*");
+    /**
+     * A fence that opens a Java block: backticks or tildes, indented as in a list item (which
+     * Markdown still shows as Java), the language in any case, then optionally the module.
+     */
+    private static final Pattern FENCE = Pattern.compile("([ \\t]*)(```|~~~)[ \\t]*(?i:java)(?:[ \\t]+(\\S+))?[ \\t]*");
     private static final String CONTEXT_START = "<!-- compiled in:";
     private static final String CONTEXT_END = "-->";
 
@@ -141,9 +146,11 @@ public final class DocSnippets {
                 continue;
             }
             int fence = i;
+            String indent = m.group(1);
+            String marker = m.group(2);
             List<String> code = new ArrayList<>();
-            for (i++; i < lines.size() && !lines.get(i).startsWith("```"); i++) {
-                code.add(lines.get(i));
+            for (i++; i < lines.size() && !lines.get(i).strip().startsWith(marker); i++) {
+                code.add(unindent(lines.get(i), indent.length()));
             }
             if (i == lines.size()) {
                 throw new IllegalArgumentException(file + " line " + (fence + 1) + ": the ```java block is not closed");
@@ -162,10 +169,19 @@ public final class DocSnippets {
                 context.addAll(lines.subList(start + 1, fence - 1));
                 contextLine = start + 2;
             }
-            out.add(new Snippet(file, fence + 1, m.group(1) == null ? DEFAULT_MODULE : m.group(1), context,
+            out.add(new Snippet(file, fence + 1, m.group(3) == null ? DEFAULT_MODULE : m.group(3), context,
                     contextLine, code));
         }
         return out;
+    }
+
+    /** {@code line} without up to {@code n} leading blanks: a block's lines are indented as its fence is. */
+    private static String unindent(String line, int n) {
+        int i = 0;
+        while (i < n && i < line.length() && (line.charAt(i) == ' ' || line.charAt(i) == '\t')) {
+            i++;
+        }
+        return line.substring(i);
     }
 
     /**

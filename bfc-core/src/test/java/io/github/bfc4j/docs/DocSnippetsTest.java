@@ -56,6 +56,42 @@ class DocSnippetsTest {
     }
 
     @Test
+    void aBlockIndentedInAListItemOrFencedOtherwiseIsASnippetToo() {
+        List<String> page = List.of(
+                "* In a list item:",                              // 1
+                "",                                               // 2
+                "  ```java",                                      // 3
+                "  import io.github.bfc4j.core.BfcAllocator;",    // 4
+                "  long limit = BfcAllocator.MAX_ALLOCATION_BYTES;", // 5
+                "  ```",                                          // 6
+                "~~~Java",                                        // 7
+                "long one = 1;",                                  // 8
+                "~~~",                                            // 9
+                "``` java bfc-other",                             // 10
+                "long two = 2;",                                  // 11
+                "```",                                            // 12
+                "```javascript",                                  // 13
+                "let three = 3;",                                 // 14
+                "```");                                           // 15
+        List<Snippet> snippets = DocSnippets.parse("page.md", page);
+        assertThat(snippets).extracting(Snippet::line).containsExactly(3, 7, 10);
+        assertThat(snippets.get(0).code()).containsExactly("import io.github.bfc4j.core.BfcAllocator;",
+                "long limit = BfcAllocator.MAX_ALLOCATION_BYTES;");
+        assertThat(snippets.get(1).code()).containsExactly("long one = 1;");
+        assertThat(snippets.get(2).module()).isEqualTo("bfc-other");
+        assertThat(snippets.get(2).code()).containsExactly("long two = 2;");
+    }
+
+    @Test
+    void anIndentedBlockCompilesWithItsImports(@TempDir Path classes) throws IOException {
+        List<String> page = List.of("1. Step:", "   ```java", "   import io.github.bfc4j.core.BfcAllocator;",
+                "   long limit = BfcAllocator.MAX_ALLOCATION_BYTES;", "   ```");
+        List<Snippet> snippets = DocSnippets.parse("page.md", page);
+        assertThat(snippets).hasSize(1);
+        assertThat(DocSnippets.compile(snippets, classes)).isEmpty();
+    }
+
+    @Test
     void snippetsThatMatchTheApiCompile(@TempDir Path classes) throws IOException {
         assertThat(DocSnippets.compile(DocSnippets.parse("page.md", PAGE), classes)).isEmpty();
     }
