@@ -195,6 +195,22 @@ final class OutOfMemoryReporter extends PortListener {
         }
         return new BfcOutOfMemoryException(view.name(), bytes, r.roundedBytes, r.bytesInUse,
                 r.poolBytes, r.regionCount, r.memoryLimit, r.largestFreeChunkBytes, r.stats,
-                r.holders, r.note, r.dumpFile);
+                r.holders + interruptedNote(r), r.note, r.dumpFile);
+    }
+
+    /**
+     * {@code ""}, or, when the allocator retries on failure and the calling thread is interrupted
+     * (which ends that wait, docs/deviations.md #16), a sentence saying that the allocation may
+     * not have waited for other threads' frees: a failure within milliseconds, unexplained
+     * otherwise.
+     */
+    private String interruptedNote(Report r) {
+        if (!options.allowRetryOnFailure() || r.roundedBytes > r.memoryLimit
+                || !Thread.currentThread().isInterrupted()) {
+            return "";
+        }
+        return " This thread is interrupted, which ends the wait for other threads to free memory"
+                + " (allowRetryOnFailure waits up to 10 s otherwise): the allocation may have failed"
+                + " without waiting.";
     }
 }

@@ -99,6 +99,10 @@ class OutOfMemoryReportTest {
             assertThat(e.largestFreeChunkBytes()).isEqualTo(largestFreeAtFailure);
             assertThat(e.getMessage()).contains(BfcAllocator.humanReadableNumBytes(inUseAtFailure)
                     + " is in use by live allocations");
+            assertThat(e.getMessage()).as("why it failed without waiting")
+                    .contains(" This thread is interrupted, which ends the wait for other threads to free memory"
+                            + " (allowRetryOnFailure waits up to 10 s otherwise): the allocation may have failed"
+                            + " without waiting.");
 
             assertThat(e.dumpFile()).isNotNull();
             Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(Path.of(e.dumpFile())));
