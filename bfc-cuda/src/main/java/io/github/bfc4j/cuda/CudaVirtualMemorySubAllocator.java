@@ -179,7 +179,8 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         if (numBytes <= 0) {
             return null;
         }
-        long paddedBytes = alignUp(numBytes, granularity);
+        // (Checked before rounding too: a request near Long.MAX_VALUE cannot be rounded up.)
+        long paddedBytes = numBytes > sizeBytes - nextAllocOffset ? numBytes : alignUp(numBytes, granularity);
         long nextVa = base + nextAllocOffset;
         if (paddedBytes > sizeBytes - nextAllocOffset) {
             LOG.log(Level.WARNING, "OOM in GPU virtual memory allocator when attempting to allocate"

@@ -67,6 +67,17 @@ class CudaVirtualMemorySubAllocatorTest {
         assertThat(v.alloc(256, G)).isNotNull();
     }
 
+    /** A request no reservation could hold, however large, is an out-of-memory answer too. */
+    @Test
+    void aRequestTooLargeToRoundUpAnswersNull() {
+        CudaVirtualMemorySubAllocator v = vmm(4 * G);
+        assertThat(v.alloc(256, Long.MAX_VALUE)).isNull();
+        assertThat(v.alloc(256, Long.MAX_VALUE - G + 2)).isNull();
+        assertThat(driver.physicalCreates()).isZero();
+        assertThat(v.alloc(256, 4 * G)).as("the whole reservation is still there").isNotNull();
+        v.close();
+    }
+
     @Test
     void outOfMemoryAnswersNullAndLeaksNothing() {
         CudaVirtualMemorySubAllocator v = vmm(16 * G);
