@@ -379,6 +379,66 @@ class TraceReaderTest {
                 + " is truncated (or still being written); check it with 'gzip -t'");
     }
 
+    /** Reads {@code in} as a trace to its end; returns the failure. */
+    private static IOException readFailure(InputStream in, String file) {
+        return catchThrowableOfType(() -> {
+            try (TraceReader r = TraceReader.open(in, file)) {
+                while (r.next() != null) {
+                    // read to the end
+                }
+            }
+        }, IOException.class);
+    }
+
+    /**
+     * The header and line 6 (an alloc line) and the start of line 7, compressed and flushed so
+     * that they can be decompressed whole from the bytes written so far.
+     */
+    private static byte[] gzipWithLine6Whole() throws IOException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        GZIPOutputStream gz = new GZIPOutputStream(bytes, true);
+        gz.write((HEADER + "alloc 1 100 => 0x7f0000000000\nfree").getBytes(StandardCharsets.UTF_8));
+        gz.flush(); // a sync flush: everything written so far can be decompressed
+        return bytes.toByteArray();
+    }
+
+    /**
+     * A stream that fails while line 7 is being read (lines 1 to 6 were read whole): the
+     * message names the file and line 7, the line being read, as the class description says,
+     * for a read error, gzip data that ends early and corrupt gzip data alike.
+     */
+    @Test
+    void aDamagedStreamNamesTheLineBeingRead() throws IOException {
+        byte[] sixLines = (HEADER + "alloc 1 100 => 0x7f0000000000\nfree").getBytes(StandardCharsets.UTF_8);
+        InputStream failing = new InputStream() {
+            private int at;
+
+            @Override
+            public int read() throws IOException {
+                if (at == sixLines.length) {
+                    throw new IOException("Input/output error");
+                }
+                return sixLines[at++] & 0xff;
+            }
+        };
+        IOException e = readFailure(failing, "t.bfctrace");
+        assertThat(e).isNotNull().isNotInstanceOf(TraceFormatException.class);
+        assertThat(e.getMessage()).isEqualTo("t.bfctrace line 7: Input/output error");
+
+        e = readFailure(new ByteArrayInputStream(gzipWithLine6Whole()), "cut.bfctrace.gz");
+        assertThat(e).isNotNull().isNotInstanceOf(TraceFormatException.class);
+        assertThat(e.getMessage()).isEqualTo("cut.bfctrace.gz line 7: the gzip data ends early: the file is"
+                + " truncated (or still being written); check it with 'gzip -t'");
+
+        // Then, read apart from them, 0x07: a final deflate block of the reserved type 3, which no
+        // deflate stream has.
+        e = readFailure(new java.io.SequenceInputStream(new ByteArrayInputStream(gzipWithLine6Whole()),
+                new ByteArrayInputStream(new byte[] {7, 0, 0, 0, 0, 0, 0, 0})), "bad.bfctrace.gz");
+        assertThat(e).isNotNull().isNotInstanceOf(TraceFormatException.class);
+        assertThat(e.getMessage()).startsWith("bad.bfctrace.gz line 7: corrupt gzip data (")
+                .endsWith("); check it with 'gzip -t'");
+    }
+
     @Test
     void readsANamedPipe(@TempDir Path dir) throws Exception {
         // Files.newInputStream's available() seeks, and a pipe refuses that ("Illegal seek").
