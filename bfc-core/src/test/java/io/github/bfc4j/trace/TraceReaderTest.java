@@ -439,6 +439,129 @@ class TraceReaderTest {
                 .endsWith("); check it with 'gzip -t'");
     }
 
+    /** The format's shortest numbers and addresses: 0x0 is the number 0, 0x1 the address 1. */
+    @Test
+    void readsTheShortestHexNumberAndAddress() throws IOException {
+        assertThat(lines(HEADER + "frontier 0x0\nalloc 1 1 => 0x1\n"))
+                .containsExactly("6: frontier 0", "7: alloc 1 1 => 0x1");
+    }
+
+    /** Reads a trace expecting a failure on {@code line}: what was found and what was expected. */
+    private static void assertRefused(String text, long line, String found, String expected) {
+        TraceFormatException e = failure(text);
+        assertThat(e).as(text).isNotNull();
+        assertThat(e.lineNumber()).as(e.getMessage()).isEqualTo(line);
+        assertThat(e.found()).as(e.getMessage()).isEqualTo(found);
+        assertThat(e.expected()).as(e.getMessage()).isEqualTo(expected);
+    }
+
+    /**
+     * What a number or an address must be, said as the format says it: an address where null
+     * is allowed (an alloc's answer) and where it is not (a sub free), never 0, and {@code 0x}
+     * without digits is no number.
+     */
+    @Test
+    void aBadNumberOrAddressIsRefusedSayingWhatWasExpectedThere() {
+        String a1 = "alloc 1 100 => 0x7f0000000000\n";
+        assertRefused(HEADER + "frontier 0x\n", 6, "'0x'", "a count (a number)");
+        assertRefused(HEADER + "alloc 1 100 => 0x\n", 6, "'0x'", "an address (lower-case hex after 0x) or null");
+        assertRefused(HEADER + "alloc 1 100 => 0x0\n", 6, "'0x0'", "a non-zero address, or null");
+        assertRefused(HEADER + a1 + "sub free null 4096\n", 7, "'null'", "an address (lower-case hex after 0x)");
+        assertRefused(HEADER + a1 + "sub free 0x0 4096\n", 7, "'0x0'", "a non-zero address");
+    }
+
+    /**
+     * {@code fragmentation_fraction} is a decimal such as 0, 0.01 or 0.9; an empty value or one
+     * with two points is refused on the options line as such, not read as some other number.
+     */
+    @Test
+    void fragmentationFractionIsADecimal() throws IOException {
+        try (TraceReader r = open(NAME + SOURCE + OPTIONS.replace("fragmentation_fraction=0",
+                "fragmentation_fraction=0.9") + SUBALLOCATOR)) {
+            assertThat(r.header().fragmentationFraction()).isEqualTo(0.9);
+        }
+        for (String bad : new String[] {"fragmentation_fraction=", "fragmentation_fraction=0.1.2"}) {
+            assertRefused(NAME + SOURCE + OPTIONS.replace("fragmentation_fraction=0", bad) + SUBALLOCATOR, 4,
+                    "'" + bad + "'", "fragmentation_fraction=<a decimal such as 0 or 0.01>");
+        }
+    }
+
+    /** A header token that is no key=value is refused as such, not as an unknown key. */
+    @Test
+    void aHeaderTokenWithoutEqualsSignIsRefusedAsNoKeyValue() {
+        TraceFormatException e = failure(NAME + SOURCE + OPTIONS.replace("options ", "options x ") + SUBALLOCATOR);
+        assertThat(e).isNotNull();
+        assertThat(e.lineNumber()).isEqualTo(4);
+        assertThat(e.found()).isEqualTo("'x'");
+        assertThat(e.expected()).startsWith("key=value ('options memory_limit=<bytes>");
+    }
+
+    /** Blank lines are comments, a line of spaces and tabs too. */
+    @Test
+    void aLineOfSpacesAndTabsIsBlank() throws IOException {
+        assertThat(lines(HEADER + "alloc 1 100 => null\n \t \n\t\nfree 1\n"))
+                .containsExactly("6: alloc 1 100 => null", "9: free 1");
+    }
+
+    /** lineNumber() counts every line read, comments and blank lines too. */
+    @Test
+    void lineNumberCountsCommentsAndBlankLines() throws IOException {
+        try (TraceReader r = open("# a comment\n" + HEADER + "\n# another\nfrontier 1\n# last\n")) {
+            assertThat(r.lineNumber()).as("after the header").isEqualTo(6);
+            assertThat(r.next().lineNumber()).isEqualTo(9);
+            assertThat(r.lineNumber()).isEqualTo(9);
+            assertThat(r.next()).isNull();
+            assertThat(r.lineNumber()).isEqualTo(10);
+        }
+    }
+
+    /** A stream that records its close, and fails it if told to. */
+    private static final class ClosingStream extends ByteArrayInputStream {
+        final boolean failClose;
+        boolean closed;
+
+        ClosingStream(String text, boolean failClose) {
+            super(text.getBytes(StandardCharsets.UTF_8));
+            this.failClose = failClose;
+        }
+
+        @Override
+        public void close() throws IOException {
+            closed = true;
+            if (failClose) {
+                throw new IOException("close failed");
+            }
+        }
+    }
+
+    /**
+     * The reader owns its stream: closing it closes the stream, and so does a failed open, whose
+     * exception keeps a failure of that close as suppressed, not lost.
+     */
+    @Test
+    void theReaderClosesItsStreamAndKeepsAFailedClose() throws IOException {
+        ClosingStream in = new ClosingStream(HEADER, false);
+        TraceReader r = TraceReader.open(in, "t.bfctrace");
+        assertThat(in.closed).isFalse();
+        r.close();
+        assertThat(in.closed).isTrue();
+
+        ClosingStream bad = new ClosingStream("bfctrace 2\n", true);
+        TraceFormatException e = catchThrowableOfType(() -> TraceReader.open(bad, "t.bfctrace"),
+                TraceFormatException.class);
+        assertThat(e).isNotNull();
+        assertThat(bad.closed).isTrue();
+        assertThat(e.getSuppressed()).singleElement()
+                .satisfies(s -> assertThat(s).isInstanceOf(IOException.class).hasMessage("close failed"));
+    }
+
+    /** A line of more tokens than a line kind has (20) is read whole and refused for what it holds. */
+    @Test
+    void aLineOfManyTokensIsRefusedForItsContent() {
+        assertRefused(HEADER + "stats" + " pool_bytes=0".repeat(19) + "\n", 6, "a second 'pool_bytes=0'",
+                "each stats key at most once");
+    }
+
     @Test
     void readsANamedPipe(@TempDir Path dir) throws Exception {
         // Files.newInputStream's available() seeks, and a pipe refuses that ("Illegal seek").
