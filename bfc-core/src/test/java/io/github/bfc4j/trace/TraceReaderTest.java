@@ -562,6 +562,60 @@ class TraceReaderTest {
                 "each stats key at most once");
     }
 
+    /**
+     * What a malformed header line is refused as: the line or the token at fault, and the
+     * syntax of the line expected there.
+     */
+    @Test
+    void aMalformedHeaderLineIsRefusedNamingWhatIsWrongWithIt() {
+        String simSyntax = "'suballocator sim base=<hex> capacity=<bytes> gap=<bytes> coalescing=<true|false>'";
+        assertRefused("bfctrace 1\nname\n", 2, "'name' without text", "'name <text>'");
+        assertRefused("bfctrace 1\nnamex t\n", 2, "'namex t'", "'name <text>'");
+        assertRefused(NAME + "source\n", 3, "'source' without text", "'source <text>'");
+        assertRefused(NAME + SOURCE + OPTIONS + "suballocator sim\n", 5,
+                "'suballocator sim' without base=, capacity=, gap=, coalescing=", simSyntax);
+        assertRefused(NAME + SOURCE + OPTIONS + "suballocator cuda\n", 5, "sub-allocator kind 'cuda'",
+                "sim (the only sub-allocator of format version 1)");
+        assertRefused(NAME + SOURCE + OPTIONS + "suballocator\n", 5, "'suballocator'",
+                "sim (the only sub-allocator of format version 1)");
+        // base + capacity is at most 2^63 - 1: 0x7fffffffffff0000 + 65536 is 2^63.
+        assertRefused(NAME + SOURCE + OPTIONS + SUBALLOCATOR.replace("base=0x7f0000000000", "base=0x7fffffffffff0000")
+                .replace("capacity=69206016", "capacity=65536"), 5, "base + capacity past 2^63",
+                "an address space that ends below 0x8000000000000000");
+    }
+
+    /** A byte-order mark alone on the first line is refused with the hint to save without one. */
+    @Test
+    void aByteOrderMarkAloneOnTheFirstLineGetsTheHint() {
+        TraceFormatException e = failure("\uFEFF\n" + HEADER);
+        assertThat(e).isNotNull();
+        assertThat(e.lineNumber()).isEqualTo(1);
+        assertThat(e.expected()).contains("without the byte-order mark \\uFEFF before it");
+    }
+
+    /**
+     * What a malformed body line is refused as: the syntax expected is that of the trace's kind
+     * (answers in a conformance trace, none in a workload trace), and a line named in the
+     * message is the line it names.
+     */
+    @Test
+    void aMalformedBodyLineIsRefusedNamingWhatIsWrongWithIt() {
+        String a1 = "alloc 1 100 => 0x7f0000000000\n";
+        assertRefused(HEADER + "alloc 1\n", 6, "'alloc 1'",
+                "'alloc <id> <bytes> [align=<n>] [freed_before=<n>] => <hex|null>'");
+        assertRefused(WORKLOAD_HEADER + "alloc 1\n", 6, "'alloc 1'", "'alloc <id> <bytes> [align=<n>] [freed_before=<n>]'");
+        assertRefused(HEADER + "alloc 1 100 x => null\n", 6, "'x'", "align=<n>, freed_before=<n> or '=> <hex|null>'");
+        assertRefused(WORKLOAD_HEADER + "alloc 1 100 x\n", 6, "'x'", "align=<n> or freed_before=<n>");
+        assertRefused(HEADER + "# a comment\n\nalloc 1 100 => null\nchunk 1 size=256 requested=100 allocation_id=1\n",
+                9, "chunk of id 1, whose alloc (line 8) returned null", "an id whose alloc returned an address");
+        assertRefused(HEADER + a1 + "sub alloc\n", 7, "'sub alloc'", "'sub alloc <bytes> => <hex|null>'");
+        assertRefused(HEADER + a1 + "sub free\n", 7, "'sub free'", "'sub free <hex> <bytes>'");
+        assertRefused(HEADER + a1 + "sub realloc\n", 7, "'realloc'",
+                "'sub alloc <bytes> => <hex|null>' or 'sub free <hex> <bytes>'");
+        assertRefused(HEADER + a1 + "sub\n", 7, "'sub'",
+                "'sub alloc <bytes> => <hex|null>' or 'sub free <hex> <bytes>'");
+    }
+
     @Test
     void readsANamedPipe(@TempDir Path dir) throws Exception {
         // Files.newInputStream's available() seeks, and a pipe refuses that ("Illegal seek").
