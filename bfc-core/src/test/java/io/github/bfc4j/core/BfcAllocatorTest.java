@@ -492,6 +492,51 @@ class BfcAllocatorTest {
     }
 
     /**
+     * A sub-allocator may hand out more than it was asked for ({@link SubAllocator#alloc}:
+     * {@code Block.bytes()} may exceed {@code numBytes}; upstream's {@code Extend} makes a region
+     * of {@code bytes_received}), so the pool can exceed the memory limit. A request above the
+     * limit but no larger than such a region then fits once the region is free again: it waits
+     * in the retry loop for the free, as upstream's retry loop waits for every request, and is
+     * served from that region, not refused at once as one that can never fit.
+     */
+    @Test
+    void aRequestAboveTheLimitThatFitsAGenerousRegionWaitsForFreesAndThenFits() throws Exception {
+        SimSubAllocator sim = new SimSubAllocator(BASE, 16 * MIB, 0, false);
+        List<Long> asked = new ArrayList<>();
+        // The first region is twice what was asked; later calls get nothing.
+        SubAllocator generousOnce = new ForwardingSubAllocator(sim) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                asked.add(numBytes);
+                if (asked.size() > 1) {
+                    return null;
+                }
+                Block b = super.alloc(alignment, 2 * numBytes);
+                return b == null ? null : new Block(b.ptr(), 2 * numBytes);
+            }
+        };
+        BfcOptions retry = BfcOptions.builder().allowGrowth(false).allowRetryOnFailure(true)
+                .garbageCollection(false).build();
+        try (BfcAllocator a = new BfcAllocator(generousOnce, MIB, "generous", retry)) {
+            long small = a.allocateRaw(64, 256);
+            assertThat(asked).as("without growth the first region asked for is the limit").containsExactly(MIB);
+            assertThat(a.getStats().poolBytes()).as("a region of twice the limit").isEqualTo(2 * MIB);
+            java.util.concurrent.CompletableFuture<Long> waiter =
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> a.allocateRaw(64, 2 * MIB));
+            Thread.sleep(300); // its first try failed (256 bytes of the region in use): it waits for a free
+            assertThat(waiter).isNotDone();
+            long t0 = System.nanoTime();
+            a.deallocateRaw(small);
+            long p = waiter.get(20, TimeUnit.SECONDS);
+            long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            assertThat(p).as("served from the whole region after the free").isEqualTo(small);
+            assertThat(a.allocatedSize(p)).isEqualTo(2 * MIB);
+            assertThat(waitedMs).isLessThan(5_000);
+            a.deallocateRaw(p);
+        }
+    }
+
+    /**
      * {@code SetSafeFrontier} ends with {@code retry_helper_.NotifyDealloc()}: an allocation
      * waiting in the retry loop for chunks whose stamps are past its {@code freed_by} count
      * wakes when the frontier passes them (the next attempt merges them, stamps cleared) and
