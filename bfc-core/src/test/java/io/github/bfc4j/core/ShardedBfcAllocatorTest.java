@@ -206,6 +206,78 @@ class ShardedBfcAllocatorTest {
         }
     }
 
+    /**
+     * A new thread whose id is {@code id} modulo {@code modulus} and above {@code after}: thread
+     * ids are handed out in turn as threads are made, so this makes (and drops, unstarted)
+     * threads until the next one has such an id.
+     */
+    private static Thread threadWithId(long after, long id, long modulus, Runnable task) {
+        while (true) {
+            Thread t = new Thread(task);
+            if (t.getId() > after && Math.floorMod(t.getId() - id, modulus) == 0) {
+                return t;
+            }
+        }
+    }
+
+    /** Runs {@code t}, which writes its result to {@code result}, and returns that. */
+    private static <T> T run(Thread t, AtomicReference<T> result) throws InterruptedException {
+        t.start();
+        t.join();
+        return result.get();
+    }
+
+    /**
+     * A thread with a large id (a long-running program's threads have ids in the thousands) has a
+     * home shard like any other and allocates and frees there, each call after the first too.
+     */
+    @Test
+    void aThreadWithALargeIdAllocatesFromItsHomeShard() throws Exception {
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            assertThat(a.homeShard()).isSameAs(a.shards().get(0));
+            AtomicReference<BfcAllocator> served = new AtomicReference<>();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            // The lowest 11 bits all ones, past 2048: such ids exist in any program running long.
+            Thread t = threadWithId(2048, 2047, 2048, () -> {
+                try {
+                    for (int i = 0; i < 3; i++) {
+                        long p = a.allocateRaw(64, 4096);
+                        served.set(a.shardOf(p));
+                        a.deallocateRaw(p);
+                    }
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            });
+            long id = t.getId();
+            run(t, served);
+            assertThat(failure.get()).as("thread id %d", id).isNull();
+            assertThat(served.get()).as("thread id %d: the second thread's home", id).isSameAs(a.shards().get(1));
+            assertThat(a.bytesInUse()).isZero();
+        }
+    }
+
+    /**
+     * Two threads whose ids are 1024 apart each have the home shard handed to them in turn,
+     * however the allocator looks a thread's home up: the second does not take the first's.
+     */
+    @Test
+    void threadsWhoseIdsAre1024ApartHaveHomesOfTheirOwn() throws Exception {
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            long mine = Thread.currentThread().getId();
+            assertThat(a.homeShard()).as("the first thread's home").isSameAs(a.shards().get(0));
+            AtomicReference<BfcAllocator> theirs = new AtomicReference<>();
+            Thread t = threadWithId(mine, mine, 1024, () -> theirs.set(a.homeShard()));
+            long id = t.getId();
+            assertThat(run(t, theirs)).as("thread id %d after thread id %d: the second thread's home", id, mine)
+                    .isSameAs(a.shards().get(1));
+            assertThat(a.homeShard()).as("the first thread's home, still").isSameAs(a.shards().get(0));
+            long ptr = a.allocateRaw(64, 4096);
+            assertThat(a.shardOf(ptr)).isSameAs(a.shards().get(0));
+            a.deallocateRaw(ptr);
+        }
+    }
+
     @Test
     void handlesBelongToTheShardThatServedThem() throws Exception {
         try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
@@ -953,6 +1025,155 @@ class ShardedBfcAllocatorTest {
                     .asInstanceOf(org.assertj.core.api.InstanceOfAssertFactories.THROWABLE)
                     .hasMessageContaining("tried to allocate 32.00MiB").hasMessageContaining(". 0B is in use");
             assertThat(a.bytesInUse()).isZero();
+            a.close();
+        }
+    }
+
+    /** shards(n) takes 1 to 1024, as its javadoc says, and refuses 0 and 1025. */
+    @Test
+    void theShardCountIsOneTo1024() {
+        for (int n : new int[] {1, 1024}) {
+            try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().memoryLimit(MIB)
+                    .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(n).build()) {
+                assertThat(a.shards()).hasSize(n);
+            }
+        }
+        for (int n : new int[] {0, 1025}) {
+            assertThatThrownBy(() -> ShardedBfcAllocator.builder().shards(n)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("shards=" + n + " (expected: 1 to 1024");
+        }
+    }
+
+    /**
+     * A request of exactly the memory limit is not one that can never fit: when no other shard
+     * serves it, the other shards give their free regions back and the home shard then obtains
+     * the whole limit.
+     */
+    @Test
+    void aRequestOfExactlyTheLimitGetsTheRoomOtherShardsHeldFree() throws Exception {
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            assertThat(a.homeShard()).isSameAs(a.shards().get(0));
+            onNewThread(() -> {
+                a.deallocateRaw(a.allocateRaw(64, MIB)); // shard 1 keeps a free region
+                return null;
+            });
+            assertThat(a.shards().get(1).reservedBytes()).isPositive();
+            long p = a.allocateRaw(64, 8 * MIB);
+            assertThat(p).as("served once shard 1 gave its free region back").isNotZero();
+            assertThat(a.shardOf(p)).isSameAs(a.shards().get(0));
+            assertThat(a.shards().get(1).reservedBytes()).isZero();
+            a.deallocateRaw(p);
+        }
+    }
+
+    /**
+     * What the sub-allocator throws while the home shard is open is the caller's, as for one
+     * BfcAllocator: it is not taken for a full shard and passed over to another shard that then
+     * serves the call.
+     */
+    @Test
+    void aSubAllocatorsExceptionReachesTheCaller() {
+        AtomicBoolean fail = new AtomicBoolean();
+        SubAllocator failingOnce = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                if (fail.getAndSet(false)) {
+                    throw new IllegalStateException("device lost");
+                }
+                return super.alloc(alignment, numBytes);
+            }
+        };
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("sharded").memoryLimit(64 * MIB)
+                .subAllocator(failingOnce).shards(2).build()) {
+            fail.set(true);
+            assertThatThrownBy(() -> a.allocate(MIB)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("device lost");
+            fail.set(true);
+            assertThatThrownBy(() -> a.allocateRaw(64, MIB)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("device lost");
+            assertThat(a.reservedBytes()).isZero();
+            assertThat(a.getStats().numAllocs()).isZero();
+        }
+    }
+
+    /**
+     * A call that reads every shard, made from under one shard's lock (its sub-allocator), is
+     * refused naming that shard, the one whose lock the thread holds.
+     */
+    @Test
+    void aCallFromUnderAShardsLockNamesThatShard() {
+        AtomicReference<ShardedBfcAllocator> self = new AtomicReference<>();
+        AtomicReference<Throwable> fromCallback = new AtomicReference<>();
+        SubAllocator asking = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                try {
+                    self.get().getStats();
+                } catch (RuntimeException e) {
+                    fromCallback.compareAndSet(null, e);
+                }
+                return super.alloc(alignment, numBytes);
+            }
+        };
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("sharded").memoryLimit(64 * MIB)
+                .subAllocator(asking).shards(2).build()) {
+            self.set(a);
+            assertThat(a.homeShard()).isSameAs(a.shards().get(0));
+            a.deallocateRaw(a.allocateRaw(64, MIB));
+            assertThat(fromCallback.get()).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("this thread holds the lock of shard 0 ('sharded/0')");
+        }
+    }
+
+    /** close() gives every shard's lock back: another thread's later call is refused, not blocked. */
+    @Test
+    void aCallAfterCloseFromAnotherThreadIsRefusedNotBlocked() throws Exception {
+        ShardedBfcAllocator a = sharded(8 * MIB, 2);
+        a.deallocateRaw(a.allocateRaw(64, MIB));
+        a.close();
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try {
+            java.util.concurrent.Future<Long> call = other.submit(() -> a.allocateRaw(64, MIB));
+            assertThatThrownBy(() -> call.get(10, TimeUnit.SECONDS))
+                    .isInstanceOf(java.util.concurrent.ExecutionException.class)
+                    .hasCauseInstanceOf(IllegalStateException.class);
+            java.util.concurrent.Future<AllocatorStats> stats = other.submit(a::getStats);
+            assertThat(stats.get(10, TimeUnit.SECONDS).bytesInUse()).isZero();
+        } finally {
+            other.shutdownNow();
+        }
+    }
+
+    /**
+     * The figures read for an earlier failure's report on this thread (an allocateRaw, which
+     * throws nothing and so leaves them unused) are not those of a later failed allocate()
+     * whose failure made no report (no listener by then): its message gives what all shards
+     * hold at its own failure.
+     */
+    @Test
+    void aFailureWithoutAReportDoesNotGiveAnEarlierFailuresFigures() throws Exception {
+        for (boolean orThrow : new boolean[] {false, true}) {
+            ShardedBfcAllocator a = sharded(16 * MIB, 2);
+            Allocation first = a.allocate(4 * MIB);
+            OutOfMemoryListener listener = r -> { };
+            a.addOutOfMemoryListener(listener);
+            assertThat(a.allocateRaw(64, 32 * MIB)).as("above the limit").isZero(); // reported
+            long inUseThen = a.bytesInUse();
+            a.removeOutOfMemoryListener(listener);
+            first.close();
+            Allocation second = a.allocate(8 * MIB);
+            long inUseNow = a.bytesInUse();
+            assertThat(inUseNow).isNotEqualTo(inUseThen);
+            assertThatThrownBy(() -> {
+                if (orThrow) {
+                    a.allocateRawOrThrow(64, 32 * MIB);
+                } else {
+                    a.allocate(32 * MIB);
+                }
+            }).isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining(". " + BfcAllocator.humanReadableNumBytes(inUseNow)
+                            + " is in use by live allocations");
+            second.close();
             a.close();
         }
     }
