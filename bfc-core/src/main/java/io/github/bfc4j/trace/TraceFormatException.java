@@ -12,7 +12,7 @@ import java.io.IOException;
  * it (an id used on two {@code alloc} lines, a {@code free} of an unknown id, ...).
  *
  * <p>The message names the file, the 1-based line number, what was found and what was expected:
- * {@code tiny.bfctrace line 12: found 'algn=64', expected align=<n>, freed_before=<n> or '=>'}.
+ * {@code tiny.bfctrace line 12: found unknown key 'algn=64', expected align=<n> or freed_before=<n>}.
  */
 public final class TraceFormatException extends IOException {
     private static final long serialVersionUID = 1L;

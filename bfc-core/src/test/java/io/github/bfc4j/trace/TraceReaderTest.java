@@ -584,6 +584,23 @@ class TraceReaderTest {
                 "an address space that ends below 0x8000000000000000");
     }
 
+    /** The message of TraceFormatException's class description is the reader's, word for word. */
+    @Test
+    void theDocumentedExampleMessageIsTheReaders() throws IOException {
+        String text = HEADER + "frontier 1\n".repeat(6) + "alloc 1 64 algn=64 => null\n";
+        TraceFormatException e = catchThrowableOfType(() -> {
+            try (TraceReader r = TraceReader.open(new ByteArrayInputStream(text.getBytes(StandardCharsets.UTF_8)),
+                    "tiny.bfctrace")) {
+                while (r.next() != null) {
+                    // read to the end
+                }
+            }
+        }, TraceFormatException.class);
+        assertThat(e).isNotNull();
+        assertThat(e.getMessage()).isEqualTo(
+                "tiny.bfctrace line 12: found unknown key 'algn=64', expected align=<n> or freed_before=<n>");
+    }
+
     /** A byte-order mark alone on the first line is refused with the hint to save without one. */
     @Test
     void aByteOrderMarkAloneOnTheFirstLineGetsTheHint() {
