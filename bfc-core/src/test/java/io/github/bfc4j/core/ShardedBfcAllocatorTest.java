@@ -311,6 +311,48 @@ class ShardedBfcAllocatorTest {
         }
     }
 
+    /**
+     * allocate() and allocateRawOrThrow() fall back as allocateRaw() does: served by another
+     * shard that has the room, or by the home shard once the other shards gave their free
+     * regions back, each returning what served it.
+     */
+    @Test
+    void allocateAndAllocateRawOrThrowFallBackAsAllocateRawDoes() throws Exception {
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            // Shard 0 grows to the whole limit (a 6 MiB request makes an 8 MiB region), then frees.
+            a.deallocateRaw(a.allocateRaw(64, 6 * MIB));
+            long[] got = onNewThread(() -> {
+                long raw = a.allocateRawOrThrow(64, 3 * MIB);
+                try (Allocation handle = a.allocate(3 * MIB)) {
+                    return new long[] {raw, handle.address(), a.shards().get(0).allocatedSize(handle.address())};
+                }
+            });
+            assertThat(a.shardOf(got[0])).as("allocateRawOrThrow, served by shard 0").isSameAs(a.shards().get(0));
+            assertThat(a.shards().get(0).allocatedSize(got[0])).isEqualTo(3 * MIB);
+            assertThat(got[1]).as("allocate, served by shard 0").isNotZero();
+            assertThat(got[2]).isGreaterThanOrEqualTo(3 * MIB);
+            a.deallocateRaw(got[0]);
+        }
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            a.deallocateRaw(a.allocateRaw(64, MIB)); // shard 0 keeps a free 2 MiB region
+            long ptr = onNewThread(() -> a.allocateRawOrThrow(64, 7 * MIB));
+            assertThat(ptr).as("shard 1, once shard 0 gave its region back").isNotZero();
+            assertThat(a.shardOf(ptr)).isSameAs(a.shards().get(1));
+            assertThat(a.shards().get(1).allocatedSize(ptr)).isGreaterThanOrEqualTo(7 * MIB);
+            a.deallocateRaw(ptr);
+        }
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            a.deallocateRaw(a.allocateRaw(64, MIB)); // shard 0 keeps a free 2 MiB region
+            long[] got = onNewThread(() -> {
+                try (Allocation handle = a.allocate(7 * MIB)) {
+                    return new long[] {handle.address(), a.shards().get(1).allocatedSize(handle.address())};
+                }
+            });
+            assertThat(got[0]).as("allocate, served by shard 1 once shard 0 gave its region back").isNotZero();
+            assertThat(got[1]).isGreaterThanOrEqualTo(7 * MIB);
+        }
+    }
+
     @Test
     void freeRegionsOfEveryShardAreGivenBackBeforeAFailure() throws Exception {
         try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
