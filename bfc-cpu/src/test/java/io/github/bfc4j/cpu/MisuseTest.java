@@ -198,8 +198,9 @@ class MisuseTest {
                         for (int i = from; i < live.size(); i += 3) {
                             Allocation x = live.get(i);
                             try {
-                                // Only taken, not touched: a view written while another thread
-                                // closes the allocator can fault (docs/host-memory.md).
+                                // Only taken, not written: this test counts the views that the
+                                // close refused (a view taken before it stays valid: its region
+                                // is held for it, docs/host-memory.md).
                                 assertThat(x.asByteBuffer().capacity()).isPositive();
                             } catch (IllegalStateException e) {
                                 refusedViews.incrementAndGet(); // closed by the allocator's close
