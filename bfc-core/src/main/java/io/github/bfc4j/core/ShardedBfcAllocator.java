@@ -475,12 +475,31 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         return h;
     }
 
-    /** {@link #allocateRaw}'s slow path: the home shard {@code h} could not serve the call. */
+    /**
+     * {@link #allocateRaw}'s slow path: the home shard {@code h} could not serve the call. A
+     * failure throws nothing, so the figures its report left on this thread ({@link
+     * #withAllShards}) serve no exception: they are removed; inside an out-of-memory listener
+     * of another call on this thread, that call's figures are put back for its own exception.
+     */
     private long allocateRawElsewhere(int h, long alignment, long numBytes, AllocationAttributes attr) {
-        return elsewhere(h, numBytes, s -> {
-            long ptr = s.tryAllocateRaw(alignment, numBytes, attr);
-            return ptr == 0 ? null : ptr;
-        }, s -> s.allocateRaw(alignment, numBytes, attr));
+        AllShards outer = failureFigures.get();
+        try {
+            return elsewhere(h, numBytes, s -> {
+                long ptr = s.tryAllocateRaw(alignment, numBytes, attr);
+                return ptr == 0 ? null : ptr;
+            }, s -> s.allocateRaw(alignment, numBytes, attr));
+        } finally {
+            if (outer != null) {
+                failureFigures.set(outer);
+            } else {
+                failureFigures.remove();
+            }
+        }
+    }
+
+    /** Whether this thread holds the figures of a failure's report, for tests. */
+    boolean holdsFailureFigures() {
+        return failureFigures.get() != null;
     }
 
     /**

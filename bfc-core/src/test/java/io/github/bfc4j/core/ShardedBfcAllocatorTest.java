@@ -1221,6 +1221,39 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * A failed allocateRaw() with a listener leaves no figures on the thread: its report's
+     * figures of all shards stayed there (held until the thread's next allocate()) though no
+     * exception was to carry them. Inside a listener of a failed allocate(), a failing
+     * allocateRaw() leaves the outer call's figures to its exception.
+     */
+    @Test
+    void aFailedAllocateRawLeavesNoFiguresOnTheThread() throws Exception {
+        ShardedBfcAllocator a = sharded(16 * MIB, 2);
+        Allocation keep = a.allocate(10 * MIB);
+        List<Long> inner = new ArrayList<>();
+        boolean[] innerCall = {false};
+        a.addOutOfMemoryListener(r -> {
+            if (innerCall[0]) {
+                keep.close();
+                a.emptyCache();
+                inner.add(a.allocateRaw(64, 32 * MIB)); // above the limit: fails, unreported
+            }
+        });
+        assertThat(a.allocateRaw(64, 32 * MIB)).as("above the limit").isZero(); // reported
+        assertThat(a.holdsFailureFigures()).as("figures left on the thread").isFalse();
+        assertThat(a.allocateRaw(64, 10 * MIB)).as("the limit has no room").isZero();
+        assertThat(a.holdsFailureFigures()).as("figures left on the thread").isFalse();
+
+        innerCall[0] = true;
+        assertThatThrownBy(() -> a.allocate(10 * MIB)).isInstanceOf(BfcOutOfMemoryException.class)
+                .hasMessageContaining(". 16.00MiB is in use by live allocations, 16.00MiB is reserved");
+        assertThat(inner).containsExactly(0L);
+        assertThat(a.holdsFailureFigures()).isFalse();
+        assertThat(a.bytesInUse()).isZero();
+        a.close();
+    }
+
+    /**
      * A thread whose home shard is closed allocates from the other shards, as when its home
      * shard is full. It got that shard's "allocator 's/1' is closed" on every call, though the
      * other shard had room.
