@@ -64,6 +64,8 @@ public final class AlignedHostSubAllocator implements SubAllocator {
     private final long alignment;
     private final long trimThresholdBytes;
     private final Runnable trim;
+    /** Runs with each new region's address before it is recorded: a test's way to fail there. */
+    private final java.util.function.LongConsumer beforeRecord;
 
     /** Bytes freed since the last trim (or since construction). Guarded by this. */
     private long freedSinceTrim;
@@ -149,6 +151,12 @@ public final class AlignedHostSubAllocator implements SubAllocator {
 
     /** With another trim than {@code malloc_trim(0)}, for tests that count the trims. */
     AlignedHostSubAllocator(long alignment, long trimThresholdBytes, Runnable trim) {
+        this(alignment, trimThresholdBytes, trim, ptr -> { });
+    }
+
+    /** Also with {@code beforeRecord} run in {@link #alloc} after the malloc, for tests that fail there. */
+    AlignedHostSubAllocator(long alignment, long trimThresholdBytes, Runnable trim,
+            java.util.function.LongConsumer beforeRecord) {
         if (alignment < MIN_ALIGNMENT || (alignment & (alignment - 1)) != 0) {
             throw new IllegalArgumentException("alignment=" + alignment + " (expected: a power of two >= "
                     + MIN_ALIGNMENT + ", e.g. " + DEFAULT_ALIGNMENT + ")");
@@ -161,6 +169,7 @@ public final class AlignedHostSubAllocator implements SubAllocator {
         this.alignment = alignment;
         this.trimThresholdBytes = trimThresholdBytes;
         this.trim = trim;
+        this.beforeRecord = beforeRecord;
     }
 
     /**
@@ -189,9 +198,19 @@ public final class AlignedHostSubAllocator implements SubAllocator {
         }
         long ptr = (raw.address() + align - 1) & -align;
         checkNoOverlap(ptr, numBytes, raw);
-        live.put(ptr, new Region(raw, ptr, numBytes, SubAllocator.callingAllocator()));
-        liveBytes += numBytes;
-        return new Block(ptr, numBytes);
+        try {
+            beforeRecord.accept(ptr);
+            Block block = new Block(ptr, numBytes);
+            // The put is the last step that can fail (an OutOfMemoryError making its entry leaves
+            // the map as it was): after it the region is recorded and nothing can throw.
+            live.put(ptr, new Region(raw, ptr, numBytes, SubAllocator.callingAllocator()));
+            liveBytes += numBytes;
+            return block;
+        } catch (Throwable t) {
+            // An OutOfMemoryError making the records: the memory is nobody's, so it goes back.
+            Pointer.free(raw);
+            throw t;
+        }
     }
 
     private void checkNoOverlap(long ptr, long numBytes, Pointer raw) {
