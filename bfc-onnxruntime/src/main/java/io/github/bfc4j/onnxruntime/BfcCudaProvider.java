@@ -95,6 +95,11 @@ public final class BfcCudaProvider implements AutoCloseable {
         default BytePointer handedToOrt(long ptr) {
             return new Address(ptr);
         }
+
+        /** @return whether the allocator under it is closed (every allocation would fail) */
+        default boolean isClosed() {
+            return false;
+        }
     }
 
     private final DeviceMemory memory;
@@ -136,7 +141,7 @@ public final class BfcCudaProvider implements AutoCloseable {
      *
      * @param gpu a bfc4j GPU allocator; keep it open while sessions use the provider
      * @return the provider options; close after the sessions
-     * @throws IllegalArgumentException if {@code gpu} is null
+     * @throws IllegalArgumentException if {@code gpu} is null or closed
      * @throws IllegalStateException if ONNX Runtime cannot be loaded or has no CUDA execution
      *     provider here ({@link #unavailableReason()}'s sentence), or
      *     {@value #MAX_OPEN} providers are open
@@ -166,10 +171,19 @@ public final class BfcCudaProvider implements AutoCloseable {
             public String name() {
                 return gpu.allocator().name();
             }
+
+            @Override
+            public boolean isClosed() {
+                return gpu.allocator().isClosed();
+            }
         });
     }
 
     static BfcCudaProvider create(DeviceMemory memory) {
+        if (memory.isClosed()) {
+            throw new IllegalArgumentException("allocator '" + memory.name() + "' is closed (expected: an open"
+                    + " allocator: every allocation ONNX Runtime asked of it would fail)");
+        }
         String reason = ortReason();
         if (reason != null) {
             throw new IllegalStateException(reason);

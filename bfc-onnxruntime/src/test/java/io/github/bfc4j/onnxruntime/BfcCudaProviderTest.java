@@ -53,7 +53,27 @@ class BfcCudaProviderTest {
             public String name() {
                 return bfc.name();
             }
+
+            @Override
+            public boolean isClosed() {
+                return bfc.isClosed();
+            }
         };
+    }
+
+    /**
+     * create() refuses memory whose allocator is closed, as BfcOrtAllocator.register does, before
+     * it looks for ORT's CUDA provider: it accepted a closed GpuBfcAllocator, and every
+     * allocation ORT then asked of it failed.
+     */
+    @Test
+    void createRefusesAClosedAllocator() {
+        BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("closed_stand_in", 8 << 20);
+        bfc.close();
+        assertThatThrownBy(() -> BfcCudaProvider.create(hostStandIn(bfc)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("allocator 'closed_stand_in' is closed (expected: an open allocator: every allocation"
+                        + " ONNX Runtime asked of it would fail)");
     }
 
     /** Native cells the wrappers below point into: kept reachable, else JavaCPP frees them. */
