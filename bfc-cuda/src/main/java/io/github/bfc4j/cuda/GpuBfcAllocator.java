@@ -18,6 +18,7 @@ import io.github.bfc4j.core.SubAllocator;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.file.Path;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -96,7 +97,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
 
     GpuBfcAllocator(CudaDriver driver, int deviceId, SubAllocator subAllocator,
             CudaVirtualMemorySubAllocator vmm, long memoryLimit, String name, BfcOptions options,
-            long pollIntervalMicros) {
+            long pollIntervalMicros, ThreadFactory pollerThreads) {
         this.driver = driver;
         this.deviceId = deviceId;
         this.subAllocator = subAllocator;
@@ -112,7 +113,8 @@ public final class GpuBfcAllocator implements AutoCloseable {
         this.noRetryAttributes = new AllocationAttributes(false, this::pollEvents);
         this.pollIntervalNanos = pollIntervalMicros * 1000;
         if (pollIntervalMicros > 0) {
-            poller = new Thread(this::pollLoop, "bfc-cuda-events-" + name);
+            poller = pollerThreads.newThread(this::pollLoop);
+            poller.setName("bfc-cuda-events-" + name);
             poller.setDaemon(true);
             poller.start();
         } else {

@@ -8,6 +8,7 @@ package io.github.bfc4j.cuda;
 
 import io.github.bfc4j.core.BfcOptions;
 import java.lang.System.Logger.Level;
+import java.util.concurrent.ThreadFactory;
 import java.util.function.Function;
 
 /**
@@ -60,11 +61,17 @@ public final class GpuBfcAllocators {
      * sub-allocator (which takes its own), so that the context is created once.
      */
     static GpuBfcAllocator create(CudaDriver driver, int deviceId, GpuBfcOptions options) {
+        return create(driver, deviceId, options, Thread::new);
+    }
+
+    /** With the event poller's thread made by {@code pollerThreads} (a test's, that fails). */
+    static GpuBfcAllocator create(CudaDriver driver, int deviceId, GpuBfcOptions options,
+            ThreadFactory pollerThreads) {
         checkDeviceId(driver, deviceId);
         driver.retainPrimaryContext(deviceId);
         GpuBfcAllocator made;
         try {
-            made = createWithContext(driver, deviceId, options);
+            made = createWithContext(driver, deviceId, options, pollerThreads);
         } catch (Throwable t) {
             // Also an Error (from the options' environment function, say): the retain goes back.
             try {
@@ -87,7 +94,8 @@ public final class GpuBfcAllocators {
         return made;
     }
 
-    private static GpuBfcAllocator createWithContext(CudaDriver driver, int deviceId, GpuBfcOptions options) {
+    private static GpuBfcAllocator createWithContext(CudaDriver driver, int deviceId, GpuBfcOptions options,
+            ThreadFactory pollerThreads) {
         long limit = memoryLimit(driver.memGetInfo(deviceId), options);
         BfcOptions bfcOptions = bfcOptions(options);
         String name = "GPU_" + deviceId + "_bfc";
@@ -99,9 +107,10 @@ public final class GpuBfcAllocators {
         CudaDeviceSubAllocator device = vmm == null ? new CudaDeviceSubAllocator(driver, deviceId) : null;
         try {
             return new GpuBfcAllocator(driver, deviceId, vmm != null ? vmm : device, vmm, limit, name,
-                    bfcOptions, options.eventPollIntervalMicros());
-        } catch (RuntimeException e) {
-            // Give the reservation and the context back.
+                    bfcOptions, options.eventPollIntervalMicros(), pollerThreads);
+        } catch (Throwable e) {
+            // Give the reservation and the context back; also on an Error (the poller's thread
+            // not started: "OutOfMemoryError: unable to create native thread").
             try {
                 if (vmm != null) {
                     vmm.close();

@@ -55,6 +55,27 @@ class GpuBfcAllocatorTest {
         }
     }
 
+    /**
+     * An Error while the allocator is made (here the event poller's thread, as "unable to create
+     * native thread" does) reaches the caller with the sub-allocator closed and the context given
+     * back: only a RuntimeException closed it, and the context stayed retained.
+     */
+    @Test
+    void anErrorStartingThePollerLeavesNothingRetained() {
+        OutOfMemoryError noThread = new OutOfMemoryError("unable to create native thread: possibly out of memory"
+                + " or process/resource limits reached (injected)");
+        for (boolean virtualMemory : new boolean[] {false, true}) {
+            assertThatThrownBy(() -> GpuBfcAllocators.create(driver, 0, options().eventPollIntervalMicros(100)
+                    .virtualMemory(virtualMemory).memoryLimitBytes(64 * MIB).build(), r -> {
+                        throw noThread;
+                    })).as("virtualMemory=" + virtualMemory).isSameAs(noThread);
+            assertThat(driver.retainedContexts()).as("virtualMemory=" + virtualMemory).isZero();
+        }
+        try (GpuBfcAllocator a = create(options().eventPollIntervalMicros(100))) {
+            assertThat(a.allocateRaw(256, 1000)).as("the device is usable after").isNotZero();
+        }
+    }
+
     @Test
     void memoryFreedOnAStreamIsNotReusedUntilItsEventCompletes() {
         try (GpuBfcAllocator a = create(options().memoryLimitBytes(4 * MIB))) {
