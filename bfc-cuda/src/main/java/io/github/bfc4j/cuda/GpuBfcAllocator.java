@@ -198,7 +198,8 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @throws IllegalArgumentException if {@code ptr} is not a live allocation, or
      *     {@code stream} is no stream (a number where no memory of the process is, which the
      *     driver would crash the JVM reading); nothing is freed, no event is left behind
-     * @throws IllegalStateException if closed
+     * @throws IllegalStateException if closed (also when a close runs meanwhile and the
+     *     device's context is no longer retained: nothing is freed, the event is destroyed)
      * @throws CudaException if creating or recording the event fails (nothing is freed)
      */
     public void deallocateRaw(long ptr, long stream) {
@@ -209,8 +210,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
         long event = takeEvent();
         try {
             driver.eventRecord(deviceId, event, stream);
-        } catch (CudaException e) {
+        } catch (CudaException | IllegalStateException e) {
             // The record's failure is the one to report; the destroy's, if any, goes with it.
+            // IllegalStateException: the context is not retained (a close ran meanwhile).
             throw Failures.attempt(e, () -> driver.eventDestroy(deviceId, event));
         } catch (IllegalArgumentException e) { // refused before it reached the driver
             recycleEvent(event);

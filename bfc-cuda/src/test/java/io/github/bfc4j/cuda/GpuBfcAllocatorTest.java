@@ -56,6 +56,26 @@ class GpuBfcAllocatorTest {
     }
 
     /**
+     * An IllegalStateException from the event's record (the context no longer retained, after a
+     * concurrent close) reaches the caller and the event taken from the pool is destroyed, as
+     * on a CudaException: it was neither pooled nor destroyed, so it outlived close().
+     */
+    @Test
+    void anIllegalStateExceptionFromTheRecordDestroysTheEvent() {
+        GpuBfcAllocator a = create(options());
+        long p = a.allocateRaw(256, 1000);
+        IllegalStateException notRetained = new IllegalStateException("eventRecord without a retain of device 0's"
+                + " primary context (injected)");
+        driver.throwNext("eventRecord", notRetained);
+        assertThatThrownBy(() -> a.deallocateRaw(p, STREAM)).isSameAs(notRetained);
+        assertThat(a.getStats().bytesInUse()).as("nothing freed").isEqualTo(1024);
+        a.deallocateRaw(p);
+        a.close();
+        assertThat(driver.liveEvents()).as("events left after close()").isZero();
+        assertThat(driver.retainedContexts()).isZero();
+    }
+
+    /**
      * An Error while the allocator is made (here the event poller's thread, as "unable to create
      * native thread" does) reaches the caller with the sub-allocator closed and the context given
      * back: only a RuntimeException closed it, and the context stayed retained.

@@ -47,6 +47,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     private final List<String> calls = new ArrayList<>();
     /** Per method: {calls to let through first, error code}. */
     private final Map<String, Deque<int[]>> failures = new HashMap<>();
+    private final Map<String, RuntimeException> thrown = new HashMap<>();
     private int physicalCreates;
     private int contextRetains;
 
@@ -90,6 +91,11 @@ final class SimulatedCudaDriver implements CudaDriver {
     /** The next call to {@code method} fails with {@code code} (queued per method). */
     synchronized void failNext(String method, int code) {
         failNextAfter(method, 0, code);
+    }
+
+    /** The next call to {@code method} throws {@code e} (before the others queued for it). */
+    synchronized void throwNext(String method, RuntimeException e) {
+        thrown.put(method, e);
     }
 
     /** The call to {@code method} after the next {@code skip} ones fails with {@code code}. */
@@ -190,6 +196,10 @@ final class SimulatedCudaDriver implements CudaDriver {
 
     private void enter(String method, String args) {
         calls.add(method + "(" + args + ")");
+        RuntimeException e = thrown.remove(method);
+        if (e != null) {
+            throw e;
+        }
         Deque<int[]> q = failures.get(method);
         if (q != null && !q.isEmpty()) {
             int[] head = q.peek();
