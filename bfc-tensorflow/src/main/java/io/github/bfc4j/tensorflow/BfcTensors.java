@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.tensorflow;
 
+import static org.tensorflow.internal.c_api.global.tensorflow.TF_DeleteTensor;
 import static org.tensorflow.internal.c_api.global.tensorflow.TF_NewTensor;
 import static org.tensorflow.internal.c_api.global.tensorflow.TF_TensorData;
 
@@ -153,6 +154,8 @@ public final class BfcTensors {
     private static final AtomicLong STRAY_CALLBACK_FAILURES = new AtomicLong();
 
     private final MemoryAllocator allocator;
+    /** Told of each step of {@link #wrap} before it is taken: a test's way to fail there. */
+    private volatile Steps steps = step -> { };
     private final AtomicLong tensorsCreated = new AtomicLong();
     private final AtomicLong buffersReturned = new AtomicLong();
     private final AtomicLong liveBuffers = new AtomicLong();
@@ -442,30 +445,75 @@ public final class BfcTensors {
         return wrap(type, shape, dtype, allocation, bytes, deallocator);
     }
 
+    /** The steps of {@link #wrap} that can fail (an OutOfMemoryError) and leak the buffer. */
+    enum Step { AS_POINTER, REGISTER, NEW_TENSOR, WITH_DEALLOCATOR }
+
+    /** Told of each step of {@link #wrap} before it is taken, for tests. */
+    interface Steps {
+        void reached(Step step);
+    }
+
+    /** For tests: {@code steps} is told of each step of the tensors made from now on. */
+    void steps(Steps steps) {
+        this.steps = steps;
+    }
+
     private <T extends TType> T wrap(Class<T> type, Shape shape, DType dtype, Allocation allocation, long bytes,
             Deallocator_Pointer_long_Pointer deallocator) {
         long address = allocation.address();
-        Pointer data = allocation.asPointer();
+        Steps steps = this.steps;
+        Owned owned = null;
+        try {
+            steps.reached(Step.AS_POINTER);
+            Pointer data = allocation.asPointer();
+            owned = new Owned(this, allocation, data);
+            steps.reached(Step.REGISTER);
+            OWNED.put(address, owned);
+        } catch (Throwable t) {
+            // An OutOfMemoryError before TensorFlow has the buffer: it goes back (the put may have
+            // failed after its entry went in, growing the table).
+            if (owned != null) {
+                OWNED.remove(address, owned);
+            }
+            try {
+                allocation.close();
+            } catch (Throwable c) {
+                t.addSuppressed(c);
+            }
+            throw t;
+        }
         tensorsCreated.incrementAndGet();
         liveBuffers.incrementAndGet();
-        OWNED.put(address, new Owned(this, allocation, data));
         TF_Tensor handle;
         try {
+            steps.reached(Step.NEW_TENSOR);
             handle = TF_NewTensor(dtype.dataType().getNumber(), shape.asArray(), shape.numDimensions(),
-                    data, bytes, deallocator, null);
+                    owned.view, bytes, deallocator, null);
         } catch (Throwable t) {
-            takeBack(address);
+            takeBack(address, owned);
             throw t;
         }
         if (handle == null || handle.isNull()) {
             // TF_NewTensor refuses a buffer too small for the shape; it may have called the
             // deallocator already, so take the buffer back only if it is still registered.
-            takeBack(address);
+            takeBack(address, owned);
             throw new IllegalStateException("TF_NewTensor refused a " + type.getSimpleName() + " tensor of shape "
                     + shape + " over " + bytes + " bytes");
         }
-        handle.withDeallocator();
-        if (!OWNED.containsKey(address)) {
+        try {
+            steps.reached(Step.WITH_DEALLOCATOR);
+            handle.withDeallocator();
+        } catch (Throwable t) {
+            // TensorFlow owns the buffer but no Java object will delete the tensor: deleting it
+            // now gives the buffer back through the deallocator.
+            try {
+                TF_DeleteTensor(handle);
+            } catch (Throwable d) {
+                t.addSuppressed(d);
+            }
+            throw t;
+        }
+        if (OWNED.get(address) != owned) {
             // TF_NewTensor copied the buffer into memory of its own and called the deallocator at
             // once, which unregistered it (cheaper to see here than with TF_TensorData's JNI call).
             handle.delete();
@@ -482,10 +530,12 @@ public final class BfcTensors {
         return type.cast(tensor);
     }
 
-    /** Takes a buffer back after a failed creation, unless TensorFlow already gave it back. */
-    private void takeBack(long address) {
-        Owned owned = OWNED.remove(address);
-        if (owned != null) {
+    /**
+     * Takes a buffer back after a failed creation, unless TensorFlow already gave it back (the
+     * address may be another buffer's by then, made on another thread: that one stays).
+     */
+    private static void takeBack(long address, Owned owned) {
+        if (OWNED.remove(address, owned)) {
             returned(owned);
         }
     }
@@ -503,20 +553,24 @@ public final class BfcTensors {
         }
     }
 
+    /** What the deallocator does with the buffer at {@code address}; a test calls it as TensorFlow would. */
+    static void givenBack(long address, long len) {
+        Owned owned = OWNED.remove(address);
+        if (owned == null) {
+            STRAY_CALLBACK_FAILURES.incrementAndGet();
+            LOG.log(Level.ERROR, "TensorFlow gave back 0x" + Long.toHexString(address) + " (" + len
+                    + " bytes), which is no bfc4j tensor buffer; ignored");
+            return;
+        }
+        returned(owned);
+    }
+
     /** TensorFlow's deallocator: gives the buffer back to bfc4j; never throws into native code. */
     private static final class Releaser extends Deallocator_Pointer_long_Pointer {
         @Override
         public void call(Pointer data, long len, Pointer arg) {
             try {
-                long address = data == null ? 0 : data.address();
-                Owned owned = OWNED.remove(address);
-                if (owned == null) {
-                    STRAY_CALLBACK_FAILURES.incrementAndGet();
-                    LOG.log(Level.ERROR, "TensorFlow gave back 0x" + Long.toHexString(address) + " (" + len
-                            + " bytes), which is no bfc4j tensor buffer; ignored");
-                    return;
-                }
-                returned(owned);
+                givenBack(data == null ? 0 : data.address(), len);
             } catch (Throwable t) {
                 try {
                     STRAY_CALLBACK_FAILURES.incrementAndGet();

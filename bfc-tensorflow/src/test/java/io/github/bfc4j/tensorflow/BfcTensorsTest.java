@@ -78,6 +78,75 @@ class BfcTensorsTest {
         cpu.close(); // REFUSE: throws if anything is still allocated
     }
 
+    /**
+     * An OutOfMemoryError at a step of making a tensor (the buffer's pointer, its registration,
+     * TF_NewTensor, the tensor's Java deallocator) reaches the caller and the buffer goes back
+     * to the allocator: before TensorFlow had it, it stayed allocated for good (and, with
+     * TensorFlow holding it, so did the tensor). The allocator is usable afterwards.
+     */
+    @Test
+    void anOutOfMemoryErrorWhileMakingATensorGivesTheBufferBack() {
+        for (BfcTensors.Step failing : BfcTensors.Step.values()) {
+            OutOfMemoryError oom = new OutOfMemoryError("Java heap space (injected at " + failing + ")");
+            tensors.steps(step -> {
+                if (step == failing) {
+                    throw oom;
+                }
+            });
+            assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.of(1000))).as(failing.toString())
+                    .isSameAs(oom);
+            assertThat(cpu.bytesInUse()).as("bytes in use after a failure at " + failing).isZero();
+            assertThat(tensors.liveBuffers()).as("live buffers after a failure at " + failing).isZero();
+        }
+        tensors.steps(step -> { });
+        try (TFloat32 t = tensors.tensorOf(TFloat32.class, Shape.of(1000))) {
+            assertThat(tensors.owns(t)).isTrue();
+        }
+    }
+
+    /**
+     * A failed creation takes back its own buffer only: where TensorFlow gave it back already
+     * and another tensor's buffer is at the same address by then, that one stays. The failing
+     * call removed the other's registration by address and freed its memory under it.
+     */
+    @Test
+    void aFailedCreationNeverTakesBackAnotherTensorsBuffer() {
+        BfcTensors other = new BfcTensors(cpu);
+        TFloat32[] theirs = new TFloat32[1];
+        OutOfMemoryError oom = new OutOfMemoryError("Java heap space (injected)");
+        long[] mine = new long[1];
+        tensors.steps(step -> {
+            if (step == BfcTensors.Step.NEW_TENSOR) {
+                // As if TF_NewTensor gave the buffer back and then failed, while another thread
+                // made a tensor of the same size: the allocator hands it the same address.
+                mine[0] = cpu.getStats().bytesInUse();
+                long address = addressOfTheOnlyAllocation();
+                BfcTensors.givenBack(address, 4000);
+                theirs[0] = other.tensorOf(TFloat32.class, Shape.of(1000));
+                assertThat(BfcTensors.dataAddress(theirs[0])).as("the same address").isEqualTo(address);
+                throw oom;
+            }
+        });
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.of(1000))).isSameAs(oom);
+        assertThat(other.owns(theirs[0])).as("the other tensor's buffer is still registered").isTrue();
+        assertThat(cpu.bytesInUse()).as("the other tensor's buffer is still allocated").isEqualTo(mine[0]);
+        theirs[0].close();
+        assertThat(other.liveBuffers()).isZero();
+    }
+
+    private long addressOfTheOnlyAllocation() {
+        long[] found = new long[1];
+        int[] count = new int[1];
+        cpu.forEachChunk((region, regionPtr, regionBytes, ptr, bytes, requestedBytes, allocationId) -> {
+            if (allocationId >= 0) {
+                found[0] = ptr;
+                count[0]++;
+            }
+        });
+        assertThat(count[0]).as("allocations").isEqualTo(1);
+        return found[0];
+    }
+
     @Test
     void everyFixedSizeTypeMatchesTensorFlowsOwnTensorAndUsesTheAllocationWithoutCopy() {
         Shape shape = Shape.of(3, 5);
