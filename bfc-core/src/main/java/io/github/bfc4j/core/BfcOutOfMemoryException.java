@@ -123,6 +123,13 @@ public final class BfcOutOfMemoryException extends RuntimeException {
                     + " is free but no free chunk is large enough, so the pool is fragmented: free"
                     + " long-lived allocations sooner, allocate large buffers first, or enable"
                     + " garbageCollection so that wholly free regions are returned before growing.");
+        } else if (readAfterFailure && limit - reserved >= rounded) {
+            // Regions given back by other threads after the failure (another thread's emptyCache,
+            // say) leave room under the limit that there was not when the request failed.
+            sb.append(" The limit leaves room for it now: either the sub-allocator could not provide"
+                    + " the region (the host or device itself is out of memory), or other threads gave"
+                    + " regions back since the failure (these figures were read after it) and the same"
+                    + " request may succeed if tried again.");
         } else if (limit - reserved >= rounded) {
             sb.append(" The limit leaves room for it, so the sub-allocator could not provide the"
                     + " region: the host or device itself is out of memory.");

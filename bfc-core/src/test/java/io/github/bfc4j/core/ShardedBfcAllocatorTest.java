@@ -1221,6 +1221,32 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * The figures of all shards are read after the home shard's last attempt failed: regions
+     * that other threads give back in between (another thread's emptyCache(), say) leave room
+     * under the limit that there was not at the failure. The message then said flatly that the
+     * sub-allocator could not provide the region ("the host or device itself is out of memory")
+     * where the limit had refused it; it now names both causes. Here shard 0 failed 8 MiB with
+     * the limit's 16 MiB reserved, and 10 MiB of regions went back before the figures were read.
+     */
+    @Test
+    void roomUnderTheLimitFoundAfterTheFailureIsNotCalledTheHostsFault() {
+        try (ShardedBfcAllocator a = sharded(16 * MIB, 2)) {
+            AllocatorStats stats = a.getStats();
+            BfcOutOfMemoryException home = new BfcOutOfMemoryException("sharded/0", 8 * MIB, 8 * MIB, 6 * MIB,
+                    6 * MIB, 3, 16 * MIB, 0, stats, "", "", null);
+            BfcOutOfMemoryException all = home.ofAllShards("sharded", 2, 6 * MIB, 6 * MIB, 3, 0, stats, "");
+            assertThat(all).hasMessageContaining("The limit leaves room for it now: either the sub-allocator could"
+                    + " not provide the region (the host or device itself is out of memory), or other threads gave"
+                    + " regions back since the failure (these figures were read after it) and the same request may"
+                    + " succeed if tried again.")
+                    .hasMessageNotContaining("so the sub-allocator could not provide the region");
+            assertThat(home).as("one allocator's figures are of the moment of failure")
+                    .hasMessageContaining("The limit leaves room for it, so the sub-allocator could not provide the"
+                            + " region: the host or device itself is out of memory.");
+        }
+    }
+
+    /**
      * A failed allocateRaw() with a listener leaves no figures on the thread: its report's
      * figures of all shards stayed there (held until the thread's next allocate()) though no
      * exception was to carry them. Inside a listener of a failed allocate(), a failing
