@@ -215,15 +215,15 @@ public final class GpuBfcAllocator implements AutoCloseable {
             // IllegalStateException: the context is not retained (a close ran meanwhile).
             throw Failures.attempt(e, () -> driver.eventDestroy(deviceId, event));
         } catch (IllegalArgumentException e) { // refused before it reached the driver
-            recycleEvent(event);
-            throw e;
+            throw Failures.attempt(e, () -> recycleEvent(event));
         }
         synchronized (freeLock) {
             try {
                 bfc.deallocateRaw(ptr);
             } catch (RuntimeException e) {
-                recycleEvent(event);
-                throw e;
+                // After a concurrent close the event is destroyed, not pooled (a failure of the
+                // destroy goes with e).
+                throw Failures.attempt(e, () -> recycleEvent(event));
             }
             long count = counter.get();
             synchronized (pendingLock) {
@@ -350,7 +350,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
     }
 
     private void recycleEventLocked(long event) {
-        if (eventPoolSize < EVENT_POOL_LIMIT) {
+        // Once closed, the pool has been destroyed (or is about to be, under this lock): an
+        // event pooled after that would never be.
+        if (!closed && eventPoolSize < EVENT_POOL_LIMIT) {
             eventPool[eventPoolSize++] = event;
         } else {
             driver.eventDestroy(deviceId, event);

@@ -76,6 +76,27 @@ class GpuBfcAllocatorTest {
     }
 
     /**
+     * A free on a stream that a close overtakes (between the allocator's check that it is open
+     * and the free itself) fails, and its event is destroyed: it went back to the event pool,
+     * which the close had destroyed already, and was never destroyed, though the device's
+     * context lived on (another user, here the test, retains it).
+     */
+    @Test
+    void aFreeOnAStreamOvertakenByCloseLeavesNoEvent() {
+        driver.retainPrimaryContext(0); // another user of the device's context
+        GpuBfcAllocator a = create(options());
+        long p = a.allocateRaw(256, 1000);
+        a.deallocateRaw(p); // nothing live: the close goes through
+        driver.beforeNext("eventRecord", a::close);
+        assertThatThrownBy(() -> a.deallocateRaw(p, STREAM)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
+        assertThat(a.allocator().isClosed()).isTrue();
+        assertThat(driver.liveEvents()).as("events left after close()").isZero();
+        driver.releasePrimaryContext(0);
+        assertThat(driver.retainedContexts()).isZero();
+    }
+
+    /**
      * An Error while the allocator is made (here the event poller's thread, as "unable to create
      * native thread" does) reaches the caller with the sub-allocator closed and the context given
      * back: only a RuntimeException closed it, and the context stayed retained.

@@ -48,6 +48,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     /** Per method: {calls to let through first, error code}. */
     private final Map<String, Deque<int[]>> failures = new HashMap<>();
     private final Map<String, RuntimeException> thrown = new HashMap<>();
+    private final Map<String, Runnable> before = new HashMap<>();
     private int physicalCreates;
     private int contextRetains;
 
@@ -91,6 +92,19 @@ final class SimulatedCudaDriver implements CudaDriver {
     /** The next call to {@code method} fails with {@code code} (queued per method). */
     synchronized void failNext(String method, int code) {
         failNextAfter(method, 0, code);
+    }
+
+    /** {@code action} runs at the start of the next call to {@code method} (eventRecord only), on its thread. */
+    void beforeNext(String method, Runnable action) {
+        synchronized (this) {
+            before.put(method, action);
+        }
+    }
+
+    private Runnable takeBefore(String method) {
+        synchronized (this) {
+            return before.remove(method);
+        }
     }
 
     /** The next call to {@code method} throws {@code e} (before the others queued for it). */
@@ -451,6 +465,10 @@ final class SimulatedCudaDriver implements CudaDriver {
 
     @Override
     public synchronized void eventRecord(int device, long event, long stream) {
+        Runnable action = takeBefore("eventRecord");
+        if (action != null) {
+            action.run();
+        }
         StreamHandles.check(stream); // as the real driver's binding checks it
         enter("eventRecord", "event=0x" + Long.toHexString(event) + ", stream=" + stream);
         needsContext(device, "eventRecord");
