@@ -342,6 +342,68 @@ class MemoryObservabilityTest {
         }
     }
 
+    /** Five waiting holders are all listed, with no "more holders" line (there are none more). */
+    @Test
+    void theSummaryListsExactlyFiveWaitingHoldersWithoutAMoreLine() {
+        try (BfcAllocator a = sim(64 * MIB, gcNoRetry().build())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            a.recordAnnotations(true);
+            List<Long> freed = new ArrayList<>();
+            for (int i = 0; i < 5; i++) {
+                try (MemoryAnnotation ignored = MemoryAnnotation.push("layer" + i, 2)) {
+                    freed.add(a.allocateRaw(256, (5 - i) * 64 * 1024L));
+                }
+            }
+            try (MemoryAnnotation ignored = MemoryAnnotation.push("kept")) {
+                a.allocateRaw(256, 1024);
+            }
+            for (long p : freed) {
+                a.deallocateRaw(p); // stamped: waits until the frontier passes it
+            }
+
+            String summary = a.memorySummary();
+            String section = summary.substring(summary.indexOf("Not yet safe, by holder"));
+            assertThat(section.lines().toList()).containsExactly(
+                    "Not yet safe, by holder of the allocation freed (annotation, else innermost frame outside"
+                            + " org.bytedeco., else thread):",
+                    "    320.0KiB in      1 chunk   layer0 (step 2)",
+                    "    256.0KiB in      1 chunk   layer1 (step 2)",
+                    "    192.0KiB in      1 chunk   layer2 (step 2)",
+                    "    128.0KiB in      1 chunk   layer3 (step 2)",
+                    "     64.0KiB in      1 chunk   layer4 (step 2)");
+        }
+    }
+
+    /**
+     * With nothing recorded, the summary has no "Largest holders" (or "Not yet safe, by holder")
+     * section and the out-of-memory message names no holders: they appear once provenance is
+     * recorded.
+     */
+    @Test
+    void withNothingRecordedNoHoldersAreNamed() {
+        try (BfcAllocator a = sim(8 * MIB, gcNoRetry().build())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            assertThat(a.allocateRaw(256, MIB)).isNotZero();
+            a.deallocateRaw(a.allocateRaw(256, MIB)); // stamped: waits until the frontier passes it
+            String summary = a.memorySummary();
+            assertThat(summary).contains("| Not yet safe:").doesNotContain("Largest holders")
+                    .doesNotContain("by holder");
+            BfcOutOfMemoryException e = org.junit.jupiter.api.Assertions.assertThrows(
+                    BfcOutOfMemoryException.class, () -> a.allocate(16 * MIB));
+            assertThat(e.getMessage()).doesNotContain("Largest holders");
+
+            a.recordAnnotations(true); // on, but nothing annotated: still nothing recorded
+            a.deallocateRaw(a.allocateRaw(256, MIB));
+            assertThat(a.allocateRaw(256, MIB)).isNotZero();
+            assertThat(a.memorySummary()).doesNotContain("Largest holders").doesNotContain("by holder");
+            e = org.junit.jupiter.api.Assertions.assertThrows(
+                    BfcOutOfMemoryException.class, () -> a.allocate(16 * MIB));
+            assertThat(e.getMessage()).doesNotContain("Largest holders");
+        }
+    }
+
     @Test
     void aChunkNotYetSafeThatIsNoLongerTheFreedOneNamesNoOne() {
         // Three adjacent waiting chunks; an allocation that finds no chunk large enough merges

@@ -292,6 +292,68 @@ class ProvenanceTest {
                 .isEqualTo("org.bytedecoy.App.main(App.java:7)");
     }
 
+    /**
+     * {@code isKnown()} is false only when nothing is known: each field alone (a time or step of
+     * 0 being recorded values, -1 meaning none) makes the provenance known.
+     */
+    @Test
+    void anyOneRecordedFieldMakesTheProvenanceKnown() {
+        StackFrame app = new StackFrame("com.example.Encoder", "embed", "Encoder.java", 42);
+        assertThat(Provenance.UNKNOWN.isKnown()).isFalse();
+        assertThat(new Provenance(-1, null, null, -1, null).isKnown()).as("UNKNOWN's equal").isFalse();
+        assertThat(new Provenance(0, null, null, -1, List.of()).isKnown()).as("time 0").isTrue();
+        assertThat(new Provenance(1, null, null, -1, List.of()).isKnown()).as("time 1").isTrue();
+        assertThat(new Provenance(-1, "main", null, -1, List.of()).isKnown()).as("thread").isTrue();
+        assertThat(new Provenance(-1, null, "encoder", -1, List.of()).isKnown()).as("annotation").isTrue();
+        assertThat(new Provenance(-1, null, null, 0, List.of()).isKnown()).as("step 0").isTrue();
+        assertThat(new Provenance(-1, null, null, 5, List.of()).isKnown()).as("step 5").isTrue();
+        assertThat(new Provenance(-1, null, null, -1, List.of(app)).isKnown()).as("stack").isTrue();
+    }
+
+    /** Step 0 is a step ({@code MemoryAnnotation.push(name, 0)}): the holder names it; -1 is none. */
+    @Test
+    void theHolderNamesStepZero() {
+        try (BfcAllocator a = allocator(64L << 20)) {
+            a.recordAnnotations(true);
+            long p;
+            try (MemoryAnnotation x = MemoryAnnotation.push("warmup", 0)) {
+                p = a.allocateRaw(64, 1000);
+            }
+            assertThat(at(a, p).holder()).isEqualTo("warmup (step 0)");
+            assertThat(a.memorySummary()).contains("warmup (step 0)");
+        }
+        assertThat(new Provenance(-1, null, "warmup", -1, List.of()).holder()).isEqualTo("warmup");
+    }
+
+    /**
+     * A time of 0 (the epoch, as a replayed trace's {@code time_us=0} gives) and a step of 0 are
+     * recorded values, not "none" (-1): the summary's "since" and a leak report's sentence give
+     * them.
+     */
+    @Test
+    void timeZeroAndStepZeroAreNamedInTheSummaryAndTheLeakReport() {
+        Provenance epoch = new Provenance(0, null, "warmup", 0, List.of());
+        assertThat(LeakGuard.recordedText(epoch))
+                .isEqualTo(" Recorded when it was allocated: in annotation 'warmup' (step 0), at 1970-01-01T00:00:00Z.");
+        try (BfcAllocator a = allocator(64L << 20)) {
+            long p = a.allocateRaw(64, 1000);
+            MemoryMap live = a.memoryMap();
+            List<MemoryMap.Region> regions = new ArrayList<>();
+            for (MemoryMap.Region r : live.regions()) {
+                List<MemoryMap.Chunk> chunks = new ArrayList<>();
+                for (MemoryMap.Chunk c : r.chunks()) {
+                    chunks.add(c.ptr() != p ? c : new MemoryMap.Chunk(c.ptr(), c.size(), c.requestedSize(), c.inUse(),
+                            c.allocationId(), c.bin(), c.freedAtCount(), c.notYetSafe(), epoch));
+                }
+                regions.add(new MemoryMap.Region(r.ptr(), r.size(), chunks));
+            }
+            MemoryMap map = new MemoryMap(live.allocatorName(), live.memoryType(), live.stats(), live.memoryStats(),
+                    live.bins(), regions);
+            assertThat(HolderText.summarySection(map)).endsWith(
+                    "1 chunk   warmup (step 0)  (since 1970-01-01 00:00:00.000 UTC)" + System.lineSeparator());
+        }
+    }
+
     @Test
     void badArguments() {
         try (BfcAllocator a = allocator(1 << 20)) {

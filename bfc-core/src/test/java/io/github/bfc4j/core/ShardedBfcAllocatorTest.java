@@ -709,6 +709,29 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * With no provenance recorded in any shard, the summary has no "Largest holders of all
+     * shards" section and the out-of-memory message names no holders; with annotations on but
+     * no chunk annotated, neither.
+     */
+    @Test
+    void withNoProvenanceRecordedNoHoldersOfAllShardsAreNamed() {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("unrecorded").memoryLimit(16 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2).build();
+        Allocation x = a.allocate(4 * MIB);
+        assertThat(a.memorySummary()).doesNotContain("Largest holders");
+        assertThat(org.junit.jupiter.api.Assertions.assertThrows(BfcOutOfMemoryException.class,
+                () -> a.allocate(32 * MIB)).getMessage()).doesNotContain("Largest holders");
+        a.recordAnnotations(true); // on, but nothing annotated: still nothing recorded
+        Allocation y = a.allocate(MIB);
+        assertThat(a.memorySummary()).doesNotContain("Largest holders");
+        assertThat(org.junit.jupiter.api.Assertions.assertThrows(BfcOutOfMemoryException.class,
+                () -> a.allocate(32 * MIB)).getMessage()).doesNotContain("Largest holders");
+        y.close();
+        x.close();
+        a.close();
+    }
+
+    /**
      * memorySummary()'s "Largest holders of all shards" is read at the same instant as its first
      * line: with every allocation annotated alike, the one holder holds exactly the bytes the
      * first line says are in use, while two threads allocate and free in two shards. Before, the
