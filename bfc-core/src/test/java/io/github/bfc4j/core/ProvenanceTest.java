@@ -354,6 +354,34 @@ class ProvenanceTest {
         }
     }
 
+    /**
+     * A recorded time is the wall-clock time of the call in epoch microseconds (within a second:
+     * the monotonic clock the recording advances may drift from the wall clock a little), both
+     * the chunk's and its ALLOC event's.
+     */
+    @Test
+    void recordedTimesAreEpochMicrosecondsOfTheCall() throws InterruptedException {
+        try (BfcAllocator a = allocator(64L << 20)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long beforeMillis = System.currentTimeMillis();
+            long beforeNanos = System.nanoTime();
+            long p = a.allocateRaw(64, 1000);
+            long afterMillis = System.currentTimeMillis();
+            Thread.sleep(50);
+            long q = a.allocateRaw(64, 1000);
+            long spanMicros = (System.nanoTime() - beforeNanos) / 1000;
+            long low = (beforeMillis - 1000) * 1000;
+            long high = (afterMillis + 1000) * 1000;
+            assertThat(at(a, p).timeMicros()).isBetween(low, high);
+            MemoryEvent alloc = a.snapshot().history().events().stream()
+                    .filter(e -> e.kind() == MemoryEvent.Kind.ALLOC && e.address() == p).findFirst().orElseThrow();
+            assertThat(alloc.provenance().timeMicros()).isBetween(low, high);
+
+            // Times go forward with the clock: an allocation 50 ms later is recorded 50 ms later.
+            assertThat(at(a, q).timeMicros() - at(a, p).timeMicros()).isBetween(49_000L, spanMicros + 1_000);
+        }
+    }
+
     @Test
     void badArguments() {
         try (BfcAllocator a = allocator(1 << 20)) {
