@@ -129,6 +129,49 @@ class ProvenanceTest {
     }
 
     /**
+     * A restart with another {@code maxEntries} keeps that many events: more than the first
+     * recording's ring held, and then fewer.
+     */
+    @Test
+    void aRestartWithAnotherMaxEntriesKeepsThatMany() {
+        try (BfcAllocator a = allocator(64L << 20)) {
+            a.recordHistory(HistoryOptions.builder().maxEntries(4).stacks(false).build());
+            a.deallocateRaw(a.allocateRaw(64, 1000));
+            for (int max : new int[] {8, 3}) {
+                a.recordHistory(HistoryOptions.builder().maxEntries(max).stacks(false).build());
+                for (int i = 0; i < 10; i++) {
+                    a.deallocateRaw(a.allocateRaw(64, 1000 + i));
+                }
+                MemoryHistory h = a.snapshot().history();
+                assertThat(h.events()).as("maxEntries=%d", max).hasSize(max);
+                assertThat(h.droppedEvents()).as("maxEntries=%d", max).isEqualTo(20 - max);
+                assertThat(h.events().get(max - 1).kind()).isEqualTo(MemoryEvent.Kind.FREE);
+                assertThat(h.events().get(max - 2).requestedBytes()).isEqualTo(1009);
+            }
+        }
+    }
+
+    /**
+     * With annotations recorded and no history, a failing call's provenance (an out-of-memory
+     * listener's report) names its annotation and step; outside any annotation it is
+     * {@link Provenance#UNKNOWN}.
+     */
+    @Test
+    void withAnnotationsAloneAFailureNamesItsAnnotation() {
+        try (BfcAllocator a = allocator(1L << 20)) {
+            a.recordAnnotations(true);
+            List<OutOfMemoryReport> reports = new ArrayList<>();
+            a.addOutOfMemoryListener(reports::add);
+            try (MemoryAnnotation g = MemoryAnnotation.push("grads", 7)) {
+                assertThat(a.allocateRaw(64, 2L << 20)).isZero();
+            }
+            assertThat(a.allocateRaw(64, 2L << 20)).isZero();
+            assertThat(reports).extracting(OutOfMemoryReport::provenance)
+                    .containsExactly(new Provenance(-1, null, "grads", 7, List.of()), Provenance.UNKNOWN);
+        }
+    }
+
+    /**
      * A close refused for live allocations names who holds them when provenance is recorded
      * (the question the refusal raises), as the out-of-memory message does; without a recording
      * it names none.
