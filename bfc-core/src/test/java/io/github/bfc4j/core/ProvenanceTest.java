@@ -172,6 +172,39 @@ class ProvenanceTest {
     }
 
     /**
+     * {@code stackMinBytes}: a stack for a request of at least that many bytes, none for one
+     * byte less.
+     */
+    @Test
+    void aRequestOfExactlyStackMinBytesGetsItsStack() {
+        try (BfcAllocator a = allocator(64L << 20)) {
+            a.recordHistory(HistoryOptions.builder().stackMinBytes(1000).build());
+            long exactly = a.allocateRaw(64, 1000);
+            long less = a.allocateRaw(64, 999);
+            assertThat(at(a, exactly).stack()).isNotEmpty();
+            assertThat(at(a, less).stack()).isEmpty();
+        }
+    }
+
+    /**
+     * An OUT_OF_MEMORY event's {@code availableBytes} is what the sub-allocator could still have
+     * given under the limit: limit - reserved.
+     */
+    @Test
+    void anOutOfMemoryEventGivesTheLimitLessTheReserved() {
+        try (BfcAllocator a = allocator(4L << 20)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            assertThat(a.allocateRaw(64, 1L << 20)).isNotZero();
+            long reserved = a.reservedBytes();
+            assertThat(reserved).isLessThan(4L << 20);
+            assertThat(a.allocateRaw(64, 8L << 20)).isZero();
+            MemoryEvent oom = a.snapshot().history().events().stream()
+                    .filter(e -> e.kind() == MemoryEvent.Kind.OUT_OF_MEMORY).findFirst().orElseThrow();
+            assertThat(oom.availableBytes()).isEqualTo((4L << 20) - reserved);
+        }
+    }
+
+    /**
      * A close refused for live allocations names who holds them when provenance is recorded
      * (the question the refusal raises), as the out-of-memory message does; without a recording
      * it names none.
