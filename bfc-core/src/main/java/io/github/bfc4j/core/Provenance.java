@@ -13,9 +13,10 @@ import java.util.List;
  * its step; with {@link BfcAllocator#recordHistory(HistoryOptions)} also the time, the thread
  * and (when stacks are on and the allocation was sampled) the stack.
  *
- * @param timeMicros when, in microseconds since the epoch (a monotonic clock anchored at the
- *     start of the recording; in a replayed trace that gives times, the latest time it gave
- *     at or before the call), or -1 if not recorded
+ * @param timeMicros when, in microseconds since the epoch (a monotonic clock anchored to the
+ *     wall clock once per process, the same for every allocator's recording, so that their
+ *     times compare; in a replayed trace that gives times, the latest time it gave at or
+ *     before the call), or -1 if not recorded
  * @param thread the name of the thread, or {@code null} if not recorded
  * @param annotation the name of the innermost {@link MemoryAnnotation} open on the thread, or
  *     {@code null} if none
