@@ -31,6 +31,40 @@ import org.junit.jupiter.api.Test;
  */
 class BfcCudaProviderTest {
 
+    /** Forwards every call to another; a test overrides the one it changes. */
+    private static class Forwarding implements BfcCudaProvider.DeviceMemory {
+        private final BfcCudaProvider.DeviceMemory to;
+
+        Forwarding(BfcCudaProvider.DeviceMemory to) {
+            this.to = to;
+        }
+
+        @Override
+        public long allocate(long bytes) {
+            return to.allocate(bytes);
+        }
+
+        @Override
+        public void free(long ptr) {
+            to.free(ptr);
+        }
+
+        @Override
+        public int deviceId() {
+            return to.deviceId();
+        }
+
+        @Override
+        public String name() {
+            return to.name();
+        }
+
+        @Override
+        public boolean isClosed() {
+            return to.isClosed();
+        }
+    }
+
     /** Host memory behind the callbacks, as a GPU allocator would be. */
     private static BfcCudaProvider.DeviceMemory hostStandIn(BfcAllocator bfc) {
         return new BfcCudaProvider.DeviceMemory() {
@@ -240,28 +274,7 @@ class BfcCudaProviderTest {
     @Test
     void memoryServedButNeverHandedToOrtIsGivenBack() {
         try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("never_handed", 8 << 20)) {
-            BfcCudaProvider.DeviceMemory standIn = hostStandIn(bfc);
-            BfcCudaProvider provider = BfcCudaProvider.bind(new BfcCudaProvider.DeviceMemory() {
-                @Override
-                public long allocate(long bytes) {
-                    return standIn.allocate(bytes);
-                }
-
-                @Override
-                public void free(long ptr) {
-                    standIn.free(ptr);
-                }
-
-                @Override
-                public int deviceId() {
-                    return 0;
-                }
-
-                @Override
-                public String name() {
-                    return standIn.name();
-                }
-
+            BfcCudaProvider provider = BfcCudaProvider.bind(new Forwarding(hostStandIn(bfc)) {
                 @Override
                 public BytePointer handedToOrt(long ptr) {
                     throw new OutOfMemoryError("no heap left for the pointer");
@@ -288,13 +301,12 @@ class BfcCudaProviderTest {
     @Test
     void anAllocationServedWhileCloseRunsIsGivenBackNotHandedToOrt() throws Exception {
         try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("closed_meanwhile", 8 << 20)) {
-            BfcCudaProvider.DeviceMemory standIn = hostStandIn(bfc);
             CountDownLatch inside = new CountDownLatch(1);
             CountDownLatch release = new CountDownLatch(1);
-            BfcCudaProvider provider = BfcCudaProvider.bind(new BfcCudaProvider.DeviceMemory() {
+            BfcCudaProvider provider = BfcCudaProvider.bind(new Forwarding(hostStandIn(bfc)) {
                 @Override
                 public long allocate(long bytes) {
-                    long ptr = standIn.allocate(bytes);
+                    long ptr = super.allocate(bytes);
                     inside.countDown();
                     try {
                         release.await();
@@ -302,21 +314,6 @@ class BfcCudaProviderTest {
                         Thread.currentThread().interrupt();
                     }
                     return ptr;
-                }
-
-                @Override
-                public void free(long ptr) {
-                    standIn.free(ptr);
-                }
-
-                @Override
-                public int deviceId() {
-                    return 0;
-                }
-
-                @Override
-                public String name() {
-                    return standIn.name();
                 }
             }, (OrtApi) null);
             var alloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(
