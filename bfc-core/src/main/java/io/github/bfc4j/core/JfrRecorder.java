@@ -87,6 +87,6 @@ final class JfrRecorder extends PortListener {
      */
     static String currentAnnotation() {
         MemoryAnnotation a = MemoryAnnotation.current();
-        return a == null ? null : new Provenance(-1, null, a.name(), a.step(), null).holder();
+        return a == null ? null : a.name() + Provenance.stepSuffix(a.step());
     }
 }

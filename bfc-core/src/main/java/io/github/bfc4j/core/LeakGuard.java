@@ -120,7 +120,7 @@ final class LeakGuard implements Runnable {
             parts.add("on thread '" + p.thread() + "'");
         }
         if (p.annotation() != null) {
-            parts.add("in annotation '" + p.annotation() + "'" + (p.step() >= 0 ? " (step " + p.step() + ")" : ""));
+            parts.add("in annotation '" + p.annotation() + "'" + Provenance.stepSuffix(p.step()));
         }
         if (p.timeMicros() >= 0) {
             parts.add("at " + Instant.EPOCH.plus(p.timeMicros(), ChronoUnit.MICROS));

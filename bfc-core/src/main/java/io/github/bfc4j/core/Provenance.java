@@ -43,6 +43,15 @@ public record Provenance(long timeMicros, String thread, String annotation, long
         return timeMicros >= 0 || thread != null || annotation != null || step >= 0 || !stack.isEmpty();
     }
 
+    /**
+     * How an annotation's step follows its name wherever bfc4j names it (holders, PyTorch's
+     * {@code user_metadata}, JFR events, leak reports): {@code " (step n)"}, or {@code ""} for
+     * an annotation without a step (-1).
+     */
+    static String stepSuffix(long step) {
+        return step >= 0 ? " (step " + step + ")" : "";
+    }
+
     /** Where JavaCPP's bindings live (ONNX Runtime's, CUDA's): a frame there names no caller. */
     private static final String JAVACPP_BINDINGS = "org.bytedeco.";
 
@@ -58,7 +67,7 @@ public record Provenance(long timeMicros, String thread, String annotation, long
      */
     public String holder() {
         if (annotation != null) {
-            return step >= 0 ? annotation + " (step " + step + ")" : annotation;
+            return annotation + stepSuffix(step);
         }
         if (!stack.isEmpty()) {
             for (StackFrame f : stack) {

@@ -463,8 +463,7 @@ final class PyTorchSnapshotWriter {
      */
     private static void metadata(Map<String, Object> t, Provenance p) {
         t.put("compile_context", NO_COMPILE_CONTEXT);
-        t.put("user_metadata", p.annotation() == null ? ""
-                : p.step() >= 0 ? p.annotation() + " (step " + p.step() + ")" : p.annotation());
+        t.put("user_metadata", p.annotation() == null ? "" : p.annotation() + Provenance.stepSuffix(p.step()));
     }
 
     /** The objects that the dictionary holds in more than one place: the frames and their lists. */
