@@ -316,15 +316,31 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     private <T> T elsewhereOrThrow(int h, long bytes, Function<BfcAllocator, T> quiet,
             Function<BfcAllocator, T> last) {
+        return withOuterFigures(() -> {
+            try {
+                return elsewhere(h, bytes, quiet, last);
+            } catch (BfcOutOfMemoryException e) {
+                throw ofAllShards(e);
+            }
+        });
+    }
+
+    /**
+     * Runs {@code call} (a slow path, after the home shard failed) with no failure figures on
+     * this thread but those its own failure's report leaves there, and leaves the thread as it
+     * found it: without figures, or, inside an out-of-memory listener of another call on this
+     * thread, with that call's, put back for its own exception.
+     */
+    private <T> T withOuterFigures(Supplier<T> call) {
         AllShards outer = failureFigures.get();
         failureFigures.remove();
         try {
-            return elsewhere(h, bytes, quiet, last);
-        } catch (BfcOutOfMemoryException e) {
-            throw ofAllShards(e);
+            return call.get();
         } finally {
             if (outer != null) {
                 failureFigures.set(outer);
+            } else {
+                failureFigures.remove();
             }
         }
     }
@@ -478,23 +494,13 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /**
      * {@link #allocateRaw}'s slow path: the home shard {@code h} could not serve the call. A
      * failure throws nothing, so the figures its report left on this thread ({@link
-     * #withAllShards}) serve no exception: they are removed; inside an out-of-memory listener
-     * of another call on this thread, that call's figures are put back for its own exception.
+     * #withAllShards}) serve no exception: {@link #withOuterFigures} removes them.
      */
     private long allocateRawElsewhere(int h, long alignment, long numBytes, AllocationAttributes attr) {
-        AllShards outer = failureFigures.get();
-        try {
-            return elsewhere(h, numBytes, s -> {
-                long ptr = s.tryAllocateRaw(alignment, numBytes, attr);
-                return ptr == 0 ? null : ptr;
-            }, s -> s.allocateRaw(alignment, numBytes, attr));
-        } finally {
-            if (outer != null) {
-                failureFigures.set(outer);
-            } else {
-                failureFigures.remove();
-            }
-        }
+        return withOuterFigures(() -> elsewhere(h, numBytes, s -> {
+            long ptr = s.tryAllocateRaw(alignment, numBytes, attr);
+            return ptr == 0 ? null : ptr;
+        }, s -> s.allocateRaw(alignment, numBytes, attr)));
     }
 
     /** Whether this thread holds the figures of a failure's report, for tests. */
@@ -957,7 +963,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * {@link ClosePolicy#REFUSE} it is all or nothing, as for one {@code BfcAllocator}: while
      * any shard has live allocations, it throws, naming each such shard and its allocations
      * (and their largest holders, when recorded), and closes no shard (every shard's lock is
-     * held while it looks, so no call slips in between); close them, then call it again. With {@link ClosePolicy#FORCE} every shard closes.
+     * held while it looks, so no call slips in between); close them, then call it again. With
+     * {@link ClosePolicy#FORCE} every shard closes.
      * Idempotent once closed. A shard can also be closed alone (its own {@code close()}); once
      * any shard has begun to close, no shard obtains a new region, so the ranges a closed shard
      * gave back never become another shard's: a late free of an address it held gets
