@@ -4,10 +4,6 @@
  */
 package io.github.bfc4j.core;
 
-import java.time.Instant;
-import java.time.ZoneOffset;
-import java.time.format.DateTimeFormatter;
-import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -62,17 +58,13 @@ final class HolderText {
                     h.holder()));
             Long since = oldest.get(h.holder());
             if (since != null) {
-                sb.append("  (since ").append(SINCE.format(Instant.EPOCH.plus(since, ChronoUnit.MICROS)))
+                sb.append("  (since ").append(Provenance.timeText(since))
                         .append(h.chunks() == 1 ? ")" : ", its oldest chunk)");
             }
             sb.append(System.lineSeparator());
         }
         return sb.toString();
     }
-
-    /** How the time of a holder's oldest chunk is written: UTC, to the millisecond. */
-    private static final DateTimeFormatter SINCE =
-            DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS 'UTC'", Locale.ROOT).withZone(ZoneOffset.UTC);
 
     /**
      * For each holder, the time its oldest chunk in use was allocated (epoch microseconds), of

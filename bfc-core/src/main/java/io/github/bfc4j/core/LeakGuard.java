@@ -6,8 +6,6 @@ package io.github.bfc4j.core;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.lang.System.Logger.Level;
-import java.time.Instant;
-import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -123,7 +121,7 @@ final class LeakGuard implements Runnable {
             parts.add("in annotation '" + p.annotation() + "'" + Provenance.stepSuffix(p.step()));
         }
         if (p.timeMicros() >= 0) {
-            parts.add("at " + Instant.EPOCH.plus(p.timeMicros(), ChronoUnit.MICROS));
+            parts.add("at " + Provenance.timeText(p.timeMicros()));
         }
         StringBuilder sb = new StringBuilder(" Recorded when it was allocated: ");
         sb.append(parts.isEmpty() ? "its stack" : String.join(", ", parts)).append('.');

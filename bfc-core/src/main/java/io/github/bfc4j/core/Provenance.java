@@ -4,7 +4,12 @@
  */
 package io.github.bfc4j.core;
 
+import java.time.Instant;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * Who made an allocation (or another event of the history), and when: the thread, the
@@ -51,6 +56,20 @@ public record Provenance(long timeMicros, String thread, String annotation, long
     static String stepSuffix(long step) {
         return step >= 0 ? " (step " + step + ")" : "";
     }
+
+    /**
+     * How a recorded time is written wherever bfc4j writes one in a sentence (the summary's and
+     * the out-of-memory message's "since", a leak report's "at"): UTC to the millisecond, e.g.
+     * {@code 2026-11-27 05:41:32.123 UTC}.
+     *
+     * @param timeMicros microseconds since the epoch, as {@link #timeMicros()} gives
+     */
+    static String timeText(long timeMicros) {
+        return TIME.format(Instant.EPOCH.plus(timeMicros, ChronoUnit.MICROS));
+    }
+
+    private static final DateTimeFormatter TIME =
+            DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm:ss.SSS 'UTC'", Locale.ROOT).withZone(ZoneOffset.UTC);
 
     /** Where JavaCPP's bindings live (ONNX Runtime's, CUDA's): a frame there names no caller. */
     private static final String JAVACPP_BINDINGS = "org.bytedeco.";

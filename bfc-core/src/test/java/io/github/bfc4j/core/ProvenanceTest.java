@@ -410,7 +410,7 @@ class ProvenanceTest {
     void timeZeroAndStepZeroAreNamedInTheSummaryAndTheLeakReport() {
         Provenance epoch = new Provenance(0, null, "warmup", 0, List.of());
         assertThat(LeakGuard.recordedText(epoch))
-                .isEqualTo(" Recorded when it was allocated: in annotation 'warmup' (step 0), at 1970-01-01T00:00:00Z.");
+                .isEqualTo(" Recorded when it was allocated: in annotation 'warmup' (step 0), at 1970-01-01 00:00:00.000 UTC.");
         try (BfcAllocator a = allocator(64L << 20)) {
             long p = a.allocateRaw(64, 1000);
             MemoryMap live = a.memoryMap();
