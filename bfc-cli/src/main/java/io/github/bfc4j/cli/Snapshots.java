@@ -174,10 +174,7 @@ final class Snapshots implements WorkloadListener {
         return provenanceIds.computeIfAbsent(shown, k -> {
             StringBuilder sb = new StringBuilder();
             if (p.annotation() != null) {
-                sb.append("\n  ").append(p.annotation());
-                if (p.step() >= 0) {
-                    sb.append(" (step ").append(p.step()).append(')');
-                }
+                sb.append("\n  ").append(shown.holder()); // the annotation and its step, as bfc4j names it
             }
             for (int i = 0; i < Math.min(FRAMES, p.stack().size()); i++) {
                 sb.append("\n  at ").append(p.stack().get(i));

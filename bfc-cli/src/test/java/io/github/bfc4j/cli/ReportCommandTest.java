@@ -126,6 +126,24 @@ class ReportCommandTest {
     }
 
     @Test
+    void aTooltipNamesTheAnnotationsStepAsTheSummaryDoes() throws IOException {
+        // Step 0 is a step (printed); a missing step prints nothing after the name.
+        Path t = dir.resolve("steps.bfctrace");
+        Files.writeString(t, "bfctrace 1\nname steps\nsource workload: a test\n"
+                + "options memory_limit=67108864 allow_growth=true garbage_collection=false fragmentation_fraction=0"
+                + " timing_counter=false\nsuballocator sim base=0x7f0000000000 capacity=134217728 gap=0 coalescing=false\n"
+                + "#@ alloc 1 annotation=decode step=0\nalloc 1 1048576\n"
+                + "#@ alloc 2 annotation=decode step=12\nalloc 2 2048\n"
+                + "#@ alloc 3 annotation=weights\nalloc 3 4096\n");
+        Path html = dir.resolve("steps.html");
+        assertThat(cli.run("report", t, "-o", html)).isEqualTo(0);
+        String page = Files.readString(html);
+        assertThat(page).contains("\"\\u000a  decode (step 0)\"", "\"\\u000a  decode (step 12)\"",
+                "\"\\u000a  weights\"");
+        assertThat(page).doesNotContain("weights (step");
+    }
+
+    @Test
     void timelineIsDownsampledButKeepsThePeaks() throws IOException {
         Path t = Cli.TRACES.resolve("random-growth-1gib-s3.bfctrace");
         Path html = dir.resolve("t.html");
