@@ -19,6 +19,7 @@ import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.file.Path;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -89,6 +90,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
     private int eventPoolSize;
     /** The largest count up to which every free is known safe. */
     private volatile long safeCount;
+
+    /** Frees on a stream under way: close() waits for them before it releases the context. */
+    private final AtomicInteger streamFreesUnderWay = new AtomicInteger();
 
     private final Thread poller;
     private final long pollIntervalNanos;
@@ -198,21 +202,36 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @throws IllegalArgumentException if {@code ptr} is not a live allocation, or
      *     {@code stream} is no stream (a number where no memory of the process is, which the
      *     driver would crash the JVM reading); nothing is freed, no event is left behind
-     * @throws IllegalStateException if closed (also when a close runs meanwhile and the
-     *     device's context is no longer retained: nothing is freed, the event is destroyed)
+     * @throws IllegalStateException if closed (a {@link #close()} on another thread waits for
+     *     a free already past this check, which then finishes as if the close came after it)
      * @throws CudaException if creating or recording the event fails (nothing is freed)
      */
     public void deallocateRaw(long ptr, long stream) {
         if (ptr == 0) {
             return;
         }
-        checkOpen();
+        // Counted through the driver calls: close() waits for them before it releases the
+        // context (the driver checks the retain, then makes the call; a release in between
+        // would destroy the context, and the event with it, under the call). Counted before
+        // closed is read, as close() sets closed before it reads the count: one of the two
+        // sees the other.
+        streamFreesUnderWay.incrementAndGet();
+        try {
+            checkOpen();
+            deallocateRawCounted(ptr, stream);
+        } finally {
+            streamFreesUnderWay.decrementAndGet();
+        }
+    }
+
+    /** {@link #deallocateRaw(long, long)} once counted in {@link #streamFreesUnderWay} and open. */
+    private void deallocateRawCounted(long ptr, long stream) {
         long event = takeEvent();
         try {
             driver.eventRecord(deviceId, event, stream);
         } catch (CudaException | IllegalStateException e) {
             // The record's failure is the one to report; the destroy's, if any, goes with it.
-            // IllegalStateException: the context is not retained (a close ran meanwhile).
+            // IllegalStateException: the driver found the context not retained.
             throw Failures.attempt(e, () -> driver.eventDestroy(deviceId, event));
         } catch (IllegalArgumentException e) { // refused before it reached the driver
             throw Failures.attempt(e, () -> recycleEvent(event));
@@ -595,7 +614,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * Waits for pending frees' events, gives every region back (live allocations become invalid),
      * destroys the events, then closes the sub-allocator (the reservation and the retain of the
      * device's primary context go back). Every step is attempted even when an earlier one failed.
-     * Idempotent: a second call does nothing.
+     * A free on a stream that another thread has under way finishes first (its event is then
+     * waited for and destroyed here); one that starts later throws. Idempotent: a second call
+     * does nothing.
      *
      * @throws CudaException the first call that failed, the later failures suppressed by it
      */
@@ -605,6 +626,10 @@ public final class GpuBfcAllocator implements AutoCloseable {
             return;
         }
         closed = true;
+        // Frees on a stream already past their check of closed finish first (microseconds).
+        while (streamFreesUnderWay.get() != 0) {
+            LockSupport.parkNanos(this, 20_000);
+        }
         if (poller != null) {
             LockSupport.unpark(poller);
             try {

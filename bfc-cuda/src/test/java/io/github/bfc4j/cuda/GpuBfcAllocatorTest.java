@@ -15,6 +15,10 @@ import java.lang.reflect.Method;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -56,8 +60,8 @@ class GpuBfcAllocatorTest {
     }
 
     /**
-     * An IllegalStateException from the event's record (the context no longer retained, after a
-     * concurrent close) reaches the caller and the event taken from the pool is destroyed, as
+     * An IllegalStateException from the event's record (the driver finding the context not
+     * retained) reaches the caller and the event taken from the pool is destroyed, as
      * on a CudaException: it was neither pooled nor destroyed, so it outlived close().
      */
     @Test
@@ -76,24 +80,51 @@ class GpuBfcAllocatorTest {
     }
 
     /**
-     * A free on a stream that a close overtakes (between the allocator's check that it is open
-     * and the free itself) fails, and its event is destroyed: it went back to the event pool,
-     * which the close had destroyed already, and was never destroyed, though the device's
-     * context lived on (another user, here the test, retains it).
+     * A close on another thread while a free on a stream is inside the driver's eventRecord (the
+     * retain checked, the call not yet made) waits for that free: it released the device's last
+     * retain meanwhile, so that the call ran into a destroyed context with an event destroyed
+     * with it (in the real driver a use after free, which may kill the JVM), and the event was
+     * left behind.
      */
     @Test
-    void aFreeOnAStreamOvertakenByCloseLeavesNoEvent() {
-        driver.retainPrimaryContext(0); // another user of the device's context
+    void aCloseWaitsForAFreeOnAStreamThatIsInTheDriver() throws Exception {
         GpuBfcAllocator a = create(options());
         long p = a.allocateRaw(256, 1000);
-        a.deallocateRaw(p); // nothing live: the close goes through
-        driver.beforeNext("eventRecord", a::close);
-        assertThatThrownBy(() -> a.deallocateRaw(p, STREAM)).isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("closed");
-        assertThat(a.allocator().isClosed()).isTrue();
-        assertThat(driver.liveEvents()).as("events left after close()").isZero();
-        driver.releasePrimaryContext(0);
+        CountDownLatch inRecord = new CountDownLatch(1);
+        CountDownLatch letGo = new CountDownLatch(1);
+        driver.duringNext("eventRecord", () -> {
+            inRecord.countDown();
+            await(letGo);
+        });
+        ExecutorService threads = Executors.newFixedThreadPool(2);
+        try {
+            Future<?> free = threads.submit(() -> a.deallocateRaw(p, STREAM));
+            assertThat(inRecord.await(10, TimeUnit.SECONDS)).isTrue();
+            Future<?> close = threads.submit(a::close);
+            Thread.sleep(200);
+            assertThat(close).as("close() while a free is in the driver").isNotDone();
+            assertThat(driver.retainedContexts()).as("the context the free is using").isEqualTo(1);
+            letGo.countDown();
+            free.get(10, TimeUnit.SECONDS);
+            close.get(10, TimeUnit.SECONDS);
+        } finally {
+            letGo.countDown();
+            threads.shutdownNow();
+        }
+        assertThat(driver.liveEvents()).as("the free's event, destroyed by close()").isZero();
         assertThat(driver.retainedContexts()).isZero();
+        assertThat(driver.liveDeviceBlocks()).isZero();
+        assertThatThrownBy(() -> a.deallocateRaw(p, STREAM)).isInstanceOf(IllegalStateException.class)
+                .hasMessage("allocator 'GPU_0_bfc' is closed");
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            assertThat(latch.await(10, TimeUnit.SECONDS)).isTrue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
     }
 
     /**

@@ -48,7 +48,7 @@ final class SimulatedCudaDriver implements CudaDriver {
     /** Per method: {calls to let through first, error code}. */
     private final Map<String, Deque<int[]>> failures = new HashMap<>();
     private final Map<String, RuntimeException> thrown = new HashMap<>();
-    private final Map<String, Runnable> before = new HashMap<>();
+    private final Map<String, Runnable> during = new HashMap<>();
     private int physicalCreates;
     private int contextRetains;
 
@@ -94,16 +94,15 @@ final class SimulatedCudaDriver implements CudaDriver {
         failNextAfter(method, 0, code);
     }
 
-    /** {@code action} runs at the start of the next call to {@code method} (eventRecord only), on its thread. */
-    void beforeNext(String method, Runnable action) {
+    /**
+     * {@code action} runs in the next call to {@code method} (eventRecord only), on its thread,
+     * after the call has checked that the device's context is retained and before it uses it,
+     * outside this driver's lock: the window in which the real driver ({@link JavaCppCudaDriver})
+     * has checked the retain and not yet made the CUDA call.
+     */
+    void duringNext(String method, Runnable action) {
         synchronized (this) {
-            before.put(method, action);
-        }
-    }
-
-    private Runnable takeBefore(String method) {
-        synchronized (this) {
-            return before.remove(method);
+            during.put(method, action);
         }
     }
 
@@ -464,16 +463,29 @@ final class SimulatedCudaDriver implements CudaDriver {
     }
 
     @Override
-    public synchronized void eventRecord(int device, long event, long stream) {
-        Runnable action = takeBefore("eventRecord");
-        if (action != null) {
-            action.run();
+    public void eventRecord(int device, long event, long stream) {
+        Runnable inCall;
+        synchronized (this) {
+            StreamHandles.check(stream); // as the real driver's binding checks it
+            enter("eventRecord", "event=0x" + Long.toHexString(event) + ", stream=" + stream);
+            needsContext(device, "eventRecord");
+            requireEvent(event);
+            inCall = during.remove("eventRecord");
         }
-        StreamHandles.check(stream); // as the real driver's binding checks it
-        enter("eventRecord", "event=0x" + Long.toHexString(event) + ", stream=" + stream);
-        needsContext(device, "eventRecord");
-        requireEvent(event);
-        events.put(event, EventState.PENDING);
+        if (inCall != null) {
+            inCall.run();
+        }
+        synchronized (this) {
+            if (contexts.count(device) == 0) {
+                // The real driver checked the retain, then made the call: here the last retain
+                // was released in between, and the call ran into a destroyed context with an
+                // event destroyed with it (in the driver, a use after free: it may kill the JVM).
+                throw new AssertionError("eventRecord(event=0x" + Long.toHexString(event) + ") ran on into device "
+                        + device + "'s primary context after its last retain was released");
+            }
+            requireEvent(event);
+            events.put(event, EventState.PENDING);
+        }
     }
 
     @Override
