@@ -54,6 +54,13 @@ import org.bytedeco.onnxruntime.StringVector;
  * (JavaCPP's generated callback struct). JavaCPP has at most 10 native functions per callback
  * class, so at most 10 providers can be open at a time.
  *
+ * <p>ORT keeps the function addresses of the options a session was made with, so a session can
+ * outlive its provider and call them later. A closed provider's slot (its three functions) is
+ * therefore given to a new provider over the same {@link GpuBfcAllocator}, to one over another
+ * allocator only once the allocator it last served is closed, and never to one over another
+ * allocator still open: such a session would otherwise allocate from that allocator, on its
+ * device. So at most 10 allocators still open can have had providers.
+ *
  * <h2>Memory and errors</h2>
  * Alloc answers null when bfc4j cannot serve the request (ORT then fails the call with
  * {@code ORT_ENFORCE(p != nullptr)}); the reason is kept in {@link #stats()}. Free returns the
@@ -100,6 +107,14 @@ public final class BfcCudaProvider implements AutoCloseable {
         default boolean isClosed() {
             return false;
         }
+
+        /**
+         * @return the allocator under it, compared by identity: a closed provider's slot is given
+         *     to a provider over the same allocator (or once its allocator is closed)
+         */
+        default Object allocator() {
+            return this;
+        }
     }
 
     private final DeviceMemory memory;
@@ -144,7 +159,8 @@ public final class BfcCudaProvider implements AutoCloseable {
      * @throws IllegalArgumentException if {@code gpu} is null or closed
      * @throws IllegalStateException if ONNX Runtime cannot be loaded or has no CUDA execution
      *     provider here ({@link #unavailableReason()}'s sentence), or
-     *     {@value #MAX_OPEN} providers are open
+     *     {@value #MAX_OPEN} providers are open, or every slot of a closed provider was last used
+     *     over another allocator that is still open (see the class comment)
      * @throws OrtCallException if ORT rejects the options
      */
     public static BfcCudaProvider create(GpuBfcAllocator gpu) {
@@ -176,6 +192,11 @@ public final class BfcCudaProvider implements AutoCloseable {
             public boolean isClosed() {
                 return gpu.allocator().isClosed();
             }
+
+            @Override
+            public Object allocator() {
+                return gpu;
+            }
         });
     }
 
@@ -196,7 +217,7 @@ public final class BfcCudaProvider implements AutoCloseable {
      * ORT has the CUDA provider (the tests' way to the slot logic).
      */
     static synchronized BfcCudaProvider bind(DeviceMemory memory, OrtApi api) {
-        Slot slot = freeSlot();
+        Slot slot = freeSlot(memory);
         Map<String, String> values = new LinkedHashMap<>();
         values.put("device_id", Integer.toString(memory.deviceId()));
         values.put("gpu_external_alloc", Long.toUnsignedString(slot.allocFunction()));
@@ -225,6 +246,7 @@ public final class BfcCudaProvider implements AutoCloseable {
         }
         BfcCudaProvider p = new BfcCudaProvider(memory, slot, api, options, Map.copyOf(values));
         slot.owner = p;
+        slot.served = memory;
         return p;
     }
 
@@ -249,15 +271,39 @@ public final class BfcCudaProvider implements AutoCloseable {
                 + " see docs/integrations.md.";
     }
 
-    private static Slot freeSlot() {
+    /**
+     * A slot for a provider over {@code memory}. ORT keeps the function addresses of the options
+     * a session was made with, so a session can outlive its provider and call a closed slot's
+     * functions later, reaching whichever provider holds the slot then: a closed slot goes to a
+     * provider over the same allocator, else (all slots made) to one over any allocator only once
+     * the allocator it last served is closed, never to another allocator still open (whose memory,
+     * on its own device, the old session would get).
+     */
+    private static Slot freeSlot(DeviceMemory memory) {
+        Object allocator = memory.allocator();
+        int open = 0;
         for (Slot s : SLOTS) {
-            if (s.owner == null) {
-                return s;
+            if (s.owner != null) {
+                open++;
+            } else if (s.served == null || s.served.allocator() == allocator) {
+                return s;   // never bound (a bind that failed), or last bound over this allocator
             }
         }
         if (SLOTS.size() >= MAX_OPEN) {
-            throw new IllegalStateException(MAX_OPEN + " BfcCudaProviders are open (JavaCPP has " + MAX_OPEN
-                    + " native functions per callback class); close one first");
+            if (open >= MAX_OPEN) {
+                throw new IllegalStateException(MAX_OPEN + " BfcCudaProviders are open (JavaCPP has " + MAX_OPEN
+                        + " native functions per callback class); close one first");
+            }
+            for (Slot s : SLOTS) {
+                if (s.owner == null && s.served.isClosed()) {
+                    return s;
+                }
+            }
+            throw new IllegalStateException("no BfcCudaProvider slot for '" + memory.name() + "': " + open
+                    + " of the " + MAX_OPEN + " are open and the rest were last used over other allocators that"
+                    + " are still open, whose sessions could still call them (JavaCPP has " + MAX_OPEN + " native"
+                    + " functions per callback class); close one of those allocators (after its sessions), or make"
+                    + " this provider over one of them");
         }
         Slot s = new Slot();
         s.allocFunction();   // fails if another user took JavaCPP's native functions of these classes
@@ -452,6 +498,11 @@ public final class BfcCudaProvider implements AutoCloseable {
     /** One set of three callbacks (one native function each), bound to an open provider or free. */
     static final class Slot {
         volatile BfcCudaProvider owner;
+        /**
+         * The memory of the provider it was last bound to (kept once it closes), null before the
+         * first; class lock.
+         */
+        DeviceMemory served;
         final AllocFunction alloc = new AllocFunction(this);
         final FreeFunction free = new FreeFunction(this);
         final EmptyCacheFunction emptyCache = new EmptyCacheFunction(this);

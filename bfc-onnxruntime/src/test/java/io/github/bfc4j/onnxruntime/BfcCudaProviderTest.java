@@ -67,6 +67,11 @@ class BfcCudaProviderTest {
 
     /** Host memory behind the callbacks, as a GPU allocator would be. */
     private static BfcCudaProvider.DeviceMemory hostStandIn(BfcAllocator bfc) {
+        return hostStandIn(bfc, 0);
+    }
+
+    /** Host memory behind the callbacks, as the GPU allocator of device {@code deviceId} would be. */
+    private static BfcCudaProvider.DeviceMemory hostStandIn(BfcAllocator bfc, int deviceId) {
         return new BfcCudaProvider.DeviceMemory() {
             @Override
             public long allocate(long bytes) {
@@ -80,7 +85,7 @@ class BfcCudaProviderTest {
 
             @Override
             public int deviceId() {
-                return 0;
+                return deviceId;
             }
 
             @Override
@@ -91,6 +96,11 @@ class BfcCudaProviderTest {
             @Override
             public boolean isClosed() {
                 return bfc.isClosed();
+            }
+
+            @Override
+            public Object allocator() {
+                return bfc;
             }
         };
     }
@@ -356,6 +366,92 @@ class BfcCudaProviderTest {
             }
             assertThatThrownBy(() -> provider.appendTo(null)).as("closed, and null: the null is named first")
                     .isInstanceOf(NullPointerException.class).hasMessageStartingWith("sessionOptions=null");
+        }
+    }
+
+    /**
+     * A closed provider's functions are not handed to a provider over another allocator that is
+     * still open: a session made with the closed provider's options (ORT keeps the function
+     * addresses from the options it was made with) would have allocated from the other
+     * allocator, on its device, and freed into it. The first free slot was reused whatever
+     * allocator it had served.
+     */
+    @Test
+    void aClosedProvidersFunctionsNeverReachAnotherOpenAllocator() {
+        try (BfcAllocator gpu0 = BfcOrtAllocatorTest.hostAllocator("gpu0_stand_in", 8 << 20);
+                BfcAllocator gpu1 = BfcOrtAllocatorTest.hostAllocator("gpu1_stand_in", 8 << 20)) {
+            BfcCudaProvider old = BfcCudaProvider.bind(hostStandIn(gpu0, 0), (OrtApi) null);
+            String oldAlloc = old.providerOptions().get("gpu_external_alloc");
+            old.close();   // ORT holds nothing from it; a session made with its options lives on
+            BfcCudaProvider other = BfcCudaProvider.bind(hostStandIn(gpu1, 1), (OrtApi) null);
+            BfcCudaProvider same = null;
+            try {
+                assertThat(other.providerOptions().get("gpu_external_alloc")).as("a slot of its own")
+                        .isNotEqualTo(oldAlloc);
+                var staleAlloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(function(oldAlloc));
+                assertThat(staleAlloc.call(new OrtCustomOp(at(4096)))).as("the old session's allocation").isNull();
+                assertThat(gpu1.bytesInUse()).as("nothing of the other device's memory").isZero();
+                assertThat(other.stats().allocCalls()).isZero();
+
+                // Over the same allocator the slot is reused: the old session's memory then comes
+                // from the allocator its options named, and counts for the provider now there.
+                same = BfcCudaProvider.bind(hostStandIn(gpu0, 0), (OrtApi) null);
+                assertThat(same.providerOptions().get("gpu_external_alloc")).isEqualTo(oldAlloc);
+                BytePointer p = staleAlloc.call(new OrtCustomOp(at(4096)));
+                assertThat(p).isNotNull();
+                assertThat(gpu0.bytesInUse()).isEqualTo(4096);
+                assertThat(same.stats().liveAllocations()).isEqualTo(1);
+                new OrtThreadWorkerFn(function(same.providerOptions().get("gpu_external_free"))).call(p);
+                assertThat(gpu0.bytesInUse()).isZero();
+            } finally {
+                other.close();
+                if (same != null) {
+                    same.close();
+                }
+            }
+        }
+    }
+
+    /**
+     * With every slot made and each free one last used over another allocator still open, a
+     * provider over a new allocator is refused, saying why; once one of those allocators is
+     * closed its slot is given out again.
+     */
+    @Test
+    void aSlotOfAnotherOpenAllocatorIsGivenOutOnlyOnceThatAllocatorIsClosed() {
+        List<BfcAllocator> allocators = new ArrayList<>();
+        try {
+            for (int i = 0; i < BfcCudaProvider.MAX_OPEN; i++) {
+                allocators.add(BfcOrtAllocatorTest.hostAllocator("stand_in_" + i, 8 << 20));
+            }
+            List<BfcCudaProvider> providers = new ArrayList<>();
+            try {
+                for (BfcAllocator a : allocators) {
+                    providers.add(BfcCudaProvider.bind(hostStandIn(a), (OrtApi) null));
+                }
+            } finally {
+                for (BfcCudaProvider p : providers) {
+                    p.close();
+                }
+            }
+            try (BfcAllocator newcomer = BfcOrtAllocatorTest.hostAllocator("newcomer", 8 << 20)) {
+                assertThatThrownBy(() -> BfcCudaProvider.bind(hostStandIn(newcomer), (OrtApi) null))
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessageStartingWith("no BfcCudaProvider slot for 'newcomer': 0 of the 10 are open and"
+                                + " the rest were last used over other allocators that are still open");
+                String freed = providers.get(4).providerOptions().get("gpu_external_alloc");
+                allocators.get(4).close();
+                BfcCudaProvider p = BfcCudaProvider.bind(hostStandIn(newcomer), (OrtApi) null);
+                try {
+                    assertThat(p.providerOptions().get("gpu_external_alloc")).isEqualTo(freed);
+                } finally {
+                    p.close();
+                }
+            }
+        } finally {
+            for (BfcAllocator a : allocators) {
+                a.close();
+            }
         }
     }
 
