@@ -69,7 +69,9 @@ import org.bytedeco.onnxruntime.StringVector;
  * after the earlier work, as with ORT's own arena. Empty-cache (ORT calls it after freeing a
  * buffer it reserved for weights) does nothing: the BFC allocator keeps its regions, and gives
  * wholly free ones back when an allocation would fail if garbage collection is on (the GPU
- * default).
+ * default). Close the sessions before the {@link GpuBfcAllocator}: its {@code close()} takes back
+ * the memory ORT still holds; a free ORT makes after it is then counted as returned, and logged
+ * and kept in {@link #stats()} as an error.
  */
 public final class BfcCudaProvider implements AutoCloseable {
 
@@ -470,7 +472,21 @@ public final class BfcCudaProvider implements AutoCloseable {
         if (ptr == 0) {
             return;
         }
-        memory.free(ptr);
+        try {
+            memory.free(ptr);
+        } catch (RuntimeException e) {
+            if (!memory.isClosed()) {
+                throw e;
+            }
+            // The GPU allocator was closed while ORT held this memory: its close took every
+            // allocation back, this one too, so ORT holds it no longer (else close() of this
+            // provider would be refused for good).
+            counters.liveAllocations.updateAndGet(n -> n > 0 ? n - 1 : 0);
+            error("gpu_external_free(0x" + Long.toHexString(ptr) + ") after '" + memory.name() + "' was closed"
+                    + " while ONNX Runtime held the memory: its close already took it back (close the sessions"
+                    + " before the allocator)", null);
+            return;
+        }
         counters.liveAllocations.decrementAndGet();
     }
 

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.github.bfc4j.cuda.CudaProbe;
 import io.github.bfc4j.cuda.CudaUnavailableException;
 import io.github.bfc4j.cuda.GpuBfcAllocators;
@@ -346,6 +348,35 @@ class BfcCudaProviderTest {
                 ort.shutdownNow();
             }
         }
+    }
+
+    /**
+     * A GpuBfcAllocator's close() takes back every allocation, ORT's too. A free ORT made after it
+     * was logged as "not returned" and left the provider counting the allocation as live, so the
+     * provider's close() was refused for good ("still holds 1 allocation") and its slot was lost.
+     */
+    @Test
+    void aFreeAfterTheAllocatorsCloseTookTheMemoryBackLetsTheProviderClose() {
+        BfcAllocator bfc = BfcAllocator.builder().name("closed_under_ort").memoryLimit(8 << 20)
+                .allowRetryOnFailure(false).subAllocator(new AlignedHostSubAllocator())
+                .closePolicy(ClosePolicy.FORCE).build();   // as a GpuBfcAllocator's close() does
+        BfcCudaProvider provider = BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null);
+        var options = provider.providerOptions();
+        var alloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(function(options.get("gpu_external_alloc")));
+        var free = new OrtThreadWorkerFn(function(options.get("gpu_external_free")));
+        BytePointer p = alloc.call(new OrtCustomOp(at(4096)));
+        assertThat(p).isNotNull();
+        bfc.close();
+        assertThat(bfc.bytesInUse()).as("the close took it back").isZero();
+
+        free.call(p);
+        assertThat(provider.stats().liveAllocations()).isZero();
+        assertThat(provider.stats().callbackErrors()).isEqualTo(1);
+        assertThat(provider.stats().lastError()).isEqualTo("gpu_external_free(0x" + Long.toHexString(p.address())
+                + ") after 'closed_under_ort' was closed while ONNX Runtime held the memory: its close already"
+                + " took it back (close the sessions before the allocator)");
+        provider.close();   // was refused: "still holds 1 allocation"
+        assertThatThrownBy(provider::options).hasMessage("BfcCudaProvider over 'closed_under_ort' is closed");
     }
 
     @Test
