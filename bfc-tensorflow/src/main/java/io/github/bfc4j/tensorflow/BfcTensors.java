@@ -206,8 +206,11 @@ public final class BfcTensors {
      *     drops its last reference)
      * @throws NullPointerException if an argument is null
      * @throws IllegalArgumentException if the type is not supported, the shape is not fully known,
-     *     has more than 254 dimensions (TensorFlow would abort the process) or its size in bytes
-     *     overflows a {@code long}
+     *     has a negative dimension or more than 254 dimensions, its number of elements overflows a
+     *     {@code long} as TensorFlow counts it (multiplying from the left, so even with a later
+     *     dimension of 0) (TensorFlow would abort the process on any of these), its size in bytes
+     *     overflows a {@code long}, or it is larger than any allocation can be (the message names
+     *     the shape)
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
      * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
      *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
@@ -405,17 +408,31 @@ public final class BfcTensors {
         }
     }
 
-    /** The shape's size in bytes, computed without overflow ({@code Shape.size()} may wrap). */
+    /**
+     * The shape's size in bytes. TensorFlow counts a shape's elements as it builds the shape,
+     * multiplying in one dimension at a time from the left, and aborts the process when a partial
+     * product overflows, even where a later dimension is 0 ({@code TensorShape}'s
+     * {@code InitDims}): such a shape is refused here, and so is one whose bytes overflow a long.
+     * ({@code Shape.size()} may wrap.)
+     */
     private static long byteSize(Shape shape, DType dtype) {
-        try {
-            long bytes = dtype.byteSize();
-            for (int i = 0; i < shape.numDimensions(); i++) {
-                bytes = Math.multiplyExact(bytes, shape.get(i));
+        long elements = 1;
+        for (int i = 0; i < shape.numDimensions(); i++) {
+            try {
+                elements = Math.multiplyExact(elements, shape.get(i));
+            } catch (ArithmeticException e) {
+                throw new IllegalArgumentException("shape=" + shape + " (expected: at most " + Long.MAX_VALUE
+                        + " elements, counted from the left as TensorFlow does; the product of dimensions 0 to " + i
+                        + " overflows a long, on which TensorFlow would abort the process, even where a later"
+                        + " dimension is 0)", e);
             }
-            return bytes;
+        }
+        try {
+            return Math.multiplyExact(elements, dtype.byteSize());
         } catch (ArithmeticException e) {
             throw new IllegalArgumentException("shape=" + shape + " (expected: at most " + Long.MAX_VALUE
-                    + " bytes of " + dtype.dataType() + ")", e);
+                    + " bytes; its " + elements + " elements of " + dtype.dataType() + " take " + dtype.byteSize()
+                    + " bytes each)", e);
         }
     }
 
@@ -440,6 +457,10 @@ public final class BfcTensors {
             allocation = allocator.allocate(Math.max(1, bytes), TENSORFLOW_ALIGNMENT);
         } catch (IllegalStateException e) {
             throw new IllegalStateException("cannot make a " + type.getSimpleName() + " tensor of shape " + shape
+                    + " (" + bytes + " bytes): " + e.getMessage(), e);
+        } catch (IllegalArgumentException e) {
+            // A request larger than any allocation can be: say which tensor asked for it.
+            throw new IllegalArgumentException("cannot make a " + type.getSimpleName() + " tensor of shape " + shape
                     + " (" + bytes + " bytes): " + e.getMessage(), e);
         }
         return wrap(type, shape, dtype, allocation, bytes, deallocator);

@@ -276,6 +276,49 @@ class BfcTensorsTest {
     }
 
     /**
+     * A shape's elements are counted as TensorFlow counts them, one dimension at a time from the
+     * left: where that overflows a long, TensorFlow aborts the process (its TensorShape's check),
+     * even if a later dimension is 0, so the shape is refused, named; an empty shape whose count
+     * never overflows is a tensor of 0 bytes, as TensorFlow's own is, however large the other
+     * dimensions. A size in bytes past a long, or past any allocation, is refused naming the shape.
+     */
+    @Test
+    void aShapesElementsAreCountedAsTensorFlowCountsThem() {
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat32.class, Shape.of(Long.MAX_VALUE, 4)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("shape=[9223372036854775807, 4] (expected: at most 9223372036854775807 elements, counted"
+                        + " from the left as TensorFlow does; the product of dimensions 0 to 1 overflows a long, on"
+                        + " which TensorFlow would abort the process, even where a later dimension is 0)");
+        assertThatThrownBy(() -> tensors.tensorOf(TUint8.class, Shape.of(3, Long.MAX_VALUE / 2, 0)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("shape=[3, 4611686018427387903, 0] (expected: at most")
+                .hasMessageContaining("dimensions 0 to 1 overflows a long");
+        assertThatThrownBy(() -> tensors.ofFloats(Shape.of(Long.MAX_VALUE, 4, 0)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("shape=[9223372036854775807, 4, 0] (expected: at most");
+        // 2^62 elements then 0: no overflow for TensorFlow, though 2^62 floats would be 2^64 bytes.
+        try (TFloat32 empty = tensors.tensorOf(TFloat32.class, Shape.of(1L << 61, 2, 0));
+             TFloat32 leading = tensors.ofFloats(Shape.of(0, Long.MAX_VALUE, 4))) {
+            assertThat(empty.shape()).isEqualTo(Shape.of(1L << 61, 2, 0));
+            assertThat(empty.numBytes()).isZero();
+            assertThat(tensors.owns(empty)).isTrue();
+            assertThat(leading.shape()).isEqualTo(Shape.of(0, Long.MAX_VALUE, 4));
+            assertThat(leading.numBytes()).isZero();
+        }
+        assertThatThrownBy(() -> tensors.tensorOf(TFloat64.class, Shape.of(1L << 61)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("shape=[2305843009213693952] (expected: at most 9223372036854775807 bytes; its"
+                        + " 2305843009213693952 elements of DT_DOUBLE take 8 bytes each)");
+        // Bytes that fit a long but no allocation: which tensor asked says the shape.
+        assertThatThrownBy(() -> tensors.tensorOf(TUint8.class, Shape.of(Long.MAX_VALUE, 1)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("cannot make a TUint8 tensor of shape [9223372036854775807, 1]"
+                        + " (9223372036854775807 bytes): bytes=9223372036854775807");
+        assertThat(tensors.tensorsCreated()).as("the two empty tensors").isEqualTo(2);
+        assertThat(cpu.bytesInUse()).isZero();
+    }
+
+    /**
      * For a child JVM without TensorFlow's natives: the counters, then a tensor asked for three
      * times, then what the allocator was left with, one per line. With an argument, TensorFlow is
      * touched first ({@code new Graph()}, as an application would), so that its classes stay
