@@ -17,6 +17,7 @@ import java.lang.ref.WeakReference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -198,6 +199,82 @@ class BfcOrtAllocatorTest {
                 assertThat(bfc.bytesInUse()).isEqualTo(inUse);
                 assertThat(RealModelEmbeddingsTest.bits(session.run(batch).hidden())).isEqualTo(before);
             }
+        }
+    }
+
+    /**
+     * Output values outlive the session that made them, on other threads: one read and closed on
+     * a thread of its own after the session is closed gives its memory back there; one never
+     * closed keeps its memory (and {@code close()} refuses, the allocator staying registered)
+     * until it is dropped and the garbage collector has JavaCPP release it, on JavaCPP's
+     * deallocator thread. No free is rejected, and the answers are the arena's.
+     */
+    @Test
+    void outputValuesOutliveTheirSessionOnOtherThreadsAndAnUnclosedOneIsFreedAfterCollection() throws Exception {
+        try (HuggingFaceTokenizer tokenizer = MODEL.fixedLengthTokenizer(16);
+                BfcAllocator bfc = hostAllocator("ort_outlive", 256L << 20);
+                EmbeddingSession arena = new EmbeddingSession(env, MODEL, EmbeddingSession.options(false))) {
+            Encoding[] batch = batch(tokenizer, 2, 12);
+            int[] expected = RealModelEmbeddingsTest.bits(arena.run(batch).hidden());
+            outputValuesOutliveTheirSession(bfc, batch, expected);
+        }
+    }
+
+    private static void outputValuesOutliveTheirSession(BfcAllocator bfc, Encoding[] batch, int[] expected)
+            throws InterruptedException {
+        try (BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            Map<String, Integer> freesByThread = new java.util.concurrent.ConcurrentHashMap<>();
+            ort.listener(new BfcOrtAllocator.CallListener() {
+                @Override
+                public void allocated(long size, long ptr, boolean reserve) {
+                }
+
+                @Override
+                public void freed(long ptr) {
+                    freesByThread.merge(Thread.currentThread().getName().replaceAll("\\d+$", ""), 1, Integer::sum);
+                }
+            });
+            Value kept;
+            // Reachable until dropped below, so that no collection frees it before.
+            Value[] neverClosed = new Value[1];
+            try (EmbeddingSession session = new EmbeddingSession(env, MODEL, EmbeddingSession.options(true))) {
+                kept = session.runToValue(batch);
+                neverClosed[0] = session.runToValue(batch);
+            }
+            assertThat(ort.stats().liveAllocations()).as("the two outputs, once the session is closed").isEqualTo(2);
+            long twoOutputs = bfc.bytesInUse();
+            assertThat(twoOutputs).isPositive();
+            int[] read = new int[1];
+            Thread closer = new Thread(() -> {
+                read[0] = RealModelEmbeddingsTest.bits(EmbeddingSession.output(kept, batch).hidden())[7];
+                kept.close();
+            }, "closer-");
+            closer.start();
+            closer.join();
+            assertThat(read[0]).as("the output read on the closer's thread").isEqualTo(expected[7]);
+            assertThat(freesByThread).as("freed on the thread that closed it").containsKey("closer-");
+            assertThat(ort.stats().liveAllocations()).as("the unclosed output").isOne();
+            assertThat(bfc.bytesInUse()).isEqualTo(twoOutputs / 2);
+            assertThatThrownBy(ort::close).isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("close() refused: ONNX Runtime still holds 1 allocation from allocator"
+                            + " 'ort_outlive'")
+                    .hasMessageEndingWith("Release the sessions and the OrtValues they returned first.");
+            assertThat(ort.isClosed()).isFalse();
+            assertThat(RealModelEmbeddingsTest.bits(EmbeddingSession.output(neverClosed[0], batch).hidden()))
+                    .isEqualTo(expected);
+            neverClosed[0] = null;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (ort.stats().liveAllocations() != 0 && System.nanoTime() < deadline) {
+                System.gc();
+                Thread.sleep(20);
+            }
+            assertThat(ort.stats().liveAllocations()).as("the unclosed output, after collection").isZero();
+            assertThat(freesByThread.keySet()).as("threads that freed outputs")
+                    .anyMatch(name -> name.startsWith("JavaCPP Deallocator"));
+            assertThat(bfc.bytesInUse()).isZero();
+            assertThat(ort.stats().callbackErrors()).isZero();
+            ort.close();
+            bfc.checkInvariants();
         }
     }
 
