@@ -607,41 +607,49 @@ public final class BfcTensors {
      * TensorFlow's JNI library, loaded on the first tensor, and the one deallocator for every
      * tensor. A failed load is kept as a sentence, given on every later call: JavaCPP loads the
      * library in a static initializer, so a second try would only say {@code Could not initialize
-     * class}, and a deallocator made in {@link BfcTensors}' own static initializer made every use
-     * of the class (even its counters) fail so.
+     * class}. Anything else that fails here (an {@code OutOfMemoryError}: the Java heap, or
+     * JavaCPP's {@code maxPhysicalBytes} when the deallocator registers) reaches the caller and
+     * the next call tries again: done in a static initializer, it made the class unusable for the
+     * life of the JVM ({@code NoClassDefFoundError} on every later tensor), as did a deallocator
+     * made in {@link BfcTensors}' own static initializer for every use of the class (even its
+     * counters).
      */
     private static final class TensorFlowNatives {
         /**
-         * The one deallocator, or null if the library could not be loaded. Retained, so that it
-         * stays valid as long as the class is loaded (TensorFlow may call it after every Java
-         * reference is gone).
+         * The one deallocator, once made. Retained, so that it stays valid as long as the class is
+         * loaded (TensorFlow may call it after every Java reference is gone).
          */
-        private static final Deallocator_Pointer_long_Pointer DEALLOCATOR;
-        /** Why the library could not be loaded, or null. */
-        private static final String LOAD_FAILURE;
+        private static volatile Deallocator_Pointer_long_Pointer deallocator;
+        /** Why the library could not be loaded, or null. Guarded by the class lock. */
+        private static String loadFailure;
 
-        static {
-            Deallocator_Pointer_long_Pointer deallocator = null;
-            String failure = null;
-            try {
-                Loader.load(org.tensorflow.internal.c_api.global.tensorflow.class);
-                deallocator = new Releaser().retainReference();
-            } catch (LinkageError e) {
-                // UnsatisfiedLinkError: the natives jar for this platform, or a library it needs,
-                // is missing. NoClassDefFoundError: TensorFlow's classes failed to initialize
-                // before (something else touched them first).
-                failure = sentence(e);
-            }
-            DEALLOCATOR = deallocator;
-            LOAD_FAILURE = failure;
+        /**
+         * @throws IllegalStateException if TensorFlow's JNI library cannot be loaded
+         * @throws OutOfMemoryError if the deallocator cannot be made now (the next call tries again)
+         */
+        static Deallocator_Pointer_long_Pointer deallocator() {
+            Deallocator_Pointer_long_Pointer d = deallocator;
+            return d != null ? d : make();
         }
 
-        /** @throws IllegalStateException if TensorFlow's JNI library cannot be loaded */
-        static Deallocator_Pointer_long_Pointer deallocator() {
-            if (DEALLOCATOR == null) {
-                throw new IllegalStateException(LOAD_FAILURE);
+        private static synchronized Deallocator_Pointer_long_Pointer make() {
+            if (deallocator == null) {
+                if (loadFailure == null) {
+                    try {
+                        Loader.load(org.tensorflow.internal.c_api.global.tensorflow.class);
+                    } catch (LinkageError e) {
+                        // UnsatisfiedLinkError: the natives jar for this platform, or a library it
+                        // needs, is missing. NoClassDefFoundError: TensorFlow's classes failed to
+                        // initialize before (something else touched them first).
+                        loadFailure = sentence(e);
+                    }
+                }
+                if (loadFailure != null) {
+                    throw new IllegalStateException(loadFailure);
+                }
+                deallocator = new Releaser().retainReference();
             }
-            return DEALLOCATOR;
+            return deallocator;
         }
 
         private static String sentence(LinkageError e) {

@@ -430,6 +430,71 @@ class BfcTensorsTest {
                 "left: 0 tensors, 0 bytes in use");
     }
 
+    /**
+     * For a child JVM run with a JavaCPP {@code maxPhysicalBytes} below what it touches: the
+     * first tensor is asked for while {@code args[0]} bytes of native memory are touched, then
+     * two more once they are freed; what each call did, one per line.
+     */
+    public static final class FirstTensorOverJavaCppsLimit {
+        private FirstTensorOverJavaCppsLimit() {
+        }
+
+        /**
+         * Makes the tensors.
+         *
+         * @param args the bytes to touch during the first tensor
+         */
+        public static void main(String[] args) {
+            long bytes = Long.parseLong(args[0]);
+            org.bytedeco.javacpp.Pointer block = org.bytedeco.javacpp.Pointer.malloc(bytes);
+            org.bytedeco.javacpp.Pointer.memset(block, 1, bytes);
+            try (BfcAllocator bfc = BfcAllocator.builder().name("over_javacpp").memoryLimit(1 << 20)
+                    .subAllocator(new AlignedHostSubAllocator()).build()) {
+                BfcTensors tensors = new BfcTensors(bfc);
+                for (int i = 0; i < 3; i++) {
+                    if (i == 1) {
+                        org.bytedeco.javacpp.Pointer.free(block);
+                    }
+                    try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
+                        System.out.println("tensor: made, " + t.getFloat(1));
+                    } catch (Throwable t) {
+                        System.out.println("tensor threw: " + t);
+                    }
+                }
+                System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse()
+                        + " bytes in use");
+            }
+        }
+    }
+
+    /**
+     * The first tensor of the JVM fails when making TensorFlow's deallocator fails, here with
+     * JavaCPP's OutOfMemoryError (the process's resident memory over its {@code maxPhysicalBytes},
+     * 4 times -Xmx by default, which bfc4j's own regions count towards); once memory is back,
+     * tensors are made. The deallocator was made in a static initializer, so every later tensor
+     * of the JVM threw NoClassDefFoundError ("Could not initialize class ...TensorFlowNatives").
+     */
+    @Test
+    void aFailureMakingTheFirstTensorsDeallocatorIsNotForever() throws Exception {
+        String cp = System.getProperty("java.class.path");
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString(), "-Dorg.bytedeco.javacpp.maxPhysicalBytes=256m", "-Dorg.bytedeco.javacpp.maxRetries=0"));
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED");
+        }
+        command.addAll(List.of("-cp", cp, FirstTensorOverJavaCppsLimit.class.getName(), Long.toString(320L << 20)));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println(out);
+        List<String> lines = out.lines().filter(l -> l.startsWith("tensor") || l.startsWith("left")).toList();
+        assertThat(lines).as(out).hasSize(4);
+        assertThat(lines.get(0)).as("320 MiB touched: over JavaCPP's 256 MiB")
+                .startsWith("tensor threw: java.lang.OutOfMemoryError: Physical memory usage is too high");
+        assertThat(lines.subList(1, 4)).containsExactly("tensor: made, 2.0", "tensor: made, 2.0",
+                "left: 0 buffers, 0 bytes in use");
+    }
+
     @Test
     void outOfMemoryAndClosedAllocatorAreClearAndLeakNothing() {
         try (BfcAllocator small = BfcAllocator.builder().name("small").memoryLimit(4L << 20)
