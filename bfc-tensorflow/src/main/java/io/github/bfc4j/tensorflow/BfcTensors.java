@@ -318,9 +318,9 @@ public final class BfcTensors {
     }
 
     /**
-     * @return deallocator calls for this instance's buffers that failed to give the memory back
-     *     (e.g. the allocation was freed behind the tensor's back through the raw API); each is
-     *     logged. 0 in correct use.
+     * @return deallocator calls for this instance's buffers that failed to give the memory back;
+     *     each is logged. 0 in correct use (a raw free of a tensor's buffer behind its back is
+     *     refused by the allocator, and cannot cause one).
      */
     public long callbackFailures() {
         return callbackFailures.get();
