@@ -12,10 +12,13 @@ import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import org.bytedeco.javacpp.BytePointer;
+import org.bytedeco.javacpp.FunctionPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.onnxruntime.OrtAllocator;
@@ -161,10 +164,12 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * @return the registered allocator; close it after the sessions that use it
      * @throws IllegalArgumentException if {@code bfc} is null, closed, not over host memory, or
      *     has close policy {@code FORCE} (closing it would free memory ORT still uses)
-     * @throws IllegalStateException if another {@code BfcOrtAllocator} is registered and open, or
+     * @throws IllegalStateException if another {@code BfcOrtAllocator} is registered and open,
      *     ONNX Runtime's JNI library cannot be loaded here (the natives jar for the platform, or a
-     *     library it needs, is missing): the message says what JavaCPP could not find and what to
-     *     add, the same on every call
+     *     library it needs, is missing: the message says what JavaCPP could not find and what to
+     *     add, the same on every call), or, on the first registration, JavaCPP has no native
+     *     function left for one of its callbacks (other code holds all 10 of that callback
+     *     class): nothing is registered, and a later call tries again
      * @throws OrtCallException if ORT refuses (e.g. another CPU allocator was registered with
      *     {@code CreateAndRegisterAllocator})
      */
@@ -522,13 +527,53 @@ public final class BfcOrtAllocator implements AutoCloseable {
         return a != null && self != null && a.structAddress == self.address() ? a : null;
     }
 
+    /**
+     * Makes the four callbacks, once. JavaCPP makes 10 native functions per callback class for the
+     * whole process: a callback made while other code holds all 10 of its class gets none, and
+     * the struct would hand ORT a null function pointer (a crash on ORT's first call). So each
+     * is checked, and they are kept only once all four have one; else none is kept, and the next
+     * {@link #register} tries again.
+     *
+     * @throws IllegalStateException if a callback class has no native function left
+     */
     private static void ensureCallbacks() {
-        if (allocCallback == null) {
-            allocCallback = new AllocCallback();
-            freeCallback = new FreeCallback();
-            infoCallback = new InfoCallback();
-            reserveCallback = new ReserveCallback();
+        if (allocCallback != null) {
+            return;
         }
+        List<FunctionPointer> made = new ArrayList<>(4);
+        try {
+            AllocCallback alloc = withFunction(new AllocCallback(), made);
+            FreeCallback free = withFunction(new FreeCallback(), made);
+            InfoCallback info = withFunction(new InfoCallback(), made);
+            ReserveCallback reserve = withFunction(new ReserveCallback(), made);
+            freeCallback = free;
+            infoCallback = info;
+            reserveCallback = reserve;
+            allocCallback = alloc;
+        } catch (RuntimeException | Error e) {
+            for (FunctionPointer f : made) {
+                try {
+                    f.close();
+                } catch (RuntimeException | Error c) {
+                    e.addSuppressed(c);
+                }
+            }
+            throw e;
+        }
+    }
+
+    /** Adds {@code callback} to {@code made}, then checks that JavaCPP gave it a native function. */
+    private static <T extends FunctionPointer> T withFunction(T callback, List<FunctionPointer> made) {
+        made.add(callback);
+        // JavaCPP's callback struct holds the C function first; null when all 10 were taken.
+        Pointer function = new PointerPointer<Pointer>(callback).get(0);
+        if (function == null || function.isNull()) {
+            throw new IllegalStateException("cannot register a BfcOrtAllocator: JavaCPP has no native function left"
+                    + " for callback class " + callback.getClass().getSuperclass().getName() + " (it makes 10 per"
+                    + " class for the whole process, and other code holds all 10 of this one): close some of those"
+                    + " callbacks first");
+        }
+        return callback;
     }
 
     /** Logs an error that has no instance to be counted on. */

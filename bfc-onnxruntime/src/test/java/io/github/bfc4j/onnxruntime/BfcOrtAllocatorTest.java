@@ -421,6 +421,83 @@ class BfcOrtAllocatorTest {
     }
 
     /**
+     * For a child JVM: holds all 10 of JavaCPP's native functions for ORT's {@code Free} callback
+     * class, registers, gives them back, then registers twice more, each time making a tensor in
+     * bfc4j memory and closing it; one line per step.
+     */
+    public static final class RegisterWithCallbacksTaken {
+        private RegisterWithCallbacksTaken() {
+        }
+
+        /**
+         * Runs the steps.
+         *
+         * @param args none
+         */
+        public static void main(String[] args) {
+            org.bytedeco.javacpp.Loader.load(org.bytedeco.onnxruntime.global.onnxruntime.class);
+            List<OrtAllocator.Free_OrtAllocator_Pointer> held = new ArrayList<>();
+            for (int i = 0; i < 10; i++) {
+                held.add(new OrtAllocator.Free_OrtAllocator_Pointer() {
+                    @Override
+                    public void call(OrtAllocator self, Pointer p) {
+                    }
+                });
+            }
+            try (BfcAllocator bfc = hostAllocator("callbacks_taken", 64L << 20)) {
+                try (BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+                    System.out.println("register: made");
+                } catch (Throwable t) {
+                    System.out.println("register threw: " + t);
+                }
+                held.forEach(Pointer::close);
+                for (int i = 0; i < 2; i++) {
+                    try (BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+                        try (Value x = Value.CreateTensor(ort.ortAllocator(), new long[] {4, 100}, 2,
+                                ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)) {
+                            System.out.println("tensor: " + ort.stats().liveAllocations() + " live");
+                        }
+                        System.out.println("closed: " + ort.stats().liveAllocations() + " live");
+                    } catch (Throwable t) {
+                        System.out.println("register threw: " + t);
+                    }
+                }
+                System.out.println("left: " + bfc.bytesInUse() + " bytes in use");
+            }
+        }
+    }
+
+    /**
+     * JavaCPP makes 10 native functions per callback class for the whole process: where other
+     * code held all 10 of ORT's {@code Free} class, the first register made its Free callback
+     * without one, handed ORT a null function pointer, and the first free crashed the JVM
+     * (SIGSEGV at address 0). Now it refuses, saying so, keeps none of its callbacks, and the
+     * next register, once those are given back, works.
+     */
+    @Test
+    void registerWithNoNativeFunctionLeftForACallbackRefusesAndTriesAgainNextTime() throws Exception {
+        List<String> command = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin",
+                "java").toString()));
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED");
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), RegisterWithCallbacksTaken.class.getName()));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println(out);
+        assertThat(p.exitValue()).as("the child's exit status (134: it crashed)\n" + out).isZero();
+        List<String> lines = out.lines().filter(l -> l.matches("^(register|tensor|closed|left).*")).toList();
+        assertThat(lines).as(out).containsExactly(
+                "register threw: java.lang.IllegalStateException: cannot register a BfcOrtAllocator: JavaCPP has no"
+                        + " native function left for callback class"
+                        + " org.bytedeco.onnxruntime.OrtAllocator$Free_OrtAllocator_Pointer (it makes 10 per class"
+                        + " for the whole process, and other code holds all 10 of this one): close some of those"
+                        + " callbacks first",
+                "tensor: 1 live", "closed: 0 live", "tensor: 1 live", "closed: 0 live", "left: 0 bytes in use");
+    }
+
+    /**
      * Without ONNX Runtime's natives for this platform, register(...) throws the CUDA provider's
      * sentence as an IllegalStateException (not an UnsatisfiedLinkError, then a
      * NoClassDefFoundError of its callback class), every time, and the allocator is left as it was.
