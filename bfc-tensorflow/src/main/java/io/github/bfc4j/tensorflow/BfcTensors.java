@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.bytedeco.javacpp.Loader;
 import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.javacpp.PointerScope;
 import org.tensorflow.RawTensor;
 import org.tensorflow.SparseTensor;
@@ -212,9 +213,11 @@ public final class BfcTensors {
      *     overflows a {@code long}, or it is larger than any allocation can be (the message names
      *     the shape)
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
-     * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
+     * @throws IllegalStateException if the allocator is closed, TensorFlow's JNI library
      *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
-     *     missing: the message says what and what to add, the same on every call)
+     *     missing: the message says what and what to add, the same on every call), or, for the
+     *     first tensor, JavaCPP has no native function left for the deallocator (other code holds
+     *     all 10 of its callback class; a later call tries again)
      * @throws UnsupportedOperationException if TensorFlow Java's {@code RawTensor.fromHandle}
      *     cannot be reached (module path without {@code --add-opens})
      */
@@ -234,9 +237,11 @@ public final class BfcTensors {
      * @throws NullPointerException if an argument is null
      * @throws IllegalArgumentException as {@link #tensorOf(Class, Shape)}
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
-     * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
+     * @throws IllegalStateException if the allocator is closed, TensorFlow's JNI library
      *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
-     *     missing: the message says what and what to add, the same on every call)
+     *     missing: the message says what and what to add, the same on every call), or, for the
+     *     first tensor, JavaCPP has no native function left for the deallocator (other code holds
+     *     all 10 of its callback class; a later call tries again)
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public <T extends TType> T tensorOf(Class<T> type, Shape shape, Consumer<? super T> init) {
@@ -263,9 +268,11 @@ public final class BfcTensors {
      * @throws IllegalArgumentException if the number of values is not the shape's size, or as
      *     {@link #tensorOf(Class, Shape)}
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
-     * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
+     * @throws IllegalStateException if the allocator is closed, TensorFlow's JNI library
      *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
-     *     missing: the message says what and what to add, the same on every call)
+     *     missing: the message says what and what to add, the same on every call), or, for the
+     *     first tensor, JavaCPP has no native function left for the deallocator (other code holds
+     *     all 10 of its callback class; a later call tries again)
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public TFloat32 ofFloats(Shape shape, float... values) {
@@ -284,9 +291,11 @@ public final class BfcTensors {
      * @throws IllegalArgumentException if the number of values is not the shape's size, or as
      *     {@link #tensorOf(Class, Shape)}
      * @throws BfcOutOfMemoryException if the allocator cannot provide the memory
-     * @throws IllegalStateException if the allocator is closed, or TensorFlow's JNI library
+     * @throws IllegalStateException if the allocator is closed, TensorFlow's JNI library
      *     cannot be loaded here (the natives jar for the platform, or a library it needs, is
-     *     missing: the message says what and what to add, the same on every call)
+     *     missing: the message says what and what to add, the same on every call), or, for the
+     *     first tensor, JavaCPP has no native function left for the deallocator (other code holds
+     *     all 10 of its callback class; a later call tries again)
      * @throws UnsupportedOperationException as {@link #tensorOf(Class, Shape)}
      */
     public TInt32 ofInts(Shape shape, int... values) {
@@ -624,7 +633,8 @@ public final class BfcTensors {
         private static String loadFailure;
 
         /**
-         * @throws IllegalStateException if TensorFlow's JNI library cannot be loaded
+         * @throws IllegalStateException if TensorFlow's JNI library cannot be loaded, or JavaCPP
+         *     has no native function left for the deallocator (the next call tries again)
          * @throws OutOfMemoryError if the deallocator cannot be made now (the next call tries again)
          */
         static Deallocator_Pointer_long_Pointer deallocator() {
@@ -647,7 +657,19 @@ public final class BfcTensors {
                 if (loadFailure != null) {
                     throw new IllegalStateException(loadFailure);
                 }
-                deallocator = new Releaser().retainReference();
+                Releaser releaser = new Releaser();
+                // JavaCPP makes 10 native functions per callback class for the whole process; one
+                // made while other code holds all 10 has none (its struct's first field, the C
+                // function, is null), and TensorFlow would call null when it drops a buffer.
+                Pointer function = new PointerPointer<Pointer>(releaser).get(0);
+                if (function == null || function.isNull()) {
+                    releaser.close();
+                    throw new IllegalStateException("cannot make a tensor: JavaCPP has no native function left for"
+                            + " TensorFlow's deallocator callback class " + Deallocator_Pointer_long_Pointer.class.getName()
+                            + " (it makes 10 per class for the whole process, and other code holds all 10):"
+                            + " close some of those callbacks first");
+                }
+                deallocator = releaser.retainReference();
             }
             return deallocator;
         }

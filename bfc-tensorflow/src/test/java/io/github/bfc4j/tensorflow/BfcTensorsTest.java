@@ -476,23 +476,95 @@ class BfcTensorsTest {
      */
     @Test
     void aFailureMakingTheFirstTensorsDeallocatorIsNotForever() throws Exception {
-        String cp = System.getProperty("java.class.path");
-        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-                .toString(), "-Dorg.bytedeco.javacpp.maxPhysicalBytes=256m", "-Dorg.bytedeco.javacpp.maxRetries=0"));
-        if (Runtime.version().feature() >= 22) {
-            command.add("--enable-native-access=ALL-UNNAMED");
-        }
-        command.addAll(List.of("-cp", cp, FirstTensorOverJavaCppsLimit.class.getName(), Long.toString(320L << 20)));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
-        System.out.println(out);
-        List<String> lines = out.lines().filter(l -> l.startsWith("tensor") || l.startsWith("left")).toList();
-        assertThat(lines).as(out).hasSize(4);
+        List<String> lines = childJvm(List.of("-Dorg.bytedeco.javacpp.maxPhysicalBytes=256m",
+                "-Dorg.bytedeco.javacpp.maxRetries=0"), FirstTensorOverJavaCppsLimit.class, Long.toString(320L << 20));
+        assertThat(lines).hasSize(4);
         assertThat(lines.get(0)).as("320 MiB touched: over JavaCPP's 256 MiB")
                 .startsWith("tensor threw: java.lang.OutOfMemoryError: Physical memory usage is too high");
         assertThat(lines.subList(1, 4)).containsExactly("tensor: made, 2.0", "tensor: made, 2.0",
                 "left: 0 buffers, 0 bytes in use");
+    }
+
+    /**
+     * For a child JVM: holds all 10 of JavaCPP's native functions for TensorFlow's deallocator
+     * callback class while the first tensor is asked for, gives them back, then makes two; what
+     * each call did, one per line.
+     */
+    public static final class FirstTensorWithDeallocatorsTaken {
+        private FirstTensorWithDeallocatorsTaken() {
+        }
+
+        /**
+         * Makes the tensors.
+         *
+         * @param args none
+         */
+        public static void main(String[] args) {
+            org.bytedeco.javacpp.Loader.load(org.tensorflow.internal.c_api.global.tensorflow.class);
+            List<org.tensorflow.internal.c_api.Deallocator_Pointer_long_Pointer> held = new ArrayList<>();
+            for (int i = 0; i < 10; i++) {
+                held.add(new org.tensorflow.internal.c_api.Deallocator_Pointer_long_Pointer() {
+                    @Override
+                    public void call(org.bytedeco.javacpp.Pointer data, long len, org.bytedeco.javacpp.Pointer arg) {
+                    }
+                });
+            }
+            try (BfcAllocator bfc = BfcAllocator.builder().name("deallocators_taken").memoryLimit(1 << 20)
+                    .subAllocator(new AlignedHostSubAllocator()).build()) {
+                BfcTensors tensors = new BfcTensors(bfc);
+                for (int i = 0; i < 3; i++) {
+                    if (i == 1) {
+                        held.forEach(org.bytedeco.javacpp.Pointer::close);
+                    }
+                    try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
+                        System.out.println("tensor: made, " + t.getFloat(1));
+                    } catch (Throwable t) {
+                        System.out.println("tensor threw: " + t);
+                    }
+                }
+                System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse()
+                        + " bytes in use");
+            }
+        }
+    }
+
+    /**
+     * JavaCPP makes 10 native functions per callback class for the whole process: where other
+     * code held all 10 of TensorFlow's deallocator class at the first tensor, BfcTensors'
+     * deallocator got none, TensorFlow was handed a null function, and closing the tensor crashed
+     * the JVM. Now that tensor is refused, saying so, and the next one, once they are given back,
+     * is made.
+     */
+    @Test
+    void aFirstTensorWithNoNativeFunctionLeftForTheDeallocatorIsRefusedNotACrash() throws Exception {
+        List<String> lines = childJvm(List.of(), FirstTensorWithDeallocatorsTaken.class);
+        assertThat(lines).containsExactly("tensor threw: java.lang.IllegalStateException: cannot make a tensor: JavaCPP"
+                + " has no native function left for TensorFlow's deallocator callback class"
+                + " org.tensorflow.internal.c_api.Deallocator_Pointer_long_Pointer (it makes 10 per class for the whole"
+                + " process, and other code holds all 10): close some of those callbacks first",
+                "tensor: made, 2.0", "tensor: made, 2.0", "left: 0 buffers, 0 bytes in use");
+    }
+
+    /**
+     * Runs {@code main} in a child JVM with this class path and the JVM options {@code options};
+     * returns its lines that start with {@code tensor} or {@code left}, having checked that it
+     * exited normally (134: it crashed).
+     */
+    private static List<String> childJvm(List<String> options, Class<?> main, String... args) throws Exception {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString()));
+        command.addAll(options);
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED");
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println(out);
+        assertThat(p.exitValue()).as("the child's exit status (134: it crashed)%n%s", out).isZero();
+        return out.lines().filter(l -> l.startsWith("tensor") || l.startsWith("left")).toList();
     }
 
     @Test
