@@ -481,7 +481,8 @@ class BfcOrtAllocatorTest {
         if (Runtime.version().feature() >= 22) {
             command.add("--enable-native-access=ALL-UNNAMED");
         }
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), RegisterWithCallbacksTaken.class.getName()));
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"),
+                RegisterWithCallbacksTaken.class.getName()));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();

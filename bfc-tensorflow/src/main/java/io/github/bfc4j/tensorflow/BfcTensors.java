@@ -665,9 +665,9 @@ public final class BfcTensors {
                 if (function == null || function.isNull()) {
                     releaser.close();
                     throw new IllegalStateException("cannot make a tensor: JavaCPP has no native function left for"
-                            + " TensorFlow's deallocator callback class " + Deallocator_Pointer_long_Pointer.class.getName()
-                            + " (it makes 10 per class for the whole process, and other code holds all 10):"
-                            + " close some of those callbacks first");
+                            + " TensorFlow's deallocator callback class "
+                            + Deallocator_Pointer_long_Pointer.class.getName() + " (it makes 10 per class for the"
+                            + " whole process, and other code holds all 10): close some of those callbacks first");
                 }
                 deallocator = releaser.retainReference();
             }
