@@ -431,28 +431,32 @@ class BfcTensorsTest {
     }
 
     /**
-     * For a child JVM run with a JavaCPP {@code maxPhysicalBytes} below what it touches: the
-     * first tensor is asked for while {@code args[0]} bytes of native memory are touched, then
-     * two more once they are freed; what each call did, one per line.
+     * For a child JVM run with a JavaCPP {@code maxPhysicalBytes} below what it touches: three
+     * tensors, {@code args[0]} bytes of native memory touched while the first is asked for (or,
+     * with a second argument, while the second is: TensorFlow's deallocator is made by then),
+     * and freed before the next; what each call did, one per line.
      */
-    public static final class FirstTensorOverJavaCppsLimit {
-        private FirstTensorOverJavaCppsLimit() {
+    public static final class TensorsOverJavaCppsLimit {
+        private TensorsOverJavaCppsLimit() {
         }
 
         /**
          * Makes the tensors.
          *
-         * @param args the bytes to touch during the first tensor
+         * @param args the bytes to touch, and anything to touch them for the second tensor
          */
         public static void main(String[] args) {
             long bytes = Long.parseLong(args[0]);
-            org.bytedeco.javacpp.Pointer block = org.bytedeco.javacpp.Pointer.malloc(bytes);
-            org.bytedeco.javacpp.Pointer.memset(block, 1, bytes);
+            int over = args.length > 1 ? 1 : 0;
+            org.bytedeco.javacpp.Pointer block = null;
             try (BfcAllocator bfc = BfcAllocator.builder().name("over_javacpp").memoryLimit(1 << 20)
                     .subAllocator(new AlignedHostSubAllocator()).build()) {
                 BfcTensors tensors = new BfcTensors(bfc);
                 for (int i = 0; i < 3; i++) {
-                    if (i == 1) {
+                    if (i == over) {
+                        block = org.bytedeco.javacpp.Pointer.malloc(bytes);
+                        org.bytedeco.javacpp.Pointer.memset(block, 1, bytes);
+                    } else if (i == over + 1) {
                         org.bytedeco.javacpp.Pointer.free(block);
                     }
                     try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
@@ -462,7 +466,8 @@ class BfcTensorsTest {
                     }
                 }
                 System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse()
-                        + " bytes in use");
+                        + " bytes in use; buffers given back " + tensors.buffersReturned() + ", failures "
+                        + tensors.callbackFailures() + ", stray " + BfcTensors.strayCallbackFailures());
             }
         }
     }
@@ -477,12 +482,33 @@ class BfcTensorsTest {
     @Test
     void aFailureMakingTheFirstTensorsDeallocatorIsNotForever() throws Exception {
         List<String> lines = childJvm(List.of("-Dorg.bytedeco.javacpp.maxPhysicalBytes=256m",
-                "-Dorg.bytedeco.javacpp.maxRetries=0"), FirstTensorOverJavaCppsLimit.class, Long.toString(320L << 20));
+                "-Dorg.bytedeco.javacpp.maxRetries=0"), TensorsOverJavaCppsLimit.class, Long.toString(320L << 20));
         assertThat(lines).hasSize(4);
         assertThat(lines.get(0)).as("320 MiB touched: over JavaCPP's 256 MiB")
                 .startsWith("tensor threw: java.lang.OutOfMemoryError: Physical memory usage is too high");
         assertThat(lines.subList(1, 4)).containsExactly("tensor: made, 2.0", "tensor: made, 2.0",
-                "left: 0 buffers, 0 bytes in use");
+                "left: 0 buffers, 0 bytes in use; buffers given back 2, failures 0, stray 0");
+    }
+
+    /**
+     * Where JavaCPP refuses to register the tensor's handle ({@code TF_Tensor.withDeallocator}:
+     * over its {@code maxPhysicalBytes}), it deletes the tensor itself, which gives the buffer back
+     * through the deallocator, and nulls the handle before it throws, so BfcTensors' own delete
+     * of the handle after the failure does nothing. The buffer is given back exactly once (a
+     * second deallocator call would count as stray, or free another tensor's buffer at the same
+     * address), nothing fails, and the next tensor is made.
+     */
+    @Test
+    void aTensorJavaCppRefusesToRegisterGivesItsBufferBackOnce() throws Exception {
+        List<String> lines = childJvm(List.of("-Dorg.bytedeco.javacpp.maxPhysicalBytes=256m",
+                "-Dorg.bytedeco.javacpp.maxRetries=0"), TensorsOverJavaCppsLimit.class, Long.toString(320L << 20),
+                "second");
+        assertThat(lines).hasSize(4);
+        assertThat(lines.get(0)).isEqualTo("tensor: made, 2.0");
+        assertThat(lines.get(1)).as("320 MiB touched: over JavaCPP's 256 MiB")
+                .startsWith("tensor threw: java.lang.OutOfMemoryError: Physical memory usage is too high");
+        assertThat(lines.subList(2, 4)).containsExactly("tensor: made, 2.0",
+                "left: 0 buffers, 0 bytes in use; buffers given back 3, failures 0, stray 0");
     }
 
     /**
