@@ -110,6 +110,12 @@ public final class BfcAllocator implements MemoryAllocator {
     /** Guarded by the lock: looks at the chunk of a new {@link Allocation}. */
     private final ChunkWalk newAllocationChunk;
 
+    /**
+     * Runs in {@code handOut} before the {@link Allocation} is made (under the lock): a test's
+     * way to fail there. Null but in tests.
+     */
+    Runnable beforeHandle;
+
     /** What {@link #close()} does with live allocations. */
     private final ClosePolicy closePolicy;
 
@@ -605,10 +611,28 @@ public final class BfcAllocator implements MemoryAllocator {
                 port.deallocateRaw(ptr);
                 return null;
             }
+            Allocation handle;
+            try {
+                Runnable hook = beforeHandle;
+                if (hook != null) {
+                    hook.run();
+                }
+                handle = LeakGuard.newAllocation(this, leakDetection, ptr, address, c.size(), bytes,
+                        c.allocationId());
+            } catch (Throwable t) {
+                // An Error making the handle (out of heap or of stack: the handle, its leak
+                // guard, the paranoid allocation site): no handle will ever free the chunk, and
+                // the caller never learns its address, so it goes back now.
+                try {
+                    port.deallocateRaw(ptr);
+                } catch (Throwable e) {
+                    t.addSuppressed(e);
+                }
+                throw t;
+            }
             // From here on only the handle frees this chunk: deallocateRaw of it is refused.
             port.markHandleOwnedLocked(h);
-            return LeakGuard.newAllocation(this, leakDetection, ptr, address, c.size(), bytes,
-                    c.allocationId());
+            return handle;
         } finally {
             port.unlock();
         }

@@ -108,4 +108,49 @@ class AllocationOwnershipTest {
         allocator.close();
         assertThat(a.isClosed()).isTrue();
     }
+
+    /**
+     * An {@link Error} while the handle is made (out of heap or of stack, injected through the
+     * package-private {@code beforeHandle} seam) reaches the caller, and the chunk goes back:
+     * no handle could ever free it, and a refusing close would refuse for good.
+     */
+    @Test
+    void anErrorMakingTheHandleGivesTheChunkBack() {
+        for (LeakDetection leaks : LeakDetection.values()) {
+            SimSubAllocator sim = new SimSubAllocator(BASE, 256 * MIB, 0, true);
+            BfcAllocator allocator = BfcAllocator.builder().name("owned").memoryLimit(64 * MIB).subAllocator(sim)
+                    .leakDetection(leaks).build();
+            Allocation kept = allocator.allocate(5000);
+            allocator.beforeHandle = () -> {
+                throw new OutOfMemoryError("injected");
+            };
+            for (long alignment : new long[] {64, 4096}) {
+                assertThatThrownBy(() -> allocator.allocate(1000, alignment)).as("%s", leaks)
+                        .isInstanceOf(OutOfMemoryError.class).hasMessage("injected");
+                assertThat(allocator.bytesInUse()).as("%s", leaks).isEqualTo(kept.size());
+                MemoryStats m = allocator.memoryStats();
+                assertThat(m.activeAllocations()).as("%s", leaks).isEqualTo(1);
+                allocator.checkInvariants();
+            }
+            allocator.beforeHandle = null;
+            Allocation next = allocator.allocate(1000);
+            assertThat(next.address()).isEqualTo(kept.address() + kept.size());
+            next.close();
+            kept.close();
+            allocator.close(); // REFUSE: nothing is live
+            assertThat(sim.reservedBytes()).isZero();
+        }
+        // A shard's handle likewise.
+        SimSubAllocator sim = new SimSubAllocator(BASE, 256 * MIB, 0, true);
+        ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("owned").memoryLimit(64 * MIB)
+                .subAllocator(sim).shards(2).build();
+        sharded.shards().forEach(s -> s.beforeHandle = () -> {
+            throw new StackOverflowError("injected");
+        });
+        assertThatThrownBy(() -> sharded.allocate(1000)).isInstanceOf(StackOverflowError.class);
+        assertThat(sharded.bytesInUse()).isZero();
+        sharded.shards().forEach(BfcAllocator::checkInvariants);
+        sharded.close();
+        assertThat(sim.reservedBytes()).isZero();
+    }
 }
