@@ -130,7 +130,12 @@ public final class Allocation implements AutoCloseable {
         }
         // Leak detection watches the buffer itself, so the buffers made from it must keep it
         // reachable: it is then their root, not a slice.
-        ByteBuffer buffer = allocator.viewPins().buffer(address, (int) requestedSize, guard != null);
+        ByteBuffer buffer;
+        try {
+            buffer = allocator.viewPins().buffer(address, (int) requestedSize, guard != null);
+        } catch (IllegalStateException regionGone) {
+            throw closedInstead(regionGone);
+        }
         checkHeldInTime();
         watch(buffer);
         Reference.reachabilityFence(this);
@@ -160,9 +165,30 @@ public final class Allocation implements AutoCloseable {
     public BytePointer asPointer() {
         checkViewable();
         ViewPins pins = allocator.viewPins();
-        BytePointer pointer = MemoryViews.pointer(address, requestedSize, this, pins.anchor(address), pins);
+        Object anchor;
+        try {
+            anchor = pins.anchor(address);
+        } catch (IllegalStateException regionGone) {
+            throw closedInstead(regionGone);
+        }
+        BytePointer pointer = MemoryViews.pointer(address, requestedSize, this, anchor, pins);
         checkHeldInTime();
         return pointer;
+    }
+
+    /**
+     * The exception for a view whose region was gone when it came to hold it: a close (of this
+     * handle, its region then given back by {@code emptyCache()}; or of the allocator, by force)
+     * overtook the view after its first check. The handle's own "closed" exception, which says
+     * what happened; {@code regionGone} if the handle is open after all.
+     */
+    private IllegalStateException closedInstead(IllegalStateException regionGone) {
+        try {
+            checkOpen();
+        } catch (IllegalStateException closed) {
+            return closed;
+        }
+        return regionGone;
     }
 
     /** Leak detection, when on, waits for {@code view} too. This allocation must be reachable. */
