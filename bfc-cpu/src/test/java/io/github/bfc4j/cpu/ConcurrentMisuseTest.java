@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.BfcOutOfMemoryException;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.ForwardingSubAllocator;
@@ -116,28 +117,12 @@ class ConcurrentMisuseTest {
             LeakDetection leaks, boolean garbageCollection) {
         if (sharded) {
             return ShardedBfcAllocator.builder().name("misuse").memoryLimit(256 * MIB).subAllocator(sub).shards(3)
-                    .options(io.github.bfc4j.core.BfcOptions.builder().allowRetryOnFailure(false)
+                    .options(BfcOptions.builder().allowRetryOnFailure(false)
                             .garbageCollection(garbageCollection).build())
                     .closePolicy(policy).leakDetection(leaks).build();
         }
         return BfcAllocator.builder().name("misuse").memoryLimit(256 * MIB).subAllocator(sub)
                 .garbageCollection(garbageCollection).closePolicy(policy).leakDetection(leaks).build();
-    }
-
-    private static Allocation allocate(MemoryAllocator a, long bytes) {
-        return a instanceof BfcAllocator b ? b.allocate(bytes) : ((ShardedBfcAllocator) a).allocate(bytes);
-    }
-
-    private static void close(MemoryAllocator a) {
-        if (a instanceof BfcAllocator b) {
-            b.close();
-        } else {
-            ((ShardedBfcAllocator) a).close();
-        }
-    }
-
-    private static long emptyCache(MemoryAllocator a) {
-        return a instanceof BfcAllocator b ? b.emptyCache() : ((ShardedBfcAllocator) a).emptyCache();
     }
 
     private static long bytesHeldForViews(MemoryAllocator a) {
@@ -163,7 +148,7 @@ class ConcurrentMisuseTest {
         while (System.nanoTime() < deadline || rounds < 3) {
             List<Allocation> live = new ArrayList<>();
             for (int i = 0; i < 500; i++) {
-                live.add(allocate(a, 1 + random.nextInt(20_000)));
+                live.add(a.allocate(1 + random.nextInt(20_000)));
             }
             allocated += live.size();
             long roundSeed = random.nextLong();
@@ -178,7 +163,7 @@ class ConcurrentMisuseTest {
                     SplittableRandom r = new SplittableRandom(roundSeed);
                     ConcurrentHashMap<Long, Allocation> mine = new ConcurrentHashMap<>();
                     for (int i = 0; i < 300; i++) {
-                        Allocation y = allocate(a, 1 + r.nextInt(20_000));
+                        Allocation y = a.allocate(1 + r.nextInt(20_000));
                         ByteBuffer b = y.asByteBuffer();
                         b.put(0, (byte) 7).put(b.capacity() - 1, (byte) 7);
                         mine.put(y.address(), y);
@@ -200,7 +185,7 @@ class ConcurrentMisuseTest {
             assertThat(m.freesTotal()).as("seed %d: one free per allocation", seed).isEqualTo(allocated);
             checkInvariants(a);
         }
-        close(a);
+        a.close();
         Returned.assertAllReturned(sub, () -> bytesHeldForViews(a));
     }
 
@@ -308,7 +293,7 @@ class ConcurrentMisuseTest {
                     }
                     while (true) {
                         try {
-                            close(a);
+                            a.close();
                             return;
                         } catch (IllegalStateException e) {
                             assertThat(policy).isEqualTo(ClosePolicy.REFUSE);
@@ -326,7 +311,7 @@ class ConcurrentMisuseTest {
                     if (alloc) {
                         Allocation x;
                         try {
-                            x = allocate(a, 1 + r.nextInt(200_000));
+                            x = a.allocate(1 + r.nextInt(200_000));
                         } catch (IllegalStateException e) {
                             assertThat(e).hasMessageContaining("closed");
                             refusedAllocations.incrementAndGet();
@@ -399,7 +384,7 @@ class ConcurrentMisuseTest {
             together(4, seed, id -> {
                 if (id == 3) {
                     while (!done.get()) {
-                        emptied.addAndGet(emptyCache(a));
+                        emptied.addAndGet(a.emptyCache());
                     }
                     return;
                 }
@@ -413,7 +398,7 @@ class ConcurrentMisuseTest {
                         if (what == 0 || (what == 1 && mine.isEmpty())) {
                             Allocation x;
                             try {
-                                x = allocate(a, 1 + r.nextInt((int) MIB));
+                                x = a.allocate(1 + r.nextInt((int) MIB));
                             } catch (BfcOutOfMemoryException e) {
                                 continue;
                             }
@@ -452,9 +437,9 @@ class ConcurrentMisuseTest {
             assertThat(m.freesTotal()).as("seed %d", seed).isEqualTo(allocations.get());
             checkInvariants(a);
         }
-        emptyCache(a);
+        a.emptyCache();
         Returned.assertAllReturned(sub, () -> bytesHeldForViews(a));
-        close(a);
+        a.close();
     }
 
     /**
