@@ -357,23 +357,32 @@ final class BfcPort {
      * sub-allocator; afterwards the allocator holds nothing and refuses every call. Needs the
      * lock.
      *
-     * @throws RuntimeException the first exception (or {@link Error}) of the sub-allocator's
-     *     frees (the later ones suppressed by it), once every region is given up and the
-     *     allocator is closed
+     * @throws RuntimeException the first exception (or {@link Error}) of the listeners and the
+     *     sub-allocator's frees (the later ones suppressed by it), once every region is given up
+     *     and the allocator is closed
      */
     void closeLocked() {
         closed = true;
         // Not in upstream: the allocations still live are freed with their regions, so each is
-        // a free at the event point and bytes_in_use ends at 0 with the pool.
+        // a free at the event point and bytes_in_use ends at 0 with the pool. A listener that
+        // throws there does not stop the close: its exception is thrown once all is given back.
+        Throwable failure = null;
         for (walk.all(); walk.next(); ) {
             if (walk.inUse()) {
-                onFreeLocked(walk.handle());
+                try {
+                    onFreeLocked(walk.handle());
+                } catch (Throwable t) {
+                    failure = collect(failure, t);
+                }
             }
         }
         // After those frees: a history tells each region given back once nothing is left in it.
-        listener.closingLocked();
+        try {
+            listener.closingLocked();
+        } catch (Throwable t) {
+            failure = collect(failure, t);
+        }
         bytesInUse = 0;
-        Throwable failure = null;
         for (AllocationRegion region : regionManager.regions()) {
             failure = freeRegion(region, failure);
         }
@@ -1044,7 +1053,14 @@ final class BfcPort {
             }
 
             // Where upstream records the chunk before it is freed, for its trace.
-            onFreeLocked(h);
+            try {
+                onFreeLocked(h);
+            } catch (Throwable t) {
+                // Not in upstream: a listener threw (an OutOfMemoryError, say); the free is
+                // counted, so the chunk is freed all the same, as onAllocatedLocked gives back.
+                freeChunkLocked(h);
+                throw t;
+            }
 
             freeChunkLocked(h);
             return true;

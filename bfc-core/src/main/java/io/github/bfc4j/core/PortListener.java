@@ -12,7 +12,9 @@ package io.github.bfc4j.core;
  * <p>Every method except {@link #outOfMemoryReported} runs with the allocator's lock held, at
  * the moment of the event, and sees the state through the {@link PortView}: it must not call
  * back into the allocator, block, or throw (if {@link #allocatedLocked} throws nonetheless, an
- * {@code OutOfMemoryError} say, the port gives the chunk back and the caller gets the exception). {@link #allocatedLocked} and {@link #freedLocked}
+ * {@code OutOfMemoryError} say, the port gives the chunk back and the caller gets the exception;
+ * if {@link #freedLocked} does, the chunk is freed all the same, and a close goes on to the end
+ * before it throws). {@link #allocatedLocked} and {@link #freedLocked}
  * run on the allocate/free hot path and are called only if {@link #listensToCalls()} said so
  * when the listener was installed: a listener that does not is not called there at all. They
  * must create no objects in steady state.

@@ -69,6 +69,65 @@ class ListenerFailureTest {
         }
     }
 
+    /** Throws from every free event (as a recorder out of heap would), counting them. */
+    private static final class FailingFrees extends PortListener {
+        int thrown;
+
+        @Override
+        boolean listensToCalls() {
+            return true;
+        }
+
+        @Override
+        void freedLocked(int h) {
+            thrown++;
+            throw new OutOfMemoryError("a recorder out of heap #" + thrown);
+        }
+    }
+
+    /**
+     * A listener that throws from a free event: the caller gets the failure, but the free is
+     * counted and made all the same (a raw free, a handle's close), and a close goes on to give
+     * every region back before it throws; so nothing stays in use, no handle is left unable to
+     * free its chunk, and no region is lost.
+     */
+    @Test
+    void aListenerThatThrowsFromAFreeLeavesTheChunkFreed() {
+        for (boolean timing : new boolean[] {false, true}) {
+            SimSubAllocator sim = new SimSubAllocator(BASE, 1L << 30, 0, false);
+            BfcAllocator a = BfcAllocator.builder().name("listened").memoryLimit(64 * MIB).subAllocator(sim)
+                    .closePolicy(ClosePolicy.FORCE).build();
+            if (timing) {
+                a.setTimingCounter(new SharedCounter());
+            }
+            long kept = a.allocateRaw(256, 1000);
+            long raw = a.allocateRaw(256, 4096);
+            Allocation handle = a.allocate(2000);
+            a.port.install(new FailingFrees(), () -> { });
+
+            assertThatThrownBy(() -> a.deallocateRaw(raw)).isInstanceOf(OutOfMemoryError.class);
+            assertThatThrownBy(handle::close).isInstanceOf(OutOfMemoryError.class);
+            assertThat(handle.isClosed()).isTrue();
+            assertThat(a.bytesInUse()).as("timing counter %s", timing).isEqualTo(1024);
+            MemoryStats m = a.memoryStats();
+            assertThat(m.activeAllocations()).isEqualTo(1);
+            assertThat(m.allocatedBytesTotal() - m.freedBytesTotal()).isEqualTo(m.bytesInUse());
+            a.checkInvariants();
+            assertThatThrownBy(() -> a.deallocateRaw(raw)).as("freed once")
+                    .isInstanceOf(IllegalArgumentException.class);
+
+            // Three live allocations at a forced close: each free event throws, the close goes on.
+            a.allocateRaw(256, 5000);
+            a.allocateRaw(256, 6000);
+            assertThatThrownBy(a::close).isInstanceOf(OutOfMemoryError.class)
+                    .hasMessage("a recorder out of heap #3")
+                    .satisfies(e -> assertThat(e.getSuppressed()).hasSize(2));
+            assertThat(a.isClosed()).isTrue();
+            assertThat(a.bytesInUse()).isZero();
+            assertThat(sim.reservedBytes()).as("every region given back").isZero();
+        }
+    }
+
     /**
      * Past 65,536 distinct annotation names held by live chunks, chunks are marked as such (the
      * marker overflowed the stack).
