@@ -299,7 +299,9 @@ final class ViewPins extends ForwardingSubAllocator {
             within(range[0], range[1]).clear();
             try {
                 freeUpstream(range[0], range[1]);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
+                // On the cleaner's thread, whose Cleaner would drop it unseen; the next ranges
+                // are freed all the same.
                 LOG.log(Level.ERROR, "could not free region 0x" + Long.toHexString(range[0]) + " (" + range[1]
                         + " bytes) once its last view was collected", e);
             }

@@ -78,6 +78,41 @@ class ViewLifetimeTest {
                 .closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
     }
 
+    /**
+     * The free of a region that waited for its views runs on the cleaner's thread, whose
+     * {@code Cleaner} drops whatever its action throws: an {@link Error} from the sub-allocator's
+     * free there (an {@code OutOfMemoryError}, an assertion of the user's own sub-allocator)
+     * vanished without a word, where a {@code RuntimeException} is logged.
+     */
+    @Test
+    void anErrorFreeingARegionOnceItsViewIsCollectedIsLoggedNotLost() throws InterruptedException {
+        AlignedHostSubAllocator host = new AlignedHostSubAllocator();
+        AtomicLong failedFree = new AtomicLong();
+        SubAllocator failing = new ForwardingSubAllocator(host) {
+            @Override
+            public void free(long ptr, long numBytes) {
+                super.free(ptr, numBytes);   // then fails in its own books, say
+                if (Thread.currentThread().getName().equals("bfc4j-cleaner") && failedFree.compareAndSet(0, ptr)) {
+                    throw new AssertionError("this sub-allocator's free failed");
+                }
+            }
+        };
+        BfcAllocator a = forcing(failing);
+        ByteBuffer view = a.allocate(64 * MIB).asByteBuffer();
+        view.putLong(0, 42);
+        a.close();
+        assertThat(a.bytesHeldForViews()).isEqualTo(64 * MIB);
+        try (LogCapture log = new LogCapture("io.github.bfc4j.core.ViewPins")) {
+            view = null;
+            assertThat(LogCapture.gcUntil(() -> !log.messages().isEmpty())).as("the failure was logged").isTrue();
+            assertThat(log.messages()).singleElement().asString()
+                    .startsWith("could not free region 0x" + Long.toHexString(failedFree.get()) + " (" + 64 * MIB
+                            + " bytes) once its last view was collected");
+        }
+        assertThat(a.bytesHeldForViews()).isZero();
+        assertThat(host.liveRegions()).isZero();
+    }
+
     @Test
     void aReachableBufferKeepsItsRegionAfterAForcedCloseUntilItIsCollected() throws InterruptedException {
         Counting sub = new Counting();
