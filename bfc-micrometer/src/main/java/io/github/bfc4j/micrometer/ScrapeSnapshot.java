@@ -15,10 +15,13 @@ import java.util.function.Predicate;
  * the series of one scrape agree with each other (frees never exceed allocations, used never
  * exceeds the pool) and a scrape takes the allocator's lock once.
  *
- * <p>A snapshot is replaced when a meter that has already read it reads again (the next scrape
- * has begun) or when it is older than {@link #MAX_AGE_NANOS}, so that direct reads of single
- * meters stay fresh. Holds the allocator (or its read-only view) weakly, like Micrometer's own
- * gauges: once it is unreachable every meter reads NaN.
+ * <p>Each thread that reads the meters has its own snapshot (a registry scrapes on the thread
+ * that asks for the scrape), so that two scrapes at once, on two threads, each read one snapshot
+ * of their own instead of renewing the other's half way through it. A thread's snapshot is
+ * replaced when that thread reads a meter it has already read from it (its next scrape has
+ * begun) or when it is older than {@link #MAX_AGE_NANOS}, so that direct reads of single meters
+ * stay fresh. Holds the allocator (or its read-only view) weakly, like Micrometer's own gauges:
+ * once it is unreachable every meter reads NaN.
  *
  * @param <T> what the statistics are read from: a {@code BfcAllocator} or a
  *     {@code BfcAllocatorView}
@@ -36,9 +39,14 @@ final class ScrapeSnapshot<T> {
     private final Function<? super T, MemoryStats> stats;
     private final Predicate<? super T> closed;
     private final LongSupplier nanoTime;
-    private final boolean[] read = new boolean[BfcAllocatorMeters.values().length];
-    private MemoryStats current;
-    private long takenAtNanos;
+    private final ThreadLocal<Round> rounds = ThreadLocal.withInitial(Round::new);
+
+    /** One thread's snapshot, and which meters that thread has read from it. */
+    private static final class Round {
+        final boolean[] read = new boolean[BfcAllocatorMeters.values().length];
+        MemoryStats current;
+        long takenAtNanos;
+    }
 
     ScrapeSnapshot(T allocator, Function<? super T, MemoryStats> stats, Predicate<? super T> closed,
             LongSupplier nanoTime) {
@@ -69,25 +77,26 @@ final class ScrapeSnapshot<T> {
     }
 
     /**
-     * The meter's value from the current snapshot (taking a new one if due).
+     * The meter's value from the calling thread's snapshot (taking a new one if due).
      *
      * @param meter the meter
      * @return its value, NaN if the allocator is gone
      */
-    synchronized double read(BfcAllocatorMeters meter) {
+    double read(BfcAllocatorMeters meter) {
+        Round r = rounds.get();
         int i = meter.ordinal();
         long now = nanoTime.getAsLong();
-        if (current == null || read[i] || now - takenAtNanos > MAX_AGE_NANOS) {
+        if (r.current == null || r.read[i] || now - r.takenAtNanos > MAX_AGE_NANOS) {
             T a = allocator.get();
             if (a == null) {
-                current = null;
+                r.current = null;
                 return Double.NaN;
             }
-            current = stats.apply(a);
-            takenAtNanos = now;
-            java.util.Arrays.fill(read, false);
+            r.current = stats.apply(a);
+            r.takenAtNanos = now;
+            java.util.Arrays.fill(r.read, false);
         }
-        read[i] = true;
-        return meter.valueOf(current);
+        r.read[i] = true;
+        return meter.valueOf(r.current);
     }
 }
