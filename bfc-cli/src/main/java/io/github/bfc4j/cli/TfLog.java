@@ -315,7 +315,8 @@ final class TfLog {
                 }
                 long start = pointer(n, msg, t[0]);
                 long end = pointer(n, msg, t[2]);
-                if (start == 0 || end <= start) {
+                // Addresses are unsigned: 0xffffffffffffffff is no start below 0x7f... .
+                if (start == 0 || Long.compareUnsigned(end, start) <= 0) {
                     throw unusable(n, msg, "Allocated memory at <start> to <end> with 0 < start < end");
                 }
                 regions.add(new long[] {start, end - start, n});

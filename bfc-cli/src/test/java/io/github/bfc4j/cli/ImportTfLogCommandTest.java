@@ -165,6 +165,31 @@ class ImportTfLogCommandTest {
     }
 
     @Test
+    void aRegionWhoseStartIsAboveItsEndAsAnUnsignedAddressIsRefused() throws IOException {
+        String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
+        List<String> lines = good.lines().toList();
+        int target = -1;
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).contains("Allocated memory at ")) {
+                target = i;
+                break;
+            }
+        }
+        assertThat(target).isPositive();
+        // 0xffffffffffffffff is -1 as a signed long: below the end, though the address is above it.
+        Path log = dir.resolve("wrapped.log");
+        Files.writeString(log, replaceLine(lines, target,
+                lines.get(target).replaceFirst("at 0x[0-9a-f]+ to", "at 0xffffffffffffffff to")));
+        Path out = dir.resolve("x");
+        assertThat(cli.run("import-tf-log", log, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "64MiB"))
+                .isEqualTo(2);
+        assertThat(cli.err).startsWith("bfc import-tf-log: " + log + " line " + (target + 1)
+                + ": cannot use 'Allocated memory at 0xffffffffffffffff to 0x");
+        assertThat(cli.err).endsWith("(expected: Allocated memory at <start> to <end> with 0 < start < end)\n");
+        assertThat(out).doesNotExist();
+    }
+
+    @Test
     void unusableLinesAreNamed() throws IOException {
         String good = SyntheticTfLog.generate("GPU_0_bfc", 64L << 20, 0x7f3a00000000L, 0, SEED, 40).log.toString();
         List<String> lines = good.lines().toList();
