@@ -80,12 +80,14 @@ final class CommandRunner {
         } catch (TraceFormatException e) {
             return fail(err, prefix + e.getMessage(), debug, e, EXIT_USAGE);
         } catch (NoSuchFileException e) {
-            return fail(err, prefix + e.getFile() + ": no such file", debug, e, EXIT_USAGE);
-        } catch (AccessDeniedException e) {
-            return fail(err, prefix + e.getFile() + ": permission denied", debug, e, EXIT_USAGE);
-        } catch (FileSystemException e) {
-            return fail(err, prefix + e.getFile() + ": " + (e.getReason() == null ? e : e.getReason()), debug, e,
+            return fail(err, prefix + visible(String.valueOf(e.getFile())) + ": no such file", debug, e,
                     EXIT_USAGE);
+        } catch (AccessDeniedException e) {
+            return fail(err, prefix + visible(String.valueOf(e.getFile())) + ": permission denied", debug, e,
+                    EXIT_USAGE);
+        } catch (FileSystemException e) {
+            return fail(err, prefix + visible(String.valueOf(e.getFile())) + ": "
+                    + (e.getReason() == null ? e : e.getReason()), debug, e, EXIT_USAGE);
         } catch (IOException | UncheckedIOException e) {
             return fail(err, prefix + e.getMessage(), debug, e, EXIT_USAGE);
         } catch (WorkloadException e) {

@@ -57,8 +57,8 @@ final class OutputFile {
             trimmed = trimmed.substring(0, trimmed.length() - 1);
         }
         if (trimmed.length() < text.length() && !Files.isDirectory(path)) {
-            throw new UsageException(option + "=" + text + " ends with '" + text.charAt(text.length() - 1)
-                    + "', so it names a directory (expected: the file to write, e.g. " + trimmed + ")");
+            throw new UsageException(option + "=" + shown(text) + " ends with '" + text.charAt(text.length() - 1)
+                    + "', so it names a directory (expected: the file to write, e.g. " + shown(trimmed) + ")");
         }
         return path;
     }
@@ -83,12 +83,12 @@ final class OutputFile {
                     + " write, e.g. " + example + ")");
         }
         if (Files.isDirectory(output)) {
-            throw new UsageException(option + "=" + output + " is a directory (expected: the file to write, e.g. "
-                    + output.resolve(example) + ")");
+            throw new UsageException(option + "=" + shown(output) + " is a directory (expected: the file to write, e.g. "
+                    + shown(output.resolve(example)) + ")");
         }
         Path parent = output.toAbsolutePath().getParent();
         if (parent == null || !Files.isDirectory(parent)) {
-            throw new UsageException(option + "=" + output + " (expected: a file in an existing directory)");
+            throw new UsageException(option + "=" + shown(output) + " (expected: a file in an existing directory)");
         }
         // The file is written beside the one it replaces: that directory must take a new file.
         Path dir = parent;
@@ -103,7 +103,7 @@ final class OutputFile {
             throw cannotCreate(option, output, dir, "permission denied");
         }
         if (Files.exists(output) && !Files.isWritable(output)) {
-            throw new UsageException(option + "=" + output + ": permission denied (the file exists and may not be"
+            throw new UsageException(option + "=" + shown(output) + ": permission denied (the file exists and may not be"
                     + " written)");
         }
     }
@@ -179,7 +179,7 @@ final class OutputFile {
                 same = false; // the input's own error comes when it is read
             }
             if (same) {
-                throw new UsageException(option + "=" + output + " is the input " + input + " (expected: another"
+                throw new UsageException(option + "=" + shown(output) + " is the input " + shown(input) + " (expected: another"
                         + " file: writing it would destroy the input)");
             }
         }
@@ -191,7 +191,7 @@ final class OutputFile {
      * (expected: a file in a directory you may write to)}.
      */
     private static UsageException cannotCreate(String option, Path output, Path dir, String why) {
-        return new UsageException(option + "=" + output + ": " + why + ": no file can be created in " + dir
+        return new UsageException(option + "=" + shown(output) + ": " + why + ": no file can be created in " + shown(dir)
                 + " (expected: a file in a directory you may write to)");
     }
 
@@ -210,7 +210,12 @@ final class OutputFile {
      */
     private static IOException named(String option, Path output, IOException e) {
         String why = e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.getMessage();
-        return new IOException(option + "=" + output + ": " + why, e);
+        return new IOException(option + "=" + shown(output) + ": " + why, e);
+    }
+
+    /** A name as messages show it: its control characters escaped ({@code \x1b}, {@code \x0a}). */
+    private static String shown(Object name) {
+        return CommandRunner.visible(String.valueOf(name));
     }
 
     /** The file a symbolic link names, followed to the end (a dangling link's last target). */

@@ -45,10 +45,15 @@ final class TraceInput implements AutoCloseable {
         if (arg.toString().equals(STDIN_ARG)) {
             return new TraceInput(null, STDIN_NAME);
         }
-        return new TraceInput(arg, arg.toString());
+        // Messages and summaries are lines on a terminal: a name's control characters (an
+        // escape sequence, a line break) are shown escaped, as quoted words are.
+        return new TraceInput(arg, CommandRunner.visible(arg.toString()));
     }
 
-    /** How messages and summaries name the input: the path as given, or {@code <stdin>}. */
+    /**
+     * How messages and summaries name the input: the path as given (its control characters
+     * escaped, {@code \x1b}), or {@code <stdin>}.
+     */
     String name() {
         return name;
     }

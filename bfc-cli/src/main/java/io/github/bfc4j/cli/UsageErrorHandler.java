@@ -51,7 +51,7 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
             message = "unknown command '" + word + "'";
             String near = nearest(word, c.getSubcommands().keySet());
             hint = near == null ? "" : " (did you mean " + near + "?)";
-            c.getErr().println(name + ": " + message + hint + " (see 'bfc --help')");
+            c.getErr().println(CommandRunner.visible(name + ": " + message + hint + " (see 'bfc --help')"));
             c.getErr().flush();
             return CommandRunner.EXIT_USAGE;
         }
@@ -87,7 +87,8 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
                 hint = " (did you mean " + String.join(" or ", u.getSuggestions()) + "?)";
             }
         }
-        c.getErr().println(name + ": " + message + hint + " (see '" + name + " --help')");
+        // The words quoted come from the command line: their control characters are shown escaped.
+        c.getErr().println(CommandRunner.visible(name + ": " + message + hint + " (see '" + name + " --help')"));
         c.getErr().flush();
         return CommandRunner.EXIT_USAGE;
     }

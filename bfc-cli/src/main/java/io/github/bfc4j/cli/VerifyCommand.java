@@ -12,6 +12,7 @@ import io.github.bfc4j.trace.TraceReplayer;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.List;
@@ -130,6 +131,10 @@ public final class VerifyCommand implements Callable<Integer> {
                 } catch (AccessDeniedException e) {
                     unreadable++;
                     err.println("ERROR " + name + ": permission denied");
+                } catch (FileSystemException e) {
+                    // Its message names the file as given, control characters and all.
+                    unreadable++;
+                    err.println("ERROR " + name + ": " + (e.getReason() == null ? e.getMessage() : e.getReason()));
                 } catch (IOException e) {
                     unreadable++;
                     err.println("ERROR " + name + withoutName(String.valueOf(e.getMessage()), name));
