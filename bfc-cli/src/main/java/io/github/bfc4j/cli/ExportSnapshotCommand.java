@@ -14,6 +14,7 @@ import io.github.bfc4j.trace.TraceReader;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintWriter;
+import java.math.BigInteger;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
@@ -66,7 +67,8 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
 
     @Option(names = "--max-entries", paramLabel = "N", defaultValue = "" + HistoryOptions.DEFAULT_MAX_ENTRIES,
             description = "The most events kept, the latest (default ${DEFAULT-VALUE}).")
-    private long maxEntries; // long: a number past int's range gets this option's range below, not int's
+    private BigInteger maxEntriesArg; // any integer: one past a long's range gets this option's range
+    private long maxEntries;
 
     @Mixin
     private RunOptions options;
@@ -81,9 +83,7 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
             if (!at.equals("end") && !at.equals("peak")) {
                 throw new UsageException("--at=" + at + " (expected: end or peak)");
             }
-            if (maxEntries < 1 || maxEntries > 1 << 24) {
-                throw new UsageException("--max-entries=" + maxEntries + " (expected: 1 to 16777216)");
-            }
+            maxEntries = WholeNumbers.inRange("--max-entries", maxEntriesArg, 1, 1 << 24, "1 to 16777216");
             options.check();
             output = OutputFile.path("-o", outputName);
             OutputFile.check("-o", output, "snapshot.pickle", trace);

@@ -6,6 +6,7 @@ package io.github.bfc4j.cli;
 
 import io.github.bfc4j.trace.TraceWriter;
 import java.io.IOException;
+import java.math.BigInteger;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,11 +54,13 @@ public final class GenerateCommand implements Callable<Integer> {
 
     @Option(names = "--count", paramLabel = "N", defaultValue = "1",
             description = "Write the traces of N seeds, from --seed up (default: 1).")
-    private long count; // a long, so that a count past an int gets this option's own range
+    private BigInteger countArg; // any integer, so that a count past a long gets this option's own range
+    private long count;
 
     @Option(names = "--calls", paramLabel = "N",
             description = "Calls in the trace (alloc, free, frontier, clear_stats), not counting the frees"
                     + " that may end it, at most 100000000 (default: drawn, 1000 to 100000).")
+    private BigInteger callsArg; // any integer, as --count
     private Long calls;
 
     @Option(names = "--memory-limit", paramLabel = "SIZE", description = "Default: drawn, 1MiB to 80GiB.")
@@ -107,12 +110,9 @@ public final class GenerateCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         return CommandRunner.run(spec, debug, false, () -> {
-            if (calls != null && (calls < 1 || calls > MAX_CALLS)) {
-                throw new UsageException("--calls=" + calls + " (expected: 1 to " + MAX_CALLS + ")");
-            }
-            if (count < 1 || count > Integer.MAX_VALUE) {
-                throw new UsageException("--count=" + count + " (expected: 1 to " + Integer.MAX_VALUE + ")");
-            }
+            calls = callsArg == null ? null
+                    : WholeNumbers.inRange("--calls", callsArg, 1, MAX_CALLS, "1 to " + MAX_CALLS);
+            count = WholeNumbers.inRange("--count", countArg, 1, Integer.MAX_VALUE, "1 to " + Integer.MAX_VALUE);
             if (seed > Long.MAX_VALUE - (count - 1)) {
                 throw new UsageException("--seed=" + seed + " --count=" + count + " (expected: seeds up to "
                         + Long.MAX_VALUE + "; the last would be past it)");

@@ -10,6 +10,7 @@ import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.Writer;
+import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -69,11 +70,13 @@ public final class ReportCommand implements Callable<Integer> {
 
     @Option(names = "--maps", paramLabel = "N", defaultValue = "20",
             description = "Occupancy maps at the first N out-of-memory failures (default 20), besides the peak's.")
-    private long maps; // long, as --points
+    private BigInteger mapsArg; // any integer, as --points
+    private long maps;
 
     @Option(names = "--points", paramLabel = "N", defaultValue = "2000",
             description = "Timeline resolution: at least N steps (default 2000), at most 2N.")
-    private long points; // long: a number past int's range gets this option's range below, not int's
+    private BigInteger pointsArg; // any integer: one past a long's range gets this option's range (WholeNumbers)
+    private long points;
 
     @Mixin
     private RunOptions options;
@@ -85,12 +88,8 @@ public final class ReportCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         return CommandRunner.run(spec, options.debug, options.verbose, () -> {
-            if (maps < 0) {
-                throw new UsageException("--maps=" + maps + " (expected: >= 0)");
-            }
-            if (points < 10 || points > 1_000_000) {
-                throw new UsageException("--points=" + points + " (expected: 10 to 1000000)");
-            }
+            maps = WholeNumbers.notNegative("--maps", mapsArg);
+            points = WholeNumbers.inRange("--points", pointsArg, 10, 1_000_000, "10 to 1000000");
             options.check();
             output = OutputFile.path("-o", outputName);
             OutputFile.check("-o", output, "report.html", trace);

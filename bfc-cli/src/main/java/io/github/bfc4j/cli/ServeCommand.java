@@ -18,6 +18,7 @@ import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.math.BigInteger;
 import java.net.BindException;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -68,7 +69,8 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--port", required = true, paramLabel = "PORT",
             description = "TCP port on 127.0.0.1 (0: any free port; the chosen one is printed).")
-    private long port; // long: a number past int's range gets this option's range below, not int's
+    private BigInteger portArg; // any integer: one past a long's range gets this option's range
+    private long port;
 
     @Option(names = "--trace", paramLabel = "FILE",
             description = "Trace to replay (format version 1, plain or gzip; - for standard input); its header"
@@ -80,6 +82,7 @@ public final class ServeCommand implements Callable<Integer> {
 
     @Option(names = "--rate", paramLabel = "CALLS_PER_SECOND", defaultValue = "0",
             description = "Slow the replay to about this many calls per second (default: 0, as fast as possible).")
+    private BigInteger rateArg;
     private long rate;
 
     @Option(names = "--memory-limit", paramLabel = "SIZE",
@@ -117,12 +120,8 @@ public final class ServeCommand implements Callable<Integer> {
     }
 
     private int serve() throws Exception {
-        if (port < 0 || port > 65535) {
-            throw new UsageException("--port=" + port + " (expected: 0 to 65535)");
-        }
-        if (rate < 0) {
-            throw new UsageException("--rate=" + rate + " (expected: >= 0)");
-        }
+        port = WholeNumbers.inRange("--port", portArg, 0, 65535, "0 to 65535");
+        rate = WholeNumbers.notNegative("--rate", rateArg);
         if (loop && trace == null) {
             throw new UsageException("--loop needs --trace FILE");
         }

@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.cli;
 
+import java.math.BigInteger;
 import java.util.Collection;
 import java.util.List;
 import java.util.Locale;
@@ -120,6 +121,10 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
             return "true or false";
         }
         boolean isInt = type == int.class || type == Integer.class;
+        if (type == BigInteger.class) {
+            // Any integer fits: only a word that is none gets here (WholeNumbers checks the range).
+            return "a whole number";
+        }
         if (!isInt && type != long.class && type != Long.class) {
             return null;
         }

@@ -136,6 +136,40 @@ class BfcCommandTest {
     }
 
     /**
+     * A whole number past a long gets the option's own range too, not a long's (which the option
+     * does not take: no negative number, and far less than 2^63).
+     */
+    @Test
+    void aNumberPastALongGetsTheOptionsOwnRange() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String big = "99999999999999999999";
+        Object[][] cases = {
+            {new Object[] {"report", t, "-o", "r.html", "--points", big}, "bfc report: --points=" + big
+                    + " (expected: 10 to 1000000)"},
+            {new Object[] {"report", t, "-o", "r.html", "--maps", big}, "bfc report: --maps=" + big
+                    + " (expected: 0 to 9223372036854775807)"},
+            {new Object[] {"report", t, "-o", "r.html", "--maps", "-" + big}, "bfc report: --maps=-" + big
+                    + " (expected: >= 0)"},
+            {new Object[] {"export-snapshot", t, "-o", "s.pickle", "--max-entries", big}, "bfc export-snapshot:"
+                    + " --max-entries=" + big + " (expected: 1 to 16777216)"},
+            {new Object[] {"serve", "--port", big}, "bfc serve: --port=" + big + " (expected: 0 to 65535)"},
+            {new Object[] {"serve", "--port", "0", "--rate", big}, "bfc serve: --rate=" + big
+                    + " (expected: 0 to 9223372036854775807)"},
+            {new Object[] {"generate", "--seed", "1", "-o", "g{seed}.bfctrace", "--count", big}, "bfc generate:"
+                    + " --count=" + big + " (expected: 1 to 2147483647)"},
+            {new Object[] {"generate", "--seed", "1", "-o", "g.bfctrace", "--calls", big}, "bfc generate:"
+                    + " --calls=" + big + " (expected: 1 to 100000000)"},
+            {new Object[] {"report", t, "-o", "r.html", "--points", "1.5"}, "bfc report: --points=1.5 (expected: a"
+                    + " whole number) (see 'bfc report --help')"},
+        };
+        for (Object[] c : cases) {
+            assertThat(cli.run((Object[]) c[0])).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly((String) c[1]);
+            assertThat(cli.out).isEmpty();
+        }
+    }
+
+    /**
      * Every command answers bad options with exit status 2 (docs/cli.md): its help says so, as the
      * help of each says what its other statuses mean.
      */
