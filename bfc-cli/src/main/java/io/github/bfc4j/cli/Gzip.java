@@ -6,6 +6,7 @@ package io.github.bfc4j.cli;
 
 import java.io.BufferedInputStream;
 import java.io.EOFException;
+import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.zip.GZIPInputStream;
@@ -41,11 +42,30 @@ final class Gzip {
             return b;
         }
         try {
-            return new GZIPInputStream(b, BUFFER_BYTES);
+            return new NothingAvailable(new GZIPInputStream(b, BUFFER_BYTES));
         } catch (EOFException e) {
             throw new IOException(name + ": the gzip header is cut short (the file is truncated or empty); " + HINT, e);
         } catch (ZipException e) {
             throw new IOException(name + ": not a valid gzip file (" + e.getMessage() + "); " + HINT, e);
+        }
+    }
+
+    /**
+     * A stream that says no byte is available without blocking. An {@code InputStreamReader}
+     * decodes on while the stream has bytes available (a gzip stream says 1 until its end), so a
+     * damaged stream's error struck while the characters already decoded in that call, up to a
+     * reader's whole buffer, were still undelivered: they were lost, and the error named a line
+     * tens of kilobytes before the end of the data. Answering 0 makes the reader hand over what it
+     * has decoded before it reads again, so the error comes at the line where the data ends.
+     */
+    private static final class NothingAvailable extends FilterInputStream {
+        NothingAvailable(InputStream in) {
+            super(in);
+        }
+
+        @Override
+        public int available() {
+            return 0;
         }
     }
 

@@ -422,6 +422,35 @@ class ImportTfLogCommandTest {
                 + " (the file is truncated or empty); check it with 'gzip -t'");
     }
 
+    /**
+     * The line a truncated gzip log is said to end in is the line after the last whole line its
+     * data holds, as gzip itself decompresses it, not one read tens of kilobytes before the end
+     * (which would send the user looking for damage where there is none).
+     */
+    @Test
+    void aTruncatedGzipLogIsNamedWithTheLineWhereItsDataEnds() throws IOException {
+        byte[] gz = Files.readAllBytes(Cli.TF_LOG);
+        for (int length : new int[] {3000, 12_000, gz.length / 2, gz.length - 100}) {
+            byte[] cut = java.util.Arrays.copyOf(gz, length);
+            long wholeLines = 0;
+            try (java.io.InputStream in = new java.util.zip.GZIPInputStream(new java.io.ByteArrayInputStream(cut))) {
+                for (int b = in.read(); b >= 0; b = in.read()) {
+                    wholeLines += b == '\n' ? 1 : 0;
+                }
+                throw new AssertionError("the cut data decompressed whole");
+            } catch (java.io.EOFException expected) {
+                // where the data ends
+            }
+            Path log = dir.resolve("cut-" + length + ".log.gz");
+            Files.write(log, cut);
+            assertThat(cli.run("import-tf-log", log, "--allocator", "bfc_cpu_allocator_for_gpu", "-o",
+                    dir.resolve("x"))).as("%d bytes", length).isEqualTo(2);
+            assertThat(cli.err.lines()).as("%d bytes", length).containsExactly("bfc import-tf-log: " + log + " line "
+                    + (wholeLines + 1) + ": the gzip data ends early: the file is truncated (or still being written);"
+                    + " check it with 'gzip -t'");
+        }
+    }
+
     @Test
     void theTraceIsWrittenAsOtherToolsWriteTheirFiles() throws IOException {
         Path subdir = Files.createDirectory(dir.resolve("d"));
