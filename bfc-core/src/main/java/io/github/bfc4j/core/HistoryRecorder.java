@@ -34,8 +34,9 @@ final class HistoryRecorder extends PortListener {
 
     /**
      * Annotation names kept per allocator: when the table is full, the names no live chunk holds
-     * are forgotten ({@link #compactNames}); only while this many are held by live chunks at
-     * once are further chunks marked with {@link #TOO_MANY_NAMES}.
+     * are forgotten ({@link #compactNames}); only while most of this many (more than three
+     * quarters) are held by live chunks at once are further chunks marked with
+     * {@link #TOO_MANY_NAMES}.
      */
     private static final int MAX_NAMES = 1 << 16;
     private static final String TOO_MANY_NAMES = "(more than 65536 annotation names)";
@@ -184,6 +185,10 @@ final class HistoryRecorder extends PortListener {
     private final Map<String, Integer> nameIds = new HashMap<>();
     /** New names asked for since the table was last compacted. */
     private int namesSinceCompaction;
+    /** By name id: how many chunks hold the name ({@link #holdName}, {@link #releaseName}). */
+    private int[] nameRefs = new int[1];
+    /** How many names at least one chunk holds: the ids whose {@link #nameRefs} is above 0. */
+    private int liveNames;
 
     /** Whether anything is recorded: the allocator calls the event points only then. */
     boolean isOn() {
@@ -537,8 +542,11 @@ final class HistoryRecorder extends PortListener {
         String name = a == null ? null : a.name();
         long s = a == null ? -1 : a.step();
         ensureChunk(h);
+        releaseName(h); // a handle reused while its last chunk's free went unheard (recording off)
         chunkAllocationId[h] = id;
-        chunkName[h] = name == null ? 0 : nameId(name);
+        int n = name == null ? 0 : nameId(name);
+        chunkName[h] = n;
+        holdName(n);
         chunkStep[h] = s;
         if (options == null) {
             chunkTime[h] = -1;
@@ -574,6 +582,7 @@ final class HistoryRecorder extends PortListener {
                 chunkFreedStamp[h] = 0; // until stampedLocked
             } else {
                 chunkAllocationId[h] = 0;
+                releaseName(h);
                 chunkThread[h] = null;
                 chunkStack[h] = null;
             }
@@ -728,7 +737,9 @@ final class HistoryRecorder extends PortListener {
             return id;
         }
         if (names.size() >= MAX_NAMES && !name.equals(TOO_MANY_NAMES)) {
-            if (namesSinceCompaction >= MAX_NAMES / 4) {
+            // A pass frees a quarter of the table or more when no more than three quarters of
+            // its names are held; else it runs once per quarter's worth of new names, at most.
+            if (liveNames <= MAX_NAMES - MAX_NAMES / 4 || namesSinceCompaction >= MAX_NAMES / 4) {
                 compactNames();
             }
             if (names.size() >= MAX_NAMES) {
@@ -740,25 +751,48 @@ final class HistoryRecorder extends PortListener {
         names.add(name);
         int v = names.size();
         nameIds.put(name, v);
+        if (v >= nameRefs.length) {
+            nameRefs = Arrays.copyOf(nameRefs, Math.max(v + 1, nameRefs.length * 2));
+        }
         return v;
+    }
+
+    /** A chunk now holds name {@code n} (0: none). */
+    private void holdName(int n) {
+        if (n != 0 && nameRefs[n]++ == 0) {
+            liveNames++;
+        }
+    }
+
+    /** Chunk {@code h} holds its name no longer. */
+    private void releaseName(int h) {
+        int n = chunkName[h];
+        if (n != 0) {
+            chunkName[h] = 0;
+            if (--nameRefs[n] == 0) {
+                liveNames--;
+            }
+        }
     }
 
     /**
      * Keeps only the names that live chunks hold, renumbered: the slots of names no chunk holds
-     * any more are free again. A walk over the chunk arrays, on the slow path of a new name, at
-     * most once per {@code MAX_NAMES / 4} new names.
+     * any more are free again. A walk over the chunk arrays, on the slow path of a new name when
+     * the table is full: it frees a quarter of the table or more, or runs at most once per
+     * {@code MAX_NAMES / 4} new names.
      */
     private void compactNames() {
         namesSinceCompaction = 0;
         List<String> old = new ArrayList<>(names);
         names.clear();
         nameIds.clear();
+        int[] refs = new int[nameRefs.length];
         for (int h = 0; h < chunkName.length; h++) {
             int n = chunkName[h];
             if (n == 0) {
                 continue;
             }
-            if (chunkAllocationId[h] == 0) { // freed: its name is not read again
+            if (!holdsName(h)) { // freed, perhaps unheard (recording was off): not read again
                 chunkName[h] = 0;
                 continue;
             }
@@ -770,7 +804,23 @@ final class HistoryRecorder extends PortListener {
                 nameIds.put(name, id);
             }
             chunkName[h] = id;
+            refs[id]++;
         }
+        nameRefs = refs;
+        liveNames = names.size();
+    }
+
+    /**
+     * Whether chunk {@code h}'s name may still be read: the chunk is in use by the allocation
+     * recorded for it, or is still the free chunk that allocation's stamped free left.
+     */
+    private boolean holdsName(int h) {
+        long id = chunkAllocationId[h];
+        if (id > 0) {
+            final ChunkWalk c = look.at(h);
+            return c.inUse() && c.allocationId() == id;
+        }
+        return id < 0 && stillWaiting(h, -id, chunkFreedStamp[h]);
     }
 
     /**
@@ -812,6 +862,9 @@ final class HistoryRecorder extends PortListener {
     void clearChunks() {
         clearWaiting();
         Arrays.fill(chunkAllocationId, 0);
+        Arrays.fill(chunkName, 0);
+        Arrays.fill(nameRefs, 0);
+        liveNames = 0;
         Arrays.fill(chunkThread, null);
         Arrays.fill(chunkStack, null);
     }

@@ -493,4 +493,65 @@ class ProvenanceTest {
         a.deallocateRaw(kept);
         a.close();
     }
+
+    @Test
+    void onlyWhileTheTableIsFullOfLiveNamesIsANewOneMarked() {
+        int max = 1 << 16;
+        try (BfcAllocator a = allocator(512L << 20)) {
+            a.recordAnnotations(true);
+            a.recordHistory(HistoryOptions.builder().stacks(false).maxEntries(16).build());
+            long[] held = new long[max];
+            for (int i = 0; i < max; i++) { // the table full, every name held by a live chunk
+                try (MemoryAnnotation x = MemoryAnnotation.push("layer-" + i)) {
+                    held[i] = a.allocateRaw(64, 256);
+                }
+            }
+            long over;
+            try (MemoryAnnotation x = MemoryAnnotation.push("one-too-many")) {
+                over = a.allocateRaw(64, 256);
+            }
+            assertThat(at(a, over).annotation()).isEqualTo("(more than 65536 annotation names)");
+            List<MemoryEvent> events = a.snapshot().history().events();
+            assertThat(events.get(events.size() - 1).provenance().annotation())
+                    .as("the event still carries the name").isEqualTo("one-too-many");
+            assertThat(at(a, held[max - 1]).annotation()).isEqualTo("layer-" + (max - 1));
+
+            // Every chunk holding a name is freed: the table is no longer full of live names, so a
+            // new name is kept at once, not after thousands more names.
+            for (long p : held) {
+                a.deallocateRaw(p);
+            }
+            a.deallocateRaw(over);
+            long next;
+            try (MemoryAnnotation x = MemoryAnnotation.push("after")) {
+                next = a.allocateRaw(64, 256);
+            }
+            assertThat(at(a, next).annotation()).isEqualTo("after");
+            a.deallocateRaw(next);
+        }
+    }
+    @Test
+    void namesOfChunksFreedWhileNothingWasRecordedMakeRoomToo() {
+        int max = 1 << 16;
+        try (BfcAllocator a = allocator(512L << 20)) {
+            a.recordAnnotations(true);
+            long[] held = new long[max];
+            for (int i = 0; i < max; i++) {
+                try (MemoryAnnotation x = MemoryAnnotation.push("layer-" + i)) {
+                    held[i] = a.allocateRaw(64, 256);
+                }
+            }
+            a.recordAnnotations(false); // the frees below go unheard
+            for (long p : held) {
+                a.deallocateRaw(p);
+            }
+            a.recordAnnotations(true);
+            long next;
+            try (MemoryAnnotation x = MemoryAnnotation.push("after")) {
+                next = a.allocateRaw(64, 256);
+            }
+            assertThat(at(a, next).annotation()).isEqualTo("after");
+            a.deallocateRaw(next);
+        }
+    }
 }
