@@ -554,4 +554,46 @@ class ProvenanceTest {
             a.deallocateRaw(next);
         }
     }
+    @Test
+    void provenanceHoldsPastTheFirstThousandHandles() {
+        try (BfcAllocator a = allocator(512L << 20)) {
+            List<Long> unrecorded = new ArrayList<>();
+            for (int i = 0; i < 1500; i++) { // handles the recorder's arrays do not cover yet
+                unrecorded.add(a.allocateRaw(64, 256));
+            }
+            a.recordAnnotations(true);
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            int n = 2500;
+            long[] p = new long[n];
+            for (int i = 0; i < n; i++) {
+                try (MemoryAnnotation x = MemoryAnnotation.push("t-" + i)) {
+                    p[i] = a.allocateRaw(64, 256 + i);
+                }
+            }
+            for (long u : unrecorded) {
+                a.deallocateRaw(u); // handles below and above the arrays' first 1024
+            }
+            for (int i = 0; i < n; i += 2) {
+                a.deallocateRaw(p[i]);
+            }
+            java.util.Map<Long, Provenance> byPtr = new java.util.HashMap<>();
+            for (MemoryMap.Chunk c : a.memoryMap().chunks()) {
+                if (c.inUse()) {
+                    byPtr.put(c.ptr(), c.provenance());
+                }
+            }
+            assertThat(byPtr).hasSize(n / 2);
+            for (int i = 1; i < n; i += 2) {
+                assertThat(byPtr.get(p[i]).annotation()).isEqualTo("t-" + i);
+            }
+            List<MemoryEvent> frees = a.snapshot().history().events().stream()
+                    .filter(e -> e.kind() == MemoryEvent.Kind.FREE).toList();
+            assertThat(frees).hasSize(unrecorded.size() + n / 2);
+            assertThat(a.memoryMap().largestHolders(n).stream().mapToLong(MemoryMap.Holder::bytes).sum())
+                    .isEqualTo(a.bytesInUse());
+            for (int i = 1; i < n; i += 2) {
+                a.deallocateRaw(p[i]);
+            }
+        }
+    }
 }

@@ -315,6 +315,66 @@ class PyTorchSnapshotHistoryTest {
         a.close();
     }
 
+    /**
+     * More frees wait than the queue first holds (64), with its head part way round when it
+     * grows: each completes once, in the order it was stamped, and until then its chunk names
+     * the allocation freed into it; a free whose chunk is taken over before it is safe never
+     * completes.
+     */
+    @Test
+    void hundredsOfWaitingFreesCompleteInOrderAcrossTheQueuesGrowth() {
+        BfcAllocator a = allocator();
+        SharedCounter counter = new SharedCounter();
+        a.setTimingCounter(counter);
+        a.recordHistory(HistoryOptions.builder().stacks(false).build());
+        int n = 300;
+        long[] p = new long[n];
+        for (int i = 0; i < n; i++) {
+            try (MemoryAnnotation x = MemoryAnnotation.push("tensor-" + i)) {
+                p[i] = a.allocateRaw(256, 256);
+            }
+        }
+        for (int i = 0; i < 40; i++) {
+            a.deallocateRaw(p[i]); // stamped i + 1
+        }
+        a.setSafeFrontier(31); // the first 30 complete: the queue's head is at 30 of 64
+        List<Long> expected = new ArrayList<>();
+        for (int i = 0; i < 30; i++) {
+            expected.add(p[i]);
+        }
+        assertThat(completions(a)).containsExactlyElementsOf(expected);
+        for (int i = 40; i < n; i++) {
+            a.deallocateRaw(p[i]); // 260 more wait: the queue wraps round, then grows, twice
+        }
+        long again = a.allocateRaw(256, 256, new AllocationAttributes(false, () -> Long.MAX_VALUE));
+        java.util.Set<Long> waiting = new java.util.HashSet<>();
+        for (int i = 30; i < n; i++) {
+            waiting.add(p[i]);
+        }
+        assertThat(waiting).as("a waiting chunk, taken over").contains(again);
+        Map<Long, Integer> index = new java.util.HashMap<>();
+        for (int i = 0; i < n; i++) {
+            index.put(p[i], i);
+        }
+        for (MemoryMap.Chunk c : a.memoryMap().chunks()) {
+            if (c.notYetSafe()) {
+                int i = index.get(c.ptr());
+                assertThat(i).as("chunk at 0x%x", c.ptr()).isGreaterThanOrEqualTo(30);
+                assertThat(c.provenance().annotation()).as("chunk at 0x%x", c.ptr()).isEqualTo("tensor-" + i);
+            }
+        }
+        assertThat(a.memoryMap().chunks()).filteredOn(MemoryMap.Chunk::notYetSafe).hasSize(n - 30 - 1);
+        a.setSafeFrontier(counter.get() + 1);
+        for (int i = 30; i < n; i++) {
+            if (p[i] != again) {
+                expected.add(p[i]);
+            }
+        }
+        assertThat(completions(a)).containsExactlyElementsOf(expected);
+        a.deallocateRaw(again);
+        a.close();
+    }
+
     /** The addresses of the FREE_COMPLETED events of the history, in order. */
     private static List<Long> completions(BfcAllocator a) {
         return a.snapshot().history().events().stream().filter(e -> e.kind() == MemoryEvent.Kind.FREE_COMPLETED)
