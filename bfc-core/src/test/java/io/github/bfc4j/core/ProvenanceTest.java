@@ -596,4 +596,38 @@ class ProvenanceTest {
             }
         }
     }
+    @Test
+    void anAllocationThatSucceedsOnRetryIsRecordedOnceAsItsCallers() throws Exception {
+        BfcAllocator a = BfcAllocator.builder().name("retry").memoryLimit(4L << 20)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false))
+                .allowRetryOnFailure(true).build();
+        a.recordAnnotations(true);
+        a.recordHistory(HistoryOptions.builder().stacks(false).build());
+        long weights;
+        try (MemoryAnnotation x = MemoryAnnotation.push("weights")) {
+            weights = a.allocateRaw(64, 3L << 20);
+        }
+        long[] got = new long[1];
+        Thread decoder = new Thread(() -> {
+            try (MemoryAnnotation x = MemoryAnnotation.push("decoder", 9)) {
+                got[0] = a.allocateRaw(64, 2L << 20); // fails at first, waits for the free below
+            }
+        }, "decoder-thread");
+        decoder.start();
+        Thread.sleep(300);
+        a.deallocateRaw(weights);
+        decoder.join(10_000);
+        assertThat(got[0]).isNotZero();
+        assertThat(at(a, got[0])).extracting(Provenance::thread, Provenance::annotation, Provenance::step)
+                .containsExactly("decoder-thread", "decoder", 9L);
+        List<MemoryEvent> events = a.snapshot().history().events();
+        assertThat(events).filteredOn(e -> e.kind() == MemoryEvent.Kind.ALLOC
+                && "decoder".equals(e.provenance().annotation())).hasSize(1);
+        assertThat(events).noneMatch(e -> e.kind() == MemoryEvent.Kind.OUT_OF_MEMORY);
+        assertThat(a.memoryStats().oomsTotal()).isZero();
+        assertThat(a.memoryMap().largestHolders(5)).extracting(MemoryMap.Holder::holder, MemoryMap.Holder::bytes)
+                .containsExactly(org.assertj.core.groups.Tuple.tuple("decoder (step 9)", 2L << 20));
+        a.deallocateRaw(got[0]);
+        a.close();
+    }
 }
