@@ -630,4 +630,75 @@ class ProvenanceTest {
         a.deallocateRaw(got[0]);
         a.close();
     }
+    /**
+     * The answers docs/observability.md gives ("Three questions, answered"), followed as written:
+     * the largest holder now, who allocated an address inside a chunk, what was live at the peak.
+     */
+    @Test
+    void theDocumentedAnswersToThreeQuestionsHold() {
+        long mib = 1L << 20;
+        BfcAllocator allocator = allocator(64 * mib);
+        allocator.recordAnnotations(true);
+        allocator.recordHistory(HistoryOptions.builder().stacks(false).build());
+        Allocation weights;
+        try (MemoryAnnotation x = MemoryAnnotation.push("weights")) {
+            weights = allocator.allocate(3 * mib, 4096);
+        }
+        long a1;
+        long a2;
+        try (MemoryAnnotation x = MemoryAnnotation.push("activations", 1)) {
+            a1 = allocator.allocateRaw(64, 2 * mib);
+            a2 = allocator.allocateRaw(64, 2 * mib);
+        }
+        allocator.deallocateRaw(a1);
+        allocator.deallocateRaw(a2);
+        long a3;
+        try (MemoryAnnotation x = MemoryAnnotation.push("activations", 2)) {
+            a3 = allocator.allocateRaw(64, mib);
+        }
+
+        MemoryMap now = allocator.memoryMap();
+        assertThat(now.largestHolders(1)).extracting(MemoryMap.Holder::holder).containsExactly("weights");
+        long address = weights.address() + 12345; // inside the chunk, which starts before address()
+        Provenance who = now.chunks().stream()
+                .filter(c -> c.inUse() && Long.compareUnsigned(address - c.ptr(), c.size()) < 0)
+                .map(MemoryMap.Chunk::provenance).findFirst().orElse(Provenance.UNKNOWN);
+        assertThat(who.annotation()).isEqualTo("weights");
+        assertThat(who.thread()).isEqualTo(Thread.currentThread().getName());
+        long nowhere = a2 + 4096; // freed, and not allocated again: in no chunk in use
+        assertThat(now.chunks().stream()
+                .filter(c -> c.inUse() && Long.compareUnsigned(nowhere - c.ptr(), c.size()) < 0)
+                .map(MemoryMap.Chunk::provenance).findFirst().orElse(Provenance.UNKNOWN)).isEqualTo(Provenance.UNKNOWN);
+
+        MemoryHistory history = allocator.snapshot().history();
+        assertThat(history.isComplete()).isTrue();
+        List<MemoryEvent> events = history.events();
+        long inUse = 0;
+        long peak = -1;
+        int peakAt = -1;
+        for (int i = 0; i < events.size(); i++) {
+            MemoryEvent e = events.get(i);
+            inUse += e.kind() == MemoryEvent.Kind.ALLOC ? e.bytes() : e.kind() == MemoryEvent.Kind.FREE ? -e.bytes() : 0;
+            if (inUse > peak) {
+                peak = inUse;
+                peakAt = i;
+            }
+        }
+        java.util.Map<Long, MemoryEvent> liveAtPeak = new java.util.HashMap<>();
+        for (MemoryEvent e : events.subList(0, peakAt + 1)) {
+            if (e.kind() == MemoryEvent.Kind.ALLOC) {
+                liveAtPeak.put(e.allocationId(), e);
+            } else if (e.kind() == MemoryEvent.Kind.FREE) {
+                liveAtPeak.remove(e.allocationId());
+            }
+        }
+        assertThat(peak).isEqualTo(allocator.peakBytesInUse());
+        assertThat(liveAtPeak.values()).extracting(e -> e.provenance().holder())
+                .containsExactlyInAnyOrder("weights", "activations (step 1)", "activations (step 1)");
+        assertThat(liveAtPeak.values()).extracting(MemoryEvent::address).contains(a1, a2);
+
+        weights.close();
+        allocator.deallocateRaw(a3);
+        allocator.close();
+    }
 }
