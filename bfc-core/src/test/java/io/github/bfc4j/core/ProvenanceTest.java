@@ -701,4 +701,33 @@ class ProvenanceTest {
         allocator.deallocateRaw(a3);
         allocator.close();
     }
+    @Test
+    void aRegionThatGarbageCollectionGivesBackIsRecordedAsTheAllocatingCallsDoing() {
+        long mib = 1L << 20;
+        BfcAllocator a = BfcAllocator.builder().name("gc").memoryLimit(4 * mib)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false))
+                .allowRetryOnFailure(false).garbageCollection(true).build();
+        a.recordHistory(HistoryOptions.defaults());
+        long small = a.allocateRaw(64, mib); // a 2 MiB region
+        a.deallocateRaw(small);
+        long big;
+        try (MemoryAnnotation x = MemoryAnnotation.push("big", 3)) {
+            big = a.allocateRaw(64, 3 * mib); // 2 + 4 MiB is above the limit: the free region goes back first
+        }
+        assertThat(big).isNotZero();
+        List<MemoryEvent> events = a.snapshot().history().events();
+        assertThat(events).extracting(MemoryEvent::kind).containsExactly(MemoryEvent.Kind.REGION_ALLOC,
+                MemoryEvent.Kind.ALLOC, MemoryEvent.Kind.FREE, MemoryEvent.Kind.REGION_FREE,
+                MemoryEvent.Kind.REGION_ALLOC, MemoryEvent.Kind.ALLOC);
+        MemoryEvent given = events.get(3);
+        assertThat(given).extracting(MemoryEvent::address, MemoryEvent::bytes, MemoryEvent::requestedBytes)
+                .containsExactly(small, 2 * mib, 3 * mib);
+        assertThat(given.provenance()).extracting(Provenance::annotation, Provenance::step, Provenance::thread)
+                .containsExactly("big", 3L, Thread.currentThread().getName());
+        // Its stack is recorded (this test's own frames are left out: its class is in bfc4j's package).
+        assertThat(given.provenance().stack()).isNotEmpty();
+        assertThat(a.memoryStats().regionFreesTotal()).isEqualTo(1);
+        a.deallocateRaw(big);
+        a.close();
+    }
 }
