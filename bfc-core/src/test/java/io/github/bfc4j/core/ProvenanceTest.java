@@ -730,4 +730,39 @@ class ProvenanceTest {
         a.deallocateRaw(big);
         a.close();
     }
+    /**
+     * Thread names are kept per chunk, not in a table: more than 65,536 of them (a replayed
+     * trace's, set as a replay sets them) each stay with their chunk, and each is its holder.
+     */
+    @Test
+    void moreThan65536ThreadNamesEachStayWithTheirChunk() {
+        int n = (1 << 16) + 100;
+        try (BfcAllocator a = allocator(512L << 20)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).maxEntries(1000).build());
+            long[] p = new long[n];
+            for (int i = 0; i < n; i++) {
+                io.github.bfc4j.core.internal.ReplayedCall.begin(-1, "t-" + i);
+                try {
+                    p[i] = a.allocateRaw(64, 256);
+                } finally {
+                    io.github.bfc4j.core.internal.ReplayedCall.end();
+                }
+            }
+            MemoryMap m = a.memoryMap();
+            java.util.Map<Long, String> threadOf = new java.util.HashMap<>();
+            for (MemoryMap.Chunk c : m.chunks()) {
+                if (c.inUse()) {
+                    threadOf.put(c.ptr(), c.provenance().thread());
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                assertThat(threadOf.get(p[i])).as("chunk %d", i).isEqualTo("t-" + i);
+            }
+            assertThat(m.largestHolders(n + 1)).hasSize(n).allMatch(h -> h.chunks() == 1);
+            assertThat(m.toJson()).contains("\"thread\": \"t-" + (n - 1) + "\"");
+            for (long x : p) {
+                a.deallocateRaw(x);
+            }
+        }
+    }
 }
