@@ -765,4 +765,24 @@ class ProvenanceTest {
             }
         }
     }
+    @Test
+    void withTheHistoryOnAChunkKeepsItsAnnotationEvenWithAnnotationsOff() {
+        try (BfcAllocator a = allocator(64L << 20)) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build()); // recordAnnotations never called
+            long p;
+            try (MemoryAnnotation x = MemoryAnnotation.push("encoder", 2)) {
+                p = a.allocateRaw(64, 1000);
+            }
+            assertThat(at(a, p)).extracting(Provenance::annotation, Provenance::step).containsExactly("encoder", 2L);
+            a.stopHistory();
+            long q;
+            try (MemoryAnnotation x = MemoryAnnotation.push("decoder")) {
+                q = a.allocateRaw(64, 1000);
+            }
+            assertThat(at(a, q)).isEqualTo(Provenance.UNKNOWN); // neither recorded
+            assertThat(at(a, p).annotation()).as("kept after the history stopped").isEqualTo("encoder");
+            a.deallocateRaw(p);
+            a.deallocateRaw(q);
+        }
+    }
 }
