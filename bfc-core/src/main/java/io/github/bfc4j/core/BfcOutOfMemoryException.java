@@ -142,7 +142,12 @@ public final class BfcOutOfMemoryException extends RuntimeException {
         return allocatorName;
     }
 
-    /** @return the bytes asked for */
+    /**
+     * @return the bytes the failing call asked the allocator for: for
+     *     {@link BfcAllocator#allocate(long, long)} with an alignment above 256 bytes, the size
+     *     with the padding the alignment needs ({@code bytes + alignment - 256} where regions
+     *     are 256-byte aligned, see there), as the out-of-memory report and the history give it
+     */
     public long requestedBytes() {
         return requestedBytes;
     }

@@ -12,7 +12,10 @@ import java.util.Objects;
  * lock before it was released, so they describe exactly the state the request failed against.
  *
  * @param allocatorName the allocator's name
- * @param requestedBytes the bytes asked for
+ * @param requestedBytes the bytes the failing call asked the allocator for: for
+ *     {@link BfcAllocator#allocate(long, long)} with an alignment above 256 bytes, the size with
+ *     the padding the alignment needs ({@code bytes + alignment - 256} where regions are 256-byte
+ *     aligned, see there)
  * @param roundedBytes the request rounded up to 256 bytes
  * @param provenance the failing call's thread, annotation and (when recording stacks) stack
  * @param snapshot the regions, chunks (with provenance, when recorded) and, when recording, the

@@ -785,4 +785,18 @@ class ProvenanceTest {
             a.deallocateRaw(q);
         }
     }
+    @Test
+    void anAlignedAllocationsFailureGivesTheRequestWithItsPadding() {
+        long mib = 1L << 20;
+        BfcAllocator a = allocator(4 * mib);
+        a.recordHistory(HistoryOptions.builder().stacks(false).build());
+        List<OutOfMemoryReport> reports = new ArrayList<>();
+        a.addOutOfMemoryListener(reports::add);
+        assertThatThrownBy(() -> a.allocate(5 * mib, 4096)).isInstanceOfSatisfying(BfcOutOfMemoryException.class,
+                e -> assertThat(e.requestedBytes()).isEqualTo(5 * mib + 4096 - 256));
+        assertThat(reports).singleElement().extracting(OutOfMemoryReport::requestedBytes).isEqualTo(5 * mib + 4096 - 256);
+        assertThat(a.snapshot().history().events()).filteredOn(e -> e.kind() == MemoryEvent.Kind.OUT_OF_MEMORY)
+                .singleElement().extracting(MemoryEvent::requestedBytes).isEqualTo(5 * mib + 4096 - 256);
+        a.close();
+    }
 }
