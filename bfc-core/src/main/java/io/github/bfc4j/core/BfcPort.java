@@ -281,6 +281,12 @@ final class BfcPort {
      * points (an allocation's or failure's alignment, which a recorded trace replays).
      */
     private long callAlignment;
+    /**
+     * Guarded by lock. The bytes the {@code AllocateRaw} being served asked for, unrounded: for
+     * the event points (a region obtained for a request below the history's
+     * {@code stackMinBytes} records no stack, as the allocation does not).
+     */
+    private long callNumBytes;
 
     /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
     private PortListener callListener;
@@ -574,6 +580,7 @@ final class BfcPort {
             try {
                 checkOpenLocked();
                 callAlignment = alignment;
+                callNumBytes = numBytes;
                 onOutOfMemoryLocked(numBytes, numBytes, false);
             } finally {
                 lock.unlock();
@@ -800,6 +807,7 @@ final class BfcPort {
         try {
             checkOpenLocked();
             callAlignment = alignment;
+            callNumBytes = numBytes;
             if (!timestampedChunks.isEmpty()) {
                 // Merge timestamped chunks whose counts have become safe for general use.
                 mergeTimestampedChunksLocked(0);
@@ -1832,6 +1840,11 @@ final class BfcPort {
         @Override
         public long callAlignment() {
             return callAlignment;
+        }
+
+        @Override
+        public long callNumBytes() {
+            return callNumBytes;
         }
 
         @Override

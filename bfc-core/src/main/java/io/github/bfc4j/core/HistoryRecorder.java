@@ -597,11 +597,13 @@ final class HistoryRecorder extends PortListener {
 
     /**
      * A region was obtained from the sub-allocator while serving a request of
-     * {@code requestBytes}, which first asked it for {@code askedBytes}.
+     * {@code requestBytes} (rounded), which first asked it for {@code askedBytes}. Its stack is
+     * wanted as the allocation's is: for a request (as asked, unrounded) of at least
+     * {@code stackMinBytes}.
      */
     void onRegionAlloc(long ptr, long regionBytes, long requestBytes, long askedBytes) {
         if (options != null) {
-            onRegion(REGION_ALLOC, ptr, regionBytes, askedBytes, requestBytes >= options.stackMinBytes());
+            onRegion(REGION_ALLOC, ptr, regionBytes, askedBytes, view.callNumBytes() >= options.stackMinBytes());
         }
     }
 

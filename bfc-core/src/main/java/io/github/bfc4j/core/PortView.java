@@ -56,6 +56,9 @@ interface PortView {
     /** @return the alignment asked by the {@code AllocateRaw} being served (for the event points) */
     long callAlignment();
 
+    /** @return the bytes asked by the {@code AllocateRaw} being served, unrounded (for the event points) */
+    long callNumBytes();
+
     /** @return whether a timing counter is set (upstream's {@code timing_counter_ != nullptr}) */
     boolean timingCounterSet();
 

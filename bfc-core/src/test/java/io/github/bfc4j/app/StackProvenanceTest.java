@@ -246,4 +246,24 @@ class StackProvenanceTest {
             assertThat(provenanceOf(a, none).thread()).isEqualTo(Thread.currentThread().getName());
         }
     }
+    /**
+     * stackMinBytes compares the request as asked, for an allocation and for the region it
+     * obtains alike: a request just below it gets neither stack, one of exactly it gets both.
+     */
+    @Test
+    void aRegionObtainedForARequestBelowStackMinBytesGetsNoStack() {
+        for (long request : new long[] {1000, 1024}) {
+            try (BfcAllocator a = allocator()) {
+                a.recordHistory(HistoryOptions.builder().stackMinBytes(1024).build());
+                long p = a.allocateRaw(64, request); // rounded to 1024 either way
+                List<MemoryEvent> events = a.snapshot().history().events();
+                assertThat(events).extracting(MemoryEvent::kind)
+                        .containsExactly(MemoryEvent.Kind.REGION_ALLOC, MemoryEvent.Kind.ALLOC);
+                boolean wanted = request >= 1024;
+                assertThat(events).as("request %d: whether each event has a stack", request)
+                        .extracting(e -> !e.provenance().stack().isEmpty()).containsOnly(wanted);
+                a.deallocateRaw(p);
+            }
+        }
+    }
 }
