@@ -799,4 +799,54 @@ class ProvenanceTest {
                 .singleElement().extracting(MemoryEvent::requestedBytes).isEqualTo(5 * mib + 4096 - 256);
         a.close();
     }
+    /**
+     * A forced close names who holds the allocations it frees (in the warning it logs), and its
+     * history records a free of each, under the closing thread's annotation, then the regions.
+     */
+    @Test
+    void aForcedCloseNamesTheHoldersItFreesAndRecordsTheirFrees() {
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(BfcPort.LOGGER_NAME);
+        List<String> logged = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                logged.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(handler);
+        try {
+            BfcAllocator a = BfcAllocator.builder().name("forced").memoryLimit(64L << 20)
+                    .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false))
+                    .closePolicy(ClosePolicy.FORCE).build();
+            a.recordAnnotations(true);
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            try (MemoryAnnotation x = MemoryAnnotation.push("cache", 5)) {
+                a.allocateRaw(64, 4L << 20); // a chunk of exactly 4 MiB
+            }
+            try (MemoryAnnotation x = MemoryAnnotation.push("tmp")) {
+                a.deallocateRaw(a.allocateRaw(64, 1L << 20));
+            }
+            try (MemoryAnnotation x = MemoryAnnotation.push("shutdown")) {
+                a.close();
+            }
+            assertThat(logged).filteredOn(m -> m.startsWith("close() forced: allocator 'forced'")).singleElement()
+                    .asString().endsWith(" Largest holders: 4.00MiB by cache (step 5) (1 chunk).");
+            List<MemoryEvent> events = a.snapshot().history().events();
+            assertThat(events).extracting(MemoryEvent::kind).endsWith(MemoryEvent.Kind.FREE, MemoryEvent.Kind.FREE,
+                    MemoryEvent.Kind.REGION_FREE, MemoryEvent.Kind.REGION_FREE); // tmp's, the forced one, two regions
+            MemoryEvent free = events.get(events.size() - 3);
+            assertThat(free.bytes()).isEqualTo(4L << 20);
+            assertThat(free.provenance().annotation()).as("the closing thread's").isEqualTo("shutdown");
+        } finally {
+            log.removeHandler(handler);
+        }
+    }
 }
