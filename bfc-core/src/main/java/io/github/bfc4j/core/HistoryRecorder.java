@@ -555,7 +555,8 @@ final class HistoryRecorder extends PortListener {
             return;
         }
         List<StackFrame> st = explicitStack(a);
-        if (st == null && sampleStack(requestedBytes)) {
+        boolean sampled = sampleStack(requestedBytes); // counts this allocation, given a stack or not
+        if (st == null && sampled) {
             // Written out here and in stackOf, not in a helper: a helper is one more frame for
             // the walk to read and drop (64 more bytes per stack, HistoryBenchmark "stacks").
             st = stacks.intern(capture(walker, options.stackDepth()));

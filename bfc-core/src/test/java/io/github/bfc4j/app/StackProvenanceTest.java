@@ -266,4 +266,30 @@ class StackProvenanceTest {
             }
         }
     }
+    /**
+     * stackEveryNth counts every successful allocation, one whose annotation gives its stack
+     * too: with every 2nd sampled, the 2nd and 4th allocations get a walked stack, whatever
+     * the 1st was given.
+     */
+    @Test
+    void everyNthCountsTheAllocationsWhoseAnnotationGivesAStack() {
+        try (BfcAllocator a = allocator()) {
+            a.recordHistory(HistoryOptions.builder().stackEveryNth(2).build());
+            List<StackFrame> given = List.of(new StackFrame("model.py", "forward", "model.py", 12));
+            long[] p = new long[4];
+            try (MemoryAnnotation x = MemoryAnnotation.push("py", -1, given)) {
+                p[0] = a.allocateRaw(64, 512);
+            }
+            for (int i = 1; i < p.length; i++) {
+                p[i] = a.allocateRaw(64, 512);
+            }
+            assertThat(provenanceOf(a, p[0]).stack()).isEqualTo(given);
+            assertThat(provenanceOf(a, p[1]).stack()).as("2nd").isNotEmpty();
+            assertThat(provenanceOf(a, p[2]).stack()).as("3rd").isEmpty();
+            assertThat(provenanceOf(a, p[3]).stack()).as("4th").isNotEmpty();
+            for (long x : p) {
+                a.deallocateRaw(x);
+            }
+        }
+    }
 }
