@@ -5,6 +5,7 @@
 package io.github.bfc4j.core;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -46,6 +47,50 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
      */
     public boolean isComplete() {
         return options != null && startedEmpty && droppedEvents == 0;
+    }
+
+    /**
+     * The allocations live at the peak of this history: its {@code ALLOC} and {@code FREE}
+     * events replayed in order, counting chunk bytes as {@link BfcAllocator#bytesInUse()} does
+     * (a stamped free counts at its {@code FREE}), the {@code ALLOC} events of the allocations
+     * still live right after the first event at which the most bytes were in use. That is the
+     * moment of {@link BfcAllocator#peakBytesInUse()} when the history {@link #isComplete()}
+     * and the peak was not reset since ({@code resetPeakStats()}, {@code clearStats()}); a
+     * history that started later, or dropped its oldest events, counts only the allocations it
+     * holds (the free of an older one is passed over).
+     *
+     * @return the {@code ALLOC} events, oldest first (their {@link MemoryEvent#bytes()} add up
+     *     to the peak; {@link MemoryEvent#provenance()} says who made each); empty if the history
+     *     holds no allocation
+     */
+    public List<MemoryEvent> liveAtPeak() {
+        Map<Long, MemoryEvent> live = new LinkedHashMap<>(); // by allocation id, in allocation order
+        long inUse = 0;
+        long peak = 0;
+        int peakAt = -1;
+        for (int i = 0; i < events.size(); i++) {
+            MemoryEvent e = events.get(i);
+            if (e.kind() == MemoryEvent.Kind.ALLOC) {
+                live.put(e.allocationId(), e);
+                inUse += e.bytes();
+            } else if (e.kind() == MemoryEvent.Kind.FREE && live.remove(e.allocationId()) != null) {
+                inUse -= e.bytes();
+            }
+            if (inUse > peak) {
+                peak = inUse;
+                peakAt = i;
+            }
+        }
+        live.clear();
+        for (int i = 0; i <= peakAt; i++) {
+            MemoryEvent e = events.get(i);
+            if (e.kind() == MemoryEvent.Kind.ALLOC) {
+                live.put(e.allocationId(), e);
+            } else if (e.kind() == MemoryEvent.Kind.FREE) {
+                live.remove(e.allocationId());
+            }
+        }
+        return List.copyOf(live.values());
     }
 
     /**

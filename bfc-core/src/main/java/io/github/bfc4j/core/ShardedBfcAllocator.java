@@ -689,6 +689,33 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * The largest holders of the memory in use of all shards taken together, grouped by
+     * {@link Provenance#holder()} and summed over the shards (a holder that allocated on several
+     * threads, and so from several shards, is one): what {@link #memorySummary()} lists, read
+     * at one instant. A shard's {@link BfcAllocator#memoryMap()} gives its own.
+     *
+     * @param limit the most holders returned
+     * @return holders by bytes, largest first (ties by name); chunks allocated while nothing was
+     *     recorded are grouped under {@code "(unknown)"}; empty when nothing is in use or the
+     *     allocator is closed
+     * @throws IllegalArgumentException if {@code limit} is negative
+     */
+    public List<MemoryMap.Holder> largestHolders(int limit) {
+        if (limit < 0) {
+            throw new IllegalArgumentException("limit=" + limit + " (expected: >= 0)");
+        }
+        return withAllShardsLocked("largestHolders()", () -> {
+            List<MemoryMap.Holder> all = new ArrayList<>();
+            for (BfcAllocator s : shards) {
+                if (!s.isClosed()) {
+                    all.addAll(s.memoryMap().largestHolders(Integer.MAX_VALUE));
+                }
+            }
+            return MemoryMap.largest(all, limit);
+        });
+    }
+
+    /**
      * The memory maps of the open shards, for their largest holders taken together; none when
      * no shard records provenance.
      */

@@ -672,35 +672,47 @@ class ProvenanceTest {
 
         MemoryHistory history = allocator.snapshot().history();
         assertThat(history.isComplete()).isTrue();
-        List<MemoryEvent> events = history.events();
-        long inUse = 0;
-        long peak = -1;
-        int peakAt = -1;
-        for (int i = 0; i < events.size(); i++) {
-            MemoryEvent e = events.get(i);
-            inUse += e.kind() == MemoryEvent.Kind.ALLOC ? e.bytes() : e.kind() == MemoryEvent.Kind.FREE ? -e.bytes() : 0;
-            if (inUse > peak) {
-                peak = inUse;
-                peakAt = i;
-            }
-        }
-        java.util.Map<Long, MemoryEvent> liveAtPeak = new java.util.HashMap<>();
-        for (MemoryEvent e : events.subList(0, peakAt + 1)) {
-            if (e.kind() == MemoryEvent.Kind.ALLOC) {
-                liveAtPeak.put(e.allocationId(), e);
-            } else if (e.kind() == MemoryEvent.Kind.FREE) {
-                liveAtPeak.remove(e.allocationId());
-            }
-        }
-        assertThat(peak).isEqualTo(allocator.peakBytesInUse());
-        assertThat(liveAtPeak.values()).extracting(e -> e.provenance().holder())
-                .containsExactlyInAnyOrder("weights", "activations (step 1)", "activations (step 1)");
-        assertThat(liveAtPeak.values()).extracting(MemoryEvent::address).contains(a1, a2);
+        List<MemoryEvent> liveAtPeak = history.liveAtPeak();
+        assertThat(liveAtPeak.stream().mapToLong(MemoryEvent::bytes).sum()).isEqualTo(allocator.peakBytesInUse());
+        assertThat(liveAtPeak).extracting(e -> e.provenance().holder())
+                .containsExactly("weights", "activations (step 1)", "activations (step 1)");
+        assertThat(liveAtPeak).extracting(MemoryEvent::address).endsWith(a1, a2);
+        assertThat(liveAtPeak).extracting(MemoryEvent::kind).containsOnly(MemoryEvent.Kind.ALLOC);
 
         weights.close();
         allocator.deallocateRaw(a3);
         allocator.close();
     }
+
+    /**
+     * liveAtPeak() of a history that started after some allocations: only the allocations it
+     * holds count (the free of an older one is passed over, not subtracted), the first moment of
+     * the most bytes is the peak (a later equal one is not), and the allocations are in the order
+     * they were made; a history with no allocation has no peak.
+     */
+    @Test
+    void liveAtPeakCountsOnlyTheAllocationsTheHistoryHolds() {
+        long mib = 1L << 20;
+        BfcAllocator a = allocator(64 * mib);
+        assertThat(MemoryHistory.NONE.liveAtPeak()).isEmpty();
+        long before = a.allocateRaw(64, 8 * mib);   // not recorded: its free must not count
+        a.recordHistory(HistoryOptions.builder().stacks(false).build());
+        assertThat(a.snapshot().history().liveAtPeak()).as("nothing allocated yet").isEmpty();
+        long x = a.allocateRaw(64, 2 * mib);
+        a.deallocateRaw(before);
+        long y = a.allocateRaw(64, mib);
+        long z = a.allocateRaw(64, mib);        // x + y + z = 4 MiB: the peak
+        a.deallocateRaw(y);
+        long w = a.allocateRaw(64, mib);        // 4 MiB again, later: not the peak
+        a.deallocateRaw(x);
+        List<MemoryEvent> peak = a.snapshot().history().liveAtPeak();
+        assertThat(peak).extracting(MemoryEvent::address).containsExactly(x, y, z);
+        assertThat(peak).extracting(MemoryEvent::bytes).containsExactly(2 * mib, mib, mib);
+        a.deallocateRaw(z);
+        a.deallocateRaw(w);
+        a.close();
+    }
+
     @Test
     void aRegionThatGarbageCollectionGivesBackIsRecordedAsTheAllocatingCallsDoing() {
         long mib = 1L << 20;

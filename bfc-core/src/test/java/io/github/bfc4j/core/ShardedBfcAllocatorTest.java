@@ -709,6 +709,49 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * largestHolders(n) answers "who holds the most memory now" for all shards together, as the
+     * summary's section does: a holder that allocated on two threads (two shards) is one holder
+     * with both chunks' bytes.
+     */
+    @Test
+    void largestHoldersSumsAHolderOverTheShards() throws Exception {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("holders").memoryLimit(64 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2).build();
+        a.recordAnnotations(true);
+        assertThat(a.largestHolders(5)).as("nothing in use").isEmpty();
+        Allocation weights;
+        try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
+            weights = a.allocate(4 * MIB);               // this thread's home shard
+        }
+        Allocation[] other = onNewThread(() -> {        // a new thread's home: the other shard
+            try (MemoryAnnotation w = MemoryAnnotation.push("weights")) {
+                Allocation moreWeights = a.allocate(MIB);
+                try (MemoryAnnotation x = MemoryAnnotation.push("activations")) {
+                    return new Allocation[] {moreWeights, a.allocate(9 * MIB)};
+                }
+            }
+        });
+        assertThat(a.shardOf(other[0].address())).isNotSameAs(a.shardOf(weights.address()));
+        Allocation unannotated = a.allocate(256);
+        long acts = a.shardOf(other[1].address()).allocatedSize(other[1].address());
+        assertThat(a.largestHolders(5)).containsExactly(
+                new MemoryMap.Holder("activations", acts, 9 * MIB, 1),
+                new MemoryMap.Holder("weights", 5 * MIB, 5 * MIB, 2),
+                new MemoryMap.Holder("(unknown)", 256, 256, 1));   // annotations alone record no thread
+        assertThat(a.largestHolders(1)).extracting(MemoryMap.Holder::holder).containsExactly("activations");
+        assertThat(a.largestHolders(0)).isEmpty();
+        assertThatThrownBy(() -> a.largestHolders(-1)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("limit=-1 (expected: >= 0)");
+        unannotated.close();
+        other[1].close();
+        other[0].close();
+        weights.close();
+        assertThat(a.largestHolders(5)).isEmpty();
+        a.close();
+        assertThat(a.largestHolders(5)).as("closed").isEmpty();
+    }
+
+    /**
      * With no provenance recorded in any shard, the summary has no "Largest holders of all
      * shards" section and the out-of-memory message names no holders; with annotations on but
      * no chunk annotated, neither.
