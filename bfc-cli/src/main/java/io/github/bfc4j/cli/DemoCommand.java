@@ -44,7 +44,8 @@ import picocli.CommandLine.Spec;
             "Replays a training loop recorded from TensorFlow 2.18 (a small ResNet, 20 steps; or --trace FILE)"
                     + " on real host memory through AlignedHostSubAllocator, writing every allocated byte,"
                     + " and prints a memory summary.",
-            "Exit status: 0 done, 1 the replay failed, 2 bad options or an unreadable trace."
+            "Exit status: 0 done, 1 the replay failed (or needed more host memory than is available), 2 bad options"
+                    + " or an unreadable trace."
         })
 public final class DemoCommand implements Callable<Integer> {
 
@@ -75,6 +76,9 @@ public final class DemoCommand implements Callable<Integer> {
             try (TraceReader reader = open()) {
                 run(reader, spec.commandLine().getOut());
                 cut = TraceInput.cutWarning(reader, "the demo replayed the lines read");
+            } catch (HostMemoryExhausted e) {
+                spec.commandLine().getErr().println("bfc demo: " + e.getMessage());
+                return CommandRunner.EXIT_FAILED;
             }
             CommandRunner.warn(spec, cut);
             return CommandRunner.EXIT_OK;
@@ -95,9 +99,14 @@ public final class DemoCommand implements Callable<Integer> {
     private static void run(TraceReader reader, PrintWriter out) throws IOException {
         TraceHeader h = reader.header();
         AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
+        // Every allocated byte is written: a limit above the memory the machine has available
+        // gets a cap there, so that such a trace stops with a sentence, not the OOM killer.
+        long available = AvailableMemoryGuard.availableBytes.getAsLong();
+        AvailableMemoryGuard guard = available >= 0 && h.memoryLimit() > available - AvailableMemoryGuard.MARGIN_BYTES
+                ? new AvailableMemoryGuard(sub, Math.max(0, available - AvailableMemoryGuard.MARGIN_BYTES)) : null;
         BfcAllocator allocator = BfcAllocator.builder().name(h.name()).memoryLimit(h.memoryLimit())
-                .options(h.bfcOptions()).allowRetryOnFailure(false).subAllocator(sub)
-                .closePolicy(ClosePolicy.REFUSE).leakDetection(LeakDetection.DISABLED).build();
+                .options(h.bfcOptions()).allowRetryOnFailure(false).subAllocator(guard != null ? guard : sub)
+                .closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
         if (h.timingCounter()) {
             allocator.setTimingCounter(new SharedCounter());
         }
@@ -123,11 +132,15 @@ public final class DemoCommand implements Callable<Integer> {
                         ooms++;
                         continue;
                     }
+                    if (guard != null) {
+                        guard.refusedSinceReset();
+                    }
                     if (e.freedBefore() != 0) {
                         long freedBefore = e.freedBefore();
                         long ptr = allocator.allocateRaw(e.alignment(), e.bytes(),
                                 new AllocationAttributes(false, () -> freedBefore));
                         if (ptr == 0) {
+                            stopIfHostMemoryRan(guard, allocator, reader, e, available);
                             ooms++;
                             continue;
                         }
@@ -152,6 +165,7 @@ public final class DemoCommand implements Callable<Integer> {
                         live.put(e.id(), a);
                         peakRegions = Math.max(peakRegions, sub.liveRegions());
                     } catch (BfcOutOfMemoryException oom) {
+                        stopIfHostMemoryRan(guard, allocator, reader, e, available);
                         ooms++;
                     }
                 }
@@ -208,6 +222,38 @@ public final class DemoCommand implements Callable<Integer> {
         if (heldForViews > 0) {
             row(out, "held for views", BfcAllocator.humanReadableNumBytes(heldForViews),
                     "(views of them are not yet collected: returned once they are)");
+        }
+    }
+
+    /**
+     * Stops the demo when the allocation that just failed had a region refused by the guard: the
+     * machine's memory, not the trace's limit, ran out. The allocator is closed first (by force:
+     * its live allocations go with it).
+     */
+    private static void stopIfHostMemoryRan(AvailableMemoryGuard guard, BfcAllocator allocator, TraceReader reader,
+            TraceEvent e, long available) {
+        if (guard == null || !guard.refusedSinceReset()) {
+            return;
+        }
+        long held = allocator.reservedBytes();
+        allocator.close();
+        throw new HostMemoryExhausted("line " + reader.lineNumber() + " (alloc of " + e.bytes() + " bytes) needs a"
+                + " region beyond the host memory this machine had available when the demo started: "
+                + BfcAllocator.humanReadableNumBytes(held) + " of regions held, at most "
+                + BfcAllocator.humanReadableNumBytes(guard.capBytes()) + " ("
+                + BfcAllocator.humanReadableNumBytes(available) + " available less "
+                + BfcAllocator.humanReadableNumBytes(AvailableMemoryGuard.MARGIN_BYTES) + "), under the trace's limit of "
+                + BfcAllocator.humanReadableNumBytes(allocator.memoryLimit()) + ". The demo writes every byte it"
+                + " allocates; replay this trace on simulated memory instead (bfc replay FILE), or free memory and"
+                + " run it again");
+    }
+
+    /** The demo stopped: the machine's memory ran out before the trace's limit. */
+    private static final class HostMemoryExhausted extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        HostMemoryExhausted(String message) {
+            super(message);
         }
     }
 

@@ -85,6 +85,54 @@ class DemoCommandTest {
                 + " break after it: the file may be truncated (the demo replayed the lines read)");
     }
 
+    /**
+     * The demo writes every byte: a trace whose regions would outgrow the memory the machine has
+     * available stops with a sentence (exit 1) when a region past it is needed, instead of
+     * bringing the OOM killer; below that, the trace's own out-of-memory answers are counted as
+     * before.
+     */
+    @Test
+    void aTraceThatOutgrowsTheHostsAvailableMemoryStopsWithASentence() throws IOException {
+        Path t = dir.resolve("big.bfctrace");
+        Files.writeString(t, "bfctrace 1\nname big\nsource workload: test\n"
+                + "options memory_limit=1073741824 allow_growth=true garbage_collection=false fragmentation_fraction=0 timing_counter=false\n"
+                + "suballocator sim base=0x100000000 capacity=2147483648 gap=0 coalescing=false\n"
+                + "alloc 1 41943040\nalloc 2 41943040\nfree 1\nalloc 3 41943040\nalloc 4 41943040\nalloc 5 41943040\n");
+        java.util.function.LongSupplier real = AvailableMemoryGuard.availableBytes;
+        // A cap of 88 MiB: the first allocation takes a 64 MiB region (allow_growth doubles from
+        // 2 MiB up to the request), the second needs another 40 MiB at least.
+        AvailableMemoryGuard.availableBytes = () -> 600L << 20;
+        try {
+            assertThat(cli.run("demo", "--trace", t)).isEqualTo(1);
+            assertThat(cli.out).isEmpty();
+            assertThat(cli.err).startsWith("bfc demo: line 7 (alloc of 41943040 bytes) needs a region beyond the"
+                    + " host memory this machine had available when the demo started: 64.00MiB of regions held, ")
+                    .contains("at most 88.00MiB (600.00MiB available less 512.00MiB), under the trace's limit of"
+                            + " 1.00GiB. The demo writes every byte it allocates; replay this trace on simulated"
+                            + " memory instead (bfc replay FILE), or free memory and run it again");
+            assertThat(cli.err.lines()).hasSize(1);
+
+            // Under the available memory, the same trace runs as before (no cap at all).
+            AvailableMemoryGuard.availableBytes = () -> 2L << 30;
+            assertThat(cli.run("demo", "--trace", t)).as("stderr: %s", cli.err).isZero();
+            assertThat(cli.out).containsPattern("  allocations +5\n").containsPattern("  out of memory +0\n");
+        } finally {
+            AvailableMemoryGuard.availableBytes = real;
+        }
+    }
+
+    @Test
+    void theAvailableMemoryIsReadFromProcMeminfo() throws IOException {
+        Path m = dir.resolve("meminfo");
+        Files.writeString(m, "MemTotal:       24522712 kB\nMemFree:         1234567 kB\nMemAvailable:   17000000 kB\n");
+        assertThat(AvailableMemoryGuard.memAvailable(m)).isEqualTo(17000000L * 1024);
+        Files.writeString(m, "MemTotal:       24522712 kB\n");
+        assertThat(AvailableMemoryGuard.memAvailable(m)).as("no such line").isEqualTo(-1);
+        Files.writeString(m, "MemAvailable:   lots\n");
+        assertThat(AvailableMemoryGuard.memAvailable(m)).isEqualTo(-1);
+        assertThat(AvailableMemoryGuard.memAvailable(dir.resolve("none"))).isEqualTo(-1);
+    }
+
     @Test
     void anAllocationLargerThanAnyAllocatorServesIsOutOfMemoryAsInReplay() throws IOException {
         // 2^62 + 1 and 9e18 bytes: above BfcAllocator.MAX_ALLOCATION_BYTES, which allocateRaw
