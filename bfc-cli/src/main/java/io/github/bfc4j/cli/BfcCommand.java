@@ -8,6 +8,7 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.LeakDetection;
 import java.io.IOException;
 import java.io.InputStream;
+import java.math.BigInteger;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Properties;
@@ -58,7 +59,12 @@ public final class BfcCommand implements Runnable {
      * @return a new command line
      */
     public static CommandLine commandLine() {
-        return new CommandLine(new BfcCommand()).setParameterExceptionHandler(new UsageErrorHandler());
+        // Java's parsers take digits of every script (Long.parseLong("١٢") is 12): the options
+        // take ASCII digits only, as the sizes and decimals do.
+        return new CommandLine(new BfcCommand()).setParameterExceptionHandler(new UsageErrorHandler())
+                .registerConverter(BigInteger.class, WholeNumbers::parse)
+                .registerConverter(Long.class, WholeNumbers::parseLong)
+                .registerConverter(long.class, WholeNumbers::parseLong);
     }
 
     /**

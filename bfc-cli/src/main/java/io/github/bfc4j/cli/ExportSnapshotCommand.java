@@ -81,7 +81,7 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
     public Integer call() {
         return CommandRunner.run(spec, options.debug, options.verbose, () -> {
             if (!at.equals("end") && !at.equals("peak")) {
-                throw new UsageException("--at=" + at + " (expected: end or peak)");
+                throw new UsageException("--at=" + Words.shown(at) + " (expected: end or peak)");
             }
             maxEntries = WholeNumbers.inRange("--max-entries", maxEntriesArg, 1, 1 << 24, "1 to 16777216");
             options.check();

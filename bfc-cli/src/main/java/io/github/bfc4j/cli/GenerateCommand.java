@@ -183,13 +183,14 @@ public final class GenerateCommand implements Callable<Integer> {
     private static double rate(String option, String value) {
         double r = RunConfig.parseDecimal(value);
         if (!(r >= 0 && r <= 1)) {
-            throw new UsageException(option + "=" + value + " (expected: a chance from 0 to 1, a decimal like 0.3)");
+            throw new UsageException(option + "=" + Words.shown(value) + " (expected: a chance from 0 to 1, a decimal"
+                    + " like 0.3)");
         }
         return r;
     }
 
     private static long gapBytes(String value) {
-        if (value.trim().equals("0")) {
+        if (Words.strip(value).equals("0")) {
             return 0;
         }
         return Sizes.parse("--gap", value);

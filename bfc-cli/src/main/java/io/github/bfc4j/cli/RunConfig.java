@@ -50,7 +50,7 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
     static String parseSub(String value) {
         String v = value.toLowerCase(Locale.ROOT);
         if (!v.equals("sim") && !v.equals("host")) {
-            throw new UsageException("--sub=" + value + " (expected: " + SUB_VALUES + ")");
+            throw new UsageException("--sub=" + Words.shown(value) + " (expected: " + SUB_VALUES + ")");
         }
         return v;
     }
@@ -61,11 +61,11 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
      * exponent ({@code 1e-3}), hexadecimal ({@code 0x1p-3}), a type suffix ({@code 1f}),
      * {@code .5}, {@code 5.}, {@code NaN}, {@code Infinity}.
      *
-     * @param text the option's value, surrounding spaces ignored
+     * @param text the option's value, surrounding spaces (U+0020) ignored; ASCII digits only
      * @return the value, or NaN if it is not such a decimal
      */
     static double parseDecimal(String text) {
-        String t = text.trim();
+        String t = Words.strip(text);
         return DECIMAL.matcher(t).matches() ? Double.parseDouble(t) : Double.NaN;
     }
 
@@ -80,8 +80,8 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
     static double parseFraction(String option, String value) {
         double f = parseDecimal(value);
         if (!(f >= 0 && f <= 1)) {
-            throw new UsageException(option + "=" + value + " (expected: a fraction from 0 to 1, a decimal like 0.01"
-                    + " as a trace's header writes it; 0 means upstream's 128 MiB threshold)");
+            throw new UsageException(option + "=" + Words.shown(value) + " (expected: a fraction from 0 to 1, a decimal"
+                    + " like 0.01 as a trace's header writes it; 0 means upstream's 128 MiB threshold)");
         }
         return f;
     }
@@ -95,14 +95,14 @@ record RunConfig(long memoryLimit, boolean allowGrowth, boolean garbageCollectio
      * @throws UsageException for anything else
      */
     static boolean parseBoolean(String option, String value) {
-        String v = value.trim().toLowerCase(Locale.ROOT);
+        String v = Words.strip(value).toLowerCase(Locale.ROOT);
         if (v.equals("true")) {
             return true;
         }
         if (v.equals("false")) {
             return false;
         }
-        throw new UsageException(option + "=" + value + " (expected: true or false)");
+        throw new UsageException(option + "=" + Words.shown(value) + " (expected: true or false)");
     }
 
     /**

@@ -262,8 +262,8 @@ public final class ServeCommand implements Callable<Integer> {
     private static long parseTimeout(String text) {
         double seconds = RunConfig.parseDecimal(text);
         if (!(seconds >= 0.1 && seconds <= 3600)) {
-            throw new UsageException("--client-timeout=" + text + " (expected: seconds from 0.1 to 3600, a decimal"
-                    + " like " + DEFAULT_CLIENT_TIMEOUT + " or 2.5)");
+            throw new UsageException("--client-timeout=" + Words.shown(text) + " (expected: seconds from 0.1 to 3600,"
+                    + " a decimal like " + DEFAULT_CLIENT_TIMEOUT + " or 2.5)");
         }
         return Math.round(seconds * 1000);
     }

@@ -27,7 +27,8 @@ final class Sizes {
      * {@code B}, {@code K}/{@code KB}/{@code KiB}, {@code M}/{@code MB}/{@code MiB}, {@code G},
      * {@code T}, {@code P}, {@code E} (all binary: 1K = 1024 bytes), any case; decimals (digits
      * on both sides of the point: {@code 0.5M}, not {@code .5M} or {@code 5.M}) are rounded down
-     * to whole bytes.
+     * to whole bytes. Digits are ASCII only, and only spaces around the number and the unit are
+     * ignored ({@link Words#strip}).
      *
      * @param option the option's name, for the message
      * @param text the value
@@ -36,13 +37,13 @@ final class Sizes {
      *     or above {@link #MAX}
      */
     static long parse(String option, String text) {
-        String t = text.trim();
+        String t = Words.strip(text);
         int end = 0;
-        while (end < t.length() && (Character.isDigit(t.charAt(end)) || t.charAt(end) == '.')) {
+        while (end < t.length() && (Words.isDigit(t.charAt(end)) || t.charAt(end) == '.')) {
             end++;
         }
         String number = t.substring(0, end);
-        String unit = t.substring(end).trim().toLowerCase(Locale.ROOT);
+        String unit = Words.strip(t.substring(end)).toLowerCase(Locale.ROOT);
         int shift;
         switch (unit) {
             case "":
@@ -78,25 +79,26 @@ final class Sizes {
         }
         if (number.startsWith(".") || number.endsWith(".")) {
             // .5M and 5.M: a decimal as the other options read one (--fragmentation-fraction).
-            throw new UsageException(option + "=" + text + " (expected: digits on both sides of the point, like "
-                    + "0.5MiB or 5MiB)");
+            throw new UsageException(option + "=" + Words.shown(text) + " (expected: digits on both sides of the point,"
+                    + " like 0.5MiB or 5MiB)");
         }
         // Exact arithmetic: 7.9999999999EiB and 8191.99PiB are within the range, 8EiB is not.
         BigInteger whole = new BigDecimal(number).multiply(new BigDecimal(BigInteger.ONE.shiftLeft(shift)))
                 .toBigInteger();
         if (whole.bitLength() > 63) {
-            throw new UsageException(option + "=" + text + " (expected: a size of at most 8EiB - 1 byte = " + MAX
-                    + " bytes)");
+            throw new UsageException(option + "=" + Words.shown(text) + " (expected: a size of at most 8EiB - 1 byte = "
+                    + MAX + " bytes)");
         }
         long bytes = whole.longValue();
         if (bytes <= 0) {
-            throw new UsageException(option + "=" + text + " (expected: a size of at least 1 byte, like 16GiB)");
+            throw new UsageException(option + "=" + Words.shown(text) + " (expected: a size of at least 1 byte, like"
+                    + " 16GiB)");
         }
         return bytes;
     }
 
     private static UsageException bad(String option, String text) {
-        return new UsageException(option + "=" + text + " (expected: " + EXPECTED + ")");
+        return new UsageException(option + "=" + Words.shown(text) + " (expected: " + EXPECTED + ")");
     }
 
     /**

@@ -128,7 +128,7 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         if (!isInt && type != long.class && type != Long.class) {
             return null;
         }
-        if (value.matches("-?[0-9]+")) {
+        if (value.matches("[+-]?[0-9]+")) {
             // A whole number, but past what the option's type holds.
             return "a number from " + (isInt ? Integer.MIN_VALUE : Long.MIN_VALUE) + " to "
                     + (isInt ? Integer.MAX_VALUE : Long.MAX_VALUE);

@@ -205,11 +205,11 @@ public final class WhatIfCommand implements Callable<Integer> {
         }
         for (String list : lists) {
             for (String v : list.split(",", -1)) {
-                if (v.isBlank()) {
-                    throw new UsageException(option + "=" + list + " (expected: values separated by single commas,"
+                if (Words.strip(v).isEmpty()) {
+                    throw new UsageException(option + "=" + Words.shown(list) + " (expected: values separated by single commas,"
                             + " e.g. " + option + "=" + EXAMPLES.get(option) + ")");
                 }
-                out.add(v.trim());
+                out.add(Words.strip(v));
             }
         }
         return out;

@@ -5,6 +5,8 @@
 package io.github.bfc4j.cli;
 
 import java.math.BigInteger;
+import java.util.regex.Pattern;
+import picocli.CommandLine.TypeConversionException;
 
 /**
  * Whole-number options are read as any integer ({@link BigInteger}) and checked against their own
@@ -13,7 +15,42 @@ import java.math.BigInteger;
  * range of the type that holds it.
  */
 final class WholeNumbers {
+    /** A whole number as the options take one: ASCII digits, with a sign or not. */
+    private static final Pattern WHOLE = Pattern.compile("[+-]?[0-9]+");
+
     private WholeNumbers() {
+    }
+
+    /**
+     * Reads a whole-number option's value (picocli's converter for {@link BigInteger}): ASCII
+     * digits only, where Java's own parsers also take other scripts' ({@code ١٢}, {@code １２}).
+     *
+     * @param text the word given
+     * @return its value
+     * @throws TypeConversionException if it is not a whole number (the usage error names the
+     *     option: {@code --points=١٢ (expected: a whole number)})
+     */
+    static BigInteger parse(String text) {
+        if (!WHOLE.matcher(text).matches()) {
+            throw new TypeConversionException("'" + text + "' is not a whole number");
+        }
+        return new BigInteger(text);
+    }
+
+    /**
+     * Reads a {@code long} option's value ({@code --seed}): {@link #parse}, within a
+     * {@code long}'s range.
+     *
+     * @param text the word given
+     * @return its value
+     * @throws TypeConversionException if it is not a whole number, or past a {@code long}'s range
+     */
+    static Long parseLong(String text) {
+        BigInteger v = parse(text);
+        if (v.bitLength() > 63) {
+            throw new TypeConversionException("'" + text + "' is past a long's range");
+        }
+        return v.longValue();
     }
 
     /**

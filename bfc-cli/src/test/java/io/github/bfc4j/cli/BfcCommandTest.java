@@ -170,6 +170,64 @@ class BfcCommandTest {
     }
 
     /**
+     * Numbers and sizes take ASCII digits only, and ignore only the spaces around them: '١MiB'
+     * (Arabic-Indic) and '１MiB' (fullwidth) were read as 1 MiB, and '1<ESC>' as 1 byte, since
+     * Java's parsers take any script's digits and trim() takes control characters for spaces.
+     * Each is now refused with the option's message, its control characters shown escaped.
+     */
+    @Test
+    void numbersAndSizesTakeAsciiDigitsOnly() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String size = " (expected: a size like 16GiB, 512MiB or 1048576)";
+        String fraction = " (expected: a fraction from 0 to 1, a decimal like 0.01 as a trace's header writes it; 0"
+                + " means upstream's 128 MiB threshold)";
+        Object[][] cases = {
+            {new Object[] {"replay", t, "--memory-limit", "\u0661MiB"}, "bfc replay: --memory-limit=\u0661MiB" + size},
+            {new Object[] {"replay", t, "--memory-limit", "\uFF11MiB"}, "bfc replay: --memory-limit=\uFF11MiB" + size},
+            {new Object[] {"replay", t, "--memory-limit", "1\u001b"}, "bfc replay: --memory-limit=1\\x1b" + size},
+            {new Object[] {"replay", t, "--memory-limit", "\u001f1MiB"}, "bfc replay: --memory-limit=\\x1f1MiB"
+                    + size},
+            {new Object[] {"replay", t, "--memory-limit", "1\tMiB"}, "bfc replay: --memory-limit=1\\x09MiB" + size},
+            {new Object[] {"report", t, "-o", "r.html", "--memory-limit", "1\u0662MiB"}, "bfc report:"
+                    + " --memory-limit=1\u0662MiB" + size},
+            {new Object[] {"whatif", t, "--memory-limit", "1MiB,\u0661MiB"}, "bfc whatif: --memory-limit=\u0661MiB"
+                    + size},
+            {new Object[] {"replay", t, "--fragmentation-fraction", "0.5\u001b"}, "bfc replay:"
+                    + " --fragmentation-fraction=0.5\\x1b" + fraction},
+            {new Object[] {"whatif", t, "--allow-growth", "true\u001b"}, "bfc whatif: --allow-growth=true\\x1b"
+                    + " (expected: true or false)"},
+            {new Object[] {"generate", "--seed", "\u0661", "-o", "g.bfctrace"}, "bfc generate: --seed=\u0661"
+                    + " (expected: a whole number) (see 'bfc generate --help')"},
+            {new Object[] {"generate", "--seed", "1", "-o", "g.bfctrace", "--calls", "\uFF15000"}, "bfc generate:"
+                    + " --calls=\uFF15000 (expected: a whole number) (see 'bfc generate --help')"},
+            {new Object[] {"generate", "--seed", "1", "-o", "g.bfctrace", "--gap", "0\u001b"}, "bfc generate:"
+                    + " --gap=0\\x1b" + size},
+            {new Object[] {"generate", "--seed", "1", "-o", "g.bfctrace", "--capacity", "\u0661GiB"}, "bfc generate:"
+                    + " --capacity=\u0661GiB" + size},
+            {new Object[] {"generate", "--seed", "1", "-o", "g.bfctrace", "--release-rate", "0.5\u001b"},
+                "bfc generate: --release-rate=0.5\\x1b (expected: a chance from 0 to 1, a decimal like 0.3)"},
+            {new Object[] {"report", t, "-o", "r.html", "--points", "\u0661\u0660\u0660"}, "bfc report:"
+                    + " --points=\u0661\u0660\u0660 (expected: a whole number) (see 'bfc report --help')"},
+            {new Object[] {"export-snapshot", t, "-o", "s.pickle", "--max-entries", "\uFF11"}, "bfc export-snapshot:"
+                    + " --max-entries=\uFF11 (expected: a whole number) (see 'bfc export-snapshot --help')"},
+            {new Object[] {"serve", "--port", "\uFF10"}, "bfc serve: --port=\uFF10 (expected: a whole number)"
+                    + " (see 'bfc serve --help')"},
+            {new Object[] {"serve", "--port", "0", "--client-timeout", "1\u001b"}, "bfc serve: --client-timeout="
+                    + "1\\x1b (expected: seconds from 0.1 to 3600, a decimal like 10 or 2.5)"},
+            {new Object[] {"serve", "--port", "0", "--memory-limit", "\u0661GiB"}, "bfc serve: --memory-limit="
+                    + "\u0661GiB" + size},
+        };
+        for (Object[] c : cases) {
+            assertThat(cli.run((Object[]) c[0])).as("%s", List.of((Object[]) c[0])).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly((String) c[1]);
+            assertThat(cli.out).isEmpty();
+        }
+        // Spaces around a value are still ignored, and ASCII digits still read.
+        assertThat(cli.run("replay", t, "--memory-limit", " 1MiB ", "--fragmentation-fraction", " 0.5 ")).isOne();
+        assertThat(cli.out).contains("memory_limit=1MiB").contains("fragmentation_fraction=0.5");
+    }
+
+    /**
      * Every command answers bad options with exit status 2 (docs/cli.md): its help says so, as the
      * help of each says what its other statuses mean.
      */
