@@ -56,19 +56,20 @@ public final class WhatIfCommand implements Callable<Integer> {
             description = "A trace (.bfctrace or .bfctrace.gz; workload or conformance), - for standard input.")
     private Path trace;
 
-    // Comma-separated lists, split here (not by picocli) so that an empty value is an error.
+    // Comma-separated lists, split here (not by picocli) so that an empty value is an error. One
+    // word each: picocli refuses an option given twice, as it does for every other command.
     @Option(names = "--memory-limit", paramLabel = "SIZE[,SIZE...]",
             description = "Memory limits to try, e.g. 8GiB,12GiB,16GiB.")
-    private List<String> memoryLimits;
+    private String memoryLimits;
 
     @Option(names = "--allow-growth", paramLabel = "BOOL[,BOOL]", description = "e.g. true,false.")
-    private List<String> allowGrowth;
+    private String allowGrowth;
 
     @Option(names = "--garbage-collection", paramLabel = "BOOL[,BOOL]", description = "e.g. true,false.")
-    private List<String> garbageCollection;
+    private String garbageCollection;
 
     @Option(names = "--fragmentation-fraction", paramLabel = "F[,F...]", description = "e.g. 0,0.01.")
-    private List<String> fragmentationFraction;
+    private String fragmentationFraction;
 
     @Option(names = "--sub", paramLabel = "sim|host", defaultValue = "sim",
             description = "Where regions come from: sim (default) or host (real memory).")
@@ -194,28 +195,26 @@ public final class WhatIfCommand implements Callable<Integer> {
     }
 
     /**
-     * The values of a comma-separated list option, over all its occurrences.
+     * The values of a comma-separated list option.
      *
      * @throws UsageException for an empty value ({@code --memory-limit ,} or {@code 8GiB,,16GiB})
      */
-    private static List<String> values(String option, List<String> lists) {
+    private static List<String> values(String option, String list) {
         List<String> out = new ArrayList<>();
-        if (lists == null) {
+        if (list == null) {
             return out;
         }
-        for (String list : lists) {
-            for (String v : list.split(",", -1)) {
-                if (Words.strip(v).isEmpty()) {
-                    throw new UsageException(option + "=" + Words.shown(list) + " (expected: values separated by single commas,"
-                            + " e.g. " + option + "=" + EXAMPLES.get(option) + ")");
-                }
-                out.add(Words.strip(v));
+        for (String v : list.split(",", -1)) {
+            if (Words.strip(v).isEmpty()) {
+                throw new UsageException(option + "=" + Words.shown(list) + " (expected: values separated by single"
+                        + " commas, e.g. " + option + "=" + EXAMPLES.get(option) + ")");
             }
+            out.add(Words.strip(v));
         }
         return out;
     }
 
-    private static List<Boolean> booleans(String option, List<String> values) {
+    private static List<Boolean> booleans(String option, String values) {
         List<Boolean> out = new ArrayList<>();
         for (String s : values(option, values)) {
             out.add(RunConfig.parseBoolean(option, s));

@@ -206,4 +206,34 @@ class WhatIfCommandTest {
         assertThat(cli.err).startsWith("bfc report: <stdin> line 1:");
         assertThat(cli.out).isEmpty();
     }
+
+    /**
+     * An option given twice is refused, as every other command refuses one: whatif took
+     * '--allow-growth true --allow-growth false' as the list true,false, and
+     * '--memory-limit 1MiB --memory-limit 2MiB' as 1MiB,2MiB. Lists are one word, comma-separated.
+     */
+    @Test
+    void anOptionGivenTwiceIsRefusedAsByTheOtherCommands() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String[][] cases = {
+            {"--allow-growth", "true", "false", "BOOL[,BOOL]"},
+            {"--garbage-collection", "true", "false", "BOOL[,BOOL]"},
+            {"--memory-limit", "1MiB", "2MiB", "SIZE[,SIZE...]"},
+            {"--fragmentation-fraction", "0", "0.5", "F[,F...]"},
+            {"--sub", "sim", "sim", "sim|host"},
+        };
+        for (String[] c : cases) {
+            assertThat(cli.run("whatif", t, c[0], c[1], c[0], c[2])).as(c[0]).isEqualTo(2);
+            assertThat(cli.err.lines()).as(c[0]).containsExactly("bfc whatif: option '" + c[0] + "' (" + c[3]
+                    + ") should be specified only once (see 'bfc whatif --help')");
+            assertThat(cli.out).isEmpty();
+        }
+        // replay words it the same way.
+        assertThat(cli.run("replay", t, "--memory-limit", "1MiB", "--memory-limit", "2MiB")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: option '--memory-limit' (SIZE) should be specified"
+                + " only once (see 'bfc replay --help')");
+        // The list in one word still gives a row per value.
+        assertThat(cli.run("whatif", t, "--allow-growth", "true,false")).isOne();
+        assertThat(cli.out.lines().filter(l -> l.startsWith("1MiB "))).hasSize(2); // the header's limit
+    }
 }
