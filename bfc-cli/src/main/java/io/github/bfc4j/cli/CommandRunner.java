@@ -95,6 +95,9 @@ final class CommandRunner {
                     invariantViolation(e) ? EXIT_INVARIANT_VIOLATION : EXIT_FAILED);
         } catch (OutOfMemoryError e) {
             return fail(err, prefix + HEAP_TOO_SMALL, debug, e, EXIT_FAILED);
+        } catch (HostMemory.Unavailable e) {
+            // The environment, not a bug: said as the heap's size is, with what to add.
+            return fail(err, prefix + e.getMessage(), debug, e, EXIT_FAILED);
         } catch (Exception e) {
             return fail(err, prefix + "internal error: " + e + " (run with --debug for the stack trace)", debug, e,
                     EXIT_FAILED);

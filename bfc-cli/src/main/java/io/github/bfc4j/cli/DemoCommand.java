@@ -98,7 +98,7 @@ public final class DemoCommand implements Callable<Integer> {
 
     private static void run(TraceReader reader, PrintWriter out) throws IOException {
         TraceHeader h = reader.header();
-        AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
+        AlignedHostSubAllocator sub = HostMemory.subAllocator();
         // Every allocated byte is written: a limit above the memory the machine has available
         // gets a cap there, so that such a trace stops with a sentence, not the OOM killer.
         long available = AvailableMemoryGuard.availableBytes.getAsLong();

@@ -4,7 +4,6 @@
  */
 package io.github.bfc4j.cli;
 
-import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 
 /**
@@ -23,8 +22,28 @@ final class HostMemory {
      * A sub-allocator of real host memory.
      *
      * @return a fresh sub-allocator
+     * @throws Unavailable if JavaCPP's native library cannot be loaded here
      */
-    static SubAllocator subAllocator() {
-        return new AlignedHostSubAllocator();
+    static AlignedHostSubAllocator subAllocator() {
+        try {
+            return new AlignedHostSubAllocator();
+        } catch (IllegalStateException e) {
+            // Its constructor's one IllegalStateException: the natives for this platform did not
+            // load. That is the machine or the class path, not a bug of the command.
+            throw new Unavailable(e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Host memory cannot be had here: JavaCPP's native library for the platform did not load.
+     * Said as it is, {@code bfc replay: JavaCPP's native library for ... could not be loaded
+     * ...: add ...}, exit status 1, not as an internal error.
+     */
+    static final class Unavailable extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Unavailable(String message, Throwable cause) {
+            super(message, cause);
+        }
     }
 }

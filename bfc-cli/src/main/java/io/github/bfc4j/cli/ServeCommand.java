@@ -155,7 +155,7 @@ public final class ServeCommand implements Callable<Integer> {
         String allocatorName = name != null ? name
                 : header != null ? RunConfig.allocatorName(header.name()) : "host_bfc";
 
-        BfcAllocator allocator = new BfcAllocator(new AlignedHostSubAllocator(), limit, allocatorName, opts);
+        BfcAllocator allocator = new BfcAllocator(HostMemory.subAllocator(), limit, allocatorName, opts);
         if (header != null && header.timingCounter()) {
             allocator.setTimingCounter(new SharedCounter());
         }
