@@ -107,7 +107,7 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             if (name != null && (name.isBlank() || !CommandRunner.visible(name).equals(name))) {
                 // A line break would split the trace's header; other control characters would reach
                 // the terminal of every command that shows the name (as serve --name refuses them).
-                throw new UsageException("--name='" + CommandRunner.visible(name) + "' (expected: text that is not"
+                throw new UsageException("--name='" + Words.shown(name) + "' (expected: text that is not"
                         + " blank, without line breaks, tabs or other control characters: the trace's name line)");
             }
             TraceInput input = TraceInput.of(log);

@@ -75,8 +75,8 @@ final class RunOptions {
                 fraction == null ? d.fragmentationFraction() : fraction,
                 subAllocator);
         RunConfig.checkThreshold(c.fragmentationFraction(),
-                fraction == null ? null : "--fragmentation-fraction=" + fragmentationFraction, c.memoryLimit(),
-                limit == null ? null : "--memory-limit=" + memoryLimit, trace);
+                fraction == null ? null : "--fragmentation-fraction=" + Words.shown(fragmentationFraction),
+                c.memoryLimit(), limit == null ? null : "--memory-limit=" + Words.shown(memoryLimit), trace);
         return c;
     }
 }

@@ -126,13 +126,13 @@ public final class ServeCommand implements Callable<Integer> {
             throw new UsageException("--loop needs --trace FILE");
         }
         if (name != null && name.isBlank()) {
-            throw new UsageException("--name='" + CommandRunner.visible(name) + "' (expected: a name that is not"
+            throw new UsageException("--name='" + Words.shown(name) + "' (expected: a name that is not"
                     + " blank, the allocator.name tag, e.g. host_bfc)");
         }
         if (name != null && !CommandRunner.visible(name).equals(name)) {
             // A line break would split the summary's box and the line this command prints (the
             // metrics and the memory map escape it, but a name is one line of text).
-            throw new UsageException("--name='" + CommandRunner.visible(name) + "' (expected: a name without line"
+            throw new UsageException("--name='" + Words.shown(name) + "' (expected: a name without line"
                     + " breaks, tabs or other control characters, the allocator.name tag, e.g. host_bfc)");
         }
         long timeoutMillis = parseTimeout(clientTimeout);
@@ -146,7 +146,7 @@ public final class ServeCommand implements Callable<Integer> {
                 header = reader.header();
                 RunConfig.checkThreshold(header.fragmentationFraction(), null,
                         limitOption != null ? limitOption : header.memoryLimit(),
-                        limitOption != null ? "--memory-limit=" + memoryLimit : null, reader);
+                        limitOption != null ? "--memory-limit=" + Words.shown(memoryLimit) : null, reader);
             }
         }
         long limit = limitOption != null ? limitOption : header != null ? header.memoryLimit() : 1L << 30;

@@ -338,7 +338,8 @@ final class TfLog {
         }
         if (!names.contains(allocator) || allocs == 0) {
             if (!names.contains(allocator)) {
-                throw new UsageException("--allocator=" + allocator + " (expected: an allocator of " + file + ": "
+                throw new UsageException("--allocator=" + Words.shown(allocator) + " (expected: an allocator of " + file
+                        + ": "
                         + String.join(", ", names.stream().limit(20).map(TfLog::shown).toList())
                         + (names.size() > 20 ? ", ... (" + (names.size() - 20) + " more)" : "") + ")");
             }

@@ -52,7 +52,8 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
             message = "unknown command '" + word + "'";
             String near = nearest(word, c.getSubcommands().keySet());
             hint = near == null ? "" : " (did you mean " + near + "?)";
-            c.getErr().println(CommandRunner.visible(name + ": " + message + hint + " (see 'bfc --help')"));
+            c.getErr().println(CommandRunner.visible(Words.cutIn(name + ": " + message + hint + " (see 'bfc --help')",
+                    args)));
             c.getErr().flush();
             return CommandRunner.EXIT_USAGE;
         }
@@ -88,8 +89,10 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
                 hint = " (did you mean " + String.join(" or ", u.getSuggestions()) + "?)";
             }
         }
-        // The words quoted come from the command line: their control characters are shown escaped.
-        c.getErr().println(CommandRunner.visible(name + ": " + message + hint + " (see '" + name + " --help')"));
+        // The words quoted come from the command line: their control characters are shown escaped,
+        // and a long one is cut as a quoted line of a file is.
+        c.getErr().println(CommandRunner.visible(Words.cutIn(name + ": " + message + hint + " (see '" + name
+                + " --help')", args)));
         c.getErr().flush();
         return CommandRunner.EXIT_USAGE;
     }

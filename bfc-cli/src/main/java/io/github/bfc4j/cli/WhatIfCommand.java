@@ -120,8 +120,9 @@ public final class WhatIfCommand implements Callable<Integer> {
                     for (int i = 0; i < limits.size(); i++) {
                         for (int j = 0; j < fractions.size(); j++) {
                             RunConfig.checkThreshold(fractions.get(j), fractionTexts.isEmpty() ? null
-                                    : "--fragmentation-fraction=" + fractionTexts.get(j), limits.get(i),
-                                    limitTexts.isEmpty() ? null : "--memory-limit=" + limitTexts.get(i), reader);
+                                    : "--fragmentation-fraction=" + Words.shown(fractionTexts.get(j)), limits.get(i),
+                                    limitTexts.isEmpty() ? null
+                                            : "--memory-limit=" + Words.shown(limitTexts.get(i)), reader);
                         }
                     }
                 }

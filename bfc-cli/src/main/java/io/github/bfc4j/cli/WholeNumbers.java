@@ -66,7 +66,7 @@ final class WholeNumbers {
      */
     static long inRange(String option, BigInteger value, long min, long max, String expected) {
         if (value.compareTo(BigInteger.valueOf(min)) < 0 || value.compareTo(BigInteger.valueOf(max)) > 0) {
-            throw new UsageException(option + "=" + value + " (expected: " + expected + ")");
+            throw new UsageException(option + "=" + Words.shown(value.toString()) + " (expected: " + expected + ")");
         }
         return value.longValueExact();
     }

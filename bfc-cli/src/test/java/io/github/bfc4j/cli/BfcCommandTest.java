@@ -228,6 +228,65 @@ class BfcCommandTest {
     }
 
     /**
+     * A long word of the command line is shown cut in a message, as a quoted line of a file is:
+     * its first 200 bytes, then '...'. A 120,000-character word made a 120 KB error line.
+     */
+    @Test
+    void aLongWordOfTheCommandLineIsCutInMessages() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String x = "x".repeat(120_000);
+        String x200 = "x".repeat(200) + "...";
+        String size = " (expected: a size like 16GiB, 512MiB or 1048576)";
+        Object[][] cases = {
+            {new Object[] {"replay", t, "--memory-limit", x}, "bfc replay: --memory-limit=" + x200 + size},
+            {new Object[] {"replay", t, "--memory-limit=" + x}, "bfc replay: --memory-limit=" + x200 + size},
+            {new Object[] {"whatif", t, "--memory-limit", "1MiB," + x}, "bfc whatif: --memory-limit=" + x200 + size},
+            {new Object[] {"whatif", t, "--allow-growth", x}, "bfc whatif: --allow-growth=" + x200
+                    + " (expected: true or false)"},
+            {new Object[] {"replay", t, "--sub", x}, "bfc replay: --sub=" + x200 + " (expected: sim or host)"},
+            {new Object[] {"export-snapshot", t, "-o", "s.pickle", "--at", x}, "bfc export-snapshot: --at=" + x200
+                    + " (expected: end or peak)"},
+            {new Object[] {"report", t, "-o", "r.html", "--points", "9".repeat(120_000)}, "bfc report: --points="
+                    + "9".repeat(200) + "... (expected: 10 to 1000000)"},
+            {new Object[] {"report", t, "-o", "r.html", "--points", x}, "bfc report: --points=" + x200
+                    + " (expected: a whole number) (see 'bfc report --help')"},
+            {new Object[] {"replay", t, x}, "bfc replay: unexpected argument '" + x200 + "' (expected: TRACE only)"
+                    + " (see 'bfc replay --help')"},
+            {new Object[] {x}, "bfc: unknown command '" + x200 + "' (see 'bfc --help')"},
+            {new Object[] {"help", x}, "bfc help: unknown command '" + x200 + "' (see 'bfc --help')"},
+            {new Object[] {"replay", t, "-" + x}, "bfc replay: Unknown option: '-" + "x".repeat(199) + "...'"
+                    + " (see 'bfc replay --help')"},
+            {new Object[] {"replay", t, "--allow-growth", x}, "bfc replay: --allow-growth " + x200 + " (expected:"
+                    + " true or false, or nothing for true: --allow-growth, --allow-growth=false) (see 'bfc replay"
+                    + " --help')"},
+            {new Object[] {"serve", "--port", "0", "--name", "\u001b" + x}, "bfc serve: --name='\\x1b"
+                    + "x".repeat(199) + "...' (expected: a name without line breaks, tabs or other control characters,"
+                    + " the allocator.name tag, e.g. host_bfc)"},
+            // 300 bytes of two-byte characters: the first 100 characters.
+            {new Object[] {"replay", t, "--memory-limit", "\u00e9".repeat(150)}, "bfc replay: --memory-limit="
+                    + "\u00e9".repeat(100) + "..." + size},
+            // 200 bytes exactly: whole.
+            {new Object[] {"replay", t, "--memory-limit", "x".repeat(200)}, "bfc replay: --memory-limit="
+                    + "x".repeat(200) + size},
+        };
+        for (Object[] c : cases) {
+            Object[] args = (Object[]) c[0];
+            assertThat(cli.run(args)).as("%s", args[0]).isEqualTo(2);
+            assertThat(cli.err.lines()).as("%s", args[0]).containsExactly((String) c[1]);
+            assertThat(cli.out).isEmpty();
+        }
+        // A valid value, long: said cut where it takes part in an error.
+        String tiny = "0." + "0".repeat(250) + "1"; // 1e-251
+        assertThat(cli.run("whatif", t, "--memory-limit", "1MiB", "--fragmentation-fraction", tiny)).isEqualTo(2);
+        assertThat(cli.err.lines()).singleElement().asString().startsWith("bfc whatif: --fragmentation-fraction=0."
+                + "0".repeat(198) + "... with --memory-limit=1MiB gives a split threshold of 0 bytes (expected: ")
+                .hasSizeLessThan(600);
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", x, "-o", "t.bfctrace")).isEqualTo(2);
+        assertThat(cli.err.lines()).singleElement().asString().startsWith("bfc import-tf-log: --allocator=" + x200
+                + " (expected: an allocator of ").hasSizeLessThan(1000);
+    }
+
+    /**
      * Every command answers bad options with exit status 2 (docs/cli.md): its help says so, as the
      * help of each says what its other statuses mean.
      */
