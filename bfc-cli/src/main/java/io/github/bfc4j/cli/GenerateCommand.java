@@ -118,8 +118,8 @@ public final class GenerateCommand implements Callable<Integer> {
                         + Long.MAX_VALUE + "; the last would be past it)");
             }
             if (count > 1 && !output.contains(SEED)) {
-                throw new UsageException("-o=" + output + " (expected with --count: a name holding " + SEED
-                        + ", e.g. traces/g" + SEED + ".bfctrace)");
+                throw new UsageException("-o=" + CommandRunner.visible(output) + " (expected with --count: a name"
+                        + " holding " + SEED + ", e.g. traces/g" + SEED + ".bfctrace)");
             }
             List<String> given = new ArrayList<>();
             WorkloadGenerator.Overrides o = new WorkloadGenerator.Overrides(

@@ -66,6 +66,10 @@ class ControlCharactersInNamesTest {
         assertThat(cli.run("report", trace, "-o", dir.resolve(EVIL).resolve("x.html"))).isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + dir.resolve(SHOWN).resolve("x.html")
                 + " (expected: a file in an existing directory)");
+        // generate --count refuses a name without {seed}: it wrote the name raw.
+        assertThat(cli.run("generate", "--seed", "1", "--count", "2", "-o", EVIL)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc generate: -o=" + SHOWN + " (expected with --count: a name"
+                + " holding {seed}, e.g. traces/g{seed}.bfctrace)");
     }
 
     @Test
