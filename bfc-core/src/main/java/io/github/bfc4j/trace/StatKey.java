@@ -5,6 +5,7 @@
 package io.github.bfc4j.trace;
 
 import io.github.bfc4j.core.AllocatorStats;
+import java.util.Objects;
 
 /**
  * The keys of a trace's {@code stats} line, in canonical order, each naming one component of
@@ -54,8 +55,10 @@ public enum StatKey {
      *
      * @param stats the snapshot
      * @return the component this key names
+     * @throws NullPointerException if {@code stats} is null
      */
     public long valueIn(AllocatorStats stats) {
+        Objects.requireNonNull(stats, "stats=null (expected: AllocatorStats, e.g. allocator.getStats())");
         switch (this) {
             case NUM_ALLOCS:
                 return stats.numAllocs();
@@ -87,8 +90,10 @@ public enum StatKey {
      *
      * @param traceName e.g. {@code bytes_in_use}
      * @return the key, or {@code null} if the name is not a key of format version 1
+     * @throws NullPointerException if {@code traceName} is null
      */
     public static StatKey forTraceName(String traceName) {
+        Objects.requireNonNull(traceName, "traceName=null (expected: a stats key of the trace, e.g. \"bytes_in_use\")");
         for (StatKey k : VALUES) {
             if (k.traceName.equals(traceName)) {
                 return k;

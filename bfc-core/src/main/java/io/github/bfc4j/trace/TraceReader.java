@@ -229,11 +229,13 @@ public final class TraceReader implements Closeable {
      * @return a reader positioned after the header
      * @throws TraceFormatException if the header does not follow format version 1
      * @throws IOException if the stream cannot be read
-     * @throws NullPointerException if {@code in} is null
+     * @throws NullPointerException if {@code in} or {@code file} is null (the stream is then
+     *     neither read nor closed)
      */
     public static TraceReader open(InputStream in, String file) throws IOException {
         // A BufferedInputStream over null says "Stream closed": the caller's stream was not.
         Objects.requireNonNull(in, "in=null (expected: the trace's bytes, e.g. Files.newInputStream(path))");
+        Objects.requireNonNull(file, "file=null (expected: the trace's name for messages, e.g. \"my.bfctrace\")");
         InputStream stream = in;
         try {
             BufferedInputStream buffered = new BufferedInputStream(in, BUFFER_BYTES);

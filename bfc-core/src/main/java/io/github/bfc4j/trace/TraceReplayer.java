@@ -86,7 +86,8 @@ public final class TraceReplayer {
      * @throws TraceFormatException if the trace does not follow format version 1 (up to the
      *     first difference)
      * @throws IOException if the stream cannot be read
-     * @throws NullPointerException if {@code in} is null
+     * @throws NullPointerException if {@code in} or {@code file} is null (the stream is then
+     *     neither read nor closed)
      */
     public static ReplayResult replay(InputStream in, String file) throws IOException {
         try (TraceReader reader = TraceReader.open(in, file)) {

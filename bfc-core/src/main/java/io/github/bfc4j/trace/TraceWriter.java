@@ -156,10 +156,12 @@ public final class TraceWriter implements Closeable, Flushable {
      * {@code options}, {@code suballocator sim}).
      *
      * @param header the header
+     * @throws NullPointerException if {@code header} is null
      * @throws IllegalStateException if a header was already written, or the writer is closed
      * @throws IOException if writing fails
      */
     public void header(TraceHeader header) throws IOException {
+        Objects.requireNonNull(header, "header=null (expected: a TraceHeader, e.g. reader.header())");
         checkOpen();
         if (this.header != null) {
             throw new IllegalStateException("the header was already written");
@@ -174,11 +176,13 @@ public final class TraceWriter implements Closeable, Flushable {
      * Writes a comment line, {@code # <text>}.
      *
      * @param text the comment, without line breaks
+     * @throws NullPointerException if {@code text} is null
      * @throws IllegalArgumentException if {@code text} holds a line break
      * @throws IllegalStateException if the header was not written yet, or the writer is closed
      * @throws IOException if writing fails
      */
     public void comment(String text) throws IOException {
+        Objects.requireNonNull(text, "text=null (expected: the comment, \"\" for an empty one)");
         if (text.indexOf('\n') >= 0 || text.indexOf('\r') >= 0) {
             throw new IllegalArgumentException("text=" + text + " (expected: no line breaks)");
         }
@@ -195,6 +199,7 @@ public final class TraceWriter implements Closeable, Flushable {
      *
      * @param id the id of the {@code alloc} line that follows
      * @param provenance the call's thread, time, annotation and stack; nothing is written if
+     *     it is {@code null} (as {@link TraceEvent#provenance()} is when a trace gives none) or
      *     nothing is known
      * @throws IllegalArgumentException if {@code id} is negative, the provenance's time is
      *     before the time of a provenance written earlier (a trace's times never go back, which
@@ -378,12 +383,14 @@ public final class TraceWriter implements Closeable, Flushable {
      * Writes a {@code stats} line with all ten keys, in canonical order.
      *
      * @param stats the values
+     * @throws NullPointerException if {@code stats} is null
      * @throws IllegalArgumentException if a value is negative
      * @throws IllegalStateException if the trace is a workload trace, the header was not
      *     written yet, or the writer is closed
      * @throws IOException if writing fails
      */
     public void stats(AllocatorStats stats) throws IOException {
+        Objects.requireNonNull(stats, "stats=null (expected: AllocatorStats, e.g. allocator.getStats())");
         checkAnswers();
         StatKey[] keys = StatKey.values();
         long[] values = new long[keys.length];
@@ -402,12 +409,15 @@ public final class TraceWriter implements Closeable, Flushable {
      * {@linkplain TraceEvent#provenance() provenance}.
      *
      * @param event a body line, e.g. from {@link TraceReader#next()}
+     * @throws NullPointerException if {@code event} is null (as {@code next()} returns at the
+     *     end of the trace)
      * @throws IllegalStateException if the line does not fit the trace (an answer in a workload
      *     trace or none in a conformance trace), the header was not written yet, or the writer
      *     is closed
      * @throws IOException if writing fails
      */
     public void write(TraceEvent event) throws IOException {
+        Objects.requireNonNull(event, "event=null (expected: a body line, e.g. reader.next() before the end of the trace)");
         switch (event.kind()) {
             case ALLOC:
                 if (event.answered()) {

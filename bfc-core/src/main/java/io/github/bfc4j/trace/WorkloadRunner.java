@@ -164,8 +164,10 @@ public final class WorkloadRunner {
      * @throws IOException if the trace cannot be read
      * @throws WorkloadException if the allocator or the sub-allocator threw; its message names
      *     the trace line
+     * @throws NullPointerException if {@code reader} is null
      */
     public WorkloadResult run(TraceReader reader) throws IOException {
+        Objects.requireNonNull(reader, "reader=null (expected: an open trace, e.g. TraceReader.open(path))");
         return new Run(reader).run();
     }
 

@@ -283,19 +283,10 @@ class PublicApiNullSweepTest {
                 .nullable("SubAllocator.refuseIfAllocatorHolds(String,String,long,long)[0]",
                         "other code obtained the memory")
                 .nullable("ReplayResult.fail(long,long,String,String,String,Throwable)[5]", "no exception failed it")
-                .nullable("WorkloadRunner.listener(WorkloadListener)[0]", "no listener");
+                .nullable("WorkloadRunner.listener(WorkloadListener)[0]", "no listener")
+                .nullable("TraceWriter.provenance(long,Provenance)[1]", "none given, as TraceEvent.provenance() says");
         // Findings not fixed yet: each goes with its fix.
-        s.known("TraceWriter.header(TraceHeader)[0]", "the JDK's NPE from inside")
-                .known("TraceWriter.comment(String)[0]", "the JDK's NPE from inside")
-                .known("TraceWriter.stats(AllocatorStats)[0]", "the JDK's NPE from StatKey.valueIn")
-                .known("TraceWriter.write(TraceEvent)[0]", "the JDK's NPE from inside")
-                .known("TraceWriter.provenance(long,Provenance)[1]", "accepted, the javadoc does not say so")
-                .known("StatKey.valueIn(AllocatorStats)[0]", "the JDK's NPE from inside")
-                .known("StatKey.forTraceName(String)[0]", "accepted, answers null")
-                .known("WorkloadRunner.run(TraceReader)[0]", "the JDK's NPE from inside the run")
-                .known("TraceReader.open(InputStream,String)[1]", "accepted: messages say 'null line 3'")
-                .known("TraceReplayer.replay(InputStream,String)[1]", "accepted: messages say 'null line 3'")
-                .known("BfcInvariantViolation.<init>(String,String)[0]", "accepted")
+        s.known("BfcInvariantViolation.<init>(String,String)[0]", "accepted")
                 .known("BfcInvariantViolation.<init>(String,String)[1]", "accepted")
                 .known("MemoryMap$Holder.<init>(String,long,long,int)[0]", "accepted")
                 .known("MemoryMap$Region.<init>(long,long,List)[2]", "the JDK's NPE from List.copyOf")
