@@ -4,6 +4,8 @@
  */
 package io.github.bfc4j.core;
 
+import java.util.Objects;
+
 /**
  * Thrown by {@link BfcAllocator#checkInvariants()} when the allocator's structure is corrupt:
  * the message says which invariant broke, where, and dumps the offending region chunk by chunk
@@ -23,9 +25,12 @@ public final class BfcInvariantViolation extends IllegalStateException {
      *
      * @param invariant which invariant broke and where, one line
      * @param dump the offending region(s), one chunk a line
+     * @throws NullPointerException if {@code invariant} or {@code dump} is null
      */
     public BfcInvariantViolation(String invariant, String dump) {
-        super("BFC allocator invariant violated: " + invariant + "\n" + dump);
+        super("BFC allocator invariant violated: "
+                + Objects.requireNonNull(invariant, "invariant=null (expected: which invariant broke and where)") + "\n"
+                + Objects.requireNonNull(dump, "dump=null (expected: the offending region(s), \"\" for none)"));
         this.invariant = invariant;
     }
 

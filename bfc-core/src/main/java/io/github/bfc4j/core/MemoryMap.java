@@ -64,9 +64,13 @@ public record MemoryMap(
      * @param chunks its chunks, in address order; their sizes add up to {@code size}
      */
     public record Region(long ptr, long size, List<Chunk> chunks) {
-        /** Copies the list. */
+        /**
+         * Copies the list.
+         *
+         * @throws NullPointerException if {@code chunks} or one of them is null
+         */
         public Region {
-            chunks = List.copyOf(chunks);
+            chunks = List.copyOf(Objects.requireNonNull(chunks, "chunks=null (expected: the region's chunks, in address order)"));
         }
     }
 
@@ -125,6 +129,14 @@ public record MemoryMap(
      * @param chunks how many chunks it holds
      */
     public record Holder(String holder, long bytes, long requestedBytes, int chunks) {
+        /**
+         * Checks the holder.
+         *
+         * @throws NullPointerException if {@code holder} is null
+         */
+        public Holder {
+            Objects.requireNonNull(holder, "holder=null (expected: the holder's key, e.g. provenance.holder())");
+        }
     }
 
     /**

@@ -4,6 +4,8 @@
  */
 package io.github.bfc4j.trace;
 
+import java.util.Objects;
+
 /**
  * The outcome of replaying a trace ({@link TraceReplayer}).
  *
@@ -35,6 +37,15 @@ public record ReplayResult(
         Throwable error) {
 
     /**
+     * Checks the message.
+     *
+     * @throws NullPointerException if {@code message} is null
+     */
+    public ReplayResult {
+        Objects.requireNonNull(message, "message=null (expected: a one-line summary of the replay)");
+    }
+
+    /**
      * A replay that passed.
      *
      * @param calls the number of call lines replayed
@@ -54,9 +65,12 @@ public record ReplayResult(
      * @param message a one-line summary
      * @param error the allocator's exception, or {@code null}
      * @return the result
+     * @throws NullPointerException if {@code expected}, {@code actual} or {@code message} is null
      */
     public static ReplayResult fail(long calls, long failureLine, String expected, String actual, String message,
             Throwable error) {
+        Objects.requireNonNull(expected, "expected=null (expected: what the trace expected, e.g. \"0x7f0000000400\")");
+        Objects.requireNonNull(actual, "actual=null (expected: what the allocator did, e.g. \"0x7f0000000000\")");
         return new ReplayResult(false, calls, failureLine, expected, actual, message, error);
     }
 }

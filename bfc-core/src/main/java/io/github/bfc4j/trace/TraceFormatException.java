@@ -5,6 +5,7 @@
 package io.github.bfc4j.trace;
 
 import java.io.IOException;
+import java.util.Objects;
 
 /**
  * A trace that does not follow format version 1 ({@code docs/trace-format.md}): a malformed
@@ -35,9 +36,13 @@ public final class TraceFormatException extends IOException {
      * @param found what the line holds (a quoted token, or a description such as
      *     {@code end of file})
      * @param expected what the format requires there
+     * @throws NullPointerException if {@code file}, {@code found} or {@code expected} is null
      */
     public TraceFormatException(String file, long lineNumber, String found, String expected) {
-        super(file + " line " + lineNumber + ": found " + found + ", expected " + expected);
+        super(Objects.requireNonNull(file, "file=null (expected: the trace's name, e.g. reader.file())") + " line "
+                + lineNumber + ": found " + Objects.requireNonNull(found, "found=null (expected: what the line holds,"
+                + " e.g. a quoted token)") + ", expected " + Objects.requireNonNull(expected, "expected=null"
+                + " (expected: what the format requires there)"));
         this.file = file;
         this.lineNumber = lineNumber;
         this.found = found;

@@ -4,6 +4,8 @@
  */
 package io.github.bfc4j.trace;
 
+import java.util.Objects;
+
 /**
  * The allocator (or its sub-allocator) threw while a {@link WorkloadRunner} replayed a trace,
  * e.g. a sub-allocator out of real memory. The message names the trace line and the call.
@@ -19,9 +21,11 @@ public final class WorkloadException extends RuntimeException {
      * @param message what failed, starting with the trace line
      * @param lineNumber the 1-based trace line of the call, 0 if none
      * @param cause what the allocator threw
+     * @throws NullPointerException if {@code message} or {@code cause} is null
      */
     public WorkloadException(String message, long lineNumber, Throwable cause) {
-        super(message, cause);
+        super(Objects.requireNonNull(message, "message=null (expected: what failed, starting with the trace line)"),
+                Objects.requireNonNull(cause, "cause=null (expected: what the allocator threw)"));
         this.lineNumber = lineNumber;
     }
 

@@ -286,20 +286,7 @@ class PublicApiNullSweepTest {
                 .nullable("WorkloadRunner.listener(WorkloadListener)[0]", "no listener")
                 .nullable("TraceWriter.provenance(long,Provenance)[1]", "none given, as TraceEvent.provenance() says");
         // Findings not fixed yet: each goes with its fix.
-        s.known("BfcInvariantViolation.<init>(String,String)[0]", "accepted")
-                .known("BfcInvariantViolation.<init>(String,String)[1]", "accepted")
-                .known("MemoryMap$Holder.<init>(String,long,long,int)[0]", "accepted")
-                .known("MemoryMap$Region.<init>(long,long,List)[2]", "the JDK's NPE from List.copyOf")
-                .known("ReplayResult.<init>(boolean,long,long,String,String,String,Throwable)[5]", "accepted")
-                .known("ReplayResult.fail(long,long,String,String,String,Throwable)[2]", "accepted")
-                .known("ReplayResult.fail(long,long,String,String,String,Throwable)[3]", "accepted")
-                .known("ReplayResult.fail(long,long,String,String,String,Throwable)[4]", "accepted")
-                .known("TraceFormatException.<init>(String,long,String,String)[0]", "accepted")
-                .known("TraceFormatException.<init>(String,long,String,String)[2]", "accepted")
-                .known("TraceFormatException.<init>(String,long,String,String)[3]", "accepted")
-                .known("WorkloadException.<init>(String,long,Throwable)[0]", "accepted")
-                .known("WorkloadException.<init>(String,long,Throwable)[2]", "accepted")
-                .known("BfcAllocator.removeOutOfMemoryListener(OutOfMemoryListener)[0]", "accepted, answers false")
+        s.known("BfcAllocator.removeOutOfMemoryListener(OutOfMemoryListener)[0]", "accepted, answers false")
                 .known("ShardedBfcAllocator.removeOutOfMemoryListener(OutOfMemoryListener)[0]", "accepted, answers false")
                 .known("SubAllocator.refuseIfAllocatorHolds(String,String,long,long)[1]",
                         "accepted, or refuses a free saying 'null belongs to allocator ...'");
