@@ -1472,9 +1472,11 @@ public final class BfcAllocator implements MemoryAllocator {
      *
      * @param listener a listener given to {@link #addOutOfMemoryListener}
      * @return whether it was there
+     * @throws NullPointerException if {@code listener} is null
      */
     public boolean removeOutOfMemoryListener(OutOfMemoryListener listener) {
-        return oomListeners.remove(listener);
+        return oomListeners.remove(Objects.requireNonNull(listener,
+                "listener=null (expected: a listener given to addOutOfMemoryListener)"));
     }
 
     /**

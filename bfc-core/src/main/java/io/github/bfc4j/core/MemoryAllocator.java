@@ -141,6 +141,7 @@ public interface MemoryAllocator extends AutoCloseable {
      * Adds a listener told of every allocation that fails for want of memory.
      *
      * @param listener the listener
+     * @throws NullPointerException if {@code listener} is null
      */
     void addOutOfMemoryListener(OutOfMemoryListener listener);
 
@@ -149,6 +150,7 @@ public interface MemoryAllocator extends AutoCloseable {
      *
      * @param listener the listener
      * @return whether it was there
+     * @throws NullPointerException if {@code listener} is null
      */
     boolean removeOutOfMemoryListener(OutOfMemoryListener listener);
 

@@ -820,8 +820,10 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *
      * @param listener a listener given to {@link #addOutOfMemoryListener}
      * @return whether it was there
+     * @throws NullPointerException if {@code listener} is null
      */
     public boolean removeOutOfMemoryListener(OutOfMemoryListener listener) {
+        Objects.requireNonNull(listener, "listener=null (expected: a listener given to addOutOfMemoryListener)");
         boolean removed = false;
         for (BfcAllocator s : shards) {
             removed |= s.removeOutOfMemoryListener(listener);

@@ -5,6 +5,8 @@
  */
 package io.github.bfc4j.core;
 
+import java.util.Objects;
+
 /**
  * Where a {@link BfcAllocator} gets its memory from: large regions, obtained on the
  * allocator's slow path ({@code Extend}) and given back only by garbage collection of
@@ -114,8 +116,10 @@ public interface SubAllocator {
      * @param numBytes the size given to {@code free}
      * @throws IllegalArgumentException if {@code owner} is not null and is not the allocator
      *     making the call
+     * @throws NullPointerException if {@code what} is null
      */
     static void refuseIfAllocatorHolds(String owner, String what, long ptr, long numBytes) {
+        Objects.requireNonNull(what, "what=null (expected: the memory, for the message, e.g. \"the region\")");
         String caller = callingAllocator();
         if (owner != null && owner != caller && (!owner.equals(caller) || AllocatorCalls.isToken(owner))) {
             throw new IllegalArgumentException("free(0x" + Long.toHexString(ptr) + ", " + numBytes + "): " + what

@@ -285,11 +285,6 @@ class PublicApiNullSweepTest {
                 .nullable("ReplayResult.fail(long,long,String,String,String,Throwable)[5]", "no exception failed it")
                 .nullable("WorkloadRunner.listener(WorkloadListener)[0]", "no listener")
                 .nullable("TraceWriter.provenance(long,Provenance)[1]", "none given, as TraceEvent.provenance() says");
-        // Findings not fixed yet: each goes with its fix.
-        s.known("BfcAllocator.removeOutOfMemoryListener(OutOfMemoryListener)[0]", "accepted, answers false")
-                .known("ShardedBfcAllocator.removeOutOfMemoryListener(OutOfMemoryListener)[0]", "accepted, answers false")
-                .known("SubAllocator.refuseIfAllocatorHolds(String,String,long,long)[1]",
-                        "accepted, or refuses a free saying 'null belongs to allocator ...'");
         // What a user implements, with a default body that the library calls.
         s.skip("WorkloadListener.beforeRun(BfcAllocator)", "a callback's default body: does nothing")
                 .skip("WorkloadListener.afterRun(BfcAllocator)", "a callback's default body: does nothing");
