@@ -8,6 +8,7 @@ import io.github.bfc4j.core.MemoryStats;
 import io.micrometer.common.docs.KeyName;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.docs.MeterDocumentation;
+import java.util.Objects;
 import java.util.function.ToDoubleFunction;
 
 /**
@@ -172,9 +173,10 @@ public enum BfcAllocatorMeters implements MeterDocumentation {
      *
      * @param stats a snapshot of the allocator
      * @return the value
+     * @throws NullPointerException if {@code stats} is null
      */
     public double valueOf(MemoryStats stats) {
-        return value.applyAsDouble(stats);
+        return value.applyAsDouble(Objects.requireNonNull(stats, "stats=null (expected: MemoryStats, e.g. allocator.memoryStats())"));
     }
 
     /** The tags of every meter. */

@@ -56,8 +56,6 @@ class PublicApiNullSweepTest {
             });
         });
         s.receiver(BfcAllocatorMeters.class, e -> NullSweep.Subject.value(BfcAllocatorMeters.MEMORY_USED));
-        // Findings not fixed yet: each goes with its fix.
-        s.known("BfcAllocatorMeters.valueOf(MemoryStats)[0]", "an NPE without a message");
         List<Class<?>> classes = NullSweep.publicClassesOf(BfcAllocatorMetrics.class);
         assertThat(classes).contains(BfcAllocatorMetrics.class, BfcAllocatorMeters.class);
         List<String> problems = s.run(classes);
