@@ -149,7 +149,7 @@ public final class BfcAllocator implements MemoryAllocator {
      */
     public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
         this(checkSubAllocator(subAllocator), checkMemoryLimit("totalMemory", totalMemory), checkName(name),
-                checkOptions(opts), ClosePolicy.FORCE, LeakDetection.fromSystemProperty(), null);
+                checkOptions("opts", opts), ClosePolicy.FORCE, LeakDetection.fromSystemProperty(), null);
     }
 
     // The checks of the constructor and the builder: one set, so that both refuse the same.
@@ -186,9 +186,9 @@ public final class BfcAllocator implements MemoryAllocator {
         return name;
     }
 
-    static BfcOptions checkOptions(BfcOptions options) {
+    static BfcOptions checkOptions(String what, BfcOptions options) {
         if (options == null) {
-            throw new IllegalArgumentException("options=null (expected: BfcOptions, e.g. BfcOptions.builder().build())");
+            throw new IllegalArgumentException(what + "=null (expected: BfcOptions, e.g. BfcOptions.builder().build())");
         }
         return options;
     }
@@ -348,7 +348,7 @@ public final class BfcAllocator implements MemoryAllocator {
          * @throws IllegalArgumentException if null
          */
         public Builder options(BfcOptions options) {
-            this.options = checkOptions(options).toBuilder();
+            this.options = checkOptions("options", options).toBuilder();
             return this;
         }
 

@@ -214,7 +214,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
          *     is on (see the class description)
          */
         public Builder options(BfcOptions options) {
-            if (!BfcAllocator.checkOptions(options).allowGrowth()) {
+            if (!BfcAllocator.checkOptions("options", options).allowGrowth()) {
                 throw new IllegalArgumentException("options.allowGrowth()=false (expected: true for a"
                         + " sharded allocator: without growth the first shard to allocate would take"
                         + " the whole memory limit; use a plain BfcAllocator for allowGrowth(false))");

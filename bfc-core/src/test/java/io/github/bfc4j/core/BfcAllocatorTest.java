@@ -346,6 +346,8 @@ class BfcAllocatorTest {
         assertThatThrownBy(() -> new BfcAllocator(sim, MIB, null, noRetry()))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("name=null (expected: ");
         assertThatThrownBy(() -> new BfcAllocator(sim, MIB, "x", null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("opts=null (expected: ");
+        assertThatThrownBy(() -> BfcAllocator.builder().options(null))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("options=null (expected: ");
         assertThatThrownBy(() -> BfcAllocator.builder().memoryLimit(0))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("memoryLimit=0 (expected: ");

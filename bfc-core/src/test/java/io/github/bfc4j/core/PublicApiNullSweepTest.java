@@ -261,7 +261,6 @@ class PublicApiNullSweepTest {
     @Test
     void everyPublicConstructorAndMethodRefusesANullArgumentByName() {
         NullSweep s = coreSweep(tmp, Path.of("src/main/java"));
-        s.known("BfcAllocator.<init>(SubAllocator,long,String,BfcOptions)[3]", "says options=null; the parameter is opts");
         // Where the javadoc allows null, and what it means there.
         s.nullable("AllocationAttributes.<init>(boolean,LongSupplier)[1]", "no freed_by_func, as upstream's nullptr")
                 .nullable("BfcAllocator.setTimingCounter(SharedCounter)[0]", "stops stamping frees")
