@@ -546,6 +546,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
      *
      * @param listener a listener given to {@link #addOutOfMemoryListener}
      * @return whether it was there
+     * @throws NullPointerException if {@code listener} is null
      */
     public boolean removeOutOfMemoryListener(OutOfMemoryListener listener) {
         return bfc.removeOutOfMemoryListener(listener);

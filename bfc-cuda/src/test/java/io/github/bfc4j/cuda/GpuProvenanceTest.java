@@ -114,6 +114,9 @@ class GpuProvenanceTest {
             assertThat(gpu.removeOutOfMemoryListener(listener)).isTrue();
             assertThat(gpu.allocateRaw(256, 8 * MIB)).isZero();
             assertThat(reports).hasSize(1);
+            assertThat(gpu.removeOutOfMemoryListener(listener)).as("removed already").isFalse();
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> gpu.removeOutOfMemoryListener(null))
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("listener=null (expected: ");
         }
     }
 }
