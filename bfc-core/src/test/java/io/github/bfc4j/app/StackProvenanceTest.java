@@ -246,6 +246,7 @@ class StackProvenanceTest {
             assertThat(provenanceOf(a, none).thread()).isEqualTo(Thread.currentThread().getName());
         }
     }
+
     /**
      * stackMinBytes compares the request as asked, for an allocation and for the region it
      * obtains alike: a request just below it gets neither stack, one of exactly it gets both.
@@ -266,6 +267,7 @@ class StackProvenanceTest {
             }
         }
     }
+
     /**
      * stackEveryNth counts every successful allocation, one whose annotation gives its stack
      * too: with every 2nd sampled, the 2nd and 4th allocations get a walked stack, whatever

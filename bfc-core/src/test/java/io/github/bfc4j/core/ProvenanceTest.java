@@ -530,6 +530,7 @@ class ProvenanceTest {
             a.deallocateRaw(next);
         }
     }
+
     @Test
     void namesOfChunksFreedWhileNothingWasRecordedMakeRoomToo() {
         int max = 1 << 16;
@@ -554,6 +555,7 @@ class ProvenanceTest {
             a.deallocateRaw(next);
         }
     }
+
     @Test
     void provenanceHoldsPastTheFirstThousandHandles() {
         try (BfcAllocator a = allocator(512L << 20)) {
@@ -596,6 +598,7 @@ class ProvenanceTest {
             }
         }
     }
+
     @Test
     void anAllocationThatSucceedsOnRetryIsRecordedOnceAsItsCallers() throws Exception {
         BfcAllocator a = BfcAllocator.builder().name("retry").memoryLimit(4L << 20)
@@ -630,6 +633,7 @@ class ProvenanceTest {
         a.deallocateRaw(got[0]);
         a.close();
     }
+
     /**
      * The answers docs/observability.md gives ("Three questions, answered"), followed as written:
      * the largest holder now, who allocated an address inside a chunk, what was live at the peak.
@@ -742,6 +746,7 @@ class ProvenanceTest {
         a.deallocateRaw(big);
         a.close();
     }
+
     /**
      * Thread names are kept per chunk, not in a table: more than 65,536 of them (a replayed
      * trace's, set as a replay sets them) each stay with their chunk, and each is its holder.
@@ -777,6 +782,7 @@ class ProvenanceTest {
             }
         }
     }
+
     @Test
     void withTheHistoryOnAChunkKeepsItsAnnotationEvenWithAnnotationsOff() {
         try (BfcAllocator a = allocator(64L << 20)) {
@@ -797,6 +803,7 @@ class ProvenanceTest {
             a.deallocateRaw(q);
         }
     }
+
     @Test
     void anAlignedAllocationsFailureGivesTheRequestWithItsPadding() {
         long mib = 1L << 20;
@@ -811,6 +818,7 @@ class ProvenanceTest {
                 .singleElement().extracting(MemoryEvent::requestedBytes).isEqualTo(5 * mib + 4096 - 256);
         a.close();
     }
+
     /**
      * A forced close names who holds the allocations it frees (in the warning it logs), and its
      * history records a free of each, under the closing thread's annotation, then the regions.
