@@ -35,7 +35,11 @@ class HostNativesMissingTest {
         };
         for (String[] args : commands) {
             List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
-                    .toString(), "-cp", System.getProperty("java.class.path"),
+                    .toString()));
+            if (Runtime.version().feature() >= 22) {
+                cmd.add("--enable-native-access=ALL-UNNAMED"); // as bfc.jar's manifest does; else the JVM warns
+            }
+            cmd.addAll(List.of("-cp", System.getProperty("java.class.path"),
                     "-Dorg.bytedeco.javacpp.platform=" + PLATFORM, BfcCommand.class.getName()));
             cmd.addAll(List.of(args));
             Process p = new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
