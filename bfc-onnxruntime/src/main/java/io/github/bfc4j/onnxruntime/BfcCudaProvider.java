@@ -494,14 +494,14 @@ public final class BfcCudaProvider implements AutoCloseable {
         counters.error(LOG, message, t);
     }
 
-    /** Reads the C function pointer JavaCPP stores first in a callback's native struct. */
+    /** The C function of a callback, which must have one ({@link JavaCppCallbacks#nativeFunction}). */
     static long functionAddress(FunctionPointer callback) {
-        Pointer function = new PointerPointer<Pointer>(callback).get(0);
-        if (function == null || function.isNull()) {
+        long function = JavaCppCallbacks.nativeFunction(callback);
+        if (function == 0) {
             throw new IllegalStateException("JavaCPP has no free native function left for callback class "
                     + callback.getClass().getSuperclass().getName() + " (" + MAX_OPEN + " per class)");
         }
-        return function.address();
+        return function;
     }
 
     /** A pointer to a given address, returned to ORT from the alloc function. */

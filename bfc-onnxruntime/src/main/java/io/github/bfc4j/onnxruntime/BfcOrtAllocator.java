@@ -565,9 +565,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
     /** Adds {@code callback} to {@code made}, then checks that JavaCPP gave it a native function. */
     private static <T extends FunctionPointer> T withFunction(T callback, List<FunctionPointer> made) {
         made.add(callback);
-        // JavaCPP's callback struct holds the C function first; null when all 10 were taken.
-        Pointer function = new PointerPointer<Pointer>(callback).get(0);
-        if (function == null || function.isNull()) {
+        if (JavaCppCallbacks.nativeFunction(callback) == 0) {
             throw new IllegalStateException("cannot register a BfcOrtAllocator: JavaCPP has no native function left"
                     + " for callback class " + callback.getClass().getSuperclass().getName() + " (it makes 10 per"
                     + " class for the whole process, and other code holds all 10 of this one): close some of those"
