@@ -4,7 +4,7 @@
 package io.github.bfc4j.cli;
 
 import io.github.bfc4j.core.ForwardingSubAllocator;
-import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,16 +29,18 @@ final class AvailableMemoryGuard extends ForwardingSubAllocator {
      */
     static volatile LongSupplier availableBytes = () -> memAvailable(Path.of("/proc/meminfo"));
 
+    private final AlignedHostSubAllocator host;
     private final long capBytes;
-    private long liveBytes;
     private boolean refused;
 
     /**
-     * @param upstream the host memory
+     * @param host the host memory, whose {@link AlignedHostSubAllocator#liveBytes()} the cap is
+     *     kept to
      * @param capBytes the most bytes of regions held at once
      */
-    AvailableMemoryGuard(SubAllocator upstream, long capBytes) {
-        super(upstream);
+    AvailableMemoryGuard(AlignedHostSubAllocator host, long capBytes) {
+        super(host);
+        this.host = host;
         this.capBytes = capBytes;
     }
 
@@ -49,21 +51,11 @@ final class AvailableMemoryGuard extends ForwardingSubAllocator {
 
     @Override
     public synchronized Block alloc(long alignment, long numBytes) {
-        if (numBytes > capBytes - liveBytes) {
+        if (numBytes > capBytes - host.liveBytes()) {
             refused = true;
             return null;
         }
-        Block b = super.alloc(alignment, numBytes);
-        if (b != null) {
-            liveBytes += b.bytes();
-        }
-        return b;
-    }
-
-    @Override
-    public synchronized void free(long ptr, long numBytes) {
-        super.free(ptr, numBytes);
-        liveBytes -= numBytes;
+        return super.alloc(alignment, numBytes);
     }
 
     /** @return whether a region was refused for the cap since the last call; clears it */
