@@ -48,7 +48,7 @@ final class HolderText {
         if (!hasProvenance(maps)) {
             return "";
         }
-        List<MemoryMap.Holder> holders = largestHolders(maps, SUMMARY_HOLDERS);
+        List<MemoryMap.Holder> holders = MemoryMap.largestHolders(maps, SUMMARY_HOLDERS);
         Map<String, Long> oldest = oldestInUse(maps);
         StringBuilder sb = new StringBuilder();
         sb.append(title).append(" (in use, by ").append(HOLDER_KEY).append("):\n");
@@ -142,7 +142,7 @@ final class HolderText {
         if (!hasProvenance(maps)) {
             return "";
         }
-        List<MemoryMap.Holder> holders = largestHolders(maps, MESSAGE_HOLDERS);
+        List<MemoryMap.Holder> holders = MemoryMap.largestHolders(maps, MESSAGE_HOLDERS);
         StringBuilder sb = new StringBuilder(" Largest holders:");
         for (int i = 0; i < holders.size(); i++) {
             MemoryMap.Holder h = holders.get(i);
@@ -159,14 +159,5 @@ final class HolderText {
             }
         }
         return false;
-    }
-
-    /** The largest holders of the maps together, as {@link MemoryMap#largestHolders} orders them. */
-    private static List<MemoryMap.Holder> largestHolders(List<MemoryMap> maps, int limit) {
-        List<MemoryMap.Holder> all = new ArrayList<>();
-        for (MemoryMap m : maps) {
-            all.addAll(m.largestHolders(Integer.MAX_VALUE));
-        }
-        return MemoryMap.largest(all, limit);
     }
 }

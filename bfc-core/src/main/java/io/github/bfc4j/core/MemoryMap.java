@@ -163,6 +163,19 @@ public record MemoryMap(
     }
 
     /**
+     * The largest holders of several maps taken together (the shards of a
+     * {@link ShardedBfcAllocator}), a holder's chunks in every map summed, ordered as
+     * {@link #largestHolders(int)} orders them.
+     */
+    static List<Holder> largestHolders(List<MemoryMap> maps, int limit) {
+        List<Holder> all = new ArrayList<>();
+        for (MemoryMap m : maps) {
+            all.addAll(m.largestHolders(Integer.MAX_VALUE));
+        }
+        return largest(all, limit);
+    }
+
+    /**
      * Holders summed by name (also across several maps: a sharded allocator's), largest first,
      * ties by name.
      *

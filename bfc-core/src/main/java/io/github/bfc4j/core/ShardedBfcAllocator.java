@@ -705,13 +705,13 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             throw new IllegalArgumentException("limit=" + limit + " (expected: >= 0)");
         }
         return withAllShardsLocked("largestHolders()", () -> {
-            List<MemoryMap.Holder> all = new ArrayList<>();
+            List<MemoryMap> maps = new ArrayList<>();
             for (BfcAllocator s : shards) {
                 if (!s.isClosed()) {
-                    all.addAll(s.memoryMap().largestHolders(Integer.MAX_VALUE));
+                    maps.add(s.memoryMap());
                 }
             }
-            return MemoryMap.largest(all, limit);
+            return MemoryMap.largestHolders(maps, limit);
         });
     }
 
