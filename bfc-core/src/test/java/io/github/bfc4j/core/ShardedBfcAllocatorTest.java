@@ -65,6 +65,25 @@ class ShardedBfcAllocatorTest {
         }
     }
 
+    /**
+     * A sub-allocator whose {@code alloc} (run under a shard's lock) first asks {@code self} for
+     * the statistics of every shard, keeping the first exception that asking throws.
+     */
+    private static SubAllocator askingForStats(AtomicReference<ShardedBfcAllocator> self,
+            AtomicReference<Throwable> fromCallback) {
+        return new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                try {
+                    self.get().getStats();
+                } catch (RuntimeException e) {
+                    fromCallback.compareAndSet(null, e);
+                }
+                return super.alloc(alignment, numBytes);
+            }
+        };
+    }
+
     /** Runs {@code task} on a new thread (so it gets the next home shard) and returns its result. */
     private static <T> T onNewThread(Callable<T> task) throws Exception {
         AtomicReference<T> result = new AtomicReference<>();
@@ -91,17 +110,7 @@ class ShardedBfcAllocatorTest {
         // locks while holding its own, and deadlock with a thread taking them all in order.
         AtomicReference<ShardedBfcAllocator> self = new AtomicReference<>();
         AtomicReference<Throwable> fromCallback = new AtomicReference<>();
-        SubAllocator logging = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
-            @Override
-            public Block alloc(long alignment, long numBytes) {
-                try {
-                    self.get().getStats();
-                } catch (RuntimeException e) {
-                    fromCallback.compareAndSet(null, e);
-                }
-                return super.alloc(alignment, numBytes);
-            }
-        };
+        SubAllocator logging = askingForStats(self, fromCallback);
         ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("sharded").memoryLimit(1L << 30)
                 .subAllocator(logging).shards(2).build();
         self.set(a);
@@ -1212,17 +1221,7 @@ class ShardedBfcAllocatorTest {
     void aCallFromUnderAShardsLockNamesThatShard() {
         AtomicReference<ShardedBfcAllocator> self = new AtomicReference<>();
         AtomicReference<Throwable> fromCallback = new AtomicReference<>();
-        SubAllocator asking = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
-            @Override
-            public Block alloc(long alignment, long numBytes) {
-                try {
-                    self.get().getStats();
-                } catch (RuntimeException e) {
-                    fromCallback.compareAndSet(null, e);
-                }
-                return super.alloc(alignment, numBytes);
-            }
-        };
+        SubAllocator asking = askingForStats(self, fromCallback);
         try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("sharded").memoryLimit(64 * MIB)
                 .subAllocator(asking).shards(2).build()) {
             self.set(a);
