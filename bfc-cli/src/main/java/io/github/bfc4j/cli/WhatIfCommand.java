@@ -206,11 +206,12 @@ public final class WhatIfCommand implements Callable<Integer> {
             return out;
         }
         for (String v : list.split(",", -1)) {
-            if (Words.strip(v).isEmpty()) {
+            String value = Words.strip(v);
+            if (value.isEmpty()) {
                 throw new UsageException(option + "=" + Words.shown(list) + " (expected: values separated by single"
                         + " commas, e.g. " + option + "=" + EXAMPLES.get(option) + ")");
             }
-            out.add(Words.strip(v));
+            out.add(value);
         }
         return out;
     }
