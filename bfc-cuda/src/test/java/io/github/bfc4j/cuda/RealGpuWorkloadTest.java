@@ -18,6 +18,7 @@ import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import org.bytedeco.javacpp.BytePointer;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -229,6 +230,88 @@ class RealGpuWorkloadTest {
             assertThat(history.events().stream().map(e -> e.provenance().thread()))
                     .as("each worker's calls recorded under its name")
                     .contains("gpu-worker-0", "gpu-worker-1", "gpu-worker-2", "gpu-worker-3");
+        }
+    }
+
+    /**
+     * {@code close()} on one thread while four others allocate and free on streams (the
+     * default, the legacy and the per-thread one) as fast as they can, 30 times: every worker
+     * ends on the allocator's "is closed" refusal, never on a driver error or a crash, and every
+     * close gives the device its memory back, a region of 1 GiB included. (The window in which
+     * a close could release the context under a free's {@code eventRecord} is too narrow to
+     * hit here; {@code GpuBfcAllocatorTest} holds it open on the simulated driver.)
+     */
+    @ParameterizedTest(name = "virtualMemory={0}")
+    @ValueSource(booleans = {false, true})
+    void aCloseWhileThreadsFreeOnStreamsEndsEveryThreadOnTheClosedRefusal(boolean virtualMemory)
+            throws InterruptedException {
+        CudaDriver d = requireGpu();
+        if (virtualMemory) {
+            assumeTrue(d.deviceInfo(0).virtualMemoryManagement(), "skipped: GPU 0 has no virtual memory management");
+        }
+        long seed = seed("aCloseWhileThreadsFreeOnStreamsEndsEveryThreadOnTheClosedRefusal(" + virtualMemory + ")");
+        Random r = new Random(seed);
+        long[] streams = {0, 1, 2}; // the default stream, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+        int threads = 4;
+        long freeBefore = d.memGetInfo(0).freeBytes();
+        for (int round = 0; round < 30; round++) {
+            GpuBfcAllocator gpu = GpuBfcAllocators.create(0,
+                    options(2L << 30).virtualMemory(virtualMemory).allowRetryOnFailure(false).build());
+            long big = gpu.allocateRaw(256, 1L << 30); // a region the close must give back
+            assertThat(big).as("1 GiB on the device (seed %d)", seed).isNotZero();
+            gpu.deallocateRaw(big, 0);
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch running = new CountDownLatch(threads);
+            List<Thread> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                Random tr = new Random(seed + round * threads + t);
+                workers.add(new Thread(() -> {
+                    int calls = 0;
+                    try {
+                        while (true) {
+                            long p = gpu.allocateRaw(256, 1 + tr.nextInt(Math.toIntExact(4 * MIB)), false);
+                            if (p != 0) {
+                                gpu.deallocateRaw(p, streams[tr.nextInt(streams.length)]);
+                            }
+                            if (++calls == 100) {
+                                running.countDown();
+                            }
+                        }
+                    } catch (IllegalStateException e) {
+                        if (calls < 100 || !String.valueOf(e.getMessage()).contains("is closed")) {
+                            failure.compareAndSet(null, e);
+                        }
+                    } catch (Throwable e) {
+                        failure.compareAndSet(null, e);
+                    } finally {
+                        if (calls < 100) {
+                            running.countDown();
+                        }
+                    }
+                }, "gpu-closing-" + t));
+            }
+            workers.forEach(Thread::start);
+            running.await();
+            LockSupport.parkNanos(r.nextInt(2_000_000));
+            gpu.close();
+            for (Thread w : workers) {
+                w.join();
+            }
+            if (failure.get() != null) {
+                throw new AssertionError("round " + round + ": a worker did not end on \"is closed\" (seed "
+                        + seed + ")", failure.get());
+            }
+            assertThat(d.memGetInfo(0).freeBytes())
+                    .as("round %d: device memory free after close(), against %d bytes before the first (seed %d)",
+                            round, freeBefore, seed)
+                    .isGreaterThan(freeBefore - 256 * MIB);
+        }
+        try (GpuBfcAllocator after = GpuBfcAllocators.create(0, options(256 * MIB).virtualMemory(virtualMemory).build());
+                BytePointer host = new BytePointer(8)) {
+            long p = after.allocateRaw(256, MIB);
+            mark(d, host, p, MIB, seed);
+            checkMark(d, host, p, MIB, seed);
+            after.deallocateRaw(p, 0);
         }
     }
 }
