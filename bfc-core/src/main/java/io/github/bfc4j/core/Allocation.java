@@ -236,13 +236,13 @@ public final class Allocation implements AutoCloseable {
     void checkOpen() {
         if (closed) {
             throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
-                    + " bytes at 0x" + Long.toHexString(address) + ") of allocator '" + allocator.name()
-                    + "' is closed: it must not be used after close()");
+                    + " bytes at 0x" + Long.toHexString(address) + ") of allocator " + allocator.described()
+                    + " is closed: it must not be used after close()");
         }
         if (allocator.closeBegun()) {
             throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
-                    + " bytes at 0x" + Long.toHexString(address) + ") is closed: allocator '"
-                    + allocator.name() + "' was closed (ClosePolicy.FORCE) while it was live, and its"
+                    + " bytes at 0x" + Long.toHexString(address) + ") is closed: allocator "
+                    + allocator.described() + " was closed (ClosePolicy.FORCE) while it was live, and its"
                     + " memory was given back");
         }
     }
@@ -251,8 +251,8 @@ public final class Allocation implements AutoCloseable {
         checkOpen();
         MemoryType type = allocator.getMemoryType();
         if (!type.isHost()) {
-            throw new IllegalStateException("allocation #" + allocationId + " of allocator '"
-                    + allocator.name() + "' is " + type + " memory: only host memory (HOST_PAGEABLE,"
+            throw new IllegalStateException("allocation #" + allocationId + " of allocator "
+                    + allocator.described() + " is " + type + " memory: only host memory (HOST_PAGEABLE,"
                     + " HOST_PINNED) can be viewed from Java; use a host sub-allocator such as"
                     + " bfc-cpu's AlignedHostSubAllocator, or copy the data to the host first");
         }
@@ -261,6 +261,6 @@ public final class Allocation implements AutoCloseable {
     @Override
     public String toString() {
         return "Allocation[#" + allocationId + ", " + requestedSize + " bytes (" + size + " reserved) at 0x"
-                + Long.toHexString(address) + (isClosed() ? ", closed" : "") + ", allocator '" + allocator.name() + "']";
+                + Long.toHexString(address) + (isClosed() ? ", closed" : "") + ", allocator " + allocator.described() + "]";
     }
 }

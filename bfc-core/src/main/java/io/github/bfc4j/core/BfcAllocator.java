@@ -294,6 +294,10 @@ public final class BfcAllocator implements MemoryAllocator {
         private LeakDetection leakDetection;
         /** Set by {@link ShardedBfcAllocator}: the pins its shards share (below their common cap). */
         private ViewPins sharedPins;
+        /** Set by {@link ShardedBfcAllocator}: its name, this shard's index and the shard count. */
+        private String shardOf;
+        private int shardIndex;
+        private int shardCount;
 
         private Builder() {
         }
@@ -304,6 +308,18 @@ public final class BfcAllocator implements MemoryAllocator {
          */
         Builder sharedViewPins(ViewPins pins) {
             this.sharedPins = Objects.requireNonNull(pins, "pins");
+            return this;
+        }
+
+        /**
+         * Makes the allocator shard {@code index} of {@code count} of the sharded allocator
+         * named {@code sharded}: its messages name it so ({@link #described()}), not by its own
+         * name, which the sharded allocator's user never gave.
+         */
+        Builder shardOf(String sharded, int index, int count) {
+            this.shardOf = Objects.requireNonNull(sharded, "sharded");
+            this.shardIndex = index;
+            this.shardCount = count;
             return this;
         }
 
@@ -424,7 +440,13 @@ public final class BfcAllocator implements MemoryAllocator {
         public BfcAllocator build() {
             checkRequiredSet(memoryLimit, subAllocator, "the most memory the allocator may hold");
             LeakDetection leaks = leakDetection != null ? leakDetection : LeakDetection.fromSystemProperty();
-            return new BfcAllocator(subAllocator, memoryLimit, name, options.build(), closePolicy, leaks, sharedPins);
+            BfcAllocator a = new BfcAllocator(subAllocator, memoryLimit, name, options.build(), closePolicy, leaks,
+                    sharedPins);
+            if (shardOf != null) {
+                // Before the allocator is published: the sharded allocator's constructor is not done.
+                a.port.describeAsShard(shardOf, shardIndex, shardCount);
+            }
+            return a;
         }
     }
 
@@ -601,7 +623,7 @@ public final class BfcAllocator implements MemoryAllocator {
             int h = view.handleAt(ptr);
             if (h < 0 || !newAllocationChunk.at(h).inUse()) {
                 // Only a raw free of an address not yet handed out (by another thread) gets here.
-                throw new IllegalStateException("allocator '" + port.name() + "': the chunk at 0x"
+                throw new IllegalStateException("allocator " + port.described() + ": the chunk at 0x"
                         + Long.toHexString(ptr) + " was freed by deallocateRaw before its Allocation"
                         + " was made; free only addresses allocateRaw returned to you");
             }
@@ -853,6 +875,14 @@ public final class BfcAllocator implements MemoryAllocator {
      */
     public String name() {
         return port.name();
+    }
+
+    /**
+     * How messages name this allocator, after the word "allocator": {@code 'NAME'}, or
+     * {@code 'SHARDED' (shard I of N)} for a shard of a {@link ShardedBfcAllocator}.
+     */
+    String described() {
+        return port.described();
     }
 
     /**
@@ -1564,8 +1594,8 @@ public final class BfcAllocator implements MemoryAllocator {
                 visitor.chunk(c.regionIndex(), c.regionPtr(), c.regionBytes(), c.ptr(), c.size(),
                         inUse ? c.requestedSize() : 0, inUse ? c.allocationId() : -1);
                 if (changes(k) != changes || view.closed()) {
-                    throw new IllegalStateException("forEachChunk's visitor changed allocator '" + port.name()
-                            + "' (an allocation, a free, a region given back, or a close) at the chunk at 0x"
+                    throw new IllegalStateException("forEachChunk's visitor changed allocator " + port.described()
+                            + " (an allocation, a free, a region given back, or a close) at the chunk at 0x"
                             + Long.toHexString(c.ptr()) + ": the walk stops; collect what to change, and change"
                             + " it after the walk");
                 }

@@ -165,6 +165,12 @@ final class BfcPort {
     private final boolean coalesceRegions;
     private final SubAllocator subAllocator;
     private final String name;
+    /**
+     * How messages name this allocator: {@code 'NAME'}, or for a shard of a
+     * {@link ShardedBfcAllocator} {@code 'SHARDED' (shard I of N)}, the name the user gave and
+     * where the address lies ({@link #describeAsShard}). Written before the port is published.
+     */
+    private String described;
     private final long maxInternalFragmentationBytes;
     private final AllocatorRetry retryHelper = new AllocatorRetry();
 
@@ -313,6 +319,7 @@ final class BfcPort {
     BfcPort(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
         this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator");
         this.name = Objects.requireNonNull(name, "name");
+        this.described = "'" + name + "'";
         this.opts = Objects.requireNonNull(opts, "opts");
         if (totalMemory < 0) {
             throw new IllegalArgumentException("totalMemory=" + totalMemory + " (expected: >= 0)");
@@ -1109,16 +1116,16 @@ final class BfcPort {
                 // Not in upstream: memory behind an Allocation handle is freed by the handle
                 // only, so that it can never free (or view) another allocation's memory.
                 return new IllegalArgumentException("0x" + Long.toHexString(ptr)
-                        + " is allocation #" + chunks.allocationId(h) + " of allocator '" + name
-                        + "', owned by an Allocation handle: close the Allocation instead of"
+                        + " is allocation #" + chunks.allocationId(h) + " of allocator " + described
+                        + ", owned by an Allocation handle: close the Allocation instead of"
                         + " freeing its address with deallocateRaw. Nothing was freed.");
             }
             return new IllegalArgumentException("0x" + Long.toHexString(ptr)
-                    + " was not allocated by allocator '" + name + "' (or was already"
+                    + " was not allocated by allocator " + described + " (or was already"
                     + " freed). Free each address returned by allocateRaw exactly once.");
         }
         return new IllegalStateException("the Allocation handle of allocation #" + ownerAllocationId
-                + " at 0x" + Long.toHexString(ptr) + " of allocator '" + name + "' found "
+                + " at 0x" + Long.toHexString(ptr) + " of allocator " + described + " found "
                 + (!inUse ? "a free chunk" : (chunks.handleOwned(h) ? "" : "raw ") + "allocation #"
                         + chunks.allocationId(h)) + " there: its memory was freed by other means;"
                 + " nothing was freed");
@@ -1429,8 +1436,8 @@ final class BfcPort {
         int h = handleAtLocked(ptr);
         if (ptr == 0 || h == ChunkTable.INVALID_CHUNK_HANDLE) {
             throw new IllegalArgumentException("Asked for " + what + " of 0x"
-                    + Long.toHexString(ptr) + ", which allocator '" + name
-                    + "' never allocated. Pass an address returned by allocateRaw.");
+                    + Long.toHexString(ptr) + ", which allocator " + described
+                    + " never allocated. Pass an address returned by allocateRaw.");
         }
         return h;
     }
@@ -1571,6 +1578,22 @@ final class BfcPort {
         return name;
     }
 
+    /**
+     * How messages name this allocator, after the word "allocator": {@code 'NAME'}, or
+     * {@code 'SHARDED' (shard I of N)} for a shard.
+     */
+    String described() {
+        return described;
+    }
+
+    /**
+     * Makes messages name this allocator as shard {@code index} of {@code count} of the sharded
+     * allocator {@code sharded}: the name its user gave it. Called while constructing.
+     */
+    void describeAsShard(String sharded, int index, int count) {
+        this.described = "'" + sharded + "' (shard " + index + " of " + count + ")";
+    }
+
     /** Upstream's {@code memory_limit_}. */
     long memoryLimit() {
         return memoryLimit;
@@ -1651,7 +1674,7 @@ final class BfcPort {
     private void lockChecked() {
         ViewPins calls = subAllocatorCalls;
         if (calls != null && calls.callerIsCurrentThread() && !lock.isHeldByCurrentThread()) {
-            throw new IllegalStateException("allocator '" + name + "' was called from inside a call of its"
+            throw new IllegalStateException("allocator " + described + " was called from inside a call of its"
                     + " sub-allocator made without its lock (the free of a region that waited for views, on"
                     + " the cleaner's thread; or another shard's region call): waiting for its lock there"
                     + " could deadlock. A SubAllocator must not call back into the allocator there. Nothing"
@@ -1694,7 +1717,7 @@ final class BfcPort {
     /** @throws IllegalStateException if the allocator is closed. Needs the lock. */
     void checkOpenLocked() {
         if (closed) {
-            throw new IllegalStateException("allocator '" + name + "' is closed");
+            throw new IllegalStateException("allocator " + described + " is closed");
         }
     }
 
@@ -1780,6 +1803,11 @@ final class BfcPort {
         @Override
         public String name() {
             return name;
+        }
+
+        @Override
+        public String described() {
+            return described;
         }
 
         @Override

@@ -279,7 +279,7 @@ final class InvariantChecker {
                     .append(stats.peakPoolBytes()).append(" next_allocation_id=").append(v.nextAllocationId())
                     .append('\n');
         }
-        return new BfcInvariantViolation("allocator '" + v.name() + "': " + what, dump.toString());
+        return new BfcInvariantViolation("allocator " + v.described() + ": " + what, dump.toString());
     }
 
     /** Appends one line per chunk of region {@code r}, at most {@link #DUMP_MAX_CHUNKS}. */

@@ -87,8 +87,8 @@ final class LeakGuard implements Runnable {
             return;
         }
         String message = "LEAK: allocation #" + allocationId + " of " + requestedSize + " bytes ("
-                + size + " reserved) at 0x" + Long.toHexString(address) + " from allocator '"
-                + allocator.name() + "' became unreachable without close(); its memory has been"
+                + size + " reserved) at 0x" + Long.toHexString(address) + " from allocator "
+                + allocator.described() + " became unreachable without close(); its memory has been"
                 + " returned. Close every Allocation (try-with-resources) when done with it."
                 + recordedText(recorded);
         if (site == null) {

@@ -190,7 +190,7 @@ final class OutOfMemoryReporter extends PortListener {
         final Report r = LAST.get();
         LAST.remove();
         if (r == null || r.requestedBytes != bytes) {
-            throw new IllegalStateException("allocator '" + view.name() + "' has no out-of-memory"
+            throw new IllegalStateException("allocator " + view.described() + " has no out-of-memory"
                     + " report for this thread's failed allocation of " + bytes + " bytes");
         }
         return new BfcOutOfMemoryException(view.name(), bytes, r.roundedBytes, r.bytesInUse,

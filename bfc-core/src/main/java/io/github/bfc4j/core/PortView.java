@@ -20,6 +20,12 @@ interface PortView {
     /** @return the allocator's name (upstream's {@code Name()}) */
     String name();
 
+    /**
+     * @return how messages name the allocator after the word "allocator": {@code 'NAME'}, or
+     *     {@code 'SHARDED' (shard I of N)} for a shard of a {@link ShardedBfcAllocator}
+     */
+    String described();
+
     /** @return upstream's {@code memory_limit_} */
     long memoryLimit();
 

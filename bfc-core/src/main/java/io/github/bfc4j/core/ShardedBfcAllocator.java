@@ -117,7 +117,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                     .subAllocator(regions.forShard(i))
                     .options(b.options)
                     .closePolicy(b.closePolicy)
-                    .sharedViewPins(pins);
+                    .sharedViewPins(pins)
+                    .shardOf(b.name, i, b.shards);
             if (b.leakDetection != null) {
                 shard.leakDetection(b.leakDetection);
             }
@@ -591,7 +592,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * The shards, in order: shard {@code i} is named {@code name() + "/" + i}. Each is an
+     * The shards, in order: shard {@code i} is named {@code name() + "/" + i} (its messages name
+     * it {@code allocator 'NAME' (shard i of N)}, by the name given to the builder). Each is an
      * ordinary {@link BfcAllocator} for observation (history, snapshots, metrics, statistics).
      * Allocating or freeing through a shard directly works, but bypasses the spreading of
      * threads over shards.

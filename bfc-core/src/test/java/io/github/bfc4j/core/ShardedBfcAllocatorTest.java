@@ -672,6 +672,45 @@ class ShardedBfcAllocatorTest {
         }
     }
 
+    /**
+     * A refused free and a handle used after its close name the allocator the user built, and
+     * the shard where the address lies ("allocator 'sharded' (shard 1 of 2)"), not a shard's own
+     * name ('sharded/1'), which the user never gave. Before, each named the shard only.
+     */
+    @Test
+    void refusedFreesAndClosedHandlesNameTheShardedAllocator() throws Exception {
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            long p = a.allocateRaw(64, 1000); // this thread's home: shard 0
+            a.deallocateRaw(p);
+            assertThatThrownBy(() -> a.deallocateRaw(p)).as("a double free").isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("0x" + Long.toHexString(p) + " was not allocated by allocator 'sharded' (shard 0 of 2)"
+                            + " (or was already freed). Free each address returned by allocateRaw exactly once.");
+            long q = a.allocateRaw(64, 1000);
+            assertThatThrownBy(() -> a.deallocateRaw(q + 256)).as("inside a chunk")
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("0x" + Long.toHexString(q + 256) + " was not allocated by allocator"
+                            + " 'sharded' (shard 0 of 2) (or was already freed)");
+            Allocation h = onNewThread(() -> a.allocate(4096)); // a new thread's home: shard 1
+            assertThat(a.shardOf(h.address())).isSameAs(a.shards().get(1));
+            assertThatThrownBy(() -> a.deallocateRaw(h.address())).as("a handle's address, freed raw")
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("0x" + Long.toHexString(h.address()) + " is allocation #" + h.allocationId()
+                            + " of allocator 'sharded' (shard 1 of 2), owned by an Allocation handle: close the"
+                            + " Allocation instead of freeing its address with deallocateRaw. Nothing was freed.");
+            assertThat(h.toString()).endsWith(", allocator 'sharded' (shard 1 of 2)]");
+            long id = h.allocationId();
+            long address = h.address();
+            h.close();
+            assertThatThrownBy(h::asByteBuffer).as("a handle used after its close")
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage("allocation #" + id + " (4096 bytes at 0x" + Long.toHexString(address)
+                            + ") of allocator 'sharded' (shard 1 of 2) is closed: it must not be used after close()");
+            assertThat(a.bytesInUse()).as("nothing lost or freed by the refused calls").isEqualTo(1024);
+            a.deallocateRaw(q);
+            a.shards().forEach(BfcAllocator::checkInvariants);
+        }
+    }
+
     @Test
     void closePolicyAndMemoryTypeAreThoseItWasBuiltWith() {
         SubAllocator pinned = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {

@@ -212,7 +212,7 @@ class SubAllocatorCallBackTest {
             long p = a.shards().get(0).allocateRaw(256, 1000);
             assertThat(sub.thrown).singleElement().isInstanceOf(IllegalStateException.class)
                     .extracting(Throwable::getMessage).asString()
-                    .startsWith("allocator 'host/1' was called from inside a call of its sub-allocator made without"
+                    .startsWith("allocator 'host' (shard 1 of 2) was called from inside a call of its sub-allocator made without"
                             + " its lock");
             a.deallocateRaw(p);
             a.emptyCache();

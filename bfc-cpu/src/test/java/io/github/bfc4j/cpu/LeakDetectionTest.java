@@ -11,6 +11,7 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.LeakDetection;
 import io.github.bfc4j.core.MemoryAnnotation;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.function.Function;
@@ -61,6 +62,24 @@ class LeakDetectionTest {
                 .contains("from allocator 'leaky' became unreachable without close(); its memory has been returned.")
                 .endsWith("Run with -Dbfc4j.leakDetection=paranoid to see where it was allocated.");
         a.close(); // nothing live any more, so the refusing policy lets it close
+    }
+
+    /**
+     * A leak from a ShardedBfcAllocator is reported naming the allocator the user built and the
+     * shard that held it, not the shard's own name ('leaky/0'), which the user never gave.
+     */
+    @Test
+    void aLeakFromAShardedAllocatorNamesIt() throws InterruptedException {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("leaky").memoryLimit(64 * MIB)
+                .subAllocator(new AlignedHostSubAllocator()).shards(2).leakDetection(LeakDetection.SIMPLE).build();
+        a.allocate(3000).asPointer().put(0, (byte) 1);
+        BfcAllocator home = a.homeShard();
+        assertThat(LogCapture.gcUntil(() -> home.leaksReclaimed() == 1 && !warnings.isEmpty())).as("leak reclaimed")
+                .isTrue();
+        assertThat(warnings).singleElement().asString().startsWith("LEAK: allocation #1 of 3000 bytes (3072 reserved) at 0x")
+                .contains("from allocator 'leaky' (shard 0 of 2) became unreachable without close()");
+        assertThat(a.bytesInUse()).isZero();
+        a.close();
     }
 
     @Test
