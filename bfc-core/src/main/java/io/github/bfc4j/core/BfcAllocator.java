@@ -804,7 +804,7 @@ public final class BfcAllocator implements MemoryAllocator {
             if (view.closed()) {
                 return;
             }
-            String what = liveAllocationsLocked();
+            String what = liveAllocationsLocked("allocator " + port.described());
             if (what != null) {
                 MemoryMap recorded = memoryMapForHoldersLocked();
                 String holders = recorded == null ? "" : HolderText.messageSentence(recorded);
@@ -850,17 +850,19 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * What {@link #close()} reports of the live allocations: {@code "allocator 'NAME' has N live
+     * What {@link #close()} reports of the live allocations: {@code "SUBJECT has N live
      * allocations (B in use)"}, or null when there are none. Needs the lock.
+     *
+     * @param subject how to name the allocator, e.g. {@code "allocator 'x'"} or {@code "shard 0 of 2"}
      */
-    String liveAllocationsLocked() {
+    String liveAllocationsLocked(String subject) {
         long live = 0;
         for (ChunkWalk c = view.walk().all(); c.next(); ) {
             if (c.inUse()) {
                 live++;
             }
         }
-        return live == 0 ? null : "allocator '" + port.name() + "' has " + live + " live allocation"
+        return live == 0 ? null : subject + " has " + live + " live allocation"
                 + (live == 1 ? "" : "s") + " (" + humanReadableNumBytes(view.bytesInUse()) + " in use)";
     }
 

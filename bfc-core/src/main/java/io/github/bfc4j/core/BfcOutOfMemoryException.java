@@ -48,7 +48,19 @@ public final class BfcOutOfMemoryException extends RuntimeException {
             long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
             long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
             String dumpFile) {
-        this(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes, regionCount,
+        this(allocatorName, "'" + allocatorName + "'", requestedBytes, roundedBytes, bytesInUse, reservedBytes,
+                regionCount, memoryLimit, largestFreeChunkBytes, stats, holders, dumpNote, dumpFile, false);
+    }
+
+    /**
+     * As above, the message naming the allocator as {@code described} says (after the word
+     * "Allocator"): a shard of a {@link ShardedBfcAllocator} as {@code 'SHARDED' (shard I of N)}.
+     */
+    BfcOutOfMemoryException(String allocatorName, String described, long requestedBytes, long roundedBytes,
+            long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
+            long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
+            String dumpFile) {
+        this(allocatorName, described, requestedBytes, roundedBytes, bytesInUse, reservedBytes, regionCount,
                 memoryLimit, largestFreeChunkBytes, stats, holders, dumpNote, dumpFile, false);
     }
 
@@ -57,11 +69,11 @@ public final class BfcOutOfMemoryException extends RuntimeException {
      *     failing call (a sharded allocator's, of all shards): other threads may have freed
      *     memory in between, so a free chunk may be large enough for the request by then
      */
-    private BfcOutOfMemoryException(String allocatorName, long requestedBytes, long roundedBytes,
-            long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
+    private BfcOutOfMemoryException(String allocatorName, String described, long requestedBytes,
+            long roundedBytes, long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
             long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
             String dumpFile, boolean readAfterFailure) {
-        super(message(allocatorName, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
+        super(message(described, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
                 regionCount, memoryLimit, largestFreeChunkBytes, readAfterFailure) + holders + dumpNote);
         this.dumpFile = dumpFile;
         this.dumpNote = dumpNote;
@@ -81,24 +93,25 @@ public final class BfcOutOfMemoryException extends RuntimeException {
      * request, limit, dump note and file, with the figures and the largest holders of all
      * shards together.
      *
+     * @param failed the index of the shard that threw this one
      * @param allHolders the holders' sentence of all shards ({@code ""} when no provenance is
      *     recorded)
      */
-    BfcOutOfMemoryException ofAllShards(String name, int shards, long allInUse, long allReserved,
+    BfcOutOfMemoryException ofAllShards(String name, int shards, int failed, long allInUse, long allReserved,
             int allRegions, long largestFree, AllocatorStats allStats, String allHolders) {
-        BfcOutOfMemoryException e = new BfcOutOfMemoryException(name, requestedBytes, roundedBytes,
-                allInUse, allReserved, allRegions, memoryLimit, largestFree, allStats,
-                " (The figures are those of all " + shards + " shards together, read just after shard '"
-                        + allocatorName + "' failed it, the other shards having failed it too.)" + allHolders,
+        BfcOutOfMemoryException e = new BfcOutOfMemoryException(name, "'" + name + "'", requestedBytes,
+                roundedBytes, allInUse, allReserved, allRegions, memoryLimit, largestFree, allStats,
+                " (The figures are those of all " + shards + " shards together, read just after shard " + failed
+                        + " failed it, the other shards having failed it too.)" + allHolders,
                 dumpNote, dumpFile, true);
         e.initCause(this);
         return e;
     }
 
-    private static String message(String name, long requested, long rounded, long inUse,
+    private static String message(String described, long requested, long rounded, long inUse,
             long reserved, int regions, long limit, long largestFree, boolean readAfterFailure) {
         StringBuilder sb = new StringBuilder();
-        sb.append("Allocator '").append(name).append("' is out of memory: tried to allocate ")
+        sb.append("Allocator ").append(described).append(" is out of memory: tried to allocate ")
                 .append(humanReadableNumBytes(requested));
         if (rounded != requested) {
             sb.append(" (rounded to ").append(humanReadableNumBytes(rounded)).append(')');

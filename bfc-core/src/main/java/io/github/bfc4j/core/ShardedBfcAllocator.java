@@ -321,7 +321,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             try {
                 return elsewhere(h, bytes, quiet, last);
             } catch (BfcOutOfMemoryException e) {
-                throw ofAllShards(e);
+                throw ofAllShards(h, e);
             }
         });
     }
@@ -347,17 +347,17 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * The exception for a call that no shard could serve: the home shard's {@code e} with the
-     * figures of all shards, those read for the report just after the failure, before the dump
+     * The exception for a call that no shard could serve: the home shard {@code h}'s {@code e}
+     * with the figures of all shards, those read for the report just after the failure, before the dump
      * and the listeners ran (other threads free meanwhile), or read now if no report was made.
      */
-    private BfcOutOfMemoryException ofAllShards(BfcOutOfMemoryException e) {
+    private BfcOutOfMemoryException ofAllShards(int h, BfcOutOfMemoryException e) {
         AllShards f = failureFigures.get();
         failureFigures.remove();
         if (f == null) {
             f = allShardsNow();
         }
-        return e.ofAllShards(name, shards.length, f.stats.bytesInUse(), f.reserved, f.regions, f.largestFree, f.stats,
+        return e.ofAllShards(name, shards.length, h, f.stats.bytesInUse(), f.reserved, f.regions, f.largestFree, f.stats,
                 f.holders);
     }
 
@@ -837,14 +837,24 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     private OutOfMemoryReport withAllShards(OutOfMemoryReport r) {
         AllShards f = allShardsNow();
         failureFigures.set(f); // for the exception of allocate(), on this thread
-        String all = "\nAll " + shards.length + " shards of allocator '" + name + "', read just after shard '"
-                + r.allocatorName() + "' failed: " + BfcAllocator.humanReadableNumBytes(f.stats.bytesInUse()) + " in use, "
+        String all = "\nAll " + shards.length + " shards of allocator '" + name + "', read just after shard "
+                + shardNamed(r.allocatorName()) + " failed: " + BfcAllocator.humanReadableNumBytes(f.stats.bytesInUse()) + " in use, "
                 + BfcAllocator.humanReadableNumBytes(f.reserved) + " reserved in " + f.regions
                 + (f.regions == 1 ? " region" : " regions") + ", the memory limit is "
                 + BfcAllocator.humanReadableNumBytes(memoryLimit()) + ", the largest free chunk is "
                 + BfcAllocator.humanReadableNumBytes(f.largestFree) + "." + f.holders + "\n";
         return new OutOfMemoryReport(r.allocatorName(), r.requestedBytes(), r.roundedBytes(), r.provenance(),
                 r.snapshot(), r.summary() + all);
+    }
+
+    /** The index of the shard named {@code shardName} (a report's {@link OutOfMemoryReport#allocatorName()}). */
+    private int shardNamed(String shardName) {
+        for (int i = 0; i < shards.length; i++) {
+            if (shards[i].name().equals(shardName)) {
+                return i;
+            }
+        }
+        throw new IllegalStateException("no shard of allocator '" + name + "' is named '" + shardName + "'");
     }
 
     /**
@@ -934,10 +944,10 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         }
         if (count != 0 && count != ports.length) {
             throw new IllegalStateException("ShardedBfcAllocator '" + name + "': " + what + " reads every shard"
-                    + " at one instant, and this thread holds the lock of shard " + held + " ('"
-                    + shards[held].name() + "'): it is running inside that shard (its sub-allocator, or a"
-                    + " visitor of its chunks), where taking the other shards' locks could deadlock with a"
-                    + " thread that takes them all; call it outside, or ask the shard itself");
+                    + " at one instant, and this thread holds the lock of shard " + held + " of " + ports.length
+                    + ": it is running inside that shard (its sub-allocator, or a visitor of its chunks), where"
+                    + " taking the other shards' locks could deadlock with a thread that takes them all; call it"
+                    + " outside, or ask the shard itself (shards().get(" + held + "))");
         }
         for (BfcPort p : ports) {
             p.lock();
@@ -1042,8 +1052,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     private void refuseIfLiveLocked() {
         List<String> live = new ArrayList<>();
         List<MemoryMap> recorded = new ArrayList<>();
-        for (BfcAllocator s : shards) {
-            String what = s.isClosed() ? null : s.liveAllocationsLocked();
+        for (int i = 0; i < shards.length; i++) {
+            BfcAllocator s = shards[i];
+            String what = s.isClosed() ? null : s.liveAllocationsLocked("shard " + i + " of " + shards.length);
             if (what != null) {
                 live.add(what);
                 MemoryMap map = s.memoryMapForHoldersLocked();

@@ -392,8 +392,12 @@ class ShardedBfcAllocatorTest {
                     .hasMessageStartingWith("Allocator 'sharded' is out of memory: tried to allocate 6.00MiB. 4.00MiB"
                             + " is in use by live allocations, 4.00MiB is reserved from the sub-allocator in 1 region,"
                             + " the memory limit is 8.00MiB")
-                    .hasMessageContaining("all 2 shards together, read just after shard 'sharded/0' failed it")
-                    .hasCauseInstanceOf(BfcOutOfMemoryException.class); // the third thread's home: shard 0
+                    .hasMessageContaining("all 2 shards together, read just after shard 0 failed it")
+                    .hasMessageNotContaining("sharded/")
+                    .hasCauseInstanceOf(BfcOutOfMemoryException.class) // the third thread's home: shard 0
+                    .cause().hasMessageStartingWith("Allocator 'sharded' (shard 0 of 2) is out of memory: tried to"
+                            + " allocate 6.00MiB. 4.00MiB is in use by live allocations, 4.00MiB is reserved")
+                    .hasMessageNotContaining("sharded/");
 
             assertThat(reports).containsExactly("sharded/1", "sharded/0");
             assertThat(a.shards().get(1).memoryStats().oomsTotal()).isEqualTo(1);
@@ -462,7 +466,7 @@ class ShardedBfcAllocatorTest {
                             + " it now: other threads freed memory while the shards were tried or since")
                     .hasMessageNotContaining("fragmented")
                     .hasMessageNotContaining("the host or device itself is out of memory")
-                    .hasMessageContaining("read just after shard 'sharded/0' failed it");
+                    .hasMessageContaining("read just after shard 0 failed it");
             assertThat(onRegionFree.get()).as("the free ran inside the failing call").isNull();
 
             long again = a.allocateRawOrThrow(64, 40 * MIB);
@@ -901,7 +905,7 @@ class ShardedBfcAllocatorTest {
         OutOfMemoryReport r = heard.get(0);
         assertThat(r.allocatorName()).isEqualTo("held/0");
         assertThat(r.requestedBytes()).isEqualTo(8 * MIB);
-        String allShards = "\nAll 2 shards of allocator 'held', read just after shard 'held/0' failed: 15.66MiB in"
+        String allShards = "\nAll 2 shards of allocator 'held', read just after shard 0 failed: 15.66MiB in"
                 + " use, 15.66MiB reserved in 2 regions, the memory limit is 16.00MiB, the largest free chunk is 0B."
                 + " Largest holders: 11.66MiB by activations (1 chunk); 4.00MiB by weights (1 chunk).\n";
         assertThat(r.summary()).contains("held/0").endsWith(allShards);
@@ -1004,13 +1008,14 @@ class ShardedBfcAllocatorTest {
         long theirs = onNewThread(() -> a.allocateRaw(64, 1000)); // shard 1
 
         assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("close() of allocator 'sharded' refused: allocator 'sharded/0' has 1 live"
-                        + " allocation (1.0KiB in use); allocator 'sharded/1' has 1 live allocation")
+                .hasMessageContaining("close() of allocator 'sharded' refused: shard 0 of 2 has 1 live"
+                        + " allocation (1.0KiB in use); shard 1 of 2 has 1 live allocation")
+                .hasMessageNotContaining("sharded/")
                 .hasMessageContaining("No shard was closed");
         a.deallocateRaw(theirs);
         assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
-                .hasMessageContaining("allocator 'sharded/0' has 1 live allocation")
-                .hasMessageNotContaining("sharded/1");
+                .hasMessageContaining("shard 0 of 2 has 1 live allocation")
+                .hasMessageNotContaining("shard 1 of 2");
         assertThat(a.shards()).noneMatch(BfcAllocator::isClosed);
         assertThat(a.isClosed()).isFalse();
 
@@ -1267,7 +1272,9 @@ class ShardedBfcAllocatorTest {
             assertThat(a.homeShard()).isSameAs(a.shards().get(0));
             a.deallocateRaw(a.allocateRaw(64, MIB));
             assertThat(fromCallback.get()).isInstanceOf(IllegalStateException.class)
-                    .hasMessageContaining("this thread holds the lock of shard 0 ('sharded/0')");
+                    .hasMessageContaining("this thread holds the lock of shard 0 of 2: it is running inside that shard")
+                    .hasMessageContaining("ask the shard itself (shards().get(0))")
+                    .hasMessageNotContaining("sharded/");
         }
     }
 
@@ -1338,7 +1345,7 @@ class ShardedBfcAllocatorTest {
             AllocatorStats stats = a.getStats();
             BfcOutOfMemoryException home = new BfcOutOfMemoryException("sharded/0", 8 * MIB, 8 * MIB, 6 * MIB,
                     6 * MIB, 3, 16 * MIB, 0, stats, "", "", null);
-            BfcOutOfMemoryException all = home.ofAllShards("sharded", 2, 6 * MIB, 6 * MIB, 3, 0, stats, "");
+            BfcOutOfMemoryException all = home.ofAllShards("sharded", 2, 0, 6 * MIB, 6 * MIB, 3, 0, stats, "");
             assertThat(all).hasMessageContaining("The limit leaves room for it now: either the sub-allocator could"
                     + " not provide the region (the host or device itself is out of memory), or other threads gave"
                     + " regions back since the failure (these figures were read after it) and the same request may"
