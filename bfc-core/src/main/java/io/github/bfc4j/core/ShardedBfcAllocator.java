@@ -296,6 +296,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     public Allocation allocate(long bytes, long alignment) {
         BfcAllocator.checkAllocateArguments(name, bytes, alignment);
+        pins.refuseCallFromSubAllocator(name, "allocate");
         int h = home();
         Allocation a;
         try {

@@ -190,6 +190,7 @@ class SubAllocatorCallBackTest {
             calls.put("deallocateRaw", () -> a.deallocateRaw(onShard1));
             calls.put("allocateRaw", () -> a.allocateRaw(256, 1000));
             calls.put("allocateRawOrThrow", () -> a.allocateRawOrThrow(256, 1000));
+            calls.put("allocate", () -> a.allocate(1000));
             calls.put("emptyCache()", a::emptyCache);
             calls.put("close()", a::close);
             for (Map.Entry<String, Runnable> call : calls.entrySet()) {
