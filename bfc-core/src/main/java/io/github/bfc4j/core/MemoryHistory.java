@@ -64,16 +64,58 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
      *     holds no allocation
      */
     public List<MemoryEvent> liveAtPeak() {
-        Map<Long, MemoryEvent> live = new LinkedHashMap<>(); // by allocation id, in allocation order
+        List<MemoryEvent> out = new ArrayList<>();
+        for (Map.Entry<Integer, MemoryEvent> e : liveAtPeakOfAll(List.of(this))) {
+            out.add(e.getValue());
+        }
+        return List.copyOf(out);
+    }
+
+    /**
+     * The allocations live at the peak of several histories taken together: the shards of a
+     * {@link ShardedBfcAllocator}, one history per shard as {@link ShardedBfcAllocator#snapshots()}
+     * takes them at one instant. Their {@code ALLOC} and {@code FREE} events are replayed as one
+     * timeline ({@link #mergeByTime}: in the order the calls were made), counting the chunk bytes
+     * of all histories together as {@link #liveAtPeak()} counts those of one; the answer is the
+     * {@code ALLOC} events of the allocations still live right after the first event at which the
+     * most bytes were in use in all of them. Allocation ids are told apart per history (each shard
+     * numbers its own). That peak is the peak of the sum, which no shard's
+     * {@code peakBytesInUse()} nor their sum gives, when every history {@link #isComplete()} and
+     * no peak was reset since; histories that started later, or dropped their oldest events,
+     * count only the allocations they hold (each shard's ring drops on its own).
+     *
+     * @param histories the histories, e.g. {@code history()} of each of {@code snapshots()}
+     * @return for each allocation, oldest first, the index of its history in {@code histories}
+     *     and its {@code ALLOC} event (their {@link MemoryEvent#bytes()} add up to the peak);
+     *     empty if the histories hold no allocation
+     * @throws NullPointerException if {@code histories} is null, or a history in it
+     */
+    public static List<Map.Entry<Integer, MemoryEvent>> liveAtPeakOfAll(List<MemoryHistory> histories) {
+        Objects.requireNonNull(histories, "histories=null (expected: the histories to take together, e.g."
+                + " each snapshot's history() of a ShardedBfcAllocator's snapshots())");
+        List<List<MemoryEvent>> events = new ArrayList<>(histories.size());
+        for (int i = 0; i < histories.size(); i++) {
+            MemoryHistory h = histories.get(i);
+            if (h == null) {
+                throw new NullPointerException("histories[" + i + "]=null (expected: a MemoryHistory;"
+                        + " MemoryHistory.NONE for an allocator that recorded none)");
+            }
+            events.add(h.events());
+        }
+        List<Map.Entry<Integer, MemoryEvent>> timeline = mergeByTime(events);
+        // By history and allocation id, in allocation order: ids are unique within a history only.
+        Map<Map.Entry<Integer, Long>, Map.Entry<Integer, MemoryEvent>> live = new LinkedHashMap<>();
         long inUse = 0;
         long peak = 0;
         int peakAt = -1;
-        for (int i = 0; i < events.size(); i++) {
-            MemoryEvent e = events.get(i);
+        for (int i = 0; i < timeline.size(); i++) {
+            Map.Entry<Integer, MemoryEvent> pe = timeline.get(i);
+            MemoryEvent e = pe.getValue();
+            Map.Entry<Integer, Long> key = Map.entry(pe.getKey(), e.allocationId());
             if (e.kind() == MemoryEvent.Kind.ALLOC) {
-                live.put(e.allocationId(), e);
+                live.put(key, pe);
                 inUse += e.bytes();
-            } else if (e.kind() == MemoryEvent.Kind.FREE && live.remove(e.allocationId()) != null) {
+            } else if (e.kind() == MemoryEvent.Kind.FREE && live.remove(key) != null) {
                 inUse -= e.bytes();
             }
             if (inUse > peak) {
@@ -83,11 +125,13 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
         }
         live.clear();
         for (int i = 0; i <= peakAt; i++) {
-            MemoryEvent e = events.get(i);
+            Map.Entry<Integer, MemoryEvent> pe = timeline.get(i);
+            MemoryEvent e = pe.getValue();
+            Map.Entry<Integer, Long> key = Map.entry(pe.getKey(), e.allocationId());
             if (e.kind() == MemoryEvent.Kind.ALLOC) {
-                live.put(e.allocationId(), e);
+                live.put(key, pe);
             } else if (e.kind() == MemoryEvent.Kind.FREE) {
-                live.remove(e.allocationId());
+                live.remove(key);
             }
         }
         return List.copyOf(live.values());

@@ -66,7 +66,9 @@ import java.util.function.ToLongFunction;
  * pytorch.org/memory_viz; {@link #snapshots()} with {@code SnapshotTraces} writes their calls as
  * one workload trace. {@link #shards()} are ordinary allocators: take their own snapshots
  * and memory maps, bind their metrics one by one (allocation ids are unique within a shard
- * only). {@link #shardOf(long)} says which holds an address.
+ * only). {@link #shardOf(long)} says which holds an address. {@link #largestHolders(int)} names
+ * who holds the most of all shards together, and {@link MemoryHistory#liveAtPeakOfAll} what was
+ * live at the peak of all shards together (from the histories of {@link #snapshots()}).
  *
  * <p>Thread-safe. The allocate/free path creates no Java object.
  */

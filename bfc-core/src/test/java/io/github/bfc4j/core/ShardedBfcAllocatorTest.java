@@ -715,6 +715,52 @@ class ShardedBfcAllocatorTest {
         }
     }
 
+    /**
+     * "What was live at the peak" across the shards: MemoryHistory.liveAtPeakOfAll replays the
+     * shards' histories as one timeline. Here shard 0 holds 4 MiB (a), then frees it and holds
+     * 1 MiB (c); shard 1 holds 256 KiB (y, freed at once), then 3.5 MiB (b). The peak of the sum
+     * is c and b together (at least 4.5 MiB, b's chunk may hold the rest of its region); each
+     * shard's own liveAtPeak() answers a and b, which were never live together. The two shards
+     * number their allocations alike (a and y are both #1; c and b both #2), which must not
+     * mix them up.
+     */
+    @Test
+    void liveAtPeakOfAllShardsIsThatOfTheirSum() throws Exception {
+        try (ShardedBfcAllocator s = sharded(64 * MIB, 2)) {
+            s.recordHistory(HistoryOptions.builder().build());
+            Allocation b;
+            Allocation c;
+            ExecutorService second = Executors.newSingleThreadExecutor(); // its home: shard 1
+            try {
+                Allocation a = s.allocate(4 * MIB);                                // shard 0, #1
+                Allocation y = second.submit(() -> s.allocate(256 << 10)).get();  // shard 1, #1
+                y.close();
+                a.close();
+                c = s.allocate(MIB);                                              // shard 0, #2
+                b = second.submit(() -> s.allocate(7 * MIB / 2)).get();           // shard 1, #2
+            } finally {
+                second.shutdown();
+            }
+            assertThat(s.shardOf(b.address())).isSameAs(s.shards().get(1));
+            List<MemorySnapshot> snapshots = s.snapshots();
+            List<MemoryHistory> histories = new ArrayList<>();
+            for (MemorySnapshot snap : snapshots) {
+                histories.add(snap.history());
+            }
+            List<Map.Entry<Integer, MemoryEvent>> peak = MemoryHistory.liveAtPeakOfAll(histories);
+            assertThat(peak).extracting(Map.Entry::getKey).containsExactly(0, 1);
+            assertThat(peak).extracting(e -> e.getValue().requestedBytes()).containsExactly(MIB, 7 * MIB / 2);
+            assertThat(peak).extracting(e -> e.getValue().address()).containsExactly(c.address(), b.address());
+            assertThat(histories.get(0).liveAtPeak()).as("shard 0 alone").extracting(MemoryEvent::requestedBytes)
+                    .containsExactly(4 * MIB);
+            assertThat(MemoryHistory.liveAtPeakOfAll(List.of())).isEmpty();
+            assertThatThrownBy(() -> MemoryHistory.liveAtPeakOfAll(java.util.Arrays.asList(histories.get(0), null)))
+                    .isInstanceOf(NullPointerException.class).hasMessageStartingWith("histories[1]=null");
+            b.close();
+            c.close();
+        }
+    }
+
     @Test
     void closePolicyAndMemoryTypeAreThoseItWasBuiltWith() {
         SubAllocator pinned = new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)) {
