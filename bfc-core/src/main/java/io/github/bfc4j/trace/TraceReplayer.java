@@ -65,7 +65,8 @@ public final class TraceReplayer {
      * @param path the trace
      * @return the outcome: passed, or the first difference
      * @throws TraceFormatException if the trace does not follow format version 1 (up to the
-     *     first difference)
+     *     first difference), or if the last line read has no line break after it (a file cut
+     *     short, whose lines read may all pass or whose cut line may differ)
      * @throws java.nio.file.NoSuchFileException if the file does not exist
      * @throws IOException if the file cannot be read
      * @throws NullPointerException if {@code path} is null
@@ -73,7 +74,7 @@ public final class TraceReplayer {
     public static ReplayResult replay(Path path) throws IOException {
         Objects.requireNonNull(path, "path=null (expected: the trace file, e.g. Path.of(\"my.bfctrace\"))");
         try (TraceReader reader = TraceReader.open(path)) {
-            return replay(reader);
+            return refuseCut(reader, replay(reader));
         }
     }
 
@@ -84,20 +85,37 @@ public final class TraceReplayer {
      * @param file the trace's name, for messages
      * @return the outcome: passed, or the first difference
      * @throws TraceFormatException if the trace does not follow format version 1 (up to the
-     *     first difference)
+     *     first difference), or if the last line read has no line break after it (a stream cut
+     *     short, whose lines read may all pass or whose cut line may differ)
      * @throws IOException if the stream cannot be read
      * @throws NullPointerException if {@code in} or {@code file} is null (the stream is then
      *     neither read nor closed)
      */
     public static ReplayResult replay(InputStream in, String file) throws IOException {
         try (TraceReader reader = TraceReader.open(in, file)) {
-            return replay(reader);
+            return refuseCut(reader, replay(reader));
         }
     }
 
     /**
+     * {@code r}, unless the reader's last line had no line break after it: a trace cut inside
+     * its last line ({@code free 648} cut to {@code free 6} is a valid line), which {@code bfc
+     * verify} refuses too.
+     */
+    private static ReplayResult refuseCut(TraceReader reader, ReplayResult r) throws TraceFormatException {
+        if (reader.lastLineUnterminated()) {
+            throw new TraceFormatException(reader.file(), reader.lineNumber(),
+                    "no line break after the last line (the file may be truncated)",
+                    "one, as after every line (a whole trace ends with one: add it if nothing is missing)");
+        }
+        return r;
+    }
+
+    /**
      * Replays the body of an open trace, from the reader's current position (normally right
-     * after the header). The reader is not closed.
+     * after the header). The reader is not closed. A trace cut inside its last line is not
+     * refused here (the caller has the reader: {@link TraceReader#lastLineUnterminated()} tells
+     * it once the replay has read that line).
      *
      * @param reader the trace
      * @return the outcome: passed, or the first difference

@@ -272,6 +272,41 @@ class TraceReplayerTest {
     }
 
     @Test
+    void aTraceCutInsideItsLastLineIsRefusedThoughItsLinesPass(@TempDir Path dir) throws IOException {
+        // Cut inside the comment of line 21: the lines read all pass, but 3 calls are missing.
+        String cut = GOOD.substring(0, GOOD.indexOf("# the rest of the 1 MiB region") + 10);
+        assertThatThrownBy(() -> replay(cut)).isInstanceOf(TraceFormatException.class)
+                .hasMessage("t.bfctrace line 21: found no line break after the last line (the file may be truncated),"
+                        + " expected one, as after every line (a whole trace ends with one: add it if nothing is"
+                        + " missing)");
+        Path file = dir.resolve("cut.bfctrace");
+        Files.writeString(file, cut);
+        assertThatThrownBy(() -> TraceReplayer.replay(file)).isInstanceOf(TraceFormatException.class)
+                .hasMessageStartingWith(file + " line 21: found no line break after the last line");
+        // The same lines with their line break pass.
+        ReplayResult whole = replay(cut + "\n");
+        assertThat(whole.passed()).as(whole.message()).isTrue();
+    }
+
+    @Test
+    void aDifferenceOnALastLineCutShortIsTheCutNotADifference() throws IOException {
+        // Line 9's stats cut inside its last number: peak_pool_bytes=104857 is not the allocator's answer.
+        String cut = GOOD.substring(0, GOOD.indexOf("peak_pool_bytes=1048576\n") + "peak_pool_bytes=104857".length());
+        assertThatThrownBy(() -> replay(cut)).isInstanceOf(TraceFormatException.class)
+                .hasMessageStartingWith("t.bfctrace line 9: found no line break after the last line");
+    }
+
+    @Test
+    void aReaderGivenToReplayIsLeftToItsCallerToCheckForACut() throws IOException {
+        String cut = GOOD.substring(0, GOOD.indexOf("# the rest of the 1 MiB region") + 10);
+        try (TraceReader reader = TraceReaderTest.open(cut)) {
+            ReplayResult r = TraceReplayer.replay(reader);
+            assertThat(r.passed()).as(r.message()).isTrue();
+            assertThat(reader.lastLineUnterminated()).isTrue();
+        }
+    }
+
+    @Test
     void replaysGzipFiles(@TempDir Path dir) throws IOException {
         Path p = dir.resolve("t.bfctrace.gz");
         try (GZIPOutputStream gz = new GZIPOutputStream(Files.newOutputStream(p))) {
