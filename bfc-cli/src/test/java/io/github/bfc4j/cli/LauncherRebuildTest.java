@@ -129,6 +129,45 @@ class LauncherRebuildTest {
     }
 
     @Test
+    void aBuildStoppedWithCtrlCLeavesNoLogBehind() throws Exception {
+        // Ctrl-C reaches the terminal's foreground process group: the script and Maven alike.
+        Path setsid = Path.of("/usr/bin/setsid");
+        assumeTrue(Files.isExecutable(setsid), "needs setsid to give the script a process group of its own");
+        Path tmp = Files.createDirectories(root.resolve("tmp"));
+        Path started = root.resolve("mvn-started");
+        script(fakeBin.resolve("mvn"), ": > '" + started + "'\nsleep 30\n");
+        ProcessBuilder pb = new ProcessBuilder(setsid.toString(), "/bin/sh", root.resolve("bin/bfc").toString(),
+                "--version").redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .redirectError(ProcessBuilder.Redirect.DISCARD);
+        pb.environment().put("PATH", fakeBin + ":" + System.getenv("PATH"));
+        pb.environment().put("TMPDIR", tmp.toString());
+        Process p = pb.start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (!Files.exists(started) && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(started).as("the stand-in for mvn started").exists();
+            try (var during = Files.list(tmp)) {
+                assertThat(during.map(f -> f.getFileName().toString()).toList())
+                        .as("the build's log, while Maven runs").hasSize(1).allMatch(n -> n.startsWith("bfc-build."));
+            }
+            // setsid made the script the leader of a new process group: its id is the script's.
+            Process kill = new ProcessBuilder("kill", "-INT", "--", "-" + p.pid()).inheritIO().start();
+            assertThat(kill.waitFor(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(p.waitFor(20, TimeUnit.SECONDS)).as("bin/bfc stopped").isTrue();
+        } finally {
+            p.descendants().forEach(ProcessHandle::destroyForcibly);
+            p.destroyForcibly();
+        }
+        assertThat(p.exitValue()).as("exit status").isNotZero();
+        try (var after = Files.list(tmp)) {
+            assertThat(after.map(f -> f.getFileName().toString()).toList()).as("left in TMPDIR").isEmpty();
+        }
+        assertThat(jar).as("no jar from a stopped build").doesNotExist();
+    }
+
+    @Test
     void runsAnUpToDateJarWithoutBuilding() throws Exception {
         builtAt(BUILT);
         Run r = bfc("verify", "x.bfctrace");
