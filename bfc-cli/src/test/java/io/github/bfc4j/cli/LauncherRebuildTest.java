@@ -76,6 +76,24 @@ class LauncherRebuildTest {
     }
 
     @Test
+    void findsTheRepositoryThroughASymbolicLinkOnThePath() throws Exception {
+        // ln -s ~/bfc4j/bin/bfc ~/.local/bin/bfc: the script's own directory is the link's.
+        Path elsewhere = Files.createDirectories(root.resolve("home/.local/bin"));
+        Path relative = Files.createSymbolicLink(elsewhere.resolve("bfc"), elsewhere.relativize(root.resolve("bin/bfc")));
+        Run first = run(relative, "--version");
+        assertThat(first.status).as("exit status; stderr:%n%s", first.err).isZero();
+        assertThat(first.err).contains("building " + jar + " (first run");
+        assertThat(first.calls).containsExactly("mvn -B -q -DskipTests -pl bfc-cli -am package in " + root.toRealPath(),
+                "java -jar " + jar + " --version");
+
+        // A link to that link, by absolute path: up to date now, so no build.
+        Path chained = Files.createSymbolicLink(root.resolve("home/bfc"), relative.toAbsolutePath());
+        Run second = run(chained, "demo");
+        assertThat(second.status).as("exit status; stderr:%n%s", second.err).isZero();
+        assertThat(second.calls).containsExactly("java -jar " + jar + " demo");
+    }
+
+    @Test
     void showsMavensOutputOnlyWhenTheBuildFails() throws Exception {
         // Maven prints colour codes even with -B -q: a build that succeeds shows none of its output.
         script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\nprintf '\\033[0m\\033[0m'\n"
@@ -228,8 +246,17 @@ class LauncherRebuildTest {
     }
 
     private Run run(String... args) throws Exception {
+        return run(root.resolve("bin/bfc"), args);
+    }
+
+    /** Runs the script as {@code launcher} names it, with {@code mvn} also logging the directory it ran in. */
+    private Run run(Path launcher, String... args) throws Exception {
+        if (!launcher.equals(root.resolve("bin/bfc"))) {
+            script(fakeBin.resolve("mvn"), "echo \"mvn $* in $(pwd -P)\" >> '" + log + "'\nmkdir -p '"
+                    + jar.getParent() + "'\n: > '" + jar + "'\n");
+        }
         Files.deleteIfExists(log);
-        List<String> cmd = new ArrayList<>(List.of("/bin/sh", root.resolve("bin/bfc").toString()));
+        List<String> cmd = new ArrayList<>(List.of("/bin/sh", launcher.toString()));
         cmd.addAll(List.of(args));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD);
         pb.environment().put("PATH", fakeBin + ":" + System.getenv("PATH"));
