@@ -87,7 +87,9 @@ public final class BfcCommand implements Runnable {
      * Checks the bfc4j system properties that every allocator reads ({@code bfc4j.dumpOnOom},
      * {@code bfc4j.jfr.allocationSamplePeriod}, {@code bfc4j.leakDetection}), so that a bad one is
      * one line at the start instead of a failure in whichever command builds an allocator; a dump
-     * directory that is a file is refused too, as no dump could go there.
+     * directory that is a file, that may not be written, or that cannot be created (a file, or a
+     * directory that may not be written, where it would go) is refused too, as no dump could go
+     * there.
      *
      * @return what is wrong and where to fix it, or null if they are all usable
      */
@@ -97,9 +99,31 @@ public final class BfcCommand implements Runnable {
             LeakDetection.fromSystemProperty();
             // The dumps are written from inside a failing call, whose message no command shows
             // (replay's calls answer null): a directory they cannot go to is said now.
-            if (dumps != null && Files.exists(dumps) && !Files.isDirectory(dumps)) {
-                return "-Dbfc4j.dumpOnOom=" + dumps + " is not a directory (expected: a directory for the"
-                        + " out-of-memory dumps, created if missing); change it or take it out of BFC_JAVA_OPTS";
+            if (dumps == null) {
+                return null;
+            }
+            String expected = " (expected: a directory for the out-of-memory dumps, created if missing); change it or"
+                    + " take it out of BFC_JAVA_OPTS";
+            if (Files.exists(dumps)) {
+                if (!Files.isDirectory(dumps)) {
+                    return "-Dbfc4j.dumpOnOom=" + dumps + " is not a directory" + expected;
+                }
+                return Files.isWritable(dumps) ? null
+                        : "-Dbfc4j.dumpOnOom=" + dumps + " is not writable: permission denied" + expected;
+            }
+            // Created with the first dump: where it cannot be, no dump is written, and no command says so.
+            Path existing = dumps.getParent();
+            while (existing != null && !Files.exists(existing)) {
+                existing = existing.getParent();
+            }
+            if (existing == null) {
+                existing = dumps.isAbsolute() ? dumps.getRoot() : Path.of("").toAbsolutePath();
+            }
+            if (!Files.isDirectory(existing)) {
+                return "-Dbfc4j.dumpOnOom=" + dumps + " cannot be created: " + existing + " is not a directory" + expected;
+            }
+            if (!Files.isWritable(existing)) {
+                return "-Dbfc4j.dumpOnOom=" + dumps + " cannot be created: permission denied in " + existing + expected;
             }
             return null;
         } catch (IllegalArgumentException e) {

@@ -5,12 +5,15 @@
 package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The {@code bfc} command itself: its version and its launcher. */
 class BfcCommandTest {
@@ -333,6 +336,10 @@ class BfcCommandTest {
             {"-Dbfc4j.dumpOnOom=" + tiny, "bfc: -Dbfc4j.dumpOnOom=" + tiny + " is not a directory (expected: a"
                     + " directory for the out-of-memory dumps, created if missing); change it or take it out of"
                     + " BFC_JAVA_OPTS"},
+            // A directory that cannot be made, under that file: as silent as the file itself.
+            {"-Dbfc4j.dumpOnOom=" + tiny.resolve("dumps"), "bfc: -Dbfc4j.dumpOnOom=" + tiny.resolve("dumps")
+                    + " cannot be created: " + tiny + " is not a directory (expected: a directory for"
+                    + " the out-of-memory dumps, created if missing); change it or take it out of BFC_JAVA_OPTS"},
         };
         for (String[] c : cases) {
             Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), c[0],
@@ -341,6 +348,33 @@ class BfcCommandTest {
             String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
             assertThat(p.waitFor()).as(output).isEqualTo(2);
             assertThat(output.lines()).as(output).containsExactly(c[1]);
+        }
+    }
+
+    /** A dump directory the user may not write to, or not create, is said at the start too. */
+    @Test
+    void aDumpDirectoryThatMayNotBeWrittenIsOneLineAndExitTwo(@TempDir Path dir) throws Exception {
+        Path locked = Files.createDirectory(dir.resolve("locked"));
+        Files.setPosixFilePermissions(locked, PosixFilePermissions.fromString("r-xr-xr-x"));
+        try {
+            assumeFalse(Files.isWritable(locked), "a directory without write permission is writable here (root)");
+            Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+            String[][] cases = {
+                {locked.toString(), "bfc: -Dbfc4j.dumpOnOom=" + locked + " is not writable: permission denied"},
+                {locked.resolve("a/b").toString(), "bfc: -Dbfc4j.dumpOnOom=" + locked.resolve("a/b")
+                        + " cannot be created: permission denied in " + locked},
+            };
+            for (String[] c : cases) {
+                Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                        "-Dbfc4j.dumpOnOom=" + c[0], "-cp", System.getProperty("java.class.path"),
+                        "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()).redirectErrorStream(true).start();
+                String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                assertThat(p.waitFor()).as(output).isEqualTo(2);
+                assertThat(output.lines()).as(output).containsExactly(c[1] + " (expected: a directory for the"
+                        + " out-of-memory dumps, created if missing); change it or take it out of BFC_JAVA_OPTS");
+            }
+        } finally {
+            Files.setPosixFilePermissions(locked, PosixFilePermissions.fromString("rwxr-xr-x"));
         }
     }
 }
