@@ -147,6 +147,44 @@ class LauncherRebuildTest {
     }
 
     @Test
+    void twoCommandsStartedTogetherBuildOnce() throws Exception {
+        // Two Mavens in the same target directories break each other's build (compilation
+        // errors in whichever module they meet): the second command waits, then finds the jar made.
+        script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\nsleep 2\nmkdir -p '" + jar.getParent()
+                + "'\n: > '" + jar + "'\n");
+        List<Process> both = new ArrayList<>();
+        for (String command : List.of("verify", "demo")) {
+            ProcessBuilder pb = new ProcessBuilder("/bin/sh", root.resolve("bin/bfc").toString(), command)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD);
+            pb.environment().put("PATH", fakeBin + ":" + System.getenv("PATH"));
+            both.add(pb.start());
+        }
+        List<String> errs = new ArrayList<>();
+        for (Process p : both) {
+            errs.add(new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8));
+            assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("bin/bfc returned").isTrue();
+            assertThat(p.exitValue()).as("exit status; stderr:%n%s", errs.get(errs.size() - 1)).isZero();
+        }
+        assertThat(Files.readAllLines(log)).as("stderr:%n%s", errs).containsExactlyInAnyOrder(
+                "mvn -B -q -DskipTests -pl bfc-cli -am package", "java -jar " + jar + " verify",
+                "java -jar " + jar + " demo");
+        assertThat(String.join("", errs)).contains("bfc: waiting for another bfc command to finish building " + jar);
+        assertThat(jar.resolveSibling("bfc-build.lock")).doesNotExist();
+    }
+
+    @Test
+    void aLockLeftByAKilledBuildIsTakenOver() throws Exception {
+        Process gone = new ProcessBuilder("true").start();
+        assertThat(gone.waitFor(10, TimeUnit.SECONDS)).isTrue();
+        Path lock = Files.createDirectories(jar.resolveSibling("bfc-build.lock"));
+        Files.writeString(lock.resolve("pid"), gone.pid() + "\n");
+        Run r = bfc("--version");
+        assertThat(r.calls).containsExactly("mvn -B -q -DskipTests -pl bfc-cli -am package",
+                "java -jar " + jar + " --version");
+        assertThat(lock).doesNotExist();
+    }
+
+    @Test
     void aBuildStoppedWithCtrlCLeavesNoLogBehind() throws Exception {
         // Ctrl-C reaches the terminal's foreground process group: the script and Maven alike.
         Path setsid = Path.of("/usr/bin/setsid");
@@ -183,6 +221,7 @@ class LauncherRebuildTest {
             assertThat(after.map(f -> f.getFileName().toString()).toList()).as("left in TMPDIR").isEmpty();
         }
         assertThat(jar).as("no jar from a stopped build").doesNotExist();
+        assertThat(jar.resolveSibling("bfc-build.lock")).as("the build's lock").doesNotExist();
     }
 
     @Test
