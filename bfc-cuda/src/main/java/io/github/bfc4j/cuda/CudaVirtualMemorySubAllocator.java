@@ -138,7 +138,7 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
             // Must be aligned to the page size and larger than the granularity; the granularity
             // is a multiple of the page size.
             size = alignUp(virtualAddressSpaceBytes, g);
-            reserved = driver.addressReserve(deviceId, size, 0);
+            reserved = reserve(driver, deviceId, size);
         } catch (RuntimeException e) {
             try {
                 driver.releasePrimaryContext(deviceId);
@@ -152,6 +152,28 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
         this.sizeBytes = size;
         LOG.log(Level.DEBUG, "Reserved GPU virtual memory at 0x{0} of size {1} bytes",
                 Long.toHexString(base), size);
+    }
+
+    /**
+     * Reserves {@code size} bytes. An out-of-memory answer says which setting asked for them: a
+     * GPU's virtual address space is far smaller than a {@code long} can say (an H200 reserves
+     * 2^46 bytes, refuses 2^47), and all the reservations of a process share it.
+     */
+    private static long reserve(CudaDriver driver, int deviceId, long size) {
+        try {
+            return driver.addressReserve(deviceId, size, 0);
+        } catch (CudaException e) {
+            if (!e.isOutOfMemory()) {
+                throw e;
+            }
+            CudaException said = new CudaException(e.code(), e.errorName(), e.call() + " for virtualAddressSpaceBytes="
+                    + size + " on GPU " + deviceId + " (expected: a range the GPU's virtual address space still has"
+                    + " room for, which is far smaller than 2^63 bytes and shared by every reservation of the"
+                    + " process; GpuBfcAllocators reserves GpuBfcOptions.virtualAddressSpaceBytes, or the memory"
+                    + " limit if that is 0)");
+            said.initCause(e);
+            throw said;
+        }
     }
 
     /** Rounds value up to the power-of-two alignment; fails on overflow. */

@@ -67,6 +67,40 @@ class CudaVirtualMemorySubAllocatorTest {
         assertThat(v.alloc(256, G)).isNotNull();
     }
 
+    /**
+     * A range larger than a GPU's virtual address space (2^47 bytes and more: what an H200
+     * refuses) cannot be reserved: the constructor throws the driver's out-of-memory error, named
+     * after the setting that asked for it, and keeps nothing retained or reserved; a range the
+     * space has room for is reserved, and one more than the others leave is refused too.
+     */
+    @Test
+    void aRangeLargerThanTheGpusAddressSpaceIsRefusedNamingTheSetting() {
+        for (long space : new long[] {1L << 47, 1L << 62, Long.MAX_VALUE - G + 1}) {
+            assertThatThrownBy(() -> new CudaVirtualMemorySubAllocator(driver, 0, space))
+                    .as("%d bytes", space)
+                    .isInstanceOfSatisfying(CudaException.class, e -> assertThat(e.isOutOfMemory()).isTrue())
+                    .hasMessageContaining("for virtualAddressSpaceBytes=" + space + " on GPU 0 (expected: a range")
+                    .hasMessageContaining("GpuBfcOptions.virtualAddressSpaceBytes, or the memory limit if that is 0")
+                    .hasMessageEndingWith("failed: CUDA_ERROR_OUT_OF_MEMORY (2)");
+            assertThat(driver.retainedContexts()).isZero();
+            assertThat(driver.liveReservations()).isZero();
+        }
+        CudaVirtualMemorySubAllocator half = vmm(1L << 46);
+        assertThat(half.reservedBytes()).isEqualTo(1L << 46);
+        assertThat(half.baseAddress() + half.reservedBytes()).as("the range ends below 2^63").isPositive();
+        // An H200 had room for 7 x 2^44 bytes in all (SimulatedCudaDriver.ADDRESS_SPACE_BYTES).
+        assertThatThrownBy(() -> new CudaVirtualMemorySubAllocator(driver, 0, (3L << 44) + G))
+                .as("more than the first reservation left").isInstanceOf(CudaException.class)
+                .hasMessageContaining("virtualAddressSpaceBytes=");
+        CudaVirtualMemorySubAllocator rest = vmm(3L << 44);
+        Block b = rest.alloc(256, 4 * G);
+        assertThat(b.ptr()).isEqualTo(rest.baseAddress());
+        rest.free(b.ptr(), b.bytes());
+        rest.close();
+        half.close();
+        assertThat(driver.liveReservations()).isZero();
+    }
+
     /** A request no reservation could hold, however large, is an out-of-memory answer too. */
     @Test
     void aRequestTooLargeToRoundUpAnswersNull() {

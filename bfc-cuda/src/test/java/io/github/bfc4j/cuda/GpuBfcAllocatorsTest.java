@@ -97,6 +97,32 @@ class GpuBfcAllocatorsTest {
         assertThat(d.retainedContexts()).isZero();
     }
 
+    /**
+     * A memory limit beyond what a GPU can reserve (2^62 bytes) with virtual memory and no
+     * virtualAddressSpaceBytes: create throws the driver's out-of-memory error naming the option,
+     * and keeps nothing; with a range the GPU can reserve, the same limit works.
+     */
+    @Test
+    void aMemoryLimitTooLargeToReserveNamesTheOptionAndARangeThatFitsWorks() {
+        SimulatedCudaDriver d = new SimulatedCudaDriver(1L << 30, 2L << 20);
+        assertThatThrownBy(() -> GpuBfcAllocators.create(d, 0, GpuBfcOptions.builder()
+                .memoryLimitBytes(1L << 62).virtualMemory(true).environment(env(Map.of())).build()))
+                .isInstanceOfSatisfying(CudaException.class, e -> assertThat(e.isOutOfMemory()).isTrue())
+                .hasMessageContaining("virtualAddressSpaceBytes=" + (1L << 62))
+                .hasMessageContaining("GpuBfcOptions.virtualAddressSpaceBytes, or the memory limit if that is 0");
+        assertThat(d.retainedContexts()).isZero();
+        assertThat(d.liveReservations()).isZero();
+        try (GpuBfcAllocator a = GpuBfcAllocators.create(d, 0, GpuBfcOptions.builder().memoryLimitBytes(1L << 62)
+                .virtualMemory(true).virtualAddressSpaceBytes(1L << 40).environment(env(Map.of())).build())) {
+            assertThat(a.allocator().memoryLimit()).isEqualTo(1L << 62);
+            long p = a.allocateRaw(256, 1 << 20);
+            assertThat(p).isNotZero();
+            assertThat(a.allocateRaw(256, 1L << 31)).as("more than the device has").isZero();
+            a.deallocateRaw(p);
+        }
+        assertThat(d.liveReservations()).isZero();
+    }
+
     @Test
     void memoryLimitIsAFractionOfFreeMemoryOrAbsolute() {
         CudaMemInfo info = new CudaMemInfo(1000_000, 4000_000);

@@ -55,6 +55,17 @@ final class SimulatedCudaDriver implements CudaDriver {
     private long nextDevice = 0x7f00_0000_0000L;
     private long nextHost = 0x5500_0000_0000L;
     private long nextReserve = 0x7e00_0000_0000L;
+
+    /**
+     * The room in the device's virtual address space, which all the reservations of a process
+     * share: a larger reservation (or one larger than what the others leave) fails with
+     * {@code CUDA_ERROR_OUT_OF_MEMORY}, as on a real GPU. Measured on an H200 (driver 580): one
+     * reservation of 2^46 bytes succeeded, one of 2^47 bytes and every larger size up to
+     * 2^64 - 2 MiB failed so, and seven reservations of 2^44 bytes succeeded together where an
+     * eighth failed: 7 x 2^44 bytes. Addresses are never reused here, so a test would have to
+     * reserve and free the whole room some 75,000 times before they ran past 2^63.
+     */
+    static final long ADDRESS_SPACE_BYTES = 7L << 44;
     private long nextHandle = 1;
     private long nextEvent = 0xe000;
 
@@ -351,11 +362,19 @@ final class SimulatedCudaDriver implements CudaDriver {
         String args = "bytes=" + bytes + ", alignment=" + alignment;
         enter("addressReserve", args);
         needsContext(device, "addressReserve");
-        if (bytes <= 0 || bytes % granularity != 0) {
+        if (bytes <= 0 || bytes % granularity != 0 || alignment < 0 || (alignment & (alignment - 1)) != 0) {
             throw error(CUDA_ERROR_INVALID_VALUE, "addressReserve", args);
         }
-        long ptr = nextReserve;
-        nextReserve += bytes + granularity;
+        long reserved = 0;
+        for (long r : reservations.values()) {
+            reserved += r;
+        }
+        if (bytes > ADDRESS_SPACE_BYTES - reserved || alignment > ADDRESS_SPACE_BYTES) {
+            throw error(CUDA_ERROR_OUT_OF_MEMORY, "addressReserve", args);
+        }
+        long a = Math.max(alignment, granularity);
+        long ptr = (nextReserve + a - 1) & -a;
+        nextReserve = ptr + bytes + granularity;
         reservations.put(ptr, bytes);
         return ptr;
     }
