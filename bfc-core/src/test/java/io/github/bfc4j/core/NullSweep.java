@@ -15,8 +15,6 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
 import java.lang.reflect.Parameter;
 import java.lang.reflect.RecordComponent;
-import java.net.URISyntaxException;
-import java.net.URL;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
@@ -259,37 +257,30 @@ public final class NullSweep {
 
     /**
      * The public classes of a package (not its subpackages) of the class path, top-level and
-     * nested, in name order.
+     * nested, in name order: those of the class-path root (directory or jar) that holds
+     * {@code anchor}.
      *
      * @param anchor a class of the package, which tells where the package's classes are
      * @return the public classes
      */
     public static List<Class<?>> publicClassesOf(Class<?> anchor) {
-        try {
-            URL where = anchor.getProtectionDomain().getCodeSource().getLocation();
-            Path root = Path.of(where.toURI());
-            String pkg = anchor.getPackageName();
-            Path dir = root.resolve(pkg.replace('.', File.separatorChar));
-            List<Class<?>> out = new ArrayList<>();
-            try (var files = Files.list(dir)) {
-                for (Path f : files.sorted().collect(Collectors.toList())) {
-                    String n = f.getFileName().toString();
-                    if (!n.endsWith(".class") || n.equals("package-info.class") || n.equals("module-info.class")) {
-                        continue;
-                    }
-                    Class<?> c = Class.forName(pkg + "." + n.substring(0, n.length() - 6), false,
-                            anchor.getClassLoader());
-                    if (isPublicApi(c)) {
-                        out.add(c);
-                    }
-                }
+        String pkg = anchor.getPackageName();
+        List<Class<?>> out = new ArrayList<>();
+        for (String n : ClassPathDirectory.files(anchor, pkg.replace('.', '/')).keySet()) {
+            if (!n.endsWith(".class") || n.equals("package-info.class") || n.equals("module-info.class")) {
+                continue;
             }
-            return out;
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } catch (URISyntaxException | ClassNotFoundException e) {
-            throw new IllegalStateException(e);
+            Class<?> c;
+            try {
+                c = Class.forName(pkg + "." + n.substring(0, n.length() - 6), false, anchor.getClassLoader());
+            } catch (ClassNotFoundException e) {
+                throw new IllegalStateException(e);
+            }
+            if (isPublicApi(c)) {
+                out.add(c);
+            }
         }
+        return out;
     }
 
     private static boolean isPublicApi(Class<?> c) {

@@ -6,16 +6,15 @@ package io.github.bfc4j.trace;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.ClassPathDirectory;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.zip.GZIPInputStream;
 import java.util.zip.GZIPOutputStream;
@@ -177,18 +176,20 @@ class TraceReaderMutationTest {
     private static List<byte[]> seeds() throws IOException {
         List<byte[]> seeds = new ArrayList<>();
         seeds.add(PROVENANCE_SEED.getBytes(StandardCharsets.UTF_8));
-        Path dir = Path.of("src/test/resources/io/github/bfc4j/trace/TraceReaderFuzzTestInputs"
-                + "/traceReaderParsesOrRejectsCleanly");
-        try (DirectoryStream<Path> files = Files.newDirectoryStream(dir, "*.bfctrace*")) {
-            for (Path f : files) {
-                byte[] b = Files.readAllBytes(f);
-                if (f.toString().endsWith(".gz")) {
-                    try (InputStream in = new GZIPInputStream(new ByteArrayInputStream(b))) {
-                        b = in.readAllBytes();
-                    }
-                }
-                seeds.add(b);
+        // From the class path (test-classes or the test jar), whatever the working directory.
+        Map<String, byte[]> files = ClassPathDirectory.files(TraceReaderMutationTest.class,
+                "io/github/bfc4j/trace/TraceReaderFuzzTestInputs/traceReaderParsesOrRejectsCleanly");
+        for (Map.Entry<String, byte[]> f : files.entrySet()) {
+            if (!f.getKey().contains(".bfctrace")) {
+                continue;
             }
+            byte[] b = f.getValue();
+            if (f.getKey().endsWith(".gz")) {
+                try (InputStream in = new GZIPInputStream(new ByteArrayInputStream(b))) {
+                    b = in.readAllBytes();
+                }
+            }
+            seeds.add(b);
         }
         assertThat(seeds).hasSizeGreaterThan(3);
         return seeds;
