@@ -121,8 +121,12 @@ public final class BfcAllocatorMetrics implements MeterBinder {
     }
 
     private static Tags tags(String name, MemoryType type, String deviceId, Iterable<Tag> extraTags) {
-        int i = 0;
-        for (Tag t : Objects.requireNonNull(extraTags, "extraTags=null (expected: more tags, Tags.empty() for none)")) {
+        // Taken once: what is checked is what is kept, even from an Iterable that can be iterated
+        // only once (a stream's iterator) or that answers differently the second time.
+        List<Tag> extra = new ArrayList<>();
+        Objects.requireNonNull(extraTags, "extraTags=null (expected: more tags, Tags.empty() for none)").forEach(extra::add);
+        for (int i = 0; i < extra.size(); i++) {
+            Tag t = extra.get(i);
             Objects.requireNonNull(t, "extraTags[" + i + "]=null (expected: a Tag, e.g. Tag.of(\"job\", \"serving\"))");
             for (BfcAllocatorMeters.Tags own : BfcAllocatorMeters.Tags.values()) {
                 if (own.asString().equals(t.getKey())) {
@@ -132,13 +136,12 @@ public final class BfcAllocatorMetrics implements MeterBinder {
                             + " and the deviceId argument set allocator.name, memory.type and device.id)");
                 }
             }
-            i++;
         }
         return Tags.of(
                         BfcAllocatorMeters.Tags.ALLOCATOR_NAME.asString(), name,
                         BfcAllocatorMeters.Tags.MEMORY_TYPE.asString(), memoryTypeTag(type),
                         BfcAllocatorMeters.Tags.DEVICE_ID.asString(), Objects.requireNonNull(deviceId, "deviceId=null (expected: the device.id tag, e.g. \"0\")"))
-                .and(extraTags);
+                .and(extra);
     }
 
     /**

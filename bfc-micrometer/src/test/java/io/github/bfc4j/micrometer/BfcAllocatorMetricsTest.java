@@ -19,6 +19,7 @@ import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.nio.ByteBuffer;
@@ -144,6 +145,30 @@ class BfcAllocatorMetricsTest {
             assertThat(value(e, "bfc_allocator_frees_total")).isZero();
             assertThat(value(e, "bfc_allocator_pool_size_bytes")).isEqualTo(second.reservedBytes()).isPositive();
             second.deallocateRaw(p);
+        }
+    }
+
+    /**
+     * The extra tags are taken once: those of an Iterable that can be iterated only once (a
+     * stream's iterator) tag the meters, and one that answers an own key the second time cannot
+     * replace the meters' own tag past the check made on the first.
+     */
+    @Test
+    void extraTagsAreTakenOnce() {
+        try (BfcAllocator a = sim("once")) {
+            SimpleMeterRegistry r = new SimpleMeterRegistry();
+            new BfcAllocatorMetrics(a, "0", java.util.stream.Stream.of(Tag.of("job", "serving"))::iterator).bindTo(r);
+            assertThat(r.getMeters()).hasSize(BfcAllocatorMeters.values().length)
+                    .allSatisfy(m -> assertThat(m.getId().getTag("job")).isEqualTo("serving"));
+            int[] iterations = {0};
+            Iterable<Tag> changing = () -> (iterations[0]++ == 0 ? List.of(Tag.of("job", "x"))
+                    : List.of(Tag.of("allocator.name", "someone_else"))).iterator();
+            SimpleMeterRegistry r2 = new SimpleMeterRegistry();
+            new BfcAllocatorMetrics(BfcAllocatorView.of(a), "1", changing).bindTo(r2);
+            assertThat(r2.getMeters()).isNotEmpty().allSatisfy(m -> {
+                assertThat(m.getId().getTag("allocator.name")).isEqualTo("once");
+                assertThat(m.getId().getTag("job")).isEqualTo("x");
+            });
         }
     }
 
