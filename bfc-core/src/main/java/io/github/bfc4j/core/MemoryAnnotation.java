@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.NullElements;
 import java.util.List;
 
 /**
@@ -90,25 +91,16 @@ public final class MemoryAnnotation implements AutoCloseable {
      *     stack as usual
      * @return the annotation; close it (try-with-resources) when the scope ends
      * @throws IllegalArgumentException if {@code name} is empty, or null without a stack,
-     *     {@code step} is below -1, or a frame of {@code stack} is null
+     *     {@code step} is below -1, or a frame of {@code stack} is null ({@code stack[i]=null})
      */
     public static MemoryAnnotation push(String name, long step, List<StackFrame> stack) {
         if (step < -1) {
             throw new IllegalArgumentException("step=" + step + " (expected: >= 0, or -1 for none)");
         }
-        if (stack != null) {
-            int i = 0;
-            for (StackFrame f : stack) {
-                if (f == null) {
-                    throw new IllegalArgumentException("stack frame " + i + " is null (expected: the frames,"
-                            + " innermost first; null or an empty list for no stack)");
-                }
-                i++;
-            }
-        }
+        List<StackFrame> st = stack == null || stack.isEmpty() ? null : NullElements.copyOf(stack, "stack",
+                "a StackFrame, innermost first; null or an empty list for no stack", IllegalArgumentException::new);
         MemoryAnnotation parent = CURRENT.get();
         long s = step >= 0 || parent == null ? step : parent.step;
-        List<StackFrame> st = stack == null || stack.isEmpty() ? null : List.copyOf(stack);
         String n = name == null && st != null && parent != null ? parent.name : name;
         if (name == null && st != null) {
             MemoryAnnotation a = new MemoryAnnotation(n, s, st, parent);

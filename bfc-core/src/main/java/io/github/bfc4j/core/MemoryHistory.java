@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.NullElements;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -35,7 +36,7 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
      */
     public MemoryHistory {
         Objects.requireNonNull(events, "events=null (expected: the events kept, oldest first; List.of() for none)");
-        events = List.copyOf(events);
+        events = NullElements.copyOf(events, "events", "a MemoryEvent, oldest first");
     }
 
     /**
@@ -153,6 +154,14 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
     public static List<Map.Entry<Integer, MemoryEvent>> mergeByTime(List<List<MemoryEvent>> histories) {
         Objects.requireNonNull(histories, "histories=null (expected: the events of each history, e.g."
                 + " one snapshot's history().events() per shard)");
+        // Checked (and copied) before any is merged: a null would otherwise fail inside the merge
+        // or, in a history merged with no other, come out as an event.
+        List<List<MemoryEvent>> hs = new ArrayList<>(NullElements.copyOf(histories, "histories",
+                "the events of a history, List.of() for none"));
+        for (int i = 0; i < hs.size(); i++) {
+            hs.set(i, NullElements.copyOf(hs.get(i), "histories[" + i + "]", "a MemoryEvent, oldest first"));
+        }
+        histories = hs;
         List<Map.Entry<Integer, MemoryEvent>> merged = new ArrayList<>();
         int[] next = new int[histories.size()];
         while (true) {

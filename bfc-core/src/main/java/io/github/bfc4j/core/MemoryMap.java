@@ -6,6 +6,7 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.NullElements;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -45,15 +46,18 @@ public record MemoryMap(
     /**
      * Checks and copies the lists.
      *
-     * @throws NullPointerException if an argument is null
+     * @throws NullPointerException if an argument is null, or an element of {@code bins} or
+     *     {@code regions}
      */
     public MemoryMap {
         Objects.requireNonNull(allocatorName, "allocatorName=null (expected: the allocator's name)");
         Objects.requireNonNull(memoryType, "memoryType=null (expected: a MemoryType, UNKNOWN if not known)");
         Objects.requireNonNull(stats, "stats=null (expected: AllocatorStats, e.g. allocator.getStats())");
         Objects.requireNonNull(memoryStats, "memoryStats=null (expected: MemoryStats, e.g. allocator.memoryStats())");
-        bins = List.copyOf(Objects.requireNonNull(bins, "bins=null (expected: the bins, e.g. allocator.getBinDebugInfo())"));
-        regions = List.copyOf(Objects.requireNonNull(regions, "regions=null (expected: the regions, List.of() for none)"));
+        bins = NullElements.copyOf(Objects.requireNonNull(bins, "bins=null (expected: the bins, e.g. allocator.getBinDebugInfo())"),
+                "bins", "a BinDebugInfo for each bin");
+        regions = NullElements.copyOf(Objects.requireNonNull(regions, "regions=null (expected: the regions, List.of() for none)"),
+                "regions", "a Region, in address order");
     }
 
     /**
@@ -70,7 +74,8 @@ public record MemoryMap(
          * @throws NullPointerException if {@code chunks} or one of them is null
          */
         public Region {
-            chunks = List.copyOf(Objects.requireNonNull(chunks, "chunks=null (expected: the region's chunks, in address order)"));
+            chunks = NullElements.copyOf(Objects.requireNonNull(chunks, "chunks=null (expected: the region's chunks, in address order)"),
+                    "chunks", "a Chunk, in address order");
         }
     }
 

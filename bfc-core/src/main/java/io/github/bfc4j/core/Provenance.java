@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.NullElements;
 import java.time.Instant;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
@@ -34,9 +35,13 @@ public record Provenance(long timeMicros, String thread, String annotation, long
     /** Nothing known. */
     public static final Provenance UNKNOWN = new Provenance(-1, null, null, -1, List.of());
 
-    /** Copies the stack (a {@code null} stack becomes empty). */
+    /**
+     * Copies the stack (a {@code null} stack becomes empty).
+     *
+     * @throws NullPointerException if a frame of {@code stack} is null
+     */
     public Provenance {
-        stack = stack == null ? List.of() : List.copyOf(stack);
+        stack = stack == null ? List.of() : NullElements.copyOf(stack, "stack", "a StackFrame, innermost first");
     }
 
     /**

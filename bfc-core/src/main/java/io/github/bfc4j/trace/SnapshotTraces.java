@@ -9,6 +9,7 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryHistory;
 import io.github.bfc4j.core.MemorySnapshot;
+import io.github.bfc4j.core.internal.NullElements;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -95,10 +96,7 @@ public final class SnapshotTraces {
      * @throws NullPointerException if {@code snapshots} or one of them is null
      */
     public static TraceHeader header(List<MemorySnapshot> snapshots, String name) {
-        Objects.requireNonNull(snapshots, "snapshots=null (expected: the allocators' snapshots, e.g. List.of(allocator.snapshot()))");
-        for (int i = 0; i < snapshots.size(); i++) {
-            Objects.requireNonNull(snapshots.get(i), "snapshots[" + i + "]");
-        }
+        snapshots = checked(snapshots);
         if (snapshots.isEmpty()) {
             throw new IllegalArgumentException("no snapshot: give the snapshots of the allocators whose calls make the trace");
         }
@@ -129,6 +127,12 @@ public final class SnapshotTraces {
         return new TraceHeader(name, TraceHeader.WORKLOAD_SOURCE_PREFIX + " recorded by bfc4j from " + from,
                 limit, o.allowGrowth(), o.garbageCollection(), o.fragmentationFraction(), false, SIM_BASE,
                 capacity, 0, first.coalescingRegions());
+    }
+
+    /** A copy of the caller's list of snapshots, refusing a null list or snapshot by name. */
+    private static List<MemorySnapshot> checked(List<MemorySnapshot> snapshots) {
+        Objects.requireNonNull(snapshots, "snapshots=null (expected: the allocators' snapshots, e.g. List.of(allocator.snapshot()))");
+        return NullElements.copyOf(snapshots, "snapshots", "a MemorySnapshot, e.g. allocator.snapshot()");
     }
 
     /**
@@ -186,10 +190,11 @@ public final class SnapshotTraces {
      */
     public static void write(List<MemorySnapshot> snapshots, Path file, String name) throws IOException {
         Objects.requireNonNull(file, "file=null (expected: the trace file, e.g. Path.of(\"my.bfctrace\"))");
-        TraceHeader header = header(snapshots, name);
+        List<MemorySnapshot> all = checked(snapshots);   // the list the header is made of is the one written
+        TraceHeader header = header(all, name);
         // Whole or not at all: a write that fails part way (a history found inconsistent, a full
         // disk) leaves the file as it was, never a trace cut short that reads as a whole one.
-        TraceWriter.write(file, w -> write(snapshots, header, w));
+        TraceWriter.write(file, w -> write(all, header, w));
     }
 
     /**

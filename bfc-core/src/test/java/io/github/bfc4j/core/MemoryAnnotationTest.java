@@ -117,7 +117,7 @@ class MemoryAnnotationTest {
         assertThatThrownBy(() -> MemoryAnnotation.push(null, -1, null)).isInstanceOf(IllegalArgumentException.class);
         List<StackFrame> withNull = java.util.Arrays.asList(new StackFrame("", "f", null, -1), null);
         assertThatThrownBy(() -> MemoryAnnotation.push("x", 1, withNull)).isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("stack frame 1 is null (expected: the frames, innermost first; null or an empty list for"
+                .hasMessage("stack[1]=null (expected: a StackFrame, innermost first; null or an empty list for"
                         + " no stack)");
         assertThat(MemoryAnnotation.current()).as("nothing was pushed").isNull();
     }

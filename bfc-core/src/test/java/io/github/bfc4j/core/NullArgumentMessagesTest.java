@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.core;
 
+import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
@@ -129,5 +130,25 @@ class NullArgumentMessagesTest {
         assertThatThrownBy(() -> StackFrame.of((StackWalker.StackFrame) null)).isInstanceOf(NullPointerException.class)
                 .hasMessageStartingWith("f=null (expected: ");
         MemoryHistory.mergeByTime(List.of()); // still fine
+    }
+
+    /**
+     * A null event inside one of the histories is refused by both indexes before anything is
+     * merged; a history of one was merged with its null in it (the null came out as an event).
+     */
+    @Test
+    void aNullEventInAHistoryToMergeIsNamedByItsIndexes() {
+        MemoryEvent e = new MemoryEvent(MemoryEvent.Kind.ALLOC, 0x1000, 256, 256, 256, 1, 0, Provenance.UNKNOWN);
+        List<MemoryEvent> withNull = java.util.Arrays.asList(e, null);
+        assertThatThrownBy(() -> MemoryHistory.mergeByTime(List.of(withNull)))
+                .isInstanceOf(NullPointerException.class)
+                .hasMessage("histories[0][1]=null (expected: a MemoryEvent, oldest first)");
+        assertThatThrownBy(() -> MemoryHistory.mergeByTime(List.of(List.of(e), withNull)))
+                .isInstanceOf(NullPointerException.class)
+                .hasMessageStartingWith("histories[1][1]=null (expected: ");
+        assertThatThrownBy(() -> MemoryHistory.mergeByTime(java.util.Arrays.asList(List.of(e), null)))
+                .isInstanceOf(NullPointerException.class)
+                .hasMessageStartingWith("histories[1]=null (expected: ");
+        assertThat(MemoryHistory.mergeByTime(List.of(List.of(e), List.of()))).hasSize(1);
     }
 }

@@ -37,7 +37,11 @@ import java.util.stream.Collectors;
 /**
  * Calls every public constructor and method of a module's exported packages once per reference
  * parameter, with that one argument null and every other argument valid, and lists what does
- * not refuse the null as bfc4j does.
+ * not refuse the null as bfc4j does. A parameter that holds elements (a list, collection or
+ * other iterable but a {@link Path}, an array of objects) is called once more with a valid
+ * value that holds a null after its elements, which must be refused as {@code NAME[i]=null
+ * (expected: ...)}, {@code i} that null's index, before anything changes; its allow-list key is
+ * the parameter's with {@code []} appended.
  *
  * <p>The rule, taken from what the public API says today ({@code Objects.requireNonNull(x,
  * "x=null (expected: ...)")}, and {@link IllegalArgumentException} in the builders that already
@@ -409,106 +413,153 @@ public final class NullSweep {
             if (params[i].getType().isPrimitive()) {
                 continue;
             }
-            String at = key + "[" + i + "]";
-            boolean mayBeNull = nullable.containsKey(at);
-            if (mayBeNull) {
-                allowUsed.add(at);
-            }
-            Object[] args = new Object[params.length];
-            Subject subject = null;
-            try {
-                for (int j = 0; j < params.length; j++) {
-                    if (j != i) {
-                        args[j] = params[j].getType().isPrimitive() ? primitive(params[j].getType())
-                                : sampleOf(params[j].getParameterizedType().getTypeName());
-                    }
+            // Once with the argument null; for a list, collection, iterable or array, once more with a
+            // valid one that holds a null after its elements: both must be refused by name (the
+            // element by name and index, name[i]=null), before anything changes.
+            for (int variant = 0; variant < (holdsElements(params[i].getType()) ? 2 : 1); variant++) {
+                boolean element = variant == 1;
+                String at = key + "[" + i + "]" + (element ? "[]" : "");
+                boolean mayBeNull = nullable.containsKey(at);
+                if (mayBeNull) {
+                    allowUsed.add(at);
                 }
-                if (!isStatic && !isCtor) {
-                    Function<Executable, Subject> f = receivers.get(e.getDeclaringClass());
-                    if (f == null) {
-                        problems.add("no receiver for " + e.getDeclaringClass().getName() + " (for " + key + ")");
-                        return;
-                    }
-                    subject = f.apply(e);
-                }
-            } catch (IllegalStateException noSample) {
-                problems.add(at + ": " + noSample.getMessage() + " (add one to the sweep)");
-                closeAll(problems, at);
-                continue;
-            }
-            List<Object> argSnapshot = Arrays.asList(args.clone());
-            Object before = subject == null ? null : subject.state().get();
-            calls++;
-            Throwable thrown = null;
-            try {
-                if (!Modifier.isPublic(e.getDeclaringClass().getModifiers())) {
-                    e.setAccessible(true); // a public method of a class that is not, reached through a public type
-                }
-                Object result = isCtor ? ((Constructor<?>) e).newInstance(args)
-                        : ((Method) e).invoke(subject == null ? null : subject.receiver(), args);
-                if (result instanceof AutoCloseable c) {
-                    closeLater(c); // what a call that took the null opened (a MemoryAnnotation scope)
-                }
-            } catch (InvocationTargetException ite) {
-                thrown = ite.getCause();
-            } catch (ReflectiveOperationException | IllegalArgumentException reflect) {
-                problems.add(at + ": could not be called: " + reflect);
-                closeAll(problems, at);
-                continue;
-            }
-            if (thrown == null) {
-                if (!mayBeNull) {
-                    problems.add(at + ": accepted null (no exception) though no javadoc allows it");
-                }
-            } else if (mayBeNull) {
-                problems.add(at + ": null is allowed (" + nullable.get(at) + ") but the call threw " + describe(thrown));
-            } else if (!(thrown instanceof NullPointerException || thrown instanceof IllegalArgumentException)) {
-                problems.add(at + ": threw " + describe(thrown));
-            } else {
-                String msg = String.valueOf(thrown.getMessage());
-                Matcher m = HOUSE.matcher(msg);
-                if (!m.matches()) {
-                    problems.add(at + ": message not 'name=null (expected: ...)': " + describe(thrown));
-                } else {
-                    String name = m.group(1);
-                    String expected = names.containsKey(at) ? names.get(at) : expectedName(e, i);
-                    if (names.containsKey(at)) {
-                        allowUsed.add(at);
-                    }
-                    if (expected != null && !expected.equals(name)) {
-                        problems.add(at + ": names '" + name + "', the parameter is '" + expected + "': " + msg);
-                    } else if (expected == null && !documented(e, name)) {
-                        problems.add(at + ": names '" + name + "', which no @param of a "
-                                + e.getDeclaringClass().getSimpleName() + "." + declaredName(e)
-                                + " in the source documents: " + msg);
-                    } else if (namesGiven.containsKey(name)) {
-                        problems.add(at + ": names '" + name + "', as parameter " + namesGiven.get(name) + " does: " + msg);
-                    }
-                    namesGiven.put(name, i);
-                }
-            }
-            if (subject != null) {
+                Object[] args = new Object[params.length];
+                Subject subject = null;
+                int nullAt = -1;
                 try {
-                    Object after = subject.state().get();
-                    if (thrown != null && !String.valueOf(before).equals(String.valueOf(after))) {
-                        problems.add(at + ": the refused call changed the receiver: " + before + " -> " + after);
+                    for (int j = 0; j < params.length; j++) {
+                        if (j != i || element) {
+                            args[j] = params[j].getType().isPrimitive() ? primitive(params[j].getType())
+                                    : sampleOf(params[j].getParameterizedType().getTypeName());
+                        }
                     }
-                    subject.use().run();
-                } catch (RuntimeException | AssertionError broken) {
-                    problems.add(at + ": the receiver no longer works after the call: " + describe(broken));
+                    if (element) {
+                        nullAt = sizeOf(args[i]);
+                        args[i] = withNullElement(args[i], params[i].getType());
+                    }
+                    if (!isStatic && !isCtor) {
+                        Function<Executable, Subject> f = receivers.get(e.getDeclaringClass());
+                        if (f == null) {
+                            problems.add("no receiver for " + e.getDeclaringClass().getName() + " (for " + key + ")");
+                            return;
+                        }
+                        subject = f.apply(e);
+                    }
+                } catch (IllegalStateException noSample) {
+                    problems.add(at + ": " + noSample.getMessage() + " (add one to the sweep)");
+                    closeAll(problems, at);
+                    continue;
                 }
-            }
-            if (thrown != null) {
-                for (Object a : argSnapshot) {
-                    if (a instanceof Path p && Files.exists(p)) {
-                        problems.add(at + ": the refused call created " + p.getFileName());
-                    } else if (a instanceof ByteArrayOutputStream b && b.size() != 0) {
-                        problems.add(at + ": the refused call wrote " + b.size() + " bytes to the stream");
+                List<Object> argSnapshot = Arrays.asList(args.clone());
+                Object before = subject == null ? null : subject.state().get();
+                calls++;
+                Throwable thrown = null;
+                try {
+                    if (!Modifier.isPublic(e.getDeclaringClass().getModifiers())) {
+                        e.setAccessible(true); // a public method of a class that is not, reached through a public type
+                    }
+                    Object result = isCtor ? ((Constructor<?>) e).newInstance(args)
+                            : ((Method) e).invoke(subject == null ? null : subject.receiver(), args);
+                    if (result instanceof AutoCloseable c) {
+                        closeLater(c); // what a call that took the null opened (a MemoryAnnotation scope)
+                    }
+                } catch (InvocationTargetException ite) {
+                    thrown = ite.getCause();
+                } catch (ReflectiveOperationException | IllegalArgumentException reflect) {
+                    problems.add(at + ": could not be called: " + reflect);
+                    closeAll(problems, at);
+                    continue;
+                }
+                if (thrown == null) {
+                    if (!mayBeNull) {
+                        problems.add(at + ": accepted " + (element ? "a null element" : "null")
+                                + " (no exception) though no javadoc allows it");
+                    }
+                } else if (mayBeNull) {
+                    problems.add(at + ": null is allowed (" + nullable.get(at) + ") but the call threw " + describe(thrown));
+                } else if (!(thrown instanceof NullPointerException || thrown instanceof IllegalArgumentException)) {
+                    problems.add(at + ": threw " + describe(thrown));
+                } else {
+                    String msg = String.valueOf(thrown.getMessage());
+                    Matcher m = HOUSE.matcher(msg);
+                    if (!m.matches()) {
+                        problems.add(at + ": message not 'name=null (expected: ...)': " + describe(thrown));
+                    } else {
+                        String name = m.group(1);
+                        String expected = names.containsKey(at) ? names.get(at) : expectedName(e, i);
+                        if (names.containsKey(at)) {
+                            allowUsed.add(at);
+                        }
+                        if (expected != null && !expected.equals(name)) {
+                            problems.add(at + ": names '" + name + "', the parameter is '" + expected + "': " + msg);
+                        } else if (expected == null && !documented(e, name)) {
+                            problems.add(at + ": names '" + name + "', which no @param of a "
+                                    + e.getDeclaringClass().getSimpleName() + "." + declaredName(e)
+                                    + " in the source documents: " + msg);
+                        } else if (element && !msg.startsWith(name + "[" + nullAt + "]=null (expected: ")) {
+                            problems.add(at + ": does not name the null element '" + name + "[" + nullAt + "]': " + msg);
+                        } else if (!element && namesGiven.containsKey(name)) {
+                            problems.add(at + ": names '" + name + "', as parameter " + namesGiven.get(name) + " does: " + msg);
+                        }
+                        if (!element) {
+                            namesGiven.put(name, i);
+                        }
                     }
                 }
+                if (subject != null) {
+                    try {
+                        Object after = subject.state().get();
+                        if (thrown != null && !String.valueOf(before).equals(String.valueOf(after))) {
+                            problems.add(at + ": the refused call changed the receiver: " + before + " -> " + after);
+                        }
+                        subject.use().run();
+                    } catch (RuntimeException | AssertionError broken) {
+                        problems.add(at + ": the receiver no longer works after the call: " + describe(broken));
+                    }
+                }
+                if (thrown != null) {
+                    for (Object a : argSnapshot) {
+                        if (a instanceof Path p && Files.exists(p)) {
+                            problems.add(at + ": the refused call created " + p.getFileName());
+                        } else if (a instanceof ByteArrayOutputStream b && b.size() != 0) {
+                            problems.add(at + ": the refused call wrote " + b.size() + " bytes to the stream");
+                        }
+                    }
+                }
+                closeAll(problems, at);
             }
-            closeAll(problems, at);
         }
+    }
+
+    /** Whether a parameter of this type holds elements a caller could leave null. */
+    private static boolean holdsElements(Class<?> t) {
+        return (t.isArray() && !t.getComponentType().isPrimitive())
+                || (Iterable.class.isAssignableFrom(t) && !Path.class.isAssignableFrom(t));
+    }
+
+    private static int sizeOf(Object sample) {
+        if (sample instanceof Object[] a) {
+            return a.length;
+        }
+        int n = 0;
+        for (Object ignored : (Iterable<?>) sample) {
+            n++;
+        }
+        return n;
+    }
+
+    /** The sample's elements and then a null, as an array of the sample's type or an ArrayList. */
+    private static Object withNullElement(Object sample, Class<?> type) {
+        if (sample instanceof Object[] a) {
+            return Arrays.copyOf(a, a.length + 1);
+        }
+        List<Object> l = new ArrayList<>();
+        ((Iterable<?>) sample).forEach(l::add);
+        l.add(null);
+        if (!type.isInstance(l)) {
+            throw new IllegalStateException("no sample of " + type.getName() + " with a null element");
+        }
+        return l;
     }
 
     private void closeAll(List<String> problems, String at) {

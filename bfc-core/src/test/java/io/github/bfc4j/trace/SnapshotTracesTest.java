@@ -242,7 +242,8 @@ class SnapshotTracesTest {
             assertThatThrownBy(() -> SnapshotTraces.header(List.of(), "x"))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith("no snapshot");
             assertThatThrownBy(() -> SnapshotTraces.header(java.util.Arrays.asList(a.snapshot(), null), "x"))
-                    .isInstanceOf(NullPointerException.class).hasMessage("snapshots[1]");
+                    .isInstanceOf(NullPointerException.class)
+                    .hasMessage("snapshots[1]=null (expected: a MemorySnapshot, e.g. allocator.snapshot())");
             assertThat(dir.resolve("x")).doesNotExist();
         }
     }
