@@ -95,6 +95,9 @@ public final class BfcAllocator implements MemoryAllocator {
     /** The out-of-memory reports, for {@link #allocate(long)}'s exception. */
     private final OutOfMemoryReporter oomReporter;
 
+    /** Runtimes this allocator's memory is lent to, for close()'s advice. */
+    private final Loans loans = new Loans();
+
     /** Guarded by the lock: the history and who holds each chunk, when recorded. */
     private final HistoryRecorder history;
 
@@ -809,9 +812,9 @@ public final class BfcAllocator implements MemoryAllocator {
                 MemoryMap recorded = memoryMapForHoldersLocked();
                 String holders = recorded == null ? "" : HolderText.messageSentence(recorded);
                 if (closePolicy == ClosePolicy.REFUSE) {
-                    String message = "close() refused: " + what + ". Close (or deallocate) them first; or build"
-                            + " the allocator with closePolicy(ClosePolicy.FORCE) to free the memory under them"
-                            + " anyway." + holders;
+                    String message = "close() refused: " + what + ". " + loans.advice("Close (or deallocate) them"
+                            + " first; or build the allocator with closePolicy(ClosePolicy.FORCE) to free the memory"
+                            + " under them anyway.") + holders;
                     LOG.log(Level.WARNING, message);
                     throw new IllegalStateException(message);
                 }
@@ -1486,6 +1489,25 @@ public final class BfcAllocator implements MemoryAllocator {
         } finally {
             port.unlock();
         }
+    }
+
+    /**
+     * Says that an adapter lends this allocator's memory to a runtime that frees it only in its
+     * own terms (ONNX Runtime's {@code BfcOrtAllocator}). Until the loan is closed, a
+     * {@link #close()} refused because allocations are live names {@code runtime} and says
+     * {@code release}, in place of its advice for memory the caller holds (close the handles, or
+     * build the allocator with {@link ClosePolicy#FORCE}, which would free memory under the
+     * runtime).
+     *
+     * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
+     * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
+     *     returned, then close the BfcOrtAllocator}
+     * @return the loan; close it once the runtime holds none of this allocator's memory
+     * @throws NullPointerException if an argument is null
+     */
+    @Override
+    public Loan lendTo(String runtime, String release) {
+        return loans.lend(runtime, release);
     }
 
     /**

@@ -175,6 +175,30 @@ public interface MemoryAllocator extends AutoCloseable {
     /** @return whether {@link #close()} has closed it */
     boolean isClosed();
 
+    /**
+     * Says that an adapter lends this allocator's memory to a runtime that frees it only in its
+     * own terms (ONNX Runtime's {@code BfcOrtAllocator}). Until the loan is closed, a
+     * {@link #close()} refused because allocations are live names {@code runtime} and says
+     * {@code release}, what makes it free the memory it holds, in place of the advice meant for
+     * memory the caller holds itself (close the handles, or build the allocator with
+     * {@link ClosePolicy#FORCE}, which would free memory under the runtime).
+     *
+     * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
+     * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
+     *     returned, then close the BfcOrtAllocator}
+     * @return the loan; close it once the runtime holds none of this allocator's memory
+     * @throws NullPointerException if an argument is null
+     */
+    Loan lendTo(String runtime, String release);
+
+    /** A loan of {@link #lendTo}: closing it takes its advice back. */
+    interface Loan extends AutoCloseable {
+
+        /** Takes the advice back; closing it again does nothing. */
+        @Override
+        void close();
+    }
+
     /** Closes the allocator as its close policy says. */
     @Override
     void close();

@@ -79,6 +79,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     private final String name;
     private final ClosePolicy closePolicy;
     private final BfcAllocator[] shards;
+    /** Runtimes this allocator's memory is lent to, for close()'s advice. */
+    private final Loans loans = new Loans();
     /** The shards' algorithms, called directly on the allocate/free path (one load fewer per call). */
     private final BfcPort[] ports;
     private final List<BfcAllocator> shardList;
@@ -805,6 +807,25 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * Says that an adapter lends this allocator's memory to a runtime that frees it only in its
+     * own terms (ONNX Runtime's {@code BfcOrtAllocator}). Until the loan is closed, a
+     * {@link #close()} refused because allocations are live names {@code runtime} and says
+     * {@code release}, in place of its advice for memory the caller holds (close the handles, or
+     * build the allocator with {@link ClosePolicy#FORCE}, which would free memory under the
+     * runtime).
+     *
+     * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
+     * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
+     *     returned, then close the BfcOrtAllocator}
+     * @return the loan; close it once the runtime holds none of this allocator's memory
+     * @throws NullPointerException if an argument is null
+     */
+    @Override
+    public Loan lendTo(String runtime, String release) {
+        return loans.lend(runtime, release);
+    }
+
+    /**
      * Tells {@code listener} of every failed allocation, from whichever shard reports it. The
      * report is the failing shard's (its name, its snapshot), and its summary ends with the
      * figures and largest holders of all shards together, read just after the failure (as the
@@ -1068,8 +1089,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         }
         if (!live.isEmpty()) {
             String message = "close() of allocator '" + name + "' refused: " + String.join("; ", live)
-                    + ". No shard was closed. Close (or deallocate) them first; or build the allocator"
-                    + " with closePolicy(ClosePolicy.FORCE) to free the memory under them anyway."
+                    + ". No shard was closed. " + loans.advice("Close (or deallocate) them first; or build the"
+                    + " allocator with closePolicy(ClosePolicy.FORCE) to free the memory under them anyway.")
                     + HolderText.messageSentence(recorded);
             LOG.log(Level.WARNING, message);
             throw new IllegalStateException(message);

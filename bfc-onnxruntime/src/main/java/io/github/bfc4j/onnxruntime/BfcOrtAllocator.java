@@ -112,6 +112,12 @@ public final class BfcOrtAllocator implements AutoCloseable {
     private final OrtMemoryInfo memoryInfo;
     private final OrtAllocator struct;
     private final long structAddress;
+    /**
+     * Makes a close() of {@link #bfc} refused while ORT holds its memory say what frees it here
+     * (release ORT's sessions and values, close this), not the FORCE policy register refuses.
+     * Closed once this is.
+     */
+    private final MemoryAllocator.Loan loan;
 
     private volatile boolean closed;
     /**
@@ -147,6 +153,8 @@ public final class BfcOrtAllocator implements AutoCloseable {
         this.memoryInfo = memoryInfo;
         this.struct = struct;
         this.structAddress = struct.address();
+        this.loan = bfc.lendTo("ONNX Runtime (BfcOrtAllocator '" + bfc.name() + "')", "release the sessions created"
+                + " while it was registered and the OrtValues they returned, then close the BfcOrtAllocator");
     }
 
     /**
@@ -235,6 +243,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
                 OrtCallException.check(api, api.RegisterAllocator(env, struct), "RegisterAllocator");
             } catch (RuntimeException e) {
                 a.closed = true;
+                a.loan.close();
                 registered = null;
                 api.ReleaseEnv(env);
                 throw e;
@@ -345,6 +354,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
                 throw e;
             }
             registered = null;
+            loan.close();
             try {
                 OrtCallException.check(api, api.UnregisterAllocator(env, memoryInfo), "UnregisterAllocator");
             } catch (OrtCallException e) {

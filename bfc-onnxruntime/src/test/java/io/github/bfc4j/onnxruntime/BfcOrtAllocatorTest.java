@@ -188,9 +188,14 @@ class BfcOrtAllocatorTest {
             try (EmbeddingSession session = new EmbeddingSession(env, MODEL, EmbeddingSession.options(true))) {
                 int[] before = RealModelEmbeddingsTest.bits(session.run(batch).hidden());
                 long inUse = bfc.bytesInUse();
+                // The advice is what frees memory ORT holds; not ClosePolicy.FORCE, which register refuses.
                 assertThatThrownBy(bfc::close)
                         .isInstanceOf(IllegalStateException.class)
-                        .hasMessageContaining("close() refused: allocator 'ort_refuse' has");
+                        .hasMessageContaining("close() refused: allocator 'ort_refuse' has")
+                        .hasMessageContaining("ONNX Runtime (BfcOrtAllocator 'ort_refuse') may hold memory of it:"
+                                + " release the sessions created while it was registered and the OrtValues they"
+                                + " returned, then close the BfcOrtAllocator.")
+                        .message().doesNotContain("ClosePolicy.FORCE");
                 assertThatThrownBy(ort::close)
                         .isInstanceOf(IllegalStateException.class)
                         .hasMessageContaining("ONNX Runtime still holds")
@@ -556,6 +561,25 @@ class BfcOrtAllocatorTest {
                 "register threw: java.lang.IllegalStateException: " + sentence,
                 "reason: " + sentence,
                 "left: 0 bytes in use, closed false");
+    }
+
+    /**
+     * The advice of a refused close() of the bfc4j allocator speaks of ONNX Runtime only while a
+     * BfcOrtAllocator over it is registered: once that is closed (a failed register leaves
+     * nothing), memory still live is the caller's own, and the allocator's own advice is back.
+     */
+    @Test
+    void aClosedBfcOrtAllocatorTakesItsAdviceBack() {
+        try (BfcAllocator bfc = hostAllocator("ort_advice", 1 << 20)) {
+            long own = bfc.allocateRawOrThrow(64, 256);
+            try (BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {   // closed even if this fails
+                assertThatThrownBy(bfc::close).hasMessageContaining("ONNX Runtime (BfcOrtAllocator 'ort_advice') may"
+                        + " hold").message().doesNotContain("ClosePolicy.FORCE");
+            }
+            assertThatThrownBy(bfc::close).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("closePolicy(ClosePolicy.FORCE)").message().doesNotContain("ONNX Runtime");
+            bfc.deallocateRaw(own);
+        }
     }
 
     @Test

@@ -1,0 +1,60 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/**
+ * The open loans of an allocator ({@link MemoryAllocator#lendTo}), and the advice a refused
+ * {@code close()} gives with them.
+ */
+final class Loans {
+
+    /** What one loan says; removed by identity when the loan is closed. */
+    private static final class Entry implements MemoryAllocator.Loan {
+        private final List<Entry> open;
+        private final String advice;
+
+        Entry(List<Entry> open, String advice) {
+            this.open = open;
+            this.advice = advice;
+        }
+
+        @Override
+        public void close() {
+            open.remove(this);
+        }
+    }
+
+    private final List<Entry> open = new CopyOnWriteArrayList<>();
+
+    MemoryAllocator.Loan lend(String runtime, String release) {
+        Objects.requireNonNull(runtime, "runtime=null (expected: who holds the memory, e.g. \"ONNX Runtime"
+                + " (BfcOrtAllocator 'x')\")");
+        Objects.requireNonNull(release, "release=null (expected: what frees it, e.g. \"release the sessions,"
+                + " then close the BfcOrtAllocator\")");
+        Entry e = new Entry(open, runtime + " may hold memory of it: " + release + ".");
+        open.add(e);
+        return e;
+    }
+
+    /**
+     * What a {@code close()} refused for live allocations advises: {@code own} (for memory the
+     * caller holds) when nothing is lent, else each loan's advice and a word for the caller's own.
+     */
+    String advice(String own) {
+        StringBuilder b = new StringBuilder();
+        for (Entry e : open) {
+            if (b.indexOf(e.advice) < 0) {
+                b.append(b.length() == 0 ? "" : " ").append(e.advice);
+            }
+        }
+        return b.length() == 0 ? own
+                : b.append(" Close (or deallocate) any allocations of your own as well, then close this allocator.")
+                        .toString();
+    }
+}
