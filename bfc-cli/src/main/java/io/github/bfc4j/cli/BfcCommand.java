@@ -11,6 +11,7 @@ import java.io.InputStream;
 import java.math.BigInteger;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Objects;
 import java.util.Properties;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -73,8 +74,19 @@ public final class BfcCommand implements Runnable {
      * (docs/cli.md).
      *
      * @param args the command-line arguments
+     * @throws NullPointerException if {@code args} or one of them is null (a call from code, not
+     *     from a command line); nothing runs then
      */
     public static void main(String[] args) {
+        Objects.requireNonNull(args, "args=null (expected: the words of a command line, e.g."
+                + " new String[] {\"verify\", \"my.bfctrace\"})");
+        for (int i = 0; i < args.length; i++) {
+            if (args[i] == null) {
+                // picocli would fail on it inside its parser, printing its own stack trace.
+                throw new NullPointerException("args[" + i + "]=null (expected: a word of the command line, e.g."
+                        + " \"verify\")");
+            }
+        }
         String bad = badSystemProperty();
         if (bad != null) {
             System.err.println("bfc: " + bad);

@@ -377,4 +377,29 @@ class BfcCommandTest {
             Files.setPosixFilePermissions(locked, PosixFilePermissions.fromString("rwxr-xr-x"));
         }
     }
+
+    /**
+     * main(args) called from code with a null word: a NullPointerException naming the word's
+     * index, thrown before anything runs (picocli failed on it inside its parser with "Cannot
+     * invoke String.equals(Object) because arg is null"). Run in a JVM of its own: main exits.
+     */
+    @Test
+    void mainCalledWithANullWordNamesItsIndex() throws Exception {
+        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), MainWithANullWord.class.getName())
+                .redirectErrorStream(true).start();
+        String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor()).as(output).isEqualTo(1);
+        assertThat(output.lines().findFirst()).as(output).hasValue("Exception in thread \"main\""
+                + " java.lang.NullPointerException: args[1]=null (expected: a word of the command line, e.g."
+                + " \"verify\")");
+        assertThat(output).doesNotContain("picocli");
+    }
+
+    /** Calls {@code BfcCommand.main} as code might, with a null word. */
+    static final class MainWithANullWord {
+        public static void main(String[] args) {
+            BfcCommand.main(new String[] {"verify", null});
+        }
+    }
 }
