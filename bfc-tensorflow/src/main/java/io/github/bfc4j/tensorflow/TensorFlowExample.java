@@ -8,6 +8,7 @@ import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.io.PrintStream;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.Objects;
 import org.tensorflow.Graph;
 import org.tensorflow.Result;
 import org.tensorflow.Session;
@@ -31,9 +32,16 @@ public final class TensorFlowExample {
     /**
      * @param args none, or {@code --compare N} (N > 0) to time both kinds of input tensor
      * @throws IllegalArgumentException if the arguments are not one of those, e.g. {@code --compare abc}
+     * @throws NullPointerException if {@code args} or one of them is null (a call from code)
      * @throws Exception if TensorFlow fails
      */
     public static void main(String[] args) throws Exception {
+        Objects.requireNonNull(args, "args=null (expected: none, or --compare N with N > 0)");
+        for (int i = 0; i < args.length; i++) {
+            if (args[i] == null) {
+                throw new NullPointerException("args[" + i + "]=null (expected: none, or --compare N with N > 0)");
+            }
+        }
         int compare = 0;
         if (args.length == 2 && args[0].equals("--compare")) {
             try {

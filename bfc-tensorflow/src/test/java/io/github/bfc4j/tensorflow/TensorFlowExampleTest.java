@@ -69,6 +69,13 @@ class TensorFlowExampleTest {
                     .hasMessage("arguments=[--compare, " + notANumber + "] (expected: none, or --compare N with"
                             + " N > 0, a whole number of runs such as 2000)");
         }
+        // From code: a null word is named by its index (it was a bare NullPointerException from
+        // args[0].equals).
+        assertThatThrownBy(() -> TensorFlowExample.main(new String[] {null, "2"}))
+                .isInstanceOf(NullPointerException.class)
+                .hasMessage("args[0]=null (expected: none, or --compare N with N > 0)");
+        assertThatThrownBy(() -> TensorFlowExample.main(null)).isInstanceOf(NullPointerException.class)
+                .hasMessageStartingWith("args=null (expected: ");
     }
 
     private static String runMain(String... args) throws Exception {
