@@ -287,6 +287,31 @@ public final class NullSweep {
         return out;
     }
 
+    /**
+     * The parameters of the public constructors and methods of {@code classes} that hold
+     * elements a caller could leave null (a list, collection or other iterable but a
+     * {@link Path}, an array of objects), as {@code Class.method(Type,Type)[index]}: for a module
+     * whose API the sweep does not call (its receivers need a device or a runtime), so that a
+     * test lists them, each checked by a test of its own, and new ones cannot go unnoticed.
+     *
+     * @param classes the public classes
+     * @return the keys, in order
+     */
+    public static List<String> elementParameters(List<Class<?>> classes) {
+        List<String> out = new ArrayList<>();
+        for (Class<?> c : classes) {
+            for (Executable e : executables(c, new ArrayList<>())) {
+                Class<?>[] types = e.getParameterTypes();
+                for (int i = 0; i < types.length; i++) {
+                    if (holdsElements(types[i])) {
+                        out.add(key(e) + "[" + i + "]");
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
     private static boolean isPublicApi(Class<?> c) {
         if (c.isSynthetic() || c.isAnonymousClass() || c.isLocalClass()) {
             return false;

@@ -1,0 +1,26 @@
+/*
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.cuda;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.github.bfc4j.core.NullSweep;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The public API of bfc-cuda that takes a list, iterable or array of objects, where a caller could
+ * pass a null element: the sweep does not call this module's API (its receivers need a device or
+ * a runtime), so each such parameter is listed here and refused by name and index in a test of its
+ * own (named beside it); a new one fails this test until it is checked too.
+ */
+class PublicApiNullElementsTest {
+
+    @Test
+    void everyParameterThatHoldsElementsIsListedWithItsTest() {
+        assertThat(NullSweep.elementParameters(NullSweep.publicClassesOf(GpuBfcAllocator.class))).containsExactly(
+                // CudaProbeTest#anAvailabilityWithoutItsDeviceListSaysWhatItTakes: devices[i]=null
+                "CudaAvailability.<init>(String,int,List,String)[2]");
+    }
+}
