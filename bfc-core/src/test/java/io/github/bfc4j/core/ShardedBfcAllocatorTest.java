@@ -1119,6 +1119,14 @@ class ShardedBfcAllocatorTest {
             TestThreads.runTogether(3, seed, t -> {
                 Random rnd = new Random(seed + t);
                 for (int i = 0; i < 20_000; i++) {
+                    if (i == 10_000) {
+                        // Not left to the scheduler (a loaded machine may run the closer only
+                        // after the threads): half way through, a close is refused.
+                        int seen = refusals.get();
+                        while (refusals.get() == seen && closer.isAlive()) {
+                            Thread.yield();
+                        }
+                    }
                     long ptr = a.allocateRaw(256, 1 + rnd.nextInt(1 << 20));
                     if (ptr == 0) {
                         throw new AssertionError("seed " + seed + ": out of memory at 1 MiB per thread");
