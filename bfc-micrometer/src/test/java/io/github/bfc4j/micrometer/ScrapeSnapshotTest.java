@@ -153,8 +153,11 @@ class ScrapeSnapshotTest {
     @Test
     void aScrapeOnAnotherThreadDoesNotChangeTheSnapshotOfOneUnderWay() throws Exception {
         try (BfcAllocator a = sim()) {
+            // A clock that stands still: the snapshot does not age out however slowly the
+            // threads run (aSnapshotServesOneRoundOfReadsOnlyAndAgesOut checks the ageing).
+            AtomicLong clock = new AtomicLong();
             ScrapeSnapshot<BfcAllocator> s = new ScrapeSnapshot<>(a, BfcAllocator::memoryStats, BfcAllocator::isClosed,
-                    System::nanoTime);
+                    clock::get);
             // This thread's scrape begins: nothing allocated yet.
             assertThat(s.read(BfcAllocatorMeters.MEMORY_USED)).isZero();
             long p = a.allocateRaw(256, 1000);
