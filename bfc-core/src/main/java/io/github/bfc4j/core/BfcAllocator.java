@@ -568,7 +568,7 @@ public final class BfcAllocator implements MemoryAllocator {
      * @return the address, or 0
      */
     long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        return port.tryAllocateRaw(alignment, numBytes, attr);
+        return port.tryAllocateRaw(alignment, numBytes, attr, false);
     }
 
     /**
@@ -595,16 +595,17 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * Allocates the chunk of an {@link Allocation}.
+     * Allocates the chunk of an {@link Allocation}, owned by the handle from the lock hold that
+     * finds it: no raw free (a stale one of another thread) can take it before {@link #handOut}.
      *
      * @return the chunk's address, or 0 if it cannot be had and {@code !report}
      * @throws BfcOutOfMemoryException if it cannot be had and {@code report}
      */
     private long chunkFor(long alignment, long padded, boolean report) {
         if (!report) {
-            return port.tryAllocateRaw(alignment, padded, AllocationAttributes.NO_RETRY);
+            return port.tryAllocateRaw(alignment, padded, AllocationAttributes.NO_RETRY, true);
         }
-        long ptr = allocateRaw(alignment, padded);
+        long ptr = port.allocateRaw(alignment, padded, AllocationAttributes.DEFAULT, true);
         if (ptr == 0) {
             // The figures of the moment of failure, taken under the lock in the failing call.
             throw oomReporter.exceptionForLastFailure(padded);
@@ -613,27 +614,28 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * Makes the handle of the chunk {@code allocateRaw} just returned at {@code ptr}: its first
-     * {@code alignment}-aligned address and {@code bytes} from there.
+     * Makes the handle of the chunk {@link #chunkFor} just returned at {@code ptr} (already
+     * marked as the handle's): its first {@code alignment}-aligned address and {@code bytes}
+     * from there.
      *
      * @return the allocation, or null (the chunk freed again) if the chunk holds no aligned run
      *     of {@code bytes} bytes
+     * @throws IllegalStateException if the allocator was closed since the chunk was found (a
+     *     forced close freed it)
      */
     private Allocation handOut(long ptr, long bytes, long alignment) {
         port.lock();
         try {
             port.checkOpenLocked();
             int h = view.handleAt(ptr);
-            if (h < 0 || !newAllocationChunk.at(h).inUse()) {
-                // Only a raw free of an address not yet handed out (by another thread) gets here.
-                throw new IllegalStateException("allocator " + port.described() + ": the chunk at 0x"
-                        + Long.toHexString(ptr) + " was freed by deallocateRaw before its Allocation"
-                        + " was made; free only addresses allocateRaw returned to you");
-            }
+            // A raw free cannot take a chunk marked as the handle's, and no handle knows its id
+            // yet: the chunk is still the one found.
+            BfcPort.check(h >= 0 && port.handleOwnedLocked(h), "the chunk of a new Allocation is the handle's");
             ChunkWalk c = newAllocationChunk.at(h);
+            long allocationId = c.allocationId();
             long address = (ptr + alignment - 1) & -alignment;
             if (address - ptr > c.size() - bytes) {
-                port.deallocateRaw(ptr);
+                port.deallocateOwned(ptr, allocationId);
                 return null;
             }
             Allocation handle;
@@ -643,20 +645,18 @@ public final class BfcAllocator implements MemoryAllocator {
                     hook.run();
                 }
                 handle = LeakGuard.newAllocation(this, leakDetection, ptr, address, c.size(), bytes,
-                        c.allocationId());
+                        allocationId);
             } catch (Throwable t) {
                 // An Error making the handle (out of heap or of stack: the handle, its leak
                 // guard, the paranoid allocation site): no handle will ever free the chunk, and
                 // the caller never learns its address, so it goes back now.
                 try {
-                    port.deallocateRaw(ptr);
+                    port.deallocateOwned(ptr, allocationId);
                 } catch (Throwable e) {
                     t.addSuppressed(e);
                 }
                 throw t;
             }
-            // From here on only the handle frees this chunk: deallocateRaw of it is refused.
-            port.markHandleOwnedLocked(h);
             return handle;
         } finally {
             port.unlock();
@@ -1029,7 +1029,7 @@ public final class BfcAllocator implements MemoryAllocator {
             throw badAllocateRawArguments(port.name(), alignment, numBytes);
         }
         pins.refuseCallFromSubAllocator(port.name(), "allocateRaw");
-        return port.allocateRaw(alignment, numBytes, attr);
+        return port.allocateRaw(alignment, numBytes, attr, false);
     }
 
     /**

@@ -293,6 +293,13 @@ final class BfcPort {
      * {@code stackMinBytes} records no stack, as the allocation does not).
      */
     private long callNumBytes;
+    /**
+     * Guarded by lock. Not in upstream: whether the {@code AllocateRaw} being served is for an
+     * {@link Allocation} handle, whose chunk {@link #findChunkPtrLocked} then marks as the
+     * handle's in the hold that finds it, so that no raw free can take it before the handle
+     * exists.
+     */
+    private boolean callHandleOwned;
 
     /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
     private PortListener callListener;
@@ -533,20 +540,22 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::AllocateRawInternalWithRetry}. */
     private long allocateRawInternalWithRetry(long alignment, long numBytes,
-            AllocationAttributes attr) {
+            AllocationAttributes attr, boolean handleOwned) {
         // Fast path: try once to allocate without getting the retry helper involved.
-        long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false);
+        long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false,
+                handleOwned);
         if (r != 0) {
             return r;
         }
         if (canNeverFit(roundedBytes(numBytes))) {
             // DEVIATION(port): upstream waits up to 10 s for frees even for a request that no
             // free can serve; here only the retry's last (verbose) attempt is made, at once.
-            return allocateRawInternal(alignment, numBytes, true, freedByCount(attr), true);
+            return allocateRawInternal(alignment, numBytes, true, freedByCount(attr), true,
+                    handleOwned);
         }
         // The retry helper's verbose attempt is its last.
         return retryHelper.allocateRaw(
-                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v),
+                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v, handleOwned),
                 MAX_MILLIS_TO_WAIT, alignment, numBytes);
     }
 
@@ -577,10 +586,14 @@ final class BfcPort {
      * Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}. The arguments
      * are checked by the facade.
      *
+     * @param handleOwned not in upstream: whether the chunk is for an {@link Allocation}
+     *     handle: marked as the handle's ({@link ChunkTable#setHandleOwned}) in the lock hold
+     *     that finds it, so that a raw free of its address is refused from the start; the
+     *     handle's maker frees it with {@link #deallocateOwned} if it makes no handle
      * @return the address, or 0
      * @throws IllegalStateException if the allocator is closed
      */
-    long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+    long allocateRaw(long alignment, long numBytes, AllocationAttributes attr, boolean handleOwned) {
         if (numBytes > MAX_ALLOCATION_BYTES) {
             // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
             lockChecked();
@@ -603,7 +616,8 @@ final class BfcPort {
             boolean dumpLogOnFailure = !opts.allowRetryOnFailure() && attr.retryOnFailure()
                     && FAILURE_LOG_COUNTER.get() < MAX_FAILURE_LOGS;
             long freedByCount = freedByCount(attr);
-            long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount, true);
+            long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount, true,
+                    handleOwned);
             if (res == 0 && numBytes != 0) {
                 int counterValue = FAILURE_LOG_COUNTER.get();
                 if (counterValue < MAX_FAILURE_LOGS) {
@@ -619,7 +633,7 @@ final class BfcPort {
             }
             return res;
         }
-        long r = allocateRawInternalWithRetry(alignment, numBytes, attr);
+        long r = allocateRawInternalWithRetry(alignment, numBytes, attr, handleOwned);
         if (r == 0 && numBytes != 0) {
             listener.outOfMemoryReported(numBytes);
         }
@@ -632,14 +646,17 @@ final class BfcPort {
      * for {@link ShardedBfcAllocator}, which then tries its other shards. The arguments are
      * checked by the caller.
      *
+     * @param handleOwned whether the chunk is for an {@link Allocation} handle, as in
+     *     {@link #allocateRaw}
      * @return the address, or 0
      * @throws IllegalStateException if the allocator is closed
      */
-    long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+    long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr, boolean handleOwned) {
         if (numBytes > MAX_ALLOCATION_BYTES) {
             return 0;
         }
-        return allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false);
+        return allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false,
+                handleOwned);
     }
 
     /** Port of {@code BFCAllocator::RoundedBytes}: rounds up to a multiple of 256. */
@@ -798,9 +815,11 @@ final class BfcPort {
      * @param lastAttempt not in upstream: whether a failure here is the failure of the
      *     {@code AllocateRaw} (false for the attempts that the retry repeats); only then is the
      *     out-of-memory event point reached
+     * @param handleOwned not in upstream: whether the chunk found is marked as an
+     *     {@link Allocation} handle's ({@link #callHandleOwned})
      */
     private long allocateRawInternal(long alignment, long numBytes, boolean dumpLogOnFailure,
-            long freedBefore, boolean lastAttempt) {
+            long freedBefore, boolean lastAttempt, boolean handleOwned) {
         if (numBytes == 0) {
             return 0;
         }
@@ -815,6 +834,7 @@ final class BfcPort {
             checkOpenLocked();
             callAlignment = alignment;
             callNumBytes = numBytes;
+            callHandleOwned = handleOwned;
             if (!timestampedChunks.isEmpty()) {
                 // Merge timestamped chunks whose counts have become safe for general use.
                 mergeTimestampedChunksLocked(0);
@@ -937,6 +957,11 @@ final class BfcPort {
                 chunks.setRequestedSize(h, numBytes);
                 // Assign a unique id and increment the id counter, marking the chunk in use.
                 chunks.setAllocationId(h, nextAllocationId++);
+                if (callHandleOwned) {
+                    // Not in upstream: the chunk of an Allocation handle is the handle's from
+                    // this hold on; no raw free can take it before the handle is made.
+                    chunks.setHandleOwned(h);
+                }
 
                 // Update stats.
                 final long chunkSize = chunks.size(h);
@@ -1031,10 +1056,13 @@ final class BfcPort {
         return true;
     }
 
-    /** Marks the chunk in use {@code h} as an {@link Allocation} handle's. Needs the lock. */
-    void markHandleOwnedLocked(int h) {
-        check(chunks.inUse(h), "a chunk handed to an Allocation is in use");
-        chunks.setHandleOwned(h);
+    /**
+     * @param h a live chunk handle
+     * @return whether the chunk is in use and owned by an {@link Allocation} handle (or by the
+     *     {@code allocate} that is making one). Needs the lock.
+     */
+    boolean handleOwnedLocked(int h) {
+        return chunks.handleOwned(h);
     }
 
     /**

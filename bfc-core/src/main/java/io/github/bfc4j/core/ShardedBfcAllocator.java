@@ -421,7 +421,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /** The home shard {@code h}'s attempt: the address, or 0 if it is full or closed on its own. */
     private long tryAllocateRawAtHome(int h, long alignment, long numBytes, AllocationAttributes attr) {
         try {
-            return ports[h].tryAllocateRaw(alignment, numBytes, attr);
+            return ports[h].tryAllocateRaw(alignment, numBytes, attr, false);
         } catch (IllegalStateException e) {
             rethrowUnlessClosed(h, e);
             return 0;

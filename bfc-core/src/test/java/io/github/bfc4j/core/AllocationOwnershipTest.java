@@ -7,6 +7,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -107,6 +110,90 @@ class AllocationOwnershipTest {
         a.close();
         allocator.close();
         assertThat(a.isClosed()).isTrue();
+    }
+
+    /**
+     * The chunk that {@code allocate()} finds is the handle's from that lock hold on: a stale
+     * raw free of its address by another thread, between the hold that finds the chunk and the
+     * one that makes the handle, is refused, so a third thread's {@code allocateRaw} cannot be
+     * handed the same memory. Staged through the {@code beforeHandle} seam, which gives the lock
+     * up while two other threads do the misuse, then takes it back.
+     */
+    @Test
+    void aStaleRawFreeCannotTakeTheChunkOfAnAllocateUnderWay() throws Exception {
+        BfcAllocator allocator = allocator(ClosePolicy.REFUSE);
+        staleRawFreeDuringAllocate(allocator, allocator);
+        allocator.close();
+        // A shard's handle likewise (ShardedBfcAllocator's quiet attempt, tryAllocate).
+        SimSubAllocator sim = new SimSubAllocator(BASE, 256 * MIB, 0, true);
+        ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("owned").memoryLimit(64 * MIB)
+                .subAllocator(sim).shards(1).build();
+        staleRawFreeDuringAllocate(sharded, sharded.shards().get(0));
+        sharded.close();
+        assertThat(sim.reservedBytes()).isZero();
+    }
+
+    private static void staleRawFreeDuringAllocate(MemoryAllocator allocator, BfcAllocator shard)
+            throws Exception {
+        // Thread B's address, freed once rightly: allocate() below is given the same chunk.
+        long stale = onOtherThread(() -> {
+            long p = allocator.allocateRaw(64, 1000);
+            allocator.deallocateRaw(p);
+            return p;
+        });
+        Object[] staleFree = new Object[1];
+        long[] raw = new long[1];
+        shard.beforeHandle = () -> {
+            shard.beforeHandle = null;
+            shard.port.unlock();
+            try {
+                staleFree[0] = onOtherThread(() -> {
+                    try {
+                        allocator.deallocateRaw(stale); // B frees its old address again
+                        return "freed";
+                    } catch (IllegalArgumentException e) {
+                        return e;
+                    }
+                });
+                raw[0] = onOtherThread(() -> allocator.allocateRaw(64, 1000)); // thread C
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            } finally {
+                shard.port.lock();
+            }
+        };
+        Allocation a = allocator.allocate(1000);
+        assertThat(a.address()).isEqualTo(stale);
+        assertThat(raw[0]).as("thread C's allocateRaw must not be given the memory of a's handle")
+                .isNotZero().isNotEqualTo(a.address());
+        assertThat(staleFree[0]).isInstanceOf(IllegalArgumentException.class);
+        assertThat(((IllegalArgumentException) staleFree[0]).getMessage())
+                .contains("owned by an Allocation handle").contains("Nothing was freed");
+        assertThat(allocator.bytesInUse()).isEqualTo(2048);
+        shard.checkInvariants();
+        // Each owner frees its own memory, once.
+        allocator.deallocateRaw(raw[0]);
+        assertThat(allocator.bytesInUse()).isEqualTo(1024);
+        assertThat(shard.allocationId(a.address())).isEqualTo(a.allocationId());
+        a.close();
+        assertThat(allocator.bytesInUse()).isZero();
+        shard.checkInvariants();
+    }
+
+    /** Runs {@code task} on a new thread and waits for it; its exception is rethrown here. */
+    private static <T> T onOtherThread(Callable<T> task) throws Exception {
+        FutureTask<T> f = new FutureTask<>(task);
+        Thread t = new Thread(f, "misuse");
+        t.start();
+        t.join();
+        try {
+            return f.get();
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof Exception x) {
+                throw x;
+            }
+            throw new AssertionError(e.getCause());
+        }
     }
 
     /**
