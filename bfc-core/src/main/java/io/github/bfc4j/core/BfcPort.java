@@ -1094,6 +1094,12 @@ final class BfcPort {
                     : !chunks.ownedByHandle(h, ownerAllocationId))) {
                 throw refusedFreeLocked(ptr, h, ownerAllocationId);
             }
+            if (timingCounter != null) {
+                // Not in upstream: the timestamp queue makes room for the chunk before anything
+                // changes, so that an Error growing it (out of heap) leaves the chunk allocated,
+                // as it was, and never free but out of the queue (never merged once safe).
+                timestampedChunks.ensureCapacity(timestampedChunks.size() + 1);
+            }
 
             // Where upstream records the chunk before it is freed, for its trace.
             try {
@@ -1336,6 +1342,12 @@ final class BfcPort {
         toMerge.clear();
         final IntDeque newTsQueue = this.newTsQueue;
         newTsQueue.clear();
+        // Not in upstream: each queued chunk moves to toMerge or newTsQueue, and below at most
+        // one handle per chunk of toMerge goes back to the queue (newTsQueue after the swap):
+        // with this room made first, an Error growing them (out of heap) leaves the queue whole.
+        final int queued = timestampedChunks.size();
+        toMerge.ensureCapacity(queued);
+        newTsQueue.ensureCapacity(queued);
         while (!timestampedChunks.isEmpty()) {
             final int c = timestampedChunks.popFront();
             assert c != ChunkTable.INVALID_CHUNK_HANDLE;

@@ -8,6 +8,12 @@ package io.github.bfc4j.core.internal;
  * timestamp queue without boxing. Grows (doubling) only when full. Not thread-safe.
  */
 public final class IntDeque {
+    /**
+     * Runs before the array grows: a test's way to fail there (an {@link OutOfMemoryError}).
+     * Null but in tests.
+     */
+    static volatile Runnable beforeGrowth;
+
     private int[] elements;
     private int head;
     private int size;
@@ -27,18 +33,45 @@ public final class IntDeque {
         return size;
     }
 
-    /** @param v the element to append at the back */
+    /**
+     * Appends an element, growing the array if it is full.
+     *
+     * @param v the element to append at the back
+     * @throws OutOfMemoryError if the array must grow and cannot; the deque is unchanged then
+     */
     public void pushBack(int v) {
         if (size == elements.length) {
-            int[] bigger = new int[elements.length * 2];
-            for (int i = 0; i < size; i++) {
-                bigger[i] = elements[(head + i) & (elements.length - 1)];
-            }
-            elements = bigger;
-            head = 0;
+            grow(elements.length * 2);
         }
         elements[(head + size) & (elements.length - 1)] = v;
         size++;
+    }
+
+    /**
+     * Makes room for {@code n} elements in all, so that pushes up to that size do not grow
+     * the array (and so cannot fail): for a caller that must grow before it changes anything.
+     *
+     * @param n the number of elements to hold
+     * @throws OutOfMemoryError if the array must grow and cannot; the deque is unchanged then
+     */
+    public void ensureCapacity(int n) {
+        if (n > elements.length) {
+            grow(Integer.highestOneBit(n - 1) << 1);
+        }
+    }
+
+    /** Moves the elements to a new array of {@code capacity} (a power of two, > size). */
+    private void grow(int capacity) {
+        final Runnable hook = beforeGrowth;
+        if (hook != null) {
+            hook.run();
+        }
+        int[] bigger = new int[capacity];
+        for (int i = 0; i < size; i++) {
+            bigger[i] = elements[(head + i) & (elements.length - 1)];
+        }
+        elements = bigger;
+        head = 0;
     }
 
     /**

@@ -1,0 +1,134 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.github.bfc4j.core.internal.GrowthFaults;
+import io.github.bfc4j.core.sim.SimSubAllocator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * An {@link OutOfMemoryError} where an allocate or a free must grow one of the allocator's
+ * arrays (the timestamp queues) reaches the caller with the allocator as it was: the growth
+ * comes before any change. Injected through {@link GrowthFaults}.
+ */
+class GrowthFailureTest {
+
+    private static final long BASE = 0x7f0000000000L;
+    private static final long MIB = 1L << 20;
+    /** The one region: the memory limit, so that no other is ever obtained. */
+    private static final long REGION = 2 * MIB;
+
+    @AfterEach
+    void growthWorksAgain() {
+        GrowthFaults.clear();
+    }
+
+    private static BfcAllocator allocator() {
+        return BfcAllocator.builder().name("growth").memoryLimit(REGION)
+                .subAllocator(new SimSubAllocator(BASE, 256 * MIB, 0, true))
+                .leakDetection(LeakDetection.DISABLED).build();
+    }
+
+    private static long[] allocate(BfcAllocator allocator, int n, long bytes) {
+        long[] ptrs = new long[n];
+        for (int i = 0; i < n; i++) {
+            ptrs[i] = allocator.allocateRaw(256, bytes);
+            assertThat(ptrs[i]).isNotZero();
+        }
+        return ptrs;
+    }
+
+    /** An allocator with a timing counter: frees are stamped and queued. */
+    private static BfcAllocator stamping(SharedCounter counter) {
+        BfcAllocator allocator = allocator();
+        allocator.setTimingCounter(counter);
+        return allocator;
+    }
+
+    /**
+     * Once the frontier passes every stamp, the next allocation merges the queued chunks: the
+     * allocator that met the Error must then be the one that never did, chunk for chunk (a
+     * stamped chunk that fell out of the timestamp queue is never merged, and keeps its stamp).
+     */
+    private static void sameOnceSafe(BfcAllocator faulted, SharedCounter faultedCounter,
+            BfcAllocator control, SharedCounter controlCounter) {
+        assertThat(faultedCounter.get()).isEqualTo(controlCounter.get());
+        faulted.setSafeFrontier(faultedCounter.get() + 1);
+        control.setSafeFrontier(controlCounter.get() + 1);
+        long p = faulted.allocateRaw(256, 1024);
+        long controlP = control.allocateRaw(256, 1024);
+        assertThat(p).isEqualTo(controlP);
+        assertThat(faulted.dumpMemoryLog(1024)).isEqualTo(control.dumpMemoryLog(1024));
+        assertThat(faulted.getStats()).isEqualTo(control.getStats());
+        faulted.checkInvariants();
+        faulted.deallocateRaw(p);
+        control.deallocateRaw(controlP);
+        faulted.close();
+        control.close();
+    }
+
+    @Test
+    void aFreeThatCannotQueueItsChunkChangesNothing() {
+        SharedCounter counter = new SharedCounter();
+        SharedCounter controlCounter = new SharedCounter();
+        BfcAllocator allocator = stamping(counter);
+        BfcAllocator control = stamping(controlCounter);
+        long[] ptrs = allocate(allocator, 66, 1024);
+        long[] controlPtrs = allocate(control, 66, 1024);
+        // 64 stamped frees fill the timestamp queue (64 entries) to its capacity.
+        for (int i = 0; i < 64; i++) {
+            allocator.deallocateRaw(ptrs[i]);
+            control.deallocateRaw(controlPtrs[i]);
+        }
+        AllocatorStats before = allocator.getStats();
+        long freesBefore = allocator.memoryStats().freesTotal();
+        long id = allocator.allocationId(ptrs[64]);
+
+        GrowthFaults.failIntDequeGrowth();
+        assertThatThrownBy(() -> allocator.deallocateRaw(ptrs[64])).isInstanceOf(OutOfMemoryError.class);
+        GrowthFaults.clear();
+
+        assertThat(allocator.getStats()).isEqualTo(before);
+        assertThat(allocator.memoryStats().freesTotal()).isEqualTo(freesBefore);
+        assertThat(allocator.allocationId(ptrs[64])).as("still allocated").isEqualTo(id);
+        allocator.checkInvariants();
+        // The free again, now that it can be done.
+        for (int i = 64; i < 66; i++) {
+            allocator.deallocateRaw(ptrs[i]);
+            control.deallocateRaw(controlPtrs[i]);
+        }
+        sameOnceSafe(allocator, counter, control, controlCounter);
+    }
+
+    @Test
+    void aMergeThatCannotGrowItsQueuesLosesNoChunk() {
+        SharedCounter counter = new SharedCounter();
+        SharedCounter controlCounter = new SharedCounter();
+        BfcAllocator allocator = stamping(counter);
+        BfcAllocator control = stamping(controlCounter);
+        long[] ptrs = allocate(allocator, 101, 1024);
+        long[] controlPtrs = allocate(control, 101, 1024);
+        // 100 stamped frees, none safe: the merge at the next allocation moves each queued
+        // chunk to its scratch queues, which hold 64.
+        for (int i = 0; i < 100; i++) {
+            allocator.deallocateRaw(ptrs[i]);
+            control.deallocateRaw(controlPtrs[i]);
+        }
+        AllocatorStats before = allocator.getStats();
+
+        GrowthFaults.failIntDequeGrowth();
+        assertThatThrownBy(() -> allocator.allocateRaw(256, 1024)).isInstanceOf(OutOfMemoryError.class);
+        GrowthFaults.clear();
+
+        assertThat(allocator.getStats()).isEqualTo(before);
+        allocator.checkInvariants();
+        allocator.deallocateRaw(ptrs[100]);
+        control.deallocateRaw(controlPtrs[100]);
+        sameOnceSafe(allocator, counter, control, controlCounter);
+    }
+}

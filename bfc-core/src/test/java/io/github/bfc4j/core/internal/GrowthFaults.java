@@ -1,0 +1,32 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core.internal;
+
+/**
+ * For tests outside this package: makes the growth of the allocator's arrays (the timestamp
+ * queues) throw {@link OutOfMemoryError} on the calling thread, as a full heap would, until
+ * {@link #clear()}.
+ */
+public final class GrowthFaults {
+    private GrowthFaults() {
+    }
+
+    /** The next growths of an {@link IntDeque} on this thread throw. */
+    public static void failIntDequeGrowth() {
+        IntDeque.beforeGrowth = failOn(Thread.currentThread(), "IntDeque");
+    }
+
+    /** Growth works again. */
+    public static void clear() {
+        IntDeque.beforeGrowth = null;
+    }
+
+    private static Runnable failOn(Thread thread, String what) {
+        return () -> {
+            if (Thread.currentThread() == thread) {
+                throw new OutOfMemoryError("injected: " + what + " growth");
+            }
+        };
+    }
+}
