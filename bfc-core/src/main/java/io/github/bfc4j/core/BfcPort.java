@@ -934,16 +934,24 @@ final class BfcPort {
                     candidate = freeChunks.higher(h);
                     continue;
                 }
-                // We found an existing chunk that fits us that wasn't in use, so remove it from
-                // the free bin structure prior to using.
-                removeFreeChunkIterFromBinLocked(freeChunks, h);
-
                 // If the chunk can be broken into two reasonably large pieces, don't waste more
                 // than maxInternalFragmentationBytes on padding. (Written without
                 // roundedBytes * 2, which could overflow.)
                 final long size = chunks.size(h);
-                if (size - roundedBytes >= roundedBytes
-                        || size - roundedBytes >= maxInternalFragmentationBytes) {
+                final boolean split = size - roundedBytes >= roundedBytes
+                        || size - roundedBytes >= maxInternalFragmentationBytes;
+                if (split) {
+                    // Not in upstream: the split's handle is made room for before the chunk
+                    // leaves its bin, so that an Error growing the chunk table (out of heap)
+                    // leaves the chunk free and binned, the allocator as it was.
+                    chunks.ensureSpareHandle();
+                }
+
+                // We found an existing chunk that fits us that wasn't in use, so remove it from
+                // the free bin structure prior to using.
+                removeFreeChunkIterFromBinLocked(freeChunks, h);
+
+                if (split) {
                     splitChunkLocked(h, roundedBytes);
                 }
 

@@ -13,8 +13,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * An {@link OutOfMemoryError} where an allocate or a free must grow one of the allocator's
- * arrays (the timestamp queues) reaches the caller with the allocator as it was: the growth
- * comes before any change. Injected through {@link GrowthFaults}.
+ * arrays (the timestamp queues, the chunk table) reaches the caller with the allocator as it
+ * was: the growth comes before any change. Injected through {@link GrowthFaults}.
  */
 class GrowthFailureTest {
 
@@ -130,5 +130,32 @@ class GrowthFailureTest {
         allocator.deallocateRaw(ptrs[100]);
         control.deallocateRaw(controlPtrs[100]);
         sameOnceSafe(allocator, counter, control, controlCounter);
+    }
+
+    @Test
+    void aSplitThatCannotGrowTheChunkTableChangesNothing() {
+        BfcAllocator allocator = allocator();
+        // The region's chunk and 1023 splits take the chunk table's first 1024 handles; the
+        // next split needs a handle the table has no room for, and its growth fails half-way.
+        long[] ptrs = allocate(allocator, 1023, 256);
+        AllocatorStats before = allocator.getStats();
+
+        GrowthFaults.failChunkTableGrowth();
+        assertThatThrownBy(() -> allocator.allocateRaw(256, 256)).isInstanceOf(OutOfMemoryError.class);
+        GrowthFaults.clear();
+
+        assertThat(allocator.getStats()).isEqualTo(before);
+        allocator.checkInvariants();
+        long next = allocator.allocateRaw(256, 256);
+        assertThat(next).isEqualTo(ptrs[1022] + 256);
+        allocator.deallocateRaw(next);
+        for (long p : ptrs) {
+            allocator.deallocateRaw(p);
+        }
+        long whole = allocator.allocateRaw(256, REGION);
+        assertThat(whole).isEqualTo(BASE);
+        allocator.deallocateRaw(whole);
+        allocator.checkInvariants();
+        allocator.close();
     }
 }

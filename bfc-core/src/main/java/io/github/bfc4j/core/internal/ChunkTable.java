@@ -32,6 +32,12 @@ import java.util.Arrays;
  */
 public final class ChunkTable {
 
+    /**
+     * Runs half-way through a growth of the arrays (after the first is copied): a test's way to
+     * fail there (an {@link OutOfMemoryError}). Null but in tests.
+     */
+    static volatile Runnable midGrowth;
+
     /** Upstream's {@code kInvalidChunkHandle}. */
     public static final int INVALID_CHUNK_HANDLE = -1;
 
@@ -148,17 +154,46 @@ public final class ChunkTable {
         freeChunksList = INVALID_CHUNK_HANDLE;
     }
 
+    /**
+     * Makes sure that the next {@link #allocateChunk()} does not grow the arrays (and so
+     * cannot fail): for a caller that must grow before it changes anything.
+     *
+     * @throws OutOfMemoryError if the arrays must grow and cannot; the table is unchanged then
+     */
+    public void ensureSpareHandle() {
+        if (freeChunksList == INVALID_CHUNK_HANDLE && count == size.length) {
+            grow();
+        }
+    }
+
+    /**
+     * Doubles the arrays. Every new array is made before any is replaced, so that an
+     * {@link OutOfMemoryError} half-way leaves the table as it was.
+     */
     private void grow() {
-        int n = size.length * 2;
-        size = Arrays.copyOf(size, n);
-        requestedSize = Arrays.copyOf(requestedSize, n);
-        allocationId = Arrays.copyOf(allocationId, n);
-        ptr = Arrays.copyOf(ptr, n);
-        freedAtCount = Arrays.copyOf(freedAtCount, n);
-        prev = Arrays.copyOf(prev, n);
-        next = Arrays.copyOf(next, n);
-        binNum = Arrays.copyOf(binNum, n);
-        binLinks = Arrays.copyOf(binLinks, 4 * n);
+        final int n = size.length * 2;
+        final long[] newSize = Arrays.copyOf(size, n);
+        final Runnable hook = midGrowth;
+        if (hook != null) {
+            hook.run();
+        }
+        final long[] newRequestedSize = Arrays.copyOf(requestedSize, n);
+        final long[] newAllocationId = Arrays.copyOf(allocationId, n);
+        final long[] newPtr = Arrays.copyOf(ptr, n);
+        final long[] newFreedAtCount = Arrays.copyOf(freedAtCount, n);
+        final int[] newPrev = Arrays.copyOf(prev, n);
+        final int[] newNext = Arrays.copyOf(next, n);
+        final int[] newBinNum = Arrays.copyOf(binNum, n);
+        final int[] newBinLinks = Arrays.copyOf(binLinks, 4 * n);
+        size = newSize;
+        requestedSize = newRequestedSize;
+        allocationId = newAllocationId;
+        ptr = newPtr;
+        freedAtCount = newFreedAtCount;
+        prev = newPrev;
+        next = newNext;
+        binNum = newBinNum;
+        binLinks = newBinLinks;
         for (FreeChunkSet set : sets) {
             set.sync();
         }

@@ -5,8 +5,8 @@ package io.github.bfc4j.core.internal;
 
 /**
  * For tests outside this package: makes the growth of the allocator's arrays (the timestamp
- * queues) throw {@link OutOfMemoryError} on the calling thread, as a full heap would, until
- * {@link #clear()}.
+ * queues, the chunk table) throw {@link OutOfMemoryError} on the calling thread, as a full heap
+ * would, until {@link #clear()}.
  */
 public final class GrowthFaults {
     private GrowthFaults() {
@@ -17,9 +17,15 @@ public final class GrowthFaults {
         IntDeque.beforeGrowth = failOn(Thread.currentThread(), "IntDeque");
     }
 
+    /** The next growths of a {@link ChunkTable} on this thread throw half-way. */
+    public static void failChunkTableGrowth() {
+        ChunkTable.midGrowth = failOn(Thread.currentThread(), "ChunkTable");
+    }
+
     /** Growth works again. */
     public static void clear() {
         IntDeque.beforeGrowth = null;
+        ChunkTable.midGrowth = null;
     }
 
     private static Runnable failOn(Thread thread, String what) {
