@@ -429,6 +429,11 @@ final class BfcPort {
             return false;
         }
 
+        // Not in upstream: the chunk table grows (if it must) for the region's chunk before the
+        // sub-allocator is asked, so that an Error there (out of heap) leaves no block obtained
+        // that no chunk tiles.
+        chunks.ensureSpareHandle();
+
         // DEVIATION(port): a sub-allocator that throws (upstream's Alloc cannot) leaves the
         // region target as it was before the doubling below, so that the call that threw changes
         // nothing (docs/deviations.md #30).

@@ -158,4 +158,34 @@ class GrowthFailureTest {
         allocator.checkInvariants();
         allocator.close();
     }
+
+    @Test
+    void anExtendThatCannotGrowTheChunkTableObtainsNoRegion() {
+        SimSubAllocator sim = new SimSubAllocator(BASE, 256 * MIB, 0, true);
+        BfcAllocator allocator = BfcAllocator.builder().name("growth").memoryLimit(2 * REGION)
+                .subAllocator(sim).leakDetection(LeakDetection.DISABLED).build();
+        // The first region's chunk and 1023 splits take the chunk table's 1024 handles; the
+        // 2048 bytes left are too few for the next request, whose new region needs a handle.
+        long[] ptrs = allocate(allocator, 1023, 2048);
+        AllocatorStats before = allocator.getStats();
+        assertThat(before.poolBytes()).isEqualTo(REGION);
+        long reserved = sim.reservedBytes();
+
+        GrowthFaults.failChunkTableGrowth();
+        assertThatThrownBy(() -> allocator.allocateRaw(256, 4096)).isInstanceOf(OutOfMemoryError.class);
+        GrowthFaults.clear();
+
+        assertThat(allocator.getStats()).isEqualTo(before);
+        assertThat(sim.reservedBytes()).as("no block obtained that no region holds").isEqualTo(reserved);
+        allocator.checkInvariants();
+        long p = allocator.allocateRaw(256, 4096);
+        assertThat(allocator.getStats().poolBytes()).isEqualTo(2 * REGION);
+        allocator.deallocateRaw(p);
+        for (long q : ptrs) {
+            allocator.deallocateRaw(q);
+        }
+        allocator.checkInvariants();
+        allocator.close();
+        assertThat(sim.reservedBytes()).isZero();
+    }
 }
