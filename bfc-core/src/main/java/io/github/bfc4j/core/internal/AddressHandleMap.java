@@ -65,6 +65,12 @@ import java.util.Arrays;
  * and "The lookup, before and after" ({@code AddressLookup}). Not thread-safe.
  */
 public final class AddressHandleMap {
+    /**
+     * Runs half-way through a growth (after its first new array is made): a test's way to fail
+     * there (an {@link OutOfMemoryError}). Null but in tests.
+     */
+    static volatile Runnable midGrowth;
+
     /** Bytes per slot: upstream's {@code kMinAllocationSize}. */
     private static final int SLOT_BYTES = 256;
     private static final int SLOT_SHIFT = 8;
@@ -136,10 +142,18 @@ public final class AddressHandleMap {
         allocate(MIN_CAPACITY);
     }
 
+    /**
+     * Replaces the block table by an empty one of {@code capacity} entries. Every new array is
+     * made before any is replaced: an {@link OutOfMemoryError} leaves the table as it was.
+     */
     private void allocate(int capacity) {
-        keys = new long[capacity];
-        dirs = new int[capacity][];
-        used = new int[capacity];
+        final long[] newKeys = new long[capacity];
+        midGrowth();
+        final int[][] newDirs = new int[capacity][];
+        final int[] newUsed = new int[capacity];
+        keys = newKeys;
+        dirs = newDirs;
+        used = newUsed;
         mask = capacity - 1;
         shift = 64 - Integer.numberOfTrailingZeros(capacity);
         blocks = 0;
@@ -155,6 +169,13 @@ public final class AddressHandleMap {
 
     private static int pieceOf(long address) {
         return (int) (address >>> PIECE_SHIFT) & DIR_MASK;
+    }
+
+    private static void midGrowth() {
+        final Runnable hook = midGrowth;
+        if (hook != null) {
+            hook.run();
+        }
     }
 
     /** @return the block table's entry of {@code address}'s block, or -1 */
@@ -306,7 +327,8 @@ public final class AddressHandleMap {
 
     /**
      * Adds the block of {@code address} with an empty directory (slow path: the first chunk
-     * start in a GiB of address space, when a region is added there).
+     * start in a GiB of address space, when a region is added there). The directory is made
+     * before the block is entered: an {@link OutOfMemoryError} leaves no block without one.
      *
      * @return its entry
      */
@@ -314,10 +336,12 @@ public final class AddressHandleMap {
         if ((blocks + 1) * 4 > mask + 1) {
             rebuild(2 * (mask + 1), false);
         }
+        midGrowth();
+        final int[] dir = new int[DIR_ENTRIES];
         final long key = (address >>> BLOCK_SHIFT) + 1;
         final int i = emptyEntry(key);
         keys[i] = key;
-        dirs[i] = new int[DIR_ENTRIES];
+        dirs[i] = dir;
         blocks++;
         return i;
     }
@@ -435,10 +459,16 @@ public final class AddressHandleMap {
     private void refillPool() {
         final int n = Math.max(8, pagesHeld >>> 3);
         if (storeCount + n > store.length) {
-            int capacity = Math.max(storeCount + n, store.length * 2);
-            store = Arrays.copyOf(store, capacity);
-            counts = Arrays.copyOf(counts, capacity);
-            free = Arrays.copyOf(free, capacity);
+            // Every new array is made before any is replaced: an OutOfMemoryError leaves the
+            // three of one length.
+            final int capacity = Math.max(storeCount + n, store.length * 2);
+            final int[][] newStore = Arrays.copyOf(store, capacity);
+            midGrowth();
+            final int[] newCounts = Arrays.copyOf(counts, capacity);
+            final int[] newFree = Arrays.copyOf(free, capacity);
+            store = newStore;
+            counts = newCounts;
+            free = newFree;
         }
         for (int j = 0; j < n; j++) {
             store[storeCount] = new int[PAGE_SLOTS];

@@ -330,4 +330,98 @@ class AddressHandleMapTest {
         assertThat(map.get(BASE - 0x10000)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
         assertThat(map.get(BASE)).isEqualTo(h);
     }
+
+    private static final long GIB = 1L << 30;
+    private static final long PIECE = 1L << 16;
+
+    private static void failMidGrowth() {
+        AddressHandleMap.midGrowth = () -> {
+            throw new OutOfMemoryError("injected");
+        };
+    }
+
+    @Test
+    void aRebuildThatFailsLeavesTheMapAsItWas() {
+        ChunkTable chunks = new ChunkTable(16);
+        AddressHandleMap map = new AddressHandleMap(chunks);
+        int[] h = new int[5];
+        for (int b = 0; b < 5; b++) {
+            h[b] = chunkAt(chunks, BASE + b * GIB);
+        }
+        for (int b = 0; b < 4; b++) {
+            map.put(BASE + b * GIB, h[b]);
+        }
+        // A fifth block fills the block table past a quarter: it is rebuilt twice as large.
+        failMidGrowth();
+        try {
+            assertThatThrownBy(() -> map.put(BASE + 4 * GIB, h[4])).isInstanceOf(OutOfMemoryError.class);
+        } finally {
+            AddressHandleMap.midGrowth = null;
+        }
+        for (int b = 0; b < 4; b++) {
+            assertThat(map.get(BASE + b * GIB)).isEqualTo(h[b]);
+        }
+        assertThat(map.get(BASE + 4 * GIB)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.size()).isEqualTo(4);
+        map.put(BASE + 4 * GIB, h[4]);
+        for (int b = 0; b < 5; b++) {
+            assertThat(map.get(BASE + b * GIB)).isEqualTo(h[b]);
+        }
+    }
+
+    @Test
+    void aBlockWhoseDirectoryCannotBeMadeIsNotEntered() {
+        ChunkTable chunks = new ChunkTable(16);
+        AddressHandleMap map = new AddressHandleMap(chunks);
+        int first = chunkAt(chunks, BASE);
+        int second = chunkAt(chunks, BASE + GIB);
+        map.put(BASE, first);
+        failMidGrowth();
+        try {
+            assertThatThrownBy(() -> map.put(BASE + GIB, second)).isInstanceOf(OutOfMemoryError.class);
+        } finally {
+            AddressHandleMap.midGrowth = null;
+        }
+        assertThat(map.get(BASE + GIB)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        map.remove(BASE + GIB);
+        assertThat(map.get(BASE)).isEqualTo(first);
+        assertThat(map.size()).isEqualTo(1);
+        map.put(BASE + GIB, second);
+        assertThat(map.get(BASE + GIB)).isEqualTo(second);
+    }
+
+    @Test
+    void aPoolRefillThatFailsLeavesItsArraysOfOneLength() {
+        ChunkTable chunks = new ChunkTable(16);
+        AddressHandleMap map = new AddressHandleMap(chunks);
+        // Two chunk starts in a 64 KiB piece take a page; the pool's arrays hold 16 pages, and
+        // the 17th piece's page makes them grow.
+        List<long[]> starts = new ArrayList<>();
+        for (int k = 0; k < 40; k++) {
+            for (long offset : new long[] {0, 256}) {
+                long ptr = BASE + k * PIECE + offset;
+                starts.add(new long[] {ptr, chunkAt(chunks, ptr)});
+            }
+        }
+        for (int i = 0; i < 32; i++) {
+            map.put(starts.get(i)[0], (int) starts.get(i)[1]);
+        }
+        map.put(starts.get(32)[0], (int) starts.get(32)[1]);
+        failMidGrowth();
+        try {
+            assertThatThrownBy(() -> map.put(starts.get(33)[0], (int) starts.get(33)[1]))
+                    .isInstanceOf(OutOfMemoryError.class);
+        } finally {
+            AddressHandleMap.midGrowth = null;
+        }
+        assertThat(map.get(starts.get(33)[0])).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.size()).isEqualTo(33);
+        for (int i = 33; i < starts.size(); i++) {
+            map.put(starts.get(i)[0], (int) starts.get(i)[1]);
+        }
+        for (long[] start : starts) {
+            assertThat(map.get(start[0])).isEqualTo((int) start[1]);
+        }
+        assertThat(map.size()).isEqualTo(starts.size());
+    }
 }
