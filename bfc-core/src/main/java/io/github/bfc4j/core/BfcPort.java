@@ -952,18 +952,20 @@ final class BfcPort {
                     chunks.ensureSpareHandle();
                 }
 
+                // DEVIATION(port): a split's rest enters the address map when it is first
+                // allocated (lazyAddressMap). Its start is the same after the split below, so it
+                // enters before the chunk leaves its bin: an Error growing the map (out of heap)
+                // leaves the chunk free and binned, the map as it was.
+                if (!chunks.mapped(h)) {
+                    regionManager.setHandle(chunks.ptr(h), h);
+                }
+
                 // We found an existing chunk that fits us that wasn't in use, so remove it from
                 // the free bin structure prior to using.
                 removeFreeChunkIterFromBinLocked(freeChunks, h);
 
                 if (split) {
                     splitChunkLocked(h, roundedBytes);
-                }
-
-                // DEVIATION(port): a split's rest enters the address map when it is first
-                // allocated (lazyAddressMap).
-                if (!chunks.mapped(h)) {
-                    regionManager.setHandle(chunks.ptr(h), h);
                 }
 
                 // The requested size of the returned chunk is what the user has allocated.

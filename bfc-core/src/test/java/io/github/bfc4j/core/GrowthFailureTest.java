@@ -188,4 +188,33 @@ class GrowthFailureTest {
         allocator.close();
         assertThat(sim.reservedBytes()).isZero();
     }
+
+    @Test
+    void anAllocationThatCannotGrowTheAddressMapChangesNothing() {
+        BfcAllocator allocator = allocator();
+        // 256-byte chunks: each 64 KiB piece of the region with two chunk starts or more takes
+        // a page of the address map, and its pool's arrays hold 16 pages. A split's rest enters
+        // the map when it is allocated: the second chunk of the 17th piece needs the 17th page.
+        int perPiece = (1 << 16) / 256;
+        long[] ptrs = allocate(allocator, 16 * perPiece + 1, 256);
+        AllocatorStats before = allocator.getStats();
+
+        GrowthFaults.failAddressMapGrowth();
+        assertThatThrownBy(() -> allocator.allocateRaw(256, 256)).isInstanceOf(OutOfMemoryError.class);
+        GrowthFaults.clear();
+
+        assertThat(allocator.getStats()).isEqualTo(before);
+        allocator.checkInvariants();
+        long next = allocator.allocateRaw(256, 256);
+        assertThat(next).isEqualTo(ptrs[ptrs.length - 1] + 256);
+        allocator.deallocateRaw(next);
+        for (long p : ptrs) {
+            allocator.deallocateRaw(p);
+        }
+        long whole = allocator.allocateRaw(256, REGION);
+        assertThat(whole).isEqualTo(BASE);
+        allocator.deallocateRaw(whole);
+        allocator.checkInvariants();
+        allocator.close();
+    }
 }

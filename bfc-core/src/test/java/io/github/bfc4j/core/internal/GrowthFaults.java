@@ -5,8 +5,8 @@ package io.github.bfc4j.core.internal;
 
 /**
  * For tests outside this package: makes the growth of the allocator's arrays (the timestamp
- * queues, the chunk table) throw {@link OutOfMemoryError} on the calling thread, as a full heap
- * would, until {@link #clear()}.
+ * queues, the chunk table, the address map) throw {@link OutOfMemoryError} on the calling
+ * thread, as a full heap would, until {@link #clear()}.
  */
 public final class GrowthFaults {
     private GrowthFaults() {
@@ -22,10 +22,16 @@ public final class GrowthFaults {
         ChunkTable.midGrowth = failOn(Thread.currentThread(), "ChunkTable");
     }
 
+    /** The next growths of an {@link AddressHandleMap} on this thread throw half-way. */
+    public static void failAddressMapGrowth() {
+        AddressHandleMap.midGrowth = failOn(Thread.currentThread(), "AddressHandleMap");
+    }
+
     /** Growth works again. */
     public static void clear() {
         IntDeque.beforeGrowth = null;
         ChunkTable.midGrowth = null;
+        AddressHandleMap.midGrowth = null;
     }
 
     private static Runnable failOn(Thread thread, String what) {
