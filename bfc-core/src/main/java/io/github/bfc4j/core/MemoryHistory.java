@@ -95,12 +95,8 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
         Objects.requireNonNull(histories, "histories=null (expected: the histories to take together, e.g."
                 + " each snapshot's history() of a ShardedBfcAllocator's snapshots())");
         List<List<MemoryEvent>> events = new ArrayList<>(histories.size());
-        for (int i = 0; i < histories.size(); i++) {
-            MemoryHistory h = histories.get(i);
-            if (h == null) {
-                throw new NullPointerException("histories[" + i + "]=null (expected: a MemoryHistory;"
-                        + " MemoryHistory.NONE for an allocator that recorded none)");
-            }
+        for (MemoryHistory h : NullElements.copyOf(histories, "histories",
+                "a MemoryHistory; MemoryHistory.NONE for an allocator that recorded none")) {
             events.add(h.events());
         }
         List<Map.Entry<Integer, MemoryEvent>> timeline = mergeByTime(events);

@@ -100,6 +100,7 @@ class PublicApiNullSweepTest {
                 .sample("java.util.List<io.github.bfc4j.core.MemoryMap$Region>", x -> List.of())
                 .sample("java.util.List<io.github.bfc4j.core.BfcAllocator$BinDebugInfo>",
                         x -> allocator(x).getBinDebugInfo())
+                .sample("java.util.List<io.github.bfc4j.core.MemoryHistory>", x -> List.of(MemoryHistory.NONE))
                 .sample("java.util.List<io.github.bfc4j.core.MemorySnapshot>",
                         x -> List.of(x.sampleOf(MemorySnapshot.class)))
                 .sample(TraceHeader.class, x -> new TraceHeader("sweep", "sweep", 64L << 20, true, false, 0.0, false,
