@@ -812,9 +812,7 @@ public final class BfcAllocator implements MemoryAllocator {
                 MemoryMap recorded = memoryMapForHoldersLocked();
                 String holders = recorded == null ? "" : HolderText.messageSentence(recorded);
                 if (closePolicy == ClosePolicy.REFUSE) {
-                    String message = "close() refused: " + what + ". " + loans.advice("Close (or deallocate) them"
-                            + " first; or build the allocator with closePolicy(ClosePolicy.FORCE) to free the memory"
-                            + " under them anyway.") + holders;
+                    String message = "close() refused: " + what + ". " + loans.advice() + holders;
                     LOG.log(Level.WARNING, message);
                     throw new IllegalStateException(message);
                 }

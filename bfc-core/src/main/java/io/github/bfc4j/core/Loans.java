@@ -42,18 +42,23 @@ final class Loans {
         return e;
     }
 
+    /** The advice for memory the caller holds itself, when nothing is lent. */
+    private static final String OWN = "Close (or deallocate) them first; or build the allocator with"
+            + " closePolicy(ClosePolicy.FORCE) to free the memory under them anyway.";
+
     /**
-     * What a {@code close()} refused for live allocations advises: {@code own} (for memory the
-     * caller holds) when nothing is lent, else each loan's advice and a word for the caller's own.
+     * What a {@code close()} refused for live allocations advises: to close them or use
+     * {@link ClosePolicy#FORCE} (for memory the caller holds) when nothing is lent, else each
+     * loan's advice and a word for the caller's own.
      */
-    String advice(String own) {
+    String advice() {
         StringBuilder b = new StringBuilder();
         for (Entry e : open) {
             if (b.indexOf(e.advice) < 0) {
                 b.append(b.length() == 0 ? "" : " ").append(e.advice);
             }
         }
-        return b.length() == 0 ? own
+        return b.length() == 0 ? OWN
                 : b.append(" Close (or deallocate) any allocations of your own as well, then close this allocator.")
                         .toString();
     }

@@ -129,8 +129,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             shards[i] = shard.build();
         }
         this.shardList = List.of(shards);
-        for (BfcAllocator s : shards) {
-            s.completeOutOfMemoryReports(this::withAllShards, this::snapshots);
+        for (int i = 0; i < shards.length; i++) {
+            int failed = i;
+            shards[i].completeOutOfMemoryReports(r -> withAllShards(failed, r), this::snapshots);
         }
         this.ports = new BfcPort[shards.length];
         for (int i = 0; i < shards.length; i++) {
@@ -857,28 +858,18 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         return removed;
     }
 
-    /** A shard's report, its summary followed by what all shards hold, read now. */
-    private OutOfMemoryReport withAllShards(OutOfMemoryReport r) {
+    /** Shard {@code failed}'s report, its summary followed by what all shards hold, read now. */
+    private OutOfMemoryReport withAllShards(int failed, OutOfMemoryReport r) {
         AllShards f = allShardsNow();
         failureFigures.set(f); // for the exception of allocate(), on this thread
         String all = "\nAll " + shards.length + " shards of allocator '" + name + "', read just after shard "
-                + shardNamed(r.allocatorName()) + " failed: " + BfcAllocator.humanReadableNumBytes(f.stats.bytesInUse()) + " in use, "
+                + failed + " failed: " + BfcAllocator.humanReadableNumBytes(f.stats.bytesInUse()) + " in use, "
                 + BfcAllocator.humanReadableNumBytes(f.reserved) + " reserved in " + f.regions
                 + (f.regions == 1 ? " region" : " regions") + ", the memory limit is "
                 + BfcAllocator.humanReadableNumBytes(memoryLimit()) + ", the largest free chunk is "
                 + BfcAllocator.humanReadableNumBytes(f.largestFree) + "." + f.holders + "\n";
         return new OutOfMemoryReport(r.allocatorName(), r.requestedBytes(), r.roundedBytes(), r.provenance(),
                 r.snapshot(), r.summary() + all);
-    }
-
-    /** The index of the shard named {@code shardName} (a report's {@link OutOfMemoryReport#allocatorName()}). */
-    private int shardNamed(String shardName) {
-        for (int i = 0; i < shards.length; i++) {
-            if (shards[i].name().equals(shardName)) {
-                return i;
-            }
-        }
-        throw new IllegalStateException("no shard of allocator '" + name + "' is named '" + shardName + "'");
     }
 
     /**
@@ -1089,8 +1080,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         }
         if (!live.isEmpty()) {
             String message = "close() of allocator '" + name + "' refused: " + String.join("; ", live)
-                    + ". No shard was closed. " + loans.advice("Close (or deallocate) them first; or build the"
-                    + " allocator with closePolicy(ClosePolicy.FORCE) to free the memory under them anyway.")
+                    + ". No shard was closed. " + loans.advice()
                     + HolderText.messageSentence(recorded);
             LOG.log(Level.WARNING, message);
             throw new IllegalStateException(message);
