@@ -27,6 +27,13 @@ class ProvenanceTest {
         return a.memoryMap().chunks().stream().filter(c -> c.ptr() == ptr).findFirst().orElseThrow().provenance();
     }
 
+    /** 256 bytes allocated while {@code annotation} is open on this thread. */
+    private static long allocateUnder(BfcAllocator a, String annotation) {
+        try (MemoryAnnotation x = MemoryAnnotation.push(annotation)) {
+            return a.allocateRaw(64, 256);
+        }
+    }
+
     @Test
     void annotationsGoWithChunksOnlyWhenRecorded() {
         try (BfcAllocator a = allocator(64L << 20)) {
@@ -474,10 +481,7 @@ class ProvenanceTest {
     void namesNoLiveChunkHoldsMakeRoomForNewOnes() {
         BfcAllocator a = allocator(512L << 20);
         a.recordAnnotations(true);
-        long kept;
-        try (MemoryAnnotation x = MemoryAnnotation.push("kept")) {
-            kept = a.allocateRaw(64, 256);
-        }
+        long kept = allocateUnder(a, "kept");
         for (int i = 0; i < 70_000; i++) { // more names than the table holds, each freed at once
             try (MemoryAnnotation x = MemoryAnnotation.push("request-" + i)) {
                 a.deallocateRaw(a.allocateRaw(64, 256));
@@ -502,14 +506,9 @@ class ProvenanceTest {
             a.recordHistory(HistoryOptions.builder().stacks(false).maxEntries(16).build());
             long[] held = new long[max];
             for (int i = 0; i < max; i++) { // the table full, every name held by a live chunk
-                try (MemoryAnnotation x = MemoryAnnotation.push("layer-" + i)) {
-                    held[i] = a.allocateRaw(64, 256);
-                }
+                held[i] = allocateUnder(a, "layer-" + i);
             }
-            long over;
-            try (MemoryAnnotation x = MemoryAnnotation.push("one-too-many")) {
-                over = a.allocateRaw(64, 256);
-            }
+            long over = allocateUnder(a, "one-too-many");
             assertThat(at(a, over).annotation()).isEqualTo("(more than 65536 annotation names)");
             List<MemoryEvent> events = a.snapshot().history().events();
             assertThat(events.get(events.size() - 1).provenance().annotation())
@@ -522,10 +521,7 @@ class ProvenanceTest {
                 a.deallocateRaw(p);
             }
             a.deallocateRaw(over);
-            long next;
-            try (MemoryAnnotation x = MemoryAnnotation.push("after")) {
-                next = a.allocateRaw(64, 256);
-            }
+            long next = allocateUnder(a, "after");
             assertThat(at(a, next).annotation()).isEqualTo("after");
             a.deallocateRaw(next);
         }
@@ -538,19 +534,14 @@ class ProvenanceTest {
             a.recordAnnotations(true);
             long[] held = new long[max];
             for (int i = 0; i < max; i++) {
-                try (MemoryAnnotation x = MemoryAnnotation.push("layer-" + i)) {
-                    held[i] = a.allocateRaw(64, 256);
-                }
+                held[i] = allocateUnder(a, "layer-" + i);
             }
             a.recordAnnotations(false); // the frees below go unheard
             for (long p : held) {
                 a.deallocateRaw(p);
             }
             a.recordAnnotations(true);
-            long next;
-            try (MemoryAnnotation x = MemoryAnnotation.push("after")) {
-                next = a.allocateRaw(64, 256);
-            }
+            long next = allocateUnder(a, "after");
             assertThat(at(a, next).annotation()).isEqualTo("after");
             a.deallocateRaw(next);
         }
