@@ -171,6 +171,14 @@ final class BfcPort {
      * where the address lies ({@link #describeAsShard}). Written before the port is published.
      */
     private String described;
+    /**
+     * For a shard of a {@link ShardedBfcAllocator}: the sharded allocator's name (the one its
+     * user gave), this shard's index and the shard count; null, -1 and 0 otherwise. Written
+     * before the port is published ({@link #describeAsShard}).
+     */
+    private String shardOf;
+    private int shardIndex = -1;
+    private int shardCount;
     private final long maxInternalFragmentationBytes;
     private final AllocatorRetry retryHelper = new AllocatorRetry();
 
@@ -1647,6 +1655,9 @@ final class BfcPort {
      */
     void describeAsShard(String sharded, int index, int count) {
         this.described = "'" + sharded + "' (shard " + index + " of " + count + ")";
+        this.shardOf = sharded;
+        this.shardIndex = index;
+        this.shardCount = count;
     }
 
     /** Upstream's {@code memory_limit_}. */
@@ -1863,6 +1874,21 @@ final class BfcPort {
         @Override
         public String described() {
             return described;
+        }
+
+        @Override
+        public String userName() {
+            return shardOf != null ? shardOf : name;
+        }
+
+        @Override
+        public int shardIndex() {
+            return shardIndex;
+        }
+
+        @Override
+        public int shardCount() {
+            return shardCount;
         }
 
         @Override

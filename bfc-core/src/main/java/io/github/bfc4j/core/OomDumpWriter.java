@@ -126,13 +126,7 @@ final class OomDumpWriter implements OutOfMemoryListener {
             written++;
             lastNanos = now;
         }
-        String name = report.allocatorName();
-        String safe = name.replaceAll("[^A-Za-z0-9._-]", "_");
-        // A file name holds 255 bytes on common file systems: a longer allocator name made every
-        // dump fail ("File name too long").
-        String stem = "bfc-oom-" + safe.substring(0, Math.min(safe.length(), MAX_NAME_CHARS)) + "-"
-                + System.currentTimeMillis()
-                + "-" + SEQUENCE.incrementAndGet();
+        String stem = stem(report);
         Path file = dir.resolve(stem + ".json");
         List<MemorySnapshot> all;
         String abs;
@@ -177,6 +171,23 @@ final class OomDumpWriter implements OutOfMemoryListener {
         }
         return new Result(" Memory map and summary written to " + abs + ", PyTorch's memory snapshot of it (for"
                 + " pytorch.org/memory_viz) to " + pickle.toAbsolutePath() + ".", abs);
+    }
+
+    /**
+     * The name of a dump's files, without {@code .json} or {@code .pickle}:
+     * {@code bfc-oom-NAME-MILLIS-N}, or for a shard of a sharded allocator
+     * {@code bfc-oom-SHARDED-shardI-MILLIS-N}, by the name its user gave (the shard's own name,
+     * {@code SHARDED/I}, is no name the user gave).
+     */
+    static String stem(OutOfMemoryReport report) {
+        boolean shard = report.shardedAllocatorName() != null;
+        String name = shard ? report.shardedAllocatorName() : report.allocatorName();
+        String safe = name.replaceAll("[^A-Za-z0-9._-]", "_");
+        // A file name holds 255 bytes on common file systems: a longer allocator name made every
+        // dump fail ("File name too long").
+        return "bfc-oom-" + safe.substring(0, Math.min(safe.length(), MAX_NAME_CHARS))
+                + (shard ? "-shard" + report.shardIndex() : "") + "-" + System.currentTimeMillis()
+                + "-" + SEQUENCE.incrementAndGet();
     }
 
     /** Deletes a partial file of this writer's; the note says what failed, and names it if it stays. */
@@ -251,7 +262,10 @@ final class OomDumpWriter implements OutOfMemoryListener {
         return false;
     }
 
-    /** The dump's JSON document; {@code shards}, when not empty, as a last field. */
+    /**
+     * The dump's JSON document; for a shard's report, the sharded allocator's name and the
+     * shard's index and count; {@code shards}, when not empty, as a last field.
+     */
     static String json(OutOfMemoryReport report, List<MemoryMap> shards) {
         StringBuilder sb = new StringBuilder();
         sb.append("{\n\"schema\": \"").append(SCHEMA).append("\",\n\"allocatorName\": ");
@@ -261,6 +275,12 @@ final class OomDumpWriter implements OutOfMemoryListener {
                 .append(",\n\"summary\": ");
         MemoryMap.string(sb, report.summary());
         sb.append(",\n\"memoryMap\": ").append(report.snapshot().memoryMap().toJson());
+        if (report.shardedAllocatorName() != null) {
+            sb.append(",\n\"shardOf\": ");
+            MemoryMap.string(sb, report.shardedAllocatorName());
+            sb.append(",\n\"shardIndex\": ").append(report.shardIndex())
+                    .append(",\n\"shardCount\": ").append(report.shardCount());
+        }
         if (!shards.isEmpty()) {
             sb.append(",\n\"shards\": [");
             for (int i = 0; i < shards.size(); i++) {

@@ -83,8 +83,8 @@ final class OutOfMemoryListeners {
                 if (e instanceof VirtualMachineError) {
                     throw (VirtualMachineError) e;
                 }
-                LOG.log(Level.WARNING, "Out-of-memory listener " + l + " of allocator '" + report.allocatorName()
-                        + "' threw; ignored", e);
+                LOG.log(Level.WARNING, "Out-of-memory listener " + l + " of allocator " + report.describedAllocator()
+                        + " threw; ignored", e);
             }
         }
         return dump;
@@ -95,8 +95,8 @@ final class OutOfMemoryListeners {
         try {
             return completion.apply(report);
         } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "Completing the out-of-memory report of allocator '" + report.allocatorName()
-                    + "' failed; its own report is used", e);
+            LOG.log(Level.WARNING, "Completing the out-of-memory report of allocator " + report.describedAllocator()
+                    + " failed; its own report is used", e);
             return report;
         }
     }

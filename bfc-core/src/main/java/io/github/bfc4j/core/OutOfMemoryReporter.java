@@ -115,7 +115,8 @@ final class OutOfMemoryReporter extends PortListener {
                     v.timingCounterEverSet(), history.history());
             r.report = new OutOfMemoryReport(v.name(), numBytes, roundedBytes,
                     history.isOn() ? history.lastFailure() : Provenance.UNKNOWN, snapshot,
-                    reports.memorySummaryLocked());
+                    reports.memorySummaryLocked(), v.shardIndex() < 0 ? null : v.userName(), v.shardIndex(),
+                    v.shardCount());
         }
         final OutOfMemoryEvent event = new OutOfMemoryEvent();
         if (event.isEnabled()) {

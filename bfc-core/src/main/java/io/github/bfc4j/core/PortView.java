@@ -12,8 +12,8 @@ import io.github.bfc4j.core.internal.ChunkWalk;
  * checker read the allocator through this view only, so that the port's structures (the chunk
  * table, the bins, the address map, the lock) can change behind it.
  *
- * <p>Every method except {@link #name()}, {@link #memoryLimit()}, {@link #memoryType()} and
- * {@link #walk()} needs the allocator's lock held, and so does every use of a walk.
+ * <p>Every method except the names ({@link #name()} to {@link #shardCount()}),
+ * {@link #memoryLimit()}, {@link #memoryType()} and {@link #walk()} needs the allocator's lock held, and so does every use of a walk.
  */
 interface PortView {
 
@@ -25,6 +25,18 @@ interface PortView {
      *     {@code 'SHARDED' (shard I of N)} for a shard of a {@link ShardedBfcAllocator}
      */
     String described();
+
+    /**
+     * @return the name the user gave: the allocator's, or for a shard of a
+     *     {@link ShardedBfcAllocator} the sharded allocator's
+     */
+    String userName();
+
+    /** @return for a shard of a {@link ShardedBfcAllocator} its index, else -1 */
+    int shardIndex();
+
+    /** @return for a shard of a {@link ShardedBfcAllocator} the number of shards, else 0 */
+    int shardCount();
 
     /** @return upstream's {@code memory_limit_} */
     long memoryLimit();

@@ -869,7 +869,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                 + BfcAllocator.humanReadableNumBytes(memoryLimit()) + ", the largest free chunk is "
                 + BfcAllocator.humanReadableNumBytes(f.largestFree) + "." + f.holders + "\n";
         return new OutOfMemoryReport(r.allocatorName(), r.requestedBytes(), r.roundedBytes(), r.provenance(),
-                r.snapshot(), r.summary() + all);
+                r.snapshot(), r.summary() + all, r.shardedAllocatorName(), r.shardIndex(), r.shardCount());
     }
 
     /**

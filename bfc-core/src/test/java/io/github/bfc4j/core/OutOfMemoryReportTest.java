@@ -226,4 +226,46 @@ class OutOfMemoryReportTest {
             held.close();
         }
     }
+
+    /**
+     * The report of an allocator of its own names no shard, and its dump has no shard's fields;
+     * a report whose shard's figures do not fit together is refused, saying what fits.
+     */
+    @Test
+    void aReportOfAnAllocatorOfItsOwnNamesNoShard(@TempDir Path dir) throws Exception {
+        try (BfcAllocator a = BfcAllocator.builder().name("alone").memoryLimit(MIB)
+                .subAllocator(new SimSubAllocator(BASE, 16 * MIB, 0, false))
+                .options(BfcOptions.builder().allowRetryOnFailure(false).dumpOnOomDirectory(dir).build()).build()) {
+            java.util.List<OutOfMemoryReport> told = new java.util.ArrayList<>();
+            a.addOutOfMemoryListener(told::add);
+            assertThat(a.allocateRaw(64, 2 * MIB)).isZero();
+            OutOfMemoryReport r = told.get(0);
+            assertThat(r.allocatorName()).isEqualTo("alone");
+            assertThat(r.shardedAllocatorName()).isNull();
+            assertThat(r.shardIndex()).isEqualTo(-1);
+            assertThat(r.shardCount()).isZero();
+            assertThat(r.describedAllocator()).isEqualTo("'alone'");
+            try (var files = Files.list(dir)) {
+                Path json = files.filter(f -> f.toString().endsWith(".json")).findFirst().orElseThrow();
+                assertThat(json.getFileName().toString()).startsWith("bfc-oom-alone-").doesNotContain("shard");
+                assertThat(((Map<?, ?>) TinyJson.parse(Files.readString(json))).keySet().stream().map(String::valueOf))
+                        .doesNotContain("shardOf", "shardIndex", "shardCount");
+            }
+            MemorySnapshot snap = r.snapshot();
+            assertThat(new OutOfMemoryReport("alone", 1, 256, Provenance.UNKNOWN, snap, "")).isEqualTo(
+                    new OutOfMemoryReport("alone", 1, 256, Provenance.UNKNOWN, snap, "", null, -1, 0));
+            for (Object[] bad : new Object[][] {{null, 0, 0}, {null, -1, 2}}) {
+                assertThat(catchThrowableOfType(() -> new OutOfMemoryReport("x/0", 1, 256, Provenance.UNKNOWN, snap,
+                        "", (String) bad[0], (int) bad[1], (int) bad[2]), IllegalArgumentException.class))
+                        .as("%s, %s", bad[1], bad[2]).isNotNull().hasMessageStartingWith("shardedAllocatorName=null"
+                                + " (expected: the sharded allocator's name for a shard, shardIndex=" + bad[1]);
+            }
+            for (int[] bad : new int[][] {{-1, 2}, {2, 2}, {0, 0}}) {
+                assertThat(catchThrowableOfType(() -> new OutOfMemoryReport("x/0", 1, 256, Provenance.UNKNOWN, snap,
+                        "", "x", bad[0], bad[1]), IllegalArgumentException.class))
+                        .as("%s, %s", bad[0], bad[1]).isNotNull()
+                        .hasMessageStartingWith("shardIndex=" + bad[0] + ", shardCount=" + bad[1] + " (expected: ");
+            }
+        }
+    }
 }

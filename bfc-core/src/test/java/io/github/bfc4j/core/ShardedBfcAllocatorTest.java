@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.core;
 
+import static org.assertj.core.api.Assertions.as;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -28,6 +29,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 import net.razorvine.pickle.Unpickler;
+import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -950,6 +952,11 @@ class ShardedBfcAllocatorTest {
         assertThat(heard).hasSize(1);
         OutOfMemoryReport r = heard.get(0);
         assertThat(r.allocatorName()).isEqualTo("held/0");
+        // Which allocator ran out, by the name its user gave, and which shard of it.
+        assertThat(r.shardedAllocatorName()).isEqualTo("held");
+        assertThat(r.shardIndex()).isZero();
+        assertThat(r.shardCount()).isEqualTo(2);
+        assertThat(r.describedAllocator()).isEqualTo("'held' (shard 0 of 2)");
         assertThat(r.requestedBytes()).isEqualTo(8 * MIB);
         String allShards = "\nAll 2 shards of allocator 'held', read just after shard 0 failed: 15.66MiB in"
                 + " use, 15.66MiB reserved in 2 regions, the memory limit is 16.00MiB, the largest free chunk is 0B."
@@ -959,9 +966,14 @@ class ShardedBfcAllocatorTest {
                 .as("the shard's own summary").doesNotContain("activations");
         assertThat(heardByTheShard).containsExactly(r);
         try (var files = Files.list(dumps)) {
-            Path dump = files.filter(f -> f.getFileName().toString().startsWith("bfc-oom-held_0-")
+            // Named by the allocator's name and the shard, not by the shard's own name (held/0).
+            Path dump = files.filter(f -> f.getFileName().toString().startsWith("bfc-oom-held-shard0-")
                     && f.toString().endsWith(".json")).findFirst().orElseThrow();
             Map<?, ?> doc = (Map<?, ?>) TinyJson.parse(Files.readString(dump));
+            assertThat(doc.get("allocatorName")).isEqualTo("held/0");
+            assertThat(doc.get("shardOf")).isEqualTo("held");
+            assertThat(((Number) doc.get("shardIndex")).intValue()).isZero();
+            assertThat(((Number) doc.get("shardCount")).intValue()).isEqualTo(2);
             assertThat((String) doc.get("summary")).contains("All 2 shards of allocator 'held'")
                     .contains("11.66MiB by activations");
             assertThat(((Map<?, ?>) doc.get("memoryMap")).get("allocatorName")).isEqualTo("held/0");
@@ -1644,5 +1656,22 @@ class ShardedBfcAllocatorTest {
         System.out.println("ShardedBfcAllocatorTest: " + failures.get() + " allocations found no memory");
         a.close();
         assertThat(a.isClosed()).isTrue();
+    }
+
+    /**
+     * The log lines about a shard's out-of-memory report (a listener that threw, a completion
+     * that failed) name the allocator the user built and the shard, not the shard's own name.
+     */
+    @Test
+    void aListenerThatThrowsIsLoggedUnderTheNameGiven() throws Exception {
+        try (ShardedBfcAllocator a = sharded(4 * MIB, 2)) {
+            OutOfMemoryListener thrower = r -> {
+                throw new IllegalStateException("listener failed");
+            };
+            a.addOutOfMemoryListener(thrower);
+            List<String> lines = LogCapture.during(() -> assertThat(a.allocateRaw(64, 8 * MIB)).isZero());
+            assertThat(lines).filteredOn(l -> l.contains("threw; ignored")).singleElement(as(InstanceOfAssertFactories.STRING))
+                    .isEqualTo("Out-of-memory listener " + thrower + " of allocator 'sharded' (shard 0 of 2) threw; ignored");
+        }
     }
 }
