@@ -40,7 +40,8 @@ final class JfrRecorder extends PortListener {
     void regionObtainedLocked(long ptr, long bytes, long requestBytes, long askedBytes) {
         RegionExtendEvent event = new RegionExtendEvent();
         if (event.isEnabled()) {
-            event.allocator = view.name();
+            event.allocator = view.userName();
+            event.shard = view.shardIndex();
             event.ptr = ptr;
             event.bytes = bytes;
             event.requestBytes = requestBytes;
@@ -53,7 +54,8 @@ final class JfrRecorder extends PortListener {
     void regionReturnedLocked(long ptr, long bytes, long requestBytes) {
         RegionFreeEvent event = new RegionFreeEvent();
         if (event.isEnabled()) {
-            event.allocator = view.name();
+            event.allocator = view.userName();
+            event.shard = view.shardIndex();
             event.ptr = ptr;
             event.bytes = bytes;
             event.poolBytes = view.poolBytes();
@@ -70,7 +72,8 @@ final class JfrRecorder extends PortListener {
         AllocationSampleEvent event = new AllocationSampleEvent();
         if (event.isEnabled()) {
             final ChunkWalk c = chunk.at(h);
-            event.allocator = view.name();
+            event.allocator = view.userName();
+            event.shard = view.shardIndex();
             event.ptr = c.ptr();
             event.requestedBytes = c.requestedSize();
             event.chunkBytes = c.size();

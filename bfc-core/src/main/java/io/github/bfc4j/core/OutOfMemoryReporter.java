@@ -120,7 +120,8 @@ final class OutOfMemoryReporter extends PortListener {
         }
         final OutOfMemoryEvent event = new OutOfMemoryEvent();
         if (event.isEnabled()) {
-            event.allocator = v.name();
+            event.allocator = v.userName();
+            event.shard = v.shardIndex();
             event.requestedBytes = numBytes;
             event.bytesInUse = r.bytesInUse;
             event.poolBytes = r.poolBytes;

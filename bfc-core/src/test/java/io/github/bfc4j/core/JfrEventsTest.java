@@ -5,6 +5,7 @@
 package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.tuple;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.nio.file.Path;
@@ -81,6 +82,7 @@ class JfrEventsTest {
         assertThat(ooms).hasSize(1);
         RecordedEvent oom = ooms.get(0);
         assertThat(oom.getString("allocator")).isEqualTo("jfr_bfc");
+        assertThat(events).extracting(e -> e.getInt("shard")).as("an allocator of its own is no shard").containsOnly(-1);
         assertThat(oom.getLong("requestedBytes")).isEqualTo(3 * MIB);
         assertThat(oom.getLong("limitBytes")).isEqualTo(4 * MIB);
         assertThat(oom.getLong("bytesInUse")).isEqualTo(extends_.get(1).getLong("bytes"));
@@ -165,9 +167,49 @@ class JfrEventsTest {
         assertThat(samples.get(0).getLong("bytesInUse")).isEqualTo(3 * 1024);
         assertThat(samples.get(1).getLong("ptr")).isEqualTo(ptrs[5]);
         assertThat(samples.get(1).getString("allocator")).isEqualTo("sampled_bfc");
+        assertThat(samples).extracting(e -> e.getInt("shard")).as("no shard").containsOnly(-1);
         assertThat(samples.get(0).getString("annotation")).as("the allocating thread's annotation")
                 .isEqualTo("encoder (step 4)");
         assertThat(samples.get(1).getString("annotation")).as("none open").isNull();
         assertThat(samples.get(0).getEventType().getField("ptr").getContentType()).isEqualTo("jdk.jfr.MemoryAddress");
+    }
+
+    /**
+     * The events of a {@link ShardedBfcAllocator}'s shards carry the name given to its builder,
+     * so that a recording groups them by it, and the shard's index, which tells them apart.
+     */
+    @Test
+    void aShardsEventsCarryTheNameGivenAndTheShard(@TempDir Path dir) throws Exception {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).jfrAllocationSamplePeriod(1)
+                .dumpOnOomDirectory(null).build();
+        long[] ptrs = new long[2];
+        List<RecordedEvent> events = record(dir, () -> {
+            try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("jfr_host").memoryLimit(8 * MIB)
+                    .subAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, true)).shards(2).options(opts)
+                    .closePolicy(ClosePolicy.FORCE).build()) {
+                ptrs[0] = a.allocateRaw(256, MIB); // this thread's home: shard 0
+                Thread other = new Thread(() -> ptrs[1] = a.allocateRaw(256, MIB)); // shard 1
+                other.start();
+                try {
+                    other.join();
+                } catch (InterruptedException e) {
+                    throw new AssertionError(e);
+                }
+                assertThat(a.allocateRaw(256, 16 * MIB)).isZero(); // above the limit: shard 0 reports it
+                a.deallocateRaw(ptrs[0]);
+                assertThat(a.emptyCache()).isEqualTo(2 * MIB);
+            }
+        });
+        for (String name : List.of("io.github.bfc4j.RegionExtend", "io.github.bfc4j.AllocationSample",
+                "io.github.bfc4j.OutOfMemory", "io.github.bfc4j.RegionFree")) {
+            assertThat(named(events, name)).as(name).isNotEmpty()
+                    .allSatisfy(e -> assertThat(e.getString("allocator")).isEqualTo("jfr_host"));
+        }
+        assertThat(named(events, "io.github.bfc4j.AllocationSample"))
+                .extracting(e -> e.getLong("ptr"), e -> e.getInt("shard"))
+                .containsExactly(tuple(ptrs[0], 0), tuple(ptrs[1], 1));
+        assertThat(named(events, "io.github.bfc4j.RegionExtend")).extracting(e -> e.getInt("shard")).containsExactly(0, 1);
+        assertThat(named(events, "io.github.bfc4j.OutOfMemory")).extracting(e -> e.getInt("shard")).containsExactly(0);
+        assertThat(named(events, "io.github.bfc4j.RegionFree")).extracting(e -> e.getInt("shard")).containsExactly(0);
     }
 }

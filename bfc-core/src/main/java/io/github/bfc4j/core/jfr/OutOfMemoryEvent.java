@@ -19,9 +19,18 @@ import jdk.jfr.StackTrace;
 @Description("A BFC allocator could not satisfy an allocation")
 @StackTrace(true)
 public final class OutOfMemoryEvent extends Event {
-    /** The allocator's name. */
+    /**
+     * The allocator's name, as given to its builder: for a shard of a {@code ShardedBfcAllocator},
+     * the sharded allocator's (its shard in {@link #shard}).
+     */
     @Label("Allocator")
+    @Description("The allocator's name, as given to its builder (a ShardedBfcAllocator's, for one of its shards)")
     public String allocator;
+
+    /** For a shard of a {@code ShardedBfcAllocator}, its index; -1 for an allocator of its own. */
+    @Label("Shard")
+    @Description("The index of the ShardedBfcAllocator's shard, -1 for an allocator that is no shard")
+    public int shard;
 
     /** The bytes requested. */
     @Label("Requested Bytes")

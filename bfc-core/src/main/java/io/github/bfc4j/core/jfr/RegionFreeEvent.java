@@ -21,9 +21,18 @@ import jdk.jfr.Name;
 @Category("bfc4j")
 @Description("A BFC allocator gave a free region back to its sub-allocator (garbage collection or emptyCache)")
 public final class RegionFreeEvent extends Event {
-    /** The allocator's name. */
+    /**
+     * The allocator's name, as given to its builder: for a shard of a {@code ShardedBfcAllocator},
+     * the sharded allocator's (its shard in {@link #shard}).
+     */
     @Label("Allocator")
+    @Description("The allocator's name, as given to its builder (a ShardedBfcAllocator's, for one of its shards)")
     public String allocator;
+
+    /** For a shard of a {@code ShardedBfcAllocator}, its index; -1 for an allocator of its own. */
+    @Label("Shard")
+    @Description("The index of the ShardedBfcAllocator's shard, -1 for an allocator that is no shard")
+    public int shard;
 
     /** The region's start address. */
     @Label("Address")
