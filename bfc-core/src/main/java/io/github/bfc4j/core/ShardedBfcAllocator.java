@@ -639,6 +639,21 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         return sum("bytesInUse()", BfcAllocator::bytesInUse);
     }
 
+    /**
+     * How many {@link Allocation}s leak detection found unreachable without close and
+     * reclaimed, in all shards together ({@link BfcAllocator#leaksReclaimed()} of each, summed;
+     * each leak is reclaimed by the shard that held it).
+     *
+     * @return the leaks reclaimed
+     */
+    public long leaksReclaimed() {
+        long sum = 0;
+        for (BfcAllocator s : shards) {
+            sum += s.leaksReclaimed();
+        }
+        return sum;
+    }
+
     /** @return the bytes all shards hold from the sub-allocator now */
     public long reservedBytes() {
         return regions.heldBytes();

@@ -78,6 +78,15 @@ class LeakDetectionTest {
                 .isTrue();
         assertThat(warnings).singleElement().asString().startsWith("LEAK: allocation #1 of 3000 bytes (3072 reserved) at 0x")
                 .contains("from allocator 'leaky' (shard 0 of 2) became unreachable without close()");
+        assertThat(a.leaksReclaimed()).as("all shards' leaks").isEqualTo(1);
+        // A leak in the other shard counts too.
+        Thread other = new Thread(() -> a.allocate(5000).asPointer().put(0, (byte) 1));
+        other.start();
+        other.join();
+        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2 && warnings.size() == 2)).as("second leak reclaimed")
+                .isTrue();
+        assertThat(a.shards().get(1).leaksReclaimed()).isEqualTo(1);
+        assertThat(home.leaksReclaimed()).isEqualTo(1);
         assertThat(a.bytesInUse()).isZero();
         a.close();
     }
