@@ -179,6 +179,12 @@ final class BfcPort {
     private String shardOf;
     private int shardIndex = -1;
     private int shardCount;
+    /**
+     * The allocator's name in the log lines ported from upstream's {@code LOG} (where upstream
+     * writes its {@code Name()}): {@code NAME}, or for a shard {@code SHARDED (shard I of N)}, by
+     * the name the user gave. Written with {@link #described}.
+     */
+    private String logName;
     private final long maxInternalFragmentationBytes;
     private final AllocatorRetry retryHelper = new AllocatorRetry();
 
@@ -335,6 +341,7 @@ final class BfcPort {
         this.subAllocator = Objects.requireNonNull(subAllocator, "subAllocator");
         this.name = Objects.requireNonNull(name, "name");
         this.described = "'" + name + "'";
+        this.logName = name;
         this.opts = Objects.requireNonNull(opts, "opts");
         if (totalMemory < 0) {
             throw new IllegalArgumentException("totalMemory=" + totalMemory + " (expected: >= 0)");
@@ -500,7 +507,7 @@ final class BfcPort {
         peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
         onRegionObtainedLocked(memAddr, bytesReceived, roundedBytes, askedBytes);
         LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
-                + name + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
+                + logName + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
                 + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
 
         AllocationRegion maybeExtendedRegion = null;
@@ -619,7 +626,7 @@ final class BfcPort {
                 lock.unlock();
             }
             LOG.log(Level.WARNING, "Allocator ({0}) cannot allocate {1} bytes: more than the"
-                    + " largest possible request of {2} bytes.", name, numBytes, MAX_ALLOCATION_BYTES);
+                    + " largest possible request of {2} bytes.", logName, numBytes, MAX_ALLOCATION_BYTES);
             listener.outOfMemoryReported(numBytes);
             return 0;
         }
@@ -636,7 +643,7 @@ final class BfcPort {
                 if (counterValue < MAX_FAILURE_LOGS) {
                     FAILURE_LOG_COUNTER.set(counterValue + 1);
                     LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate "
-                            + "{1} bytes with freed_by_count={2}.{3}", name, numBytes,
+                            + "{1} bytes with freed_by_count={2}.{3}", logName, numBytes,
                             Long.toUnsignedString(freedByCount), attr.retryOnFailure() ? ""
                                     : " The caller indicates that this is not a failure, but this"
                                     + " may mean that there could be performance gains if more"
@@ -715,7 +722,7 @@ final class BfcPort {
         }
 
         LOG.log(Level.DEBUG, () -> "Garbage collection: deallocate free memory regions of "
-                + name + " so that a larger region can be re-allocated to avoid OOM due to"
+                + logName + " so that a larger region can be re-allocated to avoid OOM due to"
                 + " memory fragmentation.");
 
         // Deallocate free regions.
@@ -1655,6 +1662,7 @@ final class BfcPort {
      */
     void describeAsShard(String sharded, int index, int count) {
         this.described = "'" + sharded + "' (shard " + index + " of " + count + ")";
+        this.logName = sharded + " (shard " + index + " of " + count + ")";
         this.shardOf = sharded;
         this.shardIndex = index;
         this.shardCount = count;
@@ -1874,6 +1882,11 @@ final class BfcPort {
         @Override
         public String described() {
             return described;
+        }
+
+        @Override
+        public String logName() {
+            return logName;
         }
 
         @Override

@@ -137,7 +137,7 @@ final class DebugQueries {
     String dumpMemoryLogLocked(long numBytes) {
         StringBuilder sb = new StringBuilder();
         List<BinDebugInfo> binInfos = getBinDebugInfoLocked();
-        sb.append("BFCAllocator dump for ").append(view.name()).append('\n');
+        sb.append("BFCAllocator dump for ").append(view.logName()).append('\n');
         for (int binNum = 0; binNum < BfcPort.NUM_BINS; binNum++) {
             BinDebugInfo info = binInfos.get(binNum);
             BfcPort.check(view.binChunkCount(binNum) == info.totalChunksInBin() - info.totalChunksInUse(),

@@ -139,7 +139,7 @@ final class OutOfMemoryReporter extends PortListener {
                     + " (rounded to {2}).{3} (This dump is logged for the first {4} failures of the"
                     + " process; memorySummary() tells the state at any time; logger {5} at level"
                     + " ERROR turns it off.)\nCurrent allocation summary follows.\n{6}\n{7}",
-                    v.name(), numBytes, roundedBytes, r.holders, MAX_DUMP_LOGS, BfcPort.LOGGER_NAME,
+                    v.logName(), numBytes, roundedBytes, r.holders, MAX_DUMP_LOGS, BfcPort.LOGGER_NAME,
                     debug.dumpMemoryLogLocked(roundedBytes), debug.renderOccupancyLocked());
         }
         LAST.set(r);
@@ -170,7 +170,7 @@ final class OutOfMemoryReporter extends PortListener {
             r.dumpFile = dump.file();
             if (!r.note.isEmpty()) {
                 LOG.log(Level.WARNING, "Allocator ({0}) ran out of memory trying to allocate {1} bytes.{2}",
-                        view.name(), numBytes, r.note);
+                        view.logName(), numBytes, r.note);
             }
         }
         if (r.event != null) {

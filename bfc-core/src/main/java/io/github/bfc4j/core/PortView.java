@@ -27,6 +27,13 @@ interface PortView {
     String described();
 
     /**
+     * @return the allocator's name in the log lines ported from upstream (where upstream writes
+     *     its {@code Name()}): {@code NAME}, or {@code SHARDED (shard I of N)} for a shard of a
+     *     {@link ShardedBfcAllocator}
+     */
+    String logName();
+
+    /**
      * @return the name the user gave: the allocator's, or for a shard of a
      *     {@link ShardedBfcAllocator} the sharded allocator's
      */

@@ -1674,4 +1674,34 @@ class ShardedBfcAllocatorTest {
                     .isEqualTo("Out-of-memory listener " + thrower + " of allocator 'sharded' (shard 0 of 2) threw; ignored");
         }
     }
+
+    /**
+     * The log lines ported from upstream name a shard as the allocator the user built and the
+     * shard ({@code NAME (shard I of N)} where upstream writes its {@code Name()}), not by the
+     * shard's own name, which the user never gave.
+     */
+    @Test
+    void upstreamsLogLinesNameTheAllocatorGivenAndTheShard(@TempDir Path dumps) throws Exception {
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("logged").memoryLimit(8 * MIB)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true)).shards(2)
+                .options(BfcOptions.builder().allowRetryOnFailure(false).dumpOnOomDirectory(dumps).build())
+                .build()) {
+            long[] p = new long[1];
+            String[] dump = new String[1];
+            List<String> lines = LogCapture.during(() -> {
+                p[0] = a.allocateRaw(64, MIB); // this thread's home: shard 0
+                assertThat(a.allocateRaw(64, BfcAllocator.MAX_ALLOCATION_BYTES + 1)).isZero();
+                dump[0] = a.shards().get(0).dumpMemoryLog(MIB);
+            });
+            assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("Extending allocation by 2097152 bytes for"
+                    + " logged (shard 0 of 2). Total allocated bytes: 2097152."));
+            assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("Allocator (logged (shard 0 of 2)) cannot"
+                    + " allocate "));
+            assertThat(lines).anySatisfy(l -> assertThat(l).startsWith("Allocator (logged (shard 0 of 2)) ran out of"
+                    + " memory trying to allocate ").contains("bfc-oom-logged-shard0-"));
+            assertThat(lines).noneSatisfy(l -> assertThat(l).contains("logged/"));
+            assertThat(dump[0]).startsWith("BFCAllocator dump for logged (shard 0 of 2)\n");
+            a.deallocateRaw(p[0]);
+        }
+    }
 }
