@@ -1282,6 +1282,20 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * The sum over regions of each region's largest free chunk (what
+     * {@link MemoryStats#fragmentationWithinRegions()} compares with the free bytes), for a
+     * {@link ShardedBfcAllocator}'s figures of all shards.
+     */
+    long regionsLargestFreeSum() {
+        port.lock();
+        try {
+            return reports.regionsLargestFreeSumLocked();
+        } finally {
+            port.unlock();
+        }
+    }
+
+    /**
      * The largest free chunk: the largest request that can be served without extending.
      * Upstream's {@code LargestFreeChunk} (the classic {@code GetStats} leaves
      * {@code largest_free_block_bytes} at 0, so {@link #getStats()} still reports 0).

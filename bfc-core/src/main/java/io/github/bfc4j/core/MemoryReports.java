@@ -64,6 +64,20 @@ final class MemoryReports {
         if (free <= 0) {
             return 0.0;
         }
+        return (double) (free - regionsLargestFreeSumLocked()) / free;
+    }
+
+    /**
+     * The sum over regions of each region's largest free chunk, for
+     * {@link #fragmentationWithinRegionsLocked()} (and a sharded allocator's, over all shards).
+     * Needs the lock.
+     */
+    long regionsLargestFreeSumLocked() {
+        final PortView v = view;
+        final long free = v.poolBytes() - v.bytesInUse();
+        if (free <= 0) {
+            return 0;
+        }
         final int regionCount = v.regionCount();
         final long[] largest = new long[regionCount];
         final ChunkWalk c = v.walk();
@@ -89,7 +103,7 @@ final class MemoryReports {
                 }
             }
         }
-        return (double) (free - sumOfLargest) / free;
+        return sumOfLargest;
     }
 
     /** The text summary (docs/observability.md shows one). Needs the lock. */

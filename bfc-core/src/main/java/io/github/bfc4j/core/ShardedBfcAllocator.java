@@ -791,6 +791,71 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * Every figure of {@link BfcAllocator#memoryStats()} for all shards together, read at one
+     * instant (every shard's lock held, as {@link #getStats()}): the metrics of the whole
+     * allocator ({@code BfcAllocatorMetrics} of bfc-micrometer). Bytes, allocations, regions and
+     * every {@code ...Total} counter are sums over the shards; {@code reservedBytes} is
+     * {@link #reservedBytes()}, {@code bytesLimit} {@link #memoryLimit()} and
+     * {@code bytesHeldForViews} {@link #bytesHeldForViews()} (the shards share them);
+     * {@code largestFreeChunkBytes} is the largest of any shard, and the two fragmentation ratios
+     * are those of all shards' free memory together. {@code peakReservedBytes} is the most the
+     * shards held together (exact); {@code peakBytesInUse} and {@code peakActiveAllocations} are
+     * sums of the shards' peaks, reached at different moments: upper bounds of the peaks of the
+     * whole.
+     *
+     * @return the figures of all shards
+     * @throws IllegalStateException if called from code that runs under one shard's lock, as
+     *     {@link #getStats()}
+     */
+    public MemoryStats memoryStats() {
+        return withAllShardsLocked("memoryStats()", () -> {
+            long inUse = 0;
+            long peakInUse = 0;
+            long allocated = 0;
+            long freed = 0;
+            long reserved = 0;
+            long reservedTotal = 0;
+            long released = 0;
+            long active = 0;
+            long peakActive = 0;
+            long allocations = 0;
+            long frees = 0;
+            long ooms = 0;
+            long regionCount = 0;
+            long extendsTotal = 0;
+            long regionFrees = 0;
+            long largestFree = 0;
+            long regionsLargestFree = 0;
+            for (BfcAllocator s : shards) {
+                MemoryStats m = s.memoryStats();
+                inUse += m.bytesInUse();
+                peakInUse += m.peakBytesInUse();
+                allocated += m.allocatedBytesTotal();
+                freed += m.freedBytesTotal();
+                reserved += m.reservedBytes();
+                reservedTotal += m.reservedBytesTotal();
+                released += m.releasedBytesTotal();
+                active += m.activeAllocations();
+                peakActive += m.peakActiveAllocations();
+                allocations += m.allocationsTotal();
+                frees += m.freesTotal();
+                ooms += m.oomsTotal();
+                regionCount += m.regionCount();
+                extendsTotal += m.regionExtendsTotal();
+                regionFrees += m.regionFreesTotal();
+                largestFree = Math.max(largestFree, m.largestFreeChunkBytes());
+                regionsLargestFree += s.regionsLargestFreeSum();
+            }
+            long free = reserved - inUse;
+            double fragmentation = free <= 0 ? 0.0 : (double) (free - largestFree) / free;
+            double withinRegions = free <= 0 ? 0.0 : (double) (free - regionsLargestFree) / free;
+            return new MemoryStats(inUse, peakInUse, allocated, freed, reserved, regions.peakHeldBytes(),
+                    reservedTotal, released, active, peakActive, allocations, frees, ooms, regionCount, extendsTotal,
+                    regionFrees, largestFree, fragmentation, memoryLimit(), withinRegions, bytesHeldForViews());
+        });
+    }
+
+    /**
      * Gives every shard's regions that hold no allocation back to the sub-allocator
      * ({@link BfcAllocator#emptyCache()} on each).
      *

@@ -1704,4 +1704,57 @@ class ShardedBfcAllocatorTest {
             a.deallocateRaw(p[0]);
         }
     }
+
+    /**
+     * memoryStats() of the whole allocator: sums of the shards' figures, the largest free chunk
+     * of any shard, the limit and the exact peak of what all shards held, and both fragmentation
+     * ratios of all shards' free memory together (checked against the shards' memory maps).
+     */
+    @Test
+    void memoryStatsAreThoseOfAllShardsTogether() throws Exception {
+        try (ShardedBfcAllocator a = sharded(64 * MIB, 2)) {
+            long[] mine = {a.allocateRaw(64, 300_000), a.allocateRaw(64, 500_000), a.allocateRaw(64, 3 * MIB)};
+            long[] theirs = new long[2];
+            onNewThread(() -> {
+                theirs[0] = a.allocateRaw(64, 700_000);
+                theirs[1] = a.allocateRaw(64, 100_000);
+                return 0L;
+            });
+            a.deallocateRaw(mine[0]); // free room in shard 0, apart from its other free chunks
+            a.deallocateRaw(theirs[1]);
+
+            MemoryStats all = a.memoryStats();
+            MemoryStats s0 = a.shards().get(0).memoryStats();
+            MemoryStats s1 = a.shards().get(1).memoryStats();
+            assertThat(all.bytesInUse()).isEqualTo(s0.bytesInUse() + s1.bytesInUse()).isEqualTo(a.bytesInUse());
+            assertThat(all.reservedBytes()).isEqualTo(a.reservedBytes()).isEqualTo(s0.reservedBytes() + s1.reservedBytes());
+            assertThat(all.peakReservedBytes()).isEqualTo(a.getStats().peakPoolBytes());
+            assertThat(all.peakBytesInUse()).isEqualTo(s0.peakBytesInUse() + s1.peakBytesInUse());
+            assertThat(all.allocationsTotal()).isEqualTo(5);
+            assertThat(all.freesTotal()).isEqualTo(2);
+            assertThat(all.activeAllocations()).isEqualTo(3);
+            assertThat(all.peakActiveAllocations()).isEqualTo(s0.peakActiveAllocations() + s1.peakActiveAllocations());
+            assertThat(all.allocatedBytesTotal()).isEqualTo(s0.allocatedBytesTotal() + s1.allocatedBytesTotal());
+            assertThat(all.freedBytesTotal()).isEqualTo(s0.freedBytesTotal() + s1.freedBytesTotal());
+            assertThat(all.regionCount()).isEqualTo(a.regionCount());
+            assertThat(all.regionExtendsTotal()).isEqualTo(s0.regionExtendsTotal() + s1.regionExtendsTotal());
+            assertThat(all.largestFreeChunkBytes()).isEqualTo(a.largestFreeChunkBytes());
+            assertThat(all.bytesLimit()).isEqualTo(64 * MIB);
+            assertThat(all.bytesHeldForViews()).isZero();
+            long free = all.reservedBytes() - all.bytesInUse();
+            long largestOfEachRegion = 0;
+            for (BfcAllocator s : a.shards()) {
+                for (MemoryMap.Region r : s.memoryMap().regions()) {
+                    largestOfEachRegion += r.chunks().stream().filter(c -> !c.inUse()).mapToLong(MemoryMap.Chunk::size)
+                            .max().orElse(0);
+                }
+            }
+            assertThat(all.fragmentation()).isEqualTo((double) (free - all.largestFreeChunkBytes()) / free).isPositive();
+            assertThat(all.fragmentationWithinRegions()).isEqualTo((double) (free - largestOfEachRegion) / free);
+            assertThat(all.fragmentationWithinRegions()).isLessThan(all.fragmentation());
+            a.deallocateRaw(mine[1]);
+            a.deallocateRaw(mine[2]);
+            a.deallocateRaw(theirs[0]);
+        }
+    }
 }
