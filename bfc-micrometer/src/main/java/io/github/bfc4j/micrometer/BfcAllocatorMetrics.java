@@ -7,6 +7,7 @@ package io.github.bfc4j.micrometer;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.MemoryType;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
@@ -27,6 +28,7 @@ import java.util.function.Supplier;
  *
  * <pre>{@code
  * new BfcAllocatorMetrics(allocator).bindTo(registry);   // tags allocator.name, memory.type, device.id=0
+ * new BfcAllocatorMetrics(sharded).bindTo(registry);     // a ShardedBfcAllocator: all shards, by its name
  * }</pre>
  *
  * <p>The meters read the allocator when the registry is scraped: one
@@ -118,6 +120,38 @@ public final class BfcAllocatorMetrics implements MeterBinder {
         this.snapshots = () -> new ScrapeSnapshot<>(view, BfcAllocatorView::memoryStats, BfcAllocatorView::isClosed,
                 System::nanoTime);
         this.tags = tags(view.name(), view.getMemoryType(), deviceId, extraTags);
+    }
+
+    /**
+     * The meters of a whole {@link ShardedBfcAllocator}, tagged with the name given to its
+     * builder (not its shards' {@code NAME/I}), its memory type and {@code device.id=0}: every
+     * figure of all shards together, read at one instant ({@link ShardedBfcAllocator#memoryStats()}).
+     *
+     * @param allocator the sharded allocator to observe
+     * @throws NullPointerException if {@code allocator} is null
+     */
+    public BfcAllocatorMetrics(ShardedBfcAllocator allocator) {
+        this(allocator, "0", Tags.empty());
+    }
+
+    /**
+     * The meters of a whole {@link ShardedBfcAllocator}, tagged with the name given to its
+     * builder, its memory type, the device id and extra tags; see
+     * {@link #BfcAllocatorMetrics(ShardedBfcAllocator)}.
+     *
+     * @param allocator the sharded allocator to observe
+     * @param deviceId the {@code device.id} tag
+     * @param extraTags more tags for every meter
+     * @throws NullPointerException if an argument is null, or {@code extraTags} holds a null
+     * @throws IllegalArgumentException if a key of {@code extraTags} is {@code allocator.name},
+     *     {@code memory.type} or {@code device.id}, which the meters have already
+     */
+    public BfcAllocatorMetrics(ShardedBfcAllocator allocator, String deviceId, Iterable<Tag> extraTags) {
+        Objects.requireNonNull(allocator, "allocator=null (expected: the ShardedBfcAllocator whose meters to bind)");
+        this.target = allocator;
+        this.snapshots = () -> new ScrapeSnapshot<>(allocator, ShardedBfcAllocator::memoryStats,
+                ShardedBfcAllocator::isClosed, System::nanoTime);
+        this.tags = tags(allocator.name(), allocator.getMemoryType(), deviceId, extraTags);
     }
 
     private static Tags tags(String name, MemoryType type, String deviceId, Iterable<Tag> extraTags) {

@@ -280,6 +280,52 @@ class BfcAllocatorMetricsTest {
         }
     }
 
+    /**
+     * A whole sharded allocator bound at once has one series per meter under the name given to
+     * its builder, with the figures of all shards together; bound beside its shards, the series
+     * of each keep their own names.
+     */
+    @Test
+    void aWholeShardedAllocatorIsOneSetOfSeriesUnderTheNameGiven() throws Exception {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("host").memoryLimit(1L << 30)
+                .subAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true)).shards(2).build()) {
+            new BfcAllocatorMetrics(sharded).bindTo(registry);
+            new BfcAllocatorMetrics(sharded).bindTo(registry); // again: changes nothing
+            sharded.shards().forEach(s -> new BfcAllocatorMetrics(s).bindTo(registry));
+            long mine = sharded.allocateRaw(256, 1000);
+            long[] theirs = new long[1];
+            Thread other = new Thread(() -> theirs[0] = sharded.allocateRaw(256, 5000));
+            other.start();
+            other.join();
+            sharded.deallocateRaw(mine);
+
+            PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
+            assertThat(e.named("bfc_allocator_memory_used_bytes")).extracting(s -> s.labels().get("allocator_name"))
+                    .containsExactlyInAnyOrder("host", "host/0", "host/1");
+            MemoryStats all = sharded.memoryStats();
+            Map<String, Double> whole = Map.of(
+                    "bfc_allocator_memory_used_bytes", (double) sharded.bytesInUse(),
+                    "bfc_allocator_pool_size_bytes", (double) sharded.reservedBytes(),
+                    "bfc_allocator_pool_peak_bytes", (double) sharded.getStats().peakPoolBytes(),
+                    "bfc_allocator_memory_limit_bytes", (double) sharded.memoryLimit(),
+                    "bfc_allocator_largest_free_chunk_bytes", (double) sharded.largestFreeChunkBytes(),
+                    "bfc_allocator_regions", (double) sharded.regionCount(),
+                    "bfc_allocator_allocations_active", 1.0,
+                    "bfc_allocator_allocations_total", 2.0,
+                    "bfc_allocator_frees_total", 1.0,
+                    "bfc_allocator_fragmentation_ratio", all.fragmentation());
+            for (Map.Entry<String, Double> w : whole.entrySet()) {
+                assertThat(e.named(w.getKey())).as(w.getKey())
+                        .filteredOn(s -> "host".equals(s.labels().get("allocator_name")))
+                        .singleElement().satisfies(s -> assertThat(s.value()).as(w.getKey()).isEqualTo(w.getValue()));
+            }
+            assertThat(sharded.bytesInUse()).isEqualTo(5120);
+            assertThat(sharded.regionCount()).isEqualTo(2);
+            sharded.deallocateRaw(theirs[0]);
+        }
+    }
+
     @Test
     void theShardsReportTheLimitAndTheBytesHeldForViewsOfTheWholeAllocatorEach() {
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);

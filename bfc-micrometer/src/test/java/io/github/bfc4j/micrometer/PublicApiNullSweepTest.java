@@ -11,6 +11,7 @@ import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.NullSweep;
+import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
@@ -46,7 +47,10 @@ class PublicApiNullSweepTest {
                 .sample("java.lang.Iterable<io.micrometer.core.instrument.Tag>", x -> Tags.of(Tag.of("job", "sweep")))
                 .sample(MeterRegistry.class, x -> new SimpleMeterRegistry())
                 .sample(MemoryType.class, x -> MemoryType.DEVICE)
-                .sample(MemoryStats.class, x -> allocator(x).memoryStats());
+                .sample(MemoryStats.class, x -> allocator(x).memoryStats())
+                .sample(ShardedBfcAllocator.class, x -> x.closeLater(ShardedBfcAllocator.builder().name("sweep")
+                        .memoryLimit(64L << 20).subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, true))
+                        .shards(2).build()));
         s.receiver(BfcAllocatorMetrics.class, e -> {
             BfcAllocatorMetrics m = new BfcAllocatorMetrics(allocator(s));
             return new NullSweep.Subject(m, () -> "", () -> {
