@@ -499,21 +499,21 @@ public final class BfcAllocator implements MemoryAllocator {
      *     memory): the allocator stays whole (docs/deviations.md #27)
      */
     public Allocation allocate(long bytes, long alignment) {
-        checkAllocateArguments(port.name(), bytes, alignment);
+        checkAllocateArguments(port.described(), bytes, alignment);
         return allocateAligned(bytes, alignment, true);
     }
 
     /** The argument checks of {@link #allocate(long, long)}, for allocator {@code name}. */
-    static void checkAllocateArguments(String name, long bytes, long alignment) {
+    static void checkAllocateArguments(String described, long bytes, long alignment) {
         if (bytes <= 0) {
-            throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator '"
-                    + name + "'");
+            throw new IllegalArgumentException("bytes=" + bytes + " (expected: > 0) for allocator "
+                    + described);
         }
-        checkAlignment(name, alignment);
+        checkAlignment(described, alignment);
         if (bytes > MAX_ALLOCATION_BYTES - alignment + 1) {
             throw new IllegalArgumentException("bytes=" + bytes + " with alignment=" + alignment
-                    + " (expected: bytes + alignment - 1 <= " + MAX_ALLOCATION_BYTES + ") for allocator '"
-                    + name + "'");
+                    + " (expected: bytes + alignment - 1 <= " + MAX_ALLOCATION_BYTES + ") for allocator "
+                    + described);
         }
     }
 
@@ -525,18 +525,21 @@ public final class BfcAllocator implements MemoryAllocator {
         return numBytes < 0 || !isPowerOfTwo(alignment);
     }
 
-    /** The exception for {@link #badAllocateRawArguments}, for allocator {@code name}. */
-    static IllegalArgumentException badAllocateRawArguments(String name, long alignment, long numBytes) {
+    /**
+     * The exception for {@link #badAllocateRawArguments}, for the allocator as
+     * {@code described} names it ({@code 'NAME'}, or {@code 'SHARDED' (shard I of N)}).
+     */
+    static IllegalArgumentException badAllocateRawArguments(String described, long alignment, long numBytes) {
         if (numBytes < 0) {
             return new IllegalArgumentException("numBytes=" + numBytes
-                    + " (expected: >= 0) for allocator '" + name + "'");
+                    + " (expected: >= 0) for allocator " + described);
         }
-        return badAlignment(name, alignment);
+        return badAlignment(described, alignment);
     }
 
-    private static void checkAlignment(String name, long alignment) {
+    private static void checkAlignment(String described, long alignment) {
         if (!isPowerOfTwo(alignment)) {
-            throw badAlignment(name, alignment);
+            throw badAlignment(described, alignment);
         }
     }
 
@@ -544,9 +547,9 @@ public final class BfcAllocator implements MemoryAllocator {
         return alignment > 0 && (alignment & (alignment - 1)) == 0;
     }
 
-    private static IllegalArgumentException badAlignment(String name, long alignment) {
+    private static IllegalArgumentException badAlignment(String described, long alignment) {
         return new IllegalArgumentException("alignment=" + alignment
-                + " (expected: a power of two) for allocator '" + name + "'");
+                + " (expected: a power of two) for allocator " + described);
     }
 
     /**
@@ -578,7 +581,7 @@ public final class BfcAllocator implements MemoryAllocator {
      *     only this allocator's (null is returned)
      */
     private Allocation allocateAligned(long bytes, long alignment, boolean report) {
-        pins.refuseCallFromSubAllocator(port.name(), "allocate");
+        pins.refuseCallFromSubAllocator(port.described(), "allocate");
         // Chunks start 256 bytes apart from their region's start: in a 256-aligned region that
         // padding suffices; where it does not (an unaligned region), alignment - 1 always does.
         long padded = alignment <= MIN_ALLOCATION_SIZE ? bytes : bytes + alignment - MIN_ALLOCATION_SIZE;
@@ -752,7 +755,7 @@ public final class BfcAllocator implements MemoryAllocator {
      *     sub-allocator (see {@link ViewPins#refuseCallFromSubAllocator})
      */
     void refuseCallFromSubAllocator(String call) {
-        pins.refuseCallFromSubAllocator(port.name(), call);
+        pins.refuseCallFromSubAllocator(port.described(), call);
     }
 
     /** Where views of this allocator's memory hold their regions. */
@@ -801,7 +804,7 @@ public final class BfcAllocator implements MemoryAllocator {
      */
     @Override
     public void close() {
-        pins.refuseCallFromSubAllocator(port.name(), "close()");
+        pins.refuseCallFromSubAllocator(port.described(), "close()");
         port.lock();
         try {
             if (view.closed()) {
@@ -1024,9 +1027,9 @@ public final class BfcAllocator implements MemoryAllocator {
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
         Objects.requireNonNull(attr, "attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
         if (badAllocateRawArguments(alignment, numBytes)) {
-            throw badAllocateRawArguments(port.name(), alignment, numBytes);
+            throw badAllocateRawArguments(port.described(), alignment, numBytes);
         }
-        pins.refuseCallFromSubAllocator(port.name(), "allocateRaw");
+        pins.refuseCallFromSubAllocator(port.described(), "allocateRaw");
         return port.allocateRaw(alignment, numBytes, attr, false);
     }
 
@@ -1040,7 +1043,7 @@ public final class BfcAllocator implements MemoryAllocator {
      *     sub-allocator's {@code alloc} or {@code free}
      */
     public void deallocateRaw(long ptr) {
-        pins.refuseCallFromSubAllocator(port.name(), "deallocateRaw");
+        pins.refuseCallFromSubAllocator(port.described(), "deallocateRaw");
         port.deallocateRaw(ptr);
     }
 
@@ -1171,7 +1174,7 @@ public final class BfcAllocator implements MemoryAllocator {
      *     {@code free}
      */
     public long emptyCache() {
-        pins.refuseCallFromSubAllocator(port.name(), "emptyCache()");
+        pins.refuseCallFromSubAllocator(port.described(), "emptyCache()");
         return port.emptyCache();
     }
 
@@ -1686,7 +1689,7 @@ public final class BfcAllocator implements MemoryAllocator {
      *     {@code free}, where the allocator is between two states
      */
     public void checkInvariants() {
-        pins.refuseCallFromSubAllocator(port.name(), "checkInvariants()");
+        pins.refuseCallFromSubAllocator(port.described(), "checkInvariants()");
         port.lock();
         try {
             checker.checkLocked();

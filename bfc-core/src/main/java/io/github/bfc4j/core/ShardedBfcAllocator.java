@@ -77,6 +77,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     private static final System.Logger LOG = System.getLogger(BfcPort.LOGGER_NAME);
 
     private final String name;
+    /** How messages name it, after the word "allocator": {@code 'NAME'} (made once, off the hot path). */
+    private final String described;
     private final ClosePolicy closePolicy;
     private final BfcAllocator[] shards;
     /** Runtimes this allocator's memory is lent to, for close()'s advice. */
@@ -109,6 +111,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     private ShardedBfcAllocator(Builder b) {
         this.name = b.name;
+        this.described = "'" + b.name + "'";
         this.closePolicy = b.closePolicy;
         // Below the common cap: a region held back for views has left the shards' books.
         this.pins = new ViewPins(new AllocatorCalls(b.name, b.subAllocator));
@@ -300,8 +303,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     sub-allocator's {@code alloc} or {@code free}
      */
     public Allocation allocate(long bytes, long alignment) {
-        BfcAllocator.checkAllocateArguments(name, bytes, alignment);
-        pins.refuseCallFromSubAllocator(name, "allocate");
+        BfcAllocator.checkAllocateArguments(described, bytes, alignment);
+        pins.refuseCallFromSubAllocator(described, "allocate");
         int h = home();
         Allocation a;
         try {
@@ -411,9 +414,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
         Objects.requireNonNull(attr, "attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
         if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
-            throw BfcAllocator.badAllocateRawArguments(name, alignment, numBytes);
+            throw BfcAllocator.badAllocateRawArguments(described, alignment, numBytes);
         }
-        pins.refuseCallFromSubAllocator(name, "allocateRaw");
+        pins.refuseCallFromSubAllocator(described, "allocateRaw");
         int h = home();
         long ptr = tryAllocateRawAtHome(h, alignment, numBytes, attr);
         return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr);
@@ -449,9 +452,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     public long allocateRawOrThrow(long alignment, long numBytes) {
         if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
-            throw BfcAllocator.badAllocateRawArguments(name, alignment, numBytes);
+            throw BfcAllocator.badAllocateRawArguments(described, alignment, numBytes);
         }
-        pins.refuseCallFromSubAllocator(name, "allocateRawOrThrow");
+        pins.refuseCallFromSubAllocator(described, "allocateRawOrThrow");
         int h = home();
         long ptr = tryAllocateRawAtHome(h, alignment, numBytes, AllocationAttributes.DEFAULT);
         if (ptr != 0 || numBytes == 0) {
@@ -553,7 +556,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         if (ptr == 0) {
             return;
         }
-        pins.refuseCallFromSubAllocator(name, "deallocateRaw");
+        pins.refuseCallFromSubAllocator(described, "deallocateRaw");
         int s = regions.shardOf(ptr);
         if (s < 0) {
             if (anyShardClosed()) {
@@ -864,7 +867,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     {@code free}
      */
     public long emptyCache() {
-        pins.refuseCallFromSubAllocator(name, "emptyCache()");
+        pins.refuseCallFromSubAllocator(described, "emptyCache()");
         // Each shard under its own lock only: the others go on allocating meanwhile.
         long bytes = 0;
         for (BfcAllocator s : shards) {
@@ -1116,7 +1119,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     @Override
     public void close() {
-        pins.refuseCallFromSubAllocator(name, "close()");
+        pins.refuseCallFromSubAllocator(described, "close()");
         // Under REFUSE, every shard's lock: no allocation can begin between the look and the
         // close.
         boolean refuse = closePolicy == ClosePolicy.REFUSE;

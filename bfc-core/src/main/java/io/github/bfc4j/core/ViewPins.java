@@ -158,7 +158,8 @@ final class ViewPins extends ForwardingSubAllocator {
      * it holds the allocator's lock, so taking that lock here could deadlock; likewise another
      * shard's lock under a shard's region call. Costs a volatile read.
      *
-     * @param allocator the allocator's name, for the message
+     * @param allocator how the message names the allocator, after the word "allocator":
+     *     {@code 'NAME'}, or {@code 'SHARDED' (shard I of N)} for a shard
      * @param call what was called, for the message
      * @throws IllegalStateException if the calling thread is inside such a call
      */
@@ -176,7 +177,7 @@ final class ViewPins extends ForwardingSubAllocator {
     }
 
     private static IllegalStateException callFromSubAllocator(String allocator, String call) {
-        return new IllegalStateException(call + " on allocator '" + allocator + "' was called from inside its"
+        return new IllegalStateException(call + " on allocator " + allocator + " was called from inside its"
                 + " sub-allocator's alloc or free, which the allocator is making on this thread: a"
                 + " SubAllocator must not allocate, free, empty, check or close the allocator it serves (or"
                 + " another shard of it); it may read its figures (getStats()), except from the free of a region"

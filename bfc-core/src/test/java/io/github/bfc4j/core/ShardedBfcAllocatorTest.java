@@ -62,6 +62,14 @@ class ShardedBfcAllocatorTest {
                     .hasMessageStartingWith("alignment=3 (expected: a power of two").hasMessageContaining("'sharded'");
             assertThatThrownBy(() -> a.allocate(BfcAllocator.MAX_ALLOCATION_BYTES, 512))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("for allocator 'sharded'");
+            // A shard called directly names the allocator built and the shard, not "sharded/1".
+            BfcAllocator shard = a.shards().get(1);
+            assertThatThrownBy(() -> shard.allocate(0)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("bytes=0 (expected: > 0) for allocator 'sharded' (shard 1 of 2)");
+            assertThatThrownBy(() -> shard.allocate(256, 3)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("alignment=3 (expected: a power of two) for allocator 'sharded' (shard 1 of 2)");
+            assertThatThrownBy(() -> shard.allocateRaw(256, -1)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("numBytes=-1 (expected: >= 0) for allocator 'sharded' (shard 1 of 2)");
             assertThat(a.reservedBytes()).isZero();
             assertThat(a.getStats().numAllocs()).isZero();
         }

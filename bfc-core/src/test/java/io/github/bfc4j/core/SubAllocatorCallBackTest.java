@@ -193,15 +193,19 @@ class SubAllocatorCallBackTest {
             calls.put("allocate", () -> a.allocate(1000));
             calls.put("emptyCache()", a::emptyCache);
             calls.put("close()", a::close);
+            // A shard called directly is named as the allocator built and the shard.
+            calls.put("allocateRaw (shard 1 of 2)", () -> a.shards().get(1).allocateRaw(256, 1000));
+            calls.put("emptyCache() (shard 1 of 2)", () -> a.shards().get(1).emptyCache());
             for (Map.Entry<String, Runnable> call : calls.entrySet()) {
                 sub.thrown.clear();
                 sub.onAlloc = call.getValue();
                 long p = a.shards().get(0).allocateRaw(256, 1000); // shard 0's region: the callback runs
                 assertThat(p).isNotZero();
+                String[] what = call.getKey().split(" \\(", 2);
                 assertThat(sub.thrown).as(call.getKey()).singleElement().isInstanceOf(IllegalStateException.class)
                         .extracting(Throwable::getMessage).asString()
-                        .startsWith(call.getKey() + " on allocator 'host' was called from inside its sub-allocator's"
-                                + " alloc or free");
+                        .startsWith(what[0] + " on allocator 'host'" + (what.length == 2 ? " (" + what[1] : "")
+                                + " was called from inside its sub-allocator's alloc or free");
                 assertThat(a.shards().get(1).allocationId(onShard1)).isPositive();
                 a.deallocateRaw(p);
                 assertThat(a.emptyCache()).as("shard 0's region").isPositive();
