@@ -114,7 +114,9 @@ final class MemoryReports {
         final String row = "| %-21s | %10s | %10s | %10s | %10s |%n";
         StringBuilder sb = new StringBuilder(4096);
         sb.append(rule);
-        String title = "bfc4j memory summary: " + view.name() + " (" + view.memoryType() + ")";
+        // A shard is titled by the name given to its sharded allocator and its index, as its
+        // log lines name it, not by its own name (NAME/I), which the user never gave.
+        String title = "bfc4j memory summary: " + view.logName() + " (" + view.memoryType() + ")";
         int pad = Math.max(0, 75 - title.length());
         sb.append('|').append(" ".repeat(pad / 2)).append(title).append(" ".repeat(pad - pad / 2))
                 .append("|\n");
