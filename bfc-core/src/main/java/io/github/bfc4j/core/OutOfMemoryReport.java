@@ -59,7 +59,7 @@ public record OutOfMemoryReport(String allocatorName, long requestedBytes, long 
         }
         if (shardedAllocatorName != null && (shardCount < 1 || shardIndex < 0 || shardIndex >= shardCount)) {
             throw new IllegalArgumentException("shardIndex=" + shardIndex + ", shardCount=" + shardCount
-                    + " (expected: shardCount >= 1 and shardIndex from 0 to shardCount - 1 for shard of '"
+                    + " (expected: shardCount >= 1 and shardIndex from 0 to shardCount - 1 for a shard of '"
                     + shardedAllocatorName + "'; or shardedAllocatorName null, shardIndex -1 and shardCount 0 for an"
                     + " allocator of its own)");
         }

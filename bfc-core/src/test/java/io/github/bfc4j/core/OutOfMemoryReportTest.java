@@ -264,7 +264,9 @@ class OutOfMemoryReportTest {
                 assertThat(catchThrowableOfType(() -> new OutOfMemoryReport("x/0", 1, 256, Provenance.UNKNOWN, snap,
                         "", "x", bad[0], bad[1]), IllegalArgumentException.class))
                         .as("%s, %s", bad[0], bad[1]).isNotNull()
-                        .hasMessageStartingWith("shardIndex=" + bad[0] + ", shardCount=" + bad[1] + " (expected: ");
+                        .hasMessage("shardIndex=" + bad[0] + ", shardCount=" + bad[1] + " (expected: shardCount >= 1"
+                                + " and shardIndex from 0 to shardCount - 1 for a shard of 'x'; or shardedAllocatorName"
+                                + " null, shardIndex -1 and shardCount 0 for an allocator of its own)");
             }
         }
     }
