@@ -8,6 +8,7 @@ import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.LeakDetection;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.PrintStream;
 import java.math.BigInteger;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -92,7 +93,33 @@ public final class BfcCommand implements Runnable {
             System.err.println("bfc: " + bad);
             System.exit(CommandRunner.EXIT_USAGE);
         }
-        System.exit(commandLine().execute(args));
+        CommandLine commandLine = commandLine();
+        int status = commandLine.execute(args);
+        System.exit(standardOutputChecked(commandLine, status, System.out, System.err));
+    }
+
+    /**
+     * The exit status once what the command printed has reached standard output. Java's
+     * {@code System.out} drops a failed write without a word (a full disk, a closed pipe): the
+     * command's output would then be cut short while it exits 0. So a failed write is one line
+     * on standard error and exit status 2, as a failed {@code -o} file is (3, a broken invariant,
+     * is kept).
+     *
+     * @param commandLine the command line that ran, whose output is flushed first
+     * @param status the command's own exit status
+     * @param out standard output
+     * @param err standard error
+     * @return {@code status}, or 2 where standard output could not be written
+     */
+    static int standardOutputChecked(CommandLine commandLine, int status, PrintStream out, PrintStream err) {
+        commandLine.getOut().flush();
+        if (!out.checkError()) {
+            return status;
+        }
+        err.println("bfc: standard output could not be written (a full disk, or a pipe closed before the end):"
+                + " what the command printed is incomplete; write it where there is room, or read it to the end");
+        err.flush();
+        return status == CommandRunner.EXIT_INVARIANT_VIOLATION ? status : CommandRunner.EXIT_USAGE;
     }
 
     /**

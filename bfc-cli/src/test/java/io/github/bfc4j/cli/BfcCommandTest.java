@@ -6,8 +6,14 @@ package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.ByteArrayOutputStream;
+import java.io.File;
 import java.io.IOException;
+import java.io.OutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -375,6 +381,64 @@ class BfcCommandTest {
             }
         } finally {
             Files.setPosixFilePermissions(locked, PosixFilePermissions.fromString("rwxr-xr-x"));
+        }
+    }
+
+    /** What bfc says when its standard output drops what it printed. */
+    private static final String OUTPUT_LOST = "bfc: standard output could not be written (a full disk, or a pipe"
+            + " closed before the end): what the command printed is incomplete; write it where there is room, or read"
+            + " it to the end";
+
+    /**
+     * A command whose output cannot be written (a full disk) says so and exits 2; it exited 0 with
+     * its output gone, since System.out drops a failed write without a word. Run in a JVM of its
+     * own, its standard output the kernel's full device.
+     */
+    @Test
+    void aStandardOutputThatCannotBeWrittenIsOneLineAndExitTwo() throws Exception {
+        File full = new File("/dev/full");
+        assumeTrue(full.exists() && full.canWrite(), "no writable /dev/full (a device that is always full) here");
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String[][] commands = {{"replay", tiny.toString()}, {"verify", tiny.toString()}, {"--version"}};
+        for (String[] command : commands) {
+            List<String> words = new java.util.ArrayList<>(List.of(
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand"));
+            words.addAll(List.of(command));
+            Process p = new ProcessBuilder(words).redirectOutput(full).start();
+            String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(p.waitFor()).as("%s: %s", List.of(command), err).isEqualTo(2);
+            assertThat(err.lines()).as("%s", List.of(command)).containsExactly(OUTPUT_LOST);
+        }
+    }
+
+    /** The status of a command whose output was lost: 2, but for a broken invariant (3). */
+    @Test
+    void aLostOutputTurnsEveryStatusButABrokenInvariantIntoTwo() {
+        OutputStream failing = new OutputStream() {
+            @Override
+            public void write(int b) throws IOException {
+                throw new IOException("No space left on device");
+            }
+        };
+        int[][] cases = {{0, 2}, {1, 2}, {2, 2}, {3, 3}};
+        for (int[] c : cases) {
+            PrintStream out = new PrintStream(failing, true, StandardCharsets.UTF_8);
+            out.print("peak in use    1MiB");
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            int status = BfcCommand.standardOutputChecked(BfcCommand.commandLine(), c[0], out,
+                    new PrintStream(err, true, StandardCharsets.UTF_8));
+            assertThat(status).as("status %d", c[0]).isEqualTo(c[1]);
+            assertThat(err.toString(StandardCharsets.UTF_8).lines()).containsExactly(OUTPUT_LOST);
+        }
+        // Output that was written leaves the status as it was, and says nothing.
+        for (int s = 0; s <= 3; s++) {
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            PrintStream out = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
+            out.print("peak in use    1MiB");
+            assertThat(BfcCommand.standardOutputChecked(BfcCommand.commandLine(), s, out,
+                    new PrintStream(err, true, StandardCharsets.UTF_8))).isEqualTo(s);
+            assertThat(err.size()).isZero();
         }
     }
 
