@@ -124,7 +124,8 @@ public final class BfcCommand implements Runnable {
 
     /**
      * Checks the bfc4j system properties that every allocator reads ({@code bfc4j.dumpOnOom},
-     * {@code bfc4j.jfr.allocationSamplePeriod}, {@code bfc4j.leakDetection}), so that a bad one is
+     * {@code bfc4j.jfr.allocationSamplePeriod}, {@code bfc4j.leakDetection},
+     * {@code bfc4j.checkInvariants}), so that a bad one is
      * one line at the start instead of a failure in whichever command builds an allocator; a dump
      * directory that is a file, that may not be written, or that cannot be created (a file, or a
      * directory that may not be written, where it would go) is refused too, as no dump could go
@@ -136,6 +137,13 @@ public final class BfcCommand implements Runnable {
         try {
             Path dumps = BfcOptions.builder().build().dumpOnOomDirectory();
             LeakDetection.fromSystemProperty();
+            // Read with Boolean.getBoolean, which takes anything but "true" (any case) for false:
+            // -Dbfc4j.checkInvariants alone (an empty value), =1 or =yes would check nothing.
+            String check = System.getProperty("bfc4j.checkInvariants");
+            if (check != null && !check.equalsIgnoreCase("true") && !check.equalsIgnoreCase("false")) {
+                return "-Dbfc4j.checkInvariants=" + Words.shown(check) + " (expected: true or false; true checks the"
+                        + " allocator's invariants after every call); change it or take it out of BFC_JAVA_OPTS";
+            }
             // The dumps are written from inside a failing call, whose message no command shows
             // (replay's calls answer null): a directory they cannot go to is said now.
             if (dumps == null) {

@@ -337,6 +337,11 @@ class BfcCommandTest {
                     + " >= 0; 0 turns allocation samples off); change it or take it out of BFC_JAVA_OPTS"},
             {"-Dbfc4j.leakDetection=loud", "bfc: -Dbfc4j.leakDetection=loud (expected: disabled, simple or paranoid);"
                     + " change it or take it out of BFC_JAVA_OPTS"},
+            // Boolean.getBoolean reads each as false: the run would check nothing, and not say so.
+            {"-Dbfc4j.checkInvariants=yes", "bfc: -Dbfc4j.checkInvariants=yes (expected: true or false; true checks"
+                    + " the allocator's invariants after every call); change it or take it out of BFC_JAVA_OPTS"},
+            {"-Dbfc4j.checkInvariants", "bfc: -Dbfc4j.checkInvariants= (expected: true or false; true checks"
+                    + " the allocator's invariants after every call); change it or take it out of BFC_JAVA_OPTS"},
             // A file where the dumps' directory should be: no dump could be written, and replay would
             // not say so (its failing calls answer null, without the message that tells).
             {"-Dbfc4j.dumpOnOom=" + tiny, "bfc: -Dbfc4j.dumpOnOom=" + tiny + " is not a directory (expected: a"
@@ -354,6 +359,16 @@ class BfcCommandTest {
             String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
             assertThat(p.waitFor()).as(output).isEqualTo(2);
             assertThat(output.lines()).as(output).containsExactly(c[1]);
+        }
+        // What Boolean.getBoolean reads, in any case, runs: replay's own status (1: the trace's last
+        // allocation runs out of memory), its summary printed.
+        for (String ok : new String[] {"-Dbfc4j.checkInvariants=TRUE", "-Dbfc4j.checkInvariants=false"}) {
+            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), ok,
+                    "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", "replay",
+                    tiny.toString()).redirectErrorStream(true).start();
+            String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(p.waitFor()).as(output).isEqualTo(1);
+            assertThat(output).as(ok).startsWith("trace ").doesNotContain("BFC_JAVA_OPTS");
         }
     }
 
