@@ -95,29 +95,47 @@ public final class BfcCommand implements Runnable {
         }
         CommandLine commandLine = commandLine();
         int status = commandLine.execute(args);
-        System.exit(standardOutputChecked(commandLine, status, System.out, System.err));
+        System.exit(standardOutputChecked(commandLine, status, System.out, System.err, standardOutputIsAPipe()));
+    }
+
+    /**
+     * Whether standard output is a pipe (Linux's {@code /proc/self/fd/1}). A write to a pipe fails
+     * only once its reader has gone ({@code bfc verify ... | head -1}).
+     *
+     * @return true if it is known to be a pipe; false where it is not, or where {@code /proc}
+     *     cannot tell (then a failed write is reported as any other)
+     */
+    static boolean standardOutputIsAPipe() {
+        try {
+            return Files.readSymbolicLink(Path.of("/proc/self/fd/1")).toString().startsWith("pipe:");
+        } catch (IOException | UnsupportedOperationException e) {
+            return false; // no /proc (not Linux): not known to be a pipe
+        }
     }
 
     /**
      * The exit status once what the command printed has reached standard output. Java's
-     * {@code System.out} drops a failed write without a word (a full disk, a closed pipe): the
-     * command's output would then be cut short while it exits 0. So a failed write is one line
-     * on standard error and exit status 2, as a failed {@code -o} file is (3, a broken invariant,
-     * is kept).
+     * {@code System.out} drops a failed write without a word (a full disk): the command's output
+     * would then be lost while it exits 0. So a failed write is one line on standard error and
+     * exit status 2, as a failed {@code -o} file is (3, a broken invariant, is kept). A pipe whose
+     * reader stopped reading ({@code | head -1}) is no error: its reader has what it wanted, and
+     * nothing is said, as other commands say nothing then.
      *
      * @param commandLine the command line that ran, whose output is flushed first
      * @param status the command's own exit status
      * @param out standard output
      * @param err standard error
+     * @param pipe whether standard output is a pipe
      * @return {@code status}, or 2 where standard output could not be written
      */
-    static int standardOutputChecked(CommandLine commandLine, int status, PrintStream out, PrintStream err) {
+    static int standardOutputChecked(CommandLine commandLine, int status, PrintStream out, PrintStream err,
+            boolean pipe) {
         commandLine.getOut().flush();
-        if (!out.checkError()) {
+        if (!out.checkError() || pipe) {
             return status;
         }
-        err.println("bfc: standard output could not be written (a full disk, or a pipe closed before the end):"
-                + " what the command printed is incomplete; write it where there is room, or read it to the end");
+        err.println("bfc: standard output could not be written (is the disk full?): what the command printed is"
+                + " incomplete; write it where there is room");
         err.flush();
         return status == CommandRunner.EXIT_INVARIANT_VIOLATION ? status : CommandRunner.EXIT_USAGE;
     }
