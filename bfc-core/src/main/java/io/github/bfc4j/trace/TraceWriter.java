@@ -83,12 +83,16 @@ public final class TraceWriter implements Closeable, Flushable {
      * and the writer is closed. If {@code content} throws (or writing fails: a full disk), the
      * file is left as it was, or not created, and the new file is deleted: nothing cut short is
      * left that could read as a whole trace (a trace has no end mark). The new file gets the
-     * permissions the umask gives.
+     * permissions the umask gives. As a shell's {@code >} does, a symbolic link is followed (the
+     * file it names is replaced, the link stays) and a device or named pipe ({@code /dev/null},
+     * a FIFO) is written to directly, never replaced by a file.
      *
      * @param file the trace file, created or replaced
      * @param content what writes the trace
-     * @throws IOException if the file beside it cannot be created, writing fails or the move
-     *     fails; the file is then as it was
+     * @throws java.nio.file.FileSystemException if {@code file} is a directory, or no file can be
+     *     created beside it (its directory missing or not writable): the message names
+     *     {@code file} and why; nothing is written
+     * @throws IOException if writing fails or the move fails; the file is then as it was
      * @throws RuntimeException what {@code content} throws (an {@link IllegalArgumentException}
      *     of this writer, say); the file is then as it was
      * @throws NullPointerException if {@code file} or {@code content} is null

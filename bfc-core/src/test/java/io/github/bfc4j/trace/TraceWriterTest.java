@@ -8,6 +8,7 @@ import static io.github.bfc4j.trace.TraceReaderTest.HEADER;
 import static io.github.bfc4j.trace.TraceReaderTest.WORKLOAD_HEADER;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
@@ -19,6 +20,8 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
@@ -206,6 +209,95 @@ class TraceWriterTest {
                 }
             }
         }
+    }
+
+    /**
+     * A named pipe given as the file is written to, as a shell's '>' writes to it: the reader at
+     * its other end gets the whole trace (and pickle), and the pipe stays a pipe. Before, a new
+     * file was moved over it: the pipe (or, for root, a device such as /dev/null) was replaced by
+     * a regular file, and its reader got nothing.
+     */
+    @Test
+    void aNamedPipeIsWrittenToNotReplaced(@TempDir Path dir) throws Exception {
+        Path fifo = dir.resolve("pipe");
+        try {
+            assumeTrue(new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor() == 0, "mkfifo failed");
+        } catch (IOException e) {
+            assumeTrue(false, "no mkfifo here: " + e.getMessage());
+        }
+        Path plain = dir.resolve("plain.bfctrace");
+        TraceWriter.Content content = w -> {
+            w.header(H);
+            w.alloc(1, 100, 64, 0, 0);
+        };
+        TraceWriter.write(plain, content);
+        try (BfcAllocator a = BfcAllocator.builder().name("fifo").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(1L << 40, 1 << 20, 0, false)).build()) {
+            Path plainPickle = dir.resolve("plain.pickle");
+            a.snapshot().writePyTorchPickle(plainPickle);
+            for (Path expected : new Path[] {plain, plainPickle}) {
+                CompletableFuture<byte[]> read = CompletableFuture.supplyAsync(() -> {
+                    try {
+                        return Files.readAllBytes(fifo);
+                    } catch (IOException e) {
+                        throw new java.io.UncheckedIOException(e);
+                    }
+                });
+                if (expected == plain) {
+                    TraceWriter.write(fifo, content);
+                } else {
+                    a.snapshot().writePyTorchPickle(fifo);
+                }
+                assertThat(fifo).as("still there").exists();
+                assertThat(Files.isRegularFile(fifo)).as("%s replaced the pipe by a file", expected).isFalse();
+                assertThat(read.get(10, TimeUnit.SECONDS)).isEqualTo(Files.readAllBytes(expected));
+            }
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("pipe",
+                    "plain.bfctrace", "plain.pickle");
+        }
+    }
+
+    /** A symbolic link is followed: the file it names is replaced, the link stays a link. */
+    @Test
+    void aSymbolicLinkIsFollowed(@TempDir Path dir) throws IOException {
+        Path runs = Files.createDirectory(dir.resolve("runs"));
+        Path real = Files.writeString(runs.resolve("t.bfctrace"), "old\n");
+        Path link = Files.createSymbolicLink(dir.resolve("latest.bfctrace"), Path.of("runs", "t.bfctrace"));
+        Path dangling = Files.createSymbolicLink(dir.resolve("next.bfctrace"), Path.of("runs", "new.bfctrace"));
+        for (Path l : new Path[] {link, dangling}) {
+            TraceWriter.write(l, w -> w.header(H));
+            assertThat(Files.isSymbolicLink(l)).as("%s is still a link", l).isTrue();
+        }
+        assertThat(Files.readString(real)).startsWith("bfctrace 1\n");
+        assertThat(Files.readString(runs.resolve("new.bfctrace"))).startsWith("bfctrace 1\n");
+    }
+
+    /**
+     * A file in a directory that does not exist is named as given, with the directory; it named
+     * the temporary file beside it, a name the caller never gave ("/x/.t.bfctrace.1a2b.tmp").
+     */
+    @Test
+    void aMissingDirectoryIsNamedNotTheTemporaryFile(@TempDir Path dir) throws IOException {
+        Path missing = dir.resolve("missing").resolve("t.bfctrace");
+        Path file = Files.writeString(dir.resolve("file"), "not a directory\n");
+        Path underFile = file.resolve("t.bfctrace");
+        try (BfcAllocator a = BfcAllocator.builder().name("missing").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(1L << 40, 1 << 20, 0, false)).build()) {
+            for (Path out : new Path[] {missing, underFile}) {
+                String why = out == missing ? "no such directory: " : "not a directory: ";
+                for (ThrowingCallable write : new ThrowingCallable[] {
+                    () -> TraceWriter.write(out, w -> w.header(H)),
+                    () -> a.snapshot().writePyTorchPickle(out),
+                }) {
+                    assertThatThrownBy(write).isInstanceOf(FileSystemException.class).hasMessage(out
+                            + ": " + why + out.getParent() + "; nothing was written");
+                }
+            }
+        }
+        assertThat(missing.getParent()).doesNotExist();
+        assertThat(file).hasContent("not a directory");
     }
 
     @Test

@@ -4,6 +4,7 @@
 package io.github.bfc4j.core.internal;
 
 import java.io.IOException;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
@@ -15,7 +16,9 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * Writes a file whole or not at all: into a new file beside it, moved over it once complete, so
  * that a write that fails part way (an exception of the writer, a full disk) leaves the file as
- * it was and nothing cut short behind (the pickles and traces that bfc-core writes).
+ * it was and nothing cut short behind (the pickles and traces that bfc-core writes). As a shell's
+ * {@code >} does, a symbolic link is followed (the file it names is replaced, the link stays) and
+ * a device or named pipe ({@code /dev/null}, a FIFO) is written to, never replaced by a file.
  */
 public final class ReplacingFile {
 
@@ -26,8 +29,9 @@ public final class ReplacingFile {
     @FunctionalInterface
     public interface Body {
         /**
-         * @param tmp an empty file beside the target, to write the whole content into
-         * @throws IOException if writing fails (the target is then left as it was)
+         * @param tmp the file to write the whole content into: an empty file beside the target,
+         *     or the target itself where it is a device or named pipe
+         * @throws IOException if writing fails (a file target is then left as it was)
          */
         void writeTo(Path tmp) throws IOException;
     }
@@ -37,9 +41,11 @@ public final class ReplacingFile {
      *
      * @param file the file to create or replace
      * @param body what writes its content
-     * @throws FileSystemException if {@code file} names a directory (nothing is written)
-     * @throws IOException if the file beside it cannot be made, {@code body} fails or the move
-     *     fails; {@code file} is then as it was, and the file beside it is deleted
+     * @throws FileSystemException if {@code file} names a directory, or no file can be created
+     *     beside it (its directory missing, or not writable): named as {@code file}, with the
+     *     reason (nothing is written)
+     * @throws IOException if {@code body} fails or the move fails; {@code file} is then as it
+     *     was, and the file beside it is deleted
      */
     public static void write(Path file, Body body) throws IOException {
         Path target = file.toAbsolutePath();
@@ -48,7 +54,29 @@ public final class ReplacingFile {
             throw new FileSystemException(file.toString(), null, "is a directory (expected: the path of a"
                     + " file to create or replace, e.g. a file name inside that directory); nothing was written");
         }
-        Path tmp = newFileBeside(target);
+        if (Files.isSymbolicLink(target)) {
+            // Moving the new file over the link would replace the link, not the file it names.
+            target = linkTarget(target);
+        }
+        if (Files.exists(target) && !Files.isRegularFile(target)) {
+            // A device or a named pipe: moving a file over it would replace the device itself
+            // (where its directory may be written: root's /dev/null), and write nothing to it.
+            body.writeTo(target);
+            return;
+        }
+        Path tmp;
+        try {
+            tmp = newFileBeside(target);
+        } catch (IOException e) {
+            // The file beside it is ours: its name would tell the caller nothing.
+            Path dir = target.getParent();
+            String why = !Files.exists(dir) ? "no such directory: " + dir
+                    : !Files.isDirectory(dir) ? "not a directory: " + dir
+                    : "no file can be created in " + dir + " (" + reason(e) + ")";
+            FileSystemException named = new FileSystemException(file.toString(), null, why + "; nothing was written");
+            named.initCause(e);
+            throw named;
+        }
         try {
             body.writeTo(tmp);
             try {
@@ -59,6 +87,26 @@ public final class ReplacingFile {
         } finally {
             Files.deleteIfExists(tmp);
         }
+    }
+
+    /** Why a file could not be created, in words ("permission denied", the system's reason). */
+    private static String reason(IOException e) {
+        if (e instanceof AccessDeniedException) {
+            return "permission denied";
+        }
+        return e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
+    }
+
+    /** The file a symbolic link names, followed to the end (a dangling link's last target). */
+    private static Path linkTarget(Path link) throws IOException {
+        if (Files.exists(link)) {
+            return link.toRealPath();
+        }
+        Path p = link;
+        for (int hops = 0; Files.isSymbolicLink(p) && hops < 40; hops++) {
+            p = p.resolveSibling(Files.readSymbolicLink(p)).normalize();
+        }
+        return p;
     }
 
     /**
