@@ -71,6 +71,12 @@ public final class AddressHandleMap {
      */
     static volatile Runnable midGrowth;
 
+    /**
+     * Runs before a page is made: a test's way to fail there (an {@link OutOfMemoryError}). Null
+     * but in tests.
+     */
+    static volatile Runnable beforePage;
+
     /** Bytes per slot: upstream's {@code kMinAllocationSize}. */
     private static final int SLOT_BYTES = 256;
     private static final int SLOT_SHIFT = 8;
@@ -437,17 +443,32 @@ public final class AddressHandleMap {
                 + 4L * (store.length + counts.length + free.length);
     }
 
-    /** @return the index of an empty page in {@link #store} */
+    /**
+     * @return the index of an empty page in {@link #store}
+     * @throws OutOfMemoryError if a page must be made and cannot; the pool is whole then (no
+     *     index lost, every page made counted)
+     */
     private int takePage() {
         if (freeCount == 0) {
             refillPool();
         }
-        final int index = free[--freeCount];
+        // The page is made before its index leaves the free stack: an OutOfMemoryError there
+        // leaves the index free (a trimmed one, to be made again next time).
+        final int index = free[freeCount - 1];
         if (store[index] == null) {
-            store[index] = new int[PAGE_SLOTS];
+            store[index] = newPage();
             pagesHeld++;
         }
+        freeCount--;
         return index;
+    }
+
+    private static int[] newPage() {
+        final Runnable hook = beforePage;
+        if (hook != null) {
+            hook.run();
+        }
+        return new int[PAGE_SLOTS];
     }
 
     /**
@@ -455,6 +476,9 @@ public final class AddressHandleMap {
      * slack, so that the steady state, whose page count wanders a little above its earlier
      * peaks now and then, seldom creates one (one page at a time, HotPathGarbageTest saw two
      * pages created after its warm-up).
+     *
+     * @throws OutOfMemoryError if the index arrays or a page cannot be made; the pages made
+     *     before it are in the pool, and counted
      */
     private void refillPool() {
         final int n = Math.max(8, pagesHeld >>> 3);
@@ -471,9 +495,10 @@ public final class AddressHandleMap {
             free = newFree;
         }
         for (int j = 0; j < n; j++) {
-            store[storeCount] = new int[PAGE_SLOTS];
+            // Counted one by one: an OutOfMemoryError part-way leaves pagesHeld true.
+            store[storeCount] = newPage();
+            pagesHeld++;
             free[freeCount++] = storeCount++;
         }
-        pagesHeld += n;
     }
 }

@@ -424,4 +424,90 @@ class AddressHandleMapTest {
         }
         assertThat(map.size()).isEqualTo(starts.size());
     }
+
+    /** The next pages made throw, from the {@code nth} on (1: the first). */
+    private static void failPagesFrom(int nth) {
+        int[] made = {0};
+        AddressHandleMap.beforePage = () -> {
+            if (++made[0] >= nth) {
+                throw new OutOfMemoryError("injected: page " + made[0]);
+            }
+        };
+    }
+
+    @Test
+    void aPageThatCannotBeMadeLeavesItsIndexInThePool() {
+        ChunkTable chunks = new ChunkTable(16);
+        AddressHandleMap map = new AddressHandleMap(chunks);
+        AddressHandleMap control = new AddressHandleMap(chunks);
+        // Eight pieces with two starts each take the eight pages of the first refill. The first
+        // piece emptied, its page goes to the pool; trimmed, its index is the pool's one free
+        // index, without a page, to be made again when next taken.
+        int[][] h = new int[9][2];
+        for (int k = 0; k < 9; k++) {
+            for (int i = 0; i < 2; i++) {
+                h[k][i] = chunkAt(chunks, BASE + k * PIECE + i * 256);
+            }
+        }
+        for (AddressHandleMap m : List.of(map, control)) {
+            for (int k = 0; k < 8; k++) {
+                m.put(BASE + k * PIECE, h[k][0]);
+                m.put(BASE + k * PIECE + 256, h[k][1]);
+            }
+            m.remove(BASE);
+            m.remove(BASE + 256);
+            m.trimPool();
+            m.put(BASE + 8 * PIECE, h[8][0]);
+        }
+        failPagesFrom(1);
+        try {
+            assertThatThrownBy(() -> map.put(BASE + 8 * PIECE + 256, h[8][1]))
+                    .isInstanceOf(OutOfMemoryError.class);
+        } finally {
+            AddressHandleMap.beforePage = null;
+        }
+        assertThat(map.get(BASE + 8 * PIECE)).isEqualTo(h[8][0]);
+        assertThat(map.get(BASE + 8 * PIECE + 256)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.size()).isEqualTo(15);
+
+        map.put(BASE + 8 * PIECE + 256, h[8][1]);
+        control.put(BASE + 8 * PIECE + 256, h[8][1]);
+        for (int k = 1; k < 9; k++) {
+            for (int i = 0; i < 2; i++) {
+                assertThat(map.get(BASE + k * PIECE + i * 256)).isEqualTo(h[k][i]);
+            }
+        }
+        assertThat(map.heapBytes()).as("the pool's free index taken again: one page made, not a new batch")
+                .isEqualTo(control.heapBytes());
+    }
+
+    @Test
+    void aPoolRefillThatFailsPartWayCountsThePagesItMade() {
+        ChunkTable chunks = new ChunkTable(16);
+        AddressHandleMap map = new AddressHandleMap(chunks);
+        int a = chunkAt(chunks, BASE);
+        int b = chunkAt(chunks, BASE + 256);
+        map.put(BASE, a);
+        long noPage = map.heapBytes();
+        // The second start of the piece needs a page: the pool is refilled, and its third page
+        // cannot be made.
+        failPagesFrom(3);
+        try {
+            assertThatThrownBy(() -> map.put(BASE + 256, b)).isInstanceOf(OutOfMemoryError.class);
+        } finally {
+            AddressHandleMap.beforePage = null;
+        }
+        assertThat(map.get(BASE + 256)).isEqualTo(ChunkTable.INVALID_CHUNK_HANDLE);
+        assertThat(map.heapBytes()).as("the two pages made are held").isGreaterThan(noPage);
+        map.trimPool();
+        assertThat(map.heapBytes()).as("every pooled page let go, none counted twice or missed")
+                .isEqualTo(noPage);
+        map.put(BASE + 256, b);
+        assertThat(map.get(BASE)).isEqualTo(a);
+        assertThat(map.get(BASE + 256)).isEqualTo(b);
+        map.remove(BASE);
+        map.remove(BASE + 256);
+        map.trimPool();
+        assertThat(map.size()).isZero();
+    }
 }

@@ -27,11 +27,17 @@ public final class GrowthFaults {
         AddressHandleMap.midGrowth = failOn(Thread.currentThread(), "AddressHandleMap");
     }
 
+    /** The next pages made by an {@link AddressHandleMap} on this thread throw. */
+    public static void failAddressMapPages() {
+        AddressHandleMap.beforePage = failOn(Thread.currentThread(), "AddressHandleMap page");
+    }
+
     /** Growth works again. */
     public static void clear() {
         IntDeque.beforeGrowth = null;
         ChunkTable.midGrowth = null;
         AddressHandleMap.midGrowth = null;
+        AddressHandleMap.beforePage = null;
     }
 
     private static Runnable failOn(Thread thread, String what) {
