@@ -965,6 +965,12 @@ final class BfcPort {
                     // leaves its bin, so that an Error growing the chunk table (out of heap)
                     // leaves the chunk free and binned, the allocator as it was.
                     chunks.ensureSpareHandle();
+                    if (!lazyAddressMap) {
+                        // Likewise the address map, which then records the split's rest at
+                        // once (splitChunkLocked): room for it, or its refusal of a start
+                        // sharing a 256-byte slot, before anything changes.
+                        regionManager.reserveHandle(chunks.ptr(h) + roundedBytes);
+                    }
                 }
 
                 // DEVIATION(port): a split's rest enters the address map when it is first

@@ -217,4 +217,67 @@ class GrowthFailureTest {
         allocator.checkInvariants();
         allocator.close();
     }
+
+    /**
+     * Hands out every block 64 bytes past a 256-byte boundary: the first region ends the lazy
+     * address map, which then records every chunk start, a split's rest at once.
+     */
+    private static final class OffBoundary extends ForwardingSubAllocator {
+        OffBoundary(SubAllocator upstream) {
+            super(upstream);
+        }
+
+        @Override
+        public Block alloc(long alignment, long numBytes) {
+            Block b = upstream.alloc(256, numBytes + 256);
+            return b == null ? null : new Block(b.ptr() + 64, numBytes);
+        }
+
+        @Override
+        public void free(long ptr, long numBytes) {
+            upstream.free(ptr - 64, numBytes + 256);
+        }
+
+        @Override
+        public boolean supportsCoalescing() {
+            return false;
+        }
+    }
+
+    @Test
+    void aSplitThatCannotRecordItsRestInTheAddressMapChangesNothing() {
+        SimSubAllocator sim = new SimSubAllocator(BASE, 256 * MIB, 0, false);
+        BfcAllocator allocator = BfcAllocator.builder().name("growth").memoryLimit(REGION)
+                .subAllocator(new OffBoundary(sim)).leakDetection(LeakDetection.DISABLED).build();
+        long start = BASE + 64;
+        // 256-byte chunks: each allocation splits its chunk, and the rest enters the map at
+        // once. A rest that is the second chunk start of its 64 KiB piece takes a page; the
+        // pool's first 8 pages serve the first 8 pieces, and the first split in the 9th piece
+        // (allocation 8 * 256) needs a new one.
+        long[] ptrs = allocate(allocator, 8 * 256, 256);
+        assertThat(ptrs[0]).isEqualTo(start);
+        assertThat(allocator.port.view().lazyAddressMap()).isFalse();
+        AllocatorStats before = allocator.getStats();
+
+        GrowthFaults.failAddressMapPages();
+        assertThatThrownBy(() -> allocator.allocateRaw(256, 256)).isInstanceOf(OutOfMemoryError.class);
+        GrowthFaults.clear();
+
+        assertThat(allocator.getStats()).isEqualTo(before);
+        allocator.checkInvariants();
+        long next = allocator.allocateRaw(256, 256);
+        assertThat(next).isEqualTo(start + 8 * 256 * 256);
+        assertThat(allocator.allocatedSize(next + 256)).as("the rest, in the map")
+                .isEqualTo(REGION - (8 * 256 + 1) * 256);
+        allocator.deallocateRaw(next);
+        for (long p : ptrs) {
+            allocator.deallocateRaw(p);
+        }
+        long whole = allocator.allocateRaw(256, REGION);
+        assertThat(whole).isEqualTo(start);
+        allocator.deallocateRaw(whole);
+        allocator.checkInvariants();
+        allocator.close();
+        assertThat(sim.reservedBytes()).isZero();
+    }
 }

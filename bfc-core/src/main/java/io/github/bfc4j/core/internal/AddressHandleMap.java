@@ -285,6 +285,45 @@ public final class AddressHandleMap {
         page[slot] = h + 1;
     }
 
+    /**
+     * Makes room for {@link #put put(address, h)}: afterwards that put creates nothing and so
+     * cannot fail, if no other put or remove comes between. For a caller that must fail before
+     * it changes anything (a split, a new region). May enter an empty directory or take a page
+     * into the pool: neither holds a chunk start, so the map's answers are the same.
+     *
+     * @param address the start of a chunk about to be recorded
+     * @throws IllegalStateException if another chunk starts less than 256 bytes away, in the
+     *     same 256-byte slot, as {@link #put} would; nothing is changed then
+     * @throws OutOfMemoryError if a directory or page cannot be made; the answers are unchanged
+     */
+    public void reserve(long address) {
+        final int b = find(address);
+        if (b < 0) {
+            addBlock(address);
+            return;
+        }
+        final int v = dirs[b][pieceOf(address)];
+        if (v == 0) {
+            return;
+        }
+        final int slot = slotOf(address);
+        if (v > 0) {
+            final long single = chunks.ptr[v - 1];
+            if (single == address) {
+                return;
+            }
+            if (slotOf(single) == slot) {
+                throw sharedSlot(address, single);
+            }
+            preparePage();
+            return;
+        }
+        final int old = store[~v][slot];
+        if (old != 0 && chunks.ptr[old - 1] != address) {
+            throw sharedSlot(address, chunks.ptr[old - 1]);
+        }
+    }
+
     private void noteStart(long address) {
         size++;
         if ((address & (SLOT_BYTES - 1)) != 0) {
@@ -449,18 +488,24 @@ public final class AddressHandleMap {
      *     index lost, every page made counted)
      */
     private int takePage() {
+        preparePage();
+        return free[--freeCount];
+    }
+
+    /**
+     * Makes sure that the pool's next page exists: refills an empty pool, makes the page of a
+     * trimmed index. The page is made before its index leaves the free stack, so that an
+     * {@link OutOfMemoryError} here leaves the index free (to be made again next time).
+     */
+    private void preparePage() {
         if (freeCount == 0) {
             refillPool();
         }
-        // The page is made before its index leaves the free stack: an OutOfMemoryError there
-        // leaves the index free (a trimmed one, to be made again next time).
         final int index = free[freeCount - 1];
         if (store[index] == null) {
             store[index] = newPage();
             pagesHeld++;
         }
-        freeCount--;
-        return index;
     }
 
     private static int[] newPage() {

@@ -121,6 +121,20 @@ public final class RegionManager {
     }
 
     /**
+     * Not in upstream: makes room for {@link #setHandle setHandle(p, h)}, so that it cannot fail
+     * (for a caller that must fail before it changes anything). See
+     * {@link AddressHandleMap#reserve}.
+     *
+     * @param p the start address of a chunk about to be recorded
+     * @throws IllegalStateException if {@code setHandle(p, h)} would refuse {@code p} (another
+     *     chunk starts in its 256-byte slot); nothing is changed then
+     * @throws OutOfMemoryError if the map cannot make room; its answers are unchanged
+     */
+    public void reserveHandle(long p) {
+        handles.reserve(p);
+    }
+
+    /**
      * Port of {@code RegionManager::erase}.
      *
      * @param p the start address of a deleted chunk
