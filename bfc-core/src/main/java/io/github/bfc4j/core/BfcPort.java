@@ -492,10 +492,34 @@ final class BfcPort {
         }
         final long memAddr = block.ptr();
         final long bytesReceived = block.bytes();
-        if ((memAddr & (MIN_ALLOCATION_SIZE - 1)) != 0) {
-            // Chunk starts off 256-byte boundaries can share an address-map slot: the map must
-            // see every start as it comes (AddressHandleMap.put refuses a shared slot).
-            mapEveryChunkStartLocked();
+        // Not in upstream: what the region's registration needs made (the address map's
+        // entries, the region list's room, the region itself) is made before anything is
+        // counted, so that an Error there (out of heap), or the map's refusal of a start that
+        // shares a 256-byte slot, gives the block back to the sub-allocator and changes nothing
+        // a later call decides by; from the region's entry on, nothing can fail until the region
+        // is whole (its chunk tiling it, in the map and in a bin).
+        AllocationRegion maybeExtendedRegion = null;
+        try {
+            if ((memAddr & (MIN_ALLOCATION_SIZE - 1)) != 0) {
+                // Chunk starts off 256-byte boundaries can share an address-map slot: the map
+                // must see every start as it comes (AddressHandleMap.put refuses a shared slot).
+                mapEveryChunkStartLocked();
+            }
+            regionManager.reserveRegion();
+            regionManager.reserveHandle(memAddr);
+            if (coalesceRegions) {
+                maybeExtendedRegion = regionManager.addOrExtendAllocationRegion(memAddr, bytesReceived);
+            } else {
+                regionManager.addAllocationRegion(memAddr, bytesReceived);
+            }
+        } catch (Throwable t) {
+            currRegionAllocationBytes = regionTargetBefore;
+            try {
+                subAllocator.free(memAddr, bytesReceived);
+            } catch (Throwable e) {
+                collect(t, e);
+            }
+            throw t;
         }
 
         if (!increasedAllocation) {
@@ -505,17 +529,6 @@ final class BfcPort {
 
         poolBytes += bytesReceived;
         peakPoolBytes = Math.max(poolBytes, peakPoolBytes);
-        onRegionObtainedLocked(memAddr, bytesReceived, roundedBytes, askedBytes);
-        LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
-                + logName + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
-                + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
-
-        AllocationRegion maybeExtendedRegion = null;
-        if (coalesceRegions) {
-            maybeExtendedRegion = regionManager.addOrExtendAllocationRegion(memAddr, bytesReceived);
-        } else {
-            regionManager.addAllocationRegion(memAddr, bytesReceived);
-        }
 
         // Create one large chunk for the whole memory space that will be chunked later.
         final int h = chunks.allocateChunk();
@@ -541,6 +554,13 @@ final class BfcPort {
 
         // Maybe merge adjacent chunks and insert the chunk into the right bin.
         insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
+
+        // Told once the region is whole (upstream logs before it registers the region), so
+        // that a listener that throws (out of heap) leaves it whole: counted and usable.
+        onRegionObtainedLocked(memAddr, bytesReceived, roundedBytes, askedBytes);
+        LOG.log(Level.DEBUG, () -> "Extending allocation by " + bytesReceived + " bytes for "
+                + logName + ". Total allocated bytes: " + poolBytes + ". Allocated memory at 0x"
+                + Long.toHexString(memAddr) + " to 0x" + Long.toHexString(memAddr + bytesReceived));
         return true;
     }
 
@@ -1492,7 +1512,6 @@ final class BfcPort {
         if (!lazyAddressMap) {
             return;
         }
-        lazyAddressMap = false;
         for (walk.all(); walk.next(); ) {
             final int h = walk.handle();
             if (!chunks.mapped(h)) {
@@ -1500,6 +1519,10 @@ final class BfcPort {
                 chunks.setAllocationId(h, -1);
             }
         }
+        // Not before: an Error (out of heap) part-way leaves the map lazy, each chunk start
+        // recorded so far marked as such (as a lazy map may hold any free chunk's), and the
+        // next call starts again.
+        lazyAddressMap = false;
     }
 
     /**

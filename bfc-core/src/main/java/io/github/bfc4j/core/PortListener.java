@@ -41,7 +41,8 @@ abstract class PortListener {
     }
 
     /**
-     * A region was obtained from the sub-allocator ({@code Extend}), after the pool grew.
+     * A region was obtained from the sub-allocator ({@code Extend}), after the pool grew and the
+     * region was registered (its one free chunk in its bin): if this throws, the region stays.
      *
      * @param ptr its address
      * @param bytes its size

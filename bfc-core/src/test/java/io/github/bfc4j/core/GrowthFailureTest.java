@@ -223,19 +223,35 @@ class GrowthFailureTest {
      * address map, which then records every chunk start, a split's rest at once.
      */
     private static final class OffBoundary extends ForwardingSubAllocator {
+        /** Blocks handed out as asked before the first one off the boundary. */
+        private int aligned;
+
         OffBoundary(SubAllocator upstream) {
+            this(upstream, 0);
+        }
+
+        OffBoundary(SubAllocator upstream, int aligned) {
             super(upstream);
+            this.aligned = aligned;
         }
 
         @Override
         public Block alloc(long alignment, long numBytes) {
+            if (aligned > 0) {
+                aligned--;
+                return upstream.alloc(alignment, numBytes);
+            }
             Block b = upstream.alloc(256, numBytes + 256);
             return b == null ? null : new Block(b.ptr() + 64, numBytes);
         }
 
         @Override
         public void free(long ptr, long numBytes) {
-            upstream.free(ptr - 64, numBytes + 256);
+            if (ptr % 256 == 0) {
+                upstream.free(ptr, numBytes);
+            } else {
+                upstream.free(ptr - 64, numBytes + 256);
+            }
         }
 
         @Override
@@ -279,5 +295,94 @@ class GrowthFailureTest {
         allocator.checkInvariants();
         allocator.close();
         assertThat(sim.reservedBytes()).isZero();
+    }
+
+    /**
+     * A region that cannot be registered (an Error making room for it) goes back to the
+     * sub-allocator, and the allocator is as it was: same statistics, region target and
+     * sub-allocator reservations; the same allocation, made again, is served as the allocator
+     * that never met the Error serves it.
+     */
+    private static void extendFailsAndChangesNothing(BfcAllocator allocator, BfcAllocator control,
+            SimSubAllocator sim, SimSubAllocator controlSim, long request, Runnable arm) {
+        AllocatorStats before = allocator.getStats();
+        long reserved = sim.reservedBytes();
+        long target = allocator.port.view().currRegionAllocationBytes();
+        boolean lazy = allocator.port.view().lazyAddressMap();
+
+        arm.run();
+        try {
+            assertThatThrownBy(() -> allocator.allocateRaw(256, request)).isInstanceOf(OutOfMemoryError.class);
+        } finally {
+            GrowthFaults.clear();
+        }
+
+        assertThat(allocator.getStats()).isEqualTo(before);
+        assertThat(sim.reservedBytes()).as("the block given back").isEqualTo(reserved);
+        assertThat(allocator.port.view().currRegionAllocationBytes()).isEqualTo(target);
+        assertThat(allocator.port.view().lazyAddressMap()).isEqualTo(lazy);
+        allocator.checkInvariants();
+        long p = allocator.allocateRaw(256, request);
+        long controlP = control.allocateRaw(256, request);
+        assertThat(p).isNotZero().isEqualTo(controlP);
+        assertThat(allocator.getStats()).isEqualTo(control.getStats());
+        assertThat(allocator.dumpMemoryLog(1024)).isEqualTo(control.dumpMemoryLog(1024));
+        assertThat(sim.reservedBytes()).isEqualTo(controlSim.reservedBytes());
+        allocator.checkInvariants();
+        allocator.close();
+        control.close();
+        assertThat(sim.reservedBytes()).isZero();
+    }
+
+    private static BfcAllocator growing(SubAllocator sub, long limit) {
+        return BfcAllocator.builder().name("growth").memoryLimit(limit).subAllocator(sub)
+                .closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
+    }
+
+    @Test
+    void aRegionOffBoundaryWhoseChunkStartsCannotAllBeMappedIsGivenBack() {
+        SimSubAllocator sim = new SimSubAllocator(BASE, 256 * MIB, 0, false);
+        SimSubAllocator controlSim = new SimSubAllocator(BASE, 256 * MIB, 0, false);
+        BfcAllocator allocator = growing(new OffBoundary(sim, 1), 8 * MIB);
+        BfcAllocator control = growing(new OffBoundary(controlSim, 1), 8 * MIB);
+        // The first region is aligned and the map lazy: 2049 chunks of 256 bytes are in it, and
+        // the free rest after them is not. The 8 pages of the pool's first refill serve the
+        // first 8 pieces of 64 KiB; the rest is the second start of the 9th, so recording it
+        // when the next region (off the boundary) ends the lazy map needs a new page.
+        allocate(allocator, 8 * 256 + 1, 256);
+        allocate(control, 8 * 256 + 1, 256);
+        assertThat(allocator.port.view().lazyAddressMap()).isTrue();
+        extendFailsAndChangesNothing(allocator, control, sim, controlSim, 3 * MIB,
+                GrowthFaults::failAddressMapPages);
+    }
+
+    @Test
+    void aRegionTheRegionListHasNoRoomForIsGivenBack() {
+        SimSubAllocator sim = new SimSubAllocator(BASE, 1L << 30, 256, false);
+        SimSubAllocator controlSim = new SimSubAllocator(BASE, 1L << 30, 256, false);
+        BfcAllocator allocator = growing(sim, 1L << 30);
+        BfcAllocator control = growing(controlSim, 1L << 30);
+        // Regions of 2, 4, ..., 256 MiB, each filled by one allocation: the region list holds 8.
+        for (int i = 0; i < 8; i++) {
+            allocate(allocator, 1, (2 * MIB) << i);
+            allocate(control, 1, (2 * MIB) << i);
+        }
+        assertThat(allocator.port.view().regionCount()).isEqualTo(8);
+        extendFailsAndChangesNothing(allocator, control, sim, controlSim, 2 * MIB,
+                GrowthFaults::failRegionListGrowth);
+    }
+
+    @Test
+    void aRegionInANewGibOfAddressesWhoseDirectoryCannotBeMadeIsGivenBack() {
+        // A gap of 1 GiB after every block: the second region starts in another GiB block of
+        // addresses, whose directory the address map makes when the region's chunk enters it.
+        SimSubAllocator sim = new SimSubAllocator(BASE, 4L << 30, 1L << 30, false);
+        SimSubAllocator controlSim = new SimSubAllocator(BASE, 4L << 30, 1L << 30, false);
+        BfcAllocator allocator = growing(sim, 64 * MIB);
+        BfcAllocator control = growing(controlSim, 64 * MIB);
+        allocate(allocator, 1, 2 * MIB);
+        allocate(control, 1, 2 * MIB);
+        extendFailsAndChangesNothing(allocator, control, sim, controlSim, 2 * MIB,
+                GrowthFaults::failAddressMapGrowth);
     }
 }

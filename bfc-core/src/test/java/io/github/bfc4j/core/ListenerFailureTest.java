@@ -69,6 +69,46 @@ class ListenerFailureTest {
         }
     }
 
+    /** Throws once from its region event (as a recorder out of heap would). */
+    private static final class FailingRegionOnce extends PortListener {
+        boolean failed;
+
+        @Override
+        void regionObtainedLocked(long ptr, long bytes, long requestBytes, long askedBytes) {
+            if (!failed) {
+                failed = true;
+                throw new OutOfMemoryError("a recorder out of heap");
+            }
+        }
+    }
+
+    /**
+     * A listener that throws from the event of a region obtained: the caller gets the failure,
+     * and the region is whole (counted, tiled by its free chunk, binned), so that it serves the
+     * next allocation and is given back at the close.
+     */
+    @Test
+    void aListenerThatThrowsFromARegionEventLeavesTheRegionWhole() {
+        SimSubAllocator sim = new SimSubAllocator(BASE, 1L << 30, 0, false);
+        BfcAllocator a = BfcAllocator.builder().name("listened").memoryLimit(64 * MIB).subAllocator(sim)
+                .build();
+        a.port.install(new FailingRegionOnce(), () -> { });
+
+        assertThatThrownBy(() -> a.allocateRaw(256, 4096)).isInstanceOf(OutOfMemoryError.class)
+                .hasMessage("a recorder out of heap");
+        assertThat(a.getStats().poolBytes()).isEqualTo(sim.reservedBytes()).isPositive();
+        assertThat(a.bytesInUse()).isZero();
+        a.checkInvariants();
+        long reserved = sim.reservedBytes();
+        long p = a.allocateRaw(256, 4096);
+        assertThat(p).as("served from the region").isEqualTo(BASE);
+        assertThat(sim.reservedBytes()).isEqualTo(reserved);
+        a.deallocateRaw(p);
+        a.checkInvariants();
+        a.close();
+        assertThat(sim.reservedBytes()).isZero();
+    }
+
     /** Throws from every free event (as a recorder out of heap would), counting them. */
     private static final class FailingFrees extends PortListener {
         int thrown;

@@ -25,7 +25,15 @@ import java.util.List;
  * <p>Not thread-safe: guarded by the owning allocator's lock.
  */
 public final class RegionManager {
-    private final ArrayList<AllocationRegion> regions = new ArrayList<>();
+    /**
+     * Runs before the region list grows: a test's way to fail there (an
+     * {@link OutOfMemoryError}). Null but in tests.
+     */
+    static volatile Runnable beforeGrowth;
+
+    private final ArrayList<AllocationRegion> regions = new ArrayList<>(8);
+    /** The regions {@link #regions} holds without growing (its capacity, which it does not tell). */
+    private int regionCapacity = 8;
     private final List<AllocationRegion> regionsView = Collections.unmodifiableList(regions);
     private final AddressHandleMap handles;
 
@@ -61,7 +69,28 @@ public final class RegionManager {
      * @param memorySize the size
      */
     public void addAllocationRegion(long ptr, long memorySize) {
-        regions.add(upperBound(ptr), new AllocationRegion(ptr, memorySize));
+        final AllocationRegion region = new AllocationRegion(ptr, memorySize);
+        reserveRegion();
+        regions.add(upperBound(ptr), region);
+    }
+
+    /**
+     * Not in upstream: makes room for one more region, so that adding it creates nothing but
+     * the region itself (for a caller that must fail before it changes anything).
+     *
+     * @throws OutOfMemoryError if the list must grow and cannot; it is unchanged then
+     */
+    public void reserveRegion() {
+        if (regions.size() < regionCapacity) {
+            return;
+        }
+        final Runnable hook = beforeGrowth;
+        if (hook != null) {
+            hook.run();
+        }
+        final int capacity = regionCapacity * 2;
+        regions.ensureCapacity(capacity);
+        regionCapacity = capacity;
     }
 
     /**
@@ -82,7 +111,9 @@ public final class RegionManager {
                 return preceding;
             }
         }
-        regions.add(entry, new AllocationRegion(ptr, memorySize));
+        final AllocationRegion region = new AllocationRegion(ptr, memorySize);
+        reserveRegion();
+        regions.add(entry, region);
         return null;
     }
 

@@ -5,7 +5,7 @@ package io.github.bfc4j.core.internal;
 
 /**
  * For tests outside this package: makes the growth of the allocator's arrays (the timestamp
- * queues, the chunk table, the address map) throw {@link OutOfMemoryError} on the calling
+ * queues, the chunk table, the address map and its pages, the region list) throw {@link OutOfMemoryError} on the calling
  * thread, as a full heap would, until {@link #clear()}.
  */
 public final class GrowthFaults {
@@ -32,12 +32,18 @@ public final class GrowthFaults {
         AddressHandleMap.beforePage = failOn(Thread.currentThread(), "AddressHandleMap page");
     }
 
+    /** The next growths of a {@link RegionManager}'s region list on this thread throw. */
+    public static void failRegionListGrowth() {
+        RegionManager.beforeGrowth = failOn(Thread.currentThread(), "RegionManager");
+    }
+
     /** Growth works again. */
     public static void clear() {
         IntDeque.beforeGrowth = null;
         ChunkTable.midGrowth = null;
         AddressHandleMap.midGrowth = null;
         AddressHandleMap.beforePage = null;
+        RegionManager.beforeGrowth = null;
     }
 
     private static Runnable failOn(Thread thread, String what) {
