@@ -638,7 +638,7 @@ public final class BfcAllocator implements MemoryAllocator {
             long allocationId = c.allocationId();
             long address = (ptr + alignment - 1) & -alignment;
             if (address - ptr > c.size() - bytes) {
-                port.deallocateOwned(ptr, allocationId);
+                port.giveBackOwned(ptr, allocationId);
                 return null;
             }
             Allocation handle;
@@ -654,7 +654,7 @@ public final class BfcAllocator implements MemoryAllocator {
                 // guard, the paranoid allocation site): no handle will ever free the chunk, and
                 // the caller never learns its address, so it goes back now.
                 try {
-                    port.deallocateOwned(ptr, allocationId);
+                    port.giveBackOwned(ptr, allocationId);
                 } catch (Throwable e) {
                     t.addSuppressed(e);
                 }

@@ -1866,21 +1866,94 @@ final class BfcPort {
             try {
                 l.allocatedLocked(h);
             } catch (Throwable t) {
-                giveBackLocked(h);
+                giveBackLocked(h, t);
                 throw t;
             }
         }
     }
 
     /**
-     * Not in upstream: a listener (provenance, JFR) threw after chunk {@code h} was taken for an
-     * allocation, whose caller then gets that exception instead of the address: the chunk goes
-     * back, as a free that no listener hears of, so that the failed call leaks nothing. Needs the
-     * lock.
+     * Not in upstream: a listener (provenance, JFR) threw {@code failure} after chunk {@code h}
+     * was taken for an allocation, whose caller then gets that exception instead of the address:
+     * the chunk goes back, as a free that no listener hears of, so that the failed call leaks
+     * nothing ({@link #freeUnhandedLocked}; an Error of the timestamp queue's growth there is
+     * added to {@code failure} as suppressed). Needs the lock.
      */
-    private void giveBackLocked(int h) {
+    private void giveBackLocked(int h, Throwable failure) {
         counters.freed(chunks.size(h));
+        final Throwable e = freeUnhandedLocked(h);
+        if (e != null) {
+            collect(failure, e);
+        }
+    }
+
+    /**
+     * Not in upstream: frees chunk {@code h}, in use but never handed to a caller (the call that
+     * took it throws), where no Error may stop it. As any free ({@link #freeChunkLocked}: with a
+     * timing counter, stamped and queued) when the timestamp queue has room for it or can grow;
+     * where it cannot (out of heap), the chunk goes back as it was before it was taken, not
+     * stamped by this free (no caller ever used it): its earlier stamp kept while not yet safe
+     * (it is then binned as it is, and merged when its queue entry, if it still has one, comes
+     * up), cleared once safe, and then coalesced with its free neighbours as an unstamped free
+     * is. Cold path. Needs the lock.
+     *
+     * @return null, or the Error of the queue's growth (the chunk given back all the same)
+     */
+    private Throwable freeUnhandedLocked(int h) {
+        if (timingCounter != null) {
+            try {
+                timestampedChunks.ensureCapacity(timestampedChunks.size() + 1);
+            } catch (Throwable e) {
+                check(chunks.inUse(h) && chunks.binNum(h) == ChunkTable.INVALID_BIN_NUM,
+                        "give-back of a chunk not in use or in a bin");
+                chunks.setAllocationId(h, -1);
+                bytesInUse -= chunks.size(h);
+                if (notYetSafe(chunks.freedAtCount(h), safeFrontier.get())) {
+                    insertFreeChunkIntoBinLocked(h);
+                } else {
+                    chunks.setFreedAtCount(h, 0);
+                    insertFreeChunkIntoBinLocked(tryToCoalesceLocked(h, false));
+                }
+                return e;
+            }
+        }
         freeChunkLocked(h);
+        return null;
+    }
+
+    /**
+     * Not in upstream: {@link #deallocateOwned} for a chunk whose address never reached a
+     * caller: the {@code allocate} that took it for an {@link Allocation} handle throws (an
+     * Error making the handle) or found no aligned run in it. The free is told and counted as
+     * any; the chunk goes back even where the timestamp queue cannot grow for it
+     * ({@link #freeUnhandedLocked}). Once the chunk is back, throws the exception of a listener
+     * told of the free, or the Error of the queue's growth (the later one suppressed by the
+     * first), as {@link #throwIfAny} does. Nothing if the allocator was closed (by force) since.
+     */
+    void giveBackOwned(long ptr, long allocationId) {
+        Throwable failure = null;
+        lock.lock();
+        try {
+            if (closed) {
+                return;
+            }
+            final int h = regionManager.getHandle(ptr);
+            check(h != ChunkTable.INVALID_CHUNK_HANDLE && chunks.ownedByHandle(h, allocationId),
+                    "the chunk given back is the allocation that took it");
+            try {
+                onFreeLocked(h);
+            } catch (Throwable t) {
+                failure = t;
+            }
+            final Throwable e = freeUnhandedLocked(h);
+            if (e != null) {
+                failure = collect(failure, e);
+            }
+        } finally {
+            unlockAfterCall();
+        }
+        retryHelper.notifyDealloc();
+        throwIfAny(failure);
     }
 
     /** Chunk {@code h}, in use, is being freed. Needs the lock. */

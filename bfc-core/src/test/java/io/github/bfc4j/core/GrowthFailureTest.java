@@ -8,6 +8,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.internal.GrowthFaults;
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
+import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -384,5 +386,106 @@ class GrowthFailureTest {
         allocate(control, 1, 2 * MIB);
         extendFailsAndChangesNothing(allocator, control, sim, controlSim, 2 * MIB,
                 GrowthFaults::failAddressMapGrowth);
+    }
+
+    /** Throws from its allocation events (as a recorder out of heap would). */
+    private static final class FailingAllocations extends PortListener {
+        @Override
+        boolean listensToCalls() {
+            return true;
+        }
+
+        @Override
+        void allocatedLocked(int h) {
+            throw new OutOfMemoryError("a recorder out of heap");
+        }
+    }
+
+    /**
+     * An allocator whose timestamp queue is full (64 stamped frees of 1 KiB at the region's
+     * start, none safe) and whose next 4 KiB comes from the region's free tail, a chunk never
+     * stamped.
+     */
+    private static long[] fillTheTimestampQueue(BfcAllocator allocator, SharedCounter counter) {
+        allocator.setTimingCounter(counter);
+        long[] ptrs = allocate(allocator, 64, 1024);
+        for (long p : ptrs) {
+            allocator.deallocateRaw(p);
+        }
+        return ptrs;
+    }
+
+    /**
+     * The allocator's chunks as its memory map shows them: address, size, in use, bin and
+     * timestamp (not a free chunk's stale requested size).
+     */
+    private static List<String> chunks(BfcAllocator allocator) {
+        List<String> out = new ArrayList<>();
+        for (MemoryMap.Chunk c : allocator.memoryMap().chunks()) {
+            out.add(Long.toHexString(c.ptr()) + " " + c.size() + (c.inUse() ? " in use" : " free")
+                    + " bin " + c.bin() + " stamp " + c.freedAtCount());
+        }
+        return out;
+    }
+
+    @Test
+    void aChunkGivenBackAfterAListenerThrewGoesBackWhenTheQueueCannotGrow() {
+        SharedCounter counter = new SharedCounter();
+        BfcAllocator allocator = allocator();
+        fillTheTimestampQueue(allocator, counter);
+        AllocatorStats before = allocator.getStats();
+        List<String> chunksBefore = chunks(allocator);
+        allocator.port.install(new FailingAllocations(), () -> { });
+
+        GrowthFaults.failIntDequeGrowth();
+        try {
+            assertThatThrownBy(() -> allocator.allocateRaw(256, 4096)).isInstanceOf(OutOfMemoryError.class)
+                    .hasMessage("a recorder out of heap")
+                    .satisfies(e -> assertThat(e.getSuppressed()).singleElement()
+                            .satisfies(g -> assertThat(g).hasMessageContaining("IntDeque growth")));
+        } finally {
+            GrowthFaults.clear();
+        }
+
+        allocator.port.install(PortListener.NONE, () -> { });
+        assertThat(allocator.bytesInUse()).isEqualTo(before.bytesInUse()).isZero();
+        assertThat(allocator.memoryStats().activeAllocations()).isZero();
+        allocator.checkInvariants();
+        assertThat(chunks(allocator)).as("the chunk back as it was, not a stamped piece out of the queue")
+                .isEqualTo(chunksBefore);
+        long p = allocator.allocateRaw(256, 4096);
+        assertThat(p).isEqualTo(BASE + 64 * 1024);
+        allocator.deallocateRaw(p);
+        allocator.checkInvariants();
+        allocator.close();
+    }
+
+    @Test
+    void aChunkGivenBackAfterTheHandleCouldNotBeMadeGoesBackWhenTheQueueCannotGrow() {
+        SharedCounter counter = new SharedCounter();
+        BfcAllocator allocator = allocator();
+        fillTheTimestampQueue(allocator, counter);
+        List<String> chunksBefore = chunks(allocator);
+        allocator.beforeHandle = () -> {
+            throw new OutOfMemoryError("injected: the handle");
+        };
+
+        GrowthFaults.failIntDequeGrowth();
+        try {
+            assertThatThrownBy(() -> allocator.allocate(4096)).isInstanceOf(OutOfMemoryError.class)
+                    .hasMessage("injected: the handle")
+                    .satisfies(e -> assertThat(e.getSuppressed()).singleElement()
+                            .satisfies(g -> assertThat(g).hasMessageContaining("IntDeque growth")));
+        } finally {
+            GrowthFaults.clear();
+            allocator.beforeHandle = null;
+        }
+
+        assertThat(allocator.bytesInUse()).as("no chunk left that no handle can free").isZero();
+        assertThat(allocator.memoryStats().activeAllocations()).isZero();
+        allocator.checkInvariants();
+        assertThat(chunks(allocator)).as("the chunk back as it was, not a stamped piece out of the queue")
+                .isEqualTo(chunksBefore);
+        allocator.close(); // REFUSE: nothing is live
     }
 }
