@@ -422,7 +422,13 @@ final class BfcPort {
             failure = freeRegion(region, failure);
         }
         poolBytes = 0;
-        regionManager.clear();
+        try {
+            regionManager.clear();
+        } catch (Throwable t) {
+            // The regions and handles are forgotten all the same (out of heap making the
+            // address map's new arrays): collected with the exceptions before it.
+            failure = collect(failure, t);
+        }
         for (FreeChunkSet b : bins) {
             b.clear();
         }
@@ -784,6 +790,15 @@ final class BfcPort {
             onRegionReturnedLocked(region.ptr(), region.memorySize(), requestBytes);
             failure = freeRegion(region, failure);
             regionManager.removeAllocationRegion(it);
+        }
+        // Not in upstream: the address map lets the deleted chunks' empty pages and directories
+        // go, once every region is given up, and an Error there (out of heap, rebuilding its
+        // block table; the map is whole then) joins the sub-allocator's exceptions, never
+        // replaces them.
+        try {
+            regionManager.trimHandles();
+        } catch (Throwable t) {
+            failure = collect(failure, t);
         }
         throwIfAny(failure);
     }

@@ -7,6 +7,7 @@ package io.github.bfc4j.core;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.bfc4j.core.internal.GrowthFaults;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.util.ArrayList;
 import java.util.List;
@@ -90,6 +91,58 @@ class SubAllocatorExceptionTest {
         a.deallocateRaw(p);
         a.close();
         assertThat(sub.freed).hasSize(2);
+    }
+
+    /**
+     * An Error after a failed free (the address map out of heap letting its empty pages go, once
+     * the regions are given up) is added to the free's exception, not thrown in its place, and
+     * the other regions are still given back.
+     */
+    @Test
+    void anErrorTrimmingTheAddressMapInEmptyCacheKeepsTheFreesException() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = allocatorOfTwoFreeRegions(sub, ClosePolicy.REFUSE);
+        sub.failNext = 1;
+
+        GrowthFaults.failAddressMapGrowth();
+        try {
+            assertThatThrownBy(a::emptyCache).isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("injected failure of free")
+                    .satisfies(e -> assertThat(e.getSuppressed()).singleElement()
+                            .isInstanceOf(OutOfMemoryError.class));
+        } finally {
+            GrowthFaults.clear();
+        }
+        assertThat(sub.freed).as("the second region is still freed").hasSize(1);
+        assertThat(a.regionCount()).isZero();
+        assertThat(a.reservedBytes()).isZero();
+        a.checkInvariants();
+        long p = a.allocateRaw(256, 2 * MIB);
+        a.checkInvariants();
+        a.deallocateRaw(p);
+        a.close();
+    }
+
+    /** Likewise at a close, where the address map makes its new, empty arrays. */
+    @Test
+    void anErrorClearingTheAddressMapInCloseKeepsTheFreesException() {
+        FailingFrees sub = new FailingFrees();
+        BfcAllocator a = allocatorOfTwoFreeRegions(sub, ClosePolicy.REFUSE);
+        sub.failNext = 1;
+
+        GrowthFaults.failAddressMapGrowth();
+        try {
+            assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("injected failure of free")
+                    .satisfies(e -> assertThat(e.getSuppressed()).singleElement()
+                            .isInstanceOf(OutOfMemoryError.class));
+        } finally {
+            GrowthFaults.clear();
+        }
+        assertThat(a.isClosed()).isTrue();
+        assertThat(sub.freed).as("the second region is still freed").hasSize(1);
+        assertThat(a.reservedBytes()).isZero();
+        a.checkInvariants();
     }
 
     @Test

@@ -446,17 +446,31 @@ public final class AddressHandleMap {
         return mask + 1;
     }
 
-    /** Removes every entry, lets the directories and pages go (the regions are forgotten too). */
+    /**
+     * Removes every entry, lets the directories and pages go (the regions are forgotten too).
+     * The entries are dropped in place first, and the arrays are replaced by small ones after:
+     * an {@link OutOfMemoryError} making those leaves the map empty all the same.
+     *
+     * @throws OutOfMemoryError if the small arrays cannot be made; the map is empty then
+     */
     public void clear() {
-        allocate(MIN_CAPACITY);
-        store = new int[16][];
-        counts = new int[16];
+        Arrays.fill(keys, 0);
+        Arrays.fill(dirs, null);
+        Arrays.fill(used, 0);
+        blocks = 0;
+        Arrays.fill(store, null);
         storeCount = 0;
-        free = new int[16];
         freeCount = 0;
         pagesHeld = 0;
         size = 0;
         aligned = true;
+        allocate(MIN_CAPACITY);
+        final int[][] newStore = new int[16][];
+        final int[] newCounts = new int[16];
+        final int[] newFree = new int[16];
+        store = newStore;
+        counts = newCounts;
+        free = newFree;
     }
 
     /**

@@ -124,7 +124,16 @@ public final class RegionManager {
      */
     public void removeAllocationRegion(int index) {
         regions.remove(index);
-        // The region's chunks are deleted: let their empty address-map pages go.
+    }
+
+    /**
+     * Not in upstream: lets the address map's empty pages and directories go, once regions
+     * were removed (their chunks deleted). Slow path.
+     *
+     * @throws OutOfMemoryError if the map's block table cannot be rebuilt; the map's answers
+     *     are unchanged then
+     */
+    public void trimHandles() {
         handles.trimPool();
     }
 
@@ -198,7 +207,12 @@ public final class RegionManager {
         return handles.size();
     }
 
-    /** Forgets every region and handle. */
+    /**
+     * Forgets every region and handle.
+     *
+     * @throws OutOfMemoryError if the address map's new (empty) arrays cannot be made; every
+     *     region and handle is forgotten all the same
+     */
     public void clear() {
         regions.clear();
         handles.clear();
