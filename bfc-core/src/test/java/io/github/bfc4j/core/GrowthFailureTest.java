@@ -15,8 +15,11 @@ import org.junit.jupiter.api.Test;
 
 /**
  * An {@link OutOfMemoryError} where an allocate or a free must grow one of the allocator's
- * arrays (the timestamp queues, the chunk table) reaches the caller with the allocator as it
- * was: the growth comes before any change. Injected through {@link GrowthFaults}.
+ * arrays (the timestamp queues, the chunk table, the address map and its pages, the region
+ * list) reaches the caller with the allocator as it was: the growth comes before any change,
+ * and a block the sub-allocator handed out for a region that cannot be registered goes back to
+ * it. A chunk given back after its allocation failed (a listener, the handle) goes back even
+ * where the timestamp queue cannot grow. Injected through {@link GrowthFaults}.
  */
 class GrowthFailureTest {
 
