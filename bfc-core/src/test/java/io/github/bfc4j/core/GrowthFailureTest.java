@@ -5,6 +5,7 @@ package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import io.github.bfc4j.core.internal.GrowthFaults;
 import io.github.bfc4j.core.sim.SimSubAllocator;
@@ -300,6 +301,77 @@ class GrowthFailureTest {
         allocator.checkInvariants();
         allocator.close();
         assertThat(sim.reservedBytes()).isZero();
+    }
+
+    /**
+     * Hands out contiguous blocks (supporting coalescing) 64 bytes longer than asked, then 192:
+     * the region the second extends has chunk starts off 256-byte boundaries, and a size that is
+     * a multiple of 256 again.
+     */
+    private static final class OddSizedBlocks implements SubAllocator {
+        private long next = BASE;
+        private int blocks;
+
+        @Override
+        public Block alloc(long alignment, long numBytes) {
+            long extra = blocks++ % 2 == 0 ? 64 : 192;
+            Block b = new Block(next, numBytes + extra);
+            next += b.bytes();
+            return b;
+        }
+
+        @Override
+        public void free(long ptr, long numBytes) {
+        }
+
+        @Override
+        public boolean supportsCoalescing() {
+            return true;
+        }
+    }
+
+    /**
+     * Once the address map records every chunk start, a split whose rest would share a 256-byte
+     * slot with the next chunk's start (deviations #11: a block of an odd size, a fragmentation
+     * threshold below 256 bytes) is refused before the chunk leaves its bin.
+     */
+    @Test
+    void aSplitWhoseRestWouldShareASlotIsRefusedBeforeAnythingChanges() {
+        assumeFalse(Boolean.getBoolean("bfc4j.checkInvariants"),
+                "blocks of odd sizes break the invariant checker's rules, which this execution runs after every call");
+        // Threshold: 5e-7 * 64 MiB = 33 bytes.
+        BfcAllocator allocator = BfcAllocator.builder().name("odd").memoryLimit(64 * MIB)
+                .subAllocator(new OddSizedBlocks()).fragmentationFraction(5e-7)
+                .closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
+        allocator.setTimingCounter(new SharedCounter());
+        long end = BASE + 2 * MIB + 64; // the first block's end, where the second begins
+        long p1 = allocator.allocateRaw(256, MIB);
+        long p2 = allocator.allocateRaw(256, MIB - 256);
+        assertThat(p2).isEqualTo(BASE + MIB);
+        // p2 freed (stamped), then merged by force with the free 320 bytes after it: one free
+        // chunk [BASE + 1 MiB, end), stamped, which the second block's chunk is not merged with.
+        allocator.deallocateRaw(p2);
+        assertThat(allocator.allocateRaw(256, 65 * MIB)).isZero();
+        long p3 = allocator.allocateRaw(256, 4 * MIB);
+        assertThat(p3).isEqualTo(end);
+        assertThat(allocator.port.view().lazyAddressMap()).isFalse();
+        assertThat(allocator.allocatedSize(BASE + MIB)).isEqualTo(MIB + 64);
+        AllocatorStats before = allocator.getStats();
+
+        // 1 MiB from that chunk: its rest would start at BASE + 2 MiB, 64 bytes before the next.
+        assertThatThrownBy(() -> allocator.allocateRaw(256, MIB)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("share a 256-byte slot");
+
+        // (No checkInvariants(): chunk sizes that are not multiples of 256 break its rules.)
+        assertThat(allocator.getStats()).isEqualTo(before);
+        long p4 = allocator.allocateRaw(256, MIB - 256);
+        assertThat(p4).as("the chunk still free and in its bin").isEqualTo(BASE + MIB);
+        assertThat(allocator.getStats().poolBytes()).isEqualTo(before.poolBytes());
+        for (long p : new long[] {p1, p3, p4}) {
+            allocator.deallocateRaw(p);
+        }
+        assertThat(allocator.bytesInUse()).isZero();
+        allocator.close();
     }
 
     /**
