@@ -214,6 +214,8 @@ public final class Allocation implements AutoCloseable {
      * @throws IllegalStateException if called from inside the allocator's call of its
      *     sub-allocator's {@code alloc} or {@code free} (a sub-allocator must not free memory of
      *     the allocator it serves); the allocation stays open
+     * @throws OutOfMemoryError if the Java heap has no room for the free's bookkeeping (with a
+     *     timing counter set); the allocation stays open, and a later {@code close()} frees it
      */
     @Override
     public void close() {
@@ -224,7 +226,20 @@ public final class Allocation implements AutoCloseable {
             return;
         }
         if (guard == null || guard.markClosed()) {
-            allocator.deallocateForHandle(chunkAddress, allocationId);
+            try {
+                allocator.deallocateForHandle(chunkAddress, allocationId);
+            } catch (Throwable t) {
+                // The free failed before it changed anything (its timestamp queue could not
+                // grow: out of heap); the chunk is still this handle's, and a raw free may not
+                // take it, so only this handle can free it: it stays open, for a later close.
+                if (allocator.ownedByHandle(chunkAddress, allocationId)) {
+                    if (guard != null) {
+                        guard.reopen();
+                    }
+                    closed = false;
+                }
+                throw t;
+            }
         }
         Reference.reachabilityFence(this);
     }

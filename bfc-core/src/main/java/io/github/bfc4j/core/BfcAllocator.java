@@ -675,6 +675,14 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * {@link Allocation#close()} after its free threw: whether the chunk at {@code ptr} is still
+     * in use as allocation {@code allocationId}'s (the free changed nothing).
+     */
+    boolean ownedByHandle(long ptr, long allocationId) {
+        return port.ownedByHandle(ptr, allocationId);
+    }
+
+    /**
      * {@link LeakGuard}: returns a leaked allocation's memory (as its handle's close would) and
      * counts it.
      *

@@ -1128,6 +1128,24 @@ final class BfcPort {
     }
 
     /**
+     * @return whether the chunk starting at {@code ptr} is in use and owned by the
+     *     {@link Allocation} handle of allocation {@code allocationId}; false once the allocator
+     *     is closed
+     */
+    boolean ownedByHandle(long ptr, long allocationId) {
+        lock.lock();
+        try {
+            if (closed) {
+                return false;
+            }
+            final int h = regionManager.getHandle(ptr);
+            return h != ChunkTable.INVALID_CHUNK_HANDLE && chunks.ownedByHandle(h, allocationId);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
      * @param h a live chunk handle
      * @return whether the chunk is in use and owned by an {@link Allocation} handle (or by the
      *     {@code allocate} that is making one). Needs the lock.

@@ -74,6 +74,11 @@ final class LeakGuard implements Runnable {
         return done.compareAndSet(false, true);
     }
 
+    /** Undoes {@link #markClosed()}: the handle's free failed and left the memory its own. */
+    void reopen() {
+        done.set(false);
+    }
+
     /** Called by the Cleaner once per registered object. */
     @Override
     public void run() {
@@ -82,7 +87,20 @@ final class LeakGuard implements Runnable {
         }
         // Returned as the handle's close would return it (its own allocation only); once the
         // allocator is closed there is nothing to return and nothing to report.
-        Provenance recorded = allocator.reclaimLeak(chunkAddress, allocationId);
+        Provenance recorded;
+        try {
+            recorded = allocator.reclaimLeak(chunkAddress, allocationId);
+        } catch (Throwable t) {
+            // The Cleaner drops what its actions throw: say it, or the leak and its memory,
+            // which nothing can free now, would go unreported.
+            LOG.log(Level.WARNING, "LEAK: allocation #" + allocationId + " of " + requestedSize
+                    + " bytes at 0x" + Long.toHexString(address) + " from allocator "
+                    + allocator.described() + " became unreachable without close(), and its memory"
+                    + " could not be returned (" + t + "); it stays in use until the allocator is"
+                    + " closed with ClosePolicy.FORCE. Close every Allocation (try-with-resources)"
+                    + " when done with it.", t);
+            return;
+        }
         if (recorded == null) {
             return;
         }

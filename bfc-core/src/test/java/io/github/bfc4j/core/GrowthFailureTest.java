@@ -5,14 +5,18 @@ package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import io.github.bfc4j.core.internal.GrowthFaults;
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.lang.reflect.Field;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * An {@link OutOfMemoryError} where an allocate or a free must grow one of the allocator's
@@ -563,4 +567,79 @@ class GrowthFailureTest {
                 .isEqualTo(chunksBefore);
         allocator.close(); // REFUSE: nothing is live
     }
+
+    @ParameterizedTest(name = "leak detection {0}")
+    @EnumSource(value = LeakDetection.class, names = {"DISABLED", "SIMPLE"})
+    void aHandleWhoseFreeCannotGrowTheQueueStaysOpenAndALaterCloseFreesIt(LeakDetection leaks) {
+        BfcAllocator allocator = BfcAllocator.builder().name("growth").memoryLimit(REGION)
+                .subAllocator(new SimSubAllocator(BASE, 256 * MIB, 0, true)).leakDetection(leaks).build();
+        Allocation h = allocator.allocate(4096);
+        fillTheTimestampQueue(allocator, new SharedCounter());
+
+        GrowthFaults.failIntDequeGrowth();
+        try {
+            assertThatThrownBy(h::close).isInstanceOf(OutOfMemoryError.class).hasMessageContaining("IntDeque growth");
+        } finally {
+            GrowthFaults.clear();
+        }
+
+        assertThat(h.isClosed()).as("the free changed nothing: the handle stays open").isFalse();
+        assertThat(h.address()).isNotZero();
+        assertThat(allocator.bytesInUse()).isEqualTo(4096);
+        allocator.checkInvariants();
+        h.close();
+        assertThat(h.isClosed()).isTrue();
+        assertThat(allocator.bytesInUse()).as("the later close freed it").isZero();
+        allocator.close(); // REFUSE: nothing is live
+    }
+
+    @Test
+    void aLeakWhoseMemoryCannotBeReturnedIsStillReported() throws Exception {
+        BfcAllocator allocator = BfcAllocator.builder().name("growth").memoryLimit(REGION)
+                .subAllocator(new SimSubAllocator(BASE, 256 * MIB, 0, true))
+                .leakDetection(LeakDetection.SIMPLE).closePolicy(ClosePolicy.FORCE).build();
+        Allocation h = allocator.allocate(4096);
+        fillTheTimestampQueue(allocator, new SharedCounter());
+        Field field = Allocation.class.getDeclaredField("guard");
+        field.setAccessible(true);
+        LeakGuard guard = (LeakGuard) field.get(h);
+
+        List<String> warnings = new ArrayList<>();
+        java.util.logging.Logger log = java.util.logging.Logger.getLogger(LeakDetection.class.getName());
+        java.util.logging.Handler handler = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord r) {
+                warnings.add(r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        log.addHandler(handler);
+        GrowthFaults.failIntDequeGrowth();
+        Throwable escaped;
+        try {
+            escaped = catchThrowable(guard::run); // as the Cleaner would, once the handle is unreachable
+        } finally {
+            GrowthFaults.clear();
+            log.removeHandler(handler);
+        }
+
+        assertThat(escaped).as("what run() throws, the Cleaner drops without a word").isNull();
+
+        assertThat(warnings).singleElement().asString()
+                .contains("allocation #" + h.allocationId(), "could not be returned", "IntDeque growth",
+                        "ClosePolicy.FORCE");
+        assertThat(allocator.bytesInUse()).as("still in use: nothing can free it now").isEqualTo(4096);
+        assertThat(allocator.leaksReclaimed()).isZero();
+        allocator.checkInvariants();
+        allocator.close(); // FORCE
+        assertThat(allocator.isClosed()).isTrue();
+    }
 }
+
