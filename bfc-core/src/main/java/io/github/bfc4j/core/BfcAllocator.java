@@ -95,8 +95,11 @@ public final class BfcAllocator implements MemoryAllocator {
     /** The out-of-memory reports, for {@link #allocate(long)}'s exception. */
     private final OutOfMemoryReporter oomReporter;
 
-    /** Runtimes this allocator's memory is lent to, for close()'s advice. */
-    private final Loans loans = new Loans();
+    /**
+     * Runtimes this allocator's memory is lent to, for close()'s advice: a shard's are its
+     * sharded allocator's, so that a loan of either is told by the refused close of either.
+     */
+    private final Loans loans;
 
     /** Guarded by the lock: the history and who holds each chunk, when recorded. */
     private final HistoryRecorder history;
@@ -152,7 +155,7 @@ public final class BfcAllocator implements MemoryAllocator {
      */
     public BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts) {
         this(checkSubAllocator(subAllocator), checkMemoryLimit("totalMemory", totalMemory), checkName(name),
-                checkOptions("opts", opts), ClosePolicy.FORCE, LeakDetection.fromSystemProperty(), null);
+                checkOptions("opts", opts), ClosePolicy.FORCE, LeakDetection.fromSystemProperty(), null, null);
     }
 
     // The checks of the constructor and the builder: one set, so that both refuse the same.
@@ -228,8 +231,9 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     private BfcAllocator(SubAllocator subAllocator, long totalMemory, String name, BfcOptions opts,
-            ClosePolicy closePolicy, LeakDetection leakDetection, ViewPins sharedPins) {
+            ClosePolicy closePolicy, LeakDetection leakDetection, ViewPins sharedPins, Loans sharedLoans) {
         this.closePolicy = Objects.requireNonNull(closePolicy, "closePolicy");
+        this.loans = sharedLoans != null ? sharedLoans : new Loans();
         this.leakDetection = Objects.requireNonNull(leakDetection, "leakDetection");
         if (sharedPins != null) {
             this.pins = sharedPins;
@@ -297,6 +301,8 @@ public final class BfcAllocator implements MemoryAllocator {
         private LeakDetection leakDetection;
         /** Set by {@link ShardedBfcAllocator}: the pins its shards share (below their common cap). */
         private ViewPins sharedPins;
+        /** Set by {@link ShardedBfcAllocator}: its loans, which its shards share. */
+        private Loans sharedLoans;
         /** Set by {@link ShardedBfcAllocator}: its name, this shard's index and the shard count. */
         private String shardOf;
         private int shardIndex;
@@ -311,6 +317,12 @@ public final class BfcAllocator implements MemoryAllocator {
          */
         Builder sharedViewPins(ViewPins pins) {
             this.sharedPins = Objects.requireNonNull(pins, "pins");
+            return this;
+        }
+
+        /** Tells {@code loans} (the sharded allocator's) in a refused close, and lends into them. */
+        Builder sharedLoans(Loans loans) {
+            this.sharedLoans = Objects.requireNonNull(loans, "loans");
             return this;
         }
 
@@ -444,7 +456,7 @@ public final class BfcAllocator implements MemoryAllocator {
             checkRequiredSet(memoryLimit, subAllocator, "the most memory the allocator may hold");
             LeakDetection leaks = leakDetection != null ? leakDetection : LeakDetection.fromSystemProperty();
             BfcAllocator a = new BfcAllocator(subAllocator, memoryLimit, name, options.build(), closePolicy, leaks,
-                    sharedPins);
+                    sharedPins, sharedLoans);
             if (shardOf != null) {
                 // Before the allocator is published: the sharded allocator's constructor is not done.
                 a.port.describeAsShard(shardOf, shardIndex, shardCount);

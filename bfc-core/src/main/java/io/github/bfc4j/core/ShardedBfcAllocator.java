@@ -125,6 +125,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                     .options(b.options)
                     .closePolicy(b.closePolicy)
                     .sharedViewPins(pins)
+                    .sharedLoans(loans)
                     .shardOf(b.name, i, b.shards);
             if (b.leakDetection != null) {
                 shard.leakDetection(b.leakDetection);
@@ -896,7 +897,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * {@link #close()} refused because allocations are live names {@code runtime} and says
      * {@code release}, in place of its advice for memory the caller holds (close the handles, or
      * build the allocator with {@link ClosePolicy#FORCE}, which would free memory under the
-     * runtime).
+     * runtime). The shards share its loans: a shard's own {@code close()} refused for live
+     * allocations says the same, and a loan made on a shard counts here too.
      *
      * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
      * @param release what frees it, e.g. {@code release the sessions and the OrtValues they

@@ -40,6 +40,34 @@ class LendToTest {
         }
     }
 
+    /**
+     * A shard closed on its own while the sharded allocator is lent: its refusal gave the advice
+     * for memory the caller holds ("build the allocator with ClosePolicy.FORCE"), which would free
+     * the runtime's memory under it. The shards share the sharded allocator's loans, both ways.
+     */
+    @Test
+    void aShardsOwnRefusedCloseGivesTheShardedAllocatorsLoanAdvice() {
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).build()) {
+            long p = a.allocateRawOrThrow(64, 1000);
+            BfcAllocator shard = a.shardOf(p);
+            MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE);
+            assertThatThrownBy(shard::close).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("allocator 'lent' (shard ")
+                    .hasMessageContaining(RUNTIME + " may hold memory of it: " + RELEASE + ".")
+                    .message().doesNotContain("ClosePolicy.FORCE");
+            loan.close();
+            assertThatThrownBy(shard::close).as("the loan is closed").hasMessageContaining("ClosePolicy.FORCE")
+                    .message().doesNotContain(RUNTIME);
+            try (MemoryAllocator.Loan onShard = a.shards().get(1).lendTo(RUNTIME, RELEASE)) {
+                assertThatThrownBy(a::close).as("a loan made on a shard").hasMessageContaining(RUNTIME)
+                        .message().doesNotContain("ClosePolicy.FORCE");
+            }
+            assertThat(shard.isClosed()).isFalse();
+            a.deallocateRaw(p);
+        }
+    }
+
     private static void check(MemoryAllocator a, java.util.function.LongSupplier alloc,
             java.util.function.LongConsumer free) {
         long p = alloc.getAsLong();
