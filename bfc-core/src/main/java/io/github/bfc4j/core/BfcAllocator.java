@@ -1635,7 +1635,10 @@ public final class BfcAllocator implements MemoryAllocator {
     /**
      * Walks every chunk of every region, in address order, with the lock held: a snapshot of
      * the memory map for tools. The visitor may read this allocator (the lock is reentrant)
-     * but must not change it.
+     * but must not change it. The visitor of a shard of a {@link ShardedBfcAllocator} must not
+     * call another shard (nor the sharded allocator's calls that read every shard): that call
+     * throws {@link IllegalStateException}, since waiting for the other shard's lock while
+     * holding this one's could deadlock.
      *
      * @param visitor receives each chunk
      * @throws NullPointerException if {@code visitor} is null
@@ -1645,7 +1648,9 @@ public final class BfcAllocator implements MemoryAllocator {
     public void forEachChunk(ChunkVisitor visitor) {
         Objects.requireNonNull(visitor, "visitor=null (expected: a ChunkVisitor, called once per chunk)");
         port.lock();
+        ViewPins.Walk walk = null;
         try {
+            walk = pins.walkBegins(port.described());
             MemoryCounters k = view.counters();
             for (ChunkWalk c = view.walk().all(); c.next(); ) {
                 boolean inUse = c.inUse();
@@ -1660,6 +1665,7 @@ public final class BfcAllocator implements MemoryAllocator {
                 }
             }
         } finally {
+            pins.walkEnds(walk);
             port.unlock();
         }
     }

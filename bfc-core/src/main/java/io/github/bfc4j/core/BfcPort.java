@@ -1816,6 +1816,18 @@ final class BfcPort {
                     + " could deadlock. A SubAllocator must not call back into the allocator there. Nothing"
                     + " was done.");
         }
+        if (calls != null) {
+            String walked = calls.walkedByCurrentThread();
+            if (walked != null && !lock.isHeldByCurrentThread()) {
+                // Not in upstream (which has no shards): the visitor holds another shard's lock.
+                throw new IllegalStateException("allocator " + described + " was called from inside a visitor of"
+                        + " the chunks of allocator " + walked + " (forEachChunk), which holds that shard's lock:"
+                        + " waiting for this shard's lock there could deadlock with a thread that takes both"
+                        + " (getStats(), snapshots() or close() of the sharded allocator, or a visitor of this"
+                        + " shard calling that one). Collect what the visitor needs, and call this shard after"
+                        + " the walk. Nothing was done.");
+            }
+        }
         lock.lock();
     }
 

@@ -75,8 +75,70 @@ final class ViewPins extends ForwardingSubAllocator {
      */
     private volatile Thread caller;
 
+    /**
+     * A walk of an allocator's chunks in progress ({@link BfcAllocator#forEachChunk}): its
+     * thread holds that allocator's lock while the visitor runs.
+     */
+    record Walk(Thread thread, String allocator) {
+    }
+
+    /**
+     * The walks in progress of the allocators that pin here (the shards of a sharded allocator
+     * share this object), innermost last. Guarded by itself, never by this object's monitor.
+     */
+    private final List<Walk> walks = new ArrayList<>();
+    /** {@code walks.size()}, read without a lock by each lock of an allocator: 0 but in a walk. */
+    private volatile int walking;
+
     ViewPins(SubAllocator upstream) {
         super(upstream);
+    }
+
+    /**
+     * Notes that the calling thread walks the chunks of {@code allocator} (under its lock) until
+     * {@link #walkEnds}.
+     *
+     * @param allocator how messages name the allocator walked
+     */
+    Walk walkBegins(String allocator) {
+        Walk w = new Walk(Thread.currentThread(), allocator);
+        synchronized (walks) {
+            walks.add(w);
+            walking = walks.size();
+        }
+        return w;
+    }
+
+    /** Ends the walk {@link #walkBegins} noted. */
+    void walkEnds(Walk w) {
+        synchronized (walks) {
+            for (int i = walks.size() - 1; i >= 0; i--) {
+                if (walks.get(i) == w) {
+                    walks.remove(i);
+                    break;
+                }
+            }
+            walking = walks.size();
+        }
+    }
+
+    /**
+     * @return how messages name the allocator whose chunks the calling thread walks (the
+     *     innermost walk), or null if it walks none. Costs a volatile read when no walk is on.
+     */
+    String walkedByCurrentThread() {
+        if (walking == 0) {
+            return null;
+        }
+        Thread t = Thread.currentThread();
+        synchronized (walks) {
+            for (int i = walks.size() - 1; i >= 0; i--) {
+                if (walks.get(i).thread() == t) {
+                    return walks.get(i).allocator();
+                }
+            }
+        }
+        return null;
     }
 
     @Override

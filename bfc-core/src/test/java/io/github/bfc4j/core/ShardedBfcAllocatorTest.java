@@ -1355,6 +1355,64 @@ class ShardedBfcAllocatorTest {
         }
     }
 
+    /**
+     * A visitor of one shard's chunks (forEachChunk, which holds that shard's lock) that calls
+     * another shard, while a thread reads every shard (getStats(): every shard's lock, in shard
+     * order). The reader holds shard 0's lock and waits for shard 1's, which the visitor holds;
+     * the visitor's call of shard 0 waited for shard 0's for ever: the two threads deadlocked.
+     * The call is refused instead, naming both shards, and the reader goes on once the walk ends.
+     */
+    @Test
+    void aVisitorOfOneShardThatCallsAnotherIsRefusedNotDeadlocked() throws Exception {
+        // Not closed on failure: a close would wait for the deadlocked threads' locks.
+        ShardedBfcAllocator a = sharded(64 * MIB, 2);
+        {
+            BfcAllocator shard0 = a.shards().get(0);
+            BfcAllocator shard1 = a.shards().get(1);
+            long p0 = shard0.allocateRaw(64, MIB);
+            long p1 = shard1.allocateRaw(64, MIB);
+            AtomicReference<Throwable> inVisitor = new AtomicReference<>();
+            Thread reader = new Thread(a::getStats, "reader");
+            reader.setDaemon(true);
+            Thread visiting = new Thread(() -> {
+                AtomicBoolean first = new AtomicBoolean(true);
+                shard1.forEachChunk((region, regionPtr, regionBytes, ptr, bytes, requested, id) -> {
+                    if (!first.getAndSet(false)) {
+                        return;
+                    }
+                    reader.start();
+                    // The reader takes shard 0's lock, then waits for shard 1's (held here).
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                    while (reader.getState() != Thread.State.WAITING && reader.getState() != Thread.State.TIMED_WAITING
+                            && System.nanoTime() < deadline) {
+                        Thread.onSpinWait();
+                    }
+                    try {
+                        shard0.bytesInUse();
+                    } catch (Throwable t) {
+                        inVisitor.set(t);
+                    }
+                });
+            }, "visitor");
+            visiting.setDaemon(true); // a deadlocked one must not keep the test JVM alive
+            visiting.start();
+            visiting.join(20_000);
+            reader.join(20_000);
+            assertThat(List.of(visiting, reader)).as("threads deadlocked").noneMatch(Thread::isAlive);
+            assertThat(inVisitor.get()).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("allocator 'sharded' (shard 0 of 2)")
+                    .hasMessageContaining("visitor of the chunks of allocator 'sharded' (shard 1 of 2)")
+                    .hasMessageContaining("could deadlock");
+            assertThat(shard0.bytesInUse()).as("outside the walk it answers").isEqualTo(MIB);
+            a.deallocateRaw(p0);
+            a.deallocateRaw(p1);
+            for (BfcAllocator s : a.shards()) {
+                s.checkInvariants();
+            }
+        }
+        a.close();
+    }
+
     /** close() gives every shard's lock back: another thread's later call is refused, not blocked. */
     @Test
     void aCallAfterCloseFromAnotherThreadIsRefusedNotBlocked() throws Exception {
