@@ -4,8 +4,10 @@
  */
 package io.github.bfc4j.core;
 
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
@@ -52,12 +54,13 @@ final class Loans {
      * loan's advice and a word for the caller's own.
      */
     String advice() {
-        StringBuilder b = new StringBuilder();
+        // Each advice once (the same loan made twice), by equality: an advice that is only a
+        // part of another's text (runtime "R" beside "Runtime R") is another loan's.
+        Set<String> each = new LinkedHashSet<>();
         for (Entry e : open) {
-            if (b.indexOf(e.advice) < 0) {
-                b.append(b.length() == 0 ? "" : " ").append(e.advice);
-            }
+            each.add(e.advice);
         }
+        StringBuilder b = new StringBuilder(String.join(" ", each));
         return b.length() == 0 ? OWN
                 : b.append(" Close (or deallocate) any allocations of your own as well, then close this allocator.")
                         .toString();

@@ -93,6 +93,25 @@ class LendToTest {
         free.accept(p);
     }
 
+    /**
+     * Two loans whose advice differ, one a part of the other's text (runtime "R" beside
+     * "Runtime R", the same release): each is said. The second used to be left out as a repeat
+     * of the first, so the refusal named one runtime of the two that hold memory.
+     */
+    @Test
+    void aLoanWhoseAdviceIsPartOfAnothersIsStillSaid() {
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim()).build()) {
+            long p = a.allocateRawOrThrow(64, 1000);
+            try (MemoryAllocator.Loan outer = a.lendTo("Runtime R", RELEASE);
+                    MemoryAllocator.Loan inner = a.lendTo("R", RELEASE)) {
+                assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("Runtime R may hold memory of it: " + RELEASE + ". R may hold memory of it: "
+                                + RELEASE + ". Close (or deallocate) any allocations of your own as well");
+            }
+            a.deallocateRaw(p);
+        }
+    }
+
     @Test
     void aNullSaysWhatItTakes() {
         try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim()).build()) {
