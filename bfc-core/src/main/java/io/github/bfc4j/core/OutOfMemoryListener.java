@@ -9,7 +9,9 @@ package io.github.bfc4j.core;
  * Called on the failing thread after the allocator's lock is released, with a picture of the
  * allocator taken under the lock at the moment of failure; the failing call returns (or
  * throws) after every listener has run. A listener must not block for long; an exception it
- * throws is logged and otherwise ignored.
+ * throws (an {@link Error} too) is logged and otherwise ignored, except a
+ * {@link VirtualMachineError} ({@link StackOverflowError}, {@link OutOfMemoryError}): the
+ * failing call throws that at once, and the listeners after it are not called.
  */
 @FunctionalInterface
 public interface OutOfMemoryListener {

@@ -102,6 +102,27 @@ class OutOfMemoryListenerReentryTest {
         }
     }
 
+    /**
+     * Only a VirtualMachineError of a listener reaches the failing call: an AssertionError (an
+     * Error too) is logged and ignored as any other exception, and the next listener is told.
+     * (docs/observability.md, OutOfMemoryListener)
+     */
+    @Test
+    void aListenersAssertionErrorIsLoggedAndTheNextListenerIsTold() {
+        try (BfcAllocator a = BfcAllocator.builder().name("asserting").memoryLimit(4 * MIB)
+                .subAllocator(new SimSubAllocator(0x7f0000000000L, 1L << 30, 0, false)).build()) {
+            List<Long> second = new ArrayList<>();
+            a.addOutOfMemoryListener(report -> {
+                throw new AssertionError("injected: a listener's failed assertion");
+            });
+            a.addOutOfMemoryListener(report -> second.add(report.requestedBytes()));
+            assertThatThrownBy(() -> a.allocate(5 * MIB)).isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining("tried to allocate 5.00MiB");
+            assertThat(second).containsExactly(5 * MIB);
+            a.checkInvariants();
+        }
+    }
+
     private static void assertFailureSeenOnce(Runnable call, AllocatingListener listener) {
         assertThatThrownBy(call::run).isInstanceOf(BfcOutOfMemoryException.class)
                 .hasMessageContaining("tried to allocate 5.00MiB");
