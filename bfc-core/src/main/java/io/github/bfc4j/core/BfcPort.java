@@ -884,6 +884,7 @@ final class BfcPort {
         // The BFC allocator tries to find the best fit first.
         final int binNum = binNumForSize(roundedBytes);
 
+        refuseInAnotherShardsWalk();
         lock.lock();
         try {
             checkOpenLocked();
@@ -1166,6 +1167,7 @@ final class BfcPort {
         if (ptr == 0) {
             return false;
         }
+        refuseInAnotherShardsWalk();
         lock.lock();
         try {
             if (ownerAllocationId != 0 && closed) {
@@ -1816,19 +1818,32 @@ final class BfcPort {
                     + " could deadlock. A SubAllocator must not call back into the allocator there. Nothing"
                     + " was done.");
         }
-        if (calls != null) {
-            String walked = calls.walkedByCurrentThread();
-            if (walked != null && !lock.isHeldByCurrentThread()) {
-                // Not in upstream (which has no shards): the visitor holds another shard's lock.
-                throw new IllegalStateException("allocator " + described + " was called from inside a visitor of"
-                        + " the chunks of allocator " + walked + " (forEachChunk), which holds that shard's lock:"
-                        + " waiting for this shard's lock there could deadlock with a thread that takes both"
-                        + " (getStats(), snapshots() or close() of the sharded allocator, or a visitor of this"
-                        + " shard calling that one). Collect what the visitor needs, and call this shard after"
-                        + " the walk. Nothing was done.");
-            }
-        }
+        refuseInAnotherShardsWalk();
         lock.lock();
+    }
+
+    /**
+     * Refuses a thread that walks the chunks of another shard of the same sharded allocator
+     * ({@link BfcAllocator#forEachChunk}, which holds that shard's lock): waiting for this lock
+     * there could deadlock. Costs one volatile read while no walk is on.
+     *
+     * @throws IllegalStateException on such a thread
+     */
+    private void refuseInAnotherShardsWalk() {
+        final ViewPins calls = subAllocatorCalls;
+        if (calls == null || !calls.walkOn()) {
+            return;
+        }
+        String walked = calls.walkedByCurrentThread();
+        if (walked != null && !lock.isHeldByCurrentThread()) {
+            // Not in upstream (which has no shards): the visitor holds another shard's lock.
+            throw new IllegalStateException("allocator " + described + " was called from inside a visitor of"
+                    + " the chunks of allocator " + walked + " (forEachChunk), which holds that shard's lock:"
+                    + " waiting for this shard's lock there could deadlock with a thread that takes both"
+                    + " (getStats(), snapshots() or close() of the sharded allocator, or a visitor of this"
+                    + " shard calling that one). Collect what the visitor needs, and call this shard after"
+                    + " the walk. Nothing was done.");
+        }
     }
 
     /** Releases the lock taken by {@link #lock()}. */

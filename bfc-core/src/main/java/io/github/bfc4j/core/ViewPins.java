@@ -122,9 +122,14 @@ final class ViewPins extends ForwardingSubAllocator {
         }
     }
 
+    /** @return whether any thread walks chunks of an allocator that pins here (a volatile read) */
+    boolean walkOn() {
+        return walking != 0;
+    }
+
     /**
      * @return how messages name the allocator whose chunks the calling thread walks (the
-     *     innermost walk), or null if it walks none. Costs a volatile read when no walk is on.
+     *     innermost walk), or null if it walks none
      */
     String walkedByCurrentThread() {
         if (walking == 0) {

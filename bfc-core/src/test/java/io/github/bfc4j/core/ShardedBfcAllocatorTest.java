@@ -1364,6 +1364,27 @@ class ShardedBfcAllocatorTest {
      */
     @Test
     void aVisitorOfOneShardThatCallsAnotherIsRefusedNotDeadlocked() throws Exception {
+        aVisitorOfShard1ThatCallsShard0IsRefused("a read", (a, p0) -> a.shards().get(0).bytesInUse());
+    }
+
+    @Test
+    void aVisitorOfOneShardThatAllocatesOrFreesInAnotherIsRefusedNotDeadlocked() throws Exception {
+        aVisitorOfShard1ThatCallsShard0IsRefused("an allocation", (a, p0) -> a.shards().get(0).allocateRaw(64, 1024));
+        aVisitorOfShard1ThatCallsShard0IsRefused("a free", (a, p0) -> a.deallocateRaw(p0));
+        aVisitorOfShard1ThatCallsShard0IsRefused("a handle's allocation", (a, p0) -> a.shards().get(0).allocate(1024));
+    }
+
+    /** What a visitor calls on shard 0, given the allocator and an address that shard holds. */
+    @FunctionalInterface
+    private interface ShardCall {
+        void call(ShardedBfcAllocator a, long p0);
+    }
+
+    /**
+     * A thread reading every shard (getStats: shard 0's lock, then shard 1's) while a visitor of
+     * shard 1's chunks (holding shard 1's lock) makes {@code call} on shard 0: refused, not hung.
+     */
+    private static void aVisitorOfShard1ThatCallsShard0IsRefused(String what, ShardCall call) throws Exception {
         // Not closed on failure: a close would wait for the deadlocked threads' locks.
         ShardedBfcAllocator a = sharded(64 * MIB, 2);
         {
@@ -1388,7 +1409,7 @@ class ShardedBfcAllocatorTest {
                         Thread.onSpinWait();
                     }
                     try {
-                        shard0.bytesInUse();
+                        call.call(a, p0);
                     } catch (Throwable t) {
                         inVisitor.set(t);
                     }
@@ -1398,12 +1419,12 @@ class ShardedBfcAllocatorTest {
             visiting.start();
             visiting.join(20_000);
             reader.join(20_000);
-            assertThat(List.of(visiting, reader)).as("threads deadlocked").noneMatch(Thread::isAlive);
-            assertThat(inVisitor.get()).isInstanceOf(IllegalStateException.class)
+            assertThat(List.of(visiting, reader)).as("threads deadlocked on " + what).noneMatch(Thread::isAlive);
+            assertThat(inVisitor.get()).as(what).isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("allocator 'sharded' (shard 0 of 2)")
                     .hasMessageContaining("visitor of the chunks of allocator 'sharded' (shard 1 of 2)")
                     .hasMessageContaining("could deadlock");
-            assertThat(shard0.bytesInUse()).as("outside the walk it answers").isEqualTo(MIB);
+            assertThat(shard0.bytesInUse()).as("outside the walk it answers; nothing was done").isEqualTo(MIB);
             a.deallocateRaw(p0);
             a.deallocateRaw(p1);
             for (BfcAllocator s : a.shards()) {
