@@ -98,11 +98,12 @@ public final class Allocation implements AutoCloseable {
     }
 
     /**
-     * @return true once {@link #close()} was called, or the allocator was closed (by force,
-     *     while this allocation was live)
+     * @return true once {@link #close()} was called, or the allocator's close has begun (by
+     *     force, while this allocation was live): from then on the handle refuses to be used,
+     *     even while that close is still giving regions back
      */
     public boolean isClosed() {
-        return closed || allocator.isClosed();
+        return closed || allocator.isClosed() || allocator.closeBegun();
     }
 
     /** @return the allocator it came from */

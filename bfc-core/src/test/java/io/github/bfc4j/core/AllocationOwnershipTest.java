@@ -8,8 +8,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.FutureTask;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -240,4 +242,45 @@ class AllocationOwnershipTest {
         sharded.close();
         assertThat(sim.reservedBytes()).isZero();
     }
+
+    /**
+     * While a forced close gives the regions back, a live handle already refuses to be used
+     * ({@code address()} says the allocator was closed): {@code isClosed()} must say so too.
+     */
+    @Test
+    void aHandleIsClosedFromTheMomentAForcedCloseBegins() throws Exception {
+        CountDownLatch inFree = new CountDownLatch(1);
+        CountDownLatch letFreeGo = new CountDownLatch(1);
+        SubAllocator blocking = new ForwardingSubAllocator(new SimSubAllocator(BASE, 256 * MIB, 0, true)) {
+            @Override
+            public void free(long ptr, long numBytes) {
+                inFree.countDown();
+                try {
+                    letFreeGo.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                super.free(ptr, numBytes);
+            }
+        };
+        BfcAllocator allocator = BfcAllocator.builder().name("owned").memoryLimit(64 * MIB).subAllocator(blocking)
+                .closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
+        Allocation h = allocator.allocate(1000);
+        assertThat(h.isClosed()).isFalse();
+        Thread closer = new Thread(allocator::close, "closer");
+        closer.start();
+        try {
+            assertThat(inFree.await(10, TimeUnit.SECONDS)).as("the close reached the sub-allocator's free").isTrue();
+            assertThatThrownBy(h::address).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("was closed (ClosePolicy.FORCE)");
+            assertThat(h.isClosed()).as("isClosed() while address() refuses").isTrue();
+        } finally {
+            letFreeGo.countDown();
+            closer.join(10_000);
+        }
+        assertThat(closer.isAlive()).isFalse();
+        assertThat(h.isClosed()).isTrue();
+        assertThat(allocator.isClosed()).isTrue();
+    }
 }
+
