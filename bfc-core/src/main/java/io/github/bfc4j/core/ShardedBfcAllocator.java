@@ -705,7 +705,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                 .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
                 .append(BfcAllocator.humanReadableNumBytes(memoryLimit())).append(", reserved ")
                 .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regionCount())
-                .append(" regions, in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
+                .append(regionCount() == 1 ? " region" : " regions").append(", in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
                 .append(", largest free chunk ").append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()))
                 .append('\n')
                 .append(HolderText.summarySection(mapsForHolders(), "Largest holders of all shards")));

@@ -221,6 +221,9 @@ class ShardedBfcAllocatorTest {
 
             a.deallocateRaw(theirs); // freed by this thread, in the other thread's shard
             assertThat(shard1.bytesInUse()).isZero();
+            shard1.emptyCache();
+            assertThat(a.memorySummary()).startsWith("Sharded allocator 'sharded': 2 shards, limit 64.00MiB,"
+                    + " reserved 2.00MiB in 1 region, in use ");
             assertThat(a.bytesInUse()).isEqualTo(shard0.bytesInUse());
             a.deallocateRaw(mine);
             assertThat(a.getStats().numAllocs()).isEqualTo(2);
