@@ -13,12 +13,23 @@ import static io.github.bfc4j.core.BfcAllocator.humanReadableNumBytes;
  * read just after the failing shard failed, when other threads may have freed memory (the hint
  * then says so where a free chunk has become large enough). When out-of-memory dumps are on
  * ({@link BfcOptions#dumpOnOomDirectory()}), the message ends by naming the dump's files.
+ *
+ * <p>The exception of a shard of a {@link ShardedBfcAllocator} (the cause of the sharded
+ * allocator's own exception, or thrown by a shard called directly) names both, as
+ * {@link OutOfMemoryReport} does: the sharded allocator, by the name its user gave
+ * ({@link #shardedAllocatorName()}), and the shard that failed ({@link #shardIndex()} of
+ * {@link #shardCount()}); {@link #allocatorName()} is the shard's own name ({@code NAME/I}).
+ * The sharded allocator's own exception is of no shard: its {@link #allocatorName()} is the
+ * name its user gave.
  */
 public final class BfcOutOfMemoryException extends RuntimeException {
 
     private static final long serialVersionUID = 1L;
 
     private final String allocatorName;
+    private final String shardedAllocatorName;
+    private final int shardIndex;
+    private final int shardCount;
     private final long requestedBytes;
     private final long roundedBytes;
     private final long bytesInUse;
@@ -48,20 +59,26 @@ public final class BfcOutOfMemoryException extends RuntimeException {
             long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
             long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
             String dumpFile) {
-        this(allocatorName, "'" + allocatorName + "'", requestedBytes, roundedBytes, bytesInUse, reservedBytes,
+        this(allocatorName, null, -1, 0, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
                 regionCount, memoryLimit, largestFreeChunkBytes, stats, holders, dumpNote, dumpFile, false);
     }
 
     /**
-     * As above, the message naming the allocator as {@code described} says (after the word
-     * "Allocator"): a shard of a {@link ShardedBfcAllocator} as {@code 'SHARDED' (shard I of N)}.
+     * As above, for a shard of a {@link ShardedBfcAllocator} too: the message names it (after
+     * the word "Allocator") as {@code 'SHARDED' (shard I of N)}.
+     *
+     * @param shardedAllocatorName for a shard, the sharded allocator's name; null for an
+     *     allocator of its own
+     * @param shardIndex for a shard, its index; -1 otherwise
+     * @param shardCount for a shard, the number of shards; 0 otherwise
      */
-    BfcOutOfMemoryException(String allocatorName, String described, long requestedBytes, long roundedBytes,
-            long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
-            long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
+    BfcOutOfMemoryException(String allocatorName, String shardedAllocatorName, int shardIndex, int shardCount,
+            long requestedBytes, long roundedBytes, long bytesInUse, long reservedBytes, int regionCount,
+            long memoryLimit, long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
             String dumpFile) {
-        this(allocatorName, described, requestedBytes, roundedBytes, bytesInUse, reservedBytes, regionCount,
-                memoryLimit, largestFreeChunkBytes, stats, holders, dumpNote, dumpFile, false);
+        this(allocatorName, shardedAllocatorName, shardIndex, shardCount, requestedBytes, roundedBytes, bytesInUse,
+                reservedBytes, regionCount, memoryLimit, largestFreeChunkBytes, stats, holders, dumpNote, dumpFile,
+                false);
     }
 
     /**
@@ -69,15 +86,19 @@ public final class BfcOutOfMemoryException extends RuntimeException {
      *     failing call (a sharded allocator's, of all shards): other threads may have freed
      *     memory in between, so a free chunk may be large enough for the request by then
      */
-    private BfcOutOfMemoryException(String allocatorName, String described, long requestedBytes,
-            long roundedBytes, long bytesInUse, long reservedBytes, int regionCount, long memoryLimit,
-            long largestFreeChunkBytes, AllocatorStats stats, String holders, String dumpNote,
-            String dumpFile, boolean readAfterFailure) {
-        super(message(described, requestedBytes, roundedBytes, bytesInUse, reservedBytes,
-                regionCount, memoryLimit, largestFreeChunkBytes, readAfterFailure) + holders + dumpNote);
+    private BfcOutOfMemoryException(String allocatorName, String shardedAllocatorName, int shardIndex,
+            int shardCount, long requestedBytes, long roundedBytes, long bytesInUse, long reservedBytes,
+            int regionCount, long memoryLimit, long largestFreeChunkBytes, AllocatorStats stats, String holders,
+            String dumpNote, String dumpFile, boolean readAfterFailure) {
+        super(message(described(allocatorName, shardedAllocatorName, shardIndex, shardCount), requestedBytes,
+                roundedBytes, bytesInUse, reservedBytes, regionCount, memoryLimit, largestFreeChunkBytes,
+                readAfterFailure) + holders + dumpNote);
         this.dumpFile = dumpFile;
         this.dumpNote = dumpNote;
         this.allocatorName = allocatorName;
+        this.shardedAllocatorName = shardedAllocatorName;
+        this.shardIndex = shardIndex;
+        this.shardCount = shardCount;
         this.requestedBytes = requestedBytes;
         this.roundedBytes = roundedBytes;
         this.bytesInUse = bytesInUse;
@@ -99,13 +120,20 @@ public final class BfcOutOfMemoryException extends RuntimeException {
      */
     BfcOutOfMemoryException ofAllShards(String name, int shards, int failed, long allInUse, long allReserved,
             int allRegions, long largestFree, AllocatorStats allStats, String allHolders) {
-        BfcOutOfMemoryException e = new BfcOutOfMemoryException(name, "'" + name + "'", requestedBytes,
+        BfcOutOfMemoryException e = new BfcOutOfMemoryException(name, null, -1, 0, requestedBytes,
                 roundedBytes, allInUse, allReserved, allRegions, memoryLimit, largestFree, allStats,
                 " (The figures are those of all " + shards + " shards together, read just after shard " + failed
                         + " failed it, the other shards having failed it too.)" + allHolders,
                 dumpNote, dumpFile, true);
         e.initCause(this);
         return e;
+    }
+
+    /** As {@link #describedAllocator()} says it. */
+    private static String described(String allocatorName, String shardedAllocatorName, int shardIndex,
+            int shardCount) {
+        return shardedAllocatorName == null ? "'" + allocatorName + "'"
+                : "'" + shardedAllocatorName + "' (shard " + shardIndex + " of " + shardCount + ")";
     }
 
     private static String message(String described, long requested, long rounded, long inUse,
@@ -150,9 +178,46 @@ public final class BfcOutOfMemoryException extends RuntimeException {
         return sb.toString();
     }
 
-    /** @return the allocator's name */
+    /**
+     * @return the name of the allocator that threw: for a shard of a {@link ShardedBfcAllocator},
+     *     the shard's own ({@code NAME/I}, as {@link ShardedBfcAllocator#shards()} names them);
+     *     for the sharded allocator's own exception, the name given to its builder
+     */
     public String allocatorName() {
         return allocatorName;
+    }
+
+    /**
+     * @return for the exception of a shard of a {@link ShardedBfcAllocator}, the sharded
+     *     allocator's name (the one given to its builder); null for any other allocator's,
+     *     and for the sharded allocator's own exception
+     */
+    public String shardedAllocatorName() {
+        return shardedAllocatorName;
+    }
+
+    /**
+     * @return for the exception of a shard, its index ({@code 0} to {@code shardCount() - 1});
+     *     -1 otherwise
+     */
+    public int shardIndex() {
+        return shardIndex;
+    }
+
+    /** @return for the exception of a shard, how many shards the sharded allocator has; 0 otherwise */
+    public int shardCount() {
+        return shardCount;
+    }
+
+    /**
+     * Whom the exception is of, as its message names it: {@code 'NAME'}, or for a shard of a
+     * {@link ShardedBfcAllocator} {@code 'SHARDED' (shard I of N)}, by the name given to the
+     * sharded allocator's builder (as {@link OutOfMemoryReport#describedAllocator()}).
+     *
+     * @return the allocator, named for a message
+     */
+    public String describedAllocator() {
+        return described(allocatorName, shardedAllocatorName, shardIndex, shardCount);
     }
 
     /**

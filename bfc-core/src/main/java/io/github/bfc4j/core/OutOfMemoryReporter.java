@@ -195,7 +195,8 @@ final class OutOfMemoryReporter extends PortListener {
             throw new IllegalStateException("allocator " + view.described() + " has no out-of-memory"
                     + " report for this thread's failed allocation of " + bytes + " bytes");
         }
-        return new BfcOutOfMemoryException(view.name(), view.described(), bytes, r.roundedBytes, r.bytesInUse,
+        return new BfcOutOfMemoryException(view.name(), view.shardIndex() < 0 ? null : view.userName(),
+                view.shardIndex(), view.shardCount(), bytes, r.roundedBytes, r.bytesInUse,
                 r.poolBytes, r.regionCount, r.memoryLimit, r.largestFreeChunkBytes, r.stats,
                 r.holders + interruptedNote(r), r.note, r.dumpFile);
     }

@@ -394,6 +394,64 @@ class ShardedBfcAllocatorTest {
         }
     }
 
+    /**
+     * The exceptions of a sharded allocator name the allocator the user built: its own by that
+     * name and no shard; its cause, and a shard's own exception when the shard is called
+     * directly, by the shard's own name (allocatorName()) and by the sharded allocator's name and
+     * the shard (as the message and OutOfMemoryReport name it). Only allocatorName() said which
+     * allocator threw, as "sharded/0", a name the user never gave.
+     */
+    @Test
+    void anOutOfMemoryExceptionNamesTheShardedAllocatorAndTheShard() throws Exception {
+        try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
+            long held = a.allocateRaw(64, 3 * MIB); // shard 0: a 4 MiB region
+            assertThat(onNewThread(() -> a.allocateRaw(64, 5 * MIB))).isZero(); // shard 1's turn
+            BfcOutOfMemoryException all = null;
+            try {
+                onNewThread(() -> a.allocate(6 * MIB)); // the third thread's home: shard 0
+            } catch (BfcOutOfMemoryException e) {
+                all = e;
+            }
+            assertThat(all).as("the sharded allocator's own exception").isNotNull();
+            assertThat(all.allocatorName()).isEqualTo("sharded");
+            assertThat(all.shardedAllocatorName()).isNull();
+            assertThat(all.shardIndex()).isEqualTo(-1);
+            assertThat(all.shardCount()).isZero();
+            assertThat(all.describedAllocator()).isEqualTo("'sharded'");
+
+            BfcOutOfMemoryException home = (BfcOutOfMemoryException) all.getCause();
+            assertThat(home.allocatorName()).isEqualTo("sharded/0");
+            assertThat(home.shardedAllocatorName()).isEqualTo("sharded");
+            assertThat(home.shardIndex()).isZero();
+            assertThat(home.shardCount()).isEqualTo(2);
+            assertThat(home.describedAllocator()).isEqualTo("'sharded' (shard 0 of 2)");
+            assertThat(home.getMessage()).startsWith("Allocator " + home.describedAllocator() + " is out of memory");
+
+            BfcAllocator shard1 = a.shards().get(1);
+            assertThatThrownBy(() -> shard1.allocate(5 * MIB)).isInstanceOfSatisfying(BfcOutOfMemoryException.class,
+                    e -> {
+                        assertThat(e.allocatorName()).isEqualTo("sharded/1");
+                        assertThat(e.shardedAllocatorName()).isEqualTo("sharded");
+                        assertThat(e.shardIndex()).isEqualTo(1);
+                        assertThat(e.shardCount()).isEqualTo(2);
+                        assertThat(e.describedAllocator()).isEqualTo("'sharded' (shard 1 of 2)");
+                        assertThat(e).hasMessageStartingWith("Allocator 'sharded' (shard 1 of 2) is out of memory");
+                    });
+            a.deallocateRaw(held);
+        }
+        try (BfcAllocator plain = new BfcAllocator(new SimSubAllocator(BASE, 1L << 34, 0, true), MIB, "plain",
+                BfcOptions.defaults())) {
+            assertThatThrownBy(() -> plain.allocate(2 * MIB)).isInstanceOfSatisfying(BfcOutOfMemoryException.class,
+                    e -> {
+                        assertThat(e.allocatorName()).isEqualTo("plain");
+                        assertThat(e.shardedAllocatorName()).isNull();
+                        assertThat(e.shardIndex()).isEqualTo(-1);
+                        assertThat(e.shardCount()).isZero();
+                        assertThat(e.describedAllocator()).isEqualTo("'plain'");
+                    });
+        }
+    }
+
     @Test
     void aFailureIsReportedOnceByTheHomeShard() throws Exception {
         try (ShardedBfcAllocator a = sharded(8 * MIB, 2)) {
