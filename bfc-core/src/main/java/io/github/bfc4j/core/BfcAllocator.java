@@ -1520,7 +1520,8 @@ public final class BfcAllocator implements MemoryAllocator {
         port.lock();
         try {
             return new MemorySnapshot(history.now(), reports.memoryMapLocked(), options(), view.coalescing(),
-                    view.timingCounterEverSet(), history.history());
+                    view.timingCounterEverSet(), history.history(), view.shardIndex() < 0 ? null : view.userName(),
+                    view.shardIndex(), view.shardCount());
         } finally {
             port.unlock();
         }

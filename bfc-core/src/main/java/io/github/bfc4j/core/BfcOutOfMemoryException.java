@@ -90,7 +90,7 @@ public final class BfcOutOfMemoryException extends RuntimeException {
             int shardCount, long requestedBytes, long roundedBytes, long bytesInUse, long reservedBytes,
             int regionCount, long memoryLimit, long largestFreeChunkBytes, AllocatorStats stats, String holders,
             String dumpNote, String dumpFile, boolean readAfterFailure) {
-        super(message(described(allocatorName, shardedAllocatorName, shardIndex, shardCount), requestedBytes,
+        super(message(ShardNames.described(allocatorName, shardedAllocatorName, shardIndex, shardCount), requestedBytes,
                 roundedBytes, bytesInUse, reservedBytes, regionCount, memoryLimit, largestFreeChunkBytes,
                 readAfterFailure) + holders + dumpNote);
         this.dumpFile = dumpFile;
@@ -127,13 +127,6 @@ public final class BfcOutOfMemoryException extends RuntimeException {
                 dumpNote, dumpFile, true);
         e.initCause(this);
         return e;
-    }
-
-    /** As {@link #describedAllocator()} says it. */
-    private static String described(String allocatorName, String shardedAllocatorName, int shardIndex,
-            int shardCount) {
-        return shardedAllocatorName == null ? "'" + allocatorName + "'"
-                : "'" + shardedAllocatorName + "' (shard " + shardIndex + " of " + shardCount + ")";
     }
 
     private static String message(String described, long requested, long rounded, long inUse,
@@ -217,7 +210,7 @@ public final class BfcOutOfMemoryException extends RuntimeException {
      * @return the allocator, named for a message
      */
     public String describedAllocator() {
-        return described(allocatorName, shardedAllocatorName, shardIndex, shardCount);
+        return ShardNames.described(allocatorName, shardedAllocatorName, shardIndex, shardCount);
     }
 
     /**

@@ -18,6 +18,12 @@ import java.util.Objects;
  * for pytorch.org/memory_viz) and, when its history is complete, as a replayable workload
  * trace ({@code io.github.bfc4j.trace.SnapshotTraces}). docs/observability.md maps every field.
  *
+ * <p>A snapshot of a shard of a {@link ShardedBfcAllocator} ({@link ShardedBfcAllocator#snapshots()},
+ * or a shard's own {@link BfcAllocator#snapshot()}) names both, as {@link OutOfMemoryReport}
+ * does: its memory map's {@link MemoryMap#allocatorName()} is the shard's own name
+ * ({@code NAME/I}), and {@link #shardedAllocatorName()}, {@link #shardIndex()} and
+ * {@link #shardCount()} say which allocator, by the name its user gave, and which shard of it.
+ *
  * @param timeMicros when it was taken (epoch microseconds)
  * @param memoryMap the regions, chunks, bins and statistics
  * @param options the allocator's options
@@ -25,19 +31,59 @@ import java.util.Objects;
  *     ({@link SubAllocator#supportsCoalescing()})
  * @param timingCounterUsed whether the allocator was ever given a timing counter
  * @param history the recorded history ({@link MemoryHistory#NONE} if never recorded)
+ * @param shardedAllocatorName for a shard of a {@link ShardedBfcAllocator}, the sharded
+ *     allocator's name (the one given to its builder); null for an allocator of its own
+ * @param shardIndex for a shard, its index ({@code 0} to {@code shardCount - 1}); -1 for an
+ *     allocator of its own
+ * @param shardCount for a shard, how many shards the sharded allocator has; 0 for an allocator
+ *     of its own
  */
 public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions options, boolean coalescingRegions,
-        boolean timingCounterUsed, MemoryHistory history) {
+        boolean timingCounterUsed, MemoryHistory history, String shardedAllocatorName, int shardIndex,
+        int shardCount) {
 
     /**
      * Checks the snapshot.
      *
-     * @throws NullPointerException if an object is null
+     * @throws NullPointerException if {@code memoryMap}, {@code options} or {@code history} is
+     *     null
+     * @throws IllegalArgumentException if the shard's figures do not fit together: with
+     *     {@code shardedAllocatorName} null, {@code shardIndex} must be -1 and {@code shardCount}
+     *     0; with a name, {@code shardIndex} must lie in {@code 0 .. shardCount - 1}
      */
     public MemorySnapshot {
         Objects.requireNonNull(memoryMap, "memoryMap=null (expected: a MemoryMap, e.g. allocator.memoryMap())");
         Objects.requireNonNull(options, "options=null (expected: the allocator's BfcOptions)");
         Objects.requireNonNull(history, "history=null (expected: a MemoryHistory, e.g. another snapshot's history())");
+        ShardNames.check(shardedAllocatorName, shardIndex, shardCount);
+    }
+
+    /**
+     * The snapshot of an allocator of its own, not a shard: {@code shardedAllocatorName} null,
+     * {@code shardIndex} -1 and {@code shardCount} 0.
+     *
+     * @param timeMicros when it was taken (epoch microseconds)
+     * @param memoryMap the regions, chunks, bins and statistics
+     * @param options the allocator's options
+     * @param coalescingRegions whether the sub-allocator merges adjacent regions
+     * @param timingCounterUsed whether the allocator was ever given a timing counter
+     * @param history the recorded history ({@link MemoryHistory#NONE} if never recorded)
+     * @throws NullPointerException if an object is null
+     */
+    public MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions options, boolean coalescingRegions,
+            boolean timingCounterUsed, MemoryHistory history) {
+        this(timeMicros, memoryMap, options, coalescingRegions, timingCounterUsed, history, null, -1, 0);
+    }
+
+    /**
+     * Whose snapshot it is, as the allocator's messages name it: {@code 'NAME'} (the memory
+     * map's {@link MemoryMap#allocatorName()}), or for a shard of a {@link ShardedBfcAllocator}
+     * {@code 'SHARDED' (shard I of N)}, by the name given to the sharded allocator's builder.
+     *
+     * @return the allocator, named for a message
+     */
+    public String describedAllocator() {
+        return ShardNames.described(memoryMap.allocatorName(), shardedAllocatorName, shardIndex, shardCount);
     }
 
     /**

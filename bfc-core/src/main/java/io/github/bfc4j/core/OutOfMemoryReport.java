@@ -52,17 +52,7 @@ public record OutOfMemoryReport(String allocatorName, long requestedBytes, long 
         Objects.requireNonNull(provenance, "provenance=null (expected: a Provenance, Provenance.UNKNOWN for none)");
         Objects.requireNonNull(snapshot, "snapshot=null (expected: a MemorySnapshot, e.g. allocator.snapshot())");
         Objects.requireNonNull(summary, "summary=null (expected: a summary, e.g. allocator.memorySummary())");
-        if (shardedAllocatorName == null && (shardIndex != -1 || shardCount != 0)) {
-            throw new IllegalArgumentException("shardedAllocatorName=null (expected: the sharded allocator's name"
-                    + " for a shard, shardIndex=" + shardIndex + " of shardCount=" + shardCount + "; or null with"
-                    + " shardIndex -1 and shardCount 0 for an allocator of its own)");
-        }
-        if (shardedAllocatorName != null && (shardCount < 1 || shardIndex < 0 || shardIndex >= shardCount)) {
-            throw new IllegalArgumentException("shardIndex=" + shardIndex + ", shardCount=" + shardCount
-                    + " (expected: shardCount >= 1 and shardIndex from 0 to shardCount - 1 for a shard of '"
-                    + shardedAllocatorName + "'; or shardedAllocatorName null, shardIndex -1 and shardCount 0 for an"
-                    + " allocator of its own)");
-        }
+        ShardNames.check(shardedAllocatorName, shardIndex, shardCount);
     }
 
     /**
@@ -90,7 +80,6 @@ public record OutOfMemoryReport(String allocatorName, long requestedBytes, long 
      * @return the allocator, named for a message
      */
     public String describedAllocator() {
-        return shardedAllocatorName == null ? "'" + allocatorName + "'"
-                : "'" + shardedAllocatorName + "' (shard " + shardIndex + " of " + shardCount + ")";
+        return ShardNames.described(allocatorName, shardedAllocatorName, shardIndex, shardCount);
     }
 }

@@ -112,7 +112,8 @@ final class OutOfMemoryReporter extends PortListener {
                 map = reports.memoryMapLocked();
             }
             MemorySnapshot snapshot = new MemorySnapshot(history.now(), map, options, v.coalescing(),
-                    v.timingCounterEverSet(), history.history());
+                    v.timingCounterEverSet(), history.history(), v.shardIndex() < 0 ? null : v.userName(),
+                    v.shardIndex(), v.shardCount());
             r.report = new OutOfMemoryReport(v.name(), numBytes, roundedBytes,
                     history.isOn() ? history.lastFailure() : Provenance.UNKNOWN, snapshot,
                     reports.memorySummaryLocked(), v.shardIndex() < 0 ? null : v.userName(), v.shardIndex(),

@@ -54,7 +54,8 @@ public final class SnapshotTraces {
 
     /**
      * The header of the trace of a snapshot, named after the allocator
-     * ({@code <allocator name>: recorded}).
+     * ({@code <allocator name>: recorded}; for a shard of a {@code ShardedBfcAllocator}, by the
+     * name given to its builder and the shard: {@code host (shard 0 of 2): recorded}).
      *
      * @param snapshot the snapshot
      * @return a workload trace header with the allocator's options
@@ -68,8 +69,9 @@ public final class SnapshotTraces {
     /**
      * The header of the trace of a snapshot, with a {@code name} line of the caller's choosing
      * (its first word, up to a colon or space, names the allocator when {@code bfc} replays the
-     * trace). The {@code source} line says that bfc4j recorded it, from which allocator, and how
-     * many events.
+     * trace). The {@code source} line says that bfc4j recorded it, from which allocator (a shard
+     * of a {@code ShardedBfcAllocator} by the name given to its builder and the shard:
+     * {@code allocator 'host', shard 0 of 2}), and how many events.
      *
      * @param snapshot the snapshot
      * @param name the trace's name, e.g. {@code "my-server: 200 requests from 4 threads"}
@@ -84,7 +86,9 @@ public final class SnapshotTraces {
 
     /**
      * The header of the trace of several allocators' snapshots (see
-     * {@link #write(List, Path, String)}).
+     * {@link #write(List, Path, String)}). Its {@code source} line names the allocators; the
+     * shards of one {@code ShardedBfcAllocator} by the name given to its builder
+     * ({@code allocator 'host', shards 0, 1 of 2}).
      *
      * @param snapshots the snapshots, at least one
      * @param name the trace's name
@@ -105,6 +109,8 @@ public final class SnapshotTraces {
         long limit = first.memoryMap().stats().bytesLimit();
         long events = 0;
         StringBuilder names = new StringBuilder();
+        StringBuilder shardIndexes = new StringBuilder();
+        boolean shardsOfOne = first.shardedAllocatorName() != null;
         for (MemorySnapshot s : snapshots) {
             check(s);
             BfcOptions so = s.options();
@@ -112,18 +118,26 @@ public final class SnapshotTraces {
                     || so.allowGrowth() != o.allowGrowth() || so.garbageCollection() != o.garbageCollection()
                     || Double.compare(so.fragmentationFraction(), o.fragmentationFraction()) != 0
                     || s.coalescingRegions() != first.coalescingRegions()) {
-                throw new IllegalArgumentException("allocators '" + oneLine(first.memoryMap().allocatorName())
-                        + "' and '" + oneLine(s.memoryMap().allocatorName()) + "' differ in memory limit, options or"
+                throw new IllegalArgumentException("allocators " + oneLine(first.describedAllocator())
+                        + " and " + oneLine(s.describedAllocator()) + " differ in memory limit, options or"
                         + " sub-allocator: one trace replays the calls of allocators alike (the shards of one"
                         + " ShardedBfcAllocator)");
             }
             events += s.history().events().size();
-            names.append(names.length() == 0 ? "'" : ", '").append(oneLine(s.memoryMap().allocatorName())).append('\'');
+            names.append(names.length() == 0 ? "" : ", ").append(oneLine(s.describedAllocator()));
+            shardIndexes.append(shardIndexes.length() == 0 ? "" : ", ").append(s.shardIndex());
+            shardsOfOne = shardsOfOne && first.shardedAllocatorName().equals(s.shardedAllocatorName())
+                    && s.shardCount() == first.shardCount();
         }
         long capacity = limit > (Long.MAX_VALUE - SIM_BASE) / 2 ? Long.MAX_VALUE - SIM_BASE : 2 * limit;
+        // The shards of one sharded allocator by the name its user gave, not each shard's own (NAME/I).
+        String allocators = shardsOfOne
+                ? "allocator '" + oneLine(first.shardedAllocatorName()) + "', shard" + (snapshots.size() == 1 ? " " : "s ")
+                        + shardIndexes + " of " + first.shardCount()
+                : (snapshots.size() == 1 ? "allocator " : "allocators ") + names;
         String from = snapshots.size() == 1
-                ? "allocator " + names + " (" + events + " events of its history)"
-                : "allocators " + names + " (" + events + " events of their histories, merged by time)";
+                ? allocators + " (" + events + " events of its history)"
+                : allocators + " (" + events + " events of their histories, merged by time)";
         return new TraceHeader(name, TraceHeader.WORKLOAD_SOURCE_PREFIX + " recorded by bfc4j from " + from,
                 limit, o.allowGrowth(), o.garbageCollection(), o.fragmentationFraction(), false, SIM_BASE,
                 capacity, 0, first.coalescingRegions());
@@ -241,13 +255,13 @@ public final class SnapshotTraces {
             final MemoryEvent e = pe.getValue();
             final long time = e.provenance().timeMicros();
             if (time >= 0 && time < latest) {
-                throw new IllegalStateException("the history of allocator '"
-                        + snapshots.get(from).memoryMap().allocatorName() + "' goes back in time: its " + e.kind()
+                throw new IllegalStateException("the history of allocator "
+                        + snapshots.get(from).describedAllocator() + " goes back in time: its " + e.kind()
                         + (e.allocationId() >= 0 ? " of allocation " + e.allocationId() : "") + " at time "
                         + time + " comes after the " + latestEvent.kind()
                         + (latestEvent.allocationId() >= 0 ? " of allocation " + latestEvent.allocationId() : "")
-                        + (latestFrom == from ? "" : " of allocator '"
-                                + snapshots.get(latestFrom).memoryMap().allocatorName() + "'")
+                        + (latestFrom == from ? "" : " of allocator "
+                                + snapshots.get(latestFrom).describedAllocator())
                         + " at time " + latest + " (epoch microseconds), and a trace's times never go back."
                         + " An allocator records its events in time order: write the snapshot() of the allocator as"
                         + " taken, not a history joined or edited");
@@ -269,8 +283,8 @@ public final class SnapshotTraces {
                 case FREE -> {
                     Long id = traceIdOf.get(from).remove(e.allocationId());
                     if (id == null) {
-                        throw new IllegalStateException("the history of allocator '"
-                                + snapshots.get(from).memoryMap().allocatorName() + "' frees allocation "
+                        throw new IllegalStateException("the history of allocator "
+                                + snapshots.get(from).describedAllocator() + " frees allocation "
                                 + e.allocationId() + ", which it never allocated");
                     }
                     w.free(id);
@@ -296,7 +310,7 @@ public final class SnapshotTraces {
      * repeated). A replay of such a history would make other decisions.
      */
     private static void checkReplaysAlike(MemorySnapshot snapshot) {
-        String name = snapshot.memoryMap().allocatorName();
+        String name = snapshot.describedAllocator();
         String why = " a replay on the trace's simulated sub-allocator, which gives exactly what is asked"
                 + " up to the memory limit, would make other decisions than the live allocator did";
         List<MemoryEvent> events = snapshot.history().events();
@@ -328,7 +342,7 @@ public final class SnapshotTraces {
             switch (e.kind()) {
                 case REGION_ALLOC -> {
                     if (e.bytes() != e.requestedBytes()) {
-                        throw new IllegalStateException("the sub-allocator of allocator '" + name + "' gave a region of "
+                        throw new IllegalStateException("the sub-allocator of allocator " + name + " gave a region of "
                                 + e.bytes() + " bytes where the allocator asked for " + e.requestedBytes()
                                 + (e.bytes() > e.requestedBytes() ? " (it gives more than asked)"
                                         : " (it failed, and the allocator asked for less)")
@@ -340,7 +354,7 @@ public final class SnapshotTraces {
                 case OUT_OF_MEMORY -> {
                     long available = Math.max(0, e.availableBytes()) & ~255L;
                     if (e.bytes() <= available) {
-                        throw new IllegalStateException("allocator '" + name + "' failed an allocation of "
+                        throw new IllegalStateException("allocator " + name + " failed an allocation of "
                                 + e.requestedBytes() + " bytes with " + e.availableBytes() + " bytes left under its"
                                 + " memory limit: its sub-allocator failed;" + why + "; record on a sub-allocator"
                                 + " that does not fail below the memory limit");
@@ -357,7 +371,7 @@ public final class SnapshotTraces {
                 }
             }
             if (emptied != null && e.kind() != MemoryEvent.Kind.REGION_FREE) {
-                throw new IllegalStateException("allocator '" + name + "' gave regions back by emptyCache() (on "
+                throw new IllegalStateException("allocator " + name + " gave regions back by emptyCache() (on "
                         + thread(emptied) + ", " + emptied.bytes() + " bytes at "
                         + hex(emptied.address()) + " first), and calls followed: a trace has no such call, so a"
                         + " replay would keep the regions"
@@ -378,7 +392,7 @@ public final class SnapshotTraces {
      * that the retry repeated. The trace has no call that gives the regions back.
      */
     private static IllegalStateException uncollected(String name, MemoryEvent collected, String why) {
-        return new IllegalStateException("allocator '" + name + "' gave regions back by garbage collection for a"
+        return new IllegalStateException("allocator " + name + " gave regions back by garbage collection for a"
                 + " request of " + collected.requestedBytes() + " bytes (on " + thread(collected)
                 + ", " + collected.bytes() + " bytes at " + hex(collected.address()) + " first), and that call"
                 + " then obtained no region and did not fail: it threw (its sub-allocator's free or alloc did), or"
@@ -447,7 +461,7 @@ public final class SnapshotTraces {
                 long available = (Math.max(0, limit - poolBytes) >>> 8) << 8;
                 long expected = Long.compareUnsigned(target, available) < 0 ? target : available;
                 if (e.requestedBytes() != expected) {
-                    throw new IllegalStateException("allocator '" + name + "' asked its sub-allocator for a region"
+                    throw new IllegalStateException("allocator " + name + " asked its sub-allocator for a region"
                             + " of " + e.requestedBytes() + " bytes for a request of " + next.requestedBytes()
                             + " bytes (on " + thread(e) + ", at " + hex(e.address()) + "),"
                             + " where a replay would ask for " + expected + ": its region size grew in an attempt"
@@ -479,7 +493,11 @@ public final class SnapshotTraces {
     }
 
     private static String defaultName(MemorySnapshot snapshot) {
-        return oneLine(checkSnapshot(snapshot).memoryMap().allocatorName()) + ": recorded";
+        MemorySnapshot s = checkSnapshot(snapshot);
+        // A shard's by the name its user gave ("host (shard 0 of 2)"): its first word names the
+        // allocator of a replay.
+        return oneLine(s.shardedAllocatorName() == null ? s.memoryMap().allocatorName()
+                : s.shardedAllocatorName() + " (shard " + s.shardIndex() + " of " + s.shardCount() + ")") + ": recorded";
     }
 
     private static MemorySnapshot checkSnapshot(MemorySnapshot snapshot) {
@@ -494,22 +512,22 @@ public final class SnapshotTraces {
     private static void check(MemorySnapshot snapshot) {
         MemoryHistory h = snapshot.history();
         if (h.options() == null) {
-            throw new IllegalStateException("allocator '" + snapshot.memoryMap().allocatorName() + "' recorded no"
+            throw new IllegalStateException("allocator " + snapshot.describedAllocator() + " recorded no"
                     + " history: call recordHistory(...) before its first allocation to write its workload as a trace");
         }
         if (!h.startedEmpty()) {
-            throw new IllegalStateException("the history of allocator '" + snapshot.memoryMap().allocatorName()
-                    + "' starts after it had obtained memory: call recordHistory(...) before its first allocation"
+            throw new IllegalStateException("the history of allocator " + snapshot.describedAllocator()
+                    + " starts after it had obtained memory: call recordHistory(...) before its first allocation"
                     + " to write its workload as a trace");
         }
         if (h.droppedEvents() > 0) {
-            throw new IllegalStateException("the history of allocator '" + snapshot.memoryMap().allocatorName()
-                    + "' dropped its " + h.droppedEvents() + " oldest events: record with"
+            throw new IllegalStateException("the history of allocator " + snapshot.describedAllocator()
+                    + " dropped its " + h.droppedEvents() + " oldest events: record with"
                     + " HistoryOptions.builder().maxEntries(n) large enough for the whole workload (it holds "
                     + h.options().maxEntries() + ")");
         }
         if (snapshot.timingCounterUsed()) {
-            throw new IllegalStateException("allocator '" + snapshot.memoryMap().allocatorName() + "' had a timing"
+            throw new IllegalStateException("allocator " + snapshot.describedAllocator() + " had a timing"
                     + " counter: its frontier calls are not in the history, so it cannot be written as a trace");
         }
     }

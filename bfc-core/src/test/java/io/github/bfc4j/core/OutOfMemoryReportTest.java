@@ -228,8 +228,9 @@ class OutOfMemoryReportTest {
     }
 
     /**
-     * The report of an allocator of its own names no shard, and its dump has no shard's fields;
-     * a report whose shard's figures do not fit together is refused, saying what fits.
+     * The report of an allocator of its own names no shard, nor does its snapshot, and its dump
+     * has no shard's fields; a report or snapshot whose shard's figures do not fit together is
+     * refused, saying what fits.
      */
     @Test
     void aReportOfAnAllocatorOfItsOwnNamesNoShard(@TempDir Path dir) throws Exception {
@@ -252,6 +253,23 @@ class OutOfMemoryReportTest {
                         .doesNotContain("shardOf", "shardIndex", "shardCount");
             }
             MemorySnapshot snap = r.snapshot();
+            assertThat(snap.shardedAllocatorName()).isNull();
+            assertThat(snap.shardIndex()).isEqualTo(-1);
+            assertThat(snap.shardCount()).isZero();
+            assertThat(snap.describedAllocator()).isEqualTo("'alone'");
+            assertThat(a.snapshot().describedAllocator()).isEqualTo("'alone'");
+            assertThat(new MemorySnapshot(snap.timeMicros(), snap.memoryMap(), snap.options(), snap.coalescingRegions(),
+                    snap.timingCounterUsed(), snap.history())).isEqualTo(snap);
+            assertThat(new MemorySnapshot(snap.timeMicros(), snap.memoryMap(), snap.options(), snap.coalescingRegions(),
+                    snap.timingCounterUsed(), snap.history(), "x", 1, 4).describedAllocator())
+                    .isEqualTo("'x' (shard 1 of 4)");
+            assertThat(catchThrowableOfType(() -> new MemorySnapshot(snap.timeMicros(), snap.memoryMap(),
+                    snap.options(), false, false, snap.history(), null, 0, 2), IllegalArgumentException.class))
+                    .isNotNull().hasMessageStartingWith("shardedAllocatorName=null (expected: the sharded allocator's"
+                            + " name for a shard, shardIndex=0 of shardCount=2");
+            assertThat(catchThrowableOfType(() -> new MemorySnapshot(snap.timeMicros(), snap.memoryMap(),
+                    snap.options(), false, false, snap.history(), "x", 2, 2), IllegalArgumentException.class))
+                    .isNotNull().hasMessageStartingWith("shardIndex=2, shardCount=2 (expected: shardCount >= 1");
             assertThat(new OutOfMemoryReport("alone", 1, 256, Provenance.UNKNOWN, snap, "")).isEqualTo(
                     new OutOfMemoryReport("alone", 1, 256, Provenance.UNKNOWN, snap, "", null, -1, 0));
             for (Object[] bad : new Object[][] {{null, 0, 0}, {null, -1, 2}}) {

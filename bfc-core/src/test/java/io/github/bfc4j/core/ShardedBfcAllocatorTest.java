@@ -1028,6 +1028,9 @@ class ShardedBfcAllocatorTest {
         assertThat(r.shardIndex()).isZero();
         assertThat(r.shardCount()).isEqualTo(2);
         assertThat(r.describedAllocator()).isEqualTo("'held' (shard 0 of 2)");
+        assertThat(r.snapshot().memoryMap().allocatorName()).isEqualTo("held/0");
+        assertThat(r.snapshot().describedAllocator()).as("the report's snapshot names the shard too")
+                .isEqualTo("'held' (shard 0 of 2)");
         assertThat(r.requestedBytes()).isEqualTo(8 * MIB);
         String allShards = "\nAll 2 shards of allocator 'held', read just after shard 0 failed: 15.66MiB in"
                 + " use, 15.66MiB reserved in 2 regions, the memory limit is 16.00MiB, the largest free chunk is 0B."

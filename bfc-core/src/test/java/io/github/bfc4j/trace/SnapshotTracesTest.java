@@ -174,8 +174,8 @@ class SnapshotTracesTest {
             SnapshotTraces.write(snapshots, trace, "host: two threads taking turns");
             List<Long> sizes = new ArrayList<>();
             try (TraceReader reader = TraceReader.open(trace)) {
-                assertThat(reader.header().source()).isEqualTo("workload: recorded by bfc4j from allocators"
-                        + " 'host/0', 'host/1' (" + (snapshots.get(0).history().events().size()
+                assertThat(reader.header().source()).isEqualTo("workload: recorded by bfc4j from allocator"
+                        + " 'host', shards 0, 1 of 2 (" + (snapshots.get(0).history().events().size()
                         + snapshots.get(1).history().events().size()) + " events of their histories, merged by time)");
                 assertThat(reader.header().memoryLimit()).isEqualTo(limit);
                 for (TraceEvent e = reader.next(); e != null; e = reader.next()) {
@@ -224,6 +224,52 @@ class SnapshotTracesTest {
                 }
             }
             assertThat(last).isEqualTo(1199);
+        }
+    }
+
+    /**
+     * A sharded allocator's trace and its refusals name the allocator the user built and the
+     * shard ('host' (shard 0 of 2)), not the shard's own name (host/0, a name the user never
+     * gave), which the memory map keeps.
+     */
+    @Test
+    void theShardsOfAShardedAllocatorAreNamedByTheNameGivenAndTheShard() throws IOException {
+        try (ShardedBfcAllocator host = ShardedBfcAllocator.builder().name("host").memoryLimit(64L << 20)
+                .subAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, true)).shards(2).build()) {
+            long early = host.allocateRaw(64, 1000); // shard 0 obtains memory before the recording
+            host.recordHistory(HistoryOptions.builder().stacks(false).build());
+            List<MemorySnapshot> snapshots = host.snapshots();
+            assertThat(snapshots.get(0).memoryMap().allocatorName()).isEqualTo("host/0");
+            assertThat(snapshots.get(0).shardedAllocatorName()).isEqualTo("host");
+            assertThat(snapshots.get(0).shardIndex()).isZero();
+            assertThat(snapshots.get(0).shardCount()).isEqualTo(2);
+            assertThat(snapshots.get(1).describedAllocator()).isEqualTo("'host' (shard 1 of 2)");
+            Path trace = dir.resolve("host.bfctrace");
+            assertThatThrownBy(() -> SnapshotTraces.write(snapshots, trace, "t"))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("the history of allocator 'host' (shard 0 of 2) starts after it had"
+                            + " obtained memory: call recordHistory(...) before its first allocation")
+                    .hasMessageNotContaining("host/");
+            assertThat(trace).doesNotExist();
+            host.deallocateRaw(early);
+
+            // Shard 1 recorded from its start: its own trace, by the name given and the shard.
+            BfcAllocator shard1 = host.shards().get(1);
+            shard1.deallocateRaw(shard1.allocateRaw(64, 100));
+            MemorySnapshot s = shard1.snapshot();
+            TraceHeader h = SnapshotTraces.header(s);
+            assertThat(h.name()).isEqualTo("host (shard 1 of 2): recorded");
+            assertThat(h.source()).isEqualTo("workload: recorded by bfc4j from allocator 'host', shard 1 of 2 ("
+                    + s.history().events().size() + " events of its history)");
+
+            // With an allocator of its own, each is named as its messages name it.
+            try (BfcAllocator other = new BfcAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0,
+                    true), 32L << 20, "other", BfcOptions.builder().allowRetryOnFailure(false).build())) {
+                other.recordHistory(HistoryOptions.defaults());
+                assertThatThrownBy(() -> SnapshotTraces.header(List.of(s, other.snapshot()), "x"))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageStartingWith("allocators 'host' (shard 1 of 2) and 'other' differ in memory limit");
+            }
         }
     }
 
