@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.SourceTree;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
@@ -316,8 +317,7 @@ class BfcCommandTest {
 
     @Test
     void theLaunchersUsageCommentNamesEverySubcommand() throws IOException {
-        // Surefire runs in the module's directory.
-        List<String> comment = Files.readAllLines(Path.of("../bin/bfc")).stream().skip(1)
+        List<String> comment = Files.readAllLines(SourceTree.resolve("bin/bfc")).stream().skip(1)
                 .takeWhile(l -> l.startsWith("#")).toList();
         String text = String.join("\n", comment);
         for (String name : BfcCommand.commandLine().getSubcommands().keySet()) {

@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.cli;
 
+import io.github.bfc4j.core.SourceTree;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -15,12 +16,12 @@ import picocli.CommandLine;
 
 /** Runs {@code bfc} in-process and keeps what it printed. */
 final class Cli {
-    /** The bundled traces (surefire runs in the module's directory). */
-    static final Path TRACES = Path.of("../conformance-tests/src/test/resources/traces");
-    static final Path RECORDED = Path.of("../conformance-tests/src/test/resources/recorded");
-    static final Path TF_LOG = Path.of("src/test/resources/tf-logs/tf218-mlp-train-3steps.log.gz");
+    /** The bundled traces, found whatever the working directory (SourceTree). */
+    static final Path TRACES = SourceTree.resolve("conformance-tests/src/test/resources/traces");
+    static final Path RECORDED = SourceTree.resolve("conformance-tests/src/test/resources/recorded");
+    static final Path TF_LOG = SourceTree.resolve("bfc-cli/src/test/resources/tf-logs/tf218-mlp-train-3steps.log.gz");
     /** ONNX Runtime serving all-MiniLM-L6-v2 on bfc4j, recorded by bfc-onnxruntime (docs/cli.md). */
-    static final Path ORT_SERVING = Path.of("src/test/resources/workloads/ort-minilm-serving.bfctrace.gz");
+    static final Path ORT_SERVING = SourceTree.resolve("bfc-cli/src/test/resources/workloads/ort-minilm-serving.bfctrace.gz");
 
     String out;
     String err;

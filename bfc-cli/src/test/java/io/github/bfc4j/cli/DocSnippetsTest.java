@@ -6,6 +6,7 @@ package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.SourceTree;
 import io.github.bfc4j.docs.DocSnippets;
 import io.github.bfc4j.docs.DocSnippets.Snippet;
 import java.io.IOException;
@@ -26,7 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class DocSnippetsTest {
 
-    private static final Path ROOT = Path.of("..");
+    private static final Path ROOT = SourceTree.root();
 
     /** The modules whose tests compile the snippets that name them, and the test that does. */
     private static final Map<String, String> COMPILED_BY = Map.of(

@@ -7,6 +7,7 @@ package io.github.bfc4j.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.SourceTree;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -33,7 +34,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class LauncherRebuildTest {
     /** Surefire runs in the module's directory. */
-    private static final Path REPO = Path.of("..").toAbsolutePath().normalize();
+    private static final Path REPO = SourceTree.root();
     private static final Instant BUILT = Instant.parse("2026-01-02T00:00:00Z");
 
     @TempDir

@@ -6,6 +6,7 @@ package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.SourceTree;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -22,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Opens reports in headless Chromium (Debian's {@code chromium}, which {@code .ci/run}
  * installs): the page's script marks {@code <body data-rendered="timeline,maps"
  * data-errors="0">} once it has drawn its charts, and counts uncaught errors; the console log
- * must hold no error. A screenshot lands in {@code target/report-screenshots/}. Skipped, saying
+ * must hold no error. A screenshot lands in {@code bfc-cli/target/report-screenshots/}. Skipped, saying
  * why, where no {@code chromium} can run.
  */
 class ReportChromiumTest {
@@ -93,7 +94,7 @@ class ReportChromiumTest {
         assertThat(dom[0]).contains("data-map=\"peak in use\"");
         assertThat(consoleErrors(dom[1])).isEmpty();
 
-        Path shots = Path.of("target/report-screenshots");
+        Path shots = SourceTree.root().resolve("bfc-cli/target/report-screenshots");
         Files.createDirectories(shots);
         Path png = shots.resolve("oom-gc-random-256mib-s15.png").toAbsolutePath();
         Files.deleteIfExists(png);

@@ -195,7 +195,7 @@ class ReportCommandTest {
         assertThat(cli.run("report", OOM, "-o", "-")).isEqualTo(2);
         assertThat(cli.err.lines()).containsExactly("bfc report: -o=- : standard output is not an output here"
                 + " (expected: the file to write, e.g. report.html)");
-        assertThat(Path.of("-")).doesNotExist();
+        assertThat(Path.of("-")).as("a file named - in the working directory").doesNotExist();
     }
 
     /**

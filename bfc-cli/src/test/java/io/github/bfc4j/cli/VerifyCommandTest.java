@@ -6,6 +6,7 @@ package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.SourceTree;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -69,8 +70,7 @@ class VerifyCommandTest {
 
     @Test
     void bundledTrace() {
-        // Surefire runs in the module's directory.
-        Path tiny = Path.of("../conformance-tests/src/test/resources/traces/tiny-single.bfctrace");
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
         assertThat(tiny).exists();
         assertThat(cli.run("verify", tiny.toString())).isEqualTo(0);
         assertThat(cli.out.lines()).containsExactly("PASS " + tiny + " 13 calls", "1 passed, 0 failed");

@@ -27,7 +27,7 @@ import net.jqwik.api.lifecycle.PropertyLifecycleContext;
  * call checked by {@link ShadowModel} (live set, non-overlap, sizes, ids, stats) and
  * {@link BfcAllocator#checkInvariants()}. A failing sequence is shrunk to a minimal one, which
  * the failure message prints as a workload trace (also written under
- * {@code target/failing-traces/}) for {@code bin/bfc} to replay.
+ * {@code bfc-core/target/failing-traces/}) for {@code bin/bfc} to replay.
  *
  * <p>Tries: {@code jqwik.tries.default} in {@code junit-platform.properties} (250); run more
  * with {@code -Djqwik.tries.default=N}. jqwik prints each property's seed; rerun one with

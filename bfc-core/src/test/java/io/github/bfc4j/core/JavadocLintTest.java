@@ -29,7 +29,7 @@ class JavadocLintTest {
     void everyClassPassesDoclint(@TempDir Path out) throws IOException {
         DocumentationTool javadoc = ToolProvider.getSystemDocumentationTool();
         List<Path> sources;
-        try (Stream<Path> s = Files.walk(Path.of("src/main/java"))) {
+        try (Stream<Path> s = Files.walk(SourceTree.resolve("bfc-core/src/main/java"))) {
             sources = s.filter(p -> p.toString().endsWith(".java")).sorted().toList();
         }
         assertThat(sources).isNotEmpty();

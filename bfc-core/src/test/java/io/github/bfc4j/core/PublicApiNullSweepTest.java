@@ -261,7 +261,7 @@ class PublicApiNullSweepTest {
 
     @Test
     void everyPublicConstructorAndMethodRefusesANullArgumentByName() {
-        NullSweep s = coreSweep(tmp, Path.of("src/main/java"));
+        NullSweep s = coreSweep(tmp, SourceTree.resolve("bfc-core/src/main/java"));
         // Where the javadoc allows null, and what it means there.
         s.nullable("AllocationAttributes.<init>(boolean,LongSupplier)[1]", "no freed_by_func, as upstream's nullptr")
                 .nullable("BfcAllocator.setTimingCounter(SharedCounter)[0]", "stops stamping frees")

@@ -284,19 +284,19 @@ final class ShadowModel implements AutoCloseable {
     }
 
     /**
-     * Writes the trace of the calls so far to {@code target/failing-traces/<file>.bfctrace} and
+     * Writes the trace of the calls so far to {@code bfc-core/target/failing-traces/<file>.bfctrace} and
      * returns an error that quotes it.
      */
     AssertionError failure(String file, Throwable cause) {
         String text = trace();
-        Path dir = Path.of("target", "failing-traces");
-        Path path = dir.resolve(file + ".bfctrace");
         String where;
         try {
+            Path dir = SourceTree.root().resolve("bfc-core/target/failing-traces");
+            Path path = dir.resolve(file + ".bfctrace");
             Files.createDirectories(dir);
             Files.writeString(path, text);
             where = "written to " + path.toAbsolutePath();
-        } catch (IOException e) {
+        } catch (IOException | IllegalStateException e) {
             where = "could not be written (" + e + ")";
         }
         return new AssertionError(cause + "\nafter " + calls + " calls on allocator '" + name

@@ -6,6 +6,7 @@ package io.github.bfc4j.docs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.SourceTree;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -31,7 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class DocLinksTest {
 
-    private static final Path ROOT = Path.of("..");
+    private static final Path ROOT = SourceTree.root();
     private static final Pattern FENCED = Pattern.compile("(?ms)^```.*?^```");
     private static final Pattern CODE_SPAN = Pattern.compile("(`+).*?\\1");
     private static final Pattern LINK = Pattern.compile("\\]\\(([^)\\s]+)\\)");

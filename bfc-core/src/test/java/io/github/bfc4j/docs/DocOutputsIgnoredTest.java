@@ -6,6 +6,7 @@ package io.github.bfc4j.docs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.SourceTree;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileSystems;
@@ -28,7 +29,7 @@ import org.junit.jupiter.api.Test;
  */
 class DocOutputsIgnoredTest {
 
-    private static final Path ROOT = Path.of("..");
+    private static final Path ROOT = SourceTree.root();
     private static final Pattern FENCE = Pattern.compile("\\s*(```|~~~)(\\w*).*");
     /** A quoted word: its {@code >} or {@code -o} is not the shell's. */
     private static final Pattern QUOTED = Pattern.compile("'[^']*'|\"[^\"]*\"");

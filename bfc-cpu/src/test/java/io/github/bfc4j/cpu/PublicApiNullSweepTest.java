@@ -10,6 +10,7 @@ import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.LeakDetection;
 import io.github.bfc4j.core.NullSweep;
+import io.github.bfc4j.core.SourceTree;
 import java.nio.ByteBuffer;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
@@ -71,7 +72,7 @@ class PublicApiNullSweepTest {
 
     @Test
     void everyPublicConstructorAndMethodRefusesANullArgumentByName() {
-        NullSweep s = new NullSweep(tmp, Path.of("../bfc-core/src/main/java"));
+        NullSweep s = new NullSweep(tmp, SourceTree.resolve("bfc-core/src/main/java"));
         s.sample(byte[].class, x -> new byte[] {1, 2, 3})
                 .sample(String.class, x -> "sweep")
                 .sample(Charset.class, x -> StandardCharsets.UTF_8)

@@ -14,6 +14,7 @@ import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.SourceTree;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.micrometer.core.instrument.Meter;
@@ -393,7 +394,7 @@ class BfcAllocatorMetricsTest {
 
     @Test
     void docsListEveryMeterWithItsPrometheusName() throws Exception {
-        Path doc = Path.of("..", "docs", "metrics.md");
+        Path doc = SourceTree.resolve("docs/metrics.md");
         String md = Files.readString(doc);
         for (BfcAllocatorMeters m : BfcAllocatorMeters.values()) {
             assertThat(md).as("docs/metrics.md lists %s", m)

@@ -12,6 +12,7 @@ import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.NullSweep;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.SourceTree;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
@@ -40,7 +41,7 @@ class PublicApiNullSweepTest {
 
     @Test
     void everyPublicConstructorAndMethodRefusesANullArgumentByName() {
-        NullSweep s = new NullSweep(tmp, Path.of("src/main/java"));
+        NullSweep s = new NullSweep(tmp, SourceTree.resolve("bfc-micrometer/src/main/java"));
         s.sample(BfcAllocator.class, PublicApiNullSweepTest::allocator)
                 .sample(BfcAllocatorView.class, x -> BfcAllocatorView.of(allocator(x)))
                 .sample(String.class, x -> "0")

@@ -6,6 +6,7 @@ package io.github.bfc4j.tensorflow;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.SourceTree;
 import io.github.bfc4j.docs.DocSnippets;
 import io.github.bfc4j.docs.DocSnippets.Snippet;
 import java.io.IOException;
@@ -19,7 +20,7 @@ class DocSnippetsTest {
 
     @Test
     void theSnippetsThatNameThisModuleCompile(@TempDir Path classes) throws IOException {
-        List<Snippet> mine = DocSnippets.of(Path.of(".."), "bfc-tensorflow");
+        List<Snippet> mine = DocSnippets.of(SourceTree.root(), "bfc-tensorflow");
         assertThat(mine).isNotEmpty();
         assertThat(DocSnippets.compile(mine, classes))
                 .as("compile errors (what a snippet may use: the javadoc of DocSnippets, in bfc-core's tests)").isEmpty();
