@@ -297,7 +297,13 @@ class GpuBfcAllocatorTest {
                     driver.failNext("eventQuery", 700);
                 }
                 a.deallocateRaw(p, STREAM);
-                Thread.sleep(1000);
+                // Waits for the poller's polls, not for a time: on a loaded machine its thread may
+                // not have run at all a second after the free.
+                awaitPolls(() -> !log.messages().isEmpty(), "a warning from the failing poller");
+                int polled = driver.callCount("eventQuery");
+                // Backing off to one try every 100 ms, 15 more polls take about a second: none
+                // of them warns again.
+                awaitPolls(() -> driver.callCount("eventQuery") >= polled + 15, "15 more polls after its warning");
                 assertThat(log.messages()).hasSize(1);
                 assertThat(log.messages().get(0))
                         .contains("polling the events of stream-ordered frees of 'GPU_0_bfc' failed")
@@ -307,6 +313,17 @@ class GpuBfcAllocatorTest {
                 assertThat(e).hasMessageContaining("eventQuery(");
             }
             assertThat(log.messages()).hasSize(1);
+        }
+    }
+
+    /** Waits up to a minute for what the poller's thread does; fails naming it if it does not come. */
+    private static void awaitPolls(java.util.function.BooleanSupplier done, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!done.getAsBoolean()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError(what + ": not seen within 60 s");
+            }
+            Thread.sleep(5);
         }
     }
 

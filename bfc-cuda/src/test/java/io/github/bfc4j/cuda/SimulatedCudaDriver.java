@@ -137,6 +137,18 @@ final class SimulatedCudaDriver implements CudaDriver {
         return calls;
     }
 
+    /** How many calls to {@code method} were made so far, failed ones included. */
+    synchronized int callCount(String method) {
+        String prefix = method + "(";
+        int n = 0;
+        for (String c : calls) {
+            if (c.startsWith(prefix)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     /** Completes every recorded event, as if the GPU had caught up. */
     synchronized void completeAllEvents() {
         events.replaceAll((e, s) -> s == EventState.PENDING ? EventState.COMPLETE : s);
