@@ -19,6 +19,7 @@ import java.util.Random;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -155,12 +156,56 @@ class OrtCrossThreadTest {
             try {
                 BlockingQueue<Made> made = new LinkedBlockingQueue<>();
                 AtomicBoolean running = new AtomicBoolean(true);
+                // The toggler starts first, and the callers wait for it to switch the history on:
+                // started after them, it could find them all done (a loaded machine) and never toggle.
+                long togglerSeed = random.nextLong();
+                CountDownLatch switchedOn = new CountDownLatch(1);
+                Future<?> toggler = pool.submit(named("history-toggler", () -> {
+                    Random r = new Random(togglerSeed);
+                    try {
+                        while (running.get()) {
+                            bfc.recordHistory(HistoryOptions.builder().stacks(r.nextBoolean())
+                                    .maxEntries(1 + r.nextInt(4096)).build());
+                            toggles.incrementAndGet();
+                            switchedOn.countDown();
+                            for (BfcAllocator p : parts) {
+                                MemoryMapChecks.assertAddsUp(p.memoryMap());
+                                mapsChecked.incrementAndGet();
+                            }
+                            if (toggles.get() % 2 == 1) {
+                                // What a user reads while recording: the summary with its holders,
+                                // and the PyTorch snapshot of every shard.
+                                assertThat(bfc.memorySummary()).contains("ort_cross");
+                                java.io.ByteArrayOutputStream pickle = new java.io.ByteArrayOutputStream();
+                                if (bfc instanceof ShardedBfcAllocator s) {
+                                    s.writePyTorchPickle(pickle);
+                                } else {
+                                    ((BfcAllocator) bfc).snapshot().writePyTorchPickle(pickle);
+                                }
+                                assertThat(pickle.size()).isPositive();
+                            }
+                            Thread.yield();
+                            bfc.stopHistory();
+                            for (BfcAllocator p : parts) {
+                                MemoryMapChecks.assertAddsUp(p.memoryMap());
+                                mapsChecked.incrementAndGet();
+                            }
+                        }
+                    } finally {
+                        switchedOn.countDown(); // the callers go on if the toggler failed first
+                    }
+                    return null;
+                }));
                 List<Future<?>> callers = new ArrayList<>();
                 for (int t = 0; t < CALLERS; t++) {
                     EmbeddingSession session = sessions.get(t % 2);
                     long callerSeed = random.nextLong();
                     callers.add(pool.submit(named("caller-" + t, () -> {
                         Random r = new Random(callerSeed);
+                        if (!switchedOn.await(DEADLOCK_SECONDS, TimeUnit.SECONDS)) {
+                            throw new AssertionError("the history toggler did not switch the history on within "
+                                    + DEADLOCK_SECONDS + " s");
+                        }
                         for (int i = 0; i < REQUESTS_PER_CALLER; i++) {
                             Request q = requests.get(r.nextInt(requests.size()));
                             made.put(new Made(q, session.runToValue(q.batch())));
@@ -192,38 +237,6 @@ class OrtCrossThreadTest {
                         }
                     })));
                 }
-                long togglerSeed = random.nextLong();
-                Future<?> toggler = pool.submit(named("history-toggler", () -> {
-                    Random r = new Random(togglerSeed);
-                    while (running.get()) {
-                        bfc.recordHistory(HistoryOptions.builder().stacks(r.nextBoolean()).maxEntries(1 + r.nextInt(4096))
-                                .build());
-                        toggles.incrementAndGet();
-                        for (BfcAllocator p : parts) {
-                            MemoryMapChecks.assertAddsUp(p.memoryMap());
-                            mapsChecked.incrementAndGet();
-                        }
-                        if (toggles.get() % 2 == 1) {
-                            // What a user reads while recording: the summary with its holders,
-                            // and the PyTorch snapshot of every shard.
-                            assertThat(bfc.memorySummary()).contains("ort_cross");
-                            java.io.ByteArrayOutputStream pickle = new java.io.ByteArrayOutputStream();
-                            if (bfc instanceof ShardedBfcAllocator s) {
-                                s.writePyTorchPickle(pickle);
-                            } else {
-                                ((BfcAllocator) bfc).snapshot().writePyTorchPickle(pickle);
-                            }
-                            assertThat(pickle.size()).isPositive();
-                        }
-                        Thread.yield();
-                        bfc.stopHistory();
-                        for (BfcAllocator p : parts) {
-                            MemoryMapChecks.assertAddsUp(p.memoryMap());
-                            mapsChecked.incrementAndGet();
-                        }
-                    }
-                    return null;
-                }));
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLOCK_SECONDS);
                 try {
                     for (Future<?> f : callers) {

@@ -23,6 +23,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -204,9 +205,13 @@ class ServerLoadTest {
             MapSampler sampler = new MapSampler(allocators);
             try (EmbeddingSession common = shared ? new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q,
                     options.get()) : null) {
+                // The sampler starts first, and the callers wait for its first map: started after
+                // them, it could find them all done (a loaded machine) and take no map.
+                sampler.start();
                 List<Future<Long>> futures = new ArrayList<>();
                 for (int t = 0; t < threads; t++) {
                     futures.add(pool.submit(() -> {
+                        sampler.awaitFirstMap();
                         long served = 0;
                         try (EmbeddingSession own = shared ? null
                                 : new EmbeddingSession(env, EmbeddingModel.ALL_MINILM_L6_V2_Q, options.get())) {
@@ -230,7 +235,6 @@ class ServerLoadTest {
                         return served;
                     }));
                 }
-                sampler.start();
                 tokens = 0;
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLOCK_SECONDS);
                 for (Future<Long> f : futures) {
@@ -341,6 +345,7 @@ class ServerLoadTest {
         private final AtomicInteger maps = new AtomicInteger();
         private final java.util.concurrent.atomic.AtomicReference<Throwable> failure =
                 new java.util.concurrent.atomic.AtomicReference<>();
+        private final CountDownLatch firstMap = new CountDownLatch(1);
         private volatile boolean running = true;
         private Thread thread;
 
@@ -356,13 +361,23 @@ class ServerLoadTest {
                             MemoryMapChecks.assertAddsUp(a.memoryMap());
                             maps.incrementAndGet();
                         }
+                        firstMap.countDown();
                         Thread.sleep(20);
                     }
                 } catch (Throwable t) {
                     failure.set(t);
+                } finally {
+                    firstMap.countDown(); // the callers go on if the sampler failed first
                 }
             }, "memory-map-sampler");
             thread.start();
+        }
+
+        /** Waits until the sampler has taken its first maps (or failed, which {@link #stop} reports). */
+        void awaitFirstMap() throws InterruptedException {
+            if (!firstMap.await(DEADLOCK_SECONDS, TimeUnit.SECONDS)) {
+                throw new AssertionError("the memory-map sampler took no map within " + DEADLOCK_SECONDS + " s");
+            }
         }
 
         /** Stops the sampler; rethrows what it found. */
