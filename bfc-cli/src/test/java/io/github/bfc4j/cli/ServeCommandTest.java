@@ -23,6 +23,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -95,10 +96,16 @@ class ServeCommandTest {
             assertThat(sample(serve.get(port, "/metrics").body(), "bfc_allocator_memory_limit_bytes"))
                     .isEqualTo(16L << 30);
             // Pass after pass from one read of the pipe: the allocations keep counting up.
+            // Scraped until the count moves (for up to a minute), not once after a fixed time: the
+            // server's replay thread may not run for a while on a loaded machine.
             double first = sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total");
-            Thread.sleep(200);
-            assertThat(sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total"))
-                    .isGreaterThan(first);
+            double later = first;
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (later <= first && System.nanoTime() - deadline < 0) {
+                Thread.sleep(50);
+                later = sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total");
+            }
+            assertThat(later).as("bfc_allocator_allocations_total a minute after %s", first).isGreaterThan(first);
         }
     }
 
