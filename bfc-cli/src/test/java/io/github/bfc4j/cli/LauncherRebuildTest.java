@@ -186,6 +186,46 @@ class LauncherRebuildTest {
     }
 
     /**
+     * Several commands that find the same dead builder's lock at once take it over one at a time:
+     * one builds, the others wait for it. Each removed the lock it had found dead, so one that
+     * came second removed the lock the first had made by then, and built beside it.
+     */
+    @Test
+    void commandsTakingOverOneDeadLockTogetherBuildOnce() throws Exception {
+        Path builds = root.resolve("builds.log");
+        // A build that says when it begins and ends: two builds overlap if one begins before the
+        // other ends.
+        script(fakeBin.resolve("mvn"), "echo \"begin $$\" >> '" + builds + "'\nsleep 1\nmkdir -p '" + jar.getParent()
+                + "'\n: > '" + jar + "'\necho \"end $$\" >> '" + builds + "'\n");
+        Process gone = new ProcessBuilder("true").start();
+        assertThat(gone.waitFor(10, TimeUnit.SECONDS)).isTrue();
+        int commands = 6;
+        for (int round = 0; round < 5; round++) {
+            Files.deleteIfExists(jar);
+            Files.deleteIfExists(builds);
+            Path lock = Files.createDirectories(jar.resolveSibling("bfc-build.lock"));
+            Files.writeString(lock.resolve("pid"), gone.pid() + "\n");
+            List<Process> all = new ArrayList<>();
+            for (int i = 0; i < commands; i++) {
+                ProcessBuilder pb = new ProcessBuilder("/bin/sh", root.resolve("bin/bfc").toString(), "--version")
+                        .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                        .redirectError(root.resolve("err-" + i + ".txt").toFile());
+                pb.environment().put("PATH", fakeBin + ":" + System.getenv("PATH"));
+                all.add(pb.start());
+            }
+            for (int i = 0; i < commands; i++) {
+                Process p = all.get(i);
+                assertThat(p.waitFor(60, TimeUnit.SECONDS)).as("round %d: bin/bfc returned", round).isTrue();
+                assertThat(p.exitValue()).as("round %d: exit status; stderr:%n%s", round,
+                        Files.readString(root.resolve("err-" + i + ".txt"))).isZero();
+            }
+            assertThat(Files.readAllLines(builds)).as("round %d: the builds of %d commands", round, commands)
+                    .hasSize(2).first().asString().startsWith("begin ");
+            assertThat(lock).as("round %d: the lock", round).doesNotExist();
+        }
+    }
+
+    /**
      * Stopped with kill (SIGTERM), and with Ctrl-C (SIGINT) where it can arrive: a process started
      * in the background of a shell (`mvn verify &`, nohup) has SIGINT ignored, and so have its
      * children, the script and Maven alike, which no trap can then change.
