@@ -33,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code java} (it logs its call) first on the {@code PATH}.
  */
 class LauncherRebuildTest {
-    /** Surefire runs in the module's directory. */
+    /** The repository, found whatever the working directory (SourceTree). */
     private static final Path REPO = SourceTree.root();
     private static final Instant BUILT = Instant.parse("2026-01-02T00:00:00Z");
 
