@@ -264,8 +264,10 @@ class TraceWriterTest {
     void aSymbolicLinkIsFollowed(@TempDir Path dir) throws IOException {
         Path runs = Files.createDirectory(dir.resolve("runs"));
         Path real = Files.writeString(runs.resolve("t.bfctrace"), "old\n");
-        Path link = Files.createSymbolicLink(dir.resolve("latest.bfctrace"), Path.of("runs", "t.bfctrace"));
-        Path dangling = Files.createSymbolicLink(dir.resolve("next.bfctrace"), Path.of("runs", "new.bfctrace"));
+        // Relative targets, resolved against the link's directory (not the working directory).
+        Path link = Files.createSymbolicLink(dir.resolve("latest.bfctrace"), dir.relativize(real));
+        Path dangling = Files.createSymbolicLink(dir.resolve("next.bfctrace"),
+                dir.relativize(runs.resolve("new.bfctrace")));
         for (Path l : new Path[] {link, dangling}) {
             TraceWriter.write(l, w -> w.header(H));
             assertThat(Files.isSymbolicLink(l)).as("%s is still a link", l).isTrue();
