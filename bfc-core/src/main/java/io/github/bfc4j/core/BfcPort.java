@@ -1131,9 +1131,15 @@ final class BfcPort {
     /**
      * @return whether the chunk starting at {@code ptr} is in use and owned by the
      *     {@link Allocation} handle of allocation {@code allocationId}; false once the allocator
-     *     is closed
+     *     is closed; true, without taking the lock, on a thread that walks another shard's
+     *     chunks (whose free of it was refused before it changed anything)
      */
     boolean ownedByHandle(long ptr, long allocationId) {
+        if (inAnotherShardsWalk()) {
+            // The free was refused before it took the lock (refuseInAnotherShardsWalk), so it
+            // changed nothing; waiting for the lock here could deadlock as that free would have.
+            return true;
+        }
         lock.lock();
         try {
             if (closed) {
@@ -1820,6 +1826,16 @@ final class BfcPort {
         }
         refuseInAnotherShardsWalk();
         lock.lock();
+    }
+
+    /**
+     * @return whether {@link #refuseInAnotherShardsWalk} refuses the calling thread: it walks
+     *     the chunks of another shard of the same sharded allocator
+     */
+    private boolean inAnotherShardsWalk() {
+        final ViewPins calls = subAllocatorCalls;
+        return calls != null && calls.walkOn() && calls.walkedByCurrentThread() != null
+                && !lock.isHeldByCurrentThread();
     }
 
     /**

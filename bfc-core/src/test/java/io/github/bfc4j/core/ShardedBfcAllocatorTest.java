@@ -1428,20 +1428,34 @@ class ShardedBfcAllocatorTest {
      */
     @Test
     void aVisitorOfOneShardThatCallsAnotherIsRefusedNotDeadlocked() throws Exception {
-        aVisitorOfShard1ThatCallsShard0IsRefused("a read", (a, p0) -> a.shards().get(0).bytesInUse());
+        aVisitorOfShard1ThatCallsShard0IsRefused("a read", (a, p0, h0) -> a.shards().get(0).bytesInUse());
     }
 
     @Test
     void aVisitorOfOneShardThatAllocatesOrFreesInAnotherIsRefusedNotDeadlocked() throws Exception {
-        aVisitorOfShard1ThatCallsShard0IsRefused("an allocation", (a, p0) -> a.shards().get(0).allocateRaw(64, 1024));
-        aVisitorOfShard1ThatCallsShard0IsRefused("a free", (a, p0) -> a.deallocateRaw(p0));
-        aVisitorOfShard1ThatCallsShard0IsRefused("a handle's allocation", (a, p0) -> a.shards().get(0).allocate(1024));
+        aVisitorOfShard1ThatCallsShard0IsRefused("an allocation", (a, p0, h0) -> a.shards().get(0).allocateRaw(64, 1024));
+        aVisitorOfShard1ThatCallsShard0IsRefused("a free", (a, p0, h0) -> a.deallocateRaw(p0));
+        aVisitorOfShard1ThatCallsShard0IsRefused("a handle's allocation", (a, p0, h0) -> a.shards().get(0).allocate(1024));
     }
 
-    /** What a visitor calls on shard 0, given the allocator and an address that shard holds. */
+    /**
+     * A visitor of shard 1's chunks that closes an Allocation of shard 0: the free is refused,
+     * and the handle, whose chunk the refused free left its own, stays open without waiting for
+     * shard 0's lock to ask (which hung with the reader, as the free itself did before it was
+     * refused); a close after the walk frees it.
+     */
+    @Test
+    void aVisitorOfOneShardThatClosesAHandleOfAnotherIsRefusedNotDeadlocked() throws Exception {
+        aVisitorOfShard1ThatCallsShard0IsRefused("a handle's free", (a, p0, h0) -> h0.close());
+    }
+
+    /**
+     * What a visitor calls on shard 0, given the allocator, an address that shard holds and an
+     * open handle of that shard.
+     */
     @FunctionalInterface
     private interface ShardCall {
-        void call(ShardedBfcAllocator a, long p0);
+        void call(ShardedBfcAllocator a, long p0, Allocation h0);
     }
 
     /**
@@ -1456,6 +1470,8 @@ class ShardedBfcAllocatorTest {
             BfcAllocator shard1 = a.shards().get(1);
             long p0 = shard0.allocateRaw(64, MIB);
             long p1 = shard1.allocateRaw(64, MIB);
+            Allocation h0 = shard0.allocate(1024);
+            long inUse0 = shard0.bytesInUse();
             AtomicReference<Throwable> inVisitor = new AtomicReference<>();
             Thread reader = new Thread(a::getStats, "reader");
             reader.setDaemon(true);
@@ -1473,7 +1489,7 @@ class ShardedBfcAllocatorTest {
                         Thread.onSpinWait();
                     }
                     try {
-                        call.call(a, p0);
+                        call.call(a, p0, h0);
                     } catch (Throwable t) {
                         inVisitor.set(t);
                     }
@@ -1488,7 +1504,10 @@ class ShardedBfcAllocatorTest {
                     .hasMessageContaining("allocator 'sharded' (shard 0 of 2)")
                     .hasMessageContaining("visitor of the chunks of allocator 'sharded' (shard 1 of 2)")
                     .hasMessageContaining("could deadlock");
-            assertThat(shard0.bytesInUse()).as("outside the walk it answers; nothing was done").isEqualTo(MIB);
+            assertThat(shard0.bytesInUse()).as("outside the walk it answers; nothing was done").isEqualTo(inUse0);
+            assertThat(h0.isClosed()).as("the handle stays open").isFalse();
+            h0.close();
+            assertThat(shard0.bytesInUse()).as("a close after the walk frees the handle").isEqualTo(MIB);
             a.deallocateRaw(p0);
             a.deallocateRaw(p1);
             for (BfcAllocator s : a.shards()) {
