@@ -277,6 +277,44 @@ class TraceWriterTest {
     }
 
     /**
+     * A dangling link is followed as the system follows it, through a linked directory: its
+     * relative target ('../latest.bfctrace') is read from where the link really lies. It was
+     * read from the path as given ('work/../latest.bfctrace', 'latest.bfctrace' beside 'work'):
+     * the trace replaced an unrelated file of that name, and the file the link names was never
+     * written.
+     */
+    @Test
+    void aDanglingLinkInALinkedDirectoryIsFollowedWhereItLies(@TempDir Path dir) throws IOException {
+        Path real = Files.createDirectories(dir.resolve("data").resolve("a"));
+        Path work = Files.createSymbolicLink(dir.resolve("work"), Path.of("data", "a"));
+        Files.createSymbolicLink(real.resolve("out.bfctrace"), Path.of("..", "latest.bfctrace"));
+        Path unrelated = Files.writeString(dir.resolve("latest.bfctrace"), "keep me\n");
+        Path out = work.resolve("out.bfctrace");
+        TraceWriter.write(out, w -> w.header(H));
+        assertThat(Files.isSymbolicLink(out)).as("still a link").isTrue();
+        assertThat(unrelated).as("a file the link does not name").hasContent("keep me");
+        assertThat(Files.readString(dir.resolve("data").resolve("latest.bfctrace"))).startsWith("bfctrace 1\n");
+    }
+
+    /**
+     * Links that name each other ('a' names 'b', 'b' names 'a') are refused, as the system
+     * refuses them, and both stay links; one of them was replaced by a file.
+     */
+    @Test
+    void aLoopOfLinksIsRefusedNotReplaced(@TempDir Path dir) throws IOException {
+        Path a = Files.createSymbolicLink(dir.resolve("a.bfctrace"), Path.of("b.bfctrace"));
+        Path b = Files.createSymbolicLink(dir.resolve("b.bfctrace"), Path.of("a.bfctrace"));
+        assertThatThrownBy(() -> TraceWriter.write(a, w -> w.header(H))).isInstanceOf(FileSystemException.class)
+                .hasMessageContaining(a.toString()).hasMessageContaining("too many levels of symbolic links")
+                .hasMessageContaining("nothing was written");
+        assertThat(Files.isSymbolicLink(a) && Files.isSymbolicLink(b)).as("both still links").isTrue();
+        try (Stream<Path> files = Files.list(dir)) {
+            assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("a.bfctrace",
+                    "b.bfctrace");
+        }
+    }
+
+    /**
      * A file in a directory that does not exist is named as given, with the directory; it named
      * the temporary file beside it, a name the caller never gave ("/x/.t.bfctrace.1a2b.tmp").
      */

@@ -22,6 +22,9 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 public final class ReplacingFile {
 
+    /** The symbolic links followed before giving up, as Linux's path resolution (ELOOP). */
+    private static final int MAX_LINK_HOPS = 40;
+
     private ReplacingFile() {
     }
 
@@ -56,7 +59,7 @@ public final class ReplacingFile {
         }
         if (Files.isSymbolicLink(target)) {
             // Moving the new file over the link would replace the link, not the file it names.
-            target = linkTarget(target);
+            target = linkTarget(file, target);
         }
         if (Files.exists(target) && !Files.isRegularFile(target)) {
             // A device or a named pipe: moving a file over it would replace the device itself
@@ -97,16 +100,44 @@ public final class ReplacingFile {
         return e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
     }
 
-    /** The file a symbolic link names, followed to the end (a dangling link's last target). */
-    private static Path linkTarget(Path link) throws IOException {
+    /**
+     * The file a symbolic link names, followed to the end as the system follows it (a dangling
+     * link's last target): each link's target is read from the real directory the link lies in,
+     * so that a {@code ..} in it, or a linked directory on the way, leads where the system's
+     * own resolution leads, not where the path's words would.
+     *
+     * @param file the path as the caller gave it, for the message
+     * @throws FileSystemException if the links name each other (more than the system's 40 hops),
+     *     as the system refuses them; nothing is written then
+     */
+    private static Path linkTarget(Path file, Path link) throws IOException {
         if (Files.exists(link)) {
             return link.toRealPath();
         }
         Path p = link;
-        for (int hops = 0; Files.isSymbolicLink(p) && hops < 40; hops++) {
-            p = p.resolveSibling(Files.readSymbolicLink(p)).normalize();
+        for (int hops = 0; Files.isSymbolicLink(p); hops++) {
+            if (hops == MAX_LINK_HOPS) {
+                throw new FileSystemException(file.toString(), null, "too many levels of symbolic links (links"
+                        + " that name each other; expected: a link that ends at a file or names none);"
+                        + " nothing was written");
+            }
+            p = inRealDirectory(p.getParent().toRealPath().resolve(Files.readSymbolicLink(p)));
         }
         return p;
+    }
+
+    /** {@code p} in its directory's real path, or as it is where that directory does not exist. */
+    private static Path inRealDirectory(Path p) {
+        Path parent = p.getParent();
+        Path name = p.getFileName();
+        if (parent == null || name == null) {
+            return p;
+        }
+        try {
+            return parent.toRealPath().resolve(name);
+        } catch (IOException e) {
+            return p; // no such directory: the file cannot be created, which the caller says
+        }
     }
 
     /**
