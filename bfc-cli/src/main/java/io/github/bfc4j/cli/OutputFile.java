@@ -25,6 +25,9 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 final class OutputFile {
 
+    /** The symbolic links followed before giving up, as Linux's path resolution (ELOOP). */
+    private static final int MAX_LINK_HOPS = 40;
+
     /** Writes the content to a fresh file. */
     interface Content {
         /**
@@ -94,7 +97,7 @@ final class OutputFile {
         Path dir = parent;
         if (Files.isSymbolicLink(output)) {
             try {
-                dir = linkTarget(output).toAbsolutePath().getParent();
+                dir = linkTarget(option, output).toAbsolutePath().getParent();
             } catch (IOException e) {
                 dir = null; // said when it is written
             }
@@ -122,7 +125,7 @@ final class OutputFile {
     static void write(String option, Path output, String example, Content content) throws IOException {
         check(option, output, example);
         // A symbolic link is followed: the file it names is replaced and the link stays.
-        Path target = Files.isSymbolicLink(output) ? linkTarget(output) : output;
+        Path target = Files.isSymbolicLink(output) ? linkTarget(option, output) : output;
         if (Files.exists(target) && !Files.isRegularFile(target)) {
             // A device or a pipe (/dev/null, a FIFO): written to, as a shell's '>' does, never
             // replaced by a file.
@@ -218,16 +221,41 @@ final class OutputFile {
         return CommandRunner.visible(String.valueOf(name));
     }
 
-    /** The file a symbolic link names, followed to the end (a dangling link's last target). */
-    private static Path linkTarget(Path link) throws IOException {
+    /**
+     * The file a symbolic link names, followed to the end as the system follows it (a dangling
+     * link's last target): each link's target is read from the real directory the link lies in,
+     * so that a {@code ..} in it, or a linked directory on the way, leads where the system's own
+     * resolution leads, not where the path's words would.
+     *
+     * @throws UsageException if the links name each other (more than the system's 40 hops)
+     */
+    private static Path linkTarget(String option, Path link) throws IOException {
         if (Files.exists(link)) {
             return link.toRealPath();
         }
         Path p = link.toAbsolutePath();
-        for (int hops = 0; Files.isSymbolicLink(p) && hops < 40; hops++) {
-            p = p.resolveSibling(Files.readSymbolicLink(p)).normalize();
+        for (int hops = 0; Files.isSymbolicLink(p); hops++) {
+            if (hops == MAX_LINK_HOPS) {
+                throw new UsageException(option + "=" + shown(link) + ": too many levels of symbolic links (links that"
+                        + " name each other; expected: a link that ends at a file or names none)");
+            }
+            p = inRealDirectory(p.getParent().toRealPath().resolve(Files.readSymbolicLink(p)));
         }
         return p;
+    }
+
+    /** {@code p} in its directory's real path, or as it is where that directory does not exist. */
+    private static Path inRealDirectory(Path p) {
+        Path parent = p.getParent();
+        Path name = p.getFileName();
+        if (parent == null || name == null) {
+            return p;
+        }
+        try {
+            return parent.toRealPath().resolve(name);
+        } catch (IOException e) {
+            return p; // no such directory: the file cannot be created, which is said then
+        }
     }
 
     /** A new empty file beside {@code output}, created without attributes, so the umask applies. */

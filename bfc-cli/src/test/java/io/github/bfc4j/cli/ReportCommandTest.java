@@ -260,6 +260,34 @@ class ReportCommandTest {
     }
 
     /**
+     * A dangling link in a linked directory is followed as the system follows it: its relative
+     * target ('../latest.html') is read from where the link really lies. It was read from the
+     * path as given ('work/../latest.html'): the report replaced an unrelated 'latest.html'
+     * beside 'work', and the file the link names was never written. Links that name each other
+     * are refused before the work, both staying links; one was replaced by the report.
+     */
+    @Test
+    void aDanglingLinkIsFollowedWhereItLiesAndALoopOfLinksIsRefused() throws Exception {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path real = Files.createDirectories(dir.resolve("data").resolve("a"));
+        Path work = Files.createSymbolicLink(dir.resolve("work"), Path.of("data", "a"));
+        Files.createSymbolicLink(real.resolve("out.html"), Path.of("..", "latest.html"));
+        Path unrelated = Files.writeString(dir.resolve("latest.html"), "keep me");
+        Path out = work.resolve("out.html");
+        assertThat(cli.run("report", t, "-o", out)).as(cli.err).isZero();
+        assertThat(Files.isSymbolicLink(out)).as("still a link").isTrue();
+        assertThat(unrelated).as("a file the link does not name").hasContent("keep me");
+        assertThat(Files.readString(dir.resolve("data").resolve("latest.html"))).startsWith("<!DOCTYPE html>");
+
+        Path a = Files.createSymbolicLink(dir.resolve("a.html"), Path.of("b.html"));
+        Path b = Files.createSymbolicLink(dir.resolve("b.html"), Path.of("a.html"));
+        assertThat(cli.run("report", t, "-o", a)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + a + ": too many levels of symbolic links"
+                + " (links that name each other; expected: a link that ends at a file or names none)");
+        assertThat(Files.isSymbolicLink(a) && Files.isSymbolicLink(b)).as("both still links").isTrue();
+    }
+
+    /**
      * A link is followed (the file it names is replaced, the link stays), a named pipe is
      * written to (not replaced by a file), and the input itself is refused: nothing of the
      * user's is destroyed.
