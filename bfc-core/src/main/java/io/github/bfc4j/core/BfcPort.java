@@ -1397,12 +1397,14 @@ final class BfcPort {
     /**
      * Tells the listener that the frontier moved, under the lock (not in upstream, whose
      * {@code SetSafeFrontier} takes no lock: only while a recorded free waits for it). Not on a
-     * thread inside a sub-allocator call made without the lock, where waiting for the lock could
+     * thread inside a sub-allocator call made without the lock, nor on one that walks another
+     * shard's chunks ({@link #refuseInAnotherShardsWalk}), where waiting for the lock could
      * deadlock ({@link #lockChecked()}): the listener hears of this frontier at its next call.
      */
     private void frontierAdvanced() {
         ViewPins calls = subAllocatorCalls;
-        if (calls != null && calls.callerIsCurrentThread() && !lock.isHeldByCurrentThread()) {
+        if (calls != null && calls.callerIsCurrentThread() && !lock.isHeldByCurrentThread()
+                || inAnotherShardsWalk()) {
             return;
         }
         lock.lock();

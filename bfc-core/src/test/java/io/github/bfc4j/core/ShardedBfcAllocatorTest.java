@@ -1450,6 +1450,68 @@ class ShardedBfcAllocatorTest {
     }
 
     /**
+     * A visitor of shard 1's chunks that moves shard 0's safe frontier (setSafeFrontier, which
+     * takes no lock upstream), while shard 0 records a history with a stamped free waiting for
+     * the frontier and a thread reads every shard (shard 0's lock held, waiting for shard 1's):
+     * the frontier moved, but the history was told of it under shard 0's lock, and that wait
+     * deadlocked both threads. The frontier now moves at once and the history hears of it at
+     * shard 0's next stamped free, as from a sub-allocator's call.
+     */
+    @Test
+    void aVisitorOfOneShardThatMovesAnothersSafeFrontierDoesNotDeadlock() throws Exception {
+        // Not closed on failure: a close would wait for the deadlocked threads' locks.
+        ShardedBfcAllocator a = sharded(64 * MIB, 2);
+        BfcAllocator shard0 = a.shards().get(0);
+        BfcAllocator shard1 = a.shards().get(1);
+        SharedCounter counter = new SharedCounter();
+        shard0.setTimingCounter(counter);
+        shard0.recordHistory(HistoryOptions.builder().stacks(false).build());
+        long p1 = shard1.allocateRaw(64, MIB);
+        long waiting = shard0.allocateRaw(64, MIB);
+        long other = shard0.allocateRaw(64, MIB);
+        shard0.deallocateRaw(waiting); // stamped: its free waits for the frontier
+        long frontier = counter.next() + 1;
+        AtomicReference<Throwable> inVisitor = new AtomicReference<>();
+        Thread reader = new Thread(a::getStats, "reader");
+        reader.setDaemon(true);
+        Thread visiting = new Thread(() -> {
+            AtomicBoolean first = new AtomicBoolean(true);
+            shard1.forEachChunk((region, regionPtr, regionBytes, ptr, bytes, requested, id) -> {
+                if (!first.getAndSet(false)) {
+                    return;
+                }
+                reader.start();
+                // The reader takes shard 0's lock, then waits for shard 1's (held here).
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (reader.getState() != Thread.State.WAITING && reader.getState() != Thread.State.TIMED_WAITING
+                        && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                try {
+                    shard0.setSafeFrontier(frontier);
+                } catch (Throwable t) {
+                    inVisitor.set(t);
+                }
+            });
+        }, "visitor");
+        visiting.setDaemon(true); // a deadlocked one must not keep the test JVM alive
+        visiting.start();
+        visiting.join(20_000);
+        reader.join(20_000);
+        assertThat(List.of(visiting, reader)).as("threads deadlocked on setSafeFrontier").noneMatch(Thread::isAlive);
+        assertThat(inVisitor.get()).as("what setSafeFrontier threw").isNull();
+        assertThat(shard0.safeFrontier()).isEqualTo(frontier);
+        shard0.deallocateRaw(other); // the next stamped free: the waiting one completes
+        assertThat(shard0.snapshot().history().events()).filteredOn(e -> e.kind() == MemoryEvent.Kind.FREE_COMPLETED)
+                .extracting(MemoryEvent::address).contains(waiting);
+        a.deallocateRaw(p1);
+        for (BfcAllocator s : a.shards()) {
+            s.checkInvariants();
+        }
+        a.close();
+    }
+
+    /**
      * What a visitor calls on shard 0, given the allocator, an address that shard holds and an
      * open handle of that shard.
      */
