@@ -700,15 +700,18 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * @return the summary
      */
     public String memorySummary() {
-        StringBuilder sb = withAllShardsLocked("memorySummary()", () -> new StringBuilder()
-                .append("Sharded allocator '").append(name).append("': ").append(shards.length)
-                .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
-                .append(BfcAllocator.humanReadableNumBytes(memoryLimit())).append(", reserved ")
-                .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regionCount())
-                .append(regionCount() == 1 ? " region" : " regions").append(", in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
-                .append(", largest free chunk ").append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()))
-                .append('\n')
-                .append(HolderText.summarySection(mapsForHolders(), "Largest holders of all shards")));
+        StringBuilder sb = withAllShardsLocked("memorySummary()", () -> {
+            final int regions = regionCount();
+            return new StringBuilder()
+                    .append("Sharded allocator '").append(name).append("': ").append(shards.length)
+                    .append(shards.length == 1 ? " shard" : " shards").append(", limit ")
+                    .append(BfcAllocator.humanReadableNumBytes(memoryLimit())).append(", reserved ")
+                    .append(BfcAllocator.humanReadableNumBytes(reservedBytes())).append(" in ").append(regions)
+                    .append(regions == 1 ? " region" : " regions").append(", in use ").append(BfcAllocator.humanReadableNumBytes(bytesInUse()))
+                    .append(", largest free chunk ").append(BfcAllocator.humanReadableNumBytes(largestFreeChunkBytes()))
+                    .append('\n')
+                    .append(HolderText.summarySection(mapsForHolders(), "Largest holders of all shards"));
+        });
         for (BfcAllocator s : shards) {
             sb.append(s.memorySummary());
         }
