@@ -1471,35 +1471,8 @@ class ShardedBfcAllocatorTest {
         long other = shard0.allocateRaw(64, MIB);
         shard0.deallocateRaw(waiting); // stamped: its free waits for the frontier
         long frontier = counter.next() + 1;
-        AtomicReference<Throwable> inVisitor = new AtomicReference<>();
-        Thread reader = new Thread(a::getStats, "reader");
-        reader.setDaemon(true);
-        Thread visiting = new Thread(() -> {
-            AtomicBoolean first = new AtomicBoolean(true);
-            shard1.forEachChunk((region, regionPtr, regionBytes, ptr, bytes, requested, id) -> {
-                if (!first.getAndSet(false)) {
-                    return;
-                }
-                reader.start();
-                // The reader takes shard 0's lock, then waits for shard 1's (held here).
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (reader.getState() != Thread.State.WAITING && reader.getState() != Thread.State.TIMED_WAITING
-                        && System.nanoTime() < deadline) {
-                    Thread.onSpinWait();
-                }
-                try {
-                    shard0.setSafeFrontier(frontier);
-                } catch (Throwable t) {
-                    inVisitor.set(t);
-                }
-            });
-        }, "visitor");
-        visiting.setDaemon(true); // a deadlocked one must not keep the test JVM alive
-        visiting.start();
-        visiting.join(20_000);
-        reader.join(20_000);
-        assertThat(List.of(visiting, reader)).as("threads deadlocked on setSafeFrontier").noneMatch(Thread::isAlive);
-        assertThat(inVisitor.get()).as("what setSafeFrontier threw").isNull();
+        Throwable thrown = inAVisitorOfShard1WhileAReaderWaits(a, "setSafeFrontier", () -> shard0.setSafeFrontier(frontier));
+        assertThat(thrown).as("what setSafeFrontier threw").isNull();
         assertThat(shard0.safeFrontier()).isEqualTo(frontier);
         shard0.deallocateRaw(other); // the next stamped free: the waiting one completes
         assertThat(shard0.snapshot().history().events()).filteredOn(e -> e.kind() == MemoryEvent.Kind.FREE_COMPLETED)
@@ -1534,35 +1507,8 @@ class ShardedBfcAllocatorTest {
             long p1 = shard1.allocateRaw(64, MIB);
             Allocation h0 = shard0.allocate(1024);
             long inUse0 = shard0.bytesInUse();
-            AtomicReference<Throwable> inVisitor = new AtomicReference<>();
-            Thread reader = new Thread(a::getStats, "reader");
-            reader.setDaemon(true);
-            Thread visiting = new Thread(() -> {
-                AtomicBoolean first = new AtomicBoolean(true);
-                shard1.forEachChunk((region, regionPtr, regionBytes, ptr, bytes, requested, id) -> {
-                    if (!first.getAndSet(false)) {
-                        return;
-                    }
-                    reader.start();
-                    // The reader takes shard 0's lock, then waits for shard 1's (held here).
-                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                    while (reader.getState() != Thread.State.WAITING && reader.getState() != Thread.State.TIMED_WAITING
-                            && System.nanoTime() < deadline) {
-                        Thread.onSpinWait();
-                    }
-                    try {
-                        call.call(a, p0, h0);
-                    } catch (Throwable t) {
-                        inVisitor.set(t);
-                    }
-                });
-            }, "visitor");
-            visiting.setDaemon(true); // a deadlocked one must not keep the test JVM alive
-            visiting.start();
-            visiting.join(20_000);
-            reader.join(20_000);
-            assertThat(List.of(visiting, reader)).as("threads deadlocked on " + what).noneMatch(Thread::isAlive);
-            assertThat(inVisitor.get()).as(what).isInstanceOf(IllegalStateException.class)
+            Throwable thrown = inAVisitorOfShard1WhileAReaderWaits(a, what, () -> call.call(a, p0, h0));
+            assertThat(thrown).as(what).isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("allocator 'sharded' (shard 0 of 2)")
                     .hasMessageContaining("visitor of the chunks of allocator 'sharded' (shard 1 of 2)")
                     .hasMessageContaining("could deadlock");
@@ -1577,6 +1523,46 @@ class ShardedBfcAllocatorTest {
             }
         }
         a.close();
+    }
+
+    /**
+     * Makes {@code call} from inside a visitor of shard 1's chunks (which holds shard 1's lock)
+     * once a thread reading every shard (getStats: shard 0's lock, then shard 1's) waits for
+     * shard 1's lock; fails if the two threads deadlock.
+     *
+     * @return what {@code call} threw, or null
+     */
+    private static Throwable inAVisitorOfShard1WhileAReaderWaits(ShardedBfcAllocator a, String what, Runnable call)
+            throws InterruptedException {
+        AtomicReference<Throwable> inVisitor = new AtomicReference<>();
+        Thread reader = new Thread(a::getStats, "reader");
+        reader.setDaemon(true);
+        Thread visiting = new Thread(() -> {
+            AtomicBoolean first = new AtomicBoolean(true);
+            a.shards().get(1).forEachChunk((region, regionPtr, regionBytes, ptr, bytes, requested, id) -> {
+                if (!first.getAndSet(false)) {
+                    return;
+                }
+                reader.start();
+                // The reader takes shard 0's lock, then waits for shard 1's (held here).
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (reader.getState() != Thread.State.WAITING && reader.getState() != Thread.State.TIMED_WAITING
+                        && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+                try {
+                    call.run();
+                } catch (Throwable t) {
+                    inVisitor.set(t);
+                }
+            });
+        }, "visitor");
+        visiting.setDaemon(true); // a deadlocked one must not keep the test JVM alive
+        visiting.start();
+        visiting.join(20_000);
+        reader.join(20_000);
+        assertThat(List.of(visiting, reader)).as("threads deadlocked on " + what).noneMatch(Thread::isAlive);
+        return inVisitor.get();
     }
 
     /** close() gives every shard's lock back: another thread's later call is refused, not blocked. */
