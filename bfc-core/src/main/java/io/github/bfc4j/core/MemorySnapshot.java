@@ -126,7 +126,9 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      *
      * @param file the file, e.g. {@code snapshot.pickle}
      * @throws NullPointerException if {@code file} is null
-     * @throws IOException if the file cannot be written
+     * @throws IOException if the file cannot be written (it is left as it was), among them a
+     *     {@link java.nio.file.AccessDeniedException} if it exists and may not be written
+     *     (read-only)
      */
     public void writePyTorchPickle(Path file) throws IOException {
         writePyTorchPickle(file, 0);
@@ -141,7 +143,9 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * @throws IllegalArgumentException if {@code device} is outside that range (the file is not
      *     touched)
      * @throws NullPointerException if {@code file} is null
-     * @throws IOException if the file cannot be written (it is left as it was)
+     * @throws IOException if the file cannot be written (it is left as it was), among them a
+     *     {@link java.nio.file.AccessDeniedException} if it exists and may not be written
+     *     (read-only)
      */
     public void writePyTorchPickle(Path file, int device) throws IOException {
         PyTorchSnapshotWriter.checkDevice(device);

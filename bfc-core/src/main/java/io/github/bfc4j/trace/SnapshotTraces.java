@@ -151,12 +151,14 @@ public final class SnapshotTraces {
 
     /**
      * Writes the trace to a file ({@code .gz}: gzip-compressed), created or replaced (written
-     * beside it and moved over it once complete: a write that fails leaves the file as it was).
+     * beside it and moved over it once complete: a write that fails leaves the file as it was),
+     * as {@link TraceWriter#write(Path, TraceWriter.Content)} writes it.
      *
      * @param snapshot the snapshot
      * @param file the trace file
      * @throws IllegalStateException if the history cannot be a trace (see {@link #write})
-     * @throws IOException if the file cannot be written (it is left as it was)
+     * @throws IOException if the file cannot be written (it is left as it was), among them a
+     *     {@link java.nio.file.AccessDeniedException} if it exists and may not be written
      * @throws NullPointerException if {@code snapshot} or {@code file} is null
      */
     public static void write(MemorySnapshot snapshot, Path file) throws IOException {

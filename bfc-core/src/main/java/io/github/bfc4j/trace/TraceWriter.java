@@ -83,12 +83,16 @@ public final class TraceWriter implements Closeable, Flushable {
      * and the writer is closed. If {@code content} throws (or writing fails: a full disk), the
      * file is left as it was, or not created, and the new file is deleted: nothing cut short is
      * left that could read as a whole trace (a trace has no end mark). The new file gets the
-     * permissions the umask gives. As a shell's {@code >} does, a symbolic link is followed (the
-     * file it names is replaced, the link stays) and a device or named pipe ({@code /dev/null},
-     * a FIFO) is written to directly, never replaced by a file.
+     * permissions the umask gives. As a shell's {@code >} does, a
+     * symbolic link is followed (the file it names is replaced, the link stays), a device or named
+     * pipe ({@code /dev/null}, a FIFO) is written to directly, never replaced by a file, and a
+     * file that may not be written (read-only) is refused.
      *
      * @param file the trace file, created or replaced
      * @param content what writes the trace
+     * @throws java.nio.file.AccessDeniedException if {@code file} exists and may not be written
+     *     (read-only, for a user other than root): the message names {@code file} and why;
+     *     nothing is written
      * @throws java.nio.file.FileSystemException if {@code file} is a directory, or no file can be
      *     created beside it (its directory missing or not writable): the message names
      *     {@code file} and why; nothing is written

@@ -8,6 +8,7 @@ import static io.github.bfc4j.trace.TraceReaderTest.HEADER;
 import static io.github.bfc4j.trace.TraceReaderTest.WORKLOAD_HEADER;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.core.AllocatorStats;
@@ -17,9 +18,11 @@ import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
@@ -377,6 +380,40 @@ class TraceWriterTest {
         try (var files = Files.list(dir)) {
             assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("t.bfctrace",
                     "t.bfctrace.gz");
+        }
+    }
+
+    /**
+     * An existing file that may not be written (read-only) is refused, as a shell's {@code >}
+     * refuses it, directly or through a symbolic link, and kept as it was; it was replaced, as
+     * its directory may be written.
+     */
+    @Test
+    void aReadOnlyFileIsRefusedNotReplaced(@TempDir Path dir) throws IOException {
+        assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
+        Path file = Files.writeString(dir.resolve("t.bfctrace"), "keep me\n");
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r--r--r--"));
+        assumeFalse(Files.isWritable(file), "run as root, who may write a read-only file (a shell's > writes it too)");
+        Path link = Files.createSymbolicLink(dir.resolve("latest.bfctrace"), file.getFileName());
+        try (BfcAllocator a = BfcAllocator.builder().name("read-only").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(1L << 40, 1 << 20, 0, false)).build()) {
+            for (Path out : new Path[] {file, link}) {
+                for (ThrowingCallable write : new ThrowingCallable[] {
+                    () -> TraceWriter.write(out, w -> w.header(H)),
+                    () -> a.snapshot().writePyTorchPickle(out),
+                }) {
+                    assertThatThrownBy(write).isInstanceOf(AccessDeniedException.class)
+                            .hasMessageStartingWith(out + ": permission denied: the file exists and may not be written")
+                            .hasMessageEndingWith("; nothing was written");
+                }
+            }
+        }
+        assertThat(file).hasContent("keep me");
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file))).isEqualTo("r--r--r--");
+        assertThat(Files.isSymbolicLink(link)).as("still a link").isTrue();
+        try (Stream<Path> files = Files.list(dir)) {
+            assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("t.bfctrace",
+                    "latest.bfctrace");
         }
     }
 

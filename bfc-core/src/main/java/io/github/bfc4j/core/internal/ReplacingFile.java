@@ -17,8 +17,9 @@ import java.util.concurrent.ThreadLocalRandom;
  * Writes a file whole or not at all: into a new file beside it, moved over it once complete, so
  * that a write that fails part way (an exception of the writer, a full disk) leaves the file as
  * it was and nothing cut short behind (the pickles and traces that bfc-core writes). As a shell's
- * {@code >} does, a symbolic link is followed (the file it names is replaced, the link stays) and
- * a device or named pipe ({@code /dev/null}, a FIFO) is written to, never replaced by a file.
+ * {@code >} does, a symbolic link is followed (the file it names is replaced, the link stays), a
+ * device or named pipe ({@code /dev/null}, a FIFO) is written to, never replaced by a file, and
+ * an existing file that may not be written (read-only, for a user other than root) is refused.
  */
 public final class ReplacingFile {
 
@@ -44,6 +45,9 @@ public final class ReplacingFile {
      *
      * @param file the file to create or replace
      * @param body what writes its content
+     * @throws AccessDeniedException if {@code file} exists and may not be written (read-only,
+     *     as a shell's {@code >} refuses it): named as {@code file}, with the reason (nothing is
+     *     written)
      * @throws FileSystemException if {@code file} names a directory, or no file can be created
      *     beside it (its directory missing, or not writable): named as {@code file}, with the
      *     reason (nothing is written)
@@ -66,6 +70,15 @@ public final class ReplacingFile {
             // (where its directory may be written: root's /dev/null), and write nothing to it.
             body.writeTo(target);
             return;
+        }
+        if (Files.isRegularFile(target)) {
+            // access(2), as a shell's '>' asks: root may write a read-only file, others may not.
+            if (!Files.isWritable(target)) {
+                String linked = target.equals(file.toAbsolutePath()) ? "" : " (the file it links to, " + target + ")";
+                throw new AccessDeniedException(file.toString(), null, "permission denied: the file exists and may"
+                        + " not be written" + linked + " (expected: a file you may write to: make it writable,"
+                        + " e.g. chmod u+w, or write another file); nothing was written");
+            }
         }
         Path tmp;
         try {
