@@ -122,7 +122,8 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
     /**
      * Writes PyTorch's memory snapshot to a file (created or replaced; written to a temporary
      * file beside it and moved over it once complete, so a failure leaves the file as it was;
-     * a symbolic link is followed, and a device or named pipe, {@code /dev/null}, written to).
+     * a symbolic link is followed, and a device or named pipe, {@code /dev/null}, written to; a
+     * file replaced keeps its POSIX permissions, and other hard links to it keep the old content).
      *
      * @param file the file, e.g. {@code snapshot.pickle}
      * @throws NullPointerException if {@code file} is null

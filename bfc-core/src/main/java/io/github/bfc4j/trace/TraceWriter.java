@@ -82,11 +82,12 @@ public final class TraceWriter implements Closeable, Flushable {
      * {@code .gz}: into a new file beside it, moved over it once {@code content} has returned
      * and the writer is closed. If {@code content} throws (or writing fails: a full disk), the
      * file is left as it was, or not created, and the new file is deleted: nothing cut short is
-     * left that could read as a whole trace (a trace has no end mark). The new file gets the
-     * permissions the umask gives. As a shell's {@code >} does, a
+     * left that could read as a whole trace (a trace has no end mark). A file replaced keeps its
+     * POSIX permissions; a new one gets what the umask gives. As a shell's {@code >} does, a
      * symbolic link is followed (the file it names is replaced, the link stays), a device or named
      * pipe ({@code /dev/null}, a FIFO) is written to directly, never replaced by a file, and a
-     * file that may not be written (read-only) is refused.
+     * file that may not be written (read-only) is refused. Unlike {@code >}, the file is a new
+     * one: owned by the writer, and other hard links to the old file keep the old content.
      *
      * @param file the trace file, created or replaced
      * @param content what writes the trace

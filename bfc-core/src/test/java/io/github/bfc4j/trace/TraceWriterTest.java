@@ -22,7 +22,9 @@ import java.nio.file.AccessDeniedException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
@@ -415,6 +417,43 @@ class TraceWriterTest {
             assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder("t.bfctrace",
                     "latest.bfctrace");
         }
+    }
+
+    /**
+     * A file replaced keeps its permissions (a trace kept private stays private); it got what
+     * the umask gives ({@code rw-r--r--} under umask 022), as a new file does.
+     */
+    @Test
+    void aReplacedFileKeepsItsPermissions(@TempDir Path dir) throws IOException {
+        assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
+        Set<PosixFilePermission> umasked = Files.getPosixFilePermissions(Files.createFile(dir.resolve("plain")));
+        System.out.println("a new file gets " + PosixFilePermissions.toString(umasked));
+        try (BfcAllocator a = BfcAllocator.builder().name("perms").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(1L << 40, 1 << 20, 0, false)).build()) {
+            // Two of them differ from what any umask gives.
+            for (String perms : new String[] {"rw-------", "rw-rw-rw-", "rwxr-x---"}) {
+                Path trace = Files.writeString(dir.resolve(perms + ".bfctrace"), "old\n");
+                Path pickle = Files.writeString(dir.resolve(perms + ".pickle"), "old\n");
+                Path real = Files.writeString(dir.resolve(perms + "-real.bfctrace"), "old\n");
+                Path link = Files.createSymbolicLink(dir.resolve(perms + "-link.bfctrace"), real.getFileName());
+                for (Path p : new Path[] {trace, pickle, real}) {
+                    Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(perms));
+                }
+                TraceWriter.write(trace, w -> w.header(H));
+                a.snapshot().writePyTorchPickle(pickle);
+                TraceWriter.write(link, w -> w.header(H));
+                for (Path p : new Path[] {trace, pickle, real}) {
+                    assertThat(Files.readAllBytes(p)).as("%s replaced", p).isNotEqualTo("old\n".getBytes(
+                            StandardCharsets.UTF_8));
+                    assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(p))).as("%s", p)
+                            .isEqualTo(perms);
+                }
+            }
+        }
+        Path created = dir.resolve("new.bfctrace");
+        TraceWriter.write(created, w -> w.header(H));
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(created)))
+                .isEqualTo(PosixFilePermissions.toString(umasked));
     }
 
     @Test

@@ -11,6 +11,9 @@ import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.EnumSet;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -20,6 +23,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * {@code >} does, a symbolic link is followed (the file it names is replaced, the link stays), a
  * device or named pipe ({@code /dev/null}, a FIFO) is written to, never replaced by a file, and
  * an existing file that may not be written (read-only, for a user other than root) is refused.
+ * A file replaced keeps its POSIX permissions (where the file system has them); a new one gets
+ * what the umask gives. Being a new file, the one moved into place is owned by the writer, and
+ * other hard links to the old file (its other names) keep the old content, where a shell's
+ * {@code >}, which writes the file in place, would change them too.
  */
 public final class ReplacingFile {
 
@@ -71,6 +78,7 @@ public final class ReplacingFile {
             body.writeTo(target);
             return;
         }
+        Set<PosixFilePermission> kept = null;
         if (Files.isRegularFile(target)) {
             // access(2), as a shell's '>' asks: root may write a read-only file, others may not.
             if (!Files.isWritable(target)) {
@@ -78,6 +86,9 @@ public final class ReplacingFile {
                 throw new AccessDeniedException(file.toString(), null, "permission denied: the file exists and may"
                         + " not be written" + linked + " (expected: a file you may write to: make it writable,"
                         + " e.g. chmod u+w, or write another file); nothing was written");
+            }
+            if (target.getFileSystem().supportedFileAttributeViews().contains("posix")) {
+                kept = Files.getPosixFilePermissions(target);
             }
         }
         Path tmp;
@@ -94,7 +105,19 @@ public final class ReplacingFile {
             throw named;
         }
         try {
+            if (kept != null) {
+                // Before any content, so that no one reads it whom the old file kept out; the
+                // owner may write it meanwhile (a file of another owner that its group may write).
+                Set<PosixFilePermission> whileWritten = EnumSet.noneOf(PosixFilePermission.class);
+                whileWritten.addAll(kept);
+                whileWritten.add(PosixFilePermission.OWNER_READ);
+                whileWritten.add(PosixFilePermission.OWNER_WRITE);
+                Files.setPosixFilePermissions(tmp, whileWritten);
+            }
             body.writeTo(tmp);
+            if (kept != null) {
+                Files.setPosixFilePermissions(tmp, kept);
+            }
             try {
                 Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             } catch (AtomicMoveNotSupportedException e) {
@@ -156,7 +179,7 @@ public final class ReplacingFile {
     /**
      * A new empty file beside {@code file}, created without attributes so that the umask gives
      * its permissions, as for a file written directly ({@code Files.createTempFile} would make
-     * it readable by its owner only).
+     * it readable by its owner only); the caller gives it a replaced file's permissions.
      */
     private static Path newFileBeside(Path file) throws IOException {
         for (int attempt = 0; ; attempt++) {
