@@ -14,14 +14,19 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.EnumSet;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * A file a command writes ({@code report -o}, {@code import-tf-log -o}), written as other tools
  * write theirs: created with the permissions the umask leaves (no attributes are forced on it),
- * refused when it names a directory (or ends with a slash), a file that may not be written or one
- * in a directory that may not be written, and never left half written: the content goes to a
- * temporary file beside it, moved over it only when complete.
+ * or, replacing a file, with that file's permissions; refused when it names a directory (or ends
+ * with a slash), a file that may not be written or one in a directory that may not be written;
+ * and never left half written: the content goes to a temporary file beside it, moved over it only
+ * when complete (so the file is a new one: owned by the user, and other hard links to the old
+ * file keep the old content).
  */
 final class OutputFile {
 
@@ -132,6 +137,9 @@ final class OutputFile {
             writeNamed(option, output, content, target);
             return;
         }
+        Set<PosixFilePermission> kept = Files.isRegularFile(target)
+                && target.getFileSystem().supportedFileAttributeViews().contains("posix")
+                ? Files.getPosixFilePermissions(target) : null;
         Path tmp;
         try {
             tmp = createTemp(target);
@@ -147,7 +155,19 @@ final class OutputFile {
         }
         tmp.toFile().deleteOnExit(); // also when the command is stopped (SIGTERM) part way
         try {
+            if (kept != null) {
+                // Before any content, so that no one reads it whom the old file kept out; the
+                // owner may write it meanwhile (a file of another owner that its group may write).
+                Set<PosixFilePermission> whileWritten = EnumSet.noneOf(PosixFilePermission.class);
+                whileWritten.addAll(kept);
+                whileWritten.add(PosixFilePermission.OWNER_READ);
+                whileWritten.add(PosixFilePermission.OWNER_WRITE);
+                setPermissions(option, output, tmp, whileWritten);
+            }
             writeNamed(option, output, content, tmp);
+            if (kept != null) {
+                setPermissions(option, output, tmp, kept);
+            }
             check(option, output, example);
             try {
                 try {
@@ -196,6 +216,16 @@ final class OutputFile {
     private static UsageException cannotCreate(String option, Path output, Path dir, String why) {
         return new UsageException(option + "=" + shown(output) + ": " + why + ": no file can be created in " + shown(dir)
                 + " (expected: a file in a directory you may write to)");
+    }
+
+    /** Sets the permissions of {@code file}, a failure named as {@code output} ({@link #named}). */
+    private static void setPermissions(String option, Path output, Path file, Set<PosixFilePermission> permissions)
+            throws IOException {
+        try {
+            Files.setPosixFilePermissions(file, permissions);
+        } catch (IOException e) {
+            throw named(option, output, e);
+        }
     }
 
     /** Writes the content to {@code file}, a failure named as {@code output} ({@link #named}). */
@@ -258,7 +288,10 @@ final class OutputFile {
         }
     }
 
-    /** A new empty file beside {@code output}, created without attributes, so the umask applies. */
+    /**
+     * A new empty file beside {@code output}, created without attributes, so the umask applies
+     * (the caller gives it a replaced file's permissions).
+     */
     private static Path createTemp(Path output) throws IOException {
         Path parent = output.toAbsolutePath().getParent();
         String name = output.getFileName().toString();

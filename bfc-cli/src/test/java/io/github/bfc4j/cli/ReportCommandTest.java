@@ -6,6 +6,7 @@ package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.IOException;
@@ -400,6 +401,62 @@ class ReportCommandTest {
         assertThat(cli.run("report", Cli.TRACES.resolve("tiny-single.bfctrace"), "-o", html)).isZero();
         assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(html)))
                 .isEqualTo(PosixFilePermissions.toString(umasked));
+    }
+
+    /** An existing output that may not be written is refused before the work, as a shell's {@code >} refuses it. */
+    @Test
+    void aReadOnlyOutputIsRefusedAndKept() throws IOException {
+        assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
+        Path out = Files.writeString(dir.resolve("r.html"), "keep me\n");
+        Files.setPosixFilePermissions(out, PosixFilePermissions.fromString("r--r--r--"));
+        assumeFalse(Files.isWritable(out), "run as root, who may write a read-only file (a shell's > writes it too)");
+        assertThat(cli.run("report", Cli.TRACES.resolve("tiny-single.bfctrace"), "-o", out)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + out + ": permission denied (the file exists"
+                + " and may not be written)");
+        assertThat(out).hasContent("keep me");
+        try (var left = Files.list(dir)) {
+            assertThat(left).containsExactly(out);
+        }
+    }
+
+    /**
+     * An output that replaces a file keeps that file's permissions (a private report stays
+     * private), through a symbolic link too; it got what the umask gives, as a new file does.
+     */
+    @Test
+    void aReplacedOutputKeepsItsPermissions() throws IOException {
+        assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
+        Set<PosixFilePermission> umasked = Files.getPosixFilePermissions(Files.createFile(dir.resolve("plain")));
+        System.out.println("a new file gets " + PosixFilePermissions.toString(umasked));
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Object[][] commands = {
+            {"report", t, "-o"},
+            {"export-snapshot", t, "-o"},
+            {"generate", "--seed", "1", "--calls", "100", "-o"},
+            {"import-tf-log", Cli.TF_LOG, "--allocator", "mklcpu", "-o"},
+        };
+        // Two of them differ from what any umask gives.
+        for (String perms : new String[] {"rw-------", "rw-rw-rw-", "rwxr-x---"}) {
+            for (Object[] c : commands) {
+                Path out = Files.writeString(dir.resolve(c[0] + "-" + perms), "old\n");
+                Path real = Files.writeString(dir.resolve(c[0] + "-" + perms + "-real"), "old\n");
+                Path link = Files.createSymbolicLink(dir.resolve(c[0] + "-" + perms + "-link"), real.getFileName());
+                for (Path p : new Path[] {out, real}) {
+                    Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(perms));
+                }
+                for (Path o : new Path[] {out, link}) {
+                    Object[] args = java.util.Arrays.copyOf(c, c.length + 1);
+                    args[c.length] = o;
+                    assertThat(cli.run(args)).as(cli.err).isZero();
+                }
+                for (Path p : new Path[] {out, real}) {
+                    assertThat(Files.readAllBytes(p)).as("%s replaced", p)
+                            .isNotEqualTo("old\n".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+                    assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(p))).as("%s", p)
+                            .isEqualTo(perms);
+                }
+            }
+        }
     }
 
     @Test
