@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -444,24 +445,27 @@ class BfcAllocatorTest {
         try (BfcAllocator a = simAllocator(MIB, retry)) {
             long full = a.allocateRaw(64, MIB);
             assertThat(full).isNotZero();
-            CountDownLatch started = new CountDownLatch(1);
+            Thread allocating = Thread.currentThread();
+            java.util.concurrent.atomic.AtomicBoolean returned = new java.util.concurrent.atomic.AtomicBoolean();
+            AtomicReference<Throwable> notWaiting = new AtomicReference<>();
             Thread freer = new Thread(() -> {
-                started.countDown();
                 try {
-                    Thread.sleep(200);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
+                    TestThreads.awaitRetryWait(() -> allocating, returned::get);
+                } catch (Throwable e) {
+                    notWaiting.set(e);
+                } finally {
+                    a.deallocateRaw(full);
                 }
-                a.deallocateRaw(full);
             });
             freer.start();
-            started.await();
             long t0 = System.nanoTime();
             long p = a.allocateRaw(64, 4096); // waits for the free, then succeeds
             long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            returned.set(true);
             freer.join();
+            assertThat(notWaiting.get()).as("the free came while the allocation waited for it").isNull();
             assertThat(p).isEqualTo(full);
-            assertThat(waitedMs).isLessThan(9_000);
+            assertThat(waitedMs).as("woken by the free, not the 10 s deadline").isLessThan(9_000);
         }
     }
 
@@ -478,9 +482,14 @@ class BfcAllocatorTest {
         try (BfcAllocator a = simAllocator(4 * MIB, retry)) {
             long small = a.allocateRaw(64, MIB);
             assertThat(a.getStats().poolBytes()).as("a first region below the limit").isLessThan(4 * MIB);
+            AtomicReference<Thread> waiting = new AtomicReference<>();
             java.util.concurrent.CompletableFuture<Long> waiter =
-                    java.util.concurrent.CompletableFuture.supplyAsync(() -> a.allocateRaw(64, 4 * MIB));
-            Thread.sleep(300); // its first try failed: it waits for a free
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                        waiting.set(Thread.currentThread());
+                        return a.allocateRaw(64, 4 * MIB);
+                    });
+            // Its first try failed: it waits for a free.
+            TestThreads.awaitRetryWait(waiting::get, waiter::isDone);
             assertThat(waiter).isNotDone();
             long t0 = System.nanoTime();
             a.deallocateRaw(small);
@@ -523,9 +532,14 @@ class BfcAllocatorTest {
             long small = a.allocateRaw(64, 256);
             assertThat(asked).as("without growth the first region asked for is the limit").containsExactly(MIB);
             assertThat(a.getStats().poolBytes()).as("a region of twice the limit").isEqualTo(2 * MIB);
+            AtomicReference<Thread> waiting = new AtomicReference<>();
             java.util.concurrent.CompletableFuture<Long> waiter =
-                    java.util.concurrent.CompletableFuture.supplyAsync(() -> a.allocateRaw(64, 2 * MIB));
-            Thread.sleep(300); // its first try failed (256 bytes of the region in use): it waits for a free
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                        waiting.set(Thread.currentThread());
+                        return a.allocateRaw(64, 2 * MIB);
+                    });
+            // Its first try failed (256 bytes of the region in use): it waits for a free.
+            TestThreads.awaitRetryWait(waiting::get, waiter::isDone);
             assertThat(waiter).isNotDone();
             long t0 = System.nanoTime();
             a.deallocateRaw(small);
@@ -555,9 +569,14 @@ class BfcAllocatorTest {
             a.deallocateRaw(first); // stamped 1
             a.deallocateRaw(second); // stamped 2: two free halves, not merged
             AllocationAttributes freedBy1 = new AllocationAttributes(true, () -> 1);
+            AtomicReference<Thread> waiting = new AtomicReference<>();
             java.util.concurrent.CompletableFuture<Long> waiter = java.util.concurrent.CompletableFuture
-                    .supplyAsync(() -> a.allocateRaw(64, 3 * MIB / 4, freedBy1));
-            Thread.sleep(300); // its first try failed: it waits for a free
+                    .supplyAsync(() -> {
+                        waiting.set(Thread.currentThread());
+                        return a.allocateRaw(64, 3 * MIB / 4, freedBy1);
+                    });
+            // Its first try failed: it waits for a free.
+            TestThreads.awaitRetryWait(waiting::get, waiter::isDone);
             assertThat(waiter).isNotDone();
             long t0 = System.nanoTime();
             a.setSafeFrontier(3);
@@ -580,9 +599,14 @@ class BfcAllocatorTest {
         try (BfcAllocator a = simAllocator(MIB, retry)) {
             Allocation full = a.allocate(MIB);
             long fullAddress = full.address();
+            AtomicReference<Thread> waiting = new AtomicReference<>();
             java.util.concurrent.CompletableFuture<Long> waiter =
-                    java.util.concurrent.CompletableFuture.supplyAsync(() -> a.allocateRaw(64, 4096));
-            Thread.sleep(300); // its first try failed: it waits for a free
+                    java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                        waiting.set(Thread.currentThread());
+                        return a.allocateRaw(64, 4096);
+                    });
+            // Its first try failed: it waits for a free.
+            TestThreads.awaitRetryWait(waiting::get, waiter::isDone);
             assertThat(waiter).isNotDone();
             long t0 = System.nanoTime();
             full.close();
@@ -604,9 +628,14 @@ class BfcAllocatorTest {
         BfcAllocator a = BfcAllocator.builder().name("waiting").memoryLimit(MIB).options(retry)
                 .subAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false)).closePolicy(ClosePolicy.FORCE).build();
         a.allocateRaw(64, MIB);
+        AtomicReference<Thread> waiting = new AtomicReference<>();
         java.util.concurrent.CompletableFuture<Long> waiter =
-                java.util.concurrent.CompletableFuture.supplyAsync(() -> a.allocateRaw(64, 4096));
-        Thread.sleep(300); // its first try failed: it waits for a free
+                java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                    waiting.set(Thread.currentThread());
+                    return a.allocateRaw(64, 4096);
+                });
+        // Its first try failed: it waits for a free.
+        TestThreads.awaitRetryWait(waiting::get, waiter::isDone);
         assertThat(waiter).isNotDone();
         long t0 = System.nanoTime();
         a.close();

@@ -608,7 +608,7 @@ class ProvenanceTest {
             }
         }, "decoder-thread");
         decoder.start();
-        Thread.sleep(300);
+        TestThreads.awaitRetryWait(() -> decoder, () -> !decoder.isAlive());
         a.deallocateRaw(weights);
         decoder.join(10_000);
         assertThat(got[0]).isNotZero();

@@ -7,9 +7,15 @@ package io.github.bfc4j.core;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
-/** Test threads released together, whose first failure fails the test. */
+/**
+ * Test threads released together, whose first failure fails the test; and the wait for a thread
+ * to be waiting in the retry loop.
+ */
 final class TestThreads {
 
     /** What thread {@code id} does once all threads are released. */
@@ -50,5 +56,70 @@ final class TestThreads {
         if (failure.get() != null) {
             throw new AssertionError("seed " + seed + ": " + failure.get(), failure.get());
         }
+    }
+
+    /** Far longer than a thread takes to start and fail its first attempt, even under load. */
+    private static final long RETRY_WAIT_TIMEOUT_MILLIS = 30_000;
+
+    /**
+     * Returns once {@code waiter} waits for a free in the retry loop ({@code AllocatorRetry}'s
+     * wait, upstream's {@code AllocateRawInternalWithRetry} waiting on its condition variable):
+     * its state is {@code TIMED_WAITING} and {@code Object.wait} called from the retry helper is
+     * on its stack. A test that then frees tests the wake-up, not an allocation that had not
+     * started yet. Nothing in the allocator is changed or hooked: the thread is observed.
+     *
+     * @param waiter the thread making the allocation; null until it has started
+     * @param finished whether its allocation has returned (then it can wait no longer)
+     * @throws AssertionError if the allocation returned before it was seen waiting, or if the thread is not
+     *     waiting in the retry loop within {@value #RETRY_WAIT_TIMEOUT_MILLIS} ms
+     */
+    static void awaitRetryWait(Supplier<Thread> waiter, BooleanSupplier finished) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(RETRY_WAIT_TIMEOUT_MILLIS);
+        StackTraceElement[] last = {};
+        Thread.State lastState = null;
+        String name = "the allocating thread";
+        while (System.nanoTime() - deadline < 0) {
+            Thread t = waiter.get();
+            if (t != null) {
+                name = t.getName();
+            }
+            if (finished.getAsBoolean()) {
+                throw new AssertionError("the allocation on " + name
+                        + " returned before it was seen waiting in the retry loop for a free");
+            }
+            if (t == null) {
+                Thread.sleep(5);
+                continue;
+            }
+            last = t.getStackTrace();
+            lastState = t.getState();
+            if (lastState == Thread.State.TIMED_WAITING && inRetryWait(last)) {
+                return;
+            }
+            Thread.sleep(5);
+        }
+        StringBuilder stack = new StringBuilder();
+        for (StackTraceElement e : last) {
+            stack.append("\n\tat ").append(e);
+        }
+        throw new AssertionError(name + " was not waiting in the retry loop for a free "
+                + RETRY_WAIT_TIMEOUT_MILLIS + " ms after its allocation was started; last seen: "
+                + (lastState == null ? "not started" : lastState + stack.toString()));
+    }
+
+    /** Whether the innermost frames are {@code Object.wait} called by the retry helper's wait. */
+    private static boolean inRetryWait(StackTraceElement[] stack) {
+        String retry = io.github.bfc4j.core.internal.AllocatorRetry.class.getName();
+        boolean inObjectWait = false;
+        for (StackTraceElement e : stack) {
+            if (e.getClassName().equals(Object.class.getName()) && e.getMethodName().startsWith("wait")) {
+                inObjectWait = true;
+            } else if (inObjectWait) {
+                return e.getClassName().equals(retry) && e.getMethodName().equals("waitForMillis");
+            } else {
+                return false;
+            }
+        }
+        return false;
     }
 }

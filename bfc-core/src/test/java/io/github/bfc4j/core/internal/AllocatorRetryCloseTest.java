@@ -54,7 +54,14 @@ class AllocatorRetryCloseTest {
         });
         waiter.start();
         assertThat(failedOnce.await(5, TimeUnit.SECONDS)).isTrue();
-        Thread.sleep(100); // in its wait by now, as a rule; either way the close must end it
+        // The close must end a wait begun: wait until the thread waits for a free in the retry loop.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!inRetryWait(waiter)) {
+            assertThat(waiter.isAlive()).as("returned without waiting for a free").isTrue();
+            assertThat(System.nanoTime() - deadline).as("not waiting 30 s after its failed attempt; last seen "
+                    + waiter.getState()).isNegative();
+            Thread.sleep(5);
+        }
         retry.close();
         waiter.join(5_000);
 
@@ -69,6 +76,18 @@ class AllocatorRetryCloseTest {
         }, TEN_SECONDS, 256, 1024)).isZero();
         assertThat(attempts[0]).as("a failure after the close: two attempts, no wait").isEqualTo(2);
         assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(5_000);
+    }
+
+    /** Whether {@code t} is in {@code Object.wait}, called by the retry loop's wait. */
+    private static boolean inRetryWait(Thread t) {
+        StackTraceElement[] stack = t.getStackTrace();
+        int i = 0;
+        while (i < stack.length && stack[i].getClassName().equals(Object.class.getName())
+                && stack[i].getMethodName().startsWith("wait")) {
+            i++;
+        }
+        return i > 0 && i < stack.length && stack[i].getClassName().equals(AllocatorRetry.class.getName())
+                && stack[i].getMethodName().equals("waitForMillis") && t.getState() == Thread.State.TIMED_WAITING;
     }
 
     @Test
