@@ -12,6 +12,7 @@ import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.SubAllocator;
 import java.lang.reflect.Method;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -20,6 +21,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -339,9 +341,12 @@ class GpuBfcAllocatorTest {
         try (GpuBfcAllocator a = create(options().memoryLimitBytes(8 * MIB).virtualMemory(true)
                 .garbageCollection(false))) {
             long x = a.allocateRaw(256, 8 * MIB);
-            CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> a.allocateRaw(256, 4 * MIB));
-            Thread.sleep(300); // the waiter's first try failed: it waits for frees (up to 10 s)
-            assertThat(waiter).isNotDone();
+            AtomicReference<Thread> waiterThread = new AtomicReference<>();
+            CompletableFuture<Long> waiter = CompletableFuture.supplyAsync(() -> {
+                waiterThread.set(Thread.currentThread());
+                return a.allocateRaw(256, 4 * MIB);
+            });
+            awaitRetryWait(waiterThread, waiter); // its first try failed: it waits for frees (up to 10 s)
             a.pause(false);
             a.deallocateRaw(x); // allowed while paused; wakes the waiter
             assertThatThrownBy(() -> waiter.get(10, TimeUnit.SECONDS)).hasCauseInstanceOf(IllegalStateException.class)
@@ -350,6 +355,29 @@ class GpuBfcAllocatorTest {
             a.resume();
             assertThat(a.allocateRaw(256, 4 * MIB)).isNotZero();
         }
+    }
+
+    /**
+     * Waits until {@code thread} waits in the allocator's retry loop for a free ({@code Object.wait}
+     * under {@code AllocatorRetry.waitForMillis}), so that what the test does next happens while
+     * the allocation waits, not before it started; fails if the allocation returned first, or after
+     * 30 s.
+     */
+    private static void awaitRetryWait(AtomicReference<Thread> thread, CompletableFuture<?> allocation)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() - deadline < 0) {
+            assertThat(allocation).as("the allocation returned before it was seen waiting in the retry loop")
+                    .isNotDone();
+            Thread t = thread.get();
+            if (t != null && t.getState() == Thread.State.TIMED_WAITING && Arrays.stream(t.getStackTrace())
+                    .anyMatch(e -> e.getClassName().equals("io.github.bfc4j.core.internal.AllocatorRetry")
+                            && e.getMethodName().equals("waitForMillis"))) {
+                return;
+            }
+            Thread.sleep(5);
+        }
+        throw new AssertionError("the allocation was not seen waiting in the retry loop for a free within 30 s");
     }
 
     /** A failed record whose event cannot be destroyed either reports the record's failure. */
