@@ -1088,11 +1088,15 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /**
      * Writes all shards as one PyTorch memory snapshot to a file (created or replaced, once
-     * complete: a failure leaves it as it was); see {@link #writePyTorchPickle(OutputStream)}.
+     * complete: a failure leaves it as it was; a symbolic link is followed, and a device or named
+     * pipe, {@code /dev/null}, written to; a file replaced keeps its POSIX permissions, and other
+     * hard links to it keep the old content); see {@link #writePyTorchPickle(OutputStream)}.
      *
      * @param file the file, e.g. {@code snapshot.pickle}
      * @throws NullPointerException if {@code file} is null
-     * @throws IOException if the file cannot be written
+     * @throws IOException if the file cannot be written (it is left as it was), among them a
+     *     {@link java.nio.file.AccessDeniedException} if it exists and may not be written
+     *     (read-only)
      */
     public void writePyTorchPickle(Path file) throws IOException {
         PyTorchSnapshotWriter.toFile(file, this::writePyTorchPickle);
