@@ -1835,9 +1835,7 @@ final class BfcPort {
      *     the chunks of another shard of the same sharded allocator
      */
     private boolean inAnotherShardsWalk() {
-        final ViewPins calls = subAllocatorCalls;
-        return calls != null && calls.walkOn() && calls.walkedByCurrentThread() != null
-                && !lock.isHeldByCurrentThread();
+        return walkedInAnotherShard() != null;
     }
 
     /**
@@ -1848,12 +1846,8 @@ final class BfcPort {
      * @throws IllegalStateException on such a thread
      */
     private void refuseInAnotherShardsWalk() {
-        final ViewPins calls = subAllocatorCalls;
-        if (calls == null || !calls.walkOn()) {
-            return;
-        }
-        String walked = calls.walkedByCurrentThread();
-        if (walked != null && !lock.isHeldByCurrentThread()) {
+        final String walked = walkedInAnotherShard();
+        if (walked != null) {
             // Not in upstream (which has no shards): the visitor holds another shard's lock.
             throw new IllegalStateException("allocator " + described + " was called from inside a visitor of"
                     + " the chunks of allocator " + walked + " (forEachChunk), which holds that shard's lock:"
@@ -1862,6 +1856,19 @@ final class BfcPort {
                     + " shard calling that one). Collect what the visitor needs, and call this shard after"
                     + " the walk. Nothing was done.");
         }
+    }
+
+    /**
+     * @return how messages name the other shard whose chunks the calling thread walks (holding
+     *     that shard's lock, not this one's), or null; one volatile read while no walk is on
+     */
+    private String walkedInAnotherShard() {
+        final ViewPins calls = subAllocatorCalls;
+        if (calls == null || !calls.walkOn()) {
+            return null;
+        }
+        final String walked = calls.walkedByCurrentThread();
+        return walked != null && !lock.isHeldByCurrentThread() ? walked : null;
     }
 
     /** Releases the lock taken by {@link #lock()}. */
