@@ -7,6 +7,7 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
+import java.util.concurrent.locks.LockSupport;
 import org.bytedeco.javacpp.BytePointer;
 
 /**
@@ -20,29 +21,43 @@ import org.bytedeco.javacpp.BytePointer;
  * }
  * }</pre>
  *
- * <p>Thread-safe: {@link #close()} is idempotent and may race with itself and with the
- * allocator's close. After close (or a forced close of the allocator), {@link #address()},
- * {@link #asByteBuffer()} and {@link #asPointer()} throw {@link IllegalStateException}; the sizes
- * and id stay readable. Only the handle frees its memory: {@code deallocateRaw} of its address
- * is refused. A {@code ByteBuffer} view made before close is not (cannot be) invalidated: used
- * after close, it reads and writes memory a later allocation may own; a {@code BytePointer}
- * view's own accessors throw {@link IllegalStateException} then. No view ever reaches memory
- * given back to the operating system: while a view is reachable, the allocator's close,
- * {@code emptyCache()} or garbage collection leaves its region with the sub-allocator
- * ({@link BfcAllocator#bytesHeldForViews()}). Do not keep views beyond the handle's
+ * <p>Thread-safe: {@link #close()} is idempotent and may race with itself and with the allocator's
+ * close; a {@code close()} that returns has given the memory back (or found the allocator closed),
+ * also where another thread's close of the handle was under way. After close (or a forced close of
+ * the allocator), {@link #address()}, {@link #asByteBuffer()} and {@link #asPointer()} throw
+ * {@link IllegalStateException}; the sizes and id stay readable. Only the handle frees its memory:
+ * {@code deallocateRaw} of its address is refused. A {@code ByteBuffer} view made before close is
+ * not (cannot be) invalidated: used after close, it reads and writes memory a later allocation may
+ * own; a {@code BytePointer} view's own accessors throw {@link IllegalStateException} then. No
+ * view ever reaches memory given back to the operating system: while a view is reachable, the
+ * allocator's close, {@code emptyCache()} or garbage collection leaves its region with the
+ * sub-allocator ({@link BfcAllocator#bytesHeldForViews()}). Do not keep views beyond the handle's
  * try-with-resources block.
  */
 public final class Allocation implements AutoCloseable {
 
-    private static final VarHandle CLOSED;
+    private static final VarHandle STATE;
+    private static final VarHandle WAITERS;
 
     static {
         try {
-            CLOSED = MethodHandles.lookup().findVarHandle(Allocation.class, "closed", boolean.class);
+            MethodHandles.Lookup l = MethodHandles.lookup();
+            STATE = l.findVarHandle(Allocation.class, "state", int.class);
+            WAITERS = l.findVarHandle(Allocation.class, "waiters", CloseWaiter.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
     }
+
+    /** Not closed. */
+    private static final int OPEN = 0;
+    /**
+     * A close has begun: the handle is closed for its users, and its free is under way; open
+     * again if that free fails and leaves the chunk this handle's.
+     */
+    private static final int CLOSING = 1;
+    /** Closed for good: freed (or the allocator closed first). */
+    private static final int CLOSED = 2;
 
     private final BfcAllocator allocator;
     /** The chunk's start: what is freed. */
@@ -55,8 +70,13 @@ public final class Allocation implements AutoCloseable {
     /** Null unless leak detection is on. */
     private final LeakGuard guard;
 
-    @SuppressWarnings("unused") // through CLOSED
-    private volatile boolean closed;
+    /** {@link #OPEN}, {@link #CLOSING} or {@link #CLOSED}; leaves CLOSING only in {@link #free()}. */
+    private volatile int state;
+    /**
+     * The threads whose {@link #close()} waits for another thread's ({@link #CLOSING}), as a
+     * stack pushed by them and taken whole by that close when it ends; null but then.
+     */
+    private volatile CloseWaiter waiters;
 
     Allocation(BfcAllocator allocator, long chunkAddress, long address, long size, long requestedSize,
             long allocationId, LeakGuard guard) {
@@ -100,10 +120,11 @@ public final class Allocation implements AutoCloseable {
     /**
      * @return true once {@link #close()} was called, or the allocator's close has begun (by
      *     force, while this allocation was live): from then on the handle refuses to be used,
-     *     even while that close is still giving regions back
+     *     even while that close is still giving regions back; false again if every
+     *     {@code close()} of it threw, leaving it open
      */
     public boolean isClosed() {
-        return closed || allocator.isClosed() || allocator.closeBegun();
+        return state != OPEN || allocator.isClosed() || allocator.closeBegun();
     }
 
     /** @return the allocator it came from */
@@ -210,39 +231,158 @@ public final class Allocation implements AutoCloseable {
 
     /**
      * Gives the memory back to the allocator. Idempotent and thread-safe; does nothing if the
-     * allocator was already closed (by force). Frees only this allocation's own chunk.
+     * allocator was already closed (by force). Frees only this allocation's own chunk. When it
+     * returns, the memory is back: called while another thread's {@code close()} of this
+     * handle is under way, it waits for that one to end, and if that one threw and left the
+     * handle open, frees the memory itself.
      *
      * @throws IllegalStateException if called from inside the allocator's call of its
      *     sub-allocator's {@code alloc} or {@code free} (a sub-allocator must not free memory of
      *     the allocator it serves); the allocation stays open
+     * @throws IllegalStateException if another thread's {@code close()} of this handle is under
+     *     way and this thread holds a lock that close may wait for (inside a visitor of
+     *     {@link BfcAllocator#forEachChunk}, of this allocator or of another shard of the same
+     *     {@link ShardedBfcAllocator}): waiting for it there could deadlock; this call does
+     *     nothing, and the other close decides
      * @throws OutOfMemoryError if the Java heap has no room for the free's bookkeeping (with a
      *     timing counter set); the allocation stays open, and a later {@code close()} frees it
      */
     @Override
     public void close() {
-        if (!closed) {
-            allocator.refuseCallFromSubAllocator("Allocation.close()");
-        }
-        if (!CLOSED.compareAndSet(this, false, true)) {
+        final int s = state;
+        if (s == CLOSED) {
             return;
         }
-        if (guard == null || guard.markClosed()) {
-            try {
-                allocator.deallocateForHandle(chunkAddress, allocationId);
-            } catch (Throwable t) {
-                // The free failed before it changed anything (its timestamp queue could not
-                // grow: out of heap); the chunk is still this handle's, and a raw free may not
-                // take it, so only this handle can free it: it stays open, for a later close.
-                if (allocator.ownedByHandle(chunkAddress, allocationId)) {
-                    if (guard != null) {
-                        guard.reopen();
-                    }
-                    closed = false;
-                }
-                throw t;
-            }
+        allocator.refuseCallFromSubAllocator("Allocation.close()");
+        if (s == OPEN && STATE.compareAndSet(this, OPEN, CLOSING)) {
+            free();
+        } else {
+            closeAfterAnother();
         }
         Reference.reachabilityFence(this);
+    }
+
+    /**
+     * The free of a {@link #close()} that moved the handle to {@link #CLOSING}; ends it
+     * {@link #CLOSED}, or {@link #OPEN} if the free failed and left the chunk this handle's,
+     * and wakes the closes that waited for it.
+     */
+    private void free() {
+        int after = CLOSED;
+        try {
+            if (guard == null || guard.markClosed()) {
+                try {
+                    allocator.deallocateForHandle(chunkAddress, allocationId);
+                } catch (Throwable t) {
+                    // The free failed before it changed anything (its timestamp queue could not
+                    // grow: out of heap); the chunk is still this handle's, and a raw free may not
+                    // take it, so only this handle can free it: it stays open, for a later close.
+                    if (stillOwned(t)) {
+                        if (guard != null) {
+                            guard.reopen();
+                        }
+                        after = OPEN;
+                    }
+                    throw t;
+                }
+            }
+        } finally {
+            // A volatile write, then a volatile read: a waiter pushes itself, then reads the
+            // state (closeAfterAnother), so either it sees this state or this close sees it.
+            state = after;
+            if (waiters != null) {
+                wakeWaiters();
+            }
+        }
+    }
+
+    /**
+     * After the free threw {@code t}: whether the chunk is still this handle's. If that cannot
+     * be told (the check threw too, suppressed by {@code t}), the handle is taken as closed: a
+     * chunk still held then stays in use until the allocator's forced close.
+     */
+    private boolean stillOwned(Throwable t) {
+        try {
+            return allocator.ownedByHandle(chunkAddress, allocationId);
+        } catch (Throwable e) {
+            t.addSuppressed(e);
+            return false;
+        }
+    }
+
+    /**
+     * {@link #close()} that found another thread's close under way, or lost the race to begin
+     * one: waits for that close to end, and frees the memory itself if it left the handle open
+     * (it threw). Allocates a node per wait: only closes that meet another one come here.
+     */
+    private void closeAfterAnother() {
+        boolean interrupted = false;
+        try {
+            for (;;) {
+                final int s = state;
+                if (s == CLOSED) {
+                    return;
+                }
+                if (s == OPEN) {
+                    if (STATE.compareAndSet(this, OPEN, CLOSING)) {
+                        free();
+                        return;
+                    }
+                    continue;
+                }
+                // The other close may need the allocator's lock (its free, the check after a
+                // failed free): a thread that holds it, or holds another shard's in a walk that
+                // a reader of every shard may be waiting for, must not wait for that close.
+                allocator.refuseWaitForHandleClose(this);
+                CloseWaiter w = new CloseWaiter(Thread.currentThread());
+                CloseWaiter top;
+                do {
+                    top = waiters;
+                    w.next = top;
+                } while (!WAITERS.compareAndSet(this, top, w));
+                if (state == CLOSING) {
+                    // One park per push: the close that ends takes the whole stack and unparks
+                    // it; a wake-up for an earlier close (whose stack held this node), or a
+                    // spurious one, comes back here and pushes again.
+                    LockSupport.park(this);
+                    if (Thread.interrupted()) {
+                        interrupted = true;
+                    }
+                }
+                w.thread = null;
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Unparks every waiter pushed so far, taking the stack. */
+    private void wakeWaiters() {
+        for (CloseWaiter w = (CloseWaiter) WAITERS.getAndSet(this, null); w != null; w = w.next) {
+            final Thread t = w.thread;
+            if (t != null) {
+                LockSupport.unpark(t);
+            }
+        }
+    }
+
+    /** A thread whose {@link #close()} waits for another thread's close of the handle. */
+    private static final class CloseWaiter {
+        /** The waiting thread; null once it no longer waits. */
+        volatile Thread thread;
+        CloseWaiter next;
+
+        CloseWaiter(Thread thread) {
+            this.thread = thread;
+        }
+    }
+
+    /** For messages: how the handle is named. */
+    String described() {
+        return "allocation #" + allocationId + " (" + requestedSize + " bytes at 0x" + Long.toHexString(address)
+                + ") of allocator " + allocator.described();
     }
 
     /**
@@ -250,7 +390,7 @@ public final class Allocation implements AutoCloseable {
      *     close; also for the {@code BytePointer} view's accessors ({@link ViewPointer})
      */
     void checkOpen() {
-        if (closed) {
+        if (state != OPEN) {
             throw new IllegalStateException("allocation #" + allocationId + " (" + requestedSize
                     + " bytes at 0x" + Long.toHexString(address) + ") of allocator " + allocator.described()
                     + " is closed: it must not be used after close()");

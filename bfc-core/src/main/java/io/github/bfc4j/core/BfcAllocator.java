@@ -695,6 +695,25 @@ public final class BfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * {@link Allocation#close()} about to wait for another thread's close of {@code handle}
+     * (which may need this allocator's lock): refuses a thread on which that wait could
+     * deadlock, one that holds this lock (a visitor of {@link #forEachChunk}) or walks another
+     * shard's chunks.
+     *
+     * @throws IllegalStateException on such a thread
+     */
+    void refuseWaitForHandleClose(Allocation handle) {
+        if (port.lockHeldByCurrentThread()) {
+            throw new IllegalStateException("Allocation.close() of " + handle.described() + " was called while"
+                    + " another thread's close() of it is under way, on a thread that holds the allocator's lock"
+                    + " (inside a visitor of its chunks, forEachChunk): that close may need the lock, so waiting"
+                    + " for it here could deadlock. Close handles after the walk; the other thread's close frees"
+                    + " the memory (if it throws, the handle stays open). Nothing was done.");
+        }
+        port.refuseInAnotherShardsWalk();
+    }
+
+    /**
      * {@link LeakGuard}: returns a leaked allocation's memory (as its handle's close would) and
      * counts it.
      *

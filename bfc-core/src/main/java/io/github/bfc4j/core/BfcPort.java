@@ -1845,7 +1845,7 @@ final class BfcPort {
      *
      * @throws IllegalStateException on such a thread
      */
-    private void refuseInAnotherShardsWalk() {
+    void refuseInAnotherShardsWalk() {
         final String walked = walkedInAnotherShard();
         if (walked != null) {
             // Not in upstream (which has no shards): the visitor holds another shard's lock.

@@ -17,6 +17,20 @@ public final class GrowthFaults {
         IntDeque.beforeGrowth = failOn(Thread.currentThread(), "IntDeque");
     }
 
+    /**
+     * The next growths of an {@link IntDeque} on this thread run {@code hook} first: it may
+     * wait (a test's way to hold a free there, under the allocator's lock, before it changes
+     * anything) and may throw, as {@link #failIntDequeGrowth()} does.
+     */
+    public static void onIntDequeGrowth(Runnable hook) {
+        Thread thread = Thread.currentThread();
+        IntDeque.beforeGrowth = () -> {
+            if (Thread.currentThread() == thread) {
+                hook.run();
+            }
+        };
+    }
+
     /** The next growths of a {@link ChunkTable} on this thread throw half-way. */
     public static void failChunkTableGrowth() {
         ChunkTable.midGrowth = failOn(Thread.currentThread(), "ChunkTable");
