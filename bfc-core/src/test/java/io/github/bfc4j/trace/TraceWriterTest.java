@@ -345,6 +345,41 @@ class TraceWriterTest {
         assertThat(file).hasContent("not a directory");
     }
 
+    /**
+     * A file whose name is long, yet one the file system takes, is written like any other, as
+     * {@code TraceWriter.create} writes it; the name of the file beside it (the whole name with
+     * a dot before and a random part after) went past the file system's 255 bytes, and the write
+     * was refused ("File name too long: no file can be created in DIR"). Where the start that
+     * name keeps ends inside a character of two UTF-16 units (an emoji), the character is kept
+     * whole or not at all, not cut in two (a name no path takes).
+     */
+    @Test
+    void aFileWithALongNameIsWritten(@TempDir Path dir) throws IOException {
+        String[] names = {
+            "t".repeat(240) + ".bfctrace",
+            "x".repeat(49) + "\uD83D\uDE00" + "y".repeat(190) + ".bfctrace",
+        };
+        try (BfcAllocator a = BfcAllocator.builder().name("long").memoryLimit(1 << 20)
+                .subAllocator(new SimSubAllocator(1L << 40, 1 << 20, 0, false)).build()) {
+            for (String name : names) {
+                Path file = dir.resolve(name);
+                try {
+                    Files.delete(Files.createFile(file));
+                } catch (FileSystemException e) {
+                    assumeTrue(false, "this file system does not take the name " + name + ": " + e.getReason());
+                }
+                TraceWriter.write(file, w -> w.header(H));
+                assertThat(Files.readString(file)).startsWith("bfctrace 1\n");
+                Path pickle = dir.resolve(name.replace(".bfctrace", ".pickle"));
+                a.snapshot().writePyTorchPickle(pickle);
+                assertThat(Files.size(pickle)).isPositive();
+            }
+        }
+        try (Stream<Path> files = Files.list(dir)) {
+            assertThat(files).as("nothing left beside them").hasSize(2 * names.length);
+        }
+    }
+
     @Test
     void writeReplacesAFileWholeOrNotAtAll(@TempDir Path dir) throws IOException {
         for (String name : new String[] {"t.bfctrace", "t.bfctrace.gz"}) {

@@ -9,29 +9,47 @@ import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFilePermission;
 import java.util.EnumSet;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Predicate;
 
 /**
  * Writes a file whole or not at all: into a new file beside it, moved over it once complete, so
  * that a write that fails part way (an exception of the writer, a full disk) leaves the file as
- * it was and nothing cut short behind (the pickles and traces that bfc-core writes). As a shell's
- * {@code >} does, a symbolic link is followed (the file it names is replaced, the link stays), a
- * device or named pipe ({@code /dev/null}, a FIFO) is written to, never replaced by a file, and
- * an existing file that may not be written (read-only, for a user other than root) is refused.
- * A file replaced keeps its POSIX permissions (where the file system has them); a new one gets
- * what the umask gives. Being a new file, the one moved into place is owned by the writer, and
- * other hard links to the old file (its other names) keep the old content, where a shell's
- * {@code >}, which writes the file in place, would change them too.
+ * it was and nothing cut short behind (the pickles and traces that bfc-core writes, and the
+ * files of bfc's {@code -o}). As a shell's {@code >} does, a symbolic link is followed (the file
+ * it names is replaced, the link stays), a device or named pipe ({@code /dev/null}, a FIFO) is
+ * written to, never replaced by a file, and an existing file that may not be written (read-only,
+ * for a user other than root) is refused, before the content is written and again just before
+ * the move. A file replaced keeps its POSIX permissions (where the file system has them); a new
+ * one gets what the umask gives. Being a new file, the one moved into place is owned by the
+ * writer, and other hard links to the old file (its other names) keep the old content, where a
+ * shell's {@code >}, which writes the file in place, would change them too.
+ *
+ * <p>Every failure of its own is a {@link FileSystemException} (an {@link AccessDeniedException}
+ * for a file that may not be written) named as the caller gave the file, never as the file
+ * beside it, whose reason ends with {@value #NOTHING_WRITTEN}; {@link #why} gives the reason
+ * alone, for a caller that names the file its own way ({@code bfc}'s {@code -o=FILE: why}).
  */
 public final class ReplacingFile {
 
+    /** The end of the reason of every failure of this class's own: the file is as it was. */
+    public static final String NOTHING_WRITTEN = "; nothing was written";
+
     /** The symbolic links followed before giving up, as Linux's path resolution (ELOOP). */
     private static final int MAX_LINK_HOPS = 40;
+
+    /**
+     * The characters of the file's name that the name of the file beside it keeps: with the
+     * dots and the random part, within the 255 bytes a name that file systems take, however
+     * long the file's own name (at most 4 bytes a character in UTF-8: 200 bytes and 20 more).
+     */
+    private static final int NAME_KEPT_CHARS = 50;
 
     private ReplacingFile() {
     }
@@ -53,56 +71,89 @@ public final class ReplacingFile {
      * @param file the file to create or replace
      * @param body what writes its content
      * @throws AccessDeniedException if {@code file} exists and may not be written (read-only,
-     *     as a shell's {@code >} refuses it): named as {@code file}, with the reason (nothing is
-     *     written)
-     * @throws FileSystemException if {@code file} names a directory, or no file can be created
-     *     beside it (its directory missing, or not writable): named as {@code file}, with the
-     *     reason (nothing is written)
-     * @throws IOException if {@code body} fails or the move fails; {@code file} is then as it
-     *     was, and the file beside it is deleted
+     *     as a shell's {@code >} refuses it), before {@code body} runs or when it has returned:
+     *     named as {@code file}, with the reason (nothing is written)
+     * @throws FileSystemException if {@code file} names a directory, links that name each other,
+     *     or a file in a directory that is missing or takes no new file; or if the file beside
+     *     it cannot be given {@code file}'s permissions, or the move fails (a name the file
+     *     system refuses): named as {@code file}, with the reason (nothing is written)
+     * @throws IOException what {@code body} throws; {@code file} is then as it was, and the
+     *     file beside it is deleted
      */
     public static void write(Path file, Body body) throws IOException {
-        Path target = file.toAbsolutePath();
-        if (Files.isDirectory(target)) {
-            // Else the file beside it would be made in the directory's parent, and the move fail.
-            throw new FileSystemException(file.toString(), null, "is a directory (expected: the path of a"
-                    + " file to create or replace, e.g. a file name inside that directory); nothing was written");
-        }
-        if (Files.isSymbolicLink(target)) {
-            // Moving the new file over the link would replace the link, not the file it names.
-            target = linkTarget(file, target);
-        }
+        write(file, false, body, Files::isWritable);
+    }
+
+    /**
+     * Writes {@code file} through {@code body} as {@link #write(Path, Body)} does, and also
+     * deletes the file beside it when the JVM exits part way (stopped by SIGTERM). For a
+     * process that writes once and exits (a command): each call keeps the name of the file
+     * beside it until the JVM exits ({@link java.io.File#deleteOnExit}), which a long-running
+     * process writing often would pile up.
+     *
+     * @param file the file to create or replace
+     * @param body what writes its content
+     * @throws IOException as {@link #write(Path, Body)} throws
+     */
+    public static void writeDeletingOnExit(Path file, Body body) throws IOException {
+        write(file, true, body, Files::isWritable);
+    }
+
+    /**
+     * The file that {@link #write(Path, Body)} would write, checked as it checks it before any
+     * content: for a caller that refuses a file before its own work. A symbolic link is
+     * followed to the file it names; a device or named pipe is the file itself.
+     *
+     * @param file the file to create or replace
+     * @return the file to be written: {@code file} absolute, or the file its links name
+     * @throws AccessDeniedException if {@code file} exists and may not be written
+     * @throws FileSystemException if {@code file} names a directory, links that name each other,
+     *     or a file in a directory that is missing or takes no new file
+     * @throws IOException if its links cannot be read
+     */
+    public static Path check(Path file) throws IOException {
+        return check(file, Files::isWritable);
+    }
+
+    /**
+     * The reason of a failure without the file's name and without {@value #NOTHING_WRITTEN}:
+     * {@code permission denied: the file exists and may not be written (expected: ...)}; for an
+     * exception of another kind (a writer's), its message.
+     *
+     * @param e a failure of {@link #write(Path, Body)}
+     * @return why it failed, in words
+     */
+    public static String why(IOException e) {
+        String why = e instanceof FileSystemException f && f.getReason() != null ? f.getReason()
+                : e.getMessage() != null ? e.getMessage() : e.toString();
+        return why.endsWith(NOTHING_WRITTEN) ? why.substring(0, why.length() - NOTHING_WRITTEN.length()) : why;
+    }
+
+    /**
+     * {@link #write(Path, Body)}, asking {@code mayWrite} whether an existing file may be
+     * written ({@code Files::isWritable}, access(2); a test gives its own answer, as root may
+     * write every file).
+     */
+    static void write(Path file, boolean deleteOnExit, Body body, Predicate<Path> mayWrite) throws IOException {
+        Path target = check(file, mayWrite);
         if (Files.exists(target) && !Files.isRegularFile(target)) {
             // A device or a named pipe: moving a file over it would replace the device itself
             // (where its directory may be written: root's /dev/null), and write nothing to it.
             body.writeTo(target);
             return;
         }
-        Set<PosixFilePermission> kept = null;
-        if (Files.isRegularFile(target)) {
-            // access(2), as a shell's '>' asks: root may write a read-only file, others may not.
-            if (!Files.isWritable(target)) {
-                String linked = target.equals(file.toAbsolutePath()) ? "" : " (the file it links to, " + target + ")";
-                throw new AccessDeniedException(file.toString(), null, "permission denied: the file exists and may"
-                        + " not be written" + linked + " (expected: a file you may write to: make it writable,"
-                        + " e.g. chmod u+w, or write another file); nothing was written");
-            }
-            if (target.getFileSystem().supportedFileAttributeViews().contains("posix")) {
-                kept = Files.getPosixFilePermissions(target);
-            }
-        }
+        Set<PosixFilePermission> kept = Files.isRegularFile(target)
+                && target.getFileSystem().supportedFileAttributeViews().contains("posix")
+                ? Files.getPosixFilePermissions(target) : null;
         Path tmp;
         try {
             tmp = newFileBeside(target);
         } catch (IOException e) {
             // The file beside it is ours: its name would tell the caller nothing.
-            Path dir = target.getParent();
-            String why = !Files.exists(dir) ? "no such directory: " + dir
-                    : !Files.isDirectory(dir) ? "not a directory: " + dir
-                    : "no file can be created in " + dir + " (" + reason(e) + ")";
-            FileSystemException named = new FileSystemException(file.toString(), null, why + "; nothing was written");
-            named.initCause(e);
-            throw named;
+            throw named(file, noNewFile(target.getParent(), reason(e)), e);
+        }
+        if (deleteOnExit) {
+            tmp.toFile().deleteOnExit();
         }
         try {
             if (kept != null) {
@@ -112,26 +163,106 @@ public final class ReplacingFile {
                 whileWritten.addAll(kept);
                 whileWritten.add(PosixFilePermission.OWNER_READ);
                 whileWritten.add(PosixFilePermission.OWNER_WRITE);
-                Files.setPosixFilePermissions(tmp, whileWritten);
+                setPermissions(file, tmp, whileWritten);
             }
             body.writeTo(tmp);
             if (kept != null) {
-                Files.setPosixFilePermissions(tmp, kept);
+                setPermissions(file, tmp, kept);
             }
+            // Again, as the content may have taken long: a file made read-only (or a directory)
+            // meanwhile is refused as it would have been before, not replaced.
+            refuseUnwritable(file, target, mayWrite);
             try {
-                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-            } catch (AtomicMoveNotSupportedException e) {
-                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+                try {
+                    Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+                } catch (AtomicMoveNotSupportedException e) {
+                    Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+                }
+            } catch (IOException e) {
+                // A name the file system refuses ("File name too long") fails only here, with
+                // the name of the file beside it: the failure names the file.
+                throw named(file, reason(e), e);
             }
         } finally {
             Files.deleteIfExists(tmp);
         }
     }
 
-    /** Why a file could not be created, in words ("permission denied", the system's reason). */
+    /** {@link #check(Path)}, asking {@code mayWrite} whether an existing file may be written. */
+    static Path check(Path file, Predicate<Path> mayWrite) throws IOException {
+        Path target = file.toAbsolutePath();
+        if (Files.isSymbolicLink(target)) {
+            // Moving the new file over the link would replace the link, not the file it names.
+            target = linkTarget(file, target);
+        }
+        refuseUnwritable(file, target, mayWrite);
+        if (Files.exists(target) && !Files.isRegularFile(target)) {
+            return target; // a device or a pipe, written in place: its directory is not written
+        }
+        // The file beside it is made in its directory: one that takes no new file is said now.
+        Path dir = target.getParent();
+        if (!Files.isDirectory(dir) || !mayWrite.test(dir)) {
+            throw named(file, noNewFile(dir, "permission denied"), null);
+        }
+        return target;
+    }
+
+    /**
+     * Refuses a target that is a directory (the file beside it would be made in the directory's
+     * parent, and the move fail, or remove an empty directory) or that exists and may not be
+     * written: access(2), as a shell's {@code >} asks, so root may write a read-only file, others
+     * may not.
+     */
+    private static void refuseUnwritable(Path file, Path target, Predicate<Path> mayWrite) throws FileSystemException {
+        if (Files.isDirectory(target)) {
+            throw named(file, "is a directory (expected: the path of a file to create or replace, e.g. a file name"
+                    + " inside that directory)", null);
+        }
+        if (Files.exists(target) && !mayWrite.test(target)) {
+            String linked = target.equals(file.toAbsolutePath()) ? "" : " (the file it links to, " + target + ")";
+            throw new AccessDeniedException(file.toString(), null, "permission denied: the file exists and may not be"
+                    + " written" + linked + " (expected: a file you may write to: make it writable, e.g. chmod u+w,"
+                    + " or write another file)" + NOTHING_WRITTEN);
+        }
+    }
+
+    /**
+     * Why no file can be made in {@code dir}: it is missing, not a directory, or takes none
+     * ({@code reason}: "permission denied", the system's reason).
+     */
+    private static String noNewFile(Path dir, String reason) {
+        return !Files.exists(dir) ? "no such directory: " + dir
+                : !Files.isDirectory(dir) ? "not a directory: " + dir
+                : reason + ": no file can be created in " + dir + " (expected: a file in a directory you may"
+                        + " write to)";
+    }
+
+    /** The failure to write {@code file}, named as the caller gave it, with {@code why}. */
+    private static FileSystemException named(Path file, String why, IOException cause) {
+        FileSystemException named = new FileSystemException(file.toString(), null, why + NOTHING_WRITTEN);
+        if (cause != null) {
+            named.initCause(cause);
+        }
+        return named;
+    }
+
+    /** Sets the permissions of the file beside {@code file}, a failure named as {@code file}. */
+    private static void setPermissions(Path file, Path tmp, Set<PosixFilePermission> permissions)
+            throws FileSystemException {
+        try {
+            Files.setPosixFilePermissions(tmp, permissions);
+        } catch (IOException e) {
+            throw named(file, reason(e), e);
+        }
+    }
+
+    /** Why a file operation failed, in words ("permission denied", the system's reason). */
     private static String reason(IOException e) {
         if (e instanceof AccessDeniedException) {
             return "permission denied";
+        }
+        if (e instanceof NoSuchFileException) {
+            return "no such file or directory";
         }
         return e instanceof FileSystemException f && f.getReason() != null ? f.getReason() : e.toString();
     }
@@ -153,9 +284,8 @@ public final class ReplacingFile {
         Path p = link;
         for (int hops = 0; Files.isSymbolicLink(p); hops++) {
             if (hops == MAX_LINK_HOPS) {
-                throw new FileSystemException(file.toString(), null, "too many levels of symbolic links (links"
-                        + " that name each other; expected: a link that ends at a file or names none);"
-                        + " nothing was written");
+                throw named(file, "too many levels of symbolic links (links that name each other; expected: a link"
+                        + " that ends at a file or names none)", null);
             }
             p = inRealDirectory(p.getParent().toRealPath().resolve(Files.readSymbolicLink(p)));
         }
@@ -179,12 +309,18 @@ public final class ReplacingFile {
     /**
      * A new empty file beside {@code file}, created without attributes so that the umask gives
      * its permissions, as for a file written directly ({@code Files.createTempFile} would make
-     * it readable by its owner only); the caller gives it a replaced file's permissions.
+     * it readable by its owner only); the caller gives it a replaced file's permissions. Its
+     * name keeps the start of {@code file}'s (whole characters: a pair of surrogates is not
+     * cut), so that it is within the file system's limit whenever {@code file}'s is.
      */
     private static Path newFileBeside(Path file) throws IOException {
+        String name = file.getFileName().toString();
+        int kept = name.length() <= NAME_KEPT_CHARS ? name.length()
+                : Character.isHighSurrogate(name.charAt(NAME_KEPT_CHARS - 1)) ? NAME_KEPT_CHARS - 1 : NAME_KEPT_CHARS;
+        String base = "." + name.substring(0, kept) + ".";
         for (int attempt = 0; ; attempt++) {
-            Path tmp = file.resolveSibling("." + file.getFileName() + "."
-                    + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36) + ".tmp");
+            Path tmp = file.resolveSibling(base + Long.toUnsignedString(ThreadLocalRandom.current().nextLong(), 36)
+                    + ".tmp");
             try {
                 return Files.createFile(tmp);
             } catch (FileAlreadyExistsException e) {

@@ -1,0 +1,82 @@
+/*
+ * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ */
+package io.github.bfc4j.core.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.IOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.function.Predicate;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * What {@link ReplacingFile} checks again just before the move (its other behaviour is tested
+ * through its users: TraceWriterTest, PyTorchSnapshotTest, and bfc-cli's ReportCommandTest).
+ */
+class ReplacingFileTest {
+
+    /**
+     * access(2) as it answers the files' owner when that owner is not root: whether the owner may
+     * write. Root may write every file, so a test run as root asks this instead.
+     */
+    private static final Predicate<Path> OWNER_MAY_WRITE = p -> {
+        try {
+            return Files.getPosixFilePermissions(p).contains(PosixFilePermission.OWNER_WRITE);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    };
+
+    /**
+     * A file made read-only while its new content is written is refused at the move, as it would
+     * have been before the content, and kept as it is; it was replaced, as the file's
+     * writability was asked only before the content.
+     */
+    @Test
+    void aFileMadeReadOnlyWhileWrittenIsRefusedAtTheMove(@TempDir Path dir) throws IOException {
+        assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
+        Path file = Files.writeString(dir.resolve("t.bfctrace"), "keep me\n");
+        assertThatThrownBy(() -> ReplacingFile.write(file, false, tmp -> {
+            Files.writeString(tmp, "new\n");
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r--r--r--"));
+        }, OWNER_MAY_WRITE)).isInstanceOf(AccessDeniedException.class).hasMessage(file + ": permission denied: the"
+                + " file exists and may not be written (expected: a file you may write to: make it writable, e.g."
+                + " chmod u+w, or write another file); nothing was written");
+        assertKept(dir, file);
+    }
+
+    /** As {@link #aFileMadeReadOnlyWhileWrittenIsRefusedAtTheMove}, with access(2) itself. */
+    @Test
+    void aFileMadeReadOnlyWhileWrittenIsRefusedAtTheMoveByAccess(@TempDir Path dir) throws IOException {
+        assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
+        Path file = Files.writeString(dir.resolve("t.bfctrace"), "keep me\n");
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r--r--r--"));
+        assumeFalse(Files.isWritable(file), "run as root, who may write a read-only file (a shell's > writes it too)");
+        Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("rw-r--r--"));
+        assertThatThrownBy(() -> ReplacingFile.write(file, tmp -> {
+            Files.writeString(tmp, "new\n");
+            Files.setPosixFilePermissions(file, PosixFilePermissions.fromString("r--r--r--"));
+        })).isInstanceOf(AccessDeniedException.class).hasMessageStartingWith(file + ": permission denied: the file"
+                + " exists and may not be written");
+        assertKept(dir, file);
+    }
+
+    /** The file as it was, read-only, and nothing beside it. */
+    private static void assertKept(Path dir, Path file) throws IOException {
+        assertThat(file).hasContent("keep me");
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(file))).isEqualTo("r--r--r--");
+        try (Stream<Path> files = Files.list(dir)) {
+            assertThat(files).containsExactly(file);
+        }
+    }
+}
