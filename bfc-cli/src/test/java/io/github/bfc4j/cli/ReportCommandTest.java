@@ -303,17 +303,7 @@ class ReportCommandTest {
         assertThat(Files.readString(target)).startsWith("<!DOCTYPE html>");
 
         Path fifo = Fifo.create(dir, "out.fifo");
-        java.util.concurrent.CompletableFuture<byte[]> read = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-            try {
-                return Files.readAllBytes(fifo);
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        });
-        assertThat(assertTimeoutPreemptively(Duration.ofSeconds(30), () -> cli.run("report", t, "-o", fifo)))
-                .as(cli.err).isZero();
-        assertThat(new String(read.get(30, java.util.concurrent.TimeUnit.SECONDS), java.nio.charset.StandardCharsets.UTF_8))
-                .startsWith("<!DOCTYPE html>");
+        assertThat(reportInto(t, fifo)).startsWith("<!DOCTYPE html>");
         assertThat(Files.isRegularFile(fifo, java.nio.file.LinkOption.NOFOLLOW_LINKS)).as("still a pipe").isFalse();
 
         Path input = Files.copy(t, dir.resolve("in.bfctrace"));
@@ -371,6 +361,62 @@ class ReportCommandTest {
         }
     }
 
+    /** Runs {@code report t -o fifo}, which must succeed, and answers what a reader of the pipe got. */
+    private String reportInto(Path t, Path fifo) throws Exception {
+        java.util.concurrent.CompletableFuture<byte[]> read = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return Files.readAllBytes(fifo);
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        assertThat(assertTimeoutPreemptively(Duration.ofSeconds(30), () -> cli.run("report", t, "-o", fifo)))
+                .as(cli.err).isZero();
+        return new String(read.get(30, java.util.concurrent.TimeUnit.SECONDS), java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A named pipe in a directory that takes no new file is written to, as a shell's {@code >}
+     * writes it (and as {@code -o /dev/null} is, {@code /dev} taking no file of a user's): no
+     * file is made beside it. It was refused ("no file can be created in DIR").
+     */
+    @Test
+    void aPipeInADirectoryThatTakesNoNewFileIsWrittenTo() throws Exception {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path locked = Files.createDirectory(dir.resolve("locked"));
+        Path fifo = Fifo.create(locked, "out.fifo");
+        try {
+            assumeTrue(locked.toFile().setWritable(false, false) && !Files.isWritable(locked),
+                    "run as root, who may create files in any directory");
+            assertThat(reportInto(t, fifo)).startsWith("<!DOCTYPE html>");
+            try (var left = Files.list(locked)) {
+                assertThat(left).containsExactly(fifo);
+            }
+        } finally {
+            locked.toFile().setWritable(true, false);
+        }
+    }
+
+    /**
+     * A long output name the file system takes, with a character of two UTF-16 units (an emoji)
+     * where the temporary file's name cuts it, is written; the character was cut in two, a name
+     * no path takes, and the command failed with an internal error (InvalidPathException).
+     */
+    @Test
+    void aLongOutputNameIsWrittenWhateverItsCharacters() throws IOException {
+        Path out = dir.resolve("x".repeat(49) + "\uD83D\uDE00" + "y".repeat(190) + ".html");
+        try {
+            Files.delete(Files.createFile(out));
+        } catch (java.nio.file.FileSystemException e) {
+            assumeTrue(false, "this file system does not take the name " + out + ": " + e.getReason());
+        }
+        assertThat(cli.run("report", Cli.TRACES.resolve("tiny-single.bfctrace"), "-o", out)).as(cli.err).isZero();
+        assertThat(Files.readString(out)).startsWith("<!DOCTYPE html>");
+        try (var left = Files.list(dir)) {
+            assertThat(left).containsExactly(out);
+        }
+    }
+
     @Test
     void aNameTheFileSystemRefusesIsNamedAsGiven() throws IOException {
         Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
@@ -403,7 +449,10 @@ class ReportCommandTest {
                 .isEqualTo(PosixFilePermissions.toString(umasked));
     }
 
-    /** An existing output that may not be written is refused before the work, as a shell's {@code >} refuses it. */
+    /**
+     * An existing output that may not be written is refused before the work, as a shell's
+     * {@code >} refuses it, saying what to do (it said only that the file may not be written).
+     */
     @Test
     void aReadOnlyOutputIsRefusedAndKept() throws IOException {
         assumeTrue(dir.getFileSystem().supportedFileAttributeViews().contains("posix"), "no POSIX permissions");
@@ -411,8 +460,9 @@ class ReportCommandTest {
         Files.setPosixFilePermissions(out, PosixFilePermissions.fromString("r--r--r--"));
         assumeFalse(Files.isWritable(out), "run as root, who may write a read-only file (a shell's > writes it too)");
         assertThat(cli.run("report", Cli.TRACES.resolve("tiny-single.bfctrace"), "-o", out)).isEqualTo(2);
-        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + out + ": permission denied (the file exists"
-                + " and may not be written)");
+        assertThat(cli.err.lines()).containsExactly("bfc report: -o=" + out + ": permission denied: the file exists"
+                + " and may not be written (expected: a file you may write to: make it writable, e.g. chmod u+w, or"
+                + " write another file)");
         assertThat(out).hasContent("keep me");
         try (var left = Files.list(dir)) {
             assertThat(left).containsExactly(out);
