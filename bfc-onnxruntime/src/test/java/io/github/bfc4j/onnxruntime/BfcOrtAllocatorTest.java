@@ -25,6 +25,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.logging.Handler;
 import java.util.logging.LogRecord;
@@ -747,8 +748,12 @@ class BfcOrtAllocatorTest {
             // An allocation stopped between bfc4j's answer and its return to ORT.
             Future<Long> alloc = threads.submit(() -> struct.Alloc().call(struct, 4096).address());
             assertThat(inside.await(10, TimeUnit.SECONDS)).isTrue();
-            Future<?> close = threads.submit(ort::close);
-            Thread.sleep(200);
+            AtomicReference<Thread> closing = new AtomicReference<>();
+            Future<?> close = threads.submit(() -> {
+                closing.set(Thread.currentThread());
+                ort.close();
+            });
+            awaitWaitingIn(closing, close, "awaitDrained", "for the allocation in flight");
             assertThat(close.isDone()).as("close() waits for the allocation in flight").isFalse();
             release.countDown();
             long ptr = alloc.get(10, TimeUnit.SECONDS);
@@ -827,6 +832,57 @@ class BfcOrtAllocatorTest {
         }
     }
 
+    /**
+     * Waits until {@code thread} waits ({@code WAITING} or {@code TIMED_WAITING}) in
+     * {@code BfcOrtAllocator.method}: the innermost frame below the JDK's waiting
+     * ({@code Object.wait}, {@code LockSupport.park*}). The thread is observed, nothing in the
+     * allocator is hooked. What the test does next then happens while that thread waits there,
+     * not before it got there (a thread started late on a loaded machine).
+     *
+     * @param thread the thread; null until it has started
+     * @param call its call, which cannot wait once done
+     * @throws AssertionError if the call returned before the thread was seen waiting there, or
+     *     if it was not seen waiting there within 30 s (with the stack last seen)
+     */
+    private static void awaitWaitingIn(AtomicReference<Thread> thread, Future<?> call, String method, String what)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        String where = "BfcOrtAllocator." + method;
+        StackTraceElement[] last = {};
+        Thread.State lastState = null;
+        while (System.nanoTime() - deadline < 0) {
+            if (call.isDone()) {
+                throw new AssertionError("the call returned before it was seen waiting in " + where + " " + what);
+            }
+            Thread t = thread.get();
+            if (t != null) {
+                last = t.getStackTrace();
+                lastState = t.getState();
+                if ((lastState == Thread.State.WAITING || lastState == Thread.State.TIMED_WAITING)
+                        && waitingIn(last, BfcOrtAllocator.class.getName(), method)) {
+                    return;
+                }
+            }
+            Thread.sleep(5);
+        }
+        throw new AssertionError("not seen waiting in " + where + " " + what + " within 30 s; last seen: "
+                + (lastState == null ? "not started" : lastState + " at " + Arrays.toString(last)));
+    }
+
+    /** Whether the innermost frame below the JDK's waiting methods is {@code owner.method}. */
+    private static boolean waitingIn(StackTraceElement[] stack, String owner, String method) {
+        for (StackTraceElement e : stack) {
+            String c = e.getClassName();
+            boolean jdkWait = c.equals("java.lang.Object") && e.getMethodName().startsWith("wait")
+                    || c.equals("java.util.concurrent.locks.LockSupport") && e.getMethodName().startsWith("park")
+                    || c.equals("jdk.internal.misc.Unsafe") && e.getMethodName().equals("park");
+            if (!jdkWait) {
+                return c.equals(owner) && e.getMethodName().equals(method);
+            }
+        }
+        return false;
+    }
+
     /** Waits until {@code t} is in {@code state}, up to 5 s (well under the retry loop's 10 s). */
     private static void awaitState(Thread t, Thread.State state, String what) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
@@ -848,6 +904,7 @@ class BfcOrtAllocatorTest {
             BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
             OrtAllocator struct = ort.ortAllocator();
             AtomicBoolean stop = new AtomicBoolean();
+            AtomicInteger refusedAllocations = new AtomicInteger();
             List<Future<Integer>> workers = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
                 workers.add(pool.submit(() -> {
@@ -858,6 +915,7 @@ class BfcOrtAllocatorTest {
                             p = struct.Alloc().call(struct, 1000);
                         } catch (RuntimeException closed) {
                             failures++;
+                            refusedAllocations.incrementAndGet();
                             continue;
                         }
                         struct.Free().call(struct, p);
@@ -878,7 +936,15 @@ class BfcOrtAllocatorTest {
             }
             long allocationsAtClose = bfc.memoryStats().allocationsTotal();
             assertThat(bfc.bytesInUse()).as("nothing live at a successful close").isZero();
-            Thread.sleep(100);   // the workers go on calling Alloc, and fail
+            // The workers go on calling Alloc, and fail: wait until one has since the close (a
+            // failure counted before it may be of a close that was refused, or none may be).
+            int refusedAtClose = refusedAllocations.get();
+            long lateDeadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (refusedAllocations.get() == refusedAtClose) {
+                assertThat(System.nanoTime() - lateDeadline).as("a worker's Alloc refused after the close, within 30 s")
+                        .isNegative();
+                Thread.sleep(1);
+            }
             stop.set(true);
             int failures = 0;
             for (Future<Integer> w : workers) {
