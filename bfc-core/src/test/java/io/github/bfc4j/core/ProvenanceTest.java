@@ -12,6 +12,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
@@ -293,8 +296,8 @@ class ProvenanceTest {
 
     @Test
     void theReportIsAPictureOfTheFailureNotALiveView() throws Exception {
-        // A second thread waits for the failure and frees at once; the report still shows the
-        // allocations of the moment of failure.
+        // A second thread waits for the failure and frees while the listener is told (the failing
+        // call has not returned); the report still shows the allocations of the moment of failure.
         try (BfcAllocator a = allocator(4L << 20)) {
             a.recordAnnotations(true);
             long held;
@@ -302,20 +305,27 @@ class ProvenanceTest {
                 held = a.allocateRaw(64, 3L << 20);
             }
             CountDownLatch failed = new CountDownLatch(1);
+            CountDownLatch freed = new CountDownLatch(1);
+            AtomicBoolean freedWhileTold = new AtomicBoolean();
+            AtomicLong liveWhileTold = new AtomicLong(-1);
+            AtomicLong reportedWhileTold = new AtomicLong(-1);
             List<OutOfMemoryReport> reports = new ArrayList<>();
             a.addOutOfMemoryListener(r -> {
                 failed.countDown();
                 try {
-                    Thread.sleep(50); // let the other thread free meanwhile
+                    freedWhileTold.set(freed.await(30, TimeUnit.SECONDS)); // the other thread frees meanwhile
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
+                liveWhileTold.set(a.bytesInUse());
+                reportedWhileTold.set(r.snapshot().memoryMap().stats().bytesInUse());
                 reports.add(r);
             });
             Thread freer = new Thread(() -> {
                 try {
                     failed.await();
                     a.deallocateRaw(held);
+                    freed.countDown();
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
@@ -323,8 +333,11 @@ class ProvenanceTest {
             freer.start();
             assertThat(a.allocateRaw(64, 2L << 20)).isZero();
             freer.join();
+            assertThat(freedWhileTold).as("the other thread freed while the listener was told, within 30 s").isTrue();
+            assertThat(liveWhileTold).as("in use, read from the allocator after that free").hasValue(0);
             assertThat(a.bytesInUse()).isZero();
             // The 3 MiB request took the whole 4 MiB region (too small a rest to split off).
+            assertThat(reportedWhileTold).as("in use, read from the report after that free").hasValue(4L << 20);
             assertThat(reports.get(0).snapshot().memoryMap().stats().bytesInUse()).isEqualTo(4L << 20);
             assertThat(reports.get(0).snapshot().memoryMap().largestHolders(1).get(0).holder()).isEqualTo("held");
         }
