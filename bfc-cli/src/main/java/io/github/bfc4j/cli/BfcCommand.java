@@ -10,6 +10,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintStream;
 import java.math.BigInteger;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Objects;
@@ -147,7 +149,9 @@ public final class BfcCommand implements Runnable {
      * one line at the start instead of a failure in whichever command builds an allocator; a dump
      * directory that is a file, that may not be written, or that cannot be created (a file, or a
      * directory that may not be written, where it would go) is refused too, as no dump could go
-     * there.
+     * there. Whether it may be written is tried, not asked of the permissions (which let root
+     * write even to /proc): a file is created in it and deleted (where it is missing, a
+     * directory in the nearest existing parent).
      *
      * @return what is wrong and where to fix it, or null if they are all usable
      */
@@ -169,12 +173,14 @@ public final class BfcCommand implements Runnable {
             }
             String expected = " (expected: a directory for the out-of-memory dumps, created if missing); change it or"
                     + " take it out of BFC_JAVA_OPTS";
+            // Tried, not asked: Files.isWritable (access(2)) says yes to root everywhere, even on
+            // /proc or a read-only file system, where the dumps would then go missing unsaid.
             if (Files.exists(dumps)) {
                 if (!Files.isDirectory(dumps)) {
                     return "-Dbfc4j.dumpOnOom=" + dumps + " is not a directory" + expected;
                 }
-                return Files.isWritable(dumps) ? null
-                        : "-Dbfc4j.dumpOnOom=" + dumps + " is not writable: permission denied" + expected;
+                String refused = refusedNewEntry(dumps, false, " in it");
+                return refused == null ? null : "-Dbfc4j.dumpOnOom=" + dumps + " is not writable: " + refused + expected;
             }
             // Created with the first dump: where it cannot be, no dump is written, and no command says so.
             Path existing = dumps.getParent();
@@ -187,13 +193,44 @@ public final class BfcCommand implements Runnable {
             if (!Files.isDirectory(existing)) {
                 return "-Dbfc4j.dumpOnOom=" + dumps + " cannot be created: " + existing + " is not a directory" + expected;
             }
-            if (!Files.isWritable(existing)) {
-                return "-Dbfc4j.dumpOnOom=" + dumps + " cannot be created: permission denied in " + existing + expected;
-            }
-            return null;
+            String refused = refusedNewEntry(existing, true, " in " + existing);
+            return refused == null ? null : "-Dbfc4j.dumpOnOom=" + dumps + " cannot be created: " + refused + expected;
         } catch (IllegalArgumentException e) {
             return e.getMessage() + "; change it or take it out of BFC_JAVA_OPTS";
         }
+    }
+
+    /**
+     * Creates a file (or a directory) in {@code dir} and deletes it again: what the first dump
+     * does there.
+     *
+     * @param in how the refusal names {@code dir}: " in it", " in DIR"
+     * @return null if both worked; else why not: "permission denied" (with {@code in} where
+     *     {@code dir} is not the dump directory itself), or what could not be done there and why
+     */
+    private static String refusedNewEntry(Path dir, boolean directory, String in) {
+        Path probe;
+        try {
+            probe = directory ? Files.createTempDirectory(dir, ".bfc-probe-")
+                    : Files.createTempFile(dir, ".bfc-probe-", ".tmp");
+        } catch (AccessDeniedException e) {
+            return "permission denied" + (directory ? in : "");
+        } catch (IOException | UnsupportedOperationException e) {
+            return "no " + (directory ? "directory" : "file") + " can be created" + in + " (" + why(e) + ")";
+        }
+        try {
+            Files.delete(probe);
+            return null;
+        } catch (IOException e) {
+            return (directory ? "a directory" : "a file") + " created" + in + " to try it cannot be deleted: " + probe
+                    + " (" + why(e) + ")";
+        }
+    }
+
+    /** An exception's reason in words: the file system's, else its kind. */
+    private static String why(Exception e) {
+        String reason = e instanceof FileSystemException f ? f.getReason() : e.getMessage();
+        return reason != null ? reason : e.getClass().getSimpleName();
     }
 
     /** The version, filled in by the build (version.properties, next to this class). */

@@ -399,6 +399,61 @@ class BfcCommandTest {
         }
     }
 
+    /**
+     * A dump directory where no file can be created is refused even where the permissions say
+     * yes, as they do for root on /proc: the check asked Files.isWritable, which was true there
+     * for root, and every dump then went missing without a word.
+     */
+    @Test
+    void aDumpDirectoryWhereNoFileCanBeCreatedIsOneLineAndExitTwoEvenForRoot() throws Exception {
+        Path proc = Path.of("/proc");
+        assumeTrue(Files.isDirectory(proc.resolve("self")), "no /proc here");
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String[][] cases = {
+            // As root: no file can be created in it (NoSuchFileException); as another user: permission denied.
+            {proc.toString(), "bfc: -Dbfc4j.dumpOnOom=/proc is not writable: "},
+            {proc.resolve("bfc-dumps").toString(), "bfc: -Dbfc4j.dumpOnOom=/proc/bfc-dumps cannot be created: "},
+        };
+        for (String[] c : cases) {
+            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Dbfc4j.dumpOnOom=" + c[0], "-cp", System.getProperty("java.class.path"),
+                    "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()).redirectErrorStream(true).start();
+            String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            System.out.println(output);
+            assertThat(p.waitFor()).as(output).isEqualTo(2);
+            assertThat(output.lines()).as(output).singleElement().asString().startsWith(c[1])
+                    .endsWith(" (expected: a directory for the out-of-memory dumps, created if missing); change it or"
+                            + " take it out of BFC_JAVA_OPTS");
+        }
+    }
+
+    /**
+     * A dump directory that can be written, or created, passes the check and gets the dumps, and
+     * the check leaves nothing behind (it creates a file there, or a directory where it is
+     * missing, and deletes it).
+     */
+    @Test
+    void aDumpDirectoryThatCanBeWrittenGetsTheDumpsAndNothingElse(@TempDir Path dir) throws Exception {
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path existing = Files.createDirectory(dir.resolve("existing"));
+        Path missing = dir.resolve("missing");
+        for (Path dumps : List.of(existing, missing)) {
+            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-Dbfc4j.dumpOnOom=" + dumps, "-cp", System.getProperty("java.class.path"),
+                    "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()).redirectErrorStream(true).start();
+            String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            // replay's own status: the trace's last allocation runs out of memory, and is dumped.
+            assertThat(p.waitFor()).as(output).isEqualTo(1);
+            try (java.util.stream.Stream<Path> files = Files.list(dumps)) {
+                assertThat(files.map(f -> f.getFileName().toString())).as(output).isNotEmpty()
+                        .allMatch(name -> name.endsWith(".json") || name.endsWith(".pickle"), "a dump's file");
+            }
+        }
+        try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+            assertThat(files).as("nothing left beside the dump directories").containsExactlyInAnyOrder(existing, missing);
+        }
+    }
+
     /** What bfc says when its standard output drops what it printed. */
     private static final String OUTPUT_LOST = "bfc: standard output could not be written (is the disk full?): what"
             + " the command printed is incomplete; write it where there is room";
