@@ -47,39 +47,68 @@ public final class OnnxRuntimeExample {
     private OnnxRuntimeExample() {
     }
 
+    /** What a bad command line prints after the line saying what was wrong. */
+    static final String USAGE = "usage: OnnxRuntimeExample [--compare ROUNDS [REQUESTS] | --interleave REQUESTS]";
+
     /**
-     * Runs the example.
+     * Runs the example. Bad arguments print one line saying what was wrong and the usage, and
+     * exit with status 2.
      *
-     * @param args none; or {@code --compare ROUNDS [REQUESTS]}; or (one JVM of a comparison)
-     *     {@code --measure bfc|arena REQUESTS}
+     * @param args none; or {@code --compare ROUNDS [REQUESTS]}; or {@code --interleave REQUESTS};
+     *     or (one JVM of a comparison) {@code --measure bfc|arena REQUESTS}
      * @throws Exception if a child JVM cannot be run
      */
     public static void main(String[] args) throws Exception {
+        int[] counts;
+        try {
+            counts = counts(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("OnnxRuntimeExample: " + e.getMessage());
+            System.err.println(USAGE);
+            System.exit(2);
+            return;
+        }
         if (args.length == 0) {
             run(System.out);
-        } else if (args[0].equals("--compare") && (args.length == 2 || args.length == 3)) {
-            compare(System.out, positive("ROUNDS", args[1]), args.length == 3 ? positive("REQUESTS", args[2]) : 100);
-        } else if (args[0].equals("--interleave") && args.length == 2) {
-            interleave(System.out, positive("REQUESTS", args[1]));
-        } else if (args[0].equals("--measure") && args.length == 3 && (args[1].equals("bfc") || args[1].equals("arena"))) {
-            measure(System.out, args[1].equals("bfc"), positive("REQUESTS", args[2]));
+        } else if (args[0].equals("--compare")) {
+            compare(System.out, counts[0], counts[1]);
+        } else if (args[0].equals("--interleave")) {
+            interleave(System.out, counts[0]);
         } else {
-            System.err.println("usage: OnnxRuntimeExample [--compare ROUNDS [REQUESTS] | --interleave REQUESTS]");
-            System.exit(2);
+            measure(System.out, args[1].equals("bfc"), counts[0]);
         }
     }
 
+    /**
+     * The counts a command line gives: none for no arguments; ROUNDS and REQUESTS (default 100)
+     * for {@code --compare}; REQUESTS for {@code --interleave} and {@code --measure}.
+     *
+     * @throws IllegalArgumentException naming what is wrong: a count that is no whole number
+     *     {@code >= 1}, or arguments of no form the example takes
+     */
+    static int[] counts(String[] args) {
+        if (args.length == 0) {
+            return new int[0];
+        } else if (args[0].equals("--compare") && (args.length == 2 || args.length == 3)) {
+            return new int[] {positive("ROUNDS", args[1]), args.length == 3 ? positive("REQUESTS", args[2]) : 100};
+        } else if (args[0].equals("--interleave") && args.length == 2) {
+            return new int[] {positive("REQUESTS", args[1])};
+        } else if (args[0].equals("--measure") && args.length == 3 && (args[1].equals("bfc") || args[1].equals("arena"))) {
+            return new int[] {positive("REQUESTS", args[2])};
+        }
+        throw new IllegalArgumentException("unexpected arguments: " + String.join(" ", args));
+    }
+
     private static int positive(String name, String value) {
-        int n;
         try {
-            n = Integer.parseInt(value);
+            int n = Integer.parseInt(value);
+            if (n >= 1) {
+                return n;
+            }
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number >= 1)", e);
+            // refused below
         }
-        if (n < 1) {
-            throw new IllegalArgumentException(name + "=" + n + " (expected: >= 1)");
-        }
-        return n;
+        throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number >= 1)");
     }
 
     static BfcAllocator allocator() {

@@ -1,15 +1,17 @@
 package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Runs the example's main as a user would and checks what it prints. */
 class OnnxRuntimeExampleTest {
@@ -73,15 +75,25 @@ class OnnxRuntimeExampleTest {
         }
     }
 
-    /** A count that is no number says which one and what it takes, not the JDK's NumberFormatException. */
+    /**
+     * Bad arguments print one line saying what was wrong, then the usage, and exit with 2: a
+     * count below 1 or no number, or arguments of no form the example takes. A bad count printed
+     * the stack trace of the IllegalArgumentException that named it (exit 1).
+     */
     @Test
-    void aCountThatIsNoNumberIsNamed() {
-        assertThatThrownBy(() -> OnnxRuntimeExample.main(new String[] {"--compare", "x"}))
-                .isExactlyInstanceOf(IllegalArgumentException.class)
-                .hasMessage("ROUNDS=x (expected: a whole number >= 1)");
-        assertThatThrownBy(() -> OnnxRuntimeExample.main(new String[] {"--interleave", "99999999999"}))
-                .isExactlyInstanceOf(IllegalArgumentException.class)
-                .hasMessage("REQUESTS=99999999999 (expected: a whole number >= 1)");
+    void badArgumentsAreOneLineAndTheUsageAndExitTwo(@TempDir Path dir) throws Exception {
+        String[][] cases = {
+            {"ROUNDS=0 (expected: a whole number >= 1)", "--compare", "0"},
+            {"ROUNDS=x (expected: a whole number >= 1)", "--compare", "x"},
+            {"REQUESTS=99999999999 (expected: a whole number >= 1)", "--interleave", "99999999999"},
+            {"unexpected arguments: --interleave", "--interleave"},
+        };
+        for (String[] c : cases) {
+            ExampleJvm.Result r = ExampleJvm.run(OnnxRuntimeExample.class, dir, Arrays.copyOfRange(c, 1, c.length));
+            assertThat(r.status()).as(r.err().toString()).isEqualTo(2);
+            assertThat(r.err()).containsExactly("OnnxRuntimeExample: " + c[0], OnnxRuntimeExample.USAGE);
+            assertThat(r.out()).isEmpty();
+        }
     }
 
     @Test

@@ -12,6 +12,10 @@ import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.github.bfc4j.trace.SnapshotTraces;
 import java.io.IOException;
+import java.nio.file.AccessDeniedException;
+import java.nio.file.FileSystemException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -50,20 +54,34 @@ public final class RecordServingWorkload {
     private RecordServingWorkload() {
     }
 
+    /** What a bad command line prints after the line saying what was wrong. */
+    static final String USAGE = "usage: RecordServingWorkload OUT.bfctrace[.gz] [REQUESTS [THREADS]]";
+
     /**
-     * Records.
+     * Records. Bad arguments, or an OUT that cannot be written, print one line saying what was
+     * wrong and the usage, and exit with status 2, before anything is recorded.
      *
      * @param args {@code OUT [REQUESTS [THREADS]]} (defaults 60 requests, 2 threads)
      * @throws Exception if the trace cannot be written or a run fails
      */
     public static void main(String[] args) throws Exception {
-        if (args.length < 1 || args.length > 3) {
-            System.err.println("usage: RecordServingWorkload OUT.bfctrace[.gz] [REQUESTS [THREADS]]");
+        Path out;
+        int requests;
+        int threads;
+        try {
+            if (args.length < 1 || args.length > 3) {
+                throw new IllegalArgumentException(args.length + " arguments (expected: OUT, then up to two counts)");
+            }
+            requests = args.length > 1 ? positive("REQUESTS", args[1]) : 60;
+            threads = args.length > 2 ? positive("THREADS", args[2]) : 2;
+            out = writableOutput(args[0]);
+        } catch (IllegalArgumentException e) {
+            System.err.println("RecordServingWorkload: " + e.getMessage());
+            System.err.println(USAGE);
             System.exit(2);
+            return;
         }
-        int requests = args.length > 1 ? positive("REQUESTS", args[1]) : 60;
-        int threads = args.length > 2 ? positive("THREADS", args[2]) : 2;
-        Result r = record(Path.of(args[0]), requests, threads);
+        Result r = record(out, requests, threads);
         System.out.println("wrote " + args[0] + ": " + r.allocs() + " allocations, " + r.frees() + " frees; live run: peak in use "
                 + BfcAllocator.humanReadableNumBytes(r.peakBytesInUse()) + " (" + r.peakBytesInUse() + " bytes), peak reserved "
                 + BfcAllocator.humanReadableNumBytes(r.peakReservedBytes()) + " (" + r.peakReservedBytes() + " bytes)");
@@ -79,6 +97,44 @@ public final class RecordServingWorkload {
             // refused below
         }
         throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number >= 1)");
+    }
+
+    /**
+     * The trace file, once it is known that it can be written: the recording takes minutes, and
+     * the trace is written at its end. A file is created beside it and deleted, as the trace's
+     * writer writes a new file beside it and moves it over OUT.
+     *
+     * @throws IllegalArgumentException naming OUT and what is wrong: no path, a directory, a
+     *     missing directory, a read-only file, or a directory where no file can be created
+     */
+    static Path writableOutput(String name) {
+        String expected = " (expected: a trace file to create or replace in a directory you may write to)";
+        Path out;
+        try {
+            out = Path.of(name);
+        } catch (InvalidPathException e) {
+            throw new IllegalArgumentException("OUT=" + name + " is no path here (" + e.getReason() + ")" + expected, e);
+        }
+        if (Files.isDirectory(out)) {
+            throw new IllegalArgumentException("OUT=" + name + " is a directory" + expected);
+        }
+        Path dir = out.toAbsolutePath().getParent();
+        if (!Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("OUT=" + name + ": no such directory: " + dir + expected);
+        }
+        if (Files.isRegularFile(out) && !Files.isWritable(out)) {
+            throw new IllegalArgumentException("OUT=" + name + " exists and may not be written (read-only)" + expected);
+        }
+        try {
+            Files.delete(Files.createTempFile(dir, ".record-", ".tmp"));
+        } catch (IOException e) {
+            String why = e instanceof AccessDeniedException ? "permission denied"
+                    : e instanceof FileSystemException f && f.getReason() != null ? f.getReason()
+                    : e.getClass().getSimpleName();
+            throw new IllegalArgumentException("OUT=" + name + ": no file can be created in " + dir + " (" + why + ")"
+                    + expected, e);
+        }
+        return out;
     }
 
     /** What a recording wrote, and what the live allocator saw. */

@@ -1,13 +1,15 @@
 package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.trace.TraceEvent;
 import io.github.bfc4j.trace.TraceReader;
 import io.github.bfc4j.trace.WorkloadResult;
 import io.github.bfc4j.trace.WorkloadRunner;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import org.assertj.core.data.Percentage;
@@ -17,18 +19,62 @@ import org.junit.jupiter.api.io.TempDir;
 /** A recorded serving workload is a trace that replays to what the live allocator saw. */
 class RecordServingWorkloadTest {
 
-    /** A count that is no number, or below 1, is named, before anything is run or written. */
+    /**
+     * A count that is no number, or below 1, is one line naming it, then the usage, and exit 2,
+     * before anything is run or written. It printed the stack trace of the
+     * IllegalArgumentException that named it (exit 1).
+     */
     @Test
-    void aBadCountIsNamed(@TempDir Path dir) {
+    void aBadCountIsOneLineAndTheUsageAndExitTwo(@TempDir Path dir) throws Exception {
         Path out = dir.resolve("never.bfctrace");
         String[][] cases = {{"x", "2"}, {"60", "0"}, {"60", "99999999999"}};
         for (String[] c : cases) {
             String which = c[0].equals("60") ? "THREADS=" + c[1] : "REQUESTS=" + c[0];
-            assertThatThrownBy(() -> RecordServingWorkload.main(new String[] {out.toString(), c[0], c[1]}))
-                    .isExactlyInstanceOf(IllegalArgumentException.class)
-                    .hasMessage(which + " (expected: a whole number >= 1)");
+            ExampleJvm.Result r = ExampleJvm.run(RecordServingWorkload.class, dir, out.toString(), c[0], c[1]);
+            assertThat(r.status()).as(r.err().toString()).isEqualTo(2);
+            assertThat(r.err()).containsExactly("RecordServingWorkload: " + which + " (expected: a whole number >= 1)",
+                    RecordServingWorkload.USAGE);
         }
         assertThat(out).doesNotExist();
+    }
+
+    /**
+     * An OUT that cannot be written is one line saying why, then the usage, and exit 2, before the
+     * recording (minutes): it was found out only when the trace was written at the end, with a
+     * stack trace. Here a directory, a missing directory, a read-only file (unless root), and a
+     * directory where no file can be created (root's /proc, whose permissions say yes).
+     */
+    @Test
+    void anOutputThatCannotBeWrittenIsOneLineAndTheUsageAndExitTwoBeforeRecording(@TempDir Path dir)
+            throws Exception {
+        String expected = " (expected: a trace file to create or replace in a directory you may write to)";
+        List<String[]> cases = new ArrayList<>();
+        cases.add(new String[] {dir.toString(), "OUT=" + dir + " is a directory" + expected});
+        Path missing = dir.resolve("missing/serving.bfctrace.gz");
+        cases.add(new String[] {missing.toString(), "OUT=" + missing + ": no such directory: " + missing.getParent()
+                + expected});
+        Path readOnly = Files.writeString(dir.resolve("read-only.bfctrace"), "kept");
+        readOnly.toFile().setWritable(false, false);
+        if (!Files.isWritable(readOnly)) {
+            cases.add(new String[] {readOnly.toString(), "OUT=" + readOnly + " exists and may not be written"
+                    + " (read-only)" + expected});
+        }
+        Path proc = Path.of("/proc");
+        if (Files.isDirectory(proc.resolve("self"))) {
+            // As root: no file can be created in it (NoSuchFileException); as another user: permission denied.
+            cases.add(new String[] {proc.resolve("serving.bfctrace.gz").toString(), "OUT=/proc/serving.bfctrace.gz:"
+                    + " no file can be created in /proc ("});
+        }
+        for (String[] c : cases) {
+            // 1 request on 1 thread: were OUT checked only after the recording, that is seconds.
+            ExampleJvm.Result r = ExampleJvm.run(RecordServingWorkload.class, dir, c[0], "1", "1");
+            assertThat(r.status()).as(r.err().toString()).isEqualTo(2);
+            assertThat(r.err()).as(c[0]).hasSize(2).last().isEqualTo(RecordServingWorkload.USAGE);
+            assertThat(r.err().get(0)).startsWith("RecordServingWorkload: " + c[1]).endsWith(expected);
+            assertThat(r.out()).as("nothing wrote").isEmpty();
+        }
+        assertThat(readOnly).hasContent("kept");
+        assertThat(cases).hasSizeGreaterThanOrEqualTo(2);
     }
 
     @Test
