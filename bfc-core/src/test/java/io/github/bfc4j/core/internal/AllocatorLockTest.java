@@ -71,8 +71,9 @@ class AllocatorLockTest {
         int waiters = 4;
         CountDownLatch started = new CountDownLatch(waiters);
         CountDownLatch done = new CountDownLatch(waiters);
+        List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < waiters; t++) {
-            new Thread(() -> {
+            Thread w = new Thread(() -> {
                 started.countDown();
                 lock.lock();
                 try {
@@ -81,11 +82,14 @@ class AllocatorLockTest {
                     lock.unlock();
                 }
                 done.countDown();
-            }).start();
+            });
+            threads.add(w);
+            w.start();
         }
         started.await();
-        // Long enough for every waiter to spin, yield and go to sleep.
-        Thread.sleep(200);
+        for (Thread w : threads) {
+            awaitAsleepInLock(w); // every waiter has spun, yielded and gone to sleep
+        }
         assertThat(done.getCount()).isEqualTo(waiters);
         lock.unlock();
         assertThat(done.await(10, TimeUnit.SECONDS)).as("every waiter got the lock").isTrue();
@@ -210,9 +214,15 @@ class AllocatorLockTest {
             }
         });
         waiter.start();
-        Thread.sleep(100);
+        awaitAsleepInLock(waiter);
         waiter.interrupt();
-        Thread.sleep(100);
+        // Woken by the interrupt, it takes the flag (to set it again later) and sleeps again.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (waiter.isInterrupted()) {
+            assertThat(System.nanoTime() - deadline).as("the waiter took the interrupt within 30 s").isNegative();
+            Thread.sleep(1);
+        }
+        awaitAsleepInLock(waiter);
         assertThat(gotIt.get()).as("still waiting for the lock").isFalse();
         lock.unlock();
         waiter.join(10_000);
@@ -253,9 +263,10 @@ class AllocatorLockTest {
             lock.unlock();
         });
         waiter.start();
+        awaitAsleepInLock(waiter);
         lock.unlock();
         lock.unlock();
-        Thread.sleep(50);
+        assertThat(lock.isHeldByCurrentThread()).as("one hold left").isTrue();
         assertThat(gotIt.get()).as("one hold left").isFalse();
         lock.unlock();
         waiter.join(10_000);
@@ -283,5 +294,44 @@ class AllocatorLockTest {
         assertThat(lock.isHeldByCurrentThread()).isTrue();
         lock.unlock();
         assertThat(lock.isLocked()).isFalse();
+    }
+
+    /**
+     * Waits until {@code t} sleeps in the lock ({@code WAITING} or {@code TIMED_WAITING}, parked
+     * from {@code AllocatorLock.sleepUntilAcquired}): past its spinning and yielding, so that
+     * what the test does next meets a sleeper, not a thread that had not tried yet (a thread
+     * started late on a loaded machine).
+     *
+     * @throws AssertionError if it ended first, or is not seen asleep there within 30 s (with
+     *     the stack last seen)
+     */
+    private static void awaitAsleepInLock(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        StackTraceElement[] last = {};
+        Thread.State state = t.getState();
+        while (System.nanoTime() - deadline < 0) {
+            last = t.getStackTrace();
+            state = t.getState();
+            if (state == Thread.State.TERMINATED) {
+                throw new AssertionError(t.getName() + " ended before it was seen asleep in the lock");
+            }
+            if ((state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING) && asleepInLock(last)) {
+                return;
+            }
+            Thread.sleep(1);
+        }
+        throw new AssertionError(t.getName() + " was not seen asleep in the lock within 30 s; last seen: " + state
+                + " at " + java.util.Arrays.toString(last));
+    }
+
+    /** Whether the innermost frame below LockSupport's park is AllocatorLock.sleepUntilAcquired. */
+    private static boolean asleepInLock(StackTraceElement[] stack) {
+        for (StackTraceElement e : stack) {
+            String c = e.getClassName();
+            if (!(c.equals(LockSupport.class.getName()) || c.equals("jdk.internal.misc.Unsafe"))) {
+                return c.equals(AllocatorLock.class.getName()) && e.getMethodName().equals("sleepUntilAcquired");
+            }
+        }
+        return false;
     }
 }
