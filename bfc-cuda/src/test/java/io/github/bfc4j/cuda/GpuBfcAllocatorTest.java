@@ -604,8 +604,12 @@ class GpuBfcAllocatorTest {
             long p = a.allocateRaw(256, MIB);
             a.deallocateRaw(p, STREAM);
             long start = System.nanoTime();
-            CompletableFuture<Long> waiting = CompletableFuture.supplyAsync(() -> a.allocateRaw(256, MIB));
-            Thread.sleep(50);
+            AtomicReference<Thread> waiterThread = new AtomicReference<>();
+            CompletableFuture<Long> waiting = CompletableFuture.supplyAsync(() -> {
+                waiterThread.set(Thread.currentThread());
+                return a.allocateRaw(256, MIB);
+            });
+            awaitRetryWait(waiterThread, waiting); // its first try met the pending free: it waits
             assertThat(waiting).isNotDone();
             driver.completeAllEvents();
             assertThat(waiting.get(9, TimeUnit.SECONDS)).isEqualTo(p);
