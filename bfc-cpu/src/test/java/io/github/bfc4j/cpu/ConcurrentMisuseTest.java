@@ -214,6 +214,7 @@ class ConcurrentMisuseTest {
             BytePointer p = x.asPointer();
             ByteBuffer b = x.asByteBuffer();
             AtomicBoolean done = new AtomicBoolean();
+            AtomicLong writes = new AtomicLong();
             long roundSeed = random.nextLong();
             together(3, seed, id -> {
                 if (id == 0) {
@@ -222,6 +223,7 @@ class ConcurrentMisuseTest {
                     while (!done.get()) {
                         int i = r.nextInt(bytes);
                         b.put(i, (byte) 1); // never refused: after the close it is not caught
+                        writes.incrementAndGet();
                         if (!pointerRefused) {
                             try {
                                 p.put(i, (byte) 2);
@@ -237,7 +239,14 @@ class ConcurrentMisuseTest {
                     x.close();
                     a.emptyCache();
                     heldForViews.addAndGet(a.bytesHeldForViews());
-                    Thread.sleep(20); // the writer goes on after the region left the pool
+                    // The writer goes on after the region left the pool: wait for its writes.
+                    long atEmpty = writes.get();
+                    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                    while (writes.get() < atEmpty + 1000) {
+                        assertThat(System.nanoTime() - until).as("seed %d: the writer wrote after the close and"
+                                + " emptyCache(), within 30 s", seed).isNegative();
+                        Thread.sleep(1);
+                    }
                     done.set(true);
                 } else {
                     List<Allocation> others = new ArrayList<>();

@@ -21,9 +21,11 @@ import java.nio.LongBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.bytedeco.javacpp.BytePointer;
 import org.junit.jupiter.api.Test;
 
@@ -306,8 +308,10 @@ class ViewLifetimeTest {
         AtomicBoolean stop = new AtomicBoolean();
         List<Thread> writers = new ArrayList<>();
         AtomicLong written = new AtomicLong();
+        AtomicLongArray passes = new AtomicLongArray(threads);
         for (int t = 0; t < threads; t++) {
             ByteBuffer view = a.allocate(16 * MIB).asByteBuffer();
+            int id = t;
             Thread w = new Thread(() -> {
                 writing.countDown();
                 long n = 0;
@@ -316,6 +320,7 @@ class ViewLifetimeTest {
                         view.put(i, (byte) n);
                     }
                     n++;
+                    passes.incrementAndGet(id);
                 }
                 written.addAndGet(n);
             });
@@ -324,7 +329,19 @@ class ViewLifetimeTest {
         }
         writing.await();
         a.close(); // forced, under the writers' feet
-        Thread.sleep(200);
+        // Every writer writes its whole view after the close: a pass begun after it, ended.
+        long[] atClose = new long[threads];
+        for (int t = 0; t < threads; t++) {
+            atClose[t] = passes.get(t);
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        for (int t = 0; t < threads; t++) {
+            while (passes.get(t) < atClose[t] + 2) {
+                assertThat(System.nanoTime() - deadline).as("writer %d wrote its view after the close, within 30 s", t)
+                        .isNegative();
+                Thread.sleep(1);
+            }
+        }
         assertThat(sub.frees).as("regions given back under the writers").hasValue(0);
         stop.set(true);
         for (Thread w : writers) {
