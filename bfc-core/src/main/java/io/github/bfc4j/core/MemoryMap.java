@@ -88,11 +88,14 @@ public record MemoryMap(
      * @param inUse whether the chunk is allocated
      * @param allocationId the allocation's id, -1 if free
      * @param bin the bin holding the free chunk, -1 if in use
-     * @param freedAtCount the timing-counter stamp of a free chunk (unsigned), 0 if none or in use
+     * @param freedAtCount the timing-counter stamp of a free chunk (unsigned), 0 if none, in use,
+     *     or no timing counter is set now (as upstream's map)
      * @param notYetSafe whether the chunk is free but its free is not yet safe: stamped at or
      *     after the timing counter's safe frontier ({@link BfcAllocator#setSafeFrontier}; work
-     *     still queued on a stream may use it). It is not merged with its neighbours until then,
-     *     and an allocation with a {@code freedByFunc} skips it until that count passes the stamp
+     *     still queued on a stream may use it), also when the counter was taken away since
+     *     ({@code setTimingCounter(null)} stops stamping, not the wait). It is not merged with its
+     *     neighbours until then, and an allocation with a {@code freedByFunc} skips it until that
+     *     count passes the stamp
      * @param provenance who allocated a chunk in use, as far as recorded
      *     ({@link BfcAllocator#recordAnnotations}, {@link BfcAllocator#recordHistory}); for a
      *     chunk not yet safe, who allocated the memory freed into it, while the chunk is the one

@@ -169,7 +169,9 @@ final class MemoryReports {
      * with a {@code freedByFunc} skips them until its count passes their stamp. Needs the lock.
      */
     private void appendNotYetSafeLocked(StringBuilder sb) {
-        if (!view.timingCounterSet()) {
+        // Once a counter was ever set (not only while one is): a chunk stamped before the counter
+        // was taken away still waits, as emptyCache() and freedByFunc read it.
+        if (!view.timingCounterEverSet()) {
             return;
         }
         final long frontier = view.safeFrontier();
@@ -201,7 +203,12 @@ final class MemoryReports {
             assert v.binChunkCount(b) == info.totalChunksInBin() - info.totalChunksInUse();
         }
         // Record the state of every chunk.
+        // freedAtCount as upstream's map: 0 unless a counter is set now. notYetSafe (not
+        // upstream's) reads the stamp once a counter was ever set: a chunk stamped before the
+        // counter was taken away still waits for the frontier (emptyCache() keeps its region,
+        // a freedByFunc skips it).
         final boolean timestamps = v.timingCounterSet();
+        final boolean stamps = v.timingCounterEverSet();
         final long frontier = v.safeFrontier();
         final int regionCount = v.regionCount();
         List<MemoryMap.Region> regions = new ArrayList<>(regionCount);
@@ -210,12 +217,13 @@ final class MemoryReports {
             List<MemoryMap.Chunk> list = new ArrayList<>();
             for (c.region(r); c.next(); ) {
                 final boolean inUse = c.inUse();
-                final long freedAt = !timestamps || inUse ? 0 : c.freedAtCount();
-                final boolean notYetSafe = BfcPort.notYetSafe(freedAt, frontier);
+                final long stamp = !stamps || inUse ? 0 : c.freedAtCount();
+                final long freedAt = timestamps ? stamp : 0;
+                final boolean notYetSafe = BfcPort.notYetSafe(stamp, frontier);
                 list.add(new MemoryMap.Chunk(c.ptr(), c.size(), c.requestedSize(), inUse,
                         c.allocationId(), c.binNum(), freedAt, notYetSafe,
                         inUse ? history.chunkProvenance(c.handle(), c.allocationId())
-                                : notYetSafe ? history.freedChunkProvenance(c.handle(), c.ptr(), c.size(), freedAt)
+                                : notYetSafe ? history.freedChunkProvenance(c.handle(), c.ptr(), c.size(), stamp)
                                 : Provenance.UNKNOWN));
             }
             regions.add(new MemoryMap.Region(c.regionPtr(), c.regionBytes(), list));

@@ -301,6 +301,49 @@ class MemoryObservabilityTest {
         }
     }
 
+    /**
+     * Taking the counter away ({@code setTimingCounter(null)}) stops stamping new frees, but a
+     * chunk stamped before still waits for the frontier: the allocator still keeps its region
+     * from {@code emptyCache()} and an allocation with a {@code freedByFunc} still skips it. The
+     * map, the summary and the PyTorch snapshot say so, as they did while the counter was set.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aChunkStampedBeforeTheCounterWasTakenAwayStillWaitsInTheMapTheSummaryAndTheSnapshot() throws Exception {
+        try (BfcAllocator a = sim(16 * MIB, gcNoRetry().build())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long weights;
+            try (MemoryAnnotation ignored = MemoryAnnotation.push("weights", 3)) {
+                weights = a.allocateRaw(256, MIB);
+            }
+            a.deallocateRaw(weights); // stamped 1: waits until the frontier passes it
+            a.setTimingCounter(null);
+
+            assertThat(a.emptyCache()).as("the allocator keeps the region of the waiting chunk").isZero();
+            assertThat(a.regionCount()).isEqualTo(1);
+            MemoryMap.Chunk pending = chunkAt(a.memoryMap(), weights);
+            assertThat(pending.inUse()).isFalse();
+            assertThat(pending.notYetSafe()).as("still waiting for the frontier").isTrue();
+            assertThat(pending.provenance().annotation()).isEqualTo("weights");
+            assertThat(a.memorySummary()).contains("| Not yet safe: 1.00MiB in 1 free chunk (freed on busy streams)")
+                    .contains("Not yet safe, by holder").contains("1.00MiB in      1 chunk   weights (step 3)");
+            Map<String, Object> pickle = MemoryVizReplay.pickle(a.snapshot());
+            List<Map<String, Object>> blocks = (List<Map<String, Object>>) ((List<Map<String, Object>>) pickle
+                    .get("segments")).get(0).get("blocks");
+            assertThat(blocks.get(0).get("state")).isEqualTo("active_pending_free");
+            MemoryVizReplay.check(pickle);
+
+            a.setSafeFrontier(counter.next()); // the frontier passes stamp 1
+            MemoryMap.Chunk safe = chunkAt(a.memoryMap(), weights);
+            assertThat(safe.notYetSafe()).isFalse();
+            assertThat(safe.provenance()).isEqualTo(Provenance.UNKNOWN);
+            assertThat(a.memorySummary()).doesNotContain("Not yet safe");
+            assertThat(a.emptyCache()).as("safe now: the region goes back").isEqualTo(2 * MIB);
+        }
+    }
+
     @Test
     void theSummaryNamesWhoHeldTheMemoryNotYetSafeLargestFirstAndBounded() {
         try (BfcAllocator a = sim(64 * MIB, gcNoRetry().build())) {
