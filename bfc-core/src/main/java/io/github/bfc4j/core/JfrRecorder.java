@@ -86,10 +86,12 @@ final class JfrRecorder extends PortListener {
 
     /**
      * The innermost {@link MemoryAnnotation} open on the calling thread, named as the holders
-     * name it ({@code "name (step n)"}), or null; for the events' {@code annotation} field.
+     * name it ({@code "name (step n)"}), or null: none open, or one that only gives a stack
+     * outside any named one (its name is null; its step, if any, names nothing); for the events'
+     * {@code annotation} field.
      */
     static String currentAnnotation() {
         MemoryAnnotation a = MemoryAnnotation.current();
-        return a == null ? null : a.name() + Provenance.stepSuffix(a.step());
+        return a == null || a.name() == null ? null : a.name() + Provenance.stepSuffix(a.step());
     }
 }

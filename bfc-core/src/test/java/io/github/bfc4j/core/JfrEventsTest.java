@@ -175,6 +175,38 @@ class JfrEventsTest {
     }
 
     /**
+     * An annotation that only gives a stack (a replayed trace's call, a Python caller's) names
+     * nothing: the events' {@code annotation} is null, as with none open, or the enclosing
+     * annotation's name when there is one; never the text "null".
+     */
+    @Test
+    void aStackOnlyAnnotationGivesNoAnnotationName(@TempDir Path dir) throws Exception {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).jfrAllocationSamplePeriod(1)
+                .dumpOnOomDirectory(null).build();
+        List<StackFrame> stack = List.of(new StackFrame("model.Net", "forward", "net.py", 12));
+        List<RecordedEvent> events = record(dir, () -> {
+            try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, false),
+                    4 * MIB, "stack_only_bfc", opts)) {
+                try (MemoryAnnotation s = MemoryAnnotation.push(null, -1, stack)) {
+                    a.allocateRaw(256, 1000);
+                    assertThat(a.allocateRaw(256, 8 * MIB)).isZero();
+                }
+                try (MemoryAnnotation s = MemoryAnnotation.push(null, 7, stack)) {
+                    a.allocateRaw(256, 1000);
+                }
+                try (MemoryAnnotation outer = MemoryAnnotation.push("encoder", 4);
+                        MemoryAnnotation s = MemoryAnnotation.push(null, -1, stack)) {
+                    a.allocateRaw(256, 1000);
+                }
+            }
+        });
+        assertThat(named(events, "io.github.bfc4j.AllocationSample")).extracting(e -> e.getString("annotation"))
+                .containsExactly(null, null, "encoder (step 4)");
+        assertThat(named(events, "io.github.bfc4j.OutOfMemory")).singleElement()
+                .extracting(e -> e.getString("annotation")).isNull();
+    }
+
+    /**
      * The events of a {@link ShardedBfcAllocator}'s shards carry the name given to its builder,
      * so that a recording groups them by it, and the shard's index, which tells them apart.
      */
