@@ -124,8 +124,8 @@ final class LeakGuard implements Runnable {
     /**
      * What the allocator recorded of the allocation when it was made (with
      * {@link BfcAllocator#recordHistory} or {@link BfcAllocator#recordAnnotations}): a sentence
-     * naming the thread, the annotation and the time, then the recorded stack, a frame a line;
-     * empty when nothing was recorded.
+     * naming the thread, the annotation (or a step given without one) and the time, then the
+     * recorded stack, a frame a line; empty when nothing was recorded.
      */
     static String recordedText(Provenance p) {
         if (!p.isKnown()) {
@@ -137,6 +137,9 @@ final class LeakGuard implements Runnable {
         }
         if (p.annotation() != null) {
             parts.add("in annotation '" + p.annotation() + "'" + Provenance.stepSuffix(p.step()));
+        } else if (p.step() >= 0) {
+            // A step without a name: an annotation that only gives a stack, outside any named one.
+            parts.add("in step " + p.step());
         }
         if (p.timeMicros() >= 0) {
             parts.add("at " + Provenance.timeText(p.timeMicros()));

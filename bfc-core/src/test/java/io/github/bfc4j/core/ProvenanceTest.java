@@ -451,6 +451,36 @@ class ProvenanceTest {
     }
 
     /**
+     * An annotation that only gives a stack, outside any named one, may still give a step
+     * ({@code MemoryAnnotation.push(null, 5, stack)}). With annotations recorded and no history,
+     * the chunk keeps that step alone (no name, no stack, no thread, no time): the leak report
+     * says the step it knows, and names no stack it does not have.
+     */
+    @Test
+    void aLeakReportOfAChunkKnownOnlyByItsStepNamesTheStepNotAStack() {
+        try (BfcAllocator a = allocator(64L << 20)) {
+            a.recordAnnotations(true);
+            long p;
+            try (MemoryAnnotation s = MemoryAnnotation.push(null, 5, List.of(new StackFrame("app.Model", "forward",
+                    "Model.java", 12)))) {
+                p = a.allocateRaw(64, 1000);
+            }
+            Provenance known = a.memoryMap().chunks().stream().filter(c -> c.ptr() == p).findFirst().orElseThrow()
+                    .provenance();
+            assertThat(known).isEqualTo(new Provenance(-1, null, null, 5, List.of()));
+            assertThat(LeakGuard.recordedText(known)).isEqualTo(" Recorded when it was allocated: in step 5.");
+        }
+        Provenance stackAndStep = new Provenance(-1, "main", null, 5,
+                List.of(new StackFrame("app.Model", "forward", "Model.java", 12)));
+        assertThat(LeakGuard.recordedText(stackAndStep)).isEqualTo(
+                " Recorded when it was allocated: on thread 'main', in step 5.\n\tat " + stackAndStep.stack().get(0));
+        Provenance stackOnly = new Provenance(-1, null, null, -1,
+                List.of(new StackFrame("app.Model", "forward", "Model.java", 12)));
+        assertThat(LeakGuard.recordedText(stackOnly)).isEqualTo(
+                " Recorded when it was allocated: its stack.\n\tat " + stackOnly.stack().get(0));
+    }
+
+    /**
      * A recorded time is the wall-clock time of the call in epoch microseconds (within a second:
      * the monotonic clock the recording advances may drift from the wall clock a little), both
      * the chunk's and its ALLOC event's.
