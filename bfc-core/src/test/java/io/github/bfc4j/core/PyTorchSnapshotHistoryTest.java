@@ -99,6 +99,38 @@ class PyTorchSnapshotHistoryTest {
     }
 
     /**
+     * A stamped free of an allocation made before the history started gets its
+     * {@code FREE_COMPLETED} when the allocator knew that allocation (annotations were recorded
+     * for it), and none when nothing was recorded for it; either way the snapshot replays.
+     */
+    @Test
+    void aFreeOfAnAllocationMadeBeforeTheHistoryCompletesWhenItsAnnotationWasRecorded() throws Exception {
+        for (boolean annotations : new boolean[] {false, true}) {
+            BfcAllocator a = allocator();
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            a.recordAnnotations(annotations);
+            long p;
+            try (MemoryAnnotation ignored = MemoryAnnotation.push("early")) {
+                p = a.allocateRaw(256, 1000);
+            }
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            a.deallocateRaw(p); // stamped
+            a.setSafeFrontier(counter.next());
+            List<MemoryEvent> events = a.snapshot().history().events();
+            if (annotations) {
+                assertThat(events).extracting(MemoryEvent::kind).as("annotations recorded")
+                        .containsExactly(MemoryEvent.Kind.FREE, MemoryEvent.Kind.FREE_COMPLETED);
+            } else {
+                assertThat(events).extracting(MemoryEvent::kind).as("nothing recorded")
+                        .containsExactly(MemoryEvent.Kind.FREE);
+            }
+            MemoryVizReplay.check(MemoryVizReplay.pickle(a.snapshot()));
+            a.close();
+        }
+    }
+
+    /**
      * As PyTorch's {@code snapshot()} writes a block whose free waits for its streams: state
      * {@code active_pending_free}, the allocation's requested size and frames, counted in the
      * segment's active and requested sizes but not in its allocated size; its free requested and
