@@ -209,12 +209,39 @@ final class HistoryRecorder extends PortListener {
     }
 
     void recordAnnotations(boolean enabled) {
+        boolean wasOn = on;
         annotations = enabled;
         on = annotations || options != null;
+        if (on && !wasOn) {
+            forgetWaitingChunks();
+        }
+    }
+
+    /**
+     * Forgets the provenance kept for chunks whose free waits for the frontier: called when
+     * recording resumes after nothing was recorded (the allocator called no event point). A
+     * waiting chunk is told apart from a later one by its address, size and stamp, but in
+     * between such a chunk may have been allocated again and freed unheard, keeping its stamp
+     * (no timing counter set then: a free without one leaves the stamp as it was), so that the
+     * memory was last another allocation's. The chunks in use keep theirs: allocation ids are
+     * never reused. Slow path: a walk over the chunk arrays, when recording is switched on.
+     */
+    private void forgetWaitingChunks() {
+        for (int h = 0; h < chunkAllocationId.length; h++) {
+            if (chunkAllocationId[h] < 0) {
+                chunkAllocationId[h] = 0;
+                releaseName(h);
+                chunkThread[h] = null;
+                chunkStack[h] = null;
+            }
+        }
     }
 
     /** Starts (or restarts, clearing the ring) recording history. */
     void start(HistoryOptions o, boolean allocatorEmpty) {
+        if (!on) {
+            forgetWaitingChunks();
+        }
         int n = o.maxEntries();
         if (kind == null || kind.length != n) {
             // All allocated before any is kept: an OutOfMemoryError part way leaves the ring as

@@ -344,6 +344,39 @@ class MemoryObservabilityTest {
         }
     }
 
+    /**
+     * While nothing is recorded the allocator hears no call: a chunk freed and stamped under
+     * "first", then (without a counter, which leaves its stamp as it was) allocated again and
+     * freed again unheard, is the same chunk with the same stamp, but the memory it holds was
+     * last another allocation's. Recording again does not name "first" for it: nothing stale is
+     * shown.
+     */
+    @Test
+    void aWaitingChunkTakenAndFreedAgainWhileNothingWasRecordedNamesNoOne() {
+        try (BfcAllocator a = sim(16 * MIB, gcNoRetry().build())) {
+            SharedCounter counter = new SharedCounter();
+            a.setTimingCounter(counter);
+            a.recordAnnotations(true);
+            long p;
+            try (MemoryAnnotation ignored = MemoryAnnotation.push("first")) {
+                p = a.allocateRaw(256, 1000);
+            }
+            a.deallocateRaw(p); // stamped 1: waits, and names "first"
+            assertThat(chunkAt(a.memoryMap(), p).provenance().annotation()).isEqualTo("first");
+
+            a.recordAnnotations(false); // nothing recorded: the allocator calls no recorder
+            a.setTimingCounter(null);   // frees no longer stamp, nor unstamp
+            long q = a.allocateRaw(256, 1000, new AllocationAttributes(false, () -> 2)); // stamp 1 allowed
+            assertThat(q).as("the waiting chunk, the best fit, taken whole").isEqualTo(p);
+            a.deallocateRaw(q); // unheard; the chunk keeps stamp 1
+            a.recordAnnotations(true);
+
+            MemoryMap.Chunk c = chunkAt(a.memoryMap(), p);
+            assertThat(c.notYetSafe()).as("stamp 1 is still at or after the frontier").isTrue();
+            assertThat(c.provenance()).as("last held by an allocation nothing recorded").isEqualTo(Provenance.UNKNOWN);
+        }
+    }
+
     @Test
     void theSummaryNamesWhoHeldTheMemoryNotYetSafeLargestFirstAndBounded() {
         try (BfcAllocator a = sim(64 * MIB, gcNoRetry().build())) {
