@@ -55,10 +55,11 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
      * events replayed in order, counting chunk bytes as {@link BfcAllocator#bytesInUse()} does
      * (a stamped free counts at its {@code FREE}), the {@code ALLOC} events of the allocations
      * still live right after the first event at which the most bytes were in use. That is the
-     * moment of {@link BfcAllocator#peakBytesInUse()} when the history {@link #isComplete()}
-     * and the peak was not reset since ({@code resetPeakStats()}, {@code clearStats()}); a
-     * history that started later, or dropped its oldest events, counts only the allocations it
-     * holds (the free of an older one is passed over).
+     * moment of {@link BfcAllocator#peakBytesInUse()} when the history {@link #isComplete()},
+     * was still {@link #recording()} when taken (a stopped history holds nothing after its stop:
+     * its peak is the one before it) and the peak was not reset since ({@code resetPeakStats()},
+     * {@code clearStats()}); a history that started later, or dropped its oldest events, counts
+     * only the allocations it holds (the free of an older one is passed over).
      *
      * @return the {@code ALLOC} events, oldest first (their {@link MemoryEvent#bytes()} add up
      *     to the peak; {@link MemoryEvent#provenance()} says who made each); empty if the history
@@ -81,8 +82,8 @@ public record MemoryHistory(HistoryOptions options, boolean recording, long star
      * {@code ALLOC} events of the allocations still live right after the first event at which the
      * most bytes were in use in all of them. Allocation ids are told apart per history (each shard
      * numbers its own). That peak is the peak of the sum, which no shard's
-     * {@code peakBytesInUse()} nor their sum gives, when every history {@link #isComplete()} and
-     * no peak was reset since; histories that started later, or dropped their oldest events,
+     * {@code peakBytesInUse()} nor their sum gives, when every history {@link #isComplete()}, was
+     * still {@link #recording()} when taken, and no peak was reset since; histories that started later, or dropped their oldest events,
      * count only the allocations they hold (each shard's ring drops on its own).
      *
      * @param histories the histories, e.g. {@code history()} of each of {@code snapshots()}

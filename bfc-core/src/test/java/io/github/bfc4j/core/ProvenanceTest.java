@@ -723,6 +723,31 @@ class ProvenanceTest {
     }
 
     /**
+     * A stopped history is complete (it tells every call up to its stop, and replays as a
+     * trace), but holds nothing after the stop: its peak is the one before the stop, not
+     * peakBytesInUse() when the allocator went higher since.
+     */
+    @Test
+    void liveAtPeakOfAStoppedHistoryIsItsPeakBeforeTheStop() {
+        long mib = 1L << 20;
+        try (BfcAllocator allocator = allocator(64 * mib)) {
+            allocator.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long before = allocator.allocateRaw(64, mib);
+            allocator.stopHistory();
+            long after = allocator.allocateRaw(64, 2 * mib);
+
+            MemoryHistory history = allocator.snapshot().history();
+            assertThat(history.isComplete()).isTrue();
+            assertThat(history.recording()).isFalse();
+            assertThat(history.liveAtPeak()).extracting(MemoryEvent::address).containsExactly(before);
+            assertThat(history.liveAtPeak().stream().mapToLong(MemoryEvent::bytes).sum()).isEqualTo(mib)
+                    .isLessThan(allocator.peakBytesInUse());
+            allocator.deallocateRaw(before);
+            allocator.deallocateRaw(after);
+        }
+    }
+
+    /**
      * liveAtPeak() of a history that started after some allocations: only the allocations it
      * holds count (the free of an older one is passed over, not subtracted), the first moment of
      * the most bytes is the peak (a later equal one is not), and the allocations are in the order
