@@ -273,6 +273,36 @@ class ShardedPyTorchSnapshotTest {
         }
     }
 
+    /**
+     * A segment's frames are those of the Extend that obtained it, from its own shard's
+     * recorded history, also where the timeline written starts after that Extend (another
+     * shard's recording restarted since): who obtained the region is known, though its
+     * {@code segment_alloc} is not in the timeline.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aSegmentNamesWhoObtainedItEvenWhereTheTimelineStartsAfterThat() throws Exception {
+        try (ShardedBfcAllocator a = sharded(1000)) {
+            BfcAllocator s0 = a.shards().get(0);
+            BfcAllocator s1 = a.shards().get(1);
+            long kept;
+            try (MemoryAnnotation x = MemoryAnnotation.push("shard1-owner")) {
+                kept = s1.allocateRaw(64, MIB);
+            }
+            s0.recordHistory(HistoryOptions.builder().stacks(false).maxEntries(1000).build()); // the cut
+            s0.deallocateRaw(s0.allocateRaw(64, 4096));
+
+            Map<String, Object> pickle = pickle(a);
+            MemoryVizReplay.check(pickle);
+            assertThat(MemoryVizReplay.trace(pickle)).as("shard 1's events are before the cut")
+                    .allSatisfy(t -> assertThat(MemoryVizReplay.num(t.get("stream"))).isZero());
+            List<Map<String, Object>> segments = (List<Map<String, Object>>) pickle.get("segments");
+            assertThat(segments).filteredOn(seg -> MemoryVizReplay.num(seg.get("stream")) == 1).singleElement()
+                    .satisfies(seg -> assertThat(seg.get("frames").toString()).contains("shard1-owner"));
+            s1.deallocateRaw(kept);
+        }
+    }
+
     @Test
     void anOutOfMemoryDumpNeverShowsARangeInTwoShards(@TempDir Path dir) throws Exception {
         try (ShardedBfcAllocator a = sharded(1000)) {
