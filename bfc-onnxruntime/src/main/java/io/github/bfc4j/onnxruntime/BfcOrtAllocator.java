@@ -542,7 +542,8 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * whole process: a callback made while other code holds all 10 of its class gets none, and
      * the struct would hand ORT a null function pointer (a crash on ORT's first call). So each
      * is checked, and they are kept only once all four have one; else none is kept, and the next
-     * {@link #register} tries again.
+     * {@link #register} tries again. Those kept are retained, so that no JavaCPP
+     * {@code PointerScope} open around the first register releases them when it closes.
      *
      * @throws IllegalStateException if a callback class has no native function left
      */
@@ -556,10 +557,13 @@ public final class BfcOrtAllocator implements AutoCloseable {
             FreeCallback free = withFunction(new FreeCallback(), made);
             InfoCallback info = withFunction(new InfoCallback(), made);
             ReserveCallback reserve = withFunction(new ReserveCallback(), made);
-            freeCallback = free;
-            infoCallback = info;
-            reserveCallback = reserve;
-            allocCallback = alloc;
+            // Kept for the life of the process: a JavaCPP PointerScope open on this thread took
+            // each of them when it was made and would release (free) them when it closes, and
+            // ORT calls them as long as any session made with them lives.
+            freeCallback = free.retainReference();
+            infoCallback = info.retainReference();
+            reserveCallback = reserve.retainReference();
+            allocCallback = alloc.retainReference();
         } catch (RuntimeException | Error e) {
             for (FunctionPointer f : made) {
                 try {

@@ -505,6 +505,84 @@ class BfcOrtAllocatorTest {
     }
 
     /**
+     * For a child JVM: the process's first register inside a JavaCPP {@code PointerScope}; a
+     * tensor made on another thread (outside the scope) while it is open, closed after the scope
+     * closed; then two more tensors, and one after registering again; one line per step.
+     */
+    public static final class RegisterInsideAPointerScope {
+        private RegisterInsideAPointerScope() {
+        }
+
+        /**
+         * Runs the steps.
+         *
+         * @param args none
+         */
+        public static void main(String[] args) throws Exception {
+            try (BfcAllocator bfc = hostAllocator("scoped", 64L << 20)) {
+                BfcOrtAllocator ort;
+                Value[] made = new Value[1];
+                try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+                    ort = BfcOrtAllocator.register(bfc);
+                    BfcOrtAllocator o = ort;
+                    Thread other = new Thread(() -> made[0] = Value.CreateTensor(o.ortAllocator(),
+                            new long[] {4, 100}, 2, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT));
+                    other.start();
+                    other.join();
+                    System.out.println("other thread's tensor: " + ort.stats().liveAllocations() + " live");
+                }
+                made[0].close();   // ORT frees it through the Free callback
+                System.out.println("scope closed, tensor closed: " + ort.stats().liveAllocations() + " live");
+                for (int i = 0; i < 3; i++) {
+                    if (i == 2) {
+                        ort.close();
+                        ort = BfcOrtAllocator.register(bfc);
+                    }
+                    try (Value x = Value.CreateTensor(ort.ortAllocator(), new long[] {4, 100}, 2,
+                            ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)) {
+                        x.GetTensorMutableDataFloat().put(399, 7f);
+                        System.out.println("tensor: " + ort.stats().liveAllocations() + " live, "
+                                + bfc.requestedSize(x.GetTensorMutableDataFloat().address()) + " bytes");
+                    } catch (RuntimeException e) {
+                        System.out.println("tensor threw: " + e);
+                    }
+                }
+                ort.close();
+                System.out.println("left: " + bfc.bytesInUse() + " bytes in use");
+            }
+        }
+    }
+
+    /**
+     * JavaCPP's {@code PointerScope} takes every pointer with a deallocator made while it is open
+     * on the thread, callbacks included, and releases them when it closes. The process's first
+     * register made BfcOrtAllocator's four shared callbacks unretained, so where it ran inside a
+     * scope, closing the scope released them for the life of the process: every later allocation
+     * ONNX Runtime asked of any BfcOrtAllocator failed with "Unknown exception", and a free of
+     * memory ORT held then (its Free callback throwing inside ORT's release of a value) killed the
+     * JVM ({@code terminate called after throwing an instance of 'JavaCPP_exception'}, exit 134).
+     */
+    @Test
+    void aPointerScopeAroundTheFirstRegisterDoesNotTakeTheCallbacksWithIt() throws Exception {
+        List<String> command = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin",
+                "java").toString()));
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED");
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"),
+                RegisterInsideAPointerScope.class.getName()));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println(out);
+        assertThat(p.exitValue()).as("the child's exit status (134: it crashed)\n" + out).isZero();
+        List<String> lines = out.lines().filter(l -> l.matches("^(other|scope|tensor|left).*")).toList();
+        assertThat(lines).as(out).containsExactly("other thread's tensor: 1 live",
+                "scope closed, tensor closed: 0 live", "tensor: 1 live, 1600 bytes", "tensor: 1 live, 1600 bytes",
+                "tensor: 1 live, 1600 bytes", "left: 0 bytes in use");
+    }
+
+    /**
      * Without ONNX Runtime's natives for this platform, register(...) throws the CUDA provider's
      * sentence as an IllegalStateException (not an UnsatisfiedLinkError, then a
      * NoClassDefFoundError of its callback class), every time, and the allocator is left as it was.
