@@ -52,7 +52,9 @@ import org.bytedeco.onnxruntime.StringVector;
  * empty-cache (ORT ignores the result). The address handed to ORT is the C function JavaCPP made
  * for the callback: the first field of the object the callback's {@code address()} points to
  * (JavaCPP's generated callback struct). JavaCPP has at most 10 native functions per callback
- * class, so at most 10 providers can be open at a time.
+ * class, so at most 10 providers can be open at a time. The callbacks are retained for the life
+ * of the process, so that a JavaCPP {@code PointerScope} open where they are made does not
+ * release them while sessions still call them.
  *
  * <p>ORT keeps the function addresses of the options a session was made with, so a session can
  * outlive its provider and call them later. A closed provider's slot (its three functions) is
@@ -311,6 +313,12 @@ public final class BfcCudaProvider implements AutoCloseable {
         s.allocFunction();   // fails if another user took JavaCPP's native functions of these classes
         s.freeFunction();
         s.emptyCacheFunction();
+        // Kept for the life of the process, as the slot is: a JavaCPP PointerScope open on this
+        // thread took each callback when it was made and would release (free) it when it closes,
+        // while sessions made with the options still call its C function.
+        s.alloc.retainReference();
+        s.free.retainReference();
+        s.emptyCache.retainReference();
         SLOTS.add(s);
         return s;
     }

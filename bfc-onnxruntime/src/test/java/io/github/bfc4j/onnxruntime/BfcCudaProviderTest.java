@@ -509,4 +509,69 @@ class BfcCudaProviderTest {
             }
         }
     }
+
+    /**
+     * For a child JVM: the process's first provider (its slot's three callbacks made then) bound
+     * inside a JavaCPP {@code PointerScope}; once the scope is closed, its alloc and free functions
+     * are called through their addresses, as ORT's CUDA provider would; one line per step.
+     */
+    public static final class BindInsideAPointerScope {
+        private BindInsideAPointerScope() {
+        }
+
+        /**
+         * Runs the steps.
+         *
+         * @param args none
+         */
+        public static void main(String[] args) {
+            org.bytedeco.javacpp.Loader.load(org.bytedeco.onnxruntime.global.onnxruntime.class);
+            BfcCudaProviderTest calls = new BfcCudaProviderTest();
+            try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("scoped_device", 8 << 20)) {
+                BfcCudaProvider provider;
+                try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+                    provider = BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null);
+                }
+                var options = provider.providerOptions();
+                var alloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(
+                        calls.function(options.get("gpu_external_alloc")));
+                var free = new OrtThreadWorkerFn(calls.function(options.get("gpu_external_free")));
+                try {
+                    BytePointer p = alloc.call(new OrtCustomOp(at(5000)));
+                    System.out.println("alloc: " + bfc.requestedSize(p.address()) + " bytes, "
+                            + provider.stats().liveAllocations() + " live");
+                    free.call(p);
+                    System.out.println("free: " + bfc.bytesInUse() + " bytes in use");
+                } catch (RuntimeException e) {
+                    System.out.println("call threw: " + e);
+                }
+                provider.close();
+            }
+        }
+    }
+
+    /**
+     * JavaCPP's {@code PointerScope} takes every pointer with a deallocator made while it is open
+     * on the thread, callbacks included, and releases them when it closes. A provider slot's three
+     * callbacks were not retained, so a provider made inside a scope had its C functions released
+     * with it while ORT (a session made with its options) still called them: each call then threw
+     * a C++ exception ("Unknown exception") where ORT expects a pointer, or, for a free inside
+     * ORT's release of a buffer, ended the process.
+     */
+    @Test
+    void aPointerScopeAroundTheFirstProviderDoesNotTakeItsFunctionsWithIt() throws Exception {
+        List<String> command = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin",
+                "java").toString()));
+        if (Runtime.version().feature() >= 22) {
+            command.add("--enable-native-access=ALL-UNNAMED");
+        }
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), BindInsideAPointerScope.class.getName()));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        System.out.println(out);
+        assertThat(p.exitValue()).as("the child's exit status\n" + out).isZero();
+        assertThat(out.lines().filter(l -> l.matches("^(alloc|free|call).*")).toList()).as(out)
+                .containsExactly("alloc: 5000 bytes, 1 live", "free: 0 bytes in use");
+    }
 }
