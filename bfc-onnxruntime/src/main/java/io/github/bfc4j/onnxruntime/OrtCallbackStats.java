@@ -34,11 +34,24 @@ public record OrtCallbackStats(long allocCalls, long reserveCalls, long freeCall
         final AtomicLong liveAllocations = new AtomicLong();
         volatile String lastError;
 
-        /** Counts, remembers and logs a callback error (never throws past a failed log). */
+        /**
+         * Counts, remembers and logs a callback error. Never throws, not even where logging fails
+         * (a handler that throws, no memory left to format the record): the callbacks run inside
+         * ORT, where an exception out of a free ends the process. A failed log is added to
+         * {@link #lastError} instead.
+         */
         void error(Logger log, String message, Throwable t) {
             callbackErrors.increment();
             lastError = message;
-            log.log(Level.SEVERE, message, t);
+            try {
+                log.log(Level.SEVERE, message, t);
+            } catch (Throwable logFailure) {
+                try {
+                    lastError = message + " (logging it failed: " + logFailure + ")";
+                } catch (Throwable ignored) {
+                    // No memory left even for the note: the message alone stays.
+                }
+            }
         }
 
         OrtCallbackStats snapshot() {

@@ -32,6 +32,7 @@ import java.util.logging.LogRecord;
 import java.util.logging.Logger;
 import org.assertj.core.api.AbstractThrowableAssert;
 import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.onnxruntime.Env;
 import org.bytedeco.onnxruntime.OrtAllocator;
 import org.bytedeco.onnxruntime.Value;
@@ -1104,6 +1105,96 @@ class BfcOrtAllocatorTest {
             assertThat(bfc.bytesInUse()).isZero();
         } finally {
             log.removeHandler(capture);
+        }
+    }
+
+    /**
+     * Free never throws into ORT, even where logging its error fails (a handler that throws, as
+     * a test's "fail on SEVERE" handler does): the exception of the log reached ORT as a C++
+     * exception out of {@code Free}, which ORT calls where none may pass (releasing a value), so
+     * the process ended. The error is still counted and kept in the statistics. The CUDA
+     * provider's free function likewise.
+     */
+    @Test
+    void aLogHandlerThatThrowsDoesNotMakeFreeThrowIntoOrt() {
+        Handler throwing = new Handler() {
+            @Override
+            public void publish(LogRecord r) {
+                throw new IllegalStateException("handler refuses: " + r.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Pointer notAllocated = new Pointer() {
+            {
+                address = 0x1000;
+            }
+        };
+        Logger log = Logger.getLogger(BfcOrtAllocator.class.getName());
+        Logger cudaLog = Logger.getLogger(BfcCudaProvider.class.getName());
+        log.addHandler(throwing);
+        cudaLog.addHandler(throwing);
+        try (BfcAllocator bfc = hostAllocator("throwing_log", 8 << 20)) {
+            try (BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+                var struct = ort.ortAllocator();
+                struct.Free().call(struct, notAllocated);   // threw a RuntimeException (the C++ exception)
+                assertThat(ort.stats().callbackErrors()).isOne();
+                assertThat(ort.stats().lastError()).contains("Free(0x1000) on 'throwing_log' failed");
+            }
+            BfcCudaProvider cuda = BfcCudaProvider.bind(new BfcCudaProvider.DeviceMemory() {
+                @Override
+                public long allocate(long bytes) {
+                    return bfc.allocateRaw(BfcOrtAllocator.ALIGNMENT, bytes);
+                }
+
+                @Override
+                public void free(long ptr) {
+                    bfc.deallocateRaw(ptr);
+                }
+
+                @Override
+                public int deviceId() {
+                    return 0;
+                }
+
+                @Override
+                public String name() {
+                    return bfc.name();
+                }
+
+                @Override
+                public boolean isClosed() {
+                    return bfc.isClosed();
+                }
+
+                @Override
+                public Object allocator() {
+                    return bfc;   // its slot goes to other providers once bfc is closed
+                }
+            }, (org.bytedeco.onnxruntime.OrtApi) null);
+            try {
+                PointerPointer<Pointer> cell = new PointerPointer<Pointer>(1).put(0, new Pointer() {
+                    {
+                        address = Long.parseUnsignedLong(cuda.providerOptions().get("gpu_external_free"));
+                    }
+                });
+                new org.bytedeco.onnxruntime.OrtThreadWorkerFn(cell).call(notAllocated);
+                assertThat(cuda.stats().callbackErrors()).isOne();
+                assertThat(cuda.stats().lastError()).contains("gpu_external_free(0x1000) on 'throwing_log' failed");
+                cell.close();
+            } finally {
+                cuda.close();
+            }
+            assertThat(bfc.bytesInUse()).isZero();
+        } finally {
+            log.removeHandler(throwing);
+            cudaLog.removeHandler(throwing);
         }
     }
 }
