@@ -91,7 +91,9 @@ import org.tensorflow.types.family.TType;
  * back, but the memory of a buffer TensorFlow still holds stays mapped until TensorFlow drops it
  * (as for any view, {@code BfcAllocator.bytesHeldForViews()}): no tensor reads unmapped memory,
  * though the memory is no longer the allocator's. {@link #liveBuffers()} says how many buffers
- * TensorFlow holds.
+ * TensorFlow holds. A JavaCPP {@code PointerScope} open on the thread where a tensor is made takes
+ * no reference to it: its {@code close()} gives the buffer back whether that scope is still open
+ * or not (TensorFlow Java's own tensors, made inside a scope, keep their memory until it closes).
  *
  * <p><b>Scope:</b> only the buffers of tensors made here come from bfc4j. TensorFlow's
  * intermediates and outputs come from TensorFlow's own allocators (its CPU and GPU devices take no
@@ -514,6 +516,19 @@ public final class BfcTensors {
         }
         tensorsCreated.incrementAndGet();
         liveBuffers.incrementAndGet();
+        // A scope of our own while the native handle is made: JavaCPP attaches a pointer given a
+        // deallocator (withDeallocator) to the innermost scope open on the thread, and one of the
+        // application's would keep a reference to the handle, so the tensor's close() would not
+        // delete it (nor give the buffer back) until that scope closed. Ours lets go of it when
+        // closed, once the tensor's own scope (RawTensor.fromHandle's) holds it.
+        try (PointerScope scope = new PointerScope()) {
+            return wrapInScope(type, shape, dtype, address, owned, bytes, deallocator, steps);
+        }
+    }
+
+    /** The part of {@link #wrap} from {@code TF_NewTensor} on, inside a scope of its own. */
+    private static <T extends TType> T wrapInScope(Class<T> type, Shape shape, DType dtype, long address,
+            Owned owned, long bytes, Deallocator_Pointer_long_Pointer deallocator, Steps steps) {
         TF_Tensor handle;
         try {
             steps.reached(Step.NEW_TENSOR);

@@ -671,6 +671,45 @@ class BfcTensorsTest {
         }
     }
 
+    /**
+     * A tensor made while a JavaCPP {@code PointerScope} is open on the thread (an application's
+     * own, around its native calls) gives its buffer back when it is closed, as outside any scope:
+     * the scope took a reference to the tensor's native handle, so the buffer stayed allocated
+     * (and a REFUSE close of the allocator was refused) until the scope closed, however long
+     * after. A tensor still open when the scope closes stays usable and gives its buffer back when
+     * it is closed. Failed creations inside a scope leave nothing behind either.
+     */
+    @Test
+    void aTensorMadeInsideAPointerScopeGivesItsBufferBackWhenClosed() {
+        TInt32 outlives;
+        try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+            TFloat32 t = tensors.ofFloats(Shape.of(4), 1, 2, 3, 4);
+            assertThat(t.getFloat(3)).isEqualTo(4f);
+            t.close();
+            assertThat(tensors.liveBuffers()).as("buffers held after the tensor's close, scope open").isZero();
+            assertThat(cpu.bytesInUse()).as("bytes in use after the tensor's close, scope open").isZero();
+            try (Graph g = new Graph(); Session s = new Session(g)) {
+                Ops tf = Ops.create(g);
+                Placeholder<TFloat32> x = tf.placeholder(TFloat32.class);
+                try (TFloat32 in = tensors.ofFloats(Shape.of(2), 5, 6);
+                        Result r = s.runner().feed(x, in).fetch(tf.identity(x)).run()) {
+                    assertThat(((TFloat32) r.get(0)).getFloat(1)).isEqualTo(6f);
+                }
+            }
+            assertThat(tensors.liveBuffers()).as("after a run's input and aliasing output are closed").isZero();
+            assertThatThrownBy(() -> tensors.tensorOf(TInt32.class, Shape.of(2), v -> {
+                throw new IllegalStateException("init fails");
+            })).hasMessage("init fails");
+            assertThat(tensors.liveBuffers()).isZero();
+            outlives = tensors.ofInts(Shape.of(2), 7, 8);
+        }
+        assertThat(outlives.getInt(1)).as("a tensor open when the scope closed").isEqualTo(8);
+        assertThat(tensors.liveBuffers()).isOne();
+        outlives.close();
+        assertThat(tensors.liveBuffers()).isZero();
+        assertThat(tensors.buffersReturned()).isEqualTo(tensors.tensorsCreated()).isEqualTo(4);
+    }
+
     @Test
     void aFailedRunLeavesNothingBehind() {
         try (Graph g = new Graph(); Session s = new Session(g)) {
