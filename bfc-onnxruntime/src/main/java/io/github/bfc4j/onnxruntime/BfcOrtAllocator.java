@@ -46,13 +46,17 @@ import org.bytedeco.onnxruntime.SessionOptionsImpl;
  * <h2>Lifecycle</h2>
  * ORT keeps one environment per process; {@link #register} takes a reference to it of its own
  * (released on {@link #close()}), so it does not matter in which order the caller's
- * {@code Env} and this object are closed. Only one {@code BfcOrtAllocator} can be registered at
- * a time. {@link #close()} refuses while ORT still holds memory from it (sessions or output
- * values not yet released); after a successful close it is unregistered and every later
- * {@code Alloc} fails (see below) with an error logged, so a session that outlives it fails with
- * an error instead of touching freed memory. {@link #close()} and the callbacks agree: the
- * callbacks count themselves in flight, and {@code close()} waits for those in flight before it
- * unregisters, so no allocation lands in the bfc4j allocator after a successful close. A closed
+ * {@code Env} and this object are closed. Where no environment exists yet, {@link #register}
+ * creates it, with logging level {@code WARNING}, log id {@code bfc4j} and no global thread
+ * pools, and an {@code Env} the caller creates afterwards is that one, its own settings ignored:
+ * create the {@code Env} first where it sets anything (global thread pools, logging). Only one
+ * {@code BfcOrtAllocator} can be registered at a time. {@link #close()} refuses while ORT still
+ * holds memory from it (sessions or output values not yet released); after a successful close it
+ * is unregistered and every later {@code Alloc} fails (see below) with an error logged, so a
+ * session that outlives it fails with an error instead of touching freed memory.
+ * {@link #close()} and the callbacks agree: the callbacks count themselves in flight, and
+ * {@code close()} waits for those in flight before it unregisters, so no allocation lands in the
+ * bfc4j allocator after a successful close. A closed
  * instance is forgotten (nothing static keeps it, its {@code BfcAllocator} or its statistics
  * reachable); only the native {@code OrtAllocator} struct and {@code OrtMemoryInfo} (a few dozen
  * bytes) are kept for the life of the process: a session made while it was registered keeps a
@@ -167,6 +171,10 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * {@code Run}, or ORT's inter-op threads) allocates from its own shard, and the threads do
      * not wait for one another's allocations. Addresses then differ from those one
      * {@code BfcAllocator} would give; ORT's answers do not.
+     *
+     * <p>ORT's environment is one per process: where none exists yet, this creates it with its
+     * own settings (logging level {@code WARNING}, no global thread pools), which an {@code Env}
+     * created afterwards keeps; create your {@code Env} before calling this where it sets any.
      *
      * @param bfc a bfc4j allocator over host memory with close policy {@code REFUSE}
      * @return the registered allocator; close it after the sessions that use it

@@ -584,6 +584,71 @@ class BfcOrtAllocatorTest {
     }
 
     /**
+     * For a child JVM: an {@code Env} with global thread pools created before the first register
+     * ({@code env-first}) or after it ({@code register-first}), then a session of
+     * all-MiniLM-L6-v2 that uses the global thread pools; one line saying whether it was made.
+     */
+    public static final class EnvAndRegisterInOrder {
+        private EnvAndRegisterInOrder() {
+        }
+
+        /**
+         * Runs the steps.
+         *
+         * @param args {@code env-first} or {@code register-first}
+         */
+        public static void main(String[] args) {
+            boolean registerFirst = args[0].equals("register-first");
+            try (BfcAllocator bfc = hostAllocator("env_order", 256L << 20)) {
+                BfcOrtAllocator ort = registerFirst ? BfcOrtAllocator.register(bfc) : null;
+                try (org.bytedeco.onnxruntime.ThreadingOptions threads = new org.bytedeco.onnxruntime.ThreadingOptions()
+                        .SetGlobalIntraOpNumThreads(2);
+                        Env env = new Env(threads.asOrtThreadingOptions(), ORT_LOGGING_LEVEL_WARNING, "app")) {
+                    if (ort == null) {
+                        ort = BfcOrtAllocator.register(bfc);
+                    }
+                    org.bytedeco.onnxruntime.SessionOptions options = EmbeddingSession.options(true);
+                    options.DisablePerSessionThreads();
+                    try (EmbeddingSession session = new EmbeddingSession(env, MODEL, options)) {
+                        System.out.println("session: made");
+                    } catch (RuntimeException e) {
+                        System.out.println("session: failed: " + e.getMessage());
+                    }
+                }
+                ort.close();
+            }
+        }
+    }
+
+    /**
+     * What integrations.md says of the order of creation: an {@code Env} created before the first
+     * register keeps its settings (global thread pools here), while one created after it is the
+     * environment register created, without them.
+     */
+    @Test
+    void anEnvCreatedAfterTheFirstRegisterHasRegistersSettings() throws Exception {
+        List<String> seen = new ArrayList<>();
+        for (String order : List.of("env-first", "register-first")) {
+            List<String> command = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"),
+                    "bin", "java").toString()));
+            if (Runtime.version().feature() >= 22) {
+                command.add("--enable-native-access=ALL-UNNAMED");
+            }
+            command.addAll(List.of("-cp", System.getProperty("java.class.path"), EnvAndRegisterInOrder.class.getName(),
+                    order));
+            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            assertThat(p.waitFor(120, TimeUnit.SECONDS)).as(out).isTrue();
+            System.out.println(out);
+            assertThat(p.exitValue()).as(out).isZero();
+            seen.add(order + " " + out.lines().filter(l -> l.startsWith("session: ")).findFirst().orElse(out));
+        }
+        assertThat(seen.get(0)).isEqualTo("env-first session: made");
+        assertThat(seen.get(1)).startsWith("register-first session: failed: ")
+                .contains("the env must be created with the the CreateEnvWithGlobalThreadPools API");
+    }
+
+    /**
      * Without ONNX Runtime's natives for this platform, register(...) throws the CUDA provider's
      * sentence as an IllegalStateException (not an UnsatisfiedLinkError, then a
      * NoClassDefFoundError of its callback class), every time, and the allocator is left as it was.
