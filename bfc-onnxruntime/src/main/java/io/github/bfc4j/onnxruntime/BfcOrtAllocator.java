@@ -292,7 +292,8 @@ public final class BfcOrtAllocator implements AutoCloseable {
 
     /**
      * The native {@code OrtAllocator}, e.g. for {@code Value.CreateTensor(OrtAllocator, ...)} to
-     * make a tensor in bfc4j memory directly. Valid for the life of the process.
+     * make a tensor in bfc4j memory directly. Valid for the life of the process: once this is
+     * closed, an allocation through it fails (ORT's error says the allocator was closed).
      *
      * @return the struct
      */
@@ -480,7 +481,8 @@ public final class BfcOrtAllocator implements AutoCloseable {
             counters.failedAllocs.increment();
             String message = (reserve ? "Reserve(" : "Alloc(") + size + ") called after BfcOrtAllocator '"
                     + bfc.name() + "' was closed: a session created while it was registered is still"
-                    + " running. Close sessions before the allocator.";
+                    + " running, or its ortAllocator() was used after close(). Close sessions before the"
+                    + " allocator, and use its ortAllocator() only while it is open.";
             error(message, null);
             throw new AllocationFailure(message);
         }
@@ -601,8 +603,9 @@ public final class BfcOrtAllocator implements AutoCloseable {
         try {
             LOG.log(Level.SEVERE, what + " for an OrtAllocator at 0x"
                     + Long.toHexString(self == null ? 0 : self.address()) + " that is not registered: its"
-                    + " BfcOrtAllocator was closed while a session created with it still runs (close sessions"
-                    + " before the allocator)", t);
+                    + " BfcOrtAllocator was closed while a session created with it still runs, or its ortAllocator()"
+                    + " was used after close() (close sessions before the allocator, and use its ortAllocator() only"
+                    + " while it is open)", t);
         } catch (Throwable ignored) {
             // Logging failed too; nothing may reach native code.
         }
@@ -621,7 +624,8 @@ public final class BfcOrtAllocator implements AutoCloseable {
             if (a == null) {
                 orphanError((reserve ? "Reserve(" : "Alloc(") + size + ")", self, null);
                 throw new AllocationFailure((reserve ? "Reserve(" : "Alloc(") + size + ") on an OrtAllocator"
-                        + " whose BfcOrtAllocator was closed: close sessions before the allocator");
+                        + " whose BfcOrtAllocator was closed: close sessions before the allocator, and use its"
+                        + " ortAllocator() only while it is open");
             }
             return a.alloc(size, reserve);
         } catch (AllocationFailure e) {

@@ -301,6 +301,30 @@ class BfcOrtAllocatorTest {
     }
 
     /**
+     * A tensor made with the {@code ortAllocator()} of a closed instance (the struct stays valid:
+     * ORT may still call it) fails, saying so: the message blamed a session still running, which
+     * a caller who made no session could not act on.
+     */
+    @Test
+    void aTensorMadeWithAClosedInstancesOrtAllocatorFailsSayingSo() {
+        try (BfcAllocator bfc = hostAllocator("ort_closed_struct", 8 << 20)) {
+            BfcOrtAllocator ort = BfcOrtAllocator.register(bfc);
+            ort.close();
+            assertThatThrownBy(() -> Value.CreateTensor(ort.ortAllocator(), new long[] {4, 100}, 2,
+                    ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)).isInstanceOf(RuntimeException.class)
+                    .hasMessageContaining("bfc4j: Alloc(1600) on an OrtAllocator whose BfcOrtAllocator was closed")
+                    .hasMessageContaining("use its ortAllocator() only while it is open");
+            assertThat(bfc.bytesInUse()).isZero();
+            try (BfcOrtAllocator again = BfcOrtAllocator.register(bfc);
+                    Value x = Value.CreateTensor(again.ortAllocator(), new long[] {4, 100}, 2,
+                            ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)) {
+                assertThat(bfc.requestedSize(x.GetTensorMutableDataFloat().address())).isEqualTo(1600);
+            }
+            assertThat(bfc.bytesInUse()).isZero();
+        }
+    }
+
+    /**
      * Who holds the memory ORT allocates, with no annotation: the innermost frame of the
      * application's code that called into ORT, not the JavaCPP binding's frame that every call
      * of that kind shares ({@code Value.CreateTensor}, {@code Session.allocate},
