@@ -331,11 +331,16 @@ public final class BfcCudaProvider implements AutoCloseable {
      * @param <T>            their type
      * @return {@code sessionOptions}
      * @throws NullPointerException if {@code sessionOptions} is null (nothing is appended anywhere)
+     * @throws IllegalArgumentException if {@code sessionOptions} are closed (native address 0)
      * @throws IllegalStateException if this provider is closed
      */
     public <T extends SessionOptionsImpl> T appendTo(T sessionOptions) {
         Objects.requireNonNull(sessionOptions, "sessionOptions=null (expected: the SessionOptions a session will be"
                 + " created with, e.g. cuda.appendTo(new SessionOptions()))");
+        if (sessionOptions.isNull()) {
+            throw new IllegalArgumentException("sessionOptions are closed (native address 0) (expected: open"
+                    + " SessionOptions that a session will be created with, e.g. cuda.appendTo(new SessionOptions()))");
+        }
         checkOpen();
         sessionOptions.AppendExecutionProvider_CUDA_V2(options);
         return sessionOptions;

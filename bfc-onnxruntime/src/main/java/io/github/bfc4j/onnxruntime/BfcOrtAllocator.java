@@ -271,11 +271,16 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * @param <T>     their type
      * @return {@code options}
      * @throws NullPointerException if {@code options} is null
+     * @throws IllegalArgumentException if {@code options} are closed (native address 0)
      */
     public static <T extends SessionOptionsImpl> T useEnvAllocators(T options) {
         if (options == null) {
             throw new NullPointerException("options=null (expected: the SessionOptions a session will be created"
                     + " with, e.g. new SessionOptions())");
+        }
+        if (options.isNull()) {
+            throw new IllegalArgumentException("options are closed (native address 0) (expected: open SessionOptions"
+                    + " that a session will be created with, e.g. new SessionOptions())");
         }
         options.AddConfigEntry(USE_ENV_ALLOCATORS, "1");
         return options;

@@ -401,6 +401,28 @@ class BfcCudaProviderTest {
     }
 
     /**
+     * Closed session options (their native address 0) are named as such, on an open provider,
+     * which stays usable: JavaCPP's own {@code NullPointerException: This pointer address is
+     * NULL.} said neither which argument nor what to do.
+     */
+    @Test
+    void appendToClosedOptionsSaysSo() {
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("append_to_closed", 8 << 20)) {
+            BfcCudaProvider provider = BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null);
+            try {
+                org.bytedeco.onnxruntime.SessionOptions closed = new org.bytedeco.onnxruntime.SessionOptions();
+                closed.close();
+                assertThatThrownBy(() -> provider.appendTo(closed)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessage("sessionOptions are closed (native address 0) (expected: open SessionOptions"
+                                + " that a session will be created with, e.g. cuda.appendTo(new SessionOptions()))");
+                provider.options();   // still open
+            } finally {
+                provider.close();
+            }
+        }
+    }
+
+    /**
      * A closed provider's functions are not handed to a provider over another allocator that is
      * still open: a session made with the closed provider's options (ORT keeps the function
      * addresses from the options it was made with) would have allocated from the other

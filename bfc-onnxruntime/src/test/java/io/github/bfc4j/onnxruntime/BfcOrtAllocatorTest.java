@@ -87,6 +87,20 @@ class BfcOrtAllocatorTest {
                         + " new SessionOptions())");
     }
 
+    /**
+     * Closed session options (their native address 0) are named as such: JavaCPP's own
+     * {@code NullPointerException: This pointer address is NULL.} said neither which argument nor
+     * what to do.
+     */
+    @Test
+    void useEnvAllocatorsOfClosedOptionsSaysSo() {
+        org.bytedeco.onnxruntime.SessionOptions closed = new org.bytedeco.onnxruntime.SessionOptions();
+        closed.close();
+        assertThatThrownBy(() -> BfcOrtAllocator.useEnvAllocators(closed)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("options are closed (native address 0) (expected: open SessionOptions that a session"
+                        + " will be created with, e.g. new SessionOptions())");
+    }
+
     @Test
     void aBatchTooLargeForTheLimitFailsWithBfcsMessageAndTheSessionServesSmallerOnes() {
         try (HuggingFaceTokenizer long256 = MODEL.fixedLengthTokenizer(256);
