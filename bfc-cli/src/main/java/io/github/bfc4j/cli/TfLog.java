@@ -319,6 +319,11 @@ final class TfLog {
                 if (start == 0 || Long.compareUnsigned(end, start) <= 0) {
                     throw unusable(n, msg, "Allocated memory at <start> to <end> with 0 < start < end");
                 }
+                // A region's size is a long: 0x1 to 0xffffffffffffffff would be -2 bytes.
+                if (end - start < 0) {
+                    throw unusable(n, msg, "Allocated memory at <start> to <end> with end - start of at most"
+                            + " 9223372036854775807 bytes (8 EiB - 1), the largest region an allocator can hold");
+                }
                 regions.add(new long[] {start, end - start, n});
                 pendingRegions++;
                 extendingLine = 0;

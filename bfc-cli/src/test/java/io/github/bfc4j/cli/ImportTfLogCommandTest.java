@@ -320,6 +320,31 @@ class ImportTfLogCommandTest {
     }
 
     @Test
+    void aRegionOfMoreThan2Pow63MinusOneBytesIsRefused() throws IOException {
+        // 0x1000 to 0xffffffffffffff00 rises, but its size does not fit a long (it was -4352 bytes).
+        String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
+        String log = p + "171] Extending allocation by 2.00MiB bytes for GPU_0_bfc.\n"
+                + p + "181] Allocated memory at 0x1000 to 0xffffffffffffff00\n"
+                + p + "323] AllocateRaw GPU_0_bfc  1000 0x1000\n";
+        Path in = dir.resolve("huge.log");
+        Files.writeString(in, log);
+        Path out = dir.resolve("huge.bfctrace");
+        for (boolean expectations : new boolean[] {false, true}) {
+            List<Object> args = new java.util.ArrayList<>(List.of("import-tf-log", in, "--allocator", "GPU_0_bfc",
+                    "-o", out, "--memory-limit", "1GiB"));
+            if (expectations) {
+                args.add("--with-expectations");
+            }
+            assertThat(cli.run(args.toArray())).as(cli.err).isEqualTo(2);
+            assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + in + " line 2: cannot use 'Allocated"
+                    + " memory at 0x1000 to 0xffffffffffffff00' (expected: Allocated memory at <start> to <end> with"
+                    + " end - start of at most 9223372036854775807 bytes (8 EiB - 1), the largest region an allocator"
+                    + " can hold)");
+            assertThat(out).doesNotExist();
+        }
+    }
+
+    @Test
     void newerLogsGiveTheAlignment() throws IOException {
         // Newer bfc_allocator.cc logs "AllocateRaw <name> <bytes> alignment=<n>" before the call.
         String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
