@@ -235,7 +235,8 @@ public final class ImportTfLogCommand implements Callable<Integer> {
         }
         for (int k = 0; k < tf.regions.size(); k++) {
             long[] r = tf.regions.get(k);
-            if (p >= r[0] && p < r[0] + r[1] && simStart[k] != 0) {
+            // Addresses are unsigned (a region may lie at 0x9000000000000000 or above).
+            if (Long.compareUnsigned(p, r[0]) >= 0 && Long.compareUnsigned(p, r[0] + r[1]) < 0 && simStart[k] != 0) {
                 return simStart[k] + (p - r[0]);
             }
         }

@@ -581,7 +581,8 @@ final class TfLog {
     int firstFallingRegion() {
         for (int i = 1; i < regions.size(); i++) {
             long[] prev = regions.get(i - 1);
-            if (regions.get(i)[0] < prev[0] + prev[1]) {
+            // Addresses are unsigned: 0x9000000000000000 lies above 0x7f0000000000.
+            if (Long.compareUnsigned(regions.get(i)[0], prev[0] + prev[1]) < 0) {
                 return i;
             }
         }

@@ -345,6 +345,41 @@ class ImportTfLogCommandTest {
     }
 
     @Test
+    void regionsAbove2Pow63RiseAsUnsignedAddresses() throws IOException {
+        // Addresses from 2^63 up are negative as signed longs: 0x9000000000000000 was said to lie below
+        // 0x7f0000001000, and an address in a region across 2^63 in no region at all.
+        for (long first : new long[] {0x7f0000001000L, 0x7fffffffffff0000L}) {
+            String a = "0x" + Long.toHexString(first);
+            String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
+            String log = p + "171] Extending allocation by 2.00MiB bytes for GPU_0_bfc.\n"
+                    + p + "181] Allocated memory at " + a + " to 0x" + Long.toHexString(first + (2 << 20)) + "\n"
+                    + p + "323] AllocateRaw GPU_0_bfc  1048576 " + a + "\n"
+                    + p + "171] Extending allocation by 4.00MiB bytes for GPU_0_bfc.\n"
+                    + p + "181] Allocated memory at 0x9000000000000000 to 0x9000000000400000\n"
+                    + p + "323] AllocateRaw GPU_0_bfc  2097152 0x9000000000000000\n"
+                    + p + "323] AllocateRaw GPU_0_bfc  1048576 0x" + Long.toHexString(first + (1 << 20)) + "\n"
+                    + p + "698] [mem-debug] DeallocateRaw,GPU_0_bfc,2097152,0x9000000000000000,*** Begin stack"
+                    + " trace ***\n"
+                    + "\tframe\n*** End stack trace ***\n";
+            Path in = dir.resolve("high.log");
+            Files.writeString(in, log);
+            Path out = dir.resolve("high.bfctrace");
+            assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB",
+                    "--with-expectations")).as(a + ": " + cli.err).isEqualTo(0);
+            List<String> body = Files.readAllLines(out).stream().filter(l -> !l.startsWith("#")).skip(5).toList();
+            // The second region follows the first in the sim, after its 4096-byte gap.
+            assertThat(body).as(a).containsExactly(
+                    "alloc 1 1048576 => 0x100000000",
+                    "sub alloc 2097152 => 0x100000000",
+                    "alloc 2 2097152 => 0x100201000",
+                    "sub alloc 4194304 => 0x100201000",
+                    "alloc 3 1048576 => 0x100100000",
+                    "free 2");
+            assertThat(cli.run("verify", out)).as(a + ": " + cli.out).isEqualTo(0);
+        }
+    }
+
+    @Test
     void newerLogsGiveTheAlignment() throws IOException {
         // Newer bfc_allocator.cc logs "AllocateRaw <name> <bytes> alignment=<n>" before the call.
         String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
