@@ -68,7 +68,8 @@ public final class BfcCommand implements Runnable {
         return new CommandLine(new BfcCommand()).setParameterExceptionHandler(new UsageErrorHandler())
                 .registerConverter(BigInteger.class, WholeNumbers::parse)
                 .registerConverter(Long.class, WholeNumbers::parseLong)
-                .registerConverter(long.class, WholeNumbers::parseLong);
+                .registerConverter(long.class, WholeNumbers::parseLong)
+                .registerConverter(Path.class, new FileNames());
     }
 
     /**

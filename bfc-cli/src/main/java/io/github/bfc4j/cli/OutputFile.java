@@ -45,10 +45,10 @@ final class OutputFile {
      * @param text the option's value
      * @return the path
      * @throws UsageException {@code -o=x.html/ ends with '/', so it names a directory (expected: the
-     *     file to write, e.g. x.html)}
+     *     file to write, e.g. x.html)}, or for a name no file can have here ({@link FileNames#of})
      */
     static Path path(String option, String text) {
-        Path path = Path.of(text);
+        Path path = FileNames.of(option, text);
         String trimmed = text;
         while (trimmed.length() > 1 && (trimmed.endsWith("/") || trimmed.endsWith(File.separator))) {
             trimmed = trimmed.substring(0, trimmed.length() - 1);

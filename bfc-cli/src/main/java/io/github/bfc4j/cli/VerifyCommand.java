@@ -67,7 +67,7 @@ public final class VerifyCommand implements Callable<Integer> {
 
     @Parameters(arity = "1..*", paramLabel = "FILE",
             description = "Trace files (.bfctrace or .bfctrace.gz), - for standard input.")
-    private List<Path> files;
+    private List<String> files; // words, not paths: a name no file can have is an error of its own file
 
     @Option(names = {"-v", "--verbose"},
             description = "Keep the allocator's log output (e.g. its out-of-memory warnings, expected in many traces).")
@@ -84,7 +84,7 @@ public final class VerifyCommand implements Callable<Integer> {
      */
     @Override
     public Integer call() {
-        if (files.stream().filter(f -> f.toString().equals(TraceInput.STDIN_ARG)).count() > 1) {
+        if (files.stream().filter(f -> f.equals(TraceInput.STDIN_ARG)).count() > 1) {
             throw new ParameterException(spec.commandLine(), "- given more than once (expected: standard input"
                     + " at most once: it can be read only once)");
         }
@@ -101,8 +101,14 @@ public final class VerifyCommand implements Callable<Integer> {
         int failed = 0;
         int unreadable = 0;
         try {
-            for (Path file : files) {
-                TraceInput input = TraceInput.of(file);
+            for (String word : files) {
+                String badName = FileNames.problem(word);
+                if (badName != null) {
+                    unreadable++;
+                    err.println("ERROR " + CommandRunner.visible(word) + ": " + badName);
+                    continue;
+                }
+                TraceInput input = TraceInput.of(Path.of(word));
                 String name = input.name();
                 try (TraceReader reader = input.open("verify " + input.shortName())) {
                     TraceHeader h = reader.header();

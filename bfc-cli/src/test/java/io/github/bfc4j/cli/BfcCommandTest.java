@@ -238,6 +238,49 @@ class BfcCommandTest {
     }
 
     /**
+     * A file name that no file can have (a NUL character, from Java code calling {@code main}; under
+     * a locale whose file names are ASCII, any other character) is a usage error naming the word.
+     * As an -o it was 'internal error: java.nio.file.InvalidPathException: Nul character not
+     * allowed' (exit 1, the NUL sent to the terminal); as a file to read, picocli's 'cannot convert
+     * ... to interface java.nio.file.Path'.
+     */
+    @Test
+    void aFileNameNoFileCanHaveIsAUsageError() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String bad = "x\0.b";
+        String why = " holds a NUL character, which no file name can (expected: a file name without one)";
+        Object[][] cases = {
+            {new Object[] {"report", t, "-o", bad}, "bfc report: -o=x\\x00.b" + why},
+            {new Object[] {"export-snapshot", t, "-o", bad}, "bfc export-snapshot: -o=x\\x00.b" + why},
+            {new Object[] {"generate", "--seed", "1", "-o", bad}, "bfc generate: -o=x\\x00.b" + why},
+            {new Object[] {"generate", "--seed", "1", "--count", "2", "-o", "x\0{seed}.b"},
+                "bfc generate: -o=x\\x001.b" + why},
+            {new Object[] {"import-tf-log", Cli.TF_LOG, "--allocator", "mklcpu", "-o", bad},
+                "bfc import-tf-log: -o=x\\x00.b" + why},
+            {new Object[] {"replay", bad}, "bfc replay: Invalid value for positional parameter at index 0 (TRACE):"
+                    + " 'x\\x00.b'" + why + " (see 'bfc replay --help')"},
+            {new Object[] {"import-tf-log", bad, "--allocator", "mklcpu", "-o", "t.bfctrace"}, "bfc import-tf-log:"
+                    + " Invalid value for positional parameter at index 0 (LOG): 'x\\x00.b'" + why
+                    + " (see 'bfc import-tf-log --help')"},
+            {new Object[] {"demo", "--trace", bad}, "bfc demo: Invalid value for option '--trace': 'x\\x00.b'" + why
+                    + " (see 'bfc demo --help')"},
+        };
+        for (Object[] c : cases) {
+            Object[] args = (Object[]) c[0];
+            assertThat(cli.run(args)).as("%s: %s", args[0], cli.err).isEqualTo(2);
+            assertThat(cli.err.lines()).as("%s", args[0]).containsExactly((String) c[1]);
+            assertThat(cli.out).isEmpty();
+        }
+        // bfc verify says it of that file, as of a missing one, and verifies the others (picocli
+        // took a second FILE that it could not convert for an argument too many: 'unexpected
+        // argument ... (expected: FILE... only)').
+        assertThat(cli.run("verify", t, bad, t)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("ERROR x\\x00.b:" + why);
+        assertThat(cli.out.lines()).containsExactly("PASS " + t + " 13 calls", "PASS " + t + " 13 calls",
+                "2 passed, 1 failed");
+    }
+
+    /**
      * A long word of the command line is shown cut in a message, as a quoted line of a file is:
      * its first 200 bytes, then '...'. A 120,000-character word made a 120 KB error line.
      */
