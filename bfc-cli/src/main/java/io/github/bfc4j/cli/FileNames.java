@@ -18,6 +18,9 @@ import picocli.CommandLine.TypeConversionException;
  */
 final class FileNames implements ITypeConverter<Path> {
 
+    /** What an empty name is told (an unset shell variable: {@code bfc replay "$TRACE"}). */
+    static final String EMPTY = "'' is an empty name (expected: the file to read; is a shell variable unset?)";
+
     /**
      * A name as a path (picocli's converter for the commands' file arguments and options).
      *
@@ -27,6 +30,11 @@ final class FileNames implements ITypeConverter<Path> {
      */
     @Override
     public Path convert(String text) {
+        if (text.isEmpty()) {
+            // Path.of("") is the working directory: "bfc replay \"$TRACE\"" with TRACE unset was
+            // refused as ': is a directory'.
+            throw new TypeConversionException(EMPTY);
+        }
         try {
             return Path.of(text);
         } catch (InvalidPathException e) {
@@ -54,9 +62,13 @@ final class FileNames implements ITypeConverter<Path> {
      * What keeps a name from being a file name here.
      *
      * @param text a word of the command line
-     * @return why no file can have this name, and what to do; null if it is a name a file can have
+     * @return why no file can have this name (an empty one either), and what to do; null if it is a
+     *     name a file can have
      */
     static String problem(String text) {
+        if (text.isEmpty()) {
+            return EMPTY;
+        }
         try {
             Path.of(text);
             return null;

@@ -105,7 +105,7 @@ public final class VerifyCommand implements Callable<Integer> {
                 String badName = FileNames.problem(word);
                 if (badName != null) {
                     unreadable++;
-                    err.println("ERROR " + CommandRunner.visible(word) + ": " + badName);
+                    err.println("ERROR " + (word.isEmpty() ? badName : CommandRunner.visible(word) + ": " + badName));
                     continue;
                 }
                 TraceInput input = TraceInput.of(Path.of(word));

@@ -281,6 +281,36 @@ class BfcCommandTest {
     }
 
     /**
+     * An empty file name ({@code bfc replay "$TRACE"} with TRACE unset) is said to be empty: as a
+     * path it is the working directory, and was refused as {@code ': is a directory'}.
+     */
+    @Test
+    void anEmptyFileNameIsSaidToBeEmpty() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        String empty = "'' is an empty name (expected: the file to read; is a shell variable unset?)";
+        Object[][] cases = {
+            {new Object[] {"replay", ""}, "bfc replay: Invalid value for positional parameter at index 0 (TRACE): "
+                    + empty + " (see 'bfc replay --help')"},
+            {new Object[] {"report", "", "-o", "r.html"}, "bfc report: Invalid value for positional parameter at"
+                    + " index 0 (TRACE): " + empty + " (see 'bfc report --help')"},
+            {new Object[] {"import-tf-log", "", "--allocator", "mklcpu", "-o", "t.bfctrace"}, "bfc import-tf-log:"
+                    + " Invalid value for positional parameter at index 0 (LOG): " + empty
+                    + " (see 'bfc import-tf-log --help')"},
+            {new Object[] {"serve", "--port", "0", "--trace", ""}, "bfc serve: Invalid value for option '--trace': "
+                    + empty + " (see 'bfc serve --help')"},
+        };
+        for (Object[] c : cases) {
+            Object[] args = (Object[]) c[0];
+            assertThat(cli.run(args)).as("%s: %s", args[0], cli.err).isEqualTo(2);
+            assertThat(cli.err.lines()).as("%s", args[0]).containsExactly((String) c[1]);
+            assertThat(cli.out).isEmpty();
+        }
+        assertThat(cli.run("verify", "", t)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("ERROR " + empty);
+        assertThat(cli.out.lines()).containsExactly("PASS " + t + " 13 calls", "1 passed, 1 failed");
+    }
+
+    /**
      * A long word of the command line is shown cut in a message, as a quoted line of a file is:
      * its first 200 bytes, then '...'. A 120,000-character word made a 120 KB error line.
      */
