@@ -155,8 +155,11 @@ final class WorkloadGenerator {
                     + (Long.MAX_VALUE - base) + " bytes from the base 0x" + Long.toHexString(base) + ")");
         }
         // Where the sim may run out before the limit, requests of 1 to 2304 bytes would hang the
-        // reference: its back-off never ends below 2304 bytes (docs/deviations.md #1).
-        long minBytes = capacity < plus(times(limit, 2), 64 * MIB) ? MIN_BYTES_SIM_MAY_RUN_OUT : 1;
+        // reference: its back-off never ends below 2304 bytes (docs/deviations.md #1). The sim
+        // never runs out with the roomy capacity above, its gaps counted: a given --gap of more
+        // than the capacity leaves room for no region at all.
+        long minBytes = capacity < plus(plus(times(limit, 2), 64 * MIB), times(gap, 64))
+                ? MIN_BYTES_SIM_MAY_RUN_OUT : 1;
         long maxBytes = Math.max(2 * MIN_BYTES_SIM_MAY_RUN_OUT, (long) (maxFactor * limit));
         return new Settings(seed, calls, limit, growth, gc, fraction, timing, base, capacity, gap, coalescing,
                 minBytes, maxBytes, alignRate, timing ? freedBeforeRate : 0, lag,

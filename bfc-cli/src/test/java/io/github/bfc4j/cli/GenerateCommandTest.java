@@ -268,6 +268,21 @@ class GenerateCommandTest {
     }
 
     @Test
+    void aGapThatLeavesNoRoomForARegionGetsNoRequestThatWouldHangTheReference() throws IOException {
+        // A gap of 2^63 - 1 bytes after each region: no capacity (at most 2^63 - 1 - base) holds a
+        // region, so every request fails. Without the gaps counted, a drawn roomy
+        // capacity (twice the limit plus 64 MiB and 64 gaps, cut to the address space) was taken
+        // for one where the sim never runs out, and small requests were written.
+        for (long seed = 1; seed <= 5; seed++) {
+            Path t = generate("g" + seed + ".bfctrace", seed, "--calls", 3000, "--memory-limit", "64MiB", "--gap",
+                    Long.MAX_VALUE);
+            assertThat(read(t).smallAllocs).as("seed %d", seed).isZero();
+            assertThat(cli.run("replay", t)).isEqualTo(1);
+            assertThat(cli.out).as("seed %d", seed).contains("regions        0 at end, 0 at most, 0 obtained");
+        }
+    }
+
+    @Test
     void limitsOf4EiBAndMoreGiveTracesWhoseSizesStopAtTheLargestLong() throws IOException {
         // Twice such a limit is more than a long holds: the oversized requests, the drawn
         // capacity and the test for a sim that may run out must not overflow.
