@@ -469,7 +469,9 @@ public final class TraceReader implements Closeable {
 
     private void checkNoCarriageReturn() throws TraceFormatException {
         if (lineEnd > lineStart && buf[lineEnd - 1] == '\r') {
-            throw error("a carriage return at the end of the line", "lines separated by '\\n' only");
+            // A file saved with Windows line ends: say how to convert it.
+            throw error("a carriage return at the end of the line", "lines separated by '\\n' only (Windows"
+                    + " line ends, '\\r\\n', can be converted, e.g. with dos2unix or sed -i 's/\\r$//')");
         }
     }
 

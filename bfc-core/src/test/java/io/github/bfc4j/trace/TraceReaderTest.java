@@ -486,6 +486,18 @@ class TraceReaderTest {
         }
     }
 
+    /**
+     * A file with Windows line ends is refused at its first line, saying how to convert it (the
+     * message said only that lines are separated by '\n').
+     */
+    @Test
+    void windowsLineEndsAreRefusedSayingHowToConvertThem() {
+        String expected = "lines separated by '\\n' only (Windows line ends, '\\r\\n', can be converted, e.g. with"
+                + " dos2unix or sed -i 's/\\r$//')";
+        assertRefused(HEADER.replace("\n", "\r\n"), 1, "a carriage return at the end of the line", expected);
+        assertRefused(HEADER + "alloc 1 100 => null\r\n", 6, "a carriage return at the end of the line", expected);
+    }
+
     /** A header token that is no key=value is refused as such, not as an unknown key. */
     @Test
     void aHeaderTokenWithoutEqualsSignIsRefusedAsNoKeyValue() {
