@@ -19,7 +19,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Objects;
-import java.util.zip.GZIPInputStream;
 import java.util.zip.ZipException;
 
 /**
@@ -54,7 +53,9 @@ import java.util.zip.ZipException;
  * <p>A damaged gzip stream fails with an {@link IOException} that names the file and, past the
  * gzip header, the line being read: a header cut short ({@link EOFException}) or invalid
  * ({@link ZipException}) when the reader is opened, data that ends early or is corrupt while
- * reading.
+ * reading. A gzip stream of several members ({@code cat a.gz b.gz}) is read to the end of the
+ * stream, member after member, however slowly they arrive; a member cut short ends early there
+ * too, and bytes after the last member that are no gzip member are corrupt data.
  *
  * <p>A trace is a workload trace exactly when its {@code source} starts with
  * {@value TraceHeader#WORKLOAD_SOURCE_PREFIX} ({@link TraceHeader#isWorkload()}).
@@ -262,7 +263,7 @@ public final class TraceReader implements Closeable {
     /** A gzip stream over {@code in}, whose header is read now: a damaged one is named as such. */
     private static InputStream gunzip(InputStream in, String file) throws IOException {
         try {
-            return new GZIPInputStream(in, BUFFER_BYTES);
+            return new GzipMembers(in, BUFFER_BYTES);
         } catch (EOFException e) {
             EOFException named = new EOFException(file + ": the gzip header is cut short (the file is truncated"
                     + " or empty); " + GZIP_HINT);

@@ -379,6 +379,83 @@ class TraceReaderTest {
                 + " is truncated (or still being written); check it with 'gzip -t'");
     }
 
+    private static byte[] gzip(String text) throws IOException {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (GZIPOutputStream gz = new GZIPOutputStream(bytes)) {
+            gz.write(text.getBytes(StandardCharsets.UTF_8));
+        }
+        return bytes.toByteArray();
+    }
+
+    private static List<String> lines(InputStream in) throws IOException {
+        List<String> out = new ArrayList<>();
+        try (TraceReader r = TraceReader.open(in, "two.bfctrace.gz")) {
+            for (TraceEvent e = r.next(); e != null; e = r.next()) {
+                out.add(e.lineNumber() + ": " + e);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * A gzip trace of two members ({@code cat a.gz b.gz}) is read to the end of the stream: also
+     * from a stream that has no byte available when the first member ends (a pipe whose writer
+     * is slower), and one cut inside its second member's header ends early. Both were read as a
+     * whole trace of the first member's lines ({@code GZIPInputStream} looks for a next member
+     * only where bytes are available, and takes one it cannot read for the end).
+     */
+    @Test
+    void aTraceOfTwoGzipMembersIsReadToTheEndOfTheStream() throws IOException {
+        byte[] first = gzip(HEADER + "alloc 1 100 => 0x7f0000000000\n");
+        byte[] second = gzip("free 1\nalloc 2 200 => null\n");
+        byte[] both = Arrays.copyOf(first, first.length + second.length);
+        System.arraycopy(second, 0, both, first.length, second.length);
+        List<String> whole = List.of("6: alloc 1 100 => 0x7f0000000000", "7: free 1", "8: alloc 2 200 => null");
+        assertThat(lines(new ByteArrayInputStream(both))).containsExactlyElementsOf(whole);
+        // A pipe: the first member in one read, nothing available then, the second member later.
+        InputStream pipe = new InputStream() {
+            private int at;
+
+            @Override
+            public int read() {
+                return at == both.length ? -1 : both[at++] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+                int end = at < first.length ? first.length : both.length;
+                int n = Math.min(len, end - at);
+                if (n <= 0) {
+                    return -1;
+                }
+                System.arraycopy(both, at, b, off, n);
+                at += n;
+                return n;
+            }
+
+            @Override
+            public int available() {
+                return 0;
+            }
+        };
+        assertThat(lines(pipe)).containsExactlyElementsOf(whole);
+        for (int keep = 1; keep < second.length; keep++) {
+            IOException e = readFailure(new ByteArrayInputStream(Arrays.copyOf(both, first.length + keep)),
+                    "two.bfctrace.gz");
+            assertThat(e).as("%d bytes of the second member", keep).isNotNull()
+                    .isNotInstanceOf(TraceFormatException.class);
+            assertThat(e.getMessage()).as("%d bytes of the second member", keep).startsWith("two.bfctrace.gz line ")
+                    .endsWith(": the gzip data ends early: the file is truncated (or still being written); check it"
+                            + " with 'gzip -t'");
+        }
+        // Bytes after the last member that are no member: not taken for the end of the trace.
+        byte[] garbage = Arrays.copyOf(both, both.length + 3);
+        IOException e = readFailure(new ByteArrayInputStream(garbage), "two.bfctrace.gz");
+        assertThat(e).isNotNull();
+        assertThat(e.getMessage()).isEqualTo("two.bfctrace.gz line 9: corrupt gzip data (Not in GZIP format); check"
+                + " it with 'gzip -t'");
+    }
+
     /** Reads {@code in} as a trace to its end; returns the failure. */
     private static IOException readFailure(InputStream in, String file) {
         return catchThrowableOfType(() -> {
