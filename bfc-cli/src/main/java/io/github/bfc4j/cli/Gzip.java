@@ -4,12 +4,12 @@
  */
 package io.github.bfc4j.cli;
 
+import io.github.bfc4j.trace.TraceReader;
 import java.io.BufferedInputStream;
 import java.io.EOFException;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
-import java.util.zip.GZIPInputStream;
 import java.util.zip.ZipException;
 
 /**
@@ -42,7 +42,9 @@ final class Gzip {
             return b;
         }
         try {
-            return new NothingAvailable(new GZIPInputStream(b, BUFFER_BYTES));
+            // Member after member to the end of the stream (GZIPInputStream stops at a member
+            // that has not arrived yet through a pipe, or one cut inside its header).
+            return new NothingAvailable(TraceReader.gunzip(b));
         } catch (EOFException e) {
             throw new IOException(name + ": the gzip header is cut short (the file is truncated or empty); " + HINT, e);
         } catch (ZipException e) {

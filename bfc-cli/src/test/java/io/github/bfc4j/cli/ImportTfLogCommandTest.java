@@ -450,6 +450,67 @@ class ImportTfLogCommandTest {
         assertThat(got.get(2)).isEqualTo(new Provenance(-1, null, "dense_1/MatMul", -1, List.of()));
     }
 
+    /**
+     * A gzip log of two members ({@code gzip -c >> log.gz}, as a log is appended to) is read to
+     * its end from a pipe that has nothing available between them, and one cut inside its second
+     * member's header is said to end early: both were imported from the first member's lines
+     * alone (98 of 232 calls), exit 0.
+     */
+    @Test
+    void aGzipLogOfTwoMembersIsReadToItsEnd() throws IOException {
+        List<String> lines;
+        try (var in = new java.util.zip.GZIPInputStream(Files.newInputStream(Cli.TF_LOG))) {
+            lines = new String(in.readAllBytes(), java.nio.charset.StandardCharsets.UTF_8).lines().toList();
+        }
+        byte[] first = gzipLines(lines.subList(0, 3000));
+        byte[] second = gzipLines(lines.subList(3000, lines.size()));
+        byte[] both = java.util.Arrays.copyOf(first, first.length + second.length);
+        System.arraycopy(second, 0, both, first.length, second.length);
+        java.io.InputStream pipe = new java.io.InputStream() {
+            private int at;
+
+            @Override
+            public int read() {
+                return at == both.length ? -1 : both[at++] & 0xff;
+            }
+
+            @Override
+            public int read(byte[] b, int off, int len) {
+                int n = Math.min(len, (at < first.length ? first.length : both.length) - at);
+                if (n <= 0) {
+                    return -1;
+                }
+                System.arraycopy(both, at, b, off, n);
+                at += n;
+                return n;
+            }
+
+            @Override
+            public int available() {
+                return 0;
+            }
+        };
+        Path out = dir.resolve("two.bfctrace");
+        assertThat(cli.runWithStdin(pipe, "import-tf-log", "-", "--allocator", "bfc_cpu_allocator_for_gpu", "-o", out))
+                .as(cli.err).isEqualTo(0);
+        assertThat(cli.out).startsWith("wrote " + out + ": workload trace, 232 calls (116 allocs, 116 frees)");
+        Path cut = dir.resolve("cut.log.gz");
+        Files.write(cut, java.util.Arrays.copyOf(both, first.length + 5));
+        assertThat(cli.run("import-tf-log", cut, "--allocator", "bfc_cpu_allocator_for_gpu", "-o", dir.resolve("x")))
+                .isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + cut + " line 3001: the gzip data ends"
+                + " early: the file is truncated (or still being written); check it with 'gzip -t'");
+        assertThat(dir.resolve("x")).doesNotExist();
+    }
+
+    private static byte[] gzipLines(List<String> lines) throws IOException {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (var gz = new java.util.zip.GZIPOutputStream(bytes)) {
+            gz.write((String.join("\n", lines) + "\n").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+        return bytes.toByteArray();
+    }
+
     @Test
     void anEmptyLogIsNamedNotTheAllocator() throws IOException {
         // It blamed --allocator ("expected: an allocator of empty.log: it names none").

@@ -41,6 +41,7 @@ class TraceNullArgumentsTest {
         saysWhatItTakes(() -> TraceReplayer.replay((TraceReader) null), "reader");
         saysWhatItTakes(() -> TraceReader.open((Path) null), "path");
         saysWhatItTakes(() -> TraceReader.newInputStream(null), "path");
+        saysWhatItTakes(() -> TraceReader.gunzip(null), "in");
         saysWhatItTakes(() -> SnapshotTraces.header((MemorySnapshot) null), "snapshot");
         saysWhatItTakes(() -> SnapshotTraces.header((MemorySnapshot) null, "name"), "snapshot");
         saysWhatItTakes(() -> SnapshotTraces.write((MemorySnapshot) null, file), "snapshot");
