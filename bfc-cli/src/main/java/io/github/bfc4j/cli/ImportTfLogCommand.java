@@ -153,9 +153,10 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             long gaps = SIM_GAP * Math.max(4096, tf.regions.size() + 1L);
             long largest = Long.MAX_VALUE - SIM_BASE - gaps; // the sim's space must end below 2^63
             if (limit > largest) {
+                // The advice fits where the limit came from: the option itself, or the log.
                 throw new UsageException("memory limit " + limit + " (from " + limitFrom + ") is too large (expected:"
                         + " at most " + largest + " bytes, so that the trace's simulated space fits; give"
-                        + " --memory-limit)");
+                        + (limitOption != null ? " a smaller --memory-limit)" : " --memory-limit)"));
             }
             long capacity = limit + gaps;
             // Control characters in a file's name (line breaks would break the trace's name and source

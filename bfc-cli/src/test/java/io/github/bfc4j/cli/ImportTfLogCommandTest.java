@@ -380,6 +380,27 @@ class ImportTfLogCommandTest {
     }
 
     @Test
+    void aMemoryLimitTooLargeForTheSimIsRefusedSayingWhatToGive() throws IOException {
+        // From --memory-limit itself, it said 'give --memory-limit', which was given.
+        Path out = dir.resolve("x.bfctrace");
+        assertThat(cli.run("import-tf-log", Cli.TF_LOG, "--allocator", "bfc_cpu_allocator_for_gpu", "-o", out,
+                "--memory-limit", Long.MAX_VALUE)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: memory limit 9223372036854775807 (from"
+                + " --memory-limit) is too large (expected: at most 9223372032543031295 bytes, so that the trace's"
+                + " simulated space fits; give a smaller --memory-limit)");
+        // From the log: give one.
+        Path log = dir.resolve("huge.log");
+        Files.writeString(log, "I0000 00:00:1.0 1 process_state.cc:1] Using BFCAllocator with memory limit of"
+                + " 8796093022207 MB for ProcessState CPU allocator\n"
+                + "I0000 00:00:1.0 1 bfc_allocator.cc:323] AllocateRaw bfc_cpu_allocator_for_gpu  1000 0\n");
+        assertThat(cli.run("import-tf-log", log, "--allocator", "bfc_cpu_allocator_for_gpu", "-o", out)).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: memory limit 9223372036853727232 (from log"
+                + " line 1, ProcessState CPU allocator) is too large (expected: at most 9223372032543031295 bytes, so"
+                + " that the trace's simulated space fits; give --memory-limit)");
+        assertThat(out).doesNotExist();
+    }
+
+    @Test
     void newerLogsGiveTheAlignment() throws IOException {
         // Newer bfc_allocator.cc logs "AllocateRaw <name> <bytes> alignment=<n>" before the call.
         String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
