@@ -20,7 +20,8 @@ module io.github.bfc4j.core {
     // Not exported to users: io.github.bfc4j.core.internal (chunk table, bins, regions) and
     // io.github.bfc4j.core.jfr (the events are recorded by name, docs/observability.md; the
     // recorder needs no export). The bfc command writes its -o files with the internal
-    // ReplacingFile, as this module writes its traces and pickles: one implementation.
+    // ReplacingFile, as this module writes its traces and pickles, and reads gzip logs with the
+    // internal GzipMembers, as this module reads gzip traces: one implementation of each.
     // ("module" warnings suppressed: bfc-cli is built after this module, so javac compiling
     // this descriptor does not find it.)
     exports io.github.bfc4j.core.internal to io.github.bfc4j.cli;

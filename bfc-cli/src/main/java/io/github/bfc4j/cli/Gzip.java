@@ -4,7 +4,7 @@
  */
 package io.github.bfc4j.cli;
 
-import io.github.bfc4j.trace.TraceReader;
+import io.github.bfc4j.core.internal.GzipMembers;
 import java.io.BufferedInputStream;
 import java.io.EOFException;
 import java.io.FilterInputStream;
@@ -44,7 +44,7 @@ final class Gzip {
         try {
             // Member after member to the end of the stream (GZIPInputStream stops at a member
             // that has not arrived yet through a pipe, or one cut inside its header).
-            return new NothingAvailable(TraceReader.gunzip(b));
+            return new NothingAvailable(new GzipMembers(b, BUFFER_BYTES));
         } catch (EOFException e) {
             throw new IOException(name + ": the gzip header is cut short (the file is truncated or empty); " + HINT, e);
         } catch (ZipException e) {

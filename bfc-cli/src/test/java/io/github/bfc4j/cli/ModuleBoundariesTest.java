@@ -55,8 +55,8 @@ class ModuleBoundariesTest {
 
     /**
      * The one export to a module only: bfc-cli writes its {@code -o} files with bfc-core's
-     * internal ReplacingFile, as bfc-core writes its traces and pickles; no other module reads
-     * the internal package.
+     * internal ReplacingFile, as bfc-core writes its traces and pickles, and reads gzip logs with
+     * its GzipMembers, as bfc-core reads gzip traces; no other module reads the internal package.
      */
     private static final String QUALIFIED_EXPORT = "io.github.bfc4j.core exports io.github.bfc4j.core.internal"
             + " to [io.github.bfc4j.cli]";

@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.trace;
 
+import io.github.bfc4j.core.internal.GzipMembers;
 import java.io.BufferedInputStream;
 import java.io.Closeable;
 import java.io.EOFException;
@@ -258,28 +259,6 @@ public final class TraceReader implements Closeable {
             }
             throw e;
         }
-    }
-
-    /**
-     * The decompressed bytes of a gzip stream, as this reader reads a gzip trace: every member of a
-     * stream of several ({@code cat a.gz b.gz}), to the end of the stream however slowly the
-     * members arrive (never taking a pause between them, or a member cut inside its header, for
-     * the end, as {@code GZIPInputStream} does), each member checked against its trailer. For
-     * other gzip text read line by line, a TensorFlow log say.
-     *
-     * @param in the compressed bytes, from the first byte of the gzip header; closed when the
-     *     returned stream is
-     * @return the decompressed bytes; a read throws {@link EOFException} where the data ends early
-     *     (a member cut short), {@link ZipException} where it is corrupt (or bytes after the last
-     *     member are no gzip member)
-     * @throws EOFException if the first member's header is cut short
-     * @throws ZipException if the stream does not start with a gzip header
-     * @throws IOException if {@code in} cannot be read
-     * @throws NullPointerException if {@code in} is null
-     */
-    public static InputStream gunzip(InputStream in) throws IOException {
-        Objects.requireNonNull(in, "in=null (expected: a gzip stream, e.g. Files.newInputStream(Path.of(\"log.gz\")))");
-        return new GzipMembers(in, BUFFER_BYTES);
     }
 
     /** A gzip stream over {@code in}, whose header is read now: a damaged one is named as such. */

@@ -41,7 +41,6 @@ class TraceNullArgumentsTest {
         saysWhatItTakes(() -> TraceReplayer.replay((TraceReader) null), "reader");
         saysWhatItTakes(() -> TraceReader.open((Path) null), "path");
         saysWhatItTakes(() -> TraceReader.newInputStream(null), "path");
-        saysWhatItTakes(() -> TraceReader.gunzip(null), "in");
         saysWhatItTakes(() -> SnapshotTraces.header((MemorySnapshot) null), "snapshot");
         saysWhatItTakes(() -> SnapshotTraces.header((MemorySnapshot) null, "name"), "snapshot");
         saysWhatItTakes(() -> SnapshotTraces.write((MemorySnapshot) null, file), "snapshot");

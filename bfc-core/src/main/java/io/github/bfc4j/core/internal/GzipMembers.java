@@ -2,7 +2,7 @@
  * Copyright 2026 The bfc4j Authors.
  * Licensed under the Apache License, Version 2.0.
  */
-package io.github.bfc4j.trace;
+package io.github.bfc4j.core.internal;
 
 import java.io.EOFException;
 import java.io.IOException;
@@ -20,9 +20,10 @@ import java.util.zip.ZipException;
  * arrived yet, or a file cut inside its second member's header, read as a whole trace of the first
  * member's lines. Here the end is where the stream ends; a member cut short throws
  * {@link EOFException} and damaged data (or bytes after a member that are no member)
- * {@link ZipException}, with {@code GZIPInputStream}'s messages.
+ * {@link ZipException}, with {@code GZIPInputStream}'s messages. Used for traces
+ * ({@code TraceReader}) and for TensorFlow logs (bfc-cli's {@code import-tf-log}).
  */
-final class GzipMembers extends InputStream {
+public final class GzipMembers extends InputStream {
     private static final int FHCRC = 2;
     private static final int FEXTRA = 4;
     private static final int FNAME = 8;
@@ -47,7 +48,7 @@ final class GzipMembers extends InputStream {
      * @throws ZipException if it is no gzip header
      * @throws IOException if {@code in} cannot be read
      */
-    GzipMembers(InputStream in, int size) throws IOException {
+    public GzipMembers(InputStream in, int size) throws IOException {
         this.in = in;
         this.buf = new byte[size];
         readHeader(readByte());
