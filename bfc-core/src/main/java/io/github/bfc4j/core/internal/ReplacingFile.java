@@ -78,7 +78,8 @@ public final class ReplacingFile {
      *     it cannot be given {@code file}'s permissions, or the move fails (a name the file
      *     system refuses): named as {@code file}, with the reason (nothing is written)
      * @throws IOException what {@code body} throws; {@code file} is then as it was, and the
-     *     file beside it is deleted
+     *     file beside it is deleted (a failure to delete it is suppressed by this one, as it is by
+     *     every failure above)
      */
     public static void write(Path file, Body body) throws IOException {
         write(file, false, body, Files::isWritable);
@@ -183,8 +184,15 @@ public final class ReplacingFile {
                 // the name of the file beside it: the failure names the file.
                 throw named(file, reason(e), e);
             }
-        } finally {
-            Files.deleteIfExists(tmp);
+        } catch (Throwable t) {
+            // Why the write failed stays the failure: a file beside it that cannot be deleted
+            // too (its directory made read-only meanwhile) is said with it, not instead.
+            try {
+                Files.deleteIfExists(tmp);
+            } catch (IOException | RuntimeException e) {
+                t.addSuppressed(e);
+            }
+            throw t;
         }
     }
 

@@ -71,6 +71,31 @@ class ReplacingFileTest {
         assertKept(dir, file);
     }
 
+    /**
+     * A writer's failure is what the caller gets, even where the file beside it then cannot be
+     * deleted (as for a user other than root whose directory was made read-only meanwhile; here
+     * the file beside it became a directory that is not empty): the deletion's failure was
+     * thrown instead, naming the file beside it, a name the caller never gave, and hiding why
+     * the write failed.
+     */
+    @Test
+    void aWritersFailureIsNotReplacedByAFailureToDeleteTheFileBesideIt(@TempDir Path dir) throws IOException {
+        Path file = Files.writeString(dir.resolve("t.bfctrace"), "keep me\n");
+        Path[] beside = new Path[1];
+        IOException full = new IOException("No space left on device");
+        assertThatThrownBy(() -> ReplacingFile.write(file, tmp -> {
+            beside[0] = tmp;
+            Files.delete(tmp);
+            Files.createDirectory(tmp);
+            Files.writeString(tmp.resolve("x"), "x");
+            throw full;
+        })).isSameAs(full);
+        assertThat(full.getSuppressed()).singleElement().isInstanceOf(java.nio.file.DirectoryNotEmptyException.class);
+        assertThat(file).hasContent("keep me");
+        Files.delete(beside[0].resolve("x"));
+        Files.delete(beside[0]);
+    }
+
     /** The file as it was, read-only, and nothing beside it. */
     private static void assertKept(Path dir, Path file) throws IOException {
         assertThat(file).hasContent("keep me");
