@@ -137,6 +137,50 @@ class HotPathGarbageTest {
         }
     }
 
+    /**
+     * An uncontended {@link Allocation#close()} (no other thread closing the handle) creates no
+     * object, as its javadoc's state machine promises: the handles are made before the measured
+     * window (the handle object is the allocate side's), and only their closes are measured,
+     * after a warm-up that compiles the close path. Leak detection off, as in HandleBenchmark.
+     */
+    @org.junit.jupiter.api.Test
+    void anUncontendedHandleCloseCreatesNoObjects() {
+        java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
+        assumeTrue(std instanceof com.sun.management.ThreadMXBean,
+                "this JVM has no com.sun.management.ThreadMXBean to count allocated bytes");
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) std;
+        assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
+                "this JVM does not count allocated bytes per thread");
+        assumeTrue(!Boolean.getBoolean("bfc4j.checkInvariants"),
+                "checkInvariants() after every call allocates; the claim is about the plain close");
+        long self = Thread.currentThread().getId();
+        BfcAllocator a = BfcAllocator.builder().name("hot-close").memoryLimit(1L << 30).allowGrowth(false)
+                .subAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true)).leakDetection(LeakDetection.DISABLED)
+                .build();
+        int n = 20_000;
+        Allocation[] handles = new Allocation[n];
+        List<Long> windows = new ArrayList<>();
+        long allocated;
+        int round = 0;
+        do {
+            for (int i = 0; i < n; i++) {
+                handles[i] = a.allocate(256L << (i % 9));
+            }
+            long before = threads.getThreadAllocatedBytes(self);
+            for (int i = 0; i < n; i++) {
+                handles[i].close();
+            }
+            allocated = threads.getThreadAllocatedBytes(self) - before;
+            if (++round > 20) { // the first rounds warm up the close path
+                windows.add(allocated);
+            }
+        } while (round <= 20 || allocated != 0 && windows.size() < 3);
+        assertThat(allocated).as("bytes of Java heap allocated by %d uncontended Allocation.close() (windows: %s)",
+                n, windows).isZero();
+        assertThat(a.getStats().bytesInUse()).isZero();
+        a.close();
+    }
+
     /** The two calls measured, on a {@link BfcAllocator} or a {@link ShardedBfcAllocator}. */
     private interface RawCalls {
         long allocate(long bytes);
