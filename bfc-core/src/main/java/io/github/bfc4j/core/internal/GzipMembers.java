@@ -33,14 +33,15 @@ public final class GzipMembers extends InputStream {
     private final byte[] buf;
     private int pos;
     private int lim;
-    private final Inflater inflater = new Inflater(true);
+    private final Inflater inflater;
     private final CRC32 crc = new CRC32();
     private final byte[] one = new byte[1];
     private boolean end;
     private boolean closed;
 
     /**
-     * Reads the first member's header.
+     * Reads the first member's header. If that throws, the inflater is released ({@code in} is
+     * left to the caller, as it is not read further).
      *
      * @param in the compressed bytes
      * @param size the buffer's size
@@ -49,9 +50,22 @@ public final class GzipMembers extends InputStream {
      * @throws IOException if {@code in} cannot be read
      */
     public GzipMembers(InputStream in, int size) throws IOException {
+        this(in, size, new Inflater(true));
+    }
+
+    /** {@link #GzipMembers(InputStream, int)} with the inflater given (a test's, to see it ended). */
+    GzipMembers(InputStream in, int size, Inflater inflater) throws IOException {
         this.in = in;
         this.buf = new byte[size];
-        readHeader(readByte());
+        this.inflater = inflater;
+        try {
+            readHeader(readByte());
+        } catch (Throwable t) {
+            // No caller can close a stream whose constructor threw: its native memory is
+            // released here, not whenever the garbage collector runs the inflater's cleaner.
+            inflater.end();
+            throw t;
+        }
     }
 
     @Override

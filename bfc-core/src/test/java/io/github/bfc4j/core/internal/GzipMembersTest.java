@@ -222,6 +222,23 @@ class GzipMembersTest {
         }
     }
 
+    /**
+     * A stream whose first header is refused (no gzip data, or cut short) releases its
+     * inflater's native memory at once: the constructor throws, so no caller can close it, and
+     * the memory stayed until the garbage collector ran the inflater's cleaner, however many
+     * such streams were opened (a directory of traces scanned, a server fed bad uploads).
+     */
+    @Test
+    void aRefusedHeaderReleasesTheInflater() {
+        for (byte[] bad : new byte[][] {{'a', 'b', 'c'}, {0x1f, (byte) 0x8b, 8}, {}}) {
+            java.util.zip.Inflater inflater = new java.util.zip.Inflater(true);
+            assertThatThrownBy(() -> new GzipMembers(new ByteArrayInputStream(bad), 64, inflater))
+                    .as("%s", Arrays.toString(bad)).isInstanceOf(IOException.class);
+            assertThatThrownBy(inflater::getBytesRead).as("the inflater of %s, ended", Arrays.toString(bad))
+                    .isInstanceOf(NullPointerException.class).hasMessage("Inflater has been closed");
+        }
+    }
+
     private static byte[] readWhole(byte[] compressed) throws IOException {
         try (GzipMembers in = new GzipMembers(new ByteArrayInputStream(compressed), 97)) {
             return in.readAllBytes();
