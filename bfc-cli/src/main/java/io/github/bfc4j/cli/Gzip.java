@@ -54,11 +54,13 @@ final class Gzip {
 
     /**
      * A stream that says no byte is available without blocking. An {@code InputStreamReader}
-     * decodes on while the stream has bytes available (a gzip stream says 1 until its end), so a
-     * damaged stream's error struck while the characters already decoded in that call, up to a
-     * reader's whole buffer, were still undelivered: they were lost, and the error named a line
-     * tens of kilobytes before the end of the data. Answering 0 makes the reader hand over what it
-     * has decoded before it reads again, so the error comes at the line where the data ends.
+     * decodes on while the stream has bytes available (JDK's {@code GZIPInputStream} says 1 until
+     * its end), so a damaged stream's error struck while the characters already decoded in that
+     * call, up to a reader's whole buffer, were still undelivered: they were lost, and the error
+     * named a line tens of kilobytes before the end of the data. Answering 0 makes the reader hand
+     * over what it has decoded before it reads again, so the error comes at the line where the data
+     * ends. ({@code GzipMembers} answers 0 already, as {@code InputStream} does; this keeps the
+     * answer 0 whatever gzip stream is read here.)
      */
     private static final class NothingAvailable extends FilterInputStream {
         NothingAvailable(InputStream in) {
