@@ -77,7 +77,9 @@ import org.tensorflow.types.family.TType;
  * thread that closes the tensor (the usual case), one of TensorFlow's own threads, JavaCPP's
  * deallocator thread when an unclosed tensor is garbage collected, or the creating thread inside
  * {@code TF_NewTensor}. It never throws into native code: a failure inside it is logged (logger
- * {@code io.github.bfc4j.tensorflow.BfcTensors}, ERROR) and counted ({@link #callbackFailures()}).
+ * {@code io.github.bfc4j.tensorflow.BfcTensors}, ERROR) and counted once ({@link #callbackFailures()},
+ * or {@link #strayCallbackFailures()} for an address that is no tensor's buffer), also where
+ * logging it fails.
  *
  * <p><b>No copy:</b> {@code TF_NewTensor} copies a buffer that is not aligned to Eigen's
  * {@code EIGEN_MAX_ALIGN_BYTES} (64 in TensorFlow Java 1.1.0's build) into memory of its own and
@@ -593,8 +595,21 @@ public final class BfcTensors {
             owned.allocation.close();
         } catch (Throwable t) {
             owner.callbackFailures.incrementAndGet();
-            LOG.log(Level.ERROR, "could not give " + owned.allocation + " back to allocator '"
+            logError("could not give " + owned.allocation + " back to allocator '"
                     + owner.allocator.name() + "' after TensorFlow dropped it", t);
+        }
+    }
+
+    /**
+     * Logs a failure already counted. A logger that throws (a handler that fails) is ignored
+     * here: the failure stays counted once, where it was, and nothing reaches TensorFlow's
+     * native code, nor replaces the exception of a failed creation.
+     */
+    private static void logError(String message, Throwable t) {
+        try {
+            LOG.log(Level.ERROR, message, t);
+        } catch (Throwable ignored) {
+            // Counted already; a failure to log it may not cross into native code.
         }
     }
 
@@ -603,8 +618,8 @@ public final class BfcTensors {
         Owned owned = OWNED.remove(address);
         if (owned == null) {
             STRAY_CALLBACK_FAILURES.incrementAndGet();
-            LOG.log(Level.ERROR, "TensorFlow gave back 0x" + Long.toHexString(address) + " (" + len
-                    + " bytes), which is no bfc4j tensor buffer; ignored");
+            logError("TensorFlow gave back 0x" + Long.toHexString(address) + " (" + len
+                    + " bytes), which is no bfc4j tensor buffer; ignored", null);
             return;
         }
         returned(owned);

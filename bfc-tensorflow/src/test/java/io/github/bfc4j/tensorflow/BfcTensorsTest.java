@@ -710,6 +710,80 @@ class BfcTensorsTest {
         assertThat(tensors.buffersReturned()).isEqualTo(tensors.tensorsCreated()).isEqualTo(4);
     }
 
+    /**
+     * A logger that throws (a handler that fails) while the deallocator reports a failure leaves
+     * that failure counted once, where it belongs: the log's exception reached the deallocator's
+     * last guard, which counted it again as a stray failure (a buffer not given back: counted by
+     * its instance and as stray; an address of no tensor: stray twice).
+     */
+    @Test
+    void aLoggerThatThrowsLeavesEachDeallocatorFailureCountedOnce() throws Exception {
+        java.util.logging.Logger jul = java.util.logging.Logger.getLogger(BfcTensors.class.getName());
+        java.util.logging.Handler throwing = new java.util.logging.Handler() {
+            @Override
+            public void publish(java.util.logging.LogRecord record) {
+                throw new IllegalStateException("this handler fails (test): " + record.getMessage());
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        TFloat32[] victim = new TFloat32[1];
+        // A sub-allocator that closes a tensor while its allocator extends: the tensor's buffer
+        // cannot be freed from there (Allocation.close() refuses), so the deallocator fails.
+        SubAllocator closing = new ForwardingSubAllocator(new AlignedHostSubAllocator()) {
+            @Override
+            public Block alloc(long alignment, long numBytes) {
+                TFloat32 v = victim[0];
+                if (v != null) {
+                    victim[0] = null;
+                    v.close();
+                }
+                return upstream.alloc(alignment, numBytes);
+            }
+        };
+        boolean useParent = jul.getUseParentHandlers();
+        jul.addHandler(throwing);
+        jul.setUseParentHandlers(false);
+        try (BfcAllocator growing = BfcAllocator.builder().name("closing").memoryLimit(64L << 20)
+                .subAllocator(closing).build()) {
+            BfcTensors growingTensors = new BfcTensors(growing);
+            long strayBefore = BfcTensors.strayCallbackFailures();
+            TFloat32 t = growingTensors.ofFloats(Shape.of(4), 1, 2, 3, 4);
+            Allocation a = growingTensors.allocationOf(t);
+            victim[0] = t;
+            try (TFloat32 big = growingTensors.tensorOf(TFloat32.class, Shape.of(1L << 20))) {
+                assertThat(victim[0]).as("the sub-allocator was asked for a region").isNull();
+            }
+            assertThat(growingTensors.callbackFailures()).as("the instance's failures").isEqualTo(1);
+            assertThat(BfcTensors.strayCallbackFailures() - strayBefore).as("stray failures, a buffer's failure")
+                    .isZero();
+            assertThat(a.isClosed()).as("the buffer the deallocator could not give back").isFalse();
+            a.close();
+
+            // An address that is no tensor buffer, given to the deallocator as TensorFlow would.
+            java.lang.reflect.Method made = Class.forName(BfcTensors.class.getName() + "$TensorFlowNatives")
+                    .getDeclaredMethod("deallocator");
+            made.setAccessible(true);
+            org.tensorflow.internal.c_api.Deallocator_Pointer_long_Pointer deallocator =
+                    (org.tensorflow.internal.c_api.Deallocator_Pointer_long_Pointer) made.invoke(null);
+            try (org.bytedeco.javacpp.LongPointer notATensor = new org.bytedeco.javacpp.LongPointer(1)) {
+                deallocator.call(notATensor, 8, null);
+            }
+            assertThat(BfcTensors.strayCallbackFailures() - strayBefore).as("stray failures, an unknown address")
+                    .isOne();
+            assertThat(growing.bytesInUse()).isZero();
+        } finally {
+            jul.removeHandler(throwing);
+            jul.setUseParentHandlers(useParent);
+        }
+    }
+
     @Test
     void aFailedRunLeavesNothingBehind() {
         try (Graph g = new Graph(); Session s = new Session(g)) {
