@@ -480,7 +480,7 @@ public final class BfcTensors {
     }
 
     /** The steps of {@link #wrap} that can fail (an OutOfMemoryError) and leak the buffer. */
-    enum Step { AS_POINTER, REGISTER, NEW_TENSOR, WITH_DEALLOCATOR }
+    enum Step { AS_POINTER, REGISTER, SCOPE, NEW_TENSOR, WITH_DEALLOCATOR }
 
     /** Told of each step of {@link #wrap} before it is taken, for tests. */
     interface Steps {
@@ -523,7 +523,16 @@ public final class BfcTensors {
         // application's would keep a reference to the handle, so the tensor's close() would not
         // delete it (nor give the buffer back) until that scope closed. Ours lets go of it when
         // closed, once the tensor's own scope (RawTensor.fromHandle's) holds it.
-        try (PointerScope scope = new PointerScope()) {
+        PointerScope scope;
+        try {
+            steps.reached(Step.SCOPE);
+            scope = new PointerScope();
+        } catch (Throwable t) {
+            // An OutOfMemoryError making the scope: the buffer is registered, not yet TensorFlow's.
+            takeBack(address, owned);
+            throw t;
+        }
+        try (scope) {
             return wrapInScope(type, shape, dtype, address, owned, bytes, deallocator, steps);
         }
     }

@@ -80,6 +80,7 @@ class BfcTensorsTest {
 
     /**
      * An OutOfMemoryError at a step of making a tensor (the buffer's pointer, its registration,
+     * the PointerScope its native handle is made in,
      * TF_NewTensor, the tensor's Java deallocator) reaches the caller and the buffer goes back
      * to the allocator: before TensorFlow had it, it stayed allocated for good (and, with
      * TensorFlow holding it, so did the tensor). The allocator is usable afterwards.
