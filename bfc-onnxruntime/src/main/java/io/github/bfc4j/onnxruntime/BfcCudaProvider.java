@@ -16,6 +16,7 @@ import java.util.logging.Logger;
 import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FunctionPointer;
 import org.bytedeco.javacpp.Pointer;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.javacpp.PointerPointer;
 import org.bytedeco.onnxruntime.OrtApi;
 import org.bytedeco.onnxruntime.OrtCUDAProviderOptionsV2;
@@ -52,9 +53,10 @@ import org.bytedeco.onnxruntime.StringVector;
  * empty-cache (ORT ignores the result). The address handed to ORT is the C function JavaCPP made
  * for the callback: the first field of the object the callback's {@code address()} points to
  * (JavaCPP's generated callback struct). JavaCPP has at most 10 native functions per callback
- * class, so at most 10 providers can be open at a time. The callbacks are retained for the life
- * of the process, so that a JavaCPP {@code PointerScope} open where they are made does not
- * release them while sessions still call them.
+ * class, so at most 10 providers can be open at a time. The callbacks are made inside a JavaCPP
+ * {@code PointerScope} of this class's own and retained for the life of the process, so that no
+ * scope of the application's open where they are made releases them (or, with its
+ * {@code deallocate()}, frees them) while sessions still call them.
  *
  * <p>ORT keeps the function addresses of the options a session was made with, so a session can
  * outlive its provider and call them later. A closed provider's slot (its three functions) is
@@ -309,16 +311,22 @@ public final class BfcCudaProvider implements AutoCloseable {
                     + " functions per callback class); close one of those allocators (after its sessions), or make"
                     + " this provider over one of them");
         }
-        Slot s = new Slot();
-        s.allocFunction();   // fails if another user took JavaCPP's native functions of these classes
-        s.freeFunction();
-        s.emptyCacheFunction();
-        // Kept for the life of the process, as the slot is: a JavaCPP PointerScope open on this
-        // thread took each callback when it was made and would release (free) it when it closes,
-        // while sessions made with the options still call its C function.
-        s.alloc.retainReference();
-        s.free.retainReference();
-        s.emptyCache.retainReference();
+        // Made inside a scope of our own, the innermost on this thread: JavaCPP attaches each
+        // callback to it, not to a scope of the application's, whose deallocate() would free them
+        // whatever their reference counts. If a check fails, closing it frees the three (and the
+        // native functions they hold) at once.
+        Slot s;
+        try (PointerScope own = new PointerScope()) {
+            s = new Slot();
+            s.allocFunction();   // fails if another user took JavaCPP's native functions of these classes
+            s.freeFunction();
+            s.emptyCacheFunction();
+            // Kept for the life of the process, as the slot is: our scope releases them when it
+            // closes, while sessions made with the options still call their C functions.
+            s.alloc.retainReference();
+            s.free.retainReference();
+            s.emptyCache.retainReference();
+        }
         SLOTS.add(s);
         return s;
     }

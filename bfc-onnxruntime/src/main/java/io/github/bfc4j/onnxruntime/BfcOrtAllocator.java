@@ -21,6 +21,7 @@ import org.bytedeco.javacpp.BytePointer;
 import org.bytedeco.javacpp.FunctionPointer;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerPointer;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.onnxruntime.OrtAllocator;
 import org.bytedeco.onnxruntime.OrtApi;
 import org.bytedeco.onnxruntime.OrtEnv;
@@ -557,8 +558,9 @@ public final class BfcOrtAllocator implements AutoCloseable {
      * whole process: a callback made while other code holds all 10 of its class gets none, and
      * the struct would hand ORT a null function pointer (a crash on ORT's first call). So each
      * is checked, and they are kept only once all four have one; else none is kept, and the next
-     * {@link #register} tries again. Those kept are retained, so that no JavaCPP
-     * {@code PointerScope} open around the first register releases them when it closes.
+     * {@link #register} tries again. They are made inside a JavaCPP {@code PointerScope} of
+     * this class's own and those kept are retained, so that no scope of the application's open
+     * around the first register releases (or, with its {@code deallocate()}, frees) them.
      *
      * @throws IllegalStateException if a callback class has no native function left
      */
@@ -567,14 +569,16 @@ public final class BfcOrtAllocator implements AutoCloseable {
             return;
         }
         List<FunctionPointer> made = new ArrayList<>(4);
-        try {
+        // Made inside a scope of our own, the innermost on this thread: JavaCPP attaches each to
+        // it, not to a scope of the application's, whose deallocate() would free them whatever
+        // their reference counts.
+        try (PointerScope own = new PointerScope()) {
             AllocCallback alloc = withFunction(new AllocCallback(), made);
             FreeCallback free = withFunction(new FreeCallback(), made);
             InfoCallback info = withFunction(new InfoCallback(), made);
             ReserveCallback reserve = withFunction(new ReserveCallback(), made);
-            // Kept for the life of the process: a JavaCPP PointerScope open on this thread took
-            // each of them when it was made and would release (free) them when it closes, and
-            // ORT calls them as long as any session made with them lives.
+            // Kept for the life of the process: our scope releases them when it closes, and ORT
+            // calls them as long as any session made with them lives.
             freeCallback = free.retainReference();
             infoCallback = info.retainReference();
             reserveCallback = reserve.retainReference();

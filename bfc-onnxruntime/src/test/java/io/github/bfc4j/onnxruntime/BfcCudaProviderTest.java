@@ -544,7 +544,8 @@ class BfcCudaProviderTest {
         /**
          * Runs the steps.
          *
-         * @param args none
+         * @param args none; or {@code deallocate}: the scope ends with {@code deallocate()}, which
+         *     frees every pointer it took, whatever else retained them
          */
         public static void main(String[] args) {
             org.bytedeco.javacpp.Loader.load(org.bytedeco.onnxruntime.global.onnxruntime.class);
@@ -553,6 +554,9 @@ class BfcCudaProviderTest {
                 BfcCudaProvider provider;
                 try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
                     provider = BfcCudaProvider.bind(hostStandIn(bfc), (OrtApi) null);
+                    if (args.length == 1 && args[0].equals("deallocate")) {
+                        scope.deallocate();   // frees what it took, whatever else holds it
+                    }
                 }
                 var options = provider.providerOptions();
                 var alloc = new OrtCustomOp.GetExecutionProviderType_OrtCustomOp(
@@ -582,15 +586,39 @@ class BfcCudaProviderTest {
      */
     @Test
     void aPointerScopeAroundTheFirstProviderDoesNotTakeItsFunctionsWithIt() throws Exception {
+        bindInsideAPointerScope();
+    }
+
+    /**
+     * As {@link #aPointerScopeAroundTheFirstProviderDoesNotTakeItsFunctionsWithIt}, the scope
+     * ending with {@code PointerScope.deallocate()}, which frees every pointer it took whatever
+     * their reference counts: the slot's callbacks, retained but still the scope's, were freed,
+     * and each call then threw ("Unknown exception").
+     */
+    @Test
+    void aPointerScopeDeallocatedAroundTheFirstProviderDoesNotTakeItsFunctionsWithIt() throws Exception {
+        bindInsideAPointerScope("deallocate");
+    }
+
+    /** Runs {@link BindInsideAPointerScope} with {@code args} in a child JVM and checks its lines. */
+    private static void bindInsideAPointerScope(String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin",
                 "java").toString()));
         if (Runtime.version().feature() >= 22) {
             command.add("--enable-native-access=ALL-UNNAMED");
         }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), BindInsideAPointerScope.class.getName()));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        command.addAll(List.of(args));
+        java.io.File output = java.io.File.createTempFile("bind-inside-a-scope-", ".txt");
+        output.deleteOnExit();
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output).start();
+        p.getOutputStream().close();
+        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
+        if (!ended) {
+            p.destroyForcibly().waitFor();
+        }
+        String out = java.nio.file.Files.readString(output.toPath(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(ended).as("the child ended within 60 s\n" + out).isTrue();
         System.out.println(out);
         assertThat(p.exitValue()).as("the child's exit status\n" + out).isZero();
         assertThat(out.lines().filter(l -> l.matches("^(alloc|free|call).*")).toList()).as(out)

@@ -555,7 +555,8 @@ class BfcOrtAllocatorTest {
         /**
          * Runs the steps.
          *
-         * @param args none
+         * @param args none; or {@code deallocate}: the scope ends with {@code deallocate()}, which
+         *     frees every pointer it took, whatever else retained them
          */
         public static void main(String[] args) throws Exception {
             try (BfcAllocator bfc = hostAllocator("scoped", 64L << 20)) {
@@ -569,6 +570,9 @@ class BfcOrtAllocatorTest {
                     other.start();
                     other.join();
                     System.out.println("other thread's tensor: " + ort.stats().liveAllocations() + " live");
+                    if (args.length == 1 && args[0].equals("deallocate")) {
+                        scope.deallocate();   // frees what it took, whatever else holds it
+                    }
                 }
                 made[0].close();   // ORT frees it through the Free callback
                 System.out.println("scope closed, tensor closed: " + ort.stats().liveAllocations() + " live");
@@ -603,6 +607,22 @@ class BfcOrtAllocatorTest {
      */
     @Test
     void aPointerScopeAroundTheFirstRegisterDoesNotTakeTheCallbacksWithIt() throws Exception {
+        registerInsideAPointerScope();
+    }
+
+    /**
+     * As {@link #aPointerScopeAroundTheFirstRegisterDoesNotTakeTheCallbacksWithIt}, the scope
+     * ending with {@code PointerScope.deallocate()}, which frees every pointer it took whatever
+     * their reference counts: the callbacks, retained but still the scope's, were freed, and the
+     * JVM died at the next free ORT made (exit 134).
+     */
+    @Test
+    void aPointerScopeDeallocatedAroundTheFirstRegisterDoesNotTakeTheCallbacksWithIt() throws Exception {
+        registerInsideAPointerScope("deallocate");
+    }
+
+    /** Runs {@link RegisterInsideAPointerScope} with {@code args} in a child JVM and checks its lines. */
+    private static void registerInsideAPointerScope(String... args) throws Exception {
         List<String> command = new ArrayList<>(List.of(java.nio.file.Path.of(System.getProperty("java.home"), "bin",
                 "java").toString()));
         if (Runtime.version().feature() >= 22) {
@@ -610,9 +630,17 @@ class BfcOrtAllocatorTest {
         }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"),
                 RegisterInsideAPointerScope.class.getName()));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        command.addAll(List.of(args));
+        java.io.File output = java.io.File.createTempFile("register-inside-a-scope-", ".txt");
+        output.deleteOnExit();
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output).start();
+        p.getOutputStream().close();
+        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
+        if (!ended) {
+            p.destroyForcibly().waitFor();
+        }
+        String out = java.nio.file.Files.readString(output.toPath(), java.nio.charset.StandardCharsets.UTF_8);
+        assertThat(ended).as("the child ended within 60 s\n" + out).isTrue();
         System.out.println(out);
         assertThat(p.exitValue()).as("the child's exit status (134: it crashed)\n" + out).isZero();
         List<String> lines = out.lines().filter(l -> l.matches("^(other|scope|tensor|left).*")).toList();
