@@ -664,8 +664,9 @@ public final class BfcTensors {
      */
     private static final class TensorFlowNatives {
         /**
-         * The one deallocator, once made. Retained, so that it stays valid as long as the class is
-         * loaded (TensorFlow may call it after every Java reference is gone).
+         * The one deallocator, once made. Made inside a {@code PointerScope} of our own and
+         * retained, so that it stays valid as long as the class is loaded (TensorFlow may call it
+         * after every Java reference is gone), whatever scope of the application's was open.
          */
         private static volatile Deallocator_Pointer_long_Pointer deallocator;
         /** Why the library could not be loaded, or null. Guarded by the class lock. */
@@ -696,19 +697,26 @@ public final class BfcTensors {
                 if (loadFailure != null) {
                     throw new IllegalStateException(loadFailure);
                 }
-                Releaser releaser = new Releaser();
-                // JavaCPP makes 10 native functions per callback class for the whole process; one
-                // made while other code holds all 10 has none (its struct's first field, the C
-                // function, is null), and TensorFlow would call null when it drops a buffer.
-                Pointer function = new PointerPointer<Pointer>(releaser).get(0);
-                if (function == null || function.isNull()) {
-                    releaser.close();
-                    throw new IllegalStateException("cannot make a tensor: JavaCPP has no native function left for"
-                            + " TensorFlow's deallocator callback class "
-                            + Deallocator_Pointer_long_Pointer.class.getName() + " (it makes 10 per class for the"
-                            + " whole process, and other code holds all 10): close some of those callbacks first");
+                // Made inside a scope of our own, the innermost on this thread: JavaCPP attaches it
+                // to that scope, not to one of the application's, whose deallocate() would free it
+                // whatever its reference count. Closing ours releases it once: retained, it stays;
+                // refused, it is freed with its native function.
+                try (PointerScope own = new PointerScope()) {
+                    Releaser releaser = new Releaser();
+                    // JavaCPP makes 10 native functions per callback class for the whole process;
+                    // one made while other code holds all 10 has none (its struct's first field,
+                    // the C function, is null), and TensorFlow would call null when it drops a
+                    // buffer.
+                    Pointer function = new PointerPointer<Pointer>(releaser).get(0);
+                    if (function == null || function.isNull()) {
+                        throw new IllegalStateException("cannot make a tensor: JavaCPP has no native function left"
+                                + " for TensorFlow's deallocator callback class "
+                                + Deallocator_Pointer_long_Pointer.class.getName() + " (it makes 10 per class for"
+                                + " the whole process, and other code holds all 10): close some of those callbacks"
+                                + " first");
+                    }
+                    deallocator = releaser.retainReference();
                 }
-                deallocator = releaser.retainReference();
             }
             return deallocator;
         }

@@ -573,6 +573,57 @@ class BfcTensorsTest {
     }
 
     /**
+     * For a child JVM: the process's first tensor made inside a JavaCPP {@code PointerScope}
+     * that ends with {@code deallocate()} (which frees every pointer it took, whatever their
+     * reference counts), then tensors made and closed after it; one line per step.
+     */
+    public static final class FirstTensorInsideADeallocatedScope {
+        private FirstTensorInsideADeallocatedScope() {
+        }
+
+        /**
+         * Makes the tensors.
+         *
+         * @param args none
+         */
+        public static void main(String[] args) {
+            try (BfcAllocator bfc = BfcAllocator.builder().name("deallocated_scope").memoryLimit(1 << 20)
+                    .subAllocator(new AlignedHostSubAllocator()).build()) {
+                BfcTensors tensors = new BfcTensors(bfc);
+                try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+                    try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
+                        System.out.println("tensor: made in the scope, " + t.getFloat(1));
+                    }
+                    scope.deallocate();
+                }
+                for (int i = 0; i < 2; i++) {
+                    try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
+                        System.out.println("tensor: made, " + t.getFloat(1));
+                    } catch (Throwable t) {
+                        System.out.println("tensor threw: " + t);
+                    }
+                }
+                System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse()
+                        + " bytes in use");
+            }
+        }
+    }
+
+    /**
+     * The one deallocator TensorFlow calls for every tensor is made with the first tensor; made
+     * inside an application's JavaCPP {@code PointerScope}, it was that scope's, and the scope's
+     * {@code deallocate()} (which frees every pointer it took, whatever their reference counts)
+     * freed it for the life of the process: the next tensor's close called a freed callback and
+     * the JVM died (exit 134).
+     */
+    @Test
+    void aPointerScopeDeallocatedAroundTheFirstTensorDoesNotTakeTheDeallocatorWithIt() throws Exception {
+        List<String> lines = childJvm(List.of(), FirstTensorInsideADeallocatedScope.class);
+        assertThat(lines).containsExactly("tensor: made in the scope, 2.0", "tensor: made, 2.0", "tensor: made, 2.0",
+                "left: 0 buffers, 0 bytes in use");
+    }
+
+    /**
      * Runs {@code main} in a child JVM with this class path and the JVM options {@code options};
      * returns its lines that start with {@code tensor} or {@code left}, having checked that it
      * exited normally (134: it crashed).
