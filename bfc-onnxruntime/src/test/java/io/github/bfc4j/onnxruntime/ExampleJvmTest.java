@@ -1,0 +1,56 @@
+package io.github.bfc4j.onnxruntime;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The examples' child JVMs end, and what they wrote is read. */
+class ExampleJvmTest {
+
+    /** For a child JVM: writes a line to each stream, then sleeps {@code args[0]} seconds. */
+    public static final class Sleeps {
+        private Sleeps() {
+        }
+
+        /**
+         * Writes, then sleeps.
+         *
+         * @param args the seconds to sleep
+         * @throws InterruptedException never, in practice
+         */
+        public static void main(String[] args) throws InterruptedException {
+            System.out.println("out");
+            System.out.flush();
+            System.err.println("err");
+            Thread.sleep(Long.parseLong(args[0]) * 1000);
+        }
+    }
+
+    /**
+     * A child that does not end within the limit is ended, and the run says so: the run read the
+     * child's standard output to its end before it waited with the limit, so a child that never
+     * ended (nor closed its output) kept the test waiting for ever. The child here sleeps 120 s,
+     * so that even without the limit it ends.
+     */
+    @Test
+    void aChildThatDoesNotEndIsEndedAtTheLimit(@TempDir Path dir) {
+        assertTimeoutPreemptively(Duration.ofSeconds(60), () -> assertThatThrownBy(
+                () -> ExampleJvm.run(Sleeps.class, dir, Duration.ofSeconds(3), "120"))
+                .isInstanceOf(AssertionError.class).hasMessageContaining("Sleeps 120 ran for PT3S; ended")
+                .hasMessageContaining("[err]"));
+    }
+
+    /** A child that ends within the limit gives its status and both streams. */
+    @Test
+    void aChildThatEndsGivesItsStatusAndOutput(@TempDir Path dir) throws Exception {
+        ExampleJvm.Result r = ExampleJvm.run(Sleeps.class, dir, Duration.ofSeconds(60), "0");
+        assertThat(r.status()).isZero();
+        assertThat(r.out()).isEqualTo("out" + System.lineSeparator());
+        assertThat(r.err()).containsExactly("err");
+    }
+}
