@@ -84,7 +84,7 @@ public final class OnnxRuntimeExample {
      * for {@code --compare}; REQUESTS for {@code --interleave} and {@code --measure}.
      *
      * @throws IllegalArgumentException naming what is wrong: a count that is no whole number
-     *     {@code >= 1}, or arguments of no form the example takes
+     *     from 1 to {@code Integer.MAX_VALUE}, or arguments of no form the example takes
      */
     static int[] counts(String[] args) {
         if (args.length == 0) {
@@ -108,7 +108,7 @@ public final class OnnxRuntimeExample {
         } catch (NumberFormatException e) {
             // refused below
         }
-        throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number >= 1)");
+        throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number from 1 to " + Integer.MAX_VALUE + ")");
     }
 
     static BfcAllocator allocator() {

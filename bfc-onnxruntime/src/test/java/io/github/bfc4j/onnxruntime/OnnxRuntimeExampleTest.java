@@ -83,9 +83,9 @@ class OnnxRuntimeExampleTest {
     @Test
     void badArgumentsAreOneLineAndTheUsageAndExitTwo(@TempDir Path dir) throws Exception {
         String[][] cases = {
-            {"ROUNDS=0 (expected: a whole number >= 1)", "--compare", "0"},
-            {"ROUNDS=x (expected: a whole number >= 1)", "--compare", "x"},
-            {"REQUESTS=99999999999 (expected: a whole number >= 1)", "--interleave", "99999999999"},
+            {"ROUNDS=0 (expected: a whole number from 1 to 2147483647)", "--compare", "0"},
+            {"ROUNDS=x (expected: a whole number from 1 to 2147483647)", "--compare", "x"},
+            {"REQUESTS=99999999999 (expected: a whole number from 1 to 2147483647)", "--interleave", "99999999999"},
             {"unexpected arguments: --interleave", "--interleave"},
         };
         for (String[] c : cases) {

@@ -96,7 +96,7 @@ public final class RecordServingWorkload {
         } catch (NumberFormatException e) {
             // refused below
         }
-        throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number >= 1)");
+        throw new IllegalArgumentException(name + "=" + value + " (expected: a whole number from 1 to " + Integer.MAX_VALUE + ")");
     }
 
     /**

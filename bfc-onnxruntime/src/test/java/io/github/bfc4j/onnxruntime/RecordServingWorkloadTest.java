@@ -32,7 +32,7 @@ class RecordServingWorkloadTest {
             String which = c[0].equals("60") ? "THREADS=" + c[1] : "REQUESTS=" + c[0];
             ExampleJvm.Result r = ExampleJvm.run(RecordServingWorkload.class, dir, out.toString(), c[0], c[1]);
             assertThat(r.status()).as(r.err().toString()).isEqualTo(2);
-            assertThat(r.err()).containsExactly("RecordServingWorkload: " + which + " (expected: a whole number >= 1)",
+            assertThat(r.err()).containsExactly("RecordServingWorkload: " + which + " (expected: a whole number from 1 to 2147483647)",
                     RecordServingWorkload.USAGE);
         }
         assertThat(out).doesNotExist();
