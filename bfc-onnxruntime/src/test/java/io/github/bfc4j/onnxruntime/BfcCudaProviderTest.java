@@ -5,12 +5,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.github.bfc4j.cuda.CudaProbe;
 import io.github.bfc4j.cuda.CudaUnavailableException;
 import io.github.bfc4j.cuda.GpuBfcAllocators;
 import io.github.bfc4j.cuda.GpuBfcOptions;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -609,18 +611,10 @@ class BfcCudaProviderTest {
         }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), BindInsideAPointerScope.class.getName()));
         command.addAll(List.of(args));
-        java.io.File output = java.io.File.createTempFile("bind-inside-a-scope-", ".txt");
-        output.deleteOnExit();
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output).start();
-        p.getOutputStream().close();
-        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
-        if (!ended) {
-            p.destroyForcibly().waitFor();
-        }
-        String out = java.nio.file.Files.readString(output.toPath(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(ended).as("the child ended within 60 s\n" + out).isTrue();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output();
         System.out.println(out);
-        assertThat(p.exitValue()).as("the child's exit status\n" + out).isZero();
+        assertThat(child.status()).as("the child's exit status\n" + out).isZero();
         assertThat(out.lines().filter(l -> l.matches("^(alloc|free|call).*")).toList()).as(out)
                 .containsExactly("alloc: 5000 bytes, 1 live", "free: 0 bytes in use");
     }

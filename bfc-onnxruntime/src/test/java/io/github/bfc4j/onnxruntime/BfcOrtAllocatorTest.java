@@ -8,12 +8,14 @@ import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARN
 import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.lang.ref.WeakReference;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -528,11 +530,10 @@ class BfcOrtAllocatorTest {
         }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"),
                 RegisterWithCallbacksTaken.class.getName()));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output();
         System.out.println(out);
-        assertThat(p.exitValue()).as("the child's exit status (134: it crashed)\n" + out).isZero();
+        assertThat(child.status()).as("the child's exit status (134: it crashed)\n" + out).isZero();
         List<String> lines = out.lines().filter(l -> l.matches("^(register|tensor|closed|left).*")).toList();
         assertThat(lines).as(out).containsExactly(
                 "register threw: java.lang.IllegalStateException: cannot register a BfcOrtAllocator: JavaCPP has no"
@@ -631,18 +632,10 @@ class BfcOrtAllocatorTest {
         command.addAll(List.of("-cp", System.getProperty("java.class.path"),
                 RegisterInsideAPointerScope.class.getName()));
         command.addAll(List.of(args));
-        java.io.File output = java.io.File.createTempFile("register-inside-a-scope-", ".txt");
-        output.deleteOnExit();
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output).start();
-        p.getOutputStream().close();
-        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
-        if (!ended) {
-            p.destroyForcibly().waitFor();
-        }
-        String out = java.nio.file.Files.readString(output.toPath(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(ended).as("the child ended within 60 s\n" + out).isTrue();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output();
         System.out.println(out);
-        assertThat(p.exitValue()).as("the child's exit status (134: it crashed)\n" + out).isZero();
+        assertThat(child.status()).as("the child's exit status (134: it crashed)\n" + out).isZero();
         List<String> lines = out.lines().filter(l -> l.matches("^(other|scope|tensor|left).*")).toList();
         assertThat(lines).as(out).containsExactly("other thread's tensor: 1 live",
                 "scope closed, tensor closed: 0 live", "tensor: 1 live, 1600 bytes", "tensor: 1 live, 1600 bytes",
@@ -702,11 +695,10 @@ class BfcOrtAllocatorTest {
             }
             command.addAll(List.of("-cp", System.getProperty("java.class.path"), EnvAndRegisterInOrder.class.getName(),
                     order));
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-            String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            assertThat(p.waitFor(120, TimeUnit.SECONDS)).as(out).isTrue();
+            ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(120));
+            String out = child.output();
             System.out.println(out);
-            assertThat(p.exitValue()).as(out).isZero();
+            assertThat(child.status()).as(out).isZero();
             seen.add(order + " " + out.lines().filter(l -> l.startsWith("session: ")).findFirst().orElse(out));
         }
         assertThat(seen.get(0)).isEqualTo("env-first session: made");

@@ -6,13 +6,13 @@ package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.ChildProcess;
 import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
 /**
@@ -61,9 +61,8 @@ final class WithoutOrtNatives {
         }
         command.addAll(List.of("-cp", cp, main.getName()));
         command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output();
         System.out.println(out);
         return out;
     }

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.BfcOutOfMemoryException;
 import io.github.bfc4j.core.ClosePolicy;
@@ -17,8 +18,8 @@ import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -387,9 +388,8 @@ class BfcTensorsTest {
         }
         command.addAll(List.of("-cp", cp, PrintTensorFailures.class.getName()));
         command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output();
         System.out.println(out);
         return out.lines().toList();
     }
@@ -637,11 +637,10 @@ class BfcTensorsTest {
         }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(List.of(args));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output();
         System.out.println(out);
-        assertThat(p.exitValue()).as("the child's exit status (134: it crashed)%n%s", out).isZero();
+        assertThat(child.status()).as("the child's exit status (134: it crashed)%n%s", out).isZero();
         return out.lines().filter(l -> l.startsWith("tensor") || l.startsWith("left")).toList();
     }
 
