@@ -5,14 +5,14 @@ package io.github.bfc4j.cpu;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.ChildProcess;
 import java.io.File;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.bytedeco.javacpp.Loader;
 import org.junit.jupiter.api.Test;
@@ -49,9 +49,8 @@ class NativesMissingTest {
             command.add("--enable-native-access=ALL-UNNAMED"); // as README says; else the JVM warns
         }
         command.addAll(List.of("-cp", String.join(File.pathSeparator, kept), NativesMissingTest.class.getName()));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).strip();
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output().strip();
         assertThat(out).startsWith("java.lang.IllegalStateException: JavaCPP's native library for " + platform
                 + " could not be loaded (")
                 .endsWith("so no host memory can be had: add org.bytedeco:javacpp with classifier " + platform

@@ -9,12 +9,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.ChildProcess;
 import java.io.File;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
@@ -201,10 +201,9 @@ class CudaProbeTest {
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(List.of(jvmOptions));
         command.addAll(List.of("-cp", cp, PrintSentence.class.getName()));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
-        assertThat(p.exitValue()).as(out).isZero();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output();
+        assertThat(child.status()).as(out).isZero();
         List<String> lines = out.lines().filter(l -> l.startsWith("No usable CUDA GPU")).toList();
         assertThat(lines).as(out).hasSize(3).containsOnly(lines.get(0));
         System.out.println("without " + leaveOut + ": " + lines.get(0));
@@ -284,9 +283,8 @@ class CudaProbeTest {
             command.add("--enable-native-access=org.bytedeco.javacpp");
         }
         command.addAll(List.of("-cp", testClasses, io.github.bfc4j.cuda.modulepath.PrintProbeSentence.class.getName()));
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(out).isTrue();
+        ChildProcess.Result child = ChildProcess.run(command, Duration.ofSeconds(60));
+        String out = child.output();
         System.out.println("on the module path: " + out);
         assertThat(out.lines().toList()).as(out).containsExactly("named module: true",
                 "No usable CUDA GPU: the CUDA presets' JNI library for linux-x86_64 is in no module of the module"
