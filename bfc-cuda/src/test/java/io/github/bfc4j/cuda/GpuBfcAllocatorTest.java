@@ -11,8 +11,8 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.ThreadWatch;
 import java.lang.reflect.Method;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -108,7 +108,7 @@ class GpuBfcAllocatorTest {
                 a.close();
             });
             // close() has set closed and waits for the free under way (parked in its own loop).
-            awaitWaitingIn(closing, close, GpuBfcAllocator.class.getName(), "close",
+            ThreadWatch.awaitWaitingIn(closing::get, close, GpuBfcAllocator.class.getName(), "close",
                     "for the free on a stream under way");
             assertThat(close).as("close() while a free is in the driver").isNotDone();
             assertThat(driver.retainedContexts()).as("the context the free is using").isEqualTo(1);
@@ -371,59 +371,8 @@ class GpuBfcAllocatorTest {
      */
     private static void awaitRetryWait(AtomicReference<Thread> thread, CompletableFuture<?> allocation)
             throws InterruptedException {
-        awaitWaitingIn(thread, allocation, "io.github.bfc4j.core.internal.AllocatorRetry", "waitForMillis",
-                "in the retry loop for a free");
-    }
-
-    /**
-     * Waits until {@code thread} waits ({@code WAITING} or {@code TIMED_WAITING}) in a method
-     * {@code method} of the class named {@code owner}: the innermost frame below the JDK's waiting
-     * ({@code Object.wait}, {@code LockSupport.park*}). The thread is observed, nothing in the
-     * code under test is hooked. What the test does next then happens while that thread waits
-     * there, not before it got there (a thread started late on a loaded machine).
-     *
-     * @param thread the thread; null until it has started
-     * @param call its call, which cannot wait once done
-     * @throws AssertionError if the call returned before the thread was seen waiting there, or
-     *     if it was not seen waiting there within 30 s (with the stack last seen)
-     */
-    private static void awaitWaitingIn(AtomicReference<Thread> thread, Future<?> call, String owner,
-            String method, String what) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        String where = owner.substring(owner.lastIndexOf('.') + 1) + "." + method;
-        StackTraceElement[] last = {};
-        Thread.State lastState = null;
-        while (System.nanoTime() - deadline < 0) {
-            if (call.isDone()) {
-                throw new AssertionError(where + " returned before it was seen waiting " + what);
-            }
-            Thread t = thread.get();
-            if (t != null) {
-                last = t.getStackTrace();
-                lastState = t.getState();
-                if ((lastState == Thread.State.WAITING || lastState == Thread.State.TIMED_WAITING)
-                        && waitingIn(last, owner, method)) {
-                    return;
-                }
-            }
-            Thread.sleep(5);
-        }
-        throw new AssertionError(where + " was not seen waiting " + what + " within 30 s; last seen: "
-                + (lastState == null ? "not started" : lastState + " at " + Arrays.toString(last)));
-    }
-
-    /** Whether the innermost frame below the JDK's waiting methods is {@code owner.method}. */
-    private static boolean waitingIn(StackTraceElement[] stack, String owner, String method) {
-        for (StackTraceElement e : stack) {
-            String c = e.getClassName();
-            boolean jdkWait = c.equals("java.lang.Object") && e.getMethodName().startsWith("wait")
-                    || c.equals("java.util.concurrent.locks.LockSupport") && e.getMethodName().startsWith("park")
-                    || c.equals("jdk.internal.misc.Unsafe") && e.getMethodName().equals("park");
-            if (!jdkWait) {
-                return c.equals(owner) && e.getMethodName().equals(method);
-            }
-        }
-        return false;
+        ThreadWatch.awaitWaitingIn(thread::get, allocation, "io.github.bfc4j.core.internal.AllocatorRetry",
+                "waitForMillis", "in the retry loop for a free");
     }
 
     /** A failed record whose event cannot be destroyed either reports the record's failure. */

@@ -12,6 +12,7 @@ import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.ClosePolicy;
 import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.ThreadWatch;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.lang.ref.WeakReference;
@@ -955,7 +956,8 @@ class BfcOrtAllocatorTest {
                 closing.set(Thread.currentThread());
                 ort.close();
             });
-            awaitWaitingIn(closing, close, "awaitDrained", "for the allocation in flight");
+            ThreadWatch.awaitWaitingIn(closing::get, close, BfcOrtAllocator.class.getName(), "awaitDrained",
+                    "for the allocation in flight");
             assertThat(close.isDone()).as("close() waits for the allocation in flight").isFalse();
             release.countDown();
             long ptr = alloc.get(10, TimeUnit.SECONDS);
@@ -1032,57 +1034,6 @@ class BfcOrtAllocatorTest {
             assertThat(ort.isClosed()).isTrue();
             assertThat(bfc.bytesInUse()).isZero();
         }
-    }
-
-    /**
-     * Waits until {@code thread} waits ({@code WAITING} or {@code TIMED_WAITING}) in
-     * {@code BfcOrtAllocator.method}: the innermost frame below the JDK's waiting
-     * ({@code Object.wait}, {@code LockSupport.park*}). The thread is observed, nothing in the
-     * allocator is hooked. What the test does next then happens while that thread waits there,
-     * not before it got there (a thread started late on a loaded machine).
-     *
-     * @param thread the thread; null until it has started
-     * @param call its call, which cannot wait once done
-     * @throws AssertionError if the call returned before the thread was seen waiting there, or
-     *     if it was not seen waiting there within 30 s (with the stack last seen)
-     */
-    private static void awaitWaitingIn(AtomicReference<Thread> thread, Future<?> call, String method, String what)
-            throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        String where = "BfcOrtAllocator." + method;
-        StackTraceElement[] last = {};
-        Thread.State lastState = null;
-        while (System.nanoTime() - deadline < 0) {
-            if (call.isDone()) {
-                throw new AssertionError("the call returned before it was seen waiting in " + where + " " + what);
-            }
-            Thread t = thread.get();
-            if (t != null) {
-                last = t.getStackTrace();
-                lastState = t.getState();
-                if ((lastState == Thread.State.WAITING || lastState == Thread.State.TIMED_WAITING)
-                        && waitingIn(last, BfcOrtAllocator.class.getName(), method)) {
-                    return;
-                }
-            }
-            Thread.sleep(5);
-        }
-        throw new AssertionError("not seen waiting in " + where + " " + what + " within 30 s; last seen: "
-                + (lastState == null ? "not started" : lastState + " at " + Arrays.toString(last)));
-    }
-
-    /** Whether the innermost frame below the JDK's waiting methods is {@code owner.method}. */
-    private static boolean waitingIn(StackTraceElement[] stack, String owner, String method) {
-        for (StackTraceElement e : stack) {
-            String c = e.getClassName();
-            boolean jdkWait = c.equals("java.lang.Object") && e.getMethodName().startsWith("wait")
-                    || c.equals("java.util.concurrent.locks.LockSupport") && e.getMethodName().startsWith("park")
-                    || c.equals("jdk.internal.misc.Unsafe") && e.getMethodName().equals("park");
-            if (!jdkWait) {
-                return c.equals(owner) && e.getMethodName().equals(method);
-            }
-        }
-        return false;
     }
 
     /** Waits until {@code t} is in {@code state}, up to 5 s (well under the retry loop's 10 s). */
