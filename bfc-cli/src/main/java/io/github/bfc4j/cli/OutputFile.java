@@ -79,6 +79,12 @@ final class OutputFile {
             throw new UsageException(option + "=- : standard output is not an output here (expected: the file to"
                     + " write, e.g. " + example + ")");
         }
+        if (isStandardOutput(output)) {
+            // The same, named as a file (/dev/stdout): the file and the summary would be mixed.
+            throw new UsageException(option + "=" + shown(output) + ": standard output is not an output here, as for "
+                    + option + " -: it carries the command's summary (expected: the file to write, e.g. " + example
+                    + ")");
+        }
         if (Files.isDirectory(output)) {
             throw new UsageException(option + "=" + shown(output) + " is a directory (expected: the file to write, e.g. "
                     + shown(output.resolve(example)) + ")");
@@ -140,6 +146,53 @@ final class OutputFile {
                 throw new UsageException(option + "=" + shown(output) + " is the input " + shown(input) + " (expected: another"
                         + " file: writing it would destroy the input)");
             }
+        }
+    }
+
+    /**
+     * Whether {@code output} names this process's standard output: {@code /dev/stdout},
+     * {@code /dev/fd/1}, {@code /proc/self/fd/1}, or a link to one of them, whatever standard
+     * output is (a pipe, a terminal, a file). Followed link by link, each in its real directory,
+     * as the system follows them; false where there is no {@code /proc}.
+     */
+    static boolean isStandardOutput(Path output) {
+        Path fd1;
+        try {
+            fd1 = Path.of("/proc/self/fd").toRealPath().resolve("1");
+        } catch (IOException e) {
+            return false;
+        }
+        Path p = inRealDirectory(output.toAbsolutePath());
+        for (int hops = 0; hops <= MAX_LINK_HOPS; hops++) {
+            if (p.equals(fd1)) {
+                return true;
+            }
+            if (!Files.isSymbolicLink(p)) {
+                return false;
+            }
+            try {
+                p = inRealDirectory(p.getParent().resolve(Files.readSymbolicLink(p)));
+            } catch (IOException e) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    /** The symbolic links followed before giving up, as Linux's path resolution (ELOOP). */
+    private static final int MAX_LINK_HOPS = 40;
+
+    /** {@code p} in its directory's real path, or as it is where that directory cannot be resolved. */
+    private static Path inRealDirectory(Path p) {
+        Path parent = p.getParent();
+        Path name = p.getFileName();
+        if (parent == null || name == null) {
+            return p;
+        }
+        try {
+            return parent.toRealPath().resolve(name);
+        } catch (IOException e) {
+            return p;
         }
     }
 

@@ -361,6 +361,127 @@ class ReportCommandTest {
         }
     }
 
+    /** The commands that write an {@code -o} file, each but for the name to write. */
+    private static Object[][] outputCommands() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        return new Object[][] {
+            {"report", t, "-o"},
+            {"export-snapshot", t, "-o"},
+            {"generate", "--seed", "1", "--calls", "100", "-o"},
+            {"import-tf-log", Cli.TF_LOG, "--allocator", "mklcpu", "-o"},
+        };
+    }
+
+    private static Object[] with(Object[] command, Object output) {
+        Object[] args = java.util.Arrays.copyOf(command, command.length + 1);
+        args[command.length] = output;
+        return args;
+    }
+
+    /**
+     * {@code -o /dev/stdout} (or {@code /dev/fd/1}, {@code /proc/self/fd/1}) is refused as
+     * {@code -o -} is, whatever standard output is: it carries the command's summary. Run in a
+     * JVM of its own whose standard output is a pipe: the file was written there, followed by
+     * the summary, where the name reached the pipe (a file or a terminal), and where it did not
+     * (a pipe: {@code pipe:[N]}, no path) the command failed with {@code -o=/dev/stdout:
+     * /dev/stdout}.
+     */
+    @Test
+    void standardOutputNamedAsAFileIsRefusedAsDashIs() throws Exception {
+        assumeTrue(Files.isSymbolicLink(Path.of("/proc/self/fd/1")), "no /proc/self/fd here");
+        java.util.List<Object[]> cases = new java.util.ArrayList<>();
+        for (Object[] c : outputCommands()) {
+            cases.add(with(c, "/dev/stdout"));
+        }
+        cases.add(with(outputCommands()[0], "/proc/self/fd/1"));
+        if (Files.exists(Path.of("/dev/fd/1"))) {
+            cases.add(with(outputCommands()[0], "/dev/fd/1"));
+        }
+        String[] examples = {"report.html", "snapshot.pickle", "trace.bfctrace", "trace.bfctrace"};
+        for (Object[] args : cases) {
+            java.util.List<String> words = new java.util.ArrayList<>(java.util.List.of(
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand"));
+            for (Object a : args) {
+                words.add(String.valueOf(a));
+            }
+            Process p = new ProcessBuilder(words).start();
+            java.util.concurrent.CompletableFuture<byte[]> out = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> {
+                        try {
+                            return p.getInputStream().readAllBytes();
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
+            String err = new String(p.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            String name = String.valueOf(args[args.length - 1]);
+            assertThat(p.waitFor()).as("%s: %s", name, err).isEqualTo(2);
+            int k = java.util.Arrays.asList("report", "export-snapshot", "generate", "import-tf-log").indexOf(args[0]);
+            assertThat(err.lines()).as(name).containsExactly("bfc " + args[0] + ": -o=" + name + ": standard output is"
+                    + " not an output here, as for -o -: it carries the command's summary (expected: the file to"
+                    + " write, e.g. " + examples[k] + ")");
+            assertThat(out.get(30, java.util.concurrent.TimeUnit.SECONDS)).as(name).isEmpty();
+        }
+    }
+
+    /**
+     * A pipe that is not standard output, reached through a link of /proc/self/fd as a shell's
+     * {@code -o >(gzip > x.gz)} reaches one ({@code /dev/fd/63}), is written to, as a named pipe
+     * is, by every command that writes a file; it was refused, {@code -o=/dev/fd/63:
+     * /dev/fd/63} (the link names {@code pipe:[N]}, no path).
+     */
+    @Test
+    void aPipeReachedThroughProcSelfFdIsWrittenTo() throws Exception {
+        Path fds = Path.of("/proc/self/fd");
+        assumeTrue(Files.isDirectory(fds), "no /proc/self/fd here");
+        String[] starts = {"<!DOCTYPE html>", "\u0080", "bfctrace 1\n", "bfctrace 1\n"};
+        Object[][] commands = outputCommands();
+        for (int k = 0; k < commands.length; k++) {
+            java.util.Set<Path> before = pipeLinks(fds);
+            java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
+            try (java.nio.channels.Pipe.SourceChannel source = pipe.source()) {
+                java.util.Set<Path> opened = pipeLinks(fds);
+                opened.removeAll(before);
+                assumeFalse(opened.isEmpty(), "the new pipe is not among /proc/self/fd's links");
+                Path link = opened.iterator().next();
+                java.util.concurrent.CompletableFuture<byte[]> read = java.util.concurrent.CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                return java.nio.channels.Channels.newInputStream(source).readAllBytes();
+                            } catch (IOException e) {
+                                throw new java.io.UncheckedIOException(e);
+                            }
+                        });
+                Object[] args = with(commands[k], link);
+                int status = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> cli.run(args));
+                pipe.sink().close();
+                assertThat(status).as("%s: %s", commands[k][0], cli.err).isZero();
+                byte[] got = read.get(30, java.util.concurrent.TimeUnit.SECONDS);
+                assertThat(new String(got, java.nio.charset.StandardCharsets.ISO_8859_1)).as("%s", commands[k][0])
+                        .startsWith(starts[k]);
+                assertThat(cli.out).startsWith("wrote " + link);
+            }
+        }
+    }
+
+    /** The links of /proc/self/fd that name a pipe. */
+    private static java.util.Set<Path> pipeLinks(Path fds) throws IOException {
+        java.util.Set<Path> pipes = new java.util.HashSet<>();
+        try (java.util.stream.Stream<Path> links = Files.list(fds)) {
+            for (Path link : (Iterable<Path>) links::iterator) {
+                try {
+                    if (Files.readSymbolicLink(link).toString().startsWith("pipe:")) {
+                        pipes.add(link);
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile (the listing's own descriptor)
+                }
+            }
+        }
+        return pipes;
+    }
+
     /** Runs {@code report t -o fifo}, which must succeed, and answers what a reader of the pipe got. */
     private String reportInto(Path t, Path fifo) throws Exception {
         java.util.concurrent.CompletableFuture<byte[]> read = java.util.concurrent.CompletableFuture.supplyAsync(() -> {

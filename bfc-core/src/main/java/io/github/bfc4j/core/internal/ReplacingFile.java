@@ -23,8 +23,9 @@ import java.util.function.Predicate;
  * that a write that fails part way (an exception of the writer, a full disk) leaves the file as
  * it was and nothing cut short behind (the pickles and traces that bfc-core writes, and the
  * files of bfc's {@code -o}). As a shell's {@code >} does, a symbolic link is followed (the file
- * it names is replaced, the link stays), a device or named pipe ({@code /dev/null}, a FIFO) is
- * written to, never replaced by a file, and an existing file that may not be written (read-only,
+ * it names is replaced, the link stays), a device or pipe ({@code /dev/null}, a FIFO, a pipe
+ * reached through {@code /proc/self/fd} as a shell's {@code >(...)} gives one) is written to,
+ * never replaced by a file, and an existing file that may not be written (read-only,
  * for a user other than root) is refused, before the content is written and again just before
  * the move. A file replaced keeps its POSIX permissions (where the file system has them); a new
  * one gets what the umask gives. Being a new file, the one moved into place is owned by the
@@ -287,7 +288,17 @@ public final class ReplacingFile {
      */
     private static Path linkTarget(Path file, Path link) throws IOException {
         if (Files.exists(link)) {
-            return link.toRealPath();
+            try {
+                return link.toRealPath();
+            } catch (NoSuchFileException e) {
+                // A link of /proc/PID/fd (/dev/stdout, /dev/fd/63 of a shell's >(...)) to a pipe or
+                // socket names no path ("pipe:[4026]"), yet opening the link opens the pipe, as a
+                // named pipe is opened: the link is the file, written in place.
+                if (!Files.isRegularFile(link) && !Files.isDirectory(link)) {
+                    return link;
+                }
+                throw e;
+            }
         }
         Path p = link;
         for (int hops = 0; Files.isSymbolicLink(p); hops++) {

@@ -96,6 +96,52 @@ class ReplacingFileTest {
         Files.delete(beside[0]);
     }
 
+    /**
+     * A pipe reached through a link of /proc/self/fd (as /dev/stdout and a shell's {@code >(...)},
+     * /dev/fd/63, reach one) is written in place, as a named pipe is: the link names no path
+     * ({@code pipe:[4026]}), and the write failed with NoSuchFileException naming the link.
+     */
+    @Test
+    void aPipeReachedThroughProcSelfFdIsWrittenInPlace() throws IOException {
+        Path fds = Path.of("/proc/self/fd");
+        assumeTrue(Files.isDirectory(fds), "no /proc/self/fd here");
+        java.util.Set<Path> before = pipeFds(fds);
+        try (java.nio.channels.Pipe.SourceChannel source = java.nio.channels.Pipe.open().source()) {
+            java.util.Set<Path> opened = pipeFds(fds);
+            opened.removeAll(before);
+            assumeFalse(opened.isEmpty(), "the new pipe is not among /proc/self/fd's links");
+            // Either end: opening a pipe's /proc link for writing opens the pipe anew, for writing.
+            Path link = opened.iterator().next();
+            byte[] content = "written through the link\n".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            ReplacingFile.write(link, tmp -> {
+                assertThat(tmp).isEqualTo(link);
+                Files.write(tmp, content);
+            });
+            java.nio.ByteBuffer got = java.nio.ByteBuffer.allocate(content.length);
+            while (got.hasRemaining() && source.read(got) >= 0) {
+                // a pipe gives what was written, perhaps in pieces
+            }
+            assertThat(got.array()).isEqualTo(content);
+        }
+    }
+
+    /** The links of /proc/self/fd that name a pipe. */
+    private static java.util.Set<Path> pipeFds(Path fds) throws IOException {
+        java.util.Set<Path> pipes = new java.util.HashSet<>();
+        try (Stream<Path> links = Files.list(fds)) {
+            for (Path link : (Iterable<Path>) links::iterator) {
+                try {
+                    if (Files.readSymbolicLink(link).toString().startsWith("pipe:")) {
+                        pipes.add(link);
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile (the listing's own descriptor)
+                }
+            }
+        }
+        return pipes;
+    }
+
     /** The file as it was, read-only, and nothing beside it. */
     private static void assertKept(Path dir, Path file) throws IOException {
         assertThat(file).hasContent("keep me");
