@@ -111,15 +111,16 @@ public final class ExportSnapshotCommand implements Callable<Integer> {
             cut = TraceInput.cutWarning(reader, "the snapshot covers the lines read");
         }
         MemorySnapshot snapshot = recorder.snapshot;
+        long[] written = {0};
         OutputFile.write("-o", output, "snapshot.pickle", file -> {
-            try (OutputStream out = Files.newOutputStream(file)) {
+            try (OutputStream out = new OutputFile.Counting(Files.newOutputStream(file), written)) {
                 snapshot.writePyTorchPickle(out);
             }
         });
         int segments = snapshot.memoryMap().regions().size();
         int blocks = snapshot.memoryMap().chunks().size();
         PrintWriter out = spec.commandLine().getOut();
-        out.println("wrote " + output + " (" + Sizes.format(Files.size(output)) + "): "
+        out.println("wrote " + output + " (" + Sizes.format(written[0]) + "): "
                 + Counts.of(segments, "segment") + ", " + Counts.of(blocks, "block") + ", "
                 + Counts.of(snapshot.history().events().size(), "event")
                 + (snapshot.history().droppedEvents() > 0 ? " (the latest; " + snapshot.history().droppedEvents()

@@ -196,6 +196,36 @@ final class OutputFile {
         }
     }
 
+    /**
+     * An output stream that counts the bytes that pass through it: what a command says it
+     * wrote, which {@code Files.size} is not where the output is a device or pipe (0 bytes for
+     * {@code /dev/null}).
+     */
+    static final class Counting extends java.io.FilterOutputStream {
+        private final long[] count;
+
+        /**
+         * @param out the stream written to
+         * @param count its element 0 is added every byte written
+         */
+        Counting(java.io.OutputStream out, long[] count) {
+            super(out);
+            this.count = count;
+        }
+
+        @Override
+        public void write(int b) throws IOException {
+            out.write(b);
+            count[0]++;
+        }
+
+        @Override
+        public void write(byte[] b, int off, int len) throws IOException {
+            out.write(b, off, len);
+            count[0] += len;
+        }
+    }
+
     /** A name as messages show it: its control characters escaped ({@code \x1b}, {@code \x0a}). */
     private static String shown(Object name) {
         return CommandRunner.visible(String.valueOf(name));

@@ -163,13 +163,14 @@ public final class ReportCommand implements Callable<Integer> {
                         + (dropped > 0 ? " (more would make the file too large)" : "");
 
         String title = input.name() + " \u2014 " + Counts.of(r.calls(), "call");
+        long[] written = {0};
         OutputFile.write("-o", output, "report.html", file -> {
-            try (Writer w = new BufferedWriter(new OutputStreamWriter(Files.newOutputStream(file),
-                    StandardCharsets.UTF_8), 1 << 16)) {
+            try (Writer w = new BufferedWriter(new OutputStreamWriter(
+                    new OutputFile.Counting(Files.newOutputStream(file), written), StandardCharsets.UTF_8), 1 << 16)) {
                 HtmlReport.write(w, name, title, config, r, timeline, snapshots, mapsNote);
             }
         });
-        spec.commandLine().getOut().println("wrote " + output + " (" + Sizes.format(Files.size(output)) + "): "
+        spec.commandLine().getOut().println("wrote " + output + " (" + Sizes.format(written[0]) + "): "
                 + Counts.of(r.calls(), "call") + ", " + Counts.of(timeline.count, "timeline step") + ", "
                 + Counts.of(snapshots.taken.size(), "occupancy map") + ", "
                 + Counts.of(r.oomCount(), "out-of-memory failure") + " marked");

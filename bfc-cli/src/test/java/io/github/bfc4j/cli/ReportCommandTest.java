@@ -433,35 +433,73 @@ class ReportCommandTest {
      */
     @Test
     void aPipeReachedThroughProcSelfFdIsWrittenTo() throws Exception {
-        Path fds = Path.of("/proc/self/fd");
-        assumeTrue(Files.isDirectory(fds), "no /proc/self/fd here");
+        assumeTrue(Files.isDirectory(Path.of("/proc/self/fd")), "no /proc/self/fd here");
         String[] starts = {"<!DOCTYPE html>", "\u0080", "bfctrace 1\n", "bfctrace 1\n"};
         Object[][] commands = outputCommands();
         for (int k = 0; k < commands.length; k++) {
-            java.util.Set<Path> before = pipeLinks(fds);
-            java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
-            try (java.nio.channels.Pipe.SourceChannel source = pipe.source()) {
-                java.util.Set<Path> opened = pipeLinks(fds);
-                opened.removeAll(before);
-                assumeFalse(opened.isEmpty(), "the new pipe is not among /proc/self/fd's links");
-                Path link = opened.iterator().next();
-                java.util.concurrent.CompletableFuture<byte[]> read = java.util.concurrent.CompletableFuture.supplyAsync(
-                        () -> {
-                            try {
-                                return java.nio.channels.Channels.newInputStream(source).readAllBytes();
-                            } catch (IOException e) {
-                                throw new java.io.UncheckedIOException(e);
-                            }
-                        });
-                Object[] args = with(commands[k], link);
-                int status = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> cli.run(args));
-                pipe.sink().close();
-                assertThat(status).as("%s: %s", commands[k][0], cli.err).isZero();
-                byte[] got = read.get(30, java.util.concurrent.TimeUnit.SECONDS);
-                assertThat(new String(got, java.nio.charset.StandardCharsets.ISO_8859_1)).as("%s", commands[k][0])
-                        .startsWith(starts[k]);
-                assertThat(cli.out).startsWith("wrote " + link);
-            }
+            byte[] got = runIntoAPipe(commands[k]);
+            assertThat(new String(got, java.nio.charset.StandardCharsets.ISO_8859_1)).as("%s", commands[k][0])
+                    .startsWith(starts[k]);
+            assertThat(cli.out).startsWith("wrote /proc/self/fd/");
+        }
+    }
+
+    /**
+     * The size that {@code report} and {@code export-snapshot} say they wrote is the bytes
+     * written, to a device or pipe too: it was the size of the file after the write, {@code
+     * wrote /dev/null (0B)}.
+     */
+    @Test
+    void theSizeSaidIsTheBytesWrittenToADeviceOrPipeToo() throws Exception {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Path file = dir.resolve("r.html");
+        assertThat(cli.run("report", t, "-o", file)).isZero();
+        String size = "(" + Sizes.format(Files.size(file)) + ")";
+        assertThat(cli.out).startsWith("wrote " + file + " " + size + ": ");
+        Path devNull = Path.of("/dev/null");
+        assumeTrue(Files.isWritable(devNull), "no /dev/null here");
+        assertThat(cli.run("report", t, "-o", devNull)).isZero();
+        assertThat(cli.out).startsWith("wrote /dev/null " + size + ": ");
+        assertThat(cli.run("export-snapshot", t, "-o", devNull)).isZero();
+        assertThat(cli.out).startsWith("wrote /dev/null (").doesNotStartWith("wrote /dev/null (0B)");
+
+        assumeTrue(Files.isDirectory(Path.of("/proc/self/fd")), "no /proc/self/fd here");
+        for (Object[] command : java.util.Arrays.copyOf(outputCommands(), 2)) {
+            byte[] got = runIntoAPipe(command);
+            assertThat(got.length).isPositive();
+            assertThat(cli.out).as("%s", command[0]).matches("(?s)wrote /proc/self/fd/\\d+ \\("
+                    + Pattern.quote(Sizes.format(got.length)) + "\\): .*");
+        }
+    }
+
+    /**
+     * Runs the command with {@code -o} a new pipe, named by its link in /proc/self/fd, which it
+     * must write without error.
+     *
+     * @return what a reader of the pipe got
+     */
+    private byte[] runIntoAPipe(Object[] command) throws Exception {
+        Path fds = Path.of("/proc/self/fd");
+        java.util.Set<Path> before = pipeLinks(fds);
+        java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
+        try (java.nio.channels.Pipe.SourceChannel source = pipe.source()) {
+            java.util.Set<Path> opened = pipeLinks(fds);
+            opened.removeAll(before);
+            assumeFalse(opened.isEmpty(), "the new pipe is not among /proc/self/fd's links");
+            Path link = opened.iterator().next();
+            java.util.concurrent.CompletableFuture<byte[]> read = java.util.concurrent.CompletableFuture.supplyAsync(
+                    () -> {
+                        try {
+                            return java.nio.channels.Channels.newInputStream(source).readAllBytes();
+                        } catch (IOException e) {
+                            throw new java.io.UncheckedIOException(e);
+                        }
+                    });
+            Object[] args = with(command, link);
+            int status = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> cli.run(args));
+            pipe.sink().close();
+            assertThat(status).as("%s: %s", command[0], cli.err).isZero();
+            return read.get(30, java.util.concurrent.TimeUnit.SECONDS);
         }
     }
 
