@@ -245,11 +245,11 @@ final class TfLog {
                     // Logged right after the call's result line: the stack of that call.
                     int c = calls - 1;
                     try {
-                        if (Long.parseLong(t[1]) == bytes[c] && pointer(n, msg, t[2]) == ptr[c] && stack[c] == null) {
+                        if (decimal(t[1]) == bytes[c] && pointer(n, msg, t[2]) == ptr[c] && stack[c] == null) {
                             frames = new ArrayList<>();
                             stackFor = c;
                         }
-                    } catch (NumberFormatException | UsageException e) {
+                    } catch (UsageException e) {
                         // Not the line of that call: no stack for it.
                     }
                 }
@@ -364,12 +364,11 @@ final class TfLog {
         if (t.length < 9 || !t[6].equals("by") || !t[7].equals("op")) {
             return;
         }
-        long p;
-        try {
-            p = Long.parseUnsignedLong(t[2].startsWith("0x") ? t[2].substring(2) : t[2], 16);
-        } catch (NumberFormatException e) {
+        String digits = t[2].startsWith("0x") ? t[2].substring(2) : t[2];
+        if (!isHex(digits)) {
             return;
         }
+        long p = Long.parseUnsignedLong(digits, 16);
         Integer c = liveCall.get(p);
         if (c == null || op[c] != null) {
             return;
@@ -378,11 +377,7 @@ final class TfLog {
         allocsWithOp++;
         for (int i = 9; i + 1 < t.length; i++) {
             if (t[i].equals("step")) {
-                try {
-                    step[c] = Long.parseLong(t[i + 1]);
-                } catch (NumberFormatException e) {
-                    // no step
-                }
+                step[c] = decimal(t[i + 1]); // -1: no step
             }
         }
     }
@@ -472,7 +467,7 @@ final class TfLog {
     private void statedLimit(String text, long n) {
         try {
             statedLimitOrThrow(text, n);
-        } catch (NumberFormatException | ArithmeticException e) {
+        } catch (ArithmeticException e) {
             // A line that only looks like one of these, or states more than a long holds: it
             // states nothing usable.
         }
@@ -483,7 +478,7 @@ final class TfLog {
         if (i >= 0 && allocator.equals("bfc_cpu_allocator_for_gpu") && text.contains("ProcessState CPU allocator")) {
             String[] t = tokens(text.substring(i + "Using BFCAllocator with memory limit of ".length()));
             if (t.length >= 2 && t[1].equals("MB")) {
-                long mb = Long.parseLong(t[0]);
+                long mb = decimal(t[0]);
                 if (mb > 0) {
                     statedLimit = Math.multiplyExact(mb, 1L << 20);
                     statedLimitLine = "line " + n + ", ProcessState CPU allocator";
@@ -492,7 +487,7 @@ final class TfLog {
         }
         i = text.indexOf("MklCPUAllocator: Setting max_mem_bytes: ");
         if (i >= 0 && allocator.equals("mklcpu")) {
-            long bytes = Long.parseLong(text.substring(i + "MklCPUAllocator: Setting max_mem_bytes: ".length()).trim());
+            long bytes = decimal(text.substring(i + "MklCPUAllocator: Setting max_mem_bytes: ".length()).trim());
             if (bytes > 0) {
                 statedLimit = bytes;
                 statedLimitLine = "line " + n + ", MklCPUAllocator max_mem_bytes";
@@ -546,27 +541,59 @@ final class TfLog {
     }
 
     private long number(long n, String msg, String token, String expected) {
-        try {
-            long v = Long.parseLong(token);
-            if (v >= 0) {
-                return v;
-            }
-        } catch (NumberFormatException e) {
-            // reported below
+        long v = decimal(token);
+        if (v >= 0) {
+            return v;
         }
-        throw unusable(n, msg, expected);
+        throw unusable(n, msg, expected + ", with a number of the digits 0 to 9 in place of '" + shown(token) + "'");
+    }
+
+    /**
+     * A whole number written as TensorFlow writes one, and as a trace's numbers are read: the
+     * ASCII digits {@code 0} to {@code 9} alone, where Java's parsers also take a sign
+     * ({@code +5}) and other scripts' digits ({@code ١٢}).
+     *
+     * @return its value, or -1 if it is no such number or is past a {@code long}'s range
+     */
+    static long decimal(String token) {
+        if (token.isEmpty()) {
+            return -1;
+        }
+        long v = 0;
+        for (int i = 0; i < token.length(); i++) {
+            int d = token.charAt(i) - '0';
+            if (d < 0 || d > 9 || v > (Long.MAX_VALUE - d) / 10) {
+                return -1;
+            }
+            v = v * 10 + d;
+        }
+        return v;
+    }
+
+    /**
+     * Whether {@code digits} are hex digits in ASCII ({@code 0}-{@code 9}, {@code a}-{@code f},
+     * either case), 1 to 16 of them: what {@code Long.parseUnsignedLong(digits, 16)} reads
+     * without a sign or other scripts' digits.
+     */
+    static boolean isHex(String digits) {
+        if (digits.isEmpty() || digits.length() > 16) {
+            return false;
+        }
+        for (int i = 0; i < digits.length(); i++) {
+            char c = digits.charAt(i);
+            if (!(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F')) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private long pointer(long n, String msg, String token) {
         if (token.equals("0") || token.equals("(nil)") || token.equals("nullptr") || token.equals("0x0")) {
             return 0;
         }
-        if (token.startsWith("0x") && token.length() > 2 && token.length() <= 18) {
-            try {
-                return Long.parseUnsignedLong(token.substring(2), 16);
-            } catch (NumberFormatException e) {
-                // reported below
-            }
+        if (token.startsWith("0x") && isHex(token.substring(2))) {
+            return Long.parseUnsignedLong(token.substring(2), 16);
         }
         throw unusable(n, msg, "an address like 0x7f19f8135040, or 0 for null, in place of '" + shown(token)
                 + "'");

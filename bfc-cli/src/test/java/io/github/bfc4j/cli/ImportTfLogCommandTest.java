@@ -203,7 +203,8 @@ class ImportTfLogCommandTest {
                 "64MiB")).isEqualTo(2);
         assertThat(cli.err).startsWith("bfc import-tf-log: " + log + " line " + (target + 1) + ": cannot use"
                 + " 'AllocateRaw GPU_0_bfc  12x 0x");
-        assertThat(cli.err).endsWith("(expected: AllocateRaw <name>  <bytes> <ptr>)\n");
+        assertThat(cli.err).endsWith("(expected: AllocateRaw <name>  <bytes> <ptr>, with a number of the digits 0 to"
+                + " 9 in place of '12x')\n");
         // A free of an address never allocated.
         int free = -1;
         for (int i = 0; i < lines.size(); i++) {
@@ -398,6 +399,65 @@ class ImportTfLogCommandTest {
                 + " line 1, ProcessState CPU allocator) is too large (expected: at most 9223372032543031295 bytes, so"
                 + " that the trace's simulated space fits; give --memory-limit)");
         assertThat(out).doesNotExist();
+    }
+
+    /**
+     * A size, alignment or address of the log is read as a trace's numbers are, in the ASCII
+     * digits alone: {@code +1000} and other scripts' digits ({@code ١٠٠٠}, {@code １０００})
+     * were read as 1000 by Long.parseLong, and an address {@code 0x+7f...} by
+     * Long.parseUnsignedLong. Each stops the import, naming the line; nothing is written.
+     */
+    @Test
+    void numbersOfTheLogAreReadInAsciiDigitsOnly() throws IOException {
+        String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
+        String[] lines = {
+            p + "276] AllocateRaw GPU_0_bfc 1000 alignment=4096",
+            p + "171] Extending allocation by 2.00MiB bytes for GPU_0_bfc.",
+            p + "181] Allocated memory at 0x7f0000000000 to 0x7f0000200000",
+            p + "323] AllocateRaw GPU_0_bfc  1000 0x7f0000000000",
+        };
+        Path in = dir.resolve("digits.log");
+        Path out = dir.resolve("digits.bfctrace");
+        Files.writeString(in, String.join("\n", lines) + "\n");
+        assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB"))
+                .as(cli.err).isZero();
+        assertThat(Files.readAllLines(out)).contains("alloc 1 1000 align=4096");
+        Files.delete(out);
+        // {line index, text replaced, its replacement, what the line is expected to be}
+        String[][] cases = {
+            {"3", "  1000 ", "  +1000 ", "AllocateRaw <name>  <bytes> <ptr>"},
+            {"3", "  1000 ", "  \u0661\u0660\u0660\u0660 ", "AllocateRaw <name>  <bytes> <ptr>"},
+            {"3", "  1000 ", "  \uff11\uff10\uff10\uff10 ", "AllocateRaw <name>  <bytes> <ptr>"},
+            {"0", " 1000 ", " +1000 ", "AllocateRaw <name>  <bytes> <ptr>"},
+            {"0", "=4096", "=+4096", "AllocateRaw <name> <bytes> alignment=<n>"},
+            {"0", "=4096", "=\u0664\u0660\u0669\u0666", "AllocateRaw <name> <bytes> alignment=<n>"},
+        };
+        for (String[] c : cases) {
+            int k = Integer.parseInt(c[0]);
+            String[] bad = lines.clone();
+            bad[k] = bad[k].replace(c[1], c[2]);
+            Files.writeString(in, String.join("\n", bad) + "\n");
+            assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB"))
+                    .as(c[2]).isEqualTo(2);
+            String msg = bad[k].substring(bad[k].indexOf("] ") + 2);
+            String token = c[2].trim().replace("=", "");
+            assertThat(cli.err.lines()).as(c[2]).containsExactly("bfc import-tf-log: " + in + " line " + (k + 1)
+                    + ": cannot use '" + msg + "' (expected: " + c[3] + ", with a number of the digits 0 to 9 in"
+                    + " place of '" + token + "')");
+            assertThat(out).doesNotExist();
+        }
+        // Addresses: hex digits in ASCII after 0x, no sign.
+        for (String address : new String[] {"0x+7f0000000000", "0x\uff17f0000000000"}) {
+            String[] bad = lines.clone();
+            bad[3] = bad[3].replace("0x7f0000000000", address);
+            Files.writeString(in, String.join("\n", bad) + "\n");
+            assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB"))
+                    .as(address).isEqualTo(2);
+            assertThat(cli.err.lines()).as(address).containsExactly("bfc import-tf-log: " + in + " line 4: cannot use"
+                    + " 'AllocateRaw GPU_0_bfc  1000 " + address + "' (expected: an address like 0x7f19f8135040, or 0"
+                    + " for null, in place of '" + address + "')");
+            assertThat(out).doesNotExist();
+        }
     }
 
     @Test
