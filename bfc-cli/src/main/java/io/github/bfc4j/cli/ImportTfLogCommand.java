@@ -168,6 +168,17 @@ public final class ImportTfLogCommand implements Callable<Integer> {
             TraceHeader header = new TraceHeader(
                     name != null ? name : allocator + ": imported from " + fileName,
                     source, limit, growth, gc, 0, false, SIM_BASE, capacity, SIM_GAP, false);
+            long[] simStart = null;
+            if (withExpectations) {
+                // Before the file is written: an import that cannot be done leaves nothing behind.
+                simStart = new long[tf.regions.size()];
+                String impossible = placeRegions(tf, header, simStart);
+                if (impossible != null) {
+                    spec.commandLine().getErr().println("bfc import-tf-log: cannot write expectations: " + impossible);
+                    return CommandRunner.EXIT_FAILED;
+                }
+            }
+            long[] regionStarts = simStart;
             boolean gzip = output.getFileName().toString().endsWith(".gz");
             String comment = "memory_limit from " + limitFrom + "; allow_growth from " + growthFrom
                     + "; the log does not say the alignments of 2.18's AllocateRaw calls: 64 assumed";
@@ -178,7 +189,7 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                             + ", " + Counts.of(tf.frees, "free") + ", " + tf.nullFrees
                             + " DeallocateRaw(nullptr) dropped, " + Counts.of(tf.regions.size(), "region"));
                     w.comment(comment);
-                    write(w, tf, header);
+                    write(w, tf, regionStarts);
                 }
             });
             PrintWriter out = spec.commandLine().getOut();
@@ -197,11 +208,55 @@ public final class ImportTfLogCommand implements Callable<Integer> {
         });
     }
 
-    private void write(TraceWriter w, TfLog tf, TraceHeader header) throws IOException {
-        SimSubAllocator sim = withExpectations
-                ? new SimSubAllocator(header.simBase(), header.simCapacity(), header.simGap(), header.simCoalescing())
-                : null;
-        long[] simStart = new long[tf.regions.size()];
+    /**
+     * Places the log's regions on the sim in the order obtained, as the replay will: each during
+     * its call, aligned to the call's alignment (the sim, as a sub-allocator is asked to, puts a
+     * region at a multiple of {@code max(alignment, 256)}).
+     *
+     * @param simStart filled with each region's address on the sim
+     * @return null, or why expected answers are impossible: a region that fits the sim only
+     *     where the call's alignment would not put it
+     * @throws UsageException if the sim, whose size follows the memory limit, cannot hold the
+     *     regions
+     */
+    private String placeRegions(TfLog tf, TraceHeader header, long[] simStart) {
+        SimSubAllocator sim = new SimSubAllocator(header.simBase(), header.simCapacity(), header.simGap(),
+                header.simCoalescing());
+        for (int i = 0; i < tf.calls; i++) {
+            int first = tf.firstRegion[i];
+            for (int k = first; tf.kind[i] == TfLog.ALLOC && k < first + tf.regionCount[i]; k++) {
+                long[] region = tf.regions.get(k);
+                SubAllocator.Block b = sim.alloc(tf.alignment[i], region[1]);
+                if (b != null) {
+                    simStart[k] = b.ptr();
+                    continue;
+                }
+                // The sim aligns every region to 256 at least: a region that fits so, but not at a
+                // multiple of the call's alignment, fails for the alignment, not the memory limit.
+                if (tf.alignment[i] > 256 && sim.alloc(256, region[1]) != null) {
+                    return "region " + (k + 1) + " of '" + allocator + "' (log line " + region[2] + ", "
+                            + Sizes.format(region[1]) + ") was obtained during an AllocateRaw of alignment="
+                            + tf.alignment[i] + " (log line " + tf.alignmentLine[i] + "), and the simulated space"
+                            + " (0x" + Long.toHexString(header.simBase()) + " to 0x"
+                            + Long.toHexString(header.simBase() + header.simCapacity()) + ") has no address that is a"
+                            + " multiple of it with room for the region, where the replay would place it (a region is"
+                            + " aligned to the alignment of the call that obtains it); check that line's alignment, or"
+                            + " import without --with-expectations for a workload trace";
+                }
+                throw new UsageException("the simulated space cannot hold region " + (k + 1) + " (log line "
+                        + region[2] + "); give a larger --memory-limit");
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Writes the calls.
+     *
+     * @param simStart each region's address on the sim ({@link #placeRegions}), or null for a
+     *     workload trace
+     */
+    private void write(TraceWriter w, TfLog tf, long[] simStart) throws IOException {
         for (int i = 0; i < tf.calls; i++) {
             if (tf.kind[i] == TfLog.FREE) {
                 w.free(tf.id[i]);
@@ -213,14 +268,6 @@ public final class ImportTfLogCommand implements Callable<Integer> {
                 continue;
             }
             int first = tf.firstRegion[i];
-            for (int k = first; k < first + tf.regionCount[i]; k++) {
-                SubAllocator.Block b = sim.alloc(tf.alignment[i], tf.regions.get(k)[1]);
-                if (b == null) {
-                    throw new UsageException("the simulated space cannot hold region " + (k + 1) + " (log line "
-                            + tf.regions.get(k)[2] + "); give a larger --memory-limit");
-                }
-                simStart[k] = b.ptr();
-            }
             w.alloc(tf.id[i], tf.bytes[i], tf.alignment[i], 0, mapped(tf, simStart, i));
             for (int k = first; k < first + tf.regionCount[i]; k++) {
                 w.subAlloc(tf.regions.get(k)[1], simStart[k]);

@@ -69,6 +69,8 @@ final class TfLog {
     long[] id = new long[1024];
     long[] bytes = new long[1024];
     long[] alignment = new long[1024];
+    /** The line that said an alloc call's alignment ({@code alignment=<n>}), 0 where none did (64). */
+    long[] alignmentLine = new long[1024];
     long[] ptr = new long[1024];
     long[] line = new long[1024];
     /** Index of the first region obtained during the call, and how many. */
@@ -135,6 +137,7 @@ final class TfLog {
         long nextId = 1;
         long pendingAlignment = 0;
         long pendingAlignmentBytes = -1;
+        long pendingAlignmentLine = 0;
         int pendingRegions = 0;
         long extendingLine = 0; // an "Extending" line of this allocator waiting for its "Allocated memory at"
         String lastExtendingName = null;
@@ -198,6 +201,7 @@ final class TfLog {
                         pendingAlignment = number(n, msg, t[2].substring("alignment=".length()),
                                 "AllocateRaw <name> <bytes> alignment=<n>");
                         pendingAlignmentBytes = b;
+                        pendingAlignmentLine = n;
                     }
                     continue;
                 }
@@ -206,9 +210,11 @@ final class TfLog {
                 }
                 long p = pointer(n, msg, t[2]);
                 long align = 64;
+                long alignLine = 0;
                 if (pendingAlignmentBytes == b && pendingAlignment > 0
                         && (pendingAlignment & (pendingAlignment - 1)) == 0) {
                     align = pendingAlignment;
+                    alignLine = pendingAlignmentLine;
                 }
                 pendingAlignmentBytes = -1;
                 if (extendingLine != 0 && allocator.equals(lastExtendingName)) {
@@ -227,6 +233,7 @@ final class TfLog {
                     live.put(p, new long[] {nextId, n});
                 }
                 add(ALLOC, nextId++, b, align, p, n);
+                alignmentLine[calls - 1] = alignLine;
                 if (p != 0) {
                     liveCall.put(p, calls - 1);
                 } else if (oomOp != null) {
@@ -502,6 +509,7 @@ final class TfLog {
             id = Arrays.copyOf(id, c);
             bytes = Arrays.copyOf(bytes, c);
             alignment = Arrays.copyOf(alignment, c);
+            alignmentLine = Arrays.copyOf(alignmentLine, c);
             ptr = Arrays.copyOf(ptr, c);
             line = Arrays.copyOf(line, c);
             firstRegion = Arrays.copyOf(firstRegion, c);

@@ -460,6 +460,48 @@ class ImportTfLogCommandTest {
         }
     }
 
+    /**
+     * A region the simulated space can hold only where the alignment of the call that obtained
+     * it would not put it is said to fail for that alignment, naming both lines, with exit
+     * status 1 (expected answers impossible for this log) and nothing written: it was 'the
+     * simulated space cannot hold region 1 (log line 3); give a larger --memory-limit', exit 2.
+     * A region past the space is still said to need a larger limit.
+     */
+    @Test
+    void aRegionThatOnlyItsCallsAlignmentKeepsOffTheSimIsSaidToFailForIt() throws IOException {
+        String p = "I0000 00:00:1.0 1 bfc_allocator.cc:";
+        String log = p + "276] AllocateRaw g 1000 alignment=4611686018427387904\n"
+                + p + "171] Extending allocation by 2.00MiB bytes for g.\n"
+                + p + "181] Allocated memory at 0x7f0000000000 to 0x7f0000200000\n"
+                + p + "323] AllocateRaw g  1000 0x7f0000000000\n";
+        Path in = Files.writeString(dir.resolve("aligned.log"), log);
+        Path out = dir.resolve("aligned.bfctrace");
+        assertThat(cli.run("import-tf-log", in, "--allocator", "g", "--memory-limit", "1GiB", "-o", out,
+                "--with-expectations")).as(cli.err).isEqualTo(1);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: cannot write expectations: region 1 of 'g' (log"
+                + " line 3, 2MiB) was obtained during an AllocateRaw of alignment=4611686018427387904 (log line 1),"
+                + " and the simulated space (0x100000000 to 0x141000000) has no address that is a multiple of it"
+                + " with room for the region, where the replay would place it (a region is aligned to the alignment"
+                + " of the call that obtains it); check that line's alignment, or import without"
+                + " --with-expectations for a workload trace");
+        assertThat(cli.out).isEmpty();
+        assertThat(out).doesNotExist();
+        // An alignment the space has room for: imported, and the trace verifies.
+        Files.writeString(in, log.replace("alignment=4611686018427387904", "alignment=4294967296"));
+        assertThat(cli.run("import-tf-log", in, "--allocator", "g", "--memory-limit", "1GiB", "-o", out,
+                "--with-expectations")).as(cli.err).isZero();
+        assertThat(cli.run("verify", out)).as(cli.out).isZero();
+        Files.delete(out);
+        // A region larger than the space (1 MiB and 16 MiB of gaps): the limit is the cause.
+        Files.writeString(in, log.replace("alignment=4611686018427387904", "alignment=64")
+                .replace("to 0x7f0000200000", "to 0x7f0004000000"));
+        assertThat(cli.run("import-tf-log", in, "--allocator", "g", "--memory-limit", "1MiB", "-o", out,
+                "--with-expectations")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: the simulated space cannot hold region 1 (log"
+                + " line 3); give a larger --memory-limit");
+        assertThat(out).doesNotExist();
+    }
+
     @Test
     void newerLogsGiveTheAlignment() throws IOException {
         // Newer bfc_allocator.cc logs "AllocateRaw <name> <bytes> alignment=<n>" before the call.
