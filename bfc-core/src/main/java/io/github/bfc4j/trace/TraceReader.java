@@ -697,8 +697,55 @@ public final class TraceReader implements Closeable {
     // ---------------------------------------------------------------------------------------
     // Header
 
+    /**
+     * Refuses a first line in UTF-16 or UTF-32, which the format is not (it is UTF-8): a
+     * byte-order mark of either at the start of the file, or NUL bytes between the characters,
+     * saying how to convert the file, where the line quoted would show bytes no one can read.
+     */
+    private void refuseWideText() throws TraceFormatException {
+        final byte[] b = buf;
+        int s = lineStart;
+        int n = lineEnd - s;
+        boolean first = lineNumber == 1;
+        String found = null;
+        String from = null;
+        if (first && n >= 4 && (b[s] == (byte) 0xFF && b[s + 1] == (byte) 0xFE && b[s + 2] == 0 && b[s + 3] == 0
+                || b[s] == 0 && b[s + 1] == 0 && b[s + 2] == (byte) 0xFE && b[s + 3] == (byte) 0xFF)) {
+            found = "a UTF-32 byte-order mark (" + hexBytes(s, 4) + ")";
+            from = "utf-32";
+        } else if (first && n >= 2 && (b[s] == (byte) 0xFF && b[s + 1] == (byte) 0xFE
+                || b[s] == (byte) 0xFE && b[s + 1] == (byte) 0xFF)) {
+            found = "a UTF-16 byte-order mark (" + hexBytes(s, 2) + ")";
+            from = "utf-16";
+        } else if (n >= 4 && b[s + 1] == 0 && b[s + 2] == 0 && (b[s] == 0) != (b[s + 3] == 0)) {
+            // x 00 00 00 or 00 00 00 x: a character of UTF-32.
+            found = "NUL bytes between the characters (" + hexBytes(s, 4) + ", as in UTF-32)";
+            from = !first ? "utf-32le (or utf-32be)" : b[s] != 0 ? "utf-32le" : "utf-32be";
+        } else if (n >= 4 && (b[s] == 0) != (b[s + 1] == 0) && (b[s + 2] == 0) == (b[s] == 0)
+                && (b[s + 3] == 0) == (b[s + 1] == 0)) {
+            // x 00 y 00 or 00 x 00 y: characters of UTF-16 (after a first line, the line break's
+            // NUL starts the line, whichever the byte order).
+            found = "NUL bytes between the characters (" + hexBytes(s, 4) + ", as in UTF-16)";
+            from = !first ? "utf-16le (or utf-16be)" : b[s] != 0 ? "utf-16le" : "utf-16be";
+        }
+        if (found != null) {
+            throw error(found, "a trace in UTF-8, the format's encoding: 'bfctrace 1' (convert the file, e.g. with"
+                    + " iconv -f " + from + " -t utf-8)");
+        }
+    }
+
+    /** The {@code n} bytes from {@code s}, as {@code bytes ff fe}. */
+    private String hexBytes(int s, int n) {
+        StringBuilder sb = new StringBuilder("bytes");
+        for (int i = s; i < s + n; i++) {
+            sb.append(' ').append(String.format("%02x", buf[i] & 0xFF));
+        }
+        return sb.toString();
+    }
+
     private TraceHeader readHeader() throws IOException {
         nextContentLine("'bfctrace 1' (the first line of a trace)");
+        refuseWideText();
         tokenize();
         if (!tokenIs(0, BFCTRACE)) {
             boolean bom = lineEnd - lineStart >= 3 && buf[lineStart] == (byte) 0xEF && buf[lineStart + 1] == (byte) 0xBB

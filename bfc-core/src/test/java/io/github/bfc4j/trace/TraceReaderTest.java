@@ -575,6 +575,63 @@ class TraceReaderTest {
         assertRefused(HEADER + "alloc 1 100 => null\r\n", 6, "a carriage return at the end of the line", expected);
     }
 
+    /**
+     * A trace saved as UTF-16 or UTF-32 (with a byte-order mark, or without one: NUL bytes
+     * between the characters) is refused saying so and how to convert it; the message quoted
+     * the line's bytes (0xff 0xfe as two replacement characters, then {@code b\x00f\x00...}).
+     */
+    @Test
+    void aTraceInUtf16OrUtf32IsRefusedSayingHowToConvertIt() throws IOException {
+        String text = HEADER + "alloc 1 100 => null\n";
+        java.nio.charset.Charset utf32le = java.nio.charset.Charset.forName("UTF-32LE");
+        java.nio.charset.Charset utf32be = java.nio.charset.Charset.forName("UTF-32BE");
+        Object[][] cases = {
+            // {bytes, found, iconv's name of the encoding}
+            {concat(new byte[] {(byte) 0xFF, (byte) 0xFE}, text.getBytes(StandardCharsets.UTF_16LE)),
+                "a UTF-16 byte-order mark (bytes ff fe)", "utf-16"},
+            {text.getBytes(StandardCharsets.UTF_16), "a UTF-16 byte-order mark (bytes fe ff)", "utf-16"},
+            {concat(new byte[] {(byte) 0xFF, (byte) 0xFE, 0, 0}, text.getBytes(utf32le)),
+                "a UTF-32 byte-order mark (bytes ff fe 00 00)", "utf-32"},
+            {concat(new byte[] {0, 0, (byte) 0xFE, (byte) 0xFF}, text.getBytes(utf32be)),
+                "a UTF-32 byte-order mark (bytes 00 00 fe ff)", "utf-32"},
+            {text.getBytes(StandardCharsets.UTF_16LE), "NUL bytes between the characters (bytes 62 00 66 00, as in"
+                + " UTF-16)", "utf-16le"},
+            {text.getBytes(StandardCharsets.UTF_16BE), "NUL bytes between the characters (bytes 00 62 00 66, as in"
+                + " UTF-16)", "utf-16be"},
+            {text.getBytes(utf32le), "NUL bytes between the characters (bytes 62 00 00 00, as in UTF-32)", "utf-32le"},
+            {text.getBytes(utf32be), "NUL bytes between the characters (bytes 00 00 00 62, as in UTF-32)", "utf-32be"},
+        };
+        for (Object[] c : cases) {
+            TraceFormatException e = catchThrowableOfType(() -> {
+                try (TraceReader r = TraceReader.open(new ByteArrayInputStream((byte[]) c[0]), "t.bfctrace")) {
+                    r.next();
+                }
+            }, TraceFormatException.class);
+            assertThat(e).as("%s", c[2]).isNotNull();
+            assertThat(e.getMessage()).isEqualTo("t.bfctrace line 1: found " + c[1] + ", expected a trace in UTF-8, the"
+                    + " format's encoding: 'bfctrace 1' (convert the file, e.g. with iconv -f " + c[2] + " -t utf-8)");
+        }
+        // After a comment line (a '#' and its NUL): the byte order cannot be told from the line.
+        byte[] commented = ("#\n" + text).getBytes(StandardCharsets.UTF_16LE);
+        TraceFormatException e = catchThrowableOfType(() -> {
+            try (TraceReader r = TraceReader.open(new ByteArrayInputStream(commented), "t.bfctrace")) {
+                r.next();
+            }
+        }, TraceFormatException.class);
+        assertThat(e).isNotNull();
+        assertThat(e.lineNumber()).isEqualTo(2);
+        assertThat(e.found()).isEqualTo("NUL bytes between the characters (bytes 00 62 00 66, as in UTF-16)");
+        assertThat(e.expected()).endsWith("e.g. with iconv -f utf-16le (or utf-16be) -t utf-8)");
+        // UTF-8 is read as before.
+        assertThat(lines(text)).containsExactly("6: alloc 1 100 => null");
+    }
+
+    private static byte[] concat(byte[] a, byte[] b) {
+        byte[] out = Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, out, a.length, b.length);
+        return out;
+    }
+
     /** A header token that is no key=value is refused as such, not as an unknown key. */
     @Test
     void aHeaderTokenWithoutEqualsSignIsRefusedAsNoKeyValue() {
