@@ -553,6 +553,10 @@ final class TfLog {
         if (v >= 0) {
             return v;
         }
+        if (!token.isEmpty() && token.chars().allMatch(c -> c >= '0' && c <= '9')) {
+            throw unusable(n, msg, expected + ", with a number of at most " + Long.MAX_VALUE + " in place of '"
+                    + shown(token) + "'");
+        }
         throw unusable(n, msg, expected + ", with a number of the digits 0 to 9 in place of '" + shown(token) + "'");
     }
 

@@ -446,6 +446,16 @@ class ImportTfLogCommandTest {
                     + " place of '" + token + "')");
             assertThat(out).doesNotExist();
         }
+        // Digits past a long's range: the number is too large, not of the wrong digits.
+        String[] big = lines.clone();
+        big[3] = big[3].replace("  1000 ", "  99999999999999999999 ");
+        Files.writeString(in, String.join("\n", big) + "\n");
+        assertThat(cli.run("import-tf-log", in, "--allocator", "GPU_0_bfc", "-o", out, "--memory-limit", "1GiB"))
+                .isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc import-tf-log: " + in + " line 4: cannot use 'AllocateRaw"
+                + " GPU_0_bfc  99999999999999999999 0x7f0000000000' (expected: AllocateRaw <name>  <bytes> <ptr>, with a"
+                + " number of at most 9223372036854775807 in place of '99999999999999999999')");
+        assertThat(out).doesNotExist();
         // Addresses: hex digits in ASCII after 0x, no sign.
         for (String address : new String[] {"0x+7f0000000000", "0x\uff17f0000000000"}) {
             String[] bad = lines.clone();
