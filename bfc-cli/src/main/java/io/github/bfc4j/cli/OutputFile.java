@@ -162,8 +162,8 @@ final class OutputFile {
         } catch (IOException e) {
             return false;
         }
-        Path p = inRealDirectory(output.toAbsolutePath());
-        for (int hops = 0; hops <= MAX_LINK_HOPS; hops++) {
+        Path p = ReplacingFile.inRealDirectory(output.toAbsolutePath());
+        for (int hops = 0; hops <= ReplacingFile.MAX_LINK_HOPS; hops++) {
             if (p.equals(fd1)) {
                 return true;
             }
@@ -171,29 +171,12 @@ final class OutputFile {
                 return false;
             }
             try {
-                p = inRealDirectory(p.getParent().resolve(Files.readSymbolicLink(p)));
+                p = ReplacingFile.inRealDirectory(p.getParent().resolve(Files.readSymbolicLink(p)));
             } catch (IOException e) {
                 return false;
             }
         }
         return false;
-    }
-
-    /** The symbolic links followed before giving up, as Linux's path resolution (ELOOP). */
-    private static final int MAX_LINK_HOPS = 40;
-
-    /** {@code p} in its directory's real path, or as it is where that directory cannot be resolved. */
-    private static Path inRealDirectory(Path p) {
-        Path parent = p.getParent();
-        Path name = p.getFileName();
-        if (parent == null || name == null) {
-            return p;
-        }
-        try {
-            return parent.toRealPath().resolve(name);
-        } catch (IOException e) {
-            return p;
-        }
     }
 
     /**

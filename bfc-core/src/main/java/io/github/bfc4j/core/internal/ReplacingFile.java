@@ -43,7 +43,7 @@ public final class ReplacingFile {
     public static final String NOTHING_WRITTEN = "; nothing was written";
 
     /** The symbolic links followed before giving up, as Linux's path resolution (ELOOP). */
-    private static final int MAX_LINK_HOPS = 40;
+    public static final int MAX_LINK_HOPS = 40;
 
     /**
      * The characters of the file's name that the name of the file beside it keeps: with the
@@ -311,8 +311,15 @@ public final class ReplacingFile {
         return p;
     }
 
-    /** {@code p} in its directory's real path, or as it is where that directory does not exist. */
-    private static Path inRealDirectory(Path p) {
+    /**
+     * {@code p} in its directory's real path, or as it is where that directory does not exist:
+     * where the system's own resolution of a link's target leads (also bfc-cli's test for a name
+     * of standard output).
+     *
+     * @param p a path
+     * @return {@code p}'s name in its directory's real path, or {@code p}
+     */
+    public static Path inRealDirectory(Path p) {
         Path parent = p.getParent();
         Path name = p.getFileName();
         if (parent == null || name == null) {
