@@ -41,16 +41,7 @@ class HotPathGarbageTest {
     @ParameterizedTest
     @ValueSource(strings = {"off", "annotations", "history", "sampled", "sharded", "jfr-sampled"})
     void allocateAndFreeCreateNoObjectsInSteadyState(String provenance) {
-        java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
-        assumeTrue(std instanceof com.sun.management.ThreadMXBean,
-                "this JVM has no com.sun.management.ThreadMXBean to count allocated bytes");
-        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) std;
-        assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
-                "this JVM does not count allocated bytes per thread");
-        // -Dtest=HotPathGarbageTest also runs it in the check-invariants execution, whose
-        // checks allocate (on purpose: they build diagnostics).
-        assumeTrue(!Boolean.getBoolean("bfc4j.checkInvariants"),
-                "checkInvariants() after every call allocates; the claim is about the plain hot path");
+        com.sun.management.ThreadMXBean threads = allocationCounter("the plain hot path");
         long self = Thread.currentThread().getId();
 
         // A fixed workload (sizes and which live slot to replace), generated before measuring.
@@ -145,14 +136,7 @@ class HotPathGarbageTest {
      */
     @org.junit.jupiter.api.Test
     void anUncontendedHandleCloseCreatesNoObjects() {
-        java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
-        assumeTrue(std instanceof com.sun.management.ThreadMXBean,
-                "this JVM has no com.sun.management.ThreadMXBean to count allocated bytes");
-        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) std;
-        assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
-                "this JVM does not count allocated bytes per thread");
-        assumeTrue(!Boolean.getBoolean("bfc4j.checkInvariants"),
-                "checkInvariants() after every call allocates; the claim is about the plain close");
+        com.sun.management.ThreadMXBean threads = allocationCounter("the plain close");
         long self = Thread.currentThread().getId();
         BfcAllocator a = BfcAllocator.builder().name("hot-close").memoryLimit(1L << 30).allowGrowth(false)
                 .subAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true)).leakDetection(LeakDetection.DISABLED)
@@ -201,5 +185,24 @@ class HotPathGarbageTest {
             }
         }
         return ok;
+    }
+
+    /**
+     * The counter of the bytes each thread allocates; the test is skipped where the JVM has none,
+     * or in the execution that checks invariants after every call (its checks allocate, on
+     * purpose: they build diagnostics; -Dtest=HotPathGarbageTest also runs this class there).
+     *
+     * @param claim what the test's claim is about, for the skip's reason
+     */
+    private static com.sun.management.ThreadMXBean allocationCounter(String claim) {
+        java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
+        assumeTrue(std instanceof com.sun.management.ThreadMXBean,
+                "this JVM has no com.sun.management.ThreadMXBean to count allocated bytes");
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) std;
+        assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
+                "this JVM does not count allocated bytes per thread");
+        assumeTrue(!Boolean.getBoolean("bfc4j.checkInvariants"),
+                "checkInvariants() after every call allocates; the claim is about " + claim);
+        return threads;
     }
 }
