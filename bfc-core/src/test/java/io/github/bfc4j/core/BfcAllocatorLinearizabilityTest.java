@@ -4,6 +4,8 @@
  */
 package io.github.bfc4j.core;
 
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import org.jetbrains.kotlinx.lincheck.LinCheckerKt;
 import org.jetbrains.lincheck.datastructures.IntGen;
@@ -11,6 +13,7 @@ import org.jetbrains.lincheck.datastructures.ModelCheckingOptions;
 import org.jetbrains.lincheck.datastructures.Operation;
 import org.jetbrains.lincheck.datastructures.Param;
 import org.jetbrains.lincheck.datastructures.StressOptions;
+import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -39,6 +42,23 @@ public class BfcAllocatorLinearizabilityTest {
     private final BfcAllocator allocator = new BfcAllocator(
             new SimSubAllocator(BASE, 1L << 20, 0, true), 64L << 10, "lincheck",
             BfcOptions.builder().allowGrowth(true).garbageCollection(true).allowRetryOnFailure(false).build());
+
+    /**
+     * Links the refused free's message (a string concatenation, linked by the JDK on its first
+     * use) before Lincheck runs. Linked inside a model-checked run, with the other thread
+     * stopped by Lincheck wherever it was, it once hung that run past Lincheck's 30 s limit on
+     * a loaded machine (the thread dump: the free inside {@code StringConcatFactory}).
+     */
+    @BeforeAll
+    static void linkTheRefusedFreesMessage() {
+        BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 1L << 20, 0, true), 64L << 10, "warm-up",
+                BfcOptions.builder().build());
+        long p = a.allocateRaw(64, 600, AllocationAttributes.NO_RETRY);
+        a.deallocateRaw(p);
+        assertThatThrownBy(() -> a.deallocateRaw(p)).isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("was not allocated by allocator 'warm-up' (or was already freed)");
+        a.close();
+    }
 
     @Operation
     public long allocate(@Param(name = "size") int size) {
