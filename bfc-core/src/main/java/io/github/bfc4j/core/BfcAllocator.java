@@ -245,6 +245,7 @@ public final class BfcAllocator implements MemoryAllocator {
             this.port = new BfcPort(pins, totalMemory, name, opts);
         }
         port.guardSubAllocatorCalls(pins);
+        port.nameLoansBy(loans);
         this.view = port.view();
         this.debug = new DebugQueries(view);
         this.history = new HistoryRecorder(view);
@@ -583,7 +584,17 @@ public final class BfcAllocator implements MemoryAllocator {
      * @return the address, or 0
      */
     long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        return port.tryAllocateRaw(alignment, numBytes, attr, false);
+        return port.tryAllocateRaw(alignment, numBytes, attr, 0);
+    }
+
+    /**
+     * {@link #tryAllocateRaw(long, long, AllocationAttributes)} of memory lent through a loan
+     * ({@link Loan#allocateRawOrThrow}), for {@link ShardedBfcAllocator}.
+     *
+     * @return the address, or 0
+     */
+    long tryAllocateLent(long alignment, long numBytes) {
+        return port.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT, ChunkTable.LOAN_OWNED);
     }
 
     /**
@@ -618,9 +629,10 @@ public final class BfcAllocator implements MemoryAllocator {
      */
     private long chunkFor(long alignment, long padded, boolean report) {
         if (!report) {
-            return port.tryAllocateRaw(alignment, padded, AllocationAttributes.NO_RETRY, true);
+            return port.tryAllocateRaw(alignment, padded, AllocationAttributes.NO_RETRY,
+                    ChunkTable.HANDLE_OWNED);
         }
-        long ptr = port.allocateRaw(alignment, padded, AllocationAttributes.DEFAULT, true);
+        long ptr = port.allocateRaw(alignment, padded, AllocationAttributes.DEFAULT, ChunkTable.HANDLE_OWNED);
         if (ptr == 0) {
             // The figures of the moment of failure, taken under the lock in the failing call.
             throw oomReporter.exceptionForLastFailure(padded);
@@ -1037,7 +1049,21 @@ public final class BfcAllocator implements MemoryAllocator {
      *     serving it, as {@link #allocateRaw(long, long)}
      */
     public long allocateRawOrThrow(long alignment, long numBytes) {
-        long ptr = allocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
+        return allocateRawOrThrow(alignment, numBytes, 0, "allocateRawOrThrow");
+    }
+
+    /**
+     * {@link #allocateRawOrThrow(long, long)} for an owner of the chunk: 0 (none),
+     * {@link ChunkTable#LOAN_OWNED} for memory lent through a loan.
+     *
+     * @param call the public call, named where it is refused
+     */
+    long allocateRawOrThrow(long alignment, long numBytes, long owner, String call) {
+        if (badAllocateRawArguments(alignment, numBytes)) {
+            throw badAllocateRawArguments(port.described(), alignment, numBytes);
+        }
+        pins.refuseCallFromSubAllocator(port.described(), call);
+        long ptr = port.allocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT, owner);
         if (ptr == 0 && numBytes != 0) {
             // The figures of the moment of failure, taken under the lock in the failing call.
             throw oomReporter.exceptionForLastFailure(numBytes);
@@ -1069,7 +1095,7 @@ public final class BfcAllocator implements MemoryAllocator {
             throw badAllocateRawArguments(port.described(), alignment, numBytes);
         }
         pins.refuseCallFromSubAllocator(port.described(), "allocateRaw");
-        return port.allocateRaw(alignment, numBytes, attr, false);
+        return port.allocateRaw(alignment, numBytes, attr, 0);
     }
 
     /**
@@ -1084,6 +1110,12 @@ public final class BfcAllocator implements MemoryAllocator {
     public void deallocateRaw(long ptr) {
         pins.refuseCallFromSubAllocator(port.described(), "deallocateRaw");
         port.deallocateRaw(ptr);
+    }
+
+    /** {@link Loan#deallocateRaw}: frees memory lent through a loan, and nothing else. */
+    void deallocateLent(long ptr) {
+        pins.refuseCallFromSubAllocator(port.described(), "Loan.deallocateRaw");
+        port.deallocateLent(ptr);
     }
 
     /**
@@ -1553,6 +1585,9 @@ public final class BfcAllocator implements MemoryAllocator {
      * {@code release}, in place of its advice for memory the caller holds (close the handles, or
      * build the allocator with {@link ClosePolicy#FORCE}, which would free memory under the
      * runtime).
+     * The adapter allocates and frees the memory it hands the runtime through the loan
+     * ({@link Loan#allocateRawOrThrow}, {@link Loan#deallocateRaw}): a {@link #deallocateRaw}
+     * of such an address is refused, naming {@code runtime}.
      *
      * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
      * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
@@ -1562,7 +1597,17 @@ public final class BfcAllocator implements MemoryAllocator {
      */
     @Override
     public Loan lendTo(String runtime, String release) {
-        return loans.lend(runtime, release);
+        return loans.lend(runtime, release, new Loans.Lending() {
+            @Override
+            public long allocateLentOrThrow(long alignment, long numBytes) {
+                return allocateRawOrThrow(alignment, numBytes, ChunkTable.LOAN_OWNED, "Loan.allocateRawOrThrow");
+            }
+
+            @Override
+            public void deallocateLent(long ptr) {
+                BfcAllocator.this.deallocateLent(ptr);
+            }
+        });
     }
 
     /**

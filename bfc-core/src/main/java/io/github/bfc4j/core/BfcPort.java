@@ -197,6 +197,9 @@ final class BfcPort {
      */
     private ViewPins subAllocatorCalls;
 
+    /** The allocator's loans, named by a refused raw free of lent memory; set once, after construction. */
+    private Loans loans;
+
     /** Guarded by lock. Upstream's {@code chunks_} (and {@code free_chunks_list_}). */
     private final ChunkTable chunks = new ChunkTable(1024);
 
@@ -308,12 +311,13 @@ final class BfcPort {
      */
     private long callNumBytes;
     /**
-     * Guarded by lock. Not in upstream: whether the {@code AllocateRaw} being served is for an
-     * {@link Allocation} handle, whose chunk {@link #findChunkPtrLocked} then marks as the
-     * handle's in the hold that finds it, so that no raw free can take it before the handle
-     * exists.
+     * Guarded by lock. Not in upstream: who owns the chunk of the {@code AllocateRaw} being
+     * served: 0 for a raw allocation, {@link ChunkTable#HANDLE_OWNED} for an {@link Allocation}
+     * handle (owned in the hold that finds it, so that no raw free can take it before the handle
+     * exists), {@link ChunkTable#LOAN_OWNED} for memory lent to a runtime
+     * ({@link MemoryAllocator.Loan#allocateRawOrThrow}). {@link #findChunkPtrLocked} marks it.
      */
-    private boolean callHandleOwned;
+    private long callOwner;
 
     /** Guarded by lock: {@link #listener} if it listens to allocations and frees, else null. */
     private PortListener callListener;
@@ -586,10 +590,10 @@ final class BfcPort {
 
     /** Port of {@code BFCAllocator::AllocateRawInternalWithRetry}. */
     private long allocateRawInternalWithRetry(long alignment, long numBytes,
-            AllocationAttributes attr, boolean handleOwned) {
+            AllocationAttributes attr, long owner) {
         // Fast path: try once to allocate without getting the retry helper involved.
         long r = allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false,
-                handleOwned);
+                owner);
         if (r != 0) {
             return r;
         }
@@ -597,11 +601,11 @@ final class BfcPort {
             // DEVIATION(port): upstream waits up to 10 s for frees even for a request that no
             // free can serve; here only the retry's last (verbose) attempt is made, at once.
             return allocateRawInternal(alignment, numBytes, true, freedByCount(attr), true,
-                    handleOwned);
+                    owner);
         }
         // The retry helper's verbose attempt is its last.
         return retryHelper.allocateRaw(
-                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v, handleOwned),
+                (a, nb, v) -> allocateRawInternal(a, nb, v, freedByCount(attr), v, owner),
                 MAX_MILLIS_TO_WAIT, alignment, numBytes);
     }
 
@@ -632,14 +636,16 @@ final class BfcPort {
      * Port of {@code BFCAllocator::AllocateRaw(alignment, num_bytes, attr)}. The arguments
      * are checked by the facade.
      *
-     * @param handleOwned not in upstream: whether the chunk is for an {@link Allocation}
-     *     handle: marked as the handle's ({@link ChunkTable#setHandleOwned}) in the lock hold
-     *     that finds it, so that a raw free of its address is refused from the start; the
-     *     handle's maker frees it with {@link #deallocateOwned} if it makes no handle
+     * @param owner not in upstream: 0 for a raw allocation; {@link ChunkTable#HANDLE_OWNED} for
+     *     an {@link Allocation} handle's chunk, marked as the handle's in the lock hold that finds
+     *     it, so that a raw free of its address is refused from the start (the handle's maker
+     *     frees it with {@link #deallocateOwned} if it makes no handle);
+     *     {@link ChunkTable#LOAN_OWNED} for memory lent to a runtime, freed by
+     *     {@link #deallocateLent} only
      * @return the address, or 0
      * @throws IllegalStateException if the allocator is closed
      */
-    long allocateRaw(long alignment, long numBytes, AllocationAttributes attr, boolean handleOwned) {
+    long allocateRaw(long alignment, long numBytes, AllocationAttributes attr, long owner) {
         if (numBytes > MAX_ALLOCATION_BYTES) {
             // DEVIATION(port): fails at once, see MAX_ALLOCATION_BYTES.
             lockChecked();
@@ -663,7 +669,7 @@ final class BfcPort {
                     && FAILURE_LOG_COUNTER.get() < MAX_FAILURE_LOGS;
             long freedByCount = freedByCount(attr);
             long res = allocateRawInternal(alignment, numBytes, dumpLogOnFailure, freedByCount, true,
-                    handleOwned);
+                    owner);
             if (res == 0 && numBytes != 0) {
                 int counterValue = FAILURE_LOG_COUNTER.get();
                 if (counterValue < MAX_FAILURE_LOGS) {
@@ -679,7 +685,7 @@ final class BfcPort {
             }
             return res;
         }
-        long r = allocateRawInternalWithRetry(alignment, numBytes, attr, handleOwned);
+        long r = allocateRawInternalWithRetry(alignment, numBytes, attr, owner);
         if (r == 0 && numBytes != 0) {
             listener.outOfMemoryReported(numBytes);
         }
@@ -692,17 +698,16 @@ final class BfcPort {
      * for {@link ShardedBfcAllocator}, which then tries its other shards. The arguments are
      * checked by the caller.
      *
-     * @param handleOwned whether the chunk is for an {@link Allocation} handle, as in
-     *     {@link #allocateRaw}
+     * @param owner who owns the chunk, as in {@link #allocateRaw}
      * @return the address, or 0
      * @throws IllegalStateException if the allocator is closed
      */
-    long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr, boolean handleOwned) {
+    long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr, long owner) {
         if (numBytes > MAX_ALLOCATION_BYTES) {
             return 0;
         }
         return allocateRawInternal(alignment, numBytes, false, freedByCount(attr), false,
-                handleOwned);
+                owner);
     }
 
     /** Port of {@code BFCAllocator::RoundedBytes}: rounds up to a multiple of 256. */
@@ -870,11 +875,10 @@ final class BfcPort {
      * @param lastAttempt not in upstream: whether a failure here is the failure of the
      *     {@code AllocateRaw} (false for the attempts that the retry repeats); only then is the
      *     out-of-memory event point reached
-     * @param handleOwned not in upstream: whether the chunk found is marked as an
-     *     {@link Allocation} handle's ({@link #callHandleOwned})
+     * @param owner not in upstream: who owns the chunk found ({@link #callOwner})
      */
     private long allocateRawInternal(long alignment, long numBytes, boolean dumpLogOnFailure,
-            long freedBefore, boolean lastAttempt, boolean handleOwned) {
+            long freedBefore, boolean lastAttempt, long owner) {
         if (numBytes == 0) {
             return 0;
         }
@@ -890,7 +894,7 @@ final class BfcPort {
             checkOpenLocked();
             callAlignment = alignment;
             callNumBytes = numBytes;
-            callHandleOwned = handleOwned;
+            callOwner = owner;
             if (!timestampedChunks.isEmpty()) {
                 // Merge timestamped chunks whose counts have become safe for general use.
                 mergeTimestampedChunksLocked(0);
@@ -1029,10 +1033,11 @@ final class BfcPort {
                 chunks.setRequestedSize(h, numBytes);
                 // Assign a unique id and increment the id counter, marking the chunk in use.
                 chunks.setAllocationId(h, nextAllocationId++);
-                if (callHandleOwned) {
-                    // Not in upstream: the chunk of an Allocation handle is the handle's from
-                    // this hold on; no raw free can take it before the handle is made.
-                    chunks.setHandleOwned(h);
+                if (callOwner != 0) {
+                    // Not in upstream: the chunk of an Allocation handle (or of a loan) is its
+                    // owner's from this hold on; no raw free can take it before the handle is
+                    // made (or the runtime has the address).
+                    chunks.setOwner(h, callOwner);
                 }
 
                 // Update stats.
@@ -1104,6 +1109,23 @@ final class BfcPort {
     }
 
     /**
+     * Not in upstream: {@code DeallocateRaw} of memory lent to a runtime
+     * ({@link MemoryAllocator.Loan#deallocateRaw}): frees the chunk at {@code ptr} only if it was
+     * allocated through a loan ({@link ChunkTable#LOAN_OWNED}).
+     *
+     * @throws IllegalArgumentException if no chunk lent through a loan starts at {@code ptr};
+     *     the allocator is unchanged
+     * @throws IllegalStateException if the allocator is closed
+     */
+    void deallocateLent(long ptr) {
+        deallocateRawInternal(ptr, LENT);
+        retryHelper.notifyDealloc();
+    }
+
+    /** {@link #deallocateRawInternal}'s owner for a loan's free ({@link #deallocateLent}). */
+    private static final long LENT = -1;
+
+    /**
      * Ends the waits of the retry loop, after a close: the allocations waiting wake, and those
      * that fail later do not wait; each makes its last attempt, which finds the allocator closed.
      */
@@ -1164,9 +1186,10 @@ final class BfcPort {
     /**
      * Port of {@code BFCAllocator::DeallocateRawInternal}.
      *
-     * @param ownerAllocationId 0 for a raw free; else the allocation id of the
-     *     {@link Allocation} handle freeing its chunk (not in upstream: a handle frees only its
-     *     own allocation, and nothing once the allocator is closed)
+     * @param ownerAllocationId 0 for a raw free; {@link #LENT} for a loan's; else the allocation
+     *     id of the {@link Allocation} handle freeing its chunk (not in upstream: a handle frees
+     *     only its own allocation, and nothing once the allocator is closed; a loan only memory
+     *     lent through a loan; a raw free neither)
      * @return true if a chunk was freed
      */
     private boolean deallocateRawInternal(long ptr, long ownerAllocationId) {
@@ -1176,7 +1199,7 @@ final class BfcPort {
         refuseInAnotherShardsWalk();
         lock.lock();
         try {
-            if (ownerAllocationId != 0 && closed) {
+            if (ownerAllocationId > 0 && closed) {
                 return false;
             }
             checkOpenLocked();
@@ -1185,9 +1208,11 @@ final class BfcPort {
             // DEVIATION(port): upstream CHECK-fails (aborts the process), or, for an address 1 to
             // 255 bytes past a chunk's start (in that start's 256-byte slot), frees that chunk;
             // here the caller gets an exception and the allocator is unchanged.
-            // Not in upstream: a raw free of a chunk that an Allocation handle owns is refused,
-            // and a handle frees only its own allocation (its id, under this lock).
+            // Not in upstream: a raw free of a chunk that an Allocation handle or a loan owns is
+            // refused, a handle frees only its own allocation (its id, under this lock), and a
+            // loan only lent memory.
             if (h == ChunkTable.INVALID_CHUNK_HANDLE || (ownerAllocationId == 0 ? !chunks.inUseRaw(h)
+                    : ownerAllocationId == LENT ? !chunks.loanOwned(h)
                     : !chunks.ownedByHandle(h, ownerAllocationId))) {
                 throw refusedFreeLocked(ptr, h, ownerAllocationId);
             }
@@ -1243,6 +1268,17 @@ final class BfcPort {
     private RuntimeException refusedFreeLocked(long ptr, int h, long ownerAllocationId) {
         final boolean inUse = h != ChunkTable.INVALID_CHUNK_HANDLE && chunks.inUse(h);
         if (ownerAllocationId == 0) {
+            if (inUse && chunks.loanOwned(h)) {
+                // Not in upstream: memory lent to a runtime is freed by the runtime (through the
+                // loan) only, so that a double free of an address of the caller's own, handed to
+                // the runtime since, cannot free memory the runtime still uses.
+                return new IllegalArgumentException("0x" + Long.toHexString(ptr)
+                        + " is allocation #" + chunks.allocationId(h) + " of allocator " + described
+                        + ", lent to " + (loans == null ? "a runtime" : loans.runtimes())
+                        + ", which frees it itself: do not free it with deallocateRaw (if it was"
+                        + " an address of your own, you freed it before, and the runtime was given"
+                        + " it since: free each address exactly once). Nothing was freed.");
+            }
             if (inUse) {
                 // Not in upstream: memory behind an Allocation handle is freed by the handle
                 // only, so that it can never free (or view) another allocation's memory.
@@ -1255,9 +1291,19 @@ final class BfcPort {
                     + " was not allocated by allocator " + described + " (or was already"
                     + " freed). Free each address returned by allocateRaw exactly once.");
         }
+        if (ownerAllocationId == LENT) {
+            return new IllegalArgumentException("0x" + Long.toHexString(ptr) + " is "
+                    + (!inUse ? "not allocated by allocator " + described + " (or was already freed)"
+                    : "allocation #" + chunks.allocationId(h) + " of allocator " + described + ", "
+                            + (chunks.handleOwned(h) ? "owned by an Allocation handle" : "a raw allocation")
+                            + ", not memory lent through a loan")
+                    + ": a loan frees only what a loan's allocateRawOrThrow returned, each address once."
+                    + " Nothing was freed.");
+        }
         return new IllegalStateException("the Allocation handle of allocation #" + ownerAllocationId
                 + " at 0x" + Long.toHexString(ptr) + " of allocator " + described + " found "
-                + (!inUse ? "a free chunk" : (chunks.handleOwned(h) ? "" : "raw ") + "allocation #"
+                + (!inUse ? "a free chunk" : (chunks.handleOwned(h) ? "" : chunks.loanOwned(h) ? "lent "
+                        : "raw ") + "allocation #"
                         + chunks.allocationId(h)) + " there: its memory was freed by other means;"
                 + " nothing was freed");
     }
@@ -1803,6 +1849,11 @@ final class BfcPort {
      */
     void guardSubAllocatorCalls(ViewPins pins) {
         this.subAllocatorCalls = pins;
+    }
+
+    /** Sets the loans whose runtimes a refused raw free of lent memory names. */
+    void nameLoansBy(Loans loans) {
+        this.loans = loans;
     }
 
     /**

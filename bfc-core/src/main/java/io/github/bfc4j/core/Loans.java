@@ -16,32 +16,77 @@ import java.util.concurrent.CopyOnWriteArrayList;
  */
 final class Loans {
 
+    /** The calls a loan allocates and frees with: its allocator's, for lent memory. */
+    interface Lending {
+
+        /**
+         * {@link MemoryAllocator#allocateRawOrThrow}, the chunk marked as lent
+         * ({@code ChunkTable.LOAN_OWNED}): the allocator's raw free refuses it.
+         */
+        long allocateLentOrThrow(long alignment, long numBytes);
+
+        /** {@link MemoryAllocator#deallocateRaw} of lent memory only. */
+        void deallocateLent(long ptr);
+    }
+
     /** What one loan says; removed by identity when the loan is closed. */
     private static final class Entry implements MemoryAllocator.Loan {
         private final List<Entry> open;
+        private final String runtime;
         private final String advice;
+        private final Lending lending;
+        private volatile boolean closed;
 
-        Entry(List<Entry> open, String advice) {
+        Entry(List<Entry> open, String runtime, String release, Lending lending) {
             this.open = open;
-            this.advice = advice;
+            this.runtime = runtime;
+            this.advice = runtime + " may hold memory of it: " + release + ".";
+            this.lending = lending;
+        }
+
+        @Override
+        public long allocateRawOrThrow(long alignment, long numBytes) {
+            if (closed) {
+                throw new IllegalStateException("the loan to " + runtime + " is closed: it lends no more"
+                        + " memory. Allocate through a loan only while it is open (lendTo makes a new one).");
+            }
+            return lending.allocateLentOrThrow(alignment, numBytes);
+        }
+
+        @Override
+        public void deallocateRaw(long ptr) {
+            lending.deallocateLent(ptr);
         }
 
         @Override
         public void close() {
+            closed = true;
             open.remove(this);
         }
     }
 
     private final List<Entry> open = new CopyOnWriteArrayList<>();
 
-    MemoryAllocator.Loan lend(String runtime, String release) {
+    MemoryAllocator.Loan lend(String runtime, String release, Lending lending) {
         Objects.requireNonNull(runtime, "runtime=null (expected: who holds the memory, e.g. \"ONNX Runtime"
                 + " (BfcOrtAllocator 'x')\")");
         Objects.requireNonNull(release, "release=null (expected: what frees it, e.g. \"release the sessions,"
                 + " then close the BfcOrtAllocator\")");
-        Entry e = new Entry(open, runtime + " may hold memory of it: " + release + ".");
+        Entry e = new Entry(open, runtime, release, lending);
         open.add(e);
         return e;
+    }
+
+    /**
+     * Who lent memory may be with, for a refused raw free of it: the runtimes of the open loans,
+     * each once, or "a runtime" when none is open.
+     */
+    String runtimes() {
+        Set<String> each = new LinkedHashSet<>();
+        for (Entry e : open) {
+            each.add(e.runtime);
+        }
+        return each.isEmpty() ? "a runtime" : String.join(" or ", each);
     }
 
     /** The advice for memory the caller holds itself, when nothing is lent. */

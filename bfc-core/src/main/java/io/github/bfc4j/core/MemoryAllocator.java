@@ -182,6 +182,9 @@ public interface MemoryAllocator extends AutoCloseable {
      * {@code release}, what makes it free the memory it holds, in place of the advice meant for
      * memory the caller holds itself (close the handles, or build the allocator with
      * {@link ClosePolicy#FORCE}, which would free memory under the runtime).
+     * The adapter allocates and frees the memory it hands the runtime through the loan
+     * ({@link Loan#allocateRawOrThrow}, {@link Loan#deallocateRaw}): a {@link #deallocateRaw}
+     * of such an address is refused, naming {@code runtime}.
      *
      * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
      * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
@@ -191,8 +194,43 @@ public interface MemoryAllocator extends AutoCloseable {
      */
     Loan lendTo(String runtime, String release);
 
-    /** A loan of {@link #lendTo}: closing it takes its advice back. */
+    /**
+     * A loan of {@link #lendTo}: closing it takes its advice back. An adapter allocates the
+     * memory it hands the runtime through the loan, so that the memory is the runtime's until
+     * the runtime frees it: a {@link MemoryAllocator#deallocateRaw} of its address is refused
+     * (naming the runtime), as for an {@link Allocation} handle's memory. A double free of an
+     * address of the caller's own, given to the runtime since, then fails instead of freeing
+     * memory the runtime still uses.
+     */
     interface Loan extends AutoCloseable {
+
+        /**
+         * Allocates memory to lend to the runtime, as {@link MemoryAllocator#allocateRawOrThrow}
+         * does (the same chunk, the same failure), owned by the loan: only a loan's
+         * {@link #deallocateRaw} frees it.
+         *
+         * @param alignment a power of two; only passed on to the sub-allocator
+         * @param numBytes the size wanted
+         * @return the address, or 0 if {@code numBytes} is 0
+         * @throws BfcOutOfMemoryException if the memory cannot be had
+         * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment}
+         *     is not a power of two
+         * @throws IllegalStateException if the loan or the allocator is closed
+         */
+        long allocateRawOrThrow(long alignment, long numBytes);
+
+        /**
+         * Frees memory lent through a loan of this allocator (this one or another), also once
+         * the loan is closed.
+         *
+         * @param ptr an address returned by a loan's {@link #allocateRawOrThrow} and not yet
+         *     freed; 0 is a no-op
+         * @throws IllegalArgumentException if {@code ptr} is not lent memory of this allocator
+         *     (memory of its own raw allocations, of a handle, or already freed); the allocator
+         *     is unchanged
+         * @throws IllegalStateException if the allocator is closed
+         */
+        void deallocateRaw(long ptr);
 
         /** Takes the advice back; closing it again does nothing. */
         @Override

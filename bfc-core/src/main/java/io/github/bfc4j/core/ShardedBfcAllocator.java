@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.ChunkTable;
 import io.github.bfc4j.core.internal.ShardRegions;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -419,14 +420,17 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         }
         pins.refuseCallFromSubAllocator(described, "allocateRaw");
         int h = home();
-        long ptr = tryAllocateRawAtHome(h, alignment, numBytes, attr);
+        long ptr = tryAllocateRawAtHome(h, alignment, numBytes, attr, 0);
         return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr);
     }
 
-    /** The home shard {@code h}'s attempt: the address, or 0 if it is full or closed on its own. */
-    private long tryAllocateRawAtHome(int h, long alignment, long numBytes, AllocationAttributes attr) {
+    /**
+     * The home shard {@code h}'s attempt, for {@code owner} (0, or {@code ChunkTable.LOAN_OWNED}
+     * for lent memory): the address, or 0 if it is full or closed on its own.
+     */
+    private long tryAllocateRawAtHome(int h, long alignment, long numBytes, AllocationAttributes attr, long owner) {
         try {
-            return ports[h].tryAllocateRaw(alignment, numBytes, attr, false);
+            return ports[h].tryAllocateRaw(alignment, numBytes, attr, owner);
         } catch (IllegalStateException e) {
             rethrowUnlessClosed(h, e);
             return 0;
@@ -452,19 +456,30 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     sub-allocator's {@code alloc} or {@code free}
      */
     public long allocateRawOrThrow(long alignment, long numBytes) {
+        return allocateRawOrThrow(alignment, numBytes, false);
+    }
+
+    /**
+     * {@link #allocateRawOrThrow(long, long)}, or, if {@code lent}, {@link Loan#allocateRawOrThrow}:
+     * the chunk marked as lent through a loan, whose raw free the shard refuses.
+     */
+    private long allocateRawOrThrow(long alignment, long numBytes, boolean lent) {
+        String call = lent ? "Loan.allocateRawOrThrow" : "allocateRawOrThrow";
+        long owner = lent ? ChunkTable.LOAN_OWNED : 0;
         if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
             throw BfcAllocator.badAllocateRawArguments(described, alignment, numBytes);
         }
-        pins.refuseCallFromSubAllocator(described, "allocateRawOrThrow");
+        pins.refuseCallFromSubAllocator(described, call);
         int h = home();
-        long ptr = tryAllocateRawAtHome(h, alignment, numBytes, AllocationAttributes.DEFAULT);
+        long ptr = tryAllocateRawAtHome(h, alignment, numBytes, AllocationAttributes.DEFAULT, owner);
         if (ptr != 0 || numBytes == 0) {
             return ptr;
         }
         return elsewhereOrThrow(h, numBytes, s -> {
-            long p = s.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
+            long p = lent ? s.tryAllocateLent(alignment, numBytes)
+                    : s.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
             return p == 0 ? null : p;
-        }, s -> s.allocateRawOrThrow(alignment, numBytes));
+        }, s -> s.allocateRawOrThrow(alignment, numBytes, owner, call));
     }
 
     /**
@@ -554,10 +569,18 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     or {@code free}
      */
     public void deallocateRaw(long ptr) {
+        deallocateRaw(ptr, false);
+    }
+
+    /**
+     * {@link #deallocateRaw(long)}, or, if {@code lent}, {@link Loan#deallocateRaw}: frees only
+     * memory lent through a loan.
+     */
+    private void deallocateRaw(long ptr, boolean lent) {
         if (ptr == 0) {
             return;
         }
-        pins.refuseCallFromSubAllocator(described, "deallocateRaw");
+        pins.refuseCallFromSubAllocator(described, lent ? "Loan.deallocateRaw" : "deallocateRaw");
         int s = regions.shardOf(ptr);
         if (s < 0) {
             if (anyShardClosed()) {
@@ -569,7 +592,11 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                     + name + "' (it lies in none of its shards' regions; or was freed with a region already given"
                     + " back, which a double free can do)");
         }
-        ports[s].deallocateRaw(ptr);
+        if (lent) {
+            ports[s].deallocateLent(ptr);
+        } else {
+            ports[s].deallocateRaw(ptr);
+        }
     }
 
     // ---------------------------------------------------------------------------------------
@@ -902,6 +929,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * build the allocator with {@link ClosePolicy#FORCE}, which would free memory under the
      * runtime). The shards share its loans: a shard's own {@code close()} refused for live
      * allocations says the same, and a loan made on a shard counts here too.
+     * The adapter allocates and frees the memory it hands the runtime through the loan
+     * ({@link Loan#allocateRawOrThrow}, {@link Loan#deallocateRaw}): a {@link #deallocateRaw}
+     * of such an address is refused, naming {@code runtime}.
      *
      * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
      * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
@@ -911,7 +941,17 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     @Override
     public Loan lendTo(String runtime, String release) {
-        return loans.lend(runtime, release);
+        return loans.lend(runtime, release, new Loans.Lending() {
+            @Override
+            public long allocateLentOrThrow(long alignment, long numBytes) {
+                return allocateRawOrThrow(alignment, numBytes, true);
+            }
+
+            @Override
+            public void deallocateLent(long ptr) {
+                deallocateRaw(ptr, true);
+            }
+        });
     }
 
     /**

@@ -125,4 +125,126 @@ class LendToTest {
             a.deallocateRaw(p);
         }
     }
+
+    /**
+     * The stale double free the loan guards against: the application frees an address of its
+     * own twice, and in between the runtime was given the same chunk. The second free used to
+     * free the runtime's live memory (the next allocation then got it too); it is refused,
+     * naming the runtime, and nothing changes. A loan, for its part, frees only lent memory.
+     */
+    @Test
+    void aRawFreeOfLentMemoryIsRefusedAndALoanFreesOnlyLentMemory() {
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim())
+                .leakDetection(LeakDetection.DISABLED).build()) {
+            checkOwnership(a, a);
+        }
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).leakDetection(LeakDetection.DISABLED).build()) {
+            checkOwnership(a, null);
+        }
+    }
+
+    /** {@code plain}: the allocator as a {@link BfcAllocator}, for its invariants, or null. */
+    private static void checkOwnership(MemoryAllocator a, BfcAllocator plain) {
+        long mine = a.allocateRaw(64, 1000);
+        a.deallocateRaw(mine);
+        try (MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE)) {
+            long lent = loan.allocateRawOrThrow(64, 1000);
+            assertThat(lent).as("the runtime is given the chunk just freed").isEqualTo(mine);
+            AllocatorStats before = a.getStats();
+            assertThatThrownBy(() -> a.deallocateRaw(mine)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("0x" + Long.toHexString(mine) + " is allocation #")
+                    .hasMessageContaining(", lent to " + RUNTIME + ", which frees it itself: do not free it with"
+                            + " deallocateRaw")
+                    .hasMessageEndingWith("Nothing was freed.");
+            assertThat(a.getStats()).isEqualTo(before);
+            long next = a.allocateRaw(64, 1000);
+            assertThat(next).as("the runtime's chunk is not handed out again").isNotEqualTo(lent);
+            a.deallocateRaw(next);
+
+            long raw = a.allocateRaw(64, 3000);
+            Allocation handle = a.allocate(5000);
+            long free = a.allocateRaw(64, 7000);
+            a.deallocateRaw(free);
+            AllocatorStats stats = a.getStats();
+            assertThatThrownBy(() -> loan.deallocateRaw(raw)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("a raw allocation, not memory lent through a loan: a loan frees only what"
+                            + " a loan's allocateRawOrThrow returned");
+            assertThatThrownBy(() -> loan.deallocateRaw(handle.address())).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("owned by an Allocation handle, not memory lent through a loan");
+            assertThatThrownBy(() -> loan.deallocateRaw(free)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining(" (or was already freed): a loan frees only");
+            assertThat(a.getStats()).isEqualTo(stats);
+
+            loan.deallocateRaw(lent);
+            assertThatThrownBy(() -> loan.deallocateRaw(lent)).as("twice").isInstanceOf(IllegalArgumentException.class);
+            long again = a.allocateRaw(64, 1000);
+            assertThat(again).as("the chunk, raw once more, is freed raw").isEqualTo(lent);
+            a.deallocateRaw(again);
+            a.deallocateRaw(raw);
+            handle.close();
+            assertThat(loan.allocateRawOrThrow(64, 0)).isZero();
+            long late = loan.allocateRawOrThrow(64, 2000);
+            loan.close();
+            assertThatThrownBy(() -> loan.allocateRawOrThrow(64, 2000)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("the loan to " + RUNTIME + " is closed");
+            loan.deallocateRaw(late);   // what the runtime still held is freed through the closed loan
+            assertThatThrownBy(() -> loan.allocateRawOrThrow(64, 1L << 30)).isInstanceOf(IllegalStateException.class);
+        }
+        assertThat(a.getStats().bytesInUse()).isZero();
+        if (plain != null) {
+            plain.checkInvariants();
+        }
+    }
+
+    /** A loan's allocation fails as allocateRawOrThrow does, with the same checks. */
+    @Test
+    void aLoansAllocationFailsAsAllocateRawOrThrowDoes() {
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim()).build();
+                MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE)) {
+            assertThatThrownBy(() -> loan.allocateRawOrThrow(64, 65L << 20)).isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining("Allocator 'lent' is out of memory");
+            assertThatThrownBy(() -> loan.allocateRawOrThrow(3, 64)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("alignment");
+            assertThatThrownBy(() -> loan.allocateRawOrThrow(64, -1)).isInstanceOf(IllegalArgumentException.class);
+            assertThat(a.getStats().bytesInUse()).isZero();
+        }
+    }
+
+    /**
+     * A sharded allocator whose home shard cannot serve a loan's allocation takes it from another
+     * shard, lent there too: a raw free of it is refused in that shard as well.
+     */
+    @Test
+    void memoryLentFromAnotherShardIsLentThereToo() throws Exception {
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).leakDetection(LeakDetection.DISABLED).build();
+                MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE)) {
+            long here = a.allocateRaw(64, 1000);
+            BfcAllocator home = a.shardOf(here);
+            a.deallocateRaw(here);
+            // Another thread, whose home is the other shard, takes the whole limit in a region
+            // and frees it: that shard keeps the region, so this thread's home can get none.
+            long[] filled = new long[1];
+            BfcAllocator other = null;
+            for (int tries = 0; other == null || other == home; tries++) {
+                assertThat(tries).as("a thread whose home is the other shard").isLessThan(10);
+                Thread t = new Thread(() -> {
+                    long p = a.allocateRaw(64, 48L << 20);
+                    filled[0] = p;
+                });
+                t.start();
+                t.join();
+                assertThat(filled[0]).isNotZero();
+                other = a.shardOf(filled[0]);
+                a.deallocateRaw(filled[0]);
+            }
+            long lent = loan.allocateRawOrThrow(64, 40L << 20);
+            assertThat(a.shardOf(lent)).as("served by the other shard").isSameAs(other);
+            assertThatThrownBy(() -> a.deallocateRaw(lent)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("lent to " + RUNTIME);
+            loan.deallocateRaw(lent);
+            assertThat(a.getStats().bytesInUse()).isZero();
+        }
+    }
 }

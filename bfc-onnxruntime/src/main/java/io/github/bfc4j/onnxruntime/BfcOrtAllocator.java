@@ -494,7 +494,9 @@ public final class BfcOrtAllocator implements AutoCloseable {
         }
         long ptr;
         try {
-            ptr = bfc.allocateRawOrThrow(ALIGNMENT, size);
+            // Through the loan: the memory is ONNX Runtime's until its Free, and a raw free of
+            // the address (a double free elsewhere in the application) is refused.
+            ptr = loan.allocateRawOrThrow(ALIGNMENT, size);
         } catch (BfcOutOfMemoryException e) {
             CallListener l = listener;
             if (l != null) {
@@ -519,7 +521,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
             // ONNX Runtime never gets the address (an OutOfMemoryError making the pointer, a
             // listener that threw), so nothing else would ever free it.
             try {
-                bfc.deallocateRaw(ptr);
+                loan.deallocateRaw(ptr);
             } catch (RuntimeException e) {
                 t.addSuppressed(e);
             }
@@ -539,7 +541,7 @@ public final class BfcOrtAllocator implements AutoCloseable {
         if (l != null) {
             l.freed(ptr);
         }
-        bfc.deallocateRaw(ptr);
+        loan.deallocateRaw(ptr);
         counters.liveAllocations.decrementAndGet();
     }
 

@@ -318,6 +318,38 @@ class BfcOrtAllocatorTest {
     }
 
     /**
+     * The application frees an address of its own twice, and ORT was given the same chunk in
+     * between (a tensor's data): the second free used to free the tensor's memory under ORT, so
+     * the next allocation was handed it while ORT still wrote there, and ORT's own Free later
+     * failed. The memory is ORT's (allocated through the allocator's loan): that free is refused,
+     * naming ONNX Runtime, and the tensor keeps its memory.
+     */
+    @Test
+    void aStaleRawFreeCannotTakeMemoryOrtHolds() {
+        try (BfcAllocator bfc = hostAllocator("ort_lent", 8 << 20);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            long mine = bfc.allocateRaw(64, 1600);
+            bfc.deallocateRaw(mine);
+            try (Value x = Value.CreateTensor(ort.ortAllocator(), new long[] {4, 100}, 2,
+                    ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)) {
+                long address = x.GetTensorMutableDataFloat().address();
+                assertThat(address).as("ORT is given the chunk just freed").isEqualTo(mine);
+                assertThatThrownBy(() -> bfc.deallocateRaw(mine)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("lent to ONNX Runtime (BfcOrtAllocator 'ort_lent'), which frees it itself")
+                        .hasMessageEndingWith("Nothing was freed.");
+                long next = bfc.allocateRaw(64, 1600);
+                assertThat(next).as("not handed out while ORT holds it").isNotEqualTo(address);
+                bfc.deallocateRaw(next);
+                assertThat(bfc.requestedSize(address)).isEqualTo(1600);
+            }
+            assertThat(bfc.bytesInUse()).isZero();
+            assertThat(ort.stats().callbackErrors()).as("ORT's Free found its memory").isZero();
+            ort.close();
+            bfc.checkInvariants();
+        }
+    }
+
+    /**
      * A tensor made with the {@code ortAllocator()} of a closed instance (the struct stays valid:
      * ORT may still call it) fails, saying so: the message blamed a session still running, which
      * a caller who made no session could not act on.

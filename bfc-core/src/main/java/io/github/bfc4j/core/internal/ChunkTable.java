@@ -51,7 +51,17 @@ public final class ChunkTable {
      * {@link #inUse}), so checking it costs no memory access, and marking the chunk free
      * ({@code -1}) clears it.
      */
-    private static final long HANDLE_OWNED = 1L << 62;
+    public static final long HANDLE_OWNED = 1L << 62;
+
+    /**
+     * Not in upstream: the bit of a chunk's allocation-id word that marks it as lent to a
+     * runtime through a {@code MemoryAllocator.Loan} (raw frees of it are refused; the loan frees
+     * it). As {@link #HANDLE_OWNED}, it costs the free no memory access.
+     */
+    public static final long LOAN_OWNED = 1L << 61;
+
+    /** The owner bits of an allocation-id word: {@link #HANDLE_OWNED} and {@link #LOAN_OWNED}. */
+    private static final long OWNERS = HANDLE_OWNED | LOAN_OWNED;
 
     /**
      * Not in upstream: the allocation-id word of a free chunk whose start the address map does
@@ -281,7 +291,7 @@ public final class ChunkTable {
      */
     public long allocationId(int h) {
         final long v = allocationId[h];
-        return v < 0 ? -1 : v & ~HANDLE_OWNED;
+        return v < 0 ? -1 : v & ~OWNERS;
     }
 
     /**
@@ -386,11 +396,23 @@ public final class ChunkTable {
      * {@link #inUse} for a raw free: one read of the allocation-id word.
      *
      * @param h a handle
-     * @return whether the chunk is in use and no {@code Allocation} handle owns it
+     * @return whether the chunk is in use and neither an {@code Allocation} handle nor a loan
+     *     owns it
      */
     public boolean inUseRaw(int h) {
         final long v = allocationId[h];
-        return v >= 0 && (v & HANDLE_OWNED) == 0;
+        return v >= 0 && (v & OWNERS) == 0;
+    }
+
+    /**
+     * {@link #inUse} for a loan's free: one read of the allocation-id word.
+     *
+     * @param h a handle
+     * @return whether the chunk is in use and lent through a loan ({@link #LOAN_OWNED})
+     */
+    public boolean loanOwned(int h) {
+        final long v = allocationId[h];
+        return v >= 0 && (v & LOAN_OWNED) != 0;
     }
 
     /**
@@ -414,12 +436,13 @@ public final class ChunkTable {
     }
 
     /**
-     * Marks a chunk in use as an {@code Allocation} handle's; freeing it
-     * ({@code setAllocationId(h, -1)}) ends that.
+     * Marks a chunk in use as an {@code Allocation} handle's ({@link #HANDLE_OWNED}) or a loan's
+     * ({@link #LOAN_OWNED}); freeing it ({@code setAllocationId(h, -1)}) ends that.
      *
      * @param h a handle of a chunk in use
+     * @param owner {@link #HANDLE_OWNED} or {@link #LOAN_OWNED}
      */
-    public void setHandleOwned(int h) {
-        allocationId[h] |= HANDLE_OWNED;
+    public void setOwner(int h, long owner) {
+        allocationId[h] |= owner;
     }
 }
