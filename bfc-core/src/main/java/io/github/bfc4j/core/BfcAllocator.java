@@ -584,17 +584,17 @@ public final class BfcAllocator implements MemoryAllocator {
      * @return the address, or 0
      */
     long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        return port.tryAllocateRaw(alignment, numBytes, attr, 0);
+        return tryAllocateRaw(alignment, numBytes, attr, 0);
     }
 
     /**
-     * {@link #tryAllocateRaw(long, long, AllocationAttributes)} of memory lent through a loan
-     * ({@link Loan#allocateRawOrThrow}), for {@link ShardedBfcAllocator}.
+     * {@link #tryAllocateRaw(long, long, AllocationAttributes)} for an owner of the chunk: 0
+     * (none), {@link ChunkTable#LOAN_OWNED} for memory lent through a loan.
      *
      * @return the address, or 0
      */
-    long tryAllocateLent(long alignment, long numBytes) {
-        return port.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT, ChunkTable.LOAN_OWNED);
+    long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr, long owner) {
+        return port.tryAllocateRaw(alignment, numBytes, attr, owner);
     }
 
     /**
@@ -1090,12 +1090,22 @@ public final class BfcAllocator implements MemoryAllocator {
      *     memory): the allocator stays whole (docs/deviations.md #27)
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+        return allocateRaw(alignment, numBytes, attr, 0, "allocateRaw");
+    }
+
+    /**
+     * {@link #allocateRaw(long, long, AllocationAttributes)} for an owner of the chunk: 0 (none),
+     * {@link ChunkTable#LOAN_OWNED} for memory lent through a loan.
+     *
+     * @param call the public call, named where it is refused
+     */
+    long allocateRaw(long alignment, long numBytes, AllocationAttributes attr, long owner, String call) {
         Objects.requireNonNull(attr, "attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
         if (badAllocateRawArguments(alignment, numBytes)) {
             throw badAllocateRawArguments(port.described(), alignment, numBytes);
         }
-        pins.refuseCallFromSubAllocator(port.described(), "allocateRaw");
-        return port.allocateRaw(alignment, numBytes, attr, 0);
+        pins.refuseCallFromSubAllocator(port.described(), call);
+        return port.allocateRaw(alignment, numBytes, attr, owner);
     }
 
     /**
@@ -1601,6 +1611,11 @@ public final class BfcAllocator implements MemoryAllocator {
             @Override
             public long allocateLentOrThrow(long alignment, long numBytes) {
                 return allocateRawOrThrow(alignment, numBytes, ChunkTable.LOAN_OWNED, "Loan.allocateRawOrThrow");
+            }
+
+            @Override
+            public long allocateLent(long alignment, long numBytes, AllocationAttributes attr) {
+                return allocateRaw(alignment, numBytes, attr, ChunkTable.LOAN_OWNED, "Loan.allocateRaw");
             }
 
             @Override

@@ -1297,7 +1297,7 @@ final class BfcPort {
                     : "allocation #" + chunks.allocationId(h) + " of allocator " + described + ", "
                             + (chunks.handleOwned(h) ? "owned by an Allocation handle" : "a raw allocation")
                             + ", not memory lent through a loan")
-                    + ": a loan frees only what a loan's allocateRawOrThrow returned, each address once."
+                    + ": a loan frees only what a loan allocated, each address once."
                     + " Nothing was freed.");
         }
         return new IllegalStateException("the Allocation handle of allocation #" + ownerAllocationId

@@ -25,6 +25,9 @@ final class Loans {
          */
         long allocateLentOrThrow(long alignment, long numBytes);
 
+        /** {@code allocateRaw(alignment, numBytes, attr)}, the chunk marked as lent. */
+        long allocateLent(long alignment, long numBytes, AllocationAttributes attr);
+
         /** {@link MemoryAllocator#deallocateRaw} of lent memory only. */
         void deallocateLent(long ptr);
     }
@@ -46,11 +49,21 @@ final class Loans {
 
         @Override
         public long allocateRawOrThrow(long alignment, long numBytes) {
+            refuseIfClosed();
+            return lending.allocateLentOrThrow(alignment, numBytes);
+        }
+
+        @Override
+        public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+            refuseIfClosed();
+            return lending.allocateLent(alignment, numBytes, attr);
+        }
+
+        private void refuseIfClosed() {
             if (closed) {
                 throw new IllegalStateException("the loan to " + runtime + " is closed: it lends no more"
                         + " memory. Allocate through a loan only while it is open (lendTo makes a new one).");
             }
-            return lending.allocateLentOrThrow(alignment, numBytes);
         }
 
         @Override

@@ -220,11 +220,29 @@ public interface MemoryAllocator extends AutoCloseable {
         long allocateRawOrThrow(long alignment, long numBytes);
 
         /**
+         * Allocates memory to lend to the runtime, as the allocator's
+         * {@code allocateRaw(alignment, numBytes, attr)} does (the same chunk; 0 where that
+         * returns 0), owned by the loan as {@link #allocateRawOrThrow}'s: for an adapter whose
+         * runtime takes a failure as a null address, or that needs the attributes (bfc-cuda's
+         * {@code GpuBfcAllocator}, whose stream-ordered frees are constrained by them).
+         *
+         * @param alignment a power of two; only passed on to the sub-allocator
+         * @param numBytes the size wanted
+         * @param attr per-call attributes (retry, timestamp constraint)
+         * @return the address, or 0 if {@code numBytes} is 0 or the memory cannot be had
+         * @throws IllegalArgumentException if {@code numBytes} is negative or {@code alignment}
+         *     is not a power of two
+         * @throws NullPointerException if {@code attr} is null
+         * @throws IllegalStateException if the loan or the allocator is closed
+         */
+        long allocateRaw(long alignment, long numBytes, AllocationAttributes attr);
+
+        /**
          * Frees memory lent through a loan of this allocator (this one or another), also once
          * the loan is closed.
          *
-         * @param ptr an address returned by a loan's {@link #allocateRawOrThrow} and not yet
-         *     freed; 0 is a no-op
+         * @param ptr an address returned by a loan's {@link #allocateRawOrThrow} or
+         *     {@link #allocateRaw} and not yet freed; 0 is a no-op
          * @throws IllegalArgumentException if {@code ptr} is not lent memory of this allocator
          *     (memory of its own raw allocations, of a handle, or already freed); the allocator
          *     is unchanged

@@ -414,14 +414,24 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     sub-allocator's {@code alloc} or {@code free}
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
+        return allocateRaw(alignment, numBytes, attr, false);
+    }
+
+    /**
+     * {@link #allocateRaw(long, long, AllocationAttributes)}, or, if {@code lent},
+     * {@link Loan#allocateRaw}: the chunk marked as lent through a loan.
+     */
+    private long allocateRaw(long alignment, long numBytes, AllocationAttributes attr, boolean lent) {
         Objects.requireNonNull(attr, "attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
         if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
             throw BfcAllocator.badAllocateRawArguments(described, alignment, numBytes);
         }
-        pins.refuseCallFromSubAllocator(described, "allocateRaw");
+        String call = lent ? "Loan.allocateRaw" : "allocateRaw";
+        long owner = lent ? ChunkTable.LOAN_OWNED : 0;
+        pins.refuseCallFromSubAllocator(described, call);
         int h = home();
-        long ptr = tryAllocateRawAtHome(h, alignment, numBytes, attr, 0);
-        return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr);
+        long ptr = tryAllocateRawAtHome(h, alignment, numBytes, attr, owner);
+        return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr, owner, call);
     }
 
     /**
@@ -476,8 +486,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             return ptr;
         }
         return elsewhereOrThrow(h, numBytes, s -> {
-            long p = lent ? s.tryAllocateLent(alignment, numBytes)
-                    : s.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT);
+            long p = s.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT, owner);
             return p == 0 ? null : p;
         }, s -> s.allocateRawOrThrow(alignment, numBytes, owner, call));
     }
@@ -522,11 +531,12 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * failure throws nothing, so the figures its report left on this thread ({@link
      * #withAllShards}) serve no exception: {@link #withOuterFigures} removes them.
      */
-    private long allocateRawElsewhere(int h, long alignment, long numBytes, AllocationAttributes attr) {
+    private long allocateRawElsewhere(int h, long alignment, long numBytes, AllocationAttributes attr, long owner,
+            String call) {
         return withOuterFigures(() -> elsewhere(h, numBytes, s -> {
-            long ptr = s.tryAllocateRaw(alignment, numBytes, attr);
+            long ptr = s.tryAllocateRaw(alignment, numBytes, attr, owner);
             return ptr == 0 ? null : ptr;
-        }, s -> s.allocateRaw(alignment, numBytes, attr)));
+        }, s -> s.allocateRaw(alignment, numBytes, attr, owner, call)));
     }
 
     /** Whether this thread holds the figures of a failure's report, for tests. */
@@ -945,6 +955,11 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             @Override
             public long allocateLentOrThrow(long alignment, long numBytes) {
                 return allocateRawOrThrow(alignment, numBytes, true);
+            }
+
+            @Override
+            public long allocateLent(long alignment, long numBytes, AllocationAttributes attr) {
+                return allocateRaw(alignment, numBytes, attr, true);
             }
 
             @Override

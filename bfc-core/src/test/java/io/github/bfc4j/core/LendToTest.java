@@ -169,7 +169,7 @@ class LendToTest {
             AllocatorStats stats = a.getStats();
             assertThatThrownBy(() -> loan.deallocateRaw(raw)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("a raw allocation, not memory lent through a loan: a loan frees only what"
-                            + " a loan's allocateRawOrThrow returned");
+                            + " a loan allocated, each address once. Nothing was freed.");
             assertThatThrownBy(() -> loan.deallocateRaw(handle.address())).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("owned by an Allocation handle, not memory lent through a loan");
             assertThatThrownBy(() -> loan.deallocateRaw(free)).isInstanceOf(IllegalArgumentException.class)
@@ -209,6 +209,40 @@ class LendToTest {
             assertThatThrownBy(() -> loan.allocateRawOrThrow(64, -1)).isInstanceOf(IllegalArgumentException.class);
             assertThat(a.getStats().bytesInUse()).isZero();
         }
+    }
+
+    /**
+     * {@code Loan.allocateRaw(alignment, n, attr)}: 0 where the allocator's allocateRaw would
+     * give 0, and otherwise memory lent as allocateRawOrThrow's, on one allocator and sharded.
+     */
+    @Test
+    void aLoansAllocateRawAnswersZeroOnFailureAndLendsWhatItServes() {
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim())
+                .leakDetection(LeakDetection.DISABLED).build()) {
+            checkAllocateRaw(a);
+        }
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).leakDetection(LeakDetection.DISABLED).build()) {
+            checkAllocateRaw(a);
+        }
+    }
+
+    private static void checkAllocateRaw(MemoryAllocator a) {
+        try (MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE)) {
+            assertThat(loan.allocateRaw(64, 65L << 20, AllocationAttributes.NO_RETRY)).as("above the limit").isZero();
+            assertThat(loan.allocateRaw(64, 0, AllocationAttributes.DEFAULT)).isZero();
+            assertThatThrownBy(() -> loan.allocateRaw(64, 100, null)).isInstanceOf(NullPointerException.class)
+                    .hasMessageContaining("attr=null (expected: ");
+            long p = loan.allocateRaw(64, 100, AllocationAttributes.DEFAULT);
+            assertThat(p).isNotZero();
+            assertThatThrownBy(() -> a.deallocateRaw(p)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("lent to " + RUNTIME);
+            loan.deallocateRaw(p);
+            loan.close();
+            assertThatThrownBy(() -> loan.allocateRaw(64, 100, AllocationAttributes.DEFAULT))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("is closed");
+        }
+        assertThat(a.getStats().bytesInUse()).isZero();
     }
 
     /**

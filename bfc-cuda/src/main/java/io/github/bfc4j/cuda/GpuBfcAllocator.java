@@ -10,6 +10,7 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.HistoryOptions;
+import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.MemorySnapshot;
 import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.OutOfMemoryListener;
@@ -151,12 +152,18 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
      */
     public long allocateRaw(long alignment, long numBytes, boolean retryOnFailure) {
+        return allocateRaw(alignment, numBytes, retryOnFailure, null);
+    }
+
+    /** {@link #allocateRaw(long, long, boolean)}, through {@code loan} unless it is null. */
+    private long allocateRaw(long alignment, long numBytes, boolean retryOnFailure, MemoryAllocator.Loan loan) {
         checkNotPaused();
-        long ptr = bfc.allocateRaw(alignment, numBytes, retryOnFailure ? retryAttributes : noRetryAttributes);
+        AllocationAttributes attr = retryOnFailure ? retryAttributes : noRetryAttributes;
+        long ptr = loan == null ? bfc.allocateRaw(alignment, numBytes, attr) : loan.allocateRaw(alignment, numBytes, attr);
         if (ptr != 0 && paused) {
             // pause() ran while this call waited for memory (the retry loop): the chunk it found
             // has no device memory behind it now. Not handed out.
-            deallocateRaw(ptr);
+            deallocateRaw(ptr, loan);
             checkNotPaused();
         }
         return ptr;
@@ -171,11 +178,20 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if closed
      */
     public void deallocateRaw(long ptr) {
+        deallocateRaw(ptr, null);
+    }
+
+    /** {@link #deallocateRaw(long)}, through {@code loan} unless it is null. */
+    private void deallocateRaw(long ptr, MemoryAllocator.Loan loan) {
         if (ptr == 0) {
             return;
         }
         synchronized (freeLock) {
-            bfc.deallocateRaw(ptr);
+            if (loan == null) {
+                bfc.deallocateRaw(ptr);
+            } else {
+                loan.deallocateRaw(ptr);
+            }
             long count = counter.get();
             boolean immediate;
             synchronized (pendingLock) {
@@ -464,6 +480,70 @@ public final class GpuBfcAllocator implements AutoCloseable {
         if (vmm == null) {
             throw new IllegalStateException(what + " needs virtual memory: allocator '" + bfc.name()
                     + "' was made without it (expected: GpuBfcOptions.builder().virtualMemory(true))");
+        }
+    }
+
+    /**
+     * Lends this allocator's memory to a runtime that frees it in its own terms (ONNX Runtime's
+     * CUDA provider: {@code BfcCudaProvider}). Memory allocated through the loan is the
+     * runtime's until it frees it through the loan: a {@link #deallocateRaw(long)} (or
+     * {@link #deallocateRaw(long, long)}) of its address here is refused, naming
+     * {@code runtime}, so that a double free of an address of the caller's own, which the
+     * runtime was given since, cannot free memory the runtime's kernels still use.
+     *
+     * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcCudaProvider over 'gpu0')}
+     * @param release what frees it, e.g. {@code release the sessions, then close the provider}
+     * @return the loan; close it once the runtime holds none of this allocator's memory
+     * @throws NullPointerException if an argument is null
+     */
+    public DeviceLoan lendTo(String runtime, String release) {
+        return new DeviceLoan(bfc.lendTo(runtime, release));
+    }
+
+    /**
+     * Memory of a {@link GpuBfcAllocator} lent to a runtime ({@link #lendTo}): allocated and freed
+     * as the allocator's own {@link GpuBfcAllocator#allocateRaw(long, long)} and
+     * {@link GpuBfcAllocator#deallocateRaw(long)} do (the same chunks, the same waits for
+     * stream-ordered frees), but owned by the loan.
+     */
+    public final class DeviceLoan implements AutoCloseable {
+        private final MemoryAllocator.Loan loan;
+
+        private DeviceLoan(MemoryAllocator.Loan loan) {
+            this.loan = loan;
+        }
+
+        /**
+         * Allocates device memory to lend, as {@link GpuBfcAllocator#allocateRaw(long, long)}
+         * does.
+         *
+         * @param alignment a power of two (addresses are always 256-aligned)
+         * @param numBytes the size
+         * @return the device address, or 0 if the memory cannot be had
+         * @throws IllegalStateException if paused or closed, or the loan is closed
+         * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
+         */
+        public long allocateRaw(long alignment, long numBytes) {
+            return GpuBfcAllocator.this.allocateRaw(alignment, numBytes, true, loan);
+        }
+
+        /**
+         * Frees lent memory that no queued GPU work uses any more, as
+         * {@link GpuBfcAllocator#deallocateRaw(long)} does; also once the loan is closed.
+         *
+         * @param ptr an address from this allocator's loans; 0 is a no-op
+         * @throws IllegalArgumentException if {@code ptr} is not lent memory of this allocator
+         *     (nothing is freed)
+         * @throws IllegalStateException if the allocator is closed
+         */
+        public void deallocateRaw(long ptr) {
+            GpuBfcAllocator.this.deallocateRaw(ptr, loan);
+        }
+
+        /** Ends the loan: it lends no more; what it lent can still be freed through it. */
+        @Override
+        public void close() {
+            loan.close();
         }
     }
 

@@ -44,6 +44,44 @@ class GpuBfcAllocatorTest {
         return GpuBfcAllocators.create(driver, 0, b.build());
     }
 
+    /**
+     * Memory lent to a runtime (ONNX Runtime's CUDA provider) through {@code lendTo}: a stale
+     * double free of an address of the caller's own, which the runtime was given since, is
+     * refused (plain or on a stream: nothing queued), and the loan frees it; a loan frees
+     * only lent memory. The loan's chunks are those allocateRaw would give, with the same
+     * stream-ordered constraint: memory freed on a stream is not lent before its event completes.
+     */
+    @Test
+    void memoryLentToARuntimeIsFreedByTheLoanOnly() {
+        try (GpuBfcAllocator a = create(options());
+                GpuBfcAllocator.DeviceLoan loan = a.lendTo("Runtime R", "release R's sessions")) {
+            long mine = a.allocateRaw(256, 1000);
+            a.deallocateRaw(mine);
+            long lent = loan.allocateRaw(256, 1000);
+            assertThat(lent).as("the chunk just freed").isEqualTo(mine);
+            assertThatThrownBy(() -> a.deallocateRaw(mine)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("lent to Runtime R, which frees it itself");
+            assertThatThrownBy(() -> a.deallocateRaw(mine, STREAM)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("lent to Runtime R");
+            assertThat(a.pendingFrees()).as("nothing queued").isZero();
+            assertThat(a.getStats().bytesInUse()).as("nothing freed").isEqualTo(1024);
+
+            long raw = a.allocateRaw(256, 1000);
+            assertThatThrownBy(() -> loan.deallocateRaw(raw)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("a raw allocation, not memory lent through a loan");
+            a.deallocateRaw(raw, STREAM);
+            assertThat(loan.allocateRaw(256, 1000)).as("not before the stream's event completes")
+                    .isNotEqualTo(raw).satisfies(p -> loan.deallocateRaw(p));
+            driver.completeAllEvents();
+            a.pollEvents();
+            long again = loan.allocateRaw(256, 1000);
+            assertThat(again).as("once it has").isEqualTo(raw);
+            loan.deallocateRaw(again);
+            loan.deallocateRaw(lent);
+            assertThat(a.getStats().bytesInUse()).isZero();
+        }
+    }
+
     @Test
     void aNumberThatIsNoStreamIsRefusedAndFreesNothing() {
         try (GpuBfcAllocator a = create(options())) {

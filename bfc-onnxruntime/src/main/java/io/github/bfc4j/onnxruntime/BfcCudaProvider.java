@@ -121,6 +121,10 @@ public final class BfcCudaProvider implements AutoCloseable {
         default Object allocator() {
             return this;
         }
+
+        /** Told once the provider is closed (or was never made): the memory lends no more. */
+        default void release() {
+        }
     }
 
     private final DeviceMemory memory;
@@ -173,15 +177,25 @@ public final class BfcCudaProvider implements AutoCloseable {
         if (gpu == null) {
             throw new IllegalArgumentException("gpu=null (expected: a GpuBfcAllocator from GpuBfcAllocators.create)");
         }
-        return create(new DeviceMemory() {
+        // Through a loan: the memory is ORT's until its free, and a deallocateRaw of the address
+        // on gpu (a double free elsewhere in the application) is refused.
+        GpuBfcAllocator.DeviceLoan loan = gpu.lendTo("ONNX Runtime's CUDA provider (BfcCudaProvider over '"
+                + gpu.allocator().name() + "')", "release the sessions made with the provider and the OrtValues"
+                + " they returned, then close the provider");
+        DeviceMemory memory = new DeviceMemory() {
             @Override
             public long allocate(long bytes) {
-                return gpu.allocateRaw(BfcOrtAllocator.ALIGNMENT, bytes);
+                return loan.allocateRaw(BfcOrtAllocator.ALIGNMENT, bytes);
             }
 
             @Override
             public void free(long ptr) {
-                gpu.deallocateRaw(ptr);
+                loan.deallocateRaw(ptr);
+            }
+
+            @Override
+            public void release() {
+                loan.close();
             }
 
             @Override
@@ -203,7 +217,13 @@ public final class BfcCudaProvider implements AutoCloseable {
             public Object allocator() {
                 return gpu;
             }
-        });
+        };
+        try {
+            return create(memory);
+        } catch (RuntimeException | Error e) {
+            loan.close();
+            throw e;
+        }
     }
 
     static BfcCudaProvider create(DeviceMemory memory) {
@@ -407,6 +427,7 @@ public final class BfcCudaProvider implements AutoCloseable {
                 throw e;
             }
             slot.owner = null;
+            memory.release();
             if (options != null) {
                 api.ReleaseCUDAProviderOptions().call(options);
             }

@@ -1,11 +1,13 @@
 package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARNING;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
+import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.cuda.GpuBfcAllocator;
 import io.github.bfc4j.cuda.GpuBfcAllocators;
@@ -56,6 +58,14 @@ class BfcCudaProviderGpuTest {
                 // allocator never asks for 0 bytes).
                 assertThat(gpu.allocator().memoryStats().allocationsTotal() - before.allocationsTotal())
                         .isEqualTo(cuda.stats().allocCalls() - cuda.stats().failedAllocs());
+                // The session's memory is ORT's (lent through the provider's loan): a raw free of
+                // it on the allocator (an application's double free) is refused and frees nothing.
+                long held = gpu.allocator().memoryMap().regions().stream().flatMap(r -> r.chunks().stream())
+                        .filter(MemoryMap.Chunk::inUse).findFirst().orElseThrow().ptr();
+                long inUse = gpu.allocator().bytesInUse();
+                assertThatThrownBy(() -> gpu.deallocateRaw(held)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("lent to ONNX Runtime's CUDA provider (BfcCudaProvider over '");
+                assertThat(gpu.allocator().bytesInUse()).isEqualTo(inUse);
                 System.out.println(cuda.stats().allocCalls() + " allocations, " + cuda.stats().freeCalls() + " frees, "
                         + cuda.stats().emptyCacheCalls() + " empty-cache calls\n" + gpu.allocator().memorySummary());
             }
