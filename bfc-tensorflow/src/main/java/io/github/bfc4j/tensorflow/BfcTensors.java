@@ -16,6 +16,7 @@ import java.lang.System.Logger.Level;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.lang.ref.Cleaner;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -93,9 +94,13 @@ import org.tensorflow.types.family.TType;
  * back, but the memory of a buffer TensorFlow still holds stays mapped until TensorFlow drops it
  * (as for any view, {@code BfcAllocator.bytesHeldForViews()}): no tensor reads unmapped memory,
  * though the memory is no longer the allocator's. {@link #liveBuffers()} says how many buffers
- * TensorFlow holds. A JavaCPP {@code PointerScope} open on the thread where a tensor is made takes
- * no reference to it: its {@code close()} gives the buffer back whether that scope is still open
- * or not (TensorFlow Java's own tensors, made inside a scope, keep their memory until it closes).
+ * TensorFlow holds. A tensor used after its {@code close()} (TensorFlow Java does not refuse it)
+ * reaches memory that is bfc4j's again, maybe another allocation's by then; it stays mapped while
+ * the Java tensor (or its {@code RawTensor}) is reachable, whatever {@code emptyCache()} or the
+ * allocator's {@code close()} did meanwhile. A JavaCPP {@code PointerScope} open on the thread
+ * where a tensor is made takes no reference to it: its {@code close()} gives the buffer back
+ * whether that scope is still open or not (TensorFlow Java's own tensors, made inside a scope,
+ * keep their memory until it closes).
  *
  * <p><b>Scope:</b> only the buffers of tensors made here come from bfc4j. TensorFlow's
  * intermediates and outputs come from TensorFlow's own allocators (its CPU and GPU devices take no
@@ -480,7 +485,7 @@ public final class BfcTensors {
     }
 
     /** The steps of {@link #wrap} that can fail (an OutOfMemoryError) and leak the buffer. */
-    enum Step { AS_POINTER, REGISTER, SCOPE, NEW_TENSOR, WITH_DEALLOCATOR }
+    enum Step { AS_POINTER, REGISTER, SCOPE, NEW_TENSOR, WITH_DEALLOCATOR, PIN }
 
     /** Told of each step of {@link #wrap} before it is taken, for tests. */
     interface Steps {
@@ -582,6 +587,18 @@ public final class BfcTensors {
             tensor.close();
             throw new IllegalStateException("TensorFlow Java made a " + tensor.getClass().getName() + " for "
                     + dtype.dataType() + ", not a " + type.getName());
+        }
+        try {
+            steps.reached(Step.PIN);
+            Pins.pin(tensor.asRawTensor(), owned.view);
+        } catch (Throwable t) {
+            // An OutOfMemoryError pinning it: the tensor is whole, and its close gives the buffer back.
+            try {
+                tensor.close();
+            } catch (Throwable c) {
+                t.addSuppressed(c);
+            }
+            throw t;
         }
         return type.cast(tensor);
     }
@@ -749,6 +766,48 @@ public final class BfcTensors {
             return "TensorFlow's JNI library could not be loaded (" + m + "): add"
                     + " org.tensorflow:tensorflow-core-native with classifier " + platform
                     + " (TensorFlow Java's natives for this platform), see docs/integrations.md.";
+        }
+    }
+
+    /**
+     * Keeps each tensor's buffer mapped while its Java tensor is reachable, closed or not.
+     * TensorFlow Java's tensors do not check for {@code close()} when read or written, and a
+     * closed tensor's buffer is back with bfc4j, whose {@code emptyCache()}, garbage collection of
+     * regions or {@code close()} may give its region to the sub-allocator, which unmaps it: a read
+     * after that crashed the JVM. The view of the buffer handed to TensorFlow holds its region, as
+     * any view does; a cleaner action registered for the tensor's {@code RawTensor} (which the
+     * typed tensor holds) keeps that view until the {@code RawTensor} is unreachable.
+     */
+    private static final class Pins {
+        /** Made with the first tensor; a failure to start its thread is retried by the next one. */
+        private static volatile Cleaner cleaner;
+
+        private Pins() {
+        }
+
+        /** Keeps {@code view} reachable until {@code tensor} is not. */
+        static void pin(RawTensor tensor, Pointer view) {
+            Cleaner c = cleaner;
+            (c != null ? c : make()).register(tensor, new Pin(view));
+        }
+
+        private static synchronized Cleaner make() {
+            if (cleaner == null) {
+                cleaner = Cleaner.create(r -> {
+                    Thread t = new Thread(r, "bfc4j-tensor-pins");
+                    t.setDaemon(true);
+                    return t;
+                });
+            }
+            return cleaner;
+        }
+    }
+
+    /** A cleaner action that holds a view until it runs, and does nothing else. */
+    private record Pin(Pointer view) implements Runnable {
+        @Override
+        public void run() {
+            // Dropped once run: the view, and with it the region, may go.
         }
     }
 

@@ -624,6 +624,68 @@ class BfcTensorsTest {
     }
 
     /**
+     * For a child JVM: a 64 MiB tensor closed, its region given back by {@code emptyCache()},
+     * then read (TensorFlow Java does not check for close); beside it, on another allocator, a
+     * tensor closed and dropped, whose region's return shows the collections ran. One line per
+     * step.
+     */
+    public static final class ReadAfterCloseAndEmptyCache {
+        private ReadAfterCloseAndEmptyCache() {
+        }
+
+        /**
+         * Makes, closes and reads the tensor.
+         *
+         * @param args none
+         * @throws InterruptedException if interrupted while waiting for the collections
+         */
+        public static void main(String[] args) throws InterruptedException {
+            int n = (64 << 20) / Float.BYTES;
+            try (BfcAllocator bfc = BfcAllocator.builder().name("read_after_close").memoryLimit(256L << 20)
+                    .subAllocator(new AlignedHostSubAllocator()).build();
+                 BfcAllocator other = BfcAllocator.builder().name("dropped").memoryLimit(256L << 20)
+                    .subAllocator(new AlignedHostSubAllocator()).build()) {
+                BfcTensors tensors = new BfcTensors(bfc);
+                TFloat32 kept = tensors.tensorOf(TFloat32.class, Shape.of(n));
+                kept.setFloat(7f, n - 1);
+                kept.close();
+                new BfcTensors(other).tensorOf(TFloat32.class, Shape.of(n)).close();
+                bfc.emptyCache();
+                other.emptyCache();
+                gcUntil(() -> other.bytesHeldForViews() == 0);
+                // The dropped tensor's region is back with its sub-allocator: a region no longer
+                // held went with it, or within half a second.
+                long grace = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(500);
+                while (bfc.bytesHeldForViews() != 0 && System.nanoTime() < grace) {
+                    System.gc();
+                    Thread.sleep(20);
+                }
+                System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse()
+                        + " bytes in use, " + other.bytesHeldForViews() + " and " + bfc.bytesHeldForViews()
+                        + " bytes held for views");
+                System.out.println("tensor: read after its close, " + kept.getFloat(n - 1));
+                kept = null;
+                gcUntil(() -> bfc.bytesHeldForViews() == 0);
+                System.out.println("left once it is unreachable: " + bfc.bytesHeldForViews() + " bytes held for views");
+            }
+        }
+    }
+
+    /**
+     * A tensor read after its close (TensorFlow Java does not refuse it, for its own tensors
+     * either) once {@code emptyCache()} had given its region back: the sub-allocator unmapped the
+     * region as soon as the collector found the view handed to TensorFlow unreachable, and the read
+     * crashed the JVM (exit 134). The memory now stays mapped while the Java tensor is reachable
+     * ({@code bytesHeldForViews()} says so) and goes once it is not.
+     */
+    @Test
+    void aTensorReadAfterItsCloseAndAnEmptyCacheReadsMemoryStillMapped() throws Exception {
+        List<String> lines = childJvm(List.of(), ReadAfterCloseAndEmptyCache.class);
+        assertThat(lines).containsExactly("left: 0 buffers, 0 bytes in use, 0 and 67108864 bytes held for views",
+                "tensor: read after its close, 7.0", "left once it is unreachable: 0 bytes held for views");
+    }
+
+    /**
      * Runs {@code main} in a child JVM with this class path and the JVM options {@code options};
      * returns its lines that start with {@code tensor} or {@code left}, having checked that it
      * exited normally (134: it crashed).
