@@ -125,6 +125,12 @@ public final class BfcAllocator implements MemoryAllocator {
     /** What {@link #close()} does with live allocations. */
     private final ClosePolicy closePolicy;
 
+    /**
+     * This allocator's one read-only view ({@link BfcAllocatorView#of}): one object, so that what
+     * holds it weakly or compares it by identity sees the allocator's lifetime and identity.
+     */
+    final BfcAllocatorView readOnlyView = new BfcAllocatorView(this);
+
     /** Whether handles from {@link #allocate(long)} are watched for leaks. */
     private final LeakDetection leakDetection;
 

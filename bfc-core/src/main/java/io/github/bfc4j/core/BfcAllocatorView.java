@@ -19,20 +19,22 @@ public final class BfcAllocatorView {
 
     private final BfcAllocator allocator;
 
-    private BfcAllocatorView(BfcAllocator allocator) {
+    /** Made once per allocator, by the allocator. */
+    BfcAllocatorView(BfcAllocator allocator) {
         this.allocator = allocator;
     }
 
     /**
-     * A view of an allocator. Keep the view rather than making one per call where something
-     * holds it weakly (Micrometer's meters do).
+     * The view of an allocator: the same object on every call for the same allocator, which
+     * lives as long as the allocator does (what holds it weakly, as Micrometer's meters do, reads
+     * the allocator for as long as it is reachable).
      *
      * @param allocator the allocator to read
-     * @return the view
+     * @return its view
      * @throws NullPointerException if {@code allocator} is null
      */
     public static BfcAllocatorView of(BfcAllocator allocator) {
-        return new BfcAllocatorView(Objects.requireNonNull(allocator, "allocator=null (expected: the BfcAllocator to read)"));
+        return Objects.requireNonNull(allocator, "allocator=null (expected: the BfcAllocator to read)").readOnlyView;
     }
 
     /**

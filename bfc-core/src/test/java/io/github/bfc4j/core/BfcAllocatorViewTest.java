@@ -62,6 +62,28 @@ class BfcAllocatorViewTest {
         }
     }
 
+    /**
+     * An allocator has one view, which lives as long as it does: a view made per call was
+     * another object each time (a binder comparing views by identity took two views of one
+     * allocator for two allocators), and one not kept was collected while its allocator lived
+     * (what held it weakly read nothing).
+     */
+    @Test
+    void anAllocatorHasOneViewThatLivesAsLongAsIt() throws InterruptedException {
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(0x7f0000000000L, 64 * MIB, 0, true),
+                16 * MIB, "one_view", BfcOptions.builder().allowRetryOnFailure(false).build())) {
+            assertThat(BfcAllocatorView.of(a)).isSameAs(BfcAllocatorView.of(a));
+            java.lang.ref.WeakReference<BfcAllocatorView> view = new java.lang.ref.WeakReference<>(BfcAllocatorView.of(a));
+            java.lang.ref.WeakReference<Object> sentinel = new java.lang.ref.WeakReference<>(new Object());
+            for (int i = 0; i < 100 && sentinel.get() != null; i++) {
+                System.gc();
+                Thread.sleep(10);
+            }
+            assertThat(sentinel.get()).as("a collection ran").isNull();
+            assertThat(view.get()).as("the view, after a collection, its allocator alive").isSameAs(BfcAllocatorView.of(a));
+        }
+    }
+
     @Test
     void offersNothingThatAllocatesFreesClosesOrChangesTheAllocator() {
         assertThat(AutoCloseable.class.isAssignableFrom(BfcAllocatorView.class)).isFalse();

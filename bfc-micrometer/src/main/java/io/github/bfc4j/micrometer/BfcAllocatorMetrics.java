@@ -38,11 +38,11 @@ import java.util.function.Supplier;
  * the allocator counts with plain fields under its own lock and calls nothing of Micrometer's.
  * The meters hold the allocator weakly (Micrometer's default): once it is unreachable they read
  * NaN. An allocator whose owner hands out only a {@link BfcAllocatorView} (bfc-cuda's
- * {@code GpuBfcAllocator.allocator()}) is bound through the view, which lives as long as its
- * owner.
+ * {@code GpuBfcAllocator.allocator()}) is bound through the view, the allocator's one view
+ * ({@link BfcAllocatorView#of}), which lives as long as the allocator.
  *
- * <p>One registry holds one set of these meters per set of tags. Binding the same allocator (or
- * the same view) again with the same tags changes nothing. Binding another allocator with the
+ * <p>One registry holds one set of these meters per set of tags. Binding the same allocator again
+ * with the same tags, directly or through its view, changes nothing. Binding another allocator with the
  * same tags replaces the meters of the first if it is closed or collected (an allocator made
  * anew under the same name, say), and throws if it is still open: its meters would otherwise
  * shadow the new ones, which Micrometer would silently drop.
@@ -59,7 +59,10 @@ public final class BfcAllocatorMetrics implements MeterBinder {
     private record Binding(ScrapeSnapshot<?> snapshot, List<Meter.Id> ids) {
     }
 
-    /** The allocator or view the meters read (compared by identity when bound again). */
+    /**
+     * What the meters read: an allocator's view (an allocator bound directly is read through it)
+     * or a sharded allocator; compared by identity when bound again.
+     */
     private final Object target;
     private final Supplier<ScrapeSnapshot<?>> snapshots;
     private final Tags tags;
@@ -85,18 +88,18 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      *     {@code memory.type} or {@code device.id}, which the meters have already
      */
     public BfcAllocatorMetrics(BfcAllocator allocator, String deviceId, Iterable<Tag> extraTags) {
-        Objects.requireNonNull(allocator, "allocator=null (expected: the BfcAllocator whose meters to bind)");
-        this.target = allocator;
-        this.snapshots = () -> new ScrapeSnapshot<>(allocator, BfcAllocator::memoryStats, BfcAllocator::isClosed,
-                System::nanoTime);
-        this.tags = tags(allocator.name(), allocator.getMemoryType(), deviceId, extraTags);
+        // Read through the allocator's one view, so that binding it directly or through its view
+        // is binding the same thing.
+        this(BfcAllocatorView.of(Objects.requireNonNull(allocator,
+                "allocator=null (expected: the BfcAllocator whose meters to bind)")), deviceId, extraTags);
     }
 
     /**
      * Meters tagged with the allocator's name, its memory type and {@code device.id=0}, read
      * through a view.
      *
-     * @param view the view of the allocator to observe; the meters hold it weakly
+     * @param view the view of the allocator to observe ({@link BfcAllocatorView#of}, one per
+     *     allocator); the meters hold it weakly, and it lives as long as its allocator
      * @throws NullPointerException if {@code view} is null
      */
     public BfcAllocatorMetrics(BfcAllocatorView view) {
@@ -107,7 +110,8 @@ public final class BfcAllocatorMetrics implements MeterBinder {
      * Meters tagged with the allocator's name, its memory type, the device id and extra tags,
      * read through a view.
      *
-     * @param view the view of the allocator to observe; the meters hold it weakly
+     * @param view the view of the allocator to observe ({@link BfcAllocatorView#of}, one per
+     *     allocator); the meters hold it weakly, and it lives as long as its allocator
      * @param deviceId the {@code device.id} tag (e.g. the CUDA ordinal)
      * @param extraTags more tags for every meter
      * @throws NullPointerException if an argument is null, or {@code extraTags} holds a null
@@ -197,8 +201,8 @@ public final class BfcAllocatorMetrics implements MeterBinder {
     }
 
     /**
-     * Registers the meters. Nothing changes if this allocator (or view) is already bound to
-     * {@code registry} with the same tags; the meters of another allocator bound with the same
+     * Registers the meters. Nothing changes if this allocator is already bound to
+     * {@code registry} with the same tags (directly or through its view); the meters of another allocator bound with the same
      * tags are removed first if it is closed or collected.
      *
      * @param registry the registry

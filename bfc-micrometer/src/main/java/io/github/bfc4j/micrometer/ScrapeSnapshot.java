@@ -23,8 +23,8 @@ import java.util.function.Predicate;
  * stay fresh. Holds the allocator (or its read-only view) weakly, like Micrometer's own gauges:
  * once it is unreachable every meter reads NaN.
  *
- * @param <T> what the statistics are read from: a {@code BfcAllocator} or a
- *     {@code BfcAllocatorView}
+ * @param <T> what the statistics are read from: a {@code BfcAllocatorView} or a
+ *     {@code ShardedBfcAllocator}
  */
 final class ScrapeSnapshot<T> {
 

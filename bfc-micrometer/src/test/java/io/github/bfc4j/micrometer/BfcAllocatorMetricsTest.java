@@ -392,6 +392,40 @@ class BfcAllocatorMetricsTest {
         }
     }
 
+    /**
+     * An allocator bound directly and again through {@code BfcAllocatorView.of} (or through two
+     * such calls) is one allocator: the second binding changes nothing. It was refused as
+     * "another open allocator with the same tags", and the meters of a view not kept read NaN
+     * once the collector took it, the allocator alive.
+     */
+    @Test
+    void anAllocatorBoundDirectlyAndThroughViewsMadeOnTheSpotIsOneAllocator() throws InterruptedException {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        PrometheusMeterRegistry viewsOnly = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = sim("host")) {
+            new BfcAllocatorMetrics(a).bindTo(registry);
+            new BfcAllocatorMetrics(BfcAllocatorView.of(a)).bindTo(registry);
+            new BfcAllocatorMetrics(BfcAllocatorView.of(a), "0", Tags.empty()).bindTo(registry);
+            assertThat(registry.getMeters()).hasSize(BfcAllocatorMeters.values().length);
+            new BfcAllocatorMetrics(BfcAllocatorView.of(a)).bindTo(viewsOnly);
+            new BfcAllocatorMetrics(BfcAllocatorView.of(a)).bindTo(viewsOnly);
+            assertThat(viewsOnly.getMeters()).hasSize(BfcAllocatorMeters.values().length);
+
+            java.lang.ref.WeakReference<Object> sentinel = new java.lang.ref.WeakReference<>(new Object());
+            for (int i = 0; i < 100 && sentinel.get() != null; i++) {
+                System.gc();
+                Thread.sleep(10);
+            }
+            assertThat(sentinel.get()).as("a collection ran").isNull();
+            long p = a.allocateRaw(256, 3000);
+            assertThat(value(PrometheusText.parse(viewsOnly.scrape()), "bfc_allocator_memory_used_bytes"))
+                    .as("read through a view no one kept, after a collection").isEqualTo(3072);
+            assertThat(value(PrometheusText.parse(registry.scrape()), "bfc_allocator_memory_used_bytes"))
+                    .isEqualTo(3072);
+            a.deallocateRaw(p);
+        }
+    }
+
     @Test
     void docsListEveryMeterWithItsPrometheusName() throws Exception {
         Path doc = SourceTree.resolve("docs/metrics.md");
