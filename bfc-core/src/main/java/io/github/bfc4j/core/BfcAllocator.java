@@ -155,7 +155,8 @@ public final class BfcAllocator implements MemoryAllocator {
      * @param name the allocator's name, for messages and metrics; not blank
      * @param opts the options
      * @throws IllegalArgumentException if an argument is null, {@code totalMemory} is not
-     *     positive, {@code name} is blank, the sub-allocator's {@code memoryType()} is null, or
+     *     positive, {@code name} is blank, the sub-allocator's {@code memoryType()} is null or
+     *     its {@code deviceId()} outside 0 to 1023, or
      *     the fragmentation fraction is positive but its threshold
      *     {@code (long) (fraction * totalMemory)} is 0
      */
@@ -177,6 +178,12 @@ public final class BfcAllocator implements MemoryAllocator {
             throw new IllegalArgumentException("subAllocator.memoryType()=null for " + subAllocator
                     + " (expected: a MemoryType, e.g. HOST_PAGEABLE for memory Java may view; SubAllocator's"
                     + " default is UNKNOWN)");
+        }
+        int device = subAllocator.deviceId();
+        if (device < 0 || device > PyTorchSnapshotWriter.MAX_DEVICE) {
+            throw new IllegalArgumentException("subAllocator.deviceId()=" + device + " for " + subAllocator
+                    + " (expected: a CUDA device ordinal, 0 to " + PyTorchSnapshotWriter.MAX_DEVICE
+                    + "; SubAllocator's default is 0)");
         }
         return subAllocator;
     }
@@ -370,7 +377,8 @@ public final class BfcAllocator implements MemoryAllocator {
          * @param subAllocator where regions come from, e.g. bfc-cpu's
          *     {@code AlignedHostSubAllocator}; required
          * @return this builder
-         * @throws IllegalArgumentException if null, or if its {@code memoryType()} is null
+         * @throws IllegalArgumentException if null, if its {@code memoryType()} is null, or if
+         *     its {@code deviceId()} is outside 0 to 1023
          */
         public Builder subAllocator(SubAllocator subAllocator) {
             this.subAllocator = checkSubAllocator(subAllocator);
@@ -1588,7 +1596,7 @@ public final class BfcAllocator implements MemoryAllocator {
         try {
             return new MemorySnapshot(history.now(), reports.memoryMapLocked(), options(), view.coalescing(),
                     view.timingCounterEverSet(), history.history(), view.shardIndex() < 0 ? null : view.userName(),
-                    view.shardIndex(), view.shardCount());
+                    view.shardIndex(), view.shardCount(), view.deviceId());
         } finally {
             port.unlock();
         }

@@ -163,6 +163,8 @@ final class BfcPort {
     private final BfcOptions opts;
     private final long memoryLimit;
     private final boolean coalesceRegions;
+    /** The sub-allocator's {@code deviceId()}, for snapshots (bfc4j's; upstream has none). */
+    private final int deviceId;
     private final SubAllocator subAllocator;
     private final String name;
     /**
@@ -351,6 +353,7 @@ final class BfcPort {
             throw new IllegalArgumentException("totalMemory=" + totalMemory + " (expected: >= 0)");
         }
         this.coalesceRegions = subAllocator.supportsCoalescing();
+        this.deviceId = subAllocator.deviceId();
         if (opts.allowGrowth()) {
             // 2MiB smallest initial allocation, unless total memory available is less.
             currRegionAllocationBytes = roundedBytes(Math.min(totalMemory, 2L << 20));
@@ -2150,6 +2153,11 @@ final class BfcPort {
         @Override
         public MemoryType memoryType() {
             return subAllocator.memoryType();
+        }
+
+        @Override
+        public int deviceId() {
+            return deviceId;
         }
 
         @Override

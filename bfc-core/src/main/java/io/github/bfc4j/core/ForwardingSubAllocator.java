@@ -38,4 +38,9 @@ public abstract class ForwardingSubAllocator implements SubAllocator {
     public MemoryType memoryType() {
         return upstream.memoryType();
     }
+
+    @Override
+    public int deviceId() {
+        return upstream.deviceId();
+    }
 }

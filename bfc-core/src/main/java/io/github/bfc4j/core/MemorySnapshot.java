@@ -37,30 +37,59 @@ import java.util.Objects;
  *     allocator of its own
  * @param shardCount for a shard, how many shards the sharded allocator has; 0 for an allocator
  *     of its own
+ * @param deviceId the device whose memory it is, by its CUDA ordinal (the sub-allocator's
+ *     {@link SubAllocator#deviceId()}, 0 for host or simulated memory): the device that
+ *     {@link #writePyTorchPickle(OutputStream)} writes it as
  */
 public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions options, boolean coalescingRegions,
         boolean timingCounterUsed, MemoryHistory history, String shardedAllocatorName, int shardIndex,
-        int shardCount) {
+        int shardCount, int deviceId) {
 
     /**
      * Checks the snapshot.
      *
      * @throws NullPointerException if {@code memoryMap}, {@code options} or {@code history} is
      *     null
-     * @throws IllegalArgumentException if the shard's figures do not fit together: with
+     * @throws IllegalArgumentException if the shard's figures do not fit together (with
      *     {@code shardedAllocatorName} null, {@code shardIndex} must be -1 and {@code shardCount}
-     *     0; with a name, {@code shardIndex} must lie in {@code 0 .. shardCount - 1}
+     *     0; with a name, {@code shardIndex} must lie in {@code 0 .. shardCount - 1}), or if
+     *     {@code deviceId} is outside 0 to 1023
      */
     public MemorySnapshot {
         Objects.requireNonNull(memoryMap, "memoryMap=null (expected: a MemoryMap, e.g. allocator.memoryMap())");
         Objects.requireNonNull(options, "options=null (expected: the allocator's BfcOptions)");
         Objects.requireNonNull(history, "history=null (expected: a MemoryHistory, e.g. another snapshot's history())");
         ShardNames.check(shardedAllocatorName, shardIndex, shardCount);
+        PyTorchSnapshotWriter.checkDevice(deviceId);
     }
 
     /**
-     * The snapshot of an allocator of its own, not a shard: {@code shardedAllocatorName} null,
-     * {@code shardIndex} -1 and {@code shardCount} 0.
+     * The snapshot of memory of device 0 (host or simulated memory, or the first GPU).
+     *
+     * @param timeMicros when it was taken (epoch microseconds)
+     * @param memoryMap the regions, chunks, bins and statistics
+     * @param options the allocator's options
+     * @param coalescingRegions whether the sub-allocator merges adjacent regions
+     * @param timingCounterUsed whether the allocator was ever given a timing counter
+     * @param history the recorded history ({@link MemoryHistory#NONE} if never recorded)
+     * @param shardedAllocatorName for a shard, the sharded allocator's name; else null
+     * @param shardIndex for a shard, its index; else -1
+     * @param shardCount for a shard, the number of shards; else 0
+     * @throws NullPointerException if {@code memoryMap}, {@code options} or {@code history} is
+     *     null
+     * @throws IllegalArgumentException if the shard's figures do not fit together
+     */
+    public MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions options, boolean coalescingRegions,
+            boolean timingCounterUsed, MemoryHistory history, String shardedAllocatorName, int shardIndex,
+            int shardCount) {
+        this(timeMicros, memoryMap, options, coalescingRegions, timingCounterUsed, history, shardedAllocatorName,
+                shardIndex, shardCount, 0);
+    }
+
+    /**
+     * The snapshot of an allocator of its own, not a shard, of memory of device 0:
+     * {@code shardedAllocatorName} null, {@code shardIndex} -1, {@code shardCount} 0 and
+     * {@code deviceId} 0.
      *
      * @param timeMicros when it was taken (epoch microseconds)
      * @param memoryMap the regions, chunks, bins and statistics
@@ -72,7 +101,7 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      */
     public MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions options, boolean coalescingRegions,
             boolean timingCounterUsed, MemoryHistory history) {
-        this(timeMicros, memoryMap, options, coalescingRegions, timingCounterUsed, history, null, -1, 0);
+        this(timeMicros, memoryMap, options, coalescingRegions, timingCounterUsed, history, null, -1, 0, 0);
     }
 
     /**
@@ -88,8 +117,9 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
 
     /**
      * Writes PyTorch's memory snapshot (the dictionary of {@code torch.cuda.memory._snapshot()},
-     * pickled as {@code torch.cuda.memory._dump_snapshot()} does): regions as segments, chunks
-     * as blocks, the history as {@code device_traces[0]}. Drag the file onto
+     * pickled as {@code torch.cuda.memory._dump_snapshot()} does) as the memory of its device,
+     * {@link #deviceId()} ({@link #writePyTorchPickle(OutputStream, int)}): regions as segments,
+     * chunks as blocks, the history as {@code device_traces[deviceId]}. Drag the file onto
      * pytorch.org/memory_viz. The history is written only if it was still recording when the
      * snapshot was taken ({@link MemoryHistory#recording()}): as PyTorch clears its trace when
      * recording stops, a stopped one is left out (it says nothing of what the allocator did
@@ -101,13 +131,14 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      * @throws IOException if writing fails
      */
     public void writePyTorchPickle(OutputStream out) throws IOException {
-        writePyTorchPickle(out, 0);
+        writePyTorchPickle(out, deviceId);
     }
 
     /**
-     * Writes PyTorch's memory snapshot as the memory of CUDA device {@code device}: its segments
-     * say that device, and the history is {@code device_traces[device]} (the lists before it
-     * empty, as PyTorch writes devices without a history).
+     * Writes PyTorch's memory snapshot as the memory of CUDA device {@code device}, whatever
+     * {@link #deviceId()} says: its segments say that device, and the history is
+     * {@code device_traces[device]} (the lists before it empty, as PyTorch writes devices
+     * without a history).
      *
      * @param out where the pickle goes (not closed)
      * @param device the device's ordinal, as PyTorch numbers it, 0 to 1023
@@ -120,10 +151,11 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
     }
 
     /**
-     * Writes PyTorch's memory snapshot to a file (created or replaced; written to a temporary
-     * file beside it and moved over it once complete, so a failure leaves the file as it was;
-     * a symbolic link is followed, and a device or named pipe, {@code /dev/null}, written to; a
-     * file replaced keeps its POSIX permissions, and other hard links to it keep the old content).
+     * Writes PyTorch's memory snapshot, as the memory of its device ({@link #deviceId()}), to a
+     * file (created or replaced; written to a temporary file beside it and moved over it once
+     * complete, so a failure leaves the file as it was; a symbolic link is followed, and a
+     * device or named pipe, {@code /dev/null}, written to; a file replaced keeps its POSIX
+     * permissions, and other hard links to it keep the old content).
      *
      * @param file the file, e.g. {@code snapshot.pickle}
      * @throws NullPointerException if {@code file} is null
@@ -132,7 +164,7 @@ public record MemorySnapshot(long timeMicros, MemoryMap memoryMap, BfcOptions op
      *     (read-only)
      */
     public void writePyTorchPickle(Path file) throws IOException {
-        writePyTorchPickle(file, 0);
+        writePyTorchPickle(file, deviceId);
     }
 
     /**

@@ -113,7 +113,7 @@ final class OutOfMemoryReporter extends PortListener {
             }
             MemorySnapshot snapshot = new MemorySnapshot(history.now(), map, options, v.coalescing(),
                     v.timingCounterEverSet(), history.history(), v.shardIndex() < 0 ? null : v.userName(),
-                    v.shardIndex(), v.shardCount());
+                    v.shardIndex(), v.shardCount(), v.deviceId());
             r.report = new OutOfMemoryReport(v.name(), numBytes, roundedBytes,
                     history.isOn() ? history.lastFailure() : Provenance.UNKNOWN, snapshot,
                     reports.memorySummaryLocked(), v.shardIndex() < 0 ? null : v.userName(), v.shardIndex(),

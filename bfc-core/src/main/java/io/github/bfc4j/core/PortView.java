@@ -51,6 +51,9 @@ interface PortView {
     /** @return the sub-allocator's memory type (upstream's {@code GetMemoryType()}) */
     MemoryType memoryType();
 
+    /** @return the sub-allocator's device ordinal, read when the allocator was built */
+    int deviceId();
+
     /** @return a new cursor over the regions and their chunks */
     ChunkWalk walk();
 

@@ -28,7 +28,8 @@ import java.util.Set;
  * {@code torch.cuda.memory._snapshot()}, which pytorch.org/memory_viz and
  * {@code torch.cuda._memory_viz} read. The mapping (docs/observability.md):
  * <ul>
- *   <li>each region is a segment ({@code device} 0 unless written for another device,
+ *   <li>each region is a segment ({@code device} the snapshot's {@link MemorySnapshot#deviceId()}
+ *       unless written for another device,
  *       {@code stream} 0 (for the shards of a
  *       {@link ShardedBfcAllocator}: the shard's index, on its events too), {@code segment_pool_id}
  *       (0, 0), {@code segment_type} {@code "large"} above 1 MiB, {@code is_expandable} when
@@ -146,7 +147,8 @@ final class PyTorchSnapshotWriter {
 
     /**
      * Writes the snapshots of the shards of a {@link ShardedBfcAllocator}, in shard order, as one
-     * snapshot of device 0 whose stream {@code i} is shard {@code i}. While a shard records no
+     * snapshot of their device (the first shard's {@link MemorySnapshot#deviceId()}: they share
+     * one sub-allocator) whose stream {@code i} is shard {@code i}. While a shard records no
      * history (stopped, or not started yet: {@code recordHistory} and {@code stopHistory} reach
      * the shards one after another, and a shard's own calls reach it alone), the other shards'
      * events would meet ranges it obtained or gave back unrecorded: then no shard's events are
@@ -162,7 +164,7 @@ final class PyTorchSnapshotWriter {
             Part p = Part.of(i, shards.get(i));
             parts.add(allRecording ? p : p.withoutEvents());
         }
-        write(shards.get(0).coalescingRegions(), parts, 0, out);
+        write(shards.get(0).coalescingRegions(), parts, shards.get(0).deviceId(), out);
     }
 
     /**

@@ -196,7 +196,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
          * @param subAllocator where every shard's regions come from; required. Its calls are
          *     serialised, so it need not be thread-safe
          * @return this builder
-         * @throws IllegalArgumentException if null, or if its {@code memoryType()} is null
+         * @throws IllegalArgumentException if null, if its {@code memoryType()} is null, or if
+         *     its {@code deviceId()} is outside 0 to 1023
          */
         public Builder subAllocator(SubAllocator subAllocator) {
             this.subAllocator = BfcAllocator.checkSubAllocator(subAllocator);

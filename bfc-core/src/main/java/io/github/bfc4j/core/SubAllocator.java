@@ -78,6 +78,19 @@ public interface SubAllocator {
     }
 
     /**
+     * The device whose memory this is, by its CUDA ordinal: what PyTorch's memory snapshots of
+     * the allocator say ({@link MemorySnapshot#deviceId()}). Not upstream's (bfc4j's addition).
+     * bfc-cuda's device and virtual-memory sub-allocators give their device's; its pinned host
+     * sub-allocator the device whose context allocates. Read once, when the allocator is built.
+     *
+     * @return the ordinal, 0 to 1023; 0 unless overridden (memory of no device, such as host
+     *     or simulated memory, is written as device 0's, PyTorch's default device)
+     */
+    default int deviceId() {
+        return 0;
+    }
+
+    /**
      * The name of the allocator whose call to its sub-allocator is in progress on this thread,
      * or null when no allocator's is: a call that a {@link BfcAllocator} or a
      * {@link ShardedBfcAllocator} makes to the sub-allocator it was given (through any adaptors

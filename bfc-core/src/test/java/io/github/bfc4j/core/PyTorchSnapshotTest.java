@@ -132,6 +132,94 @@ class PyTorchSnapshotTest {
         }
     }
 
+    /** A simulated space that says it is the memory of device {@code device}. */
+    private static SubAllocator onDevice(int device) {
+        return new ForwardingSubAllocator(new SimSubAllocator(BASE, 1L << 34, 0, false)) {
+            @Override
+            public int deviceId() {
+                return device;
+            }
+        };
+    }
+
+    @SuppressWarnings("unchecked")
+    private static void assertDevice(String what, byte[] pickle, int device) throws IOException {
+        Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(pickle);
+        assertThat((List<Map<String, Object>>) d.get("segments")).as(what + ": segments").isNotEmpty()
+                .allSatisfy(seg -> assertThat(num(seg.get("device"))).as(what + ": a segment's device")
+                        .isEqualTo(device));
+        List<List<Object>> traces = (List<List<Object>>) d.get("device_traces");
+        assertThat(traces).as(what + ": device_traces").hasSize(device + 1);
+        assertThat(traces.get(device)).as(what + ": the device's history").isNotEmpty();
+    }
+
+    /**
+     * The sub-allocator's device is every snapshot's, through adaptors (a limit, the shards of
+     * a sharded allocator): the snapshot's own writers and the out-of-memory dump's pickle, of
+     * an allocator and of a shard, say device 3. They said device 0, unless the caller named
+     * the device.
+     */
+    @Test
+    void theSubAllocatorsDeviceIsEverySnapshotsDevice(@org.junit.jupiter.api.io.TempDir Path dir)
+            throws IOException {
+        Path dumps = dir.resolve("dumps");
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).dumpOnOomDirectory(dumps).build();
+        try (BfcAllocator a = BfcAllocator.builder().name("gpu3").memoryLimit(4L << 20)
+                .subAllocator(new LimitingSubAllocator(onDevice(3), 1L << 30)).options(opts).build()) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long p = a.allocateRaw(64, 1000);
+            assertThat(a.allocateRaw(64, 8L << 20)).isZero();
+            MemorySnapshot s = a.snapshot();
+            assertThat(s.deviceId()).isEqualTo(3);
+            assertDevice("writePyTorchPickle(out)", pickle(s), 3);
+            Path file = dir.resolve("a.pickle");
+            s.writePyTorchPickle(file);
+            assertDevice("writePyTorchPickle(file)", Files.readAllBytes(file), 3);
+            a.deallocateRaw(p);
+        }
+        try (ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("sh3").memoryLimit(4L << 20)
+                .subAllocator(onDevice(3)).shards(2).options(opts).build()) {
+            sharded.recordHistory(HistoryOptions.builder().stacks(false).build());
+            long p = sharded.allocateRaw(64, 1000);
+            assertThat(sharded.allocateRaw(64, 8L << 20)).isZero();
+            assertThat(sharded.snapshots()).extracting(MemorySnapshot::deviceId).containsOnly(3);
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            sharded.writePyTorchPickle(out);
+            assertDevice("the sharded allocator's writePyTorchPickle", out.toByteArray(), 3);
+            sharded.deallocateRaw(p);
+        }
+        List<Path> pickles;
+        try (Stream<Path> files = Files.list(dumps)) {
+            pickles = files.filter(f -> f.toString().endsWith(".pickle")).sorted().toList();
+        }
+        assertThat(pickles).as("the dumps of both failures").hasSize(2);
+        for (Path f : pickles) {
+            assertDevice(f.getFileName().toString(), Files.readAllBytes(f), 3);
+        }
+    }
+
+    /** A device the snapshot cannot be written as is refused when the allocator is built. */
+    @Test
+    void aSubAllocatorWithADeviceNoSnapshotCanSayIsRefused() {
+        for (int device : new int[] {-1, 1024}) {
+            String message = "subAllocator.deviceId()=" + device + " for ";
+            assertThatThrownBy(() -> BfcAllocator.builder().subAllocator(onDevice(device)))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith(message)
+                    .hasMessageEndingWith("(expected: a CUDA device ordinal, 0 to 1023; SubAllocator's default is 0)");
+            assertThatThrownBy(() -> new BfcAllocator(onDevice(device), 1L << 20, "a", BfcOptions.defaults()))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith(message);
+            assertThatThrownBy(() -> ShardedBfcAllocator.builder().subAllocator(onDevice(device)))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageStartingWith(message);
+        }
+        try (BfcAllocator a = BfcAllocator.builder().memoryLimit(1L << 20).subAllocator(onDevice(1023)).build()) {
+            assertThat(a.snapshot().deviceId()).isEqualTo(1023);
+        }
+        try (BfcAllocator a = BfcAllocator.builder().memoryLimit(1L << 20)
+                .subAllocator(new SimSubAllocator(BASE, 1L << 30, 0, false)).build()) {
+            assertThat(a.snapshot().deviceId()).as("SubAllocator's default").isZero();
+        }
+    }
+
     @Test
     void theOpcodeCheckRefusesWhatMemoryVizCannotRead() {
         byte[] ok = {(byte) 0x80, 2, 'K', 5, '.'};

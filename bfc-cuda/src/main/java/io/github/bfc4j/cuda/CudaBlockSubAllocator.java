@@ -131,10 +131,12 @@ abstract sealed class CudaBlockSubAllocator implements SubAllocator, AutoCloseab
     }
 
     /**
-     * The device whose context makes the calls.
+     * The device whose context makes the calls: for device memory, the device whose memory it
+     * is; the device that PyTorch snapshots of its allocator say.
      *
      * @return the ordinal
      */
+    @Override
     public final int deviceId() {
         return deviceId;
     }

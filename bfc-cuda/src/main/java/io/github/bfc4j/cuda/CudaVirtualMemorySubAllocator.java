@@ -491,10 +491,12 @@ public final class CudaVirtualMemorySubAllocator implements SubAllocator, AutoCl
     }
 
     /**
-     * The device this sub-allocator maps memory on.
+     * The device this sub-allocator maps memory on; the device that PyTorch snapshots of its
+     * allocator say.
      *
      * @return the ordinal
      */
+    @Override
     public int deviceId() {
         return deviceId;
     }

@@ -798,5 +798,10 @@ public final class GpuBfcAllocator implements AutoCloseable {
         public MemoryType memoryType() {
             return subAllocator.memoryType();
         }
+
+        @Override
+        public int deviceId() {
+            return subAllocator.deviceId();
+        }
     }
 }

@@ -101,6 +101,66 @@ class GpuProvenanceTest {
         }
     }
 
+    /**
+     * Every PyTorch snapshot of a device-1 allocator says device 1: the out-of-memory dump's
+     * {@code .pickle} ({@code -Dbfc4j.dumpOnOom}), a listener's report written as it is, and the
+     * allocator's {@link GpuBfcAllocator#snapshot()} written without naming a device. Only
+     * {@link GpuBfcAllocator#writePyTorchPickle(Path)} said so: the others said device 0, whose
+     * memory this is not.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void everySnapshotOfADevice1AllocatorSaysDevice1(@TempDir Path dir) throws IOException {
+        SimulatedCudaDriver twoGpus = new SimulatedCudaDriver(List.of(
+                new CudaDeviceInfo(0, "Simulated GPU", 64 * MIB, 9, 0, true),
+                new CudaDeviceInfo(1, "Simulated GPU", 64 * MIB, 9, 0, true)), 64 << 10);
+        Path dumps = dir.resolve("dumps");
+        String old = System.getProperty("bfc4j.dumpOnOom");
+        GpuBfcAllocator created;
+        System.setProperty("bfc4j.dumpOnOom", dumps.toString());
+        try {
+            created = GpuBfcAllocators.create(twoGpus, 1, GpuBfcOptions.builder().memoryLimitBytes(4 * MIB)
+                    .allowRetryOnFailure(false).eventPollIntervalMicros(0)
+                    .environment(Map.<String, String>of()::get).build());
+        } finally {
+            if (old == null) {
+                System.clearProperty("bfc4j.dumpOnOom");
+            } else {
+                System.setProperty("bfc4j.dumpOnOom", old);
+            }
+        }
+        try (GpuBfcAllocator gpu = created) {
+            gpu.recordHistory(HistoryOptions.builder().stackDepth(4).build());
+            List<OutOfMemoryReport> reports = new ArrayList<>();
+            gpu.addOutOfMemoryListener(reports::add);
+            long p = gpu.allocateRaw(256, MIB);
+            assertThat(gpu.allocateRaw(256, 8 * MIB)).isZero();
+            Path dumped;
+            try (var files = Files.list(dumps)) {
+                dumped = files.filter(f -> f.toString().endsWith(".pickle")).findFirst().orElseThrow();
+            }
+            Path reported = dir.resolve("report.pickle");
+            try (var out = Files.newOutputStream(reported)) {
+                reports.get(0).snapshot().writePyTorchPickle(out);
+            }
+            Path snapshot = dir.resolve("snapshot.pickle");
+            gpu.snapshot().writePyTorchPickle(snapshot);
+            for (Path file : List.of(dumped, reported, snapshot)) {
+                Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(Files.readAllBytes(file));
+                List<Map<String, Object>> segments = (List<Map<String, Object>>) d.get("segments");
+                assertThat(segments).as(file.getFileName().toString()).hasSize(1);
+                assertThat(((Number) segments.get(0).get("device")).intValue())
+                        .as(file.getFileName() + ": its segment's device").isEqualTo(1);
+                List<List<Map<String, Object>>> traces = (List<List<Map<String, Object>>>) d.get("device_traces");
+                assertThat(traces).as(file.getFileName() + ": device_traces").hasSize(2);
+                assertThat(traces.get(0)).as(file.getFileName() + ": device 0 has no history here").isEmpty();
+                assertThat(traces.get(1)).as(file.getFileName() + ": device 1's history")
+                        .extracting(t -> t.get("action")).contains("segment_alloc", "alloc", "oom");
+            }
+            gpu.deallocateRaw(p);
+        }
+    }
+
     @Test
     void anOutOfMemoryListenerHearsOfEachFailureUntilRemoved() {
         try (GpuBfcAllocator gpu = create(4 * MIB)) {
