@@ -58,7 +58,7 @@ public final class MemoryAnnotation implements AutoCloseable {
      *
      * @param name the name, e.g. an op or layer name
      * @return the annotation; close it (try-with-resources) when the scope ends
-     * @throws IllegalArgumentException if {@code name} is null or empty
+     * @throws IllegalArgumentException if {@code name} is null, empty or blank
      */
     public static MemoryAnnotation push(String name) {
         MemoryAnnotation parent = CURRENT.get();
@@ -71,8 +71,8 @@ public final class MemoryAnnotation implements AutoCloseable {
      * @param name the name, e.g. an op or layer name
      * @param step the step, {@code >= 0}
      * @return the annotation; close it (try-with-resources) when the scope ends
-     * @throws IllegalArgumentException if {@code name} is null or empty, or {@code step} is
-     *     negative
+     * @throws IllegalArgumentException if {@code name} is null, empty or blank, or {@code step}
+     *     is negative
      */
     public static MemoryAnnotation push(String name, long step) {
         return push(name, step, null);
@@ -90,7 +90,7 @@ public final class MemoryAnnotation implements AutoCloseable {
      * @param stack the stack, innermost frame first; {@code null} or empty to record the Java
      *     stack as usual
      * @return the annotation; close it (try-with-resources) when the scope ends
-     * @throws IllegalArgumentException if {@code name} is empty, or null without a stack,
+     * @throws IllegalArgumentException if {@code name} is empty or blank, or null without a stack,
      *     {@code step} is below -1, or a frame of {@code stack} is null ({@code stack[i]=null})
      */
     public static MemoryAnnotation push(String name, long step, List<StackFrame> stack) {
@@ -111,9 +111,11 @@ public final class MemoryAnnotation implements AutoCloseable {
     }
 
     private static MemoryAnnotation push(String name, long step, List<StackFrame> stack, MemoryAnnotation parent) {
-        if (name == null || name.isEmpty()) {
-            throw new IllegalArgumentException("name=" + (name == null ? "null" : "''")
-                    + " (expected: a non-empty name such as \"encoder/layer3/attention\")");
+        // A blank name names no one: as the allocator's own name, it is refused, so that every
+        // annotation recorded (holders, histories, traces, JFR events) says something.
+        if (name == null || name.isBlank()) {
+            throw new IllegalArgumentException("name=" + (name == null ? "null" : "'" + name + "'")
+                    + " (expected: a name that is not blank, such as \"encoder/layer3/attention\")");
         }
         MemoryAnnotation a = new MemoryAnnotation(name, step, stack, parent);
         CURRENT.set(a);

@@ -25,7 +25,8 @@ import java.util.Locale;
  *     before the call), or -1 if not recorded
  * @param thread the name of the thread, or {@code null} if not recorded
  * @param annotation the name of the innermost {@link MemoryAnnotation} open on the thread, or
- *     {@code null} if none
+ *     {@code null} if none; an empty or blank name (which {@link MemoryAnnotation} refuses, and
+ *     a trace may give) is none, {@code null}
  * @param step the annotation's step, or -1 if none
  * @param stack the stack, innermost frame first, bfc4j's own frames left out; empty if not
  *     recorded
@@ -36,11 +37,13 @@ public record Provenance(long timeMicros, String thread, String annotation, long
     public static final Provenance UNKNOWN = new Provenance(-1, null, null, -1, List.of());
 
     /**
-     * Copies the stack (a {@code null} stack becomes empty).
+     * Copies the stack (a {@code null} stack becomes empty); an empty or blank annotation becomes
+     * {@code null}: it names no one, so it neither makes the provenance known nor a holder.
      *
      * @throws NullPointerException if a frame of {@code stack} is null
      */
     public Provenance {
+        annotation = annotation == null || annotation.isBlank() ? null : annotation;
         stack = stack == null ? List.of() : NullElements.copyOf(stack, "stack", "a StackFrame, innermost first");
     }
 

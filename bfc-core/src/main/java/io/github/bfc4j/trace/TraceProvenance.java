@@ -131,8 +131,8 @@ final class TraceProvenance {
             String v = t[i].substring(eq + 1);
             switch (k) {
                 // The key is there, so the thread is known: "-" is an empty name (new Thread(r, "");
-                // a writer leaves an unknown thread out). An annotation is never empty
-                // (MemoryAnnotation refuses one): "-" is none.
+                // a writer leaves an unknown thread out). An annotation is never empty or blank
+                // (MemoryAnnotation refuses one): "-", or empty or blank text, is none (Provenance).
                 case "thread" -> thread = orEmpty(decode(v, lineNumber));
                 case "annotation" -> annotation = decode(v, lineNumber);
                 case "time_us" -> time = number(v, lineNumber, "time_us=<n>");

@@ -122,6 +122,45 @@ class MemoryAnnotationTest {
         assertThat(MemoryAnnotation.current()).as("nothing was pushed").isNull();
     }
 
+    /**
+     * The exception of a push that should be refused; an annotation it opens after all is closed
+     * (the test then fails here, not in the ones after it).
+     */
+    private static IllegalArgumentException pushAndClose(java.util.function.Supplier<MemoryAnnotation> push) {
+        try (MemoryAnnotation opened = push.get()) {
+            throw new AssertionError("opened " + opened.name() + ", expected an IllegalArgumentException");
+        } catch (IllegalArgumentException e) {
+            return e;
+        }
+    }
+
+    /**
+     * A blank name is refused as an empty one is: it names no holder. It was taken, and the
+     * summary's largest holder read {@code "    (step 3)"}, a name of spaces.
+     */
+    @Test
+    void aBlankNameIsRefusedAsAnEmptyOneIs() {
+        List<StackFrame> stack = List.of(new StackFrame("", "f", null, -1));
+        for (String blank : new String[] {" ", "   ", "\t\n", "\u2003"}) {
+            String message = "name='" + blank + "' (expected: a name that is not blank, such as"
+                    + " \"encoder/layer3/attention\")";
+            assertThat(pushAndClose(() -> MemoryAnnotation.push(blank))).hasMessage(message);
+            assertThat(pushAndClose(() -> MemoryAnnotation.push(blank, 3))).hasMessage(message);
+            assertThat(pushAndClose(() -> MemoryAnnotation.push(blank, 3, stack))).hasMessage(message);
+            try (MemoryAnnotation outer = MemoryAnnotation.push("outer")) {
+                assertThat(pushAndClose(() -> MemoryAnnotation.push(blank))).hasMessage(message);
+                assertThat(MemoryAnnotation.current()).as("nothing pushed inside").isSameAs(outer);
+            }
+            assertThat(MemoryAnnotation.current()).as("nothing was pushed").isNull();
+        }
+        // A Provenance made by hand with such a name has none: it names no holder.
+        Provenance p = new Provenance(-1, null, " \t", -1, List.of());
+        assertThat(p.annotation()).isNull();
+        assertThat(p).isEqualTo(Provenance.UNKNOWN);
+        assertThat(p.isKnown()).isFalse();
+        assertThat(new Provenance(-1, "main", "", 4, List.of()).holder()).isEqualTo("thread 'main'");
+    }
+
     /** The stack in effect is the innermost one given, at any depth, and an allocation records it. */
     @Test
     void theInnermostGivenStackIsInEffectBelowIt() {

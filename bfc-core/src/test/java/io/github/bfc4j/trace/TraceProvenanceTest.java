@@ -179,6 +179,28 @@ class TraceProvenanceTest {
         assertThat(out.toString(StandardCharsets.UTF_8)).isEqualTo(text);
     }
 
+    /**
+     * An annotation whose text is empty or blank is none, as {@code annotation=-} is: the replay
+     * runs, and the allocation names no annotation. {@code annotation=} stopped the replay at
+     * the {@code alloc} line ({@code IllegalArgumentException: name=''} from
+     * {@code MemoryAnnotation}), and {@code annotation=%20} made a holder named by a space.
+     */
+    @Test
+    void anEmptyOrBlankAnnotationIsNone() throws IOException {
+        for (String text : new String[] {"", "%20", "%09%20"}) {
+            String trace = WORKLOAD_HEADER + "#@ alloc 1 thread=main annotation=" + text + " step=4 stack=1\n"
+                    + "alloc 1 100\n";
+            trace = trace.replace("#@ alloc 1", "#@ frame 1 com.example.A f A.java 3\n#@ stack 1 1\n#@ alloc 1");
+            List<Provenance> got = read(trace);
+            assertThat(got).as("annotation=" + text).containsExactly(
+                    new Provenance(-1, "main", null, 4, List.of(new StackFrame("com.example.A", "f", "A.java", 3))));
+            try (TraceReader r = TraceReaderTest.open(trace)) {
+                WorkloadResult result = WorkloadRunner.forHeader(r.header()).run(r);
+                assertThat(result.calls()).as("annotation=" + text + ": replayed").isEqualTo(1);
+            }
+        }
+    }
+
     @Test
     void malformedLinesOfTheExtensionAreErrorsNamingTheLine() {
         assertThatThrownBy(() -> read(WORKLOAD_HEADER + "#@ alloc 1 stack=3\nalloc 1 100\n"))
