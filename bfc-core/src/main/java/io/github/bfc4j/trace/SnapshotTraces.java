@@ -14,9 +14,11 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 
 /**
  * Writes the recorded history of a {@link MemorySnapshot} as a workload trace: the live
@@ -88,7 +90,9 @@ public final class SnapshotTraces {
      * The header of the trace of several allocators' snapshots (see
      * {@link #write(List, Path, String)}). Its {@code source} line names the allocators; the
      * shards of one {@code ShardedBfcAllocator} by the name given to its builder
-     * ({@code allocator 'host', shards 0, 1 of 2}).
+     * ({@code allocator 'host', shards 0, 1 of 2}), each shard at most once (shards of two
+     * sharded allocators of one name, a shard index coming twice, are named each as its
+     * messages name it).
      *
      * @param snapshots the snapshots, at least one
      * @param name the trace's name
@@ -111,6 +115,10 @@ public final class SnapshotTraces {
         StringBuilder names = new StringBuilder();
         StringBuilder shardIndexes = new StringBuilder();
         boolean shardsOfOne = first.shardedAllocatorName() != null;
+        // One sharded allocator has each shard once: a shard index seen twice is a shard of
+        // another allocator of the same name, which "allocator 'host', shards 0, 0 of 2" would
+        // merge into one.
+        Set<Integer> shardsSeen = new HashSet<>();
         for (MemorySnapshot s : snapshots) {
             check(s);
             BfcOptions so = s.options();
@@ -127,7 +135,7 @@ public final class SnapshotTraces {
             names.append(names.length() == 0 ? "" : ", ").append(oneLine(s.describedAllocator()));
             shardIndexes.append(shardIndexes.length() == 0 ? "" : ", ").append(s.shardIndex());
             shardsOfOne = shardsOfOne && first.shardedAllocatorName().equals(s.shardedAllocatorName())
-                    && s.shardCount() == first.shardCount();
+                    && s.shardCount() == first.shardCount() && shardsSeen.add(s.shardIndex());
         }
         long capacity = limit > (Long.MAX_VALUE - SIM_BASE) / 2 ? Long.MAX_VALUE - SIM_BASE : 2 * limit;
         // The shards of one sharded allocator by the name its user gave, not each shard's own (NAME/I).

@@ -228,6 +228,36 @@ class SnapshotTracesTest {
     }
 
     /**
+     * Two sharded allocators of one name are not read as one: the source line of their shards'
+     * trace lists each shard as its messages name it. It read "allocator 'host', shards 0, 1,
+     * 0, 1 of 2", one allocator with each shard twice.
+     */
+    @Test
+    void theShardsOfTwoShardedAllocatorsOfOneNameAreNotNamedAsOne() {
+        BfcOptions opts = BfcOptions.builder().allowRetryOnFailure(false).build();
+        try (ShardedBfcAllocator first = ShardedBfcAllocator.builder().name("host").memoryLimit(64L << 20)
+                .subAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false)).shards(2)
+                .options(opts).build();
+             ShardedBfcAllocator second = ShardedBfcAllocator.builder().name("host").memoryLimit(64L << 20)
+                .subAllocator(new SimSubAllocator(SnapshotTraces.SIM_BASE, 1L << 30, 0, false)).shards(2)
+                .options(opts).build()) {
+            first.recordHistory(HistoryOptions.builder().stacks(false).build());
+            second.recordHistory(HistoryOptions.builder().stacks(false).build());
+            List<MemorySnapshot> all = new ArrayList<>(first.snapshots());
+            all.addAll(second.snapshots());
+            assertThat(SnapshotTraces.header(all, "t").source()).isEqualTo("workload: recorded by bfc4j from"
+                    + " allocators 'host' (shard 0 of 2), 'host' (shard 1 of 2), 'host' (shard 0 of 2),"
+                    + " 'host' (shard 1 of 2) (0 events of their histories, merged by time)");
+            assertThat(SnapshotTraces.header(List.of(first.snapshots().get(0), second.snapshots().get(0)), "t")
+                    .source()).isEqualTo("workload: recorded by bfc4j from allocators 'host' (shard 0 of 2),"
+                    + " 'host' (shard 0 of 2) (0 events of their histories, merged by time)");
+            // The shards of one, each once, are still named as one allocator.
+            assertThat(SnapshotTraces.header(first.snapshots(), "t").source()).isEqualTo("workload: recorded by"
+                    + " bfc4j from allocator 'host', shards 0, 1 of 2 (0 events of their histories, merged by time)");
+        }
+    }
+
+    /**
      * A sharded allocator's trace and its refusals name the allocator the user built and the
      * shard ('host' (shard 0 of 2)), not the shard's own name (host/0, a name the user never
      * gave), which the memory map keeps.
