@@ -9,15 +9,21 @@ import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Objects;
 
 /**
  * A trace (or log) named on the command line: a file, or standard input for {@code -}. A named
  * pipe or standard input can be read only once, so each command opens it once and reads the
  * header and the calls from that one stream; a command that reads a trace several times
  * ({@code report}'s two passes, {@code whatif}'s combinations, {@code serve --loop}) first copies
- * such an input to a temporary file ({@link #rereadable()}), deleted by {@link #close()}.
+ * such an input to a temporary file ({@link #rereadable()}), deleted by {@link #close()}, and
+ * holds a regular file open from its first read to {@link #close()}, so that every pass reads
+ * the same bytes.
  */
 final class TraceInput implements AutoCloseable {
 
@@ -29,6 +35,10 @@ final class TraceInput implements AutoCloseable {
     private final Path path;
     private final String name;
     private Path spool;
+    /** A regular file read more than once: open from {@link #rereadable()} to {@link #close()}. */
+    private FileChannel held;
+    /** Its size when it was opened: what every pass reads. */
+    private long heldBytes;
 
     private TraceInput(Path path, String name) {
         this.path = path;
@@ -69,7 +79,11 @@ final class TraceInput implements AutoCloseable {
     /**
      * Makes the input readable more than once: standard input, a named pipe or another file that
      * is not a regular file is copied to a temporary file, which later opens read. It is read
-     * as a trace while it is copied, so that an input that is none fails at once.
+     * as a trace while it is copied, so that an input that is none fails at once. A regular file
+     * is opened now and held open: every later {@link #rawStream()} reads the bytes it had now,
+     * even after another file is moved over its name (as {@code SnapshotTraces.write} and
+     * {@code bfc generate} replace theirs); a pass that finds it changed in place (appended to,
+     * truncated) fails, rather than replay one file in one pass and another in the next.
      *
      * @return this input
      * @throws io.github.bfc4j.trace.TraceFormatException if the input is not a trace (the copy
@@ -77,23 +91,29 @@ final class TraceInput implements AutoCloseable {
      * @throws IOException if the input cannot be read or the copy written
      */
     TraceInput rereadable() throws IOException {
-        if (spool == null && (path == null || !Files.isRegularFile(path))) {
-            Path tmp = Files.createTempFile("bfc-trace-", ".tmp");
-            tmp.toFile().deleteOnExit(); // also when a server (bfc serve) is killed
-            try (OutputStream out = Files.newOutputStream(tmp);
-                    TraceReader reader = TraceReader.open(new Tee(rawStream(), out), name)) {
-                // Read as a trace while it is copied: the reader's limits (the header, a line
-                // of at most 1 MiB) stop an input that is no trace (/dev/zero) at once, where a
-                // plain copy would fill the disk.
-                while (reader.next() != null) {
-                    // the events themselves are read again from the copy
-                }
-            } catch (IOException | RuntimeException e) {
-                Files.deleteIfExists(tmp);
-                throw e;
-            }
-            spool = tmp;
+        if (spool != null || held != null) {
+            return this;
         }
+        if (path != null && Files.isRegularFile(path)) {
+            held = FileChannel.open(path, StandardOpenOption.READ);
+            heldBytes = held.size();
+            return this;
+        }
+        Path tmp = Files.createTempFile("bfc-trace-", ".tmp");
+        tmp.toFile().deleteOnExit(); // also when a server (bfc serve) is killed
+        try (OutputStream out = Files.newOutputStream(tmp);
+                TraceReader reader = TraceReader.open(new Tee(rawStream(), out), name)) {
+            // Read as a trace while it is copied: the reader's limits (the header, a line
+            // of at most 1 MiB) stop an input that is no trace (/dev/zero) at once, where a
+            // plain copy would fill the disk.
+            while (reader.next() != null) {
+                // the events themselves are read again from the copy
+            }
+        } catch (IOException | RuntimeException e) {
+            Files.deleteIfExists(tmp);
+            throw e;
+        }
+        spool = tmp;
         return this;
     }
 
@@ -153,6 +173,13 @@ final class TraceInput implements AutoCloseable {
      * @throws IOException if the file cannot be opened
      */
     InputStream rawStream() throws IOException {
+        if (held != null) {
+            long now = held.size();
+            if (now != heldBytes) {
+                throw new IOException(name + ": " + changed(now));
+            }
+            return new HeldPass();
+        }
         if (spool != null) {
             return Files.newInputStream(spool);
         }
@@ -180,8 +207,59 @@ final class TraceInput implements AutoCloseable {
         return TraceReader.open(progress.track(rawStream()), name);
     }
 
+    /** What a pass that finds the held file {@code nowBytes} long says. */
+    private String changed(long nowBytes) {
+        return "the file changed while it was read: " + heldBytes + " bytes when the command opened it, " + nowBytes
+                + " now; it is read again for each pass (expected: a file that is not written while the command"
+                + " runs: copy it and read the copy)";
+    }
+
+    /**
+     * One pass over the held file, from its start: its first {@link #heldBytes} bytes, read at
+     * positions of its own (the channel's position is shared). Closing it leaves the file open.
+     */
+    private final class HeldPass extends InputStream {
+        private final byte[] one = new byte[1];
+        private long position;
+
+        @Override
+        public int read() throws IOException {
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            Objects.checkFromIndexSize(off, len, b.length);
+            if (len == 0) {
+                return 0;
+            }
+            if (position == heldBytes) {
+                // Grown (or shrunk) since it was opened: the bytes read are not the whole file now.
+                long now = held.size();
+                if (now != heldBytes) {
+                    throw new IOException(changed(now));
+                }
+                return -1;
+            }
+            int n = held.read(ByteBuffer.wrap(b, off, (int) Math.min(len, heldBytes - position)), position);
+            if (n < 0) {
+                throw new IOException(changed(held.size()));
+            }
+            position += n;
+            return n;
+        }
+
+        @Override
+        public int available() {
+            return (int) Math.min(Integer.MAX_VALUE, heldBytes - position);
+        }
+    }
+
     /** The bytes to read, or -1 when that is not known in advance (standard input, a pipe). */
     private long size() throws IOException {
+        if (held != null) {
+            return heldBytes;
+        }
         Path p = spool != null ? spool : path;
         return p != null && Files.isRegularFile(p) ? Files.size(p) : -1;
     }
@@ -202,9 +280,13 @@ final class TraceInput implements AutoCloseable {
                 + " file may be truncated (" + consequence + ")";
     }
 
-    /** Deletes the temporary copy, if one was made. */
+    /** Deletes the temporary copy, if one was made, and closes the held file. */
     @Override
     public void close() throws IOException {
+        if (held != null) {
+            held.close();
+            held = null;
+        }
         if (spool != null) {
             Files.deleteIfExists(spool);
             spool = null;

@@ -8,11 +8,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
 
 class WhatIfCommandTest {
     private final Cli cli = new Cli();
@@ -235,5 +240,74 @@ class WhatIfCommandTest {
         // The list in one word still gives a row per value.
         assertThat(cli.run("whatif", t, "--allow-growth", "true,false")).isOne();
         assertThat(cli.out.lines().filter(l -> l.startsWith("1MiB "))).hasSize(2); // the header's limit
+    }
+
+    /**
+     * A trace replaced while the rows run (another file moved over its name, as
+     * SnapshotTraces.write and bfc generate replace theirs): every row replays the file the
+     * command opened. Each row opened the name again, so the rows after the move were another
+     * trace's, and so was the smallest limit that fits.
+     */
+    @Test
+    void everyRowReplaysTheFileTheCommandOpenedThoughAnotherIsMovedOverIt(@TempDir Path dir) throws IOException {
+        assertThat(cli.run("whatif", RESNET, "--memory-limit", "32MiB,48MiB")).isZero();
+        String unchanged = cli.out;
+        Path t = Files.copy(RESNET, dir.resolve("t.bfctrace"));
+        Path other = Files.copy(Cli.TRACES.resolve("tiny-single.bfctrace"), dir.resolve("other.bfctrace"));
+        String[] out = new String[1];
+        assertThat(whatIfChangingTheFileAfterTheFirstRow(t, () -> Files.move(other, t,
+                StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE), out)).isZero();
+        assertThat(out[0]).isEqualTo(unchanged);
+    }
+
+    /**
+     * A trace rewritten in place while the rows run (another trace written into it, as {@code cp}
+     * does): the row that would replay other bytes than the first is not printed; the command
+     * says so, exit status 2. The second row was the other trace's.
+     */
+    @Test
+    void aTraceRewrittenInPlaceBetweenRowsIsRefused(@TempDir Path dir) throws IOException {
+        Path t = Files.copy(RESNET, dir.resolve("t.bfctrace"));
+        long bytes = Files.size(t);
+        byte[] other = Files.readAllBytes(Cli.TRACES.resolve("tiny-single.bfctrace"));
+        String[] out = new String[1];
+        assertThat(whatIfChangingTheFileAfterTheFirstRow(t, () -> Files.write(t, other), out)).isEqualTo(2);
+        assertThat(out[0].lines()).hasSize(2); // the header and the first row
+        assertThat(cli.err.lines()).containsExactly("bfc whatif: " + t + ": the file changed while it was read: "
+                + bytes + " bytes when the command opened it, " + other.length + " now; it is read again for each"
+                + " pass (expected: a file that is not written while the command runs: copy it and read the copy)");
+    }
+
+    /** An action on a file. */
+    private interface FileChange {
+        void run() throws IOException;
+    }
+
+    /** Runs whatif at 32 and 48 MiB on {@code t}, making {@code change} once the first row is out. */
+    private int whatIfChangingTheFileAfterTheFirstRow(Path t, FileChange change, String[] out) {
+        StringWriter o = new StringWriter() {
+            private boolean changed;
+
+            @Override
+            public void flush() {
+                // Each row is flushed as it is printed: after the first, before the second pass.
+                if (!changed && toString().lines().count() == 2) {
+                    changed = true;
+                    try {
+                        change.run();
+                    } catch (IOException e) {
+                        throw new UncheckedIOException(e);
+                    }
+                }
+            }
+        };
+        StringWriter e = new StringWriter();
+        CommandLine cmd = BfcCommand.commandLine();
+        cmd.setOut(new PrintWriter(o));
+        cmd.setErr(new PrintWriter(e));
+        int status = cmd.execute("whatif", t.toString(), "--memory-limit", "32MiB,48MiB");
+        out[0] = o.toString();
+        cli.err = e.toString();
+        return status;
     }
 }
