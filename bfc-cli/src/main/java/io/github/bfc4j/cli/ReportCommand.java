@@ -140,24 +140,26 @@ public final class ReportCommand implements Callable<Integer> {
             sortedLabels[i] = labels[order[i]];
         }
         // A peak at a failing call (impossible: a failure changes nothing in use) would repeat a call.
-        Snapshots snapshots = new Snapshots(sortedCalls, sortedLabels, r.peakCall());
+        // The out-of-memory maps past the size budget are not even taken (--maps 1000000 would fill
+        // the heap with maps the file cannot keep).
+        Snapshots snapshots = new Snapshots(sortedCalls, sortedLabels, r.peakCall(), MAX_CHUNK_RECORDS);
         config.run(input, snapshots, "report " + name + " (pass 2/2)");
 
-        // Peak first in the menu; drop out-of-memory maps beyond the size budget.
+        // Peak first in the menu; drop out-of-memory maps beyond the size budget, the peak's counted.
         snapshots.taken.sort((a, b) -> a.label.equals("peak in use") ? -1 : b.label.equals("peak in use") ? 1
                 : Long.compare(a.call, b.call));
         long records = 0;
         int kept = 0;
         for (Snapshots.Snapshot s : snapshots.taken) {
-            if (kept > 0 && records + s.chunks > MAX_CHUNK_RECORDS) {
+            if (kept > 0 && records + Math.max(1, s.chunks) > MAX_CHUNK_RECORDS) {
                 break;
             }
-            records += s.chunks;
+            records += Math.max(1, s.chunks);
             kept++;
         }
-        int dropped = snapshots.taken.size() - kept;
         snapshots.taken.subList(kept, snapshots.taken.size()).clear();
-        int oomShown = oomMaps - dropped;
+        int oomShown = kept - (r.peakCall() >= 0 ? 1 : 0);
+        int dropped = oomMaps - oomShown;
         String mapsNote = r.oomCount() == 0 ? null
                 : "at the peak and at the first " + oomShown + " of " + r.oomCount() + " out-of-memory failures"
                         + (dropped > 0 ? " (more would make the file too large)" : "");

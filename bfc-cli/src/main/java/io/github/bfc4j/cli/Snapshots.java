@@ -24,6 +24,10 @@ import java.util.Map;
  * that allocated it; with the trace's provenance (annotation, stack, thread), each chunk in use
  * names who allocated it, and each map its largest holders. Who allocated a chunk is what the
  * trace says of the call ({@link WorkloadStep#provenance()}), never the replay's own thread.
+ *
+ * <p>The maps of calls other than the peak's are taken only while their chunk records stay within
+ * a budget, so that asking for every failure's map ({@code --maps 1000000}) holds no more than
+ * the report can keep.
  */
 final class Snapshots implements WorkloadListener {
 
@@ -39,12 +43,13 @@ final class Snapshots implements WorkloadListener {
         int chunks;
         /** The largest holders of the memory in use, when the trace gives provenance. */
         List<MemoryMap.Holder> holders = List.of();
-        int[] provenance = new int[256]; // index into Snapshots.provenanceTexts, -1: none
-        int[] region = new int[256];
-        long[] offset = new long[256];
-        long[] size = new long[256];
-        long[] requested = new long[256];
-        long[] allocationId = new long[256];
+        // Grown as chunks are added: many maps of a few chunks each stay small.
+        int[] provenance = new int[16]; // index into Snapshots.provenanceTexts, -1: none
+        int[] region = new int[16];
+        long[] offset = new long[16];
+        long[] size = new long[16];
+        long[] requested = new long[16];
+        long[] allocationId = new long[16];
 
         Snapshot(String label, long call, long line) {
             this.label = label;
@@ -75,6 +80,10 @@ final class Snapshots implements WorkloadListener {
     private final long[] calls;
     private final String[] labels;
     private final long binsAtCall;
+    private final long chunkBudget;
+    /** Chunk records of the maps taken but the peak's; set once one more would pass the budget. */
+    private long otherChunks;
+    private boolean otherFull;
     private int next;
     final List<Snapshot> taken = new ArrayList<>();
     long[] allocationLine = new long[1024];
@@ -93,12 +102,17 @@ final class Snapshots implements WorkloadListener {
     /**
      * @param calls the call indices to take maps after, ascending, no duplicates
      * @param labels a label per call
-     * @param binsAtCall the call whose map also records the per-bin figures
+     * @param binsAtCall the call whose map also records the per-bin figures (the peak's), taken
+     *     whatever its size
+     * @param chunkBudget the chunk records of the other maps (a map of no chunk counted as one):
+     *     the first of them is taken whatever its size, the others while their records, added up in
+     *     call order, stay within it
      */
-    Snapshots(long[] calls, String[] labels, long binsAtCall) {
+    Snapshots(long[] calls, String[] labels, long binsAtCall, long chunkBudget) {
         this.calls = calls;
         this.labels = labels;
         this.binsAtCall = binsAtCall;
+        this.chunkBudget = chunkBudget;
     }
 
     @Override
@@ -115,7 +129,9 @@ final class Snapshots implements WorkloadListener {
         } else if (s.kind() == TraceEvent.Kind.FREE && s.result() != 0) {
             live.remove(s.result());
         }
-        if (next < calls.length && s.callIndex() == calls[next]) {
+        if (next < calls.length && s.callIndex() == calls[next] && otherFull && s.callIndex() != binsAtCall) {
+            next++; // past the budget: not taken
+        } else if (next < calls.length && s.callIndex() == calls[next]) {
             Snapshot snap = new Snapshot(labels[next], s.callIndex(), s.lineNumber());
             snap.bytesInUse = s.bytesInUse();
             snap.poolBytes = s.poolBytes();
@@ -152,11 +168,16 @@ final class Snapshots implements WorkloadListener {
                         .limit(HOLDERS)
                         .toList();
             }
+            next++;
             if (s.callIndex() == binsAtCall) {
                 snap.bins = a.getBinDebugInfo();
+            } else if (otherChunks > 0 && otherChunks + Math.max(1, snap.chunks) > chunkBudget) {
+                otherFull = true;
+                return;
+            } else {
+                otherChunks += Math.max(1, snap.chunks);
             }
             taken.add(snap);
-            next++;
         }
     }
 

@@ -9,12 +9,14 @@ import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.ChildProcess;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -697,5 +699,38 @@ class ReportCommandTest {
         assertThat(cli.run("report", traces[1], "-o", dir.resolve("cut.html"))).isZero();
         assertThat(cli.err.lines()).containsExactly("bfc report: warning: " + traces[1] + " line 8: the last line"
                 + " has no line break after it: the file may be truncated (the report covers the lines read)");
+    }
+
+    /**
+     * {@code --maps} beyond what the file keeps: the maps past the 250,000 chunk records were
+     * all taken in the second pass (each with room for 256 chunks) and dropped only at its end,
+     * so 150,000 failures of a region of nine chunks, with {@code --maps 1000000}, filled a heap
+     * of 256 MiB ('the Java heap is too small', exit 1) to write the 27,777 maps the budget keeps
+     * (the peak's and 27,776). In a child JVM with that heap.
+     */
+    @Test
+    void mapsBeyondTheBudgetAreNotTakenSoManyFailuresFitASmallHeap() throws Exception {
+        int failures = 150_000;
+        StringBuilder b = new StringBuilder("bfctrace 1\nname many-ooms: nine chunks, then failures\n"
+                + "source workload: a test\noptions memory_limit=1048576 allow_growth=false garbage_collection=false"
+                + " fragmentation_fraction=0 timing_counter=false\n"
+                + "suballocator sim base=0x7f0000000000 capacity=69206016 gap=0 coalescing=true\n");
+        for (int i = 1; i <= 8; i++) {
+            b.append("alloc ").append(i).append(" 65536\n"); // eight chunks in use and the free rest
+        }
+        for (int i = 9; i < 9 + failures; i++) {
+            b.append("alloc ").append(i).append(" 1048576\n");
+        }
+        Path t = Files.writeString(dir.resolve("many-ooms.bfctrace"), b);
+        Path out = dir.resolve("many-ooms.html");
+        ChildProcess.Result r = ChildProcess.run(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString(), "-Xmx256m", "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand",
+                "report", t.toString(), "--maps", "1000000", "-o", out.toString()), Duration.ofSeconds(120));
+        assertThat(r.status()).as(r.output()).isZero();
+        // The peak's map and 27,776 out-of-memory maps, of 9 chunk records each, fit in 250,000.
+        assertThat(r.output()).contains(": " + (8 + failures) + " calls, ").contains(", 27777 occupancy maps, "
+                + failures + " out-of-memory failures marked");
+        assertThat(Files.readString(out)).contains("at the peak and at the first 27776 of " + failures
+                + " out-of-memory failures (more would make the file too large)");
     }
 }
