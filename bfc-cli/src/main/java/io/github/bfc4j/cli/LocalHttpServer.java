@@ -78,7 +78,7 @@ final class LocalHttpServer implements Closeable {
      *
      * @param port the TCP port, 0 for any free one
      * @param routes what each path serves (exact paths, e.g. {@code /metrics}; a query string is
-     *     ignored)
+     *     ignored, and a target in absolute form, {@code http://127.0.0.1:9464/metrics}, is its path)
      * @param timeoutMillis how long a client has to send its request head
      * @throws IOException if the port cannot be bound
      */
@@ -188,7 +188,7 @@ final class LocalHttpServer implements Closeable {
             return Response.text(400, "Bad Request", "expected a request line like 'GET /metrics HTTP/1.1'\n");
         }
         String method = requestLine[0];
-        String target = requestLine[1];
+        String target = originForm(requestLine[1]);
         int query = target.indexOf('?');
         Route route = routes.get(query < 0 ? target : target.substring(0, query));
         boolean headOnly = method.equals("HEAD");
@@ -206,6 +206,33 @@ final class LocalHttpServer implements Closeable {
             // A page too large for the heap, too: the client is told, and the worker lives on.
             return new Response(500, "Internal Server Error", "text/plain; charset=utf-8", e + "\n", headOnly);
         }
+    }
+
+    /**
+     * The path and query of a request target: the target itself, or, for one in absolute form
+     * ({@code http://127.0.0.1:9464/metrics}, as a client sends it to a proxy), what follows its
+     * scheme and authority ({@code /metrics}; {@code /} when nothing does). RFC 9112, section
+     * 3.2.2: a server accepts the absolute form.
+     */
+    static String originForm(String target) {
+        int authority;
+        if (target.regionMatches(true, 0, "http://", 0, 7)) {
+            authority = 7;
+        } else if (target.regionMatches(true, 0, "https://", 0, 8)) {
+            authority = 8;
+        } else {
+            return target;
+        }
+        for (int i = authority; i < target.length(); i++) {
+            char c = target.charAt(i);
+            if (c == '/') {
+                return target.substring(i);
+            }
+            if (c == '?') {
+                return "/" + target.substring(i);
+            }
+        }
+        return "/";
     }
 
     /**
