@@ -21,6 +21,8 @@ import java.util.Locale;
  */
 final class HtmlReport {
     private static final String TEMPLATE = "report-template.html";
+    /** Where the template takes the data. */
+    private static final String DATA_MARKER = "/*BFC_DATA*/null";
 
     private HtmlReport() {
     }
@@ -34,17 +36,24 @@ final class HtmlReport {
             }
             template = new String(in.readAllBytes(), StandardCharsets.UTF_8);
         }
-        String html = template
-                .replace("<!--BFC_TITLE-->", escape(traceName))
-                .replace("<!--BFC_SUBTITLE-->", escape(subtitle))
-                .replace("<!--BFC_SUMMARY-->", summary(config, r, mapsNote))
-                .replace("<!--BFC_BINS-->", bins(snapshots));
-        int at = html.indexOf("/*BFC_DATA*/null");
-        out.write(html, 0, at);
+        // The data's place is found in the template, before the names are put in: a name may
+        // hold its marker (a directory named '*BFC_DATA*': escaping leaves '/' and '*' as they are).
+        int at = template.indexOf(DATA_MARKER);
+        out.write(fill(template.substring(0, at), traceName, subtitle, config, r, snapshots, mapsNote));
         StringBuilder json = new StringBuilder(1 << 16);
         data(json, config, r, timeline, snapshots);
         out.write(json.toString());
-        out.write(html, at + "/*BFC_DATA*/null".length(), html.length() - at - "/*BFC_DATA*/null".length());
+        out.write(fill(template.substring(at + DATA_MARKER.length()), traceName, subtitle, config, r, snapshots,
+                mapsNote));
+    }
+
+    /** A part of the template with the names, summary and bins put in. */
+    private static String fill(String part, String traceName, String subtitle, RunConfig config, WorkloadResult r,
+            Snapshots snapshots, String mapsNote) {
+        return part.replace("<!--BFC_TITLE-->", escape(traceName))
+                .replace("<!--BFC_SUBTITLE-->", escape(subtitle))
+                .replace("<!--BFC_SUMMARY-->", summary(config, r, mapsNote))
+                .replace("<!--BFC_BINS-->", bins(snapshots));
     }
 
     private static String summary(RunConfig config, WorkloadResult r, String mapsNote) {

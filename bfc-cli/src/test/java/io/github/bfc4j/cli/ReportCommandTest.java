@@ -733,4 +733,21 @@ class ReportCommandTest {
         assertThat(Files.readString(out)).contains("at the peak and at the first 27776 of " + failures
                 + " out-of-memory failures (more would make the file too large)");
     }
+
+    /**
+     * A trace whose path holds the template's data marker, {@code /*BFC_DATA*}{@code /null} (a
+     * directory named {@code *BFC_DATA*}, a file {@code null.bfctrace}): the data went into the
+     * page's subtitle, where the path is shown, and the script got {@code null}, so the page drew
+     * no chart, though the command said it wrote the report.
+     */
+    @Test
+    void aPathHoldingTheDataMarkerIsShownAsAName() throws IOException {
+        Path marked = Files.createDirectory(dir.resolve("*BFC_DATA*"));
+        Path t = Files.copy(Cli.TRACES.resolve("tiny-single.bfctrace"), marked.resolve("null.bfctrace"));
+        Path out = dir.resolve("marked.html");
+        assertThat(cli.run("report", t, "-o", out)).as(cli.err).isZero();
+        String html = Files.readString(out);
+        assertThat(html).contains("<div class=\"sub\">" + t + " \u2014 13 calls</div>")
+                .contains("const DATA = {\"calls\":13,");
+    }
 }
