@@ -64,8 +64,10 @@ public final class BfcCommand implements Runnable {
      */
     public static CommandLine commandLine() {
         // Java's parsers take digits of every script (Long.parseLong("١٢") is 12): the options
-        // take ASCII digits only, as the sizes and decimals do.
-        return new CommandLine(new BfcCommand()).setParameterExceptionHandler(new UsageErrorHandler())
+        // take ASCII digits only, as the sizes and decimals do. A word starting with '@' is a
+        // file's name like any other, not picocli's argument file (whose words it would run).
+        return new CommandLine(new BfcCommand()).setExpandAtFiles(false)
+                .setParameterExceptionHandler(new UsageErrorHandler())
                 .registerConverter(BigInteger.class, WholeNumbers::parse)
                 .registerConverter(Long.class, WholeNumbers::parseLong)
                 .registerConverter(long.class, WholeNumbers::parseLong)

@@ -88,6 +88,29 @@ class BfcCommandTest {
         assertThat(cli.err).contains("('-x.bfctrace' was read as an option");
     }
 
+    /**
+     * A file whose name starts with '@' is read as the file it names: picocli took '@t.bfctrace'
+     * as an argument file, t.bfctrace, and ran its words, so 'bfc verify @t.bfctrace' beside a
+     * t.bfctrace verified 192 files named 'bfctrace', 'alloc', '=>' ... (exit 2), and 'bfc replay
+     * @t.bfctrace' said 'unexpected argument '1''. In a child JVM, in the files' directory.
+     */
+    @Test
+    void aFileWhoseNameStartsWithAnAtSignIsThatFile(@TempDir Path dir) throws Exception {
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        Files.copy(tiny, dir.resolve("@t.bfctrace"));
+        Files.copy(tiny, dir.resolve("t.bfctrace"));
+        String[][] cases = {{"verify", "0"}, {"replay", "1"}}; // replay: the trace's last allocation fails
+        for (String[] c : cases) {
+            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", c[0],
+                    "@t.bfctrace").directory(dir.toFile()).redirectErrorStream(true).start();
+            String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+            assertThat(p.waitFor()).as(output).isEqualTo(Integer.parseInt(c[1]));
+            assertThat(output).as(c[0]).startsWith(c[0].equals("verify") ? "PASS @t.bfctrace 13 calls\n"
+                    : "trace          @t.bfctrace (13 calls)\n");
+        }
+    }
+
     @Test
     void anArgumentToACommandThatTakesNoneIsNamed() {
         for (String command : new String[] {"demo", "cuda-info"}) {
