@@ -71,16 +71,18 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         } else if (ex instanceof UnmatchedArgumentException u) {
             String value = optionalBooleanValue(c, args, u.getUnmatched());
             String word = u.getUnmatched().isEmpty() ? "-" : u.getUnmatched().get(0);
+            // After '--' every word is an argument, whatever it starts with.
+            boolean argument = !word.startsWith("-") || afterEndOfOptions(args, word);
             if (value != null) {
                 message = value.startsWith("(") ? message + " " + value : value;
-            } else if (!word.startsWith("-") && c.getCommandSpec().parent() == null) {
+            } else if (argument && c.getCommandSpec().parent() == null) {
                 // picocli suggests commands by prefix ('repaly': report); a typo is nearer.
                 message = "unknown command '" + word + "'";
                 String near = nearest(word, c.getSubcommands().keySet());
                 hint = near == null ? "" : " (did you mean " + near + "?)";
-            } else if (!word.startsWith("-") && c.getCommandSpec().positionalParameters().isEmpty()) {
+            } else if (argument && c.getCommandSpec().positionalParameters().isEmpty()) {
                 message = "unexpected argument '" + word + "' (expected: options only)";
-            } else if (!word.startsWith("-")) {
+            } else if (argument) {
                 message = "unexpected argument '" + word + "' (expected: "
                         + c.getCommandSpec().positionalParameters().stream()
                                 .map(p -> p.paramLabel() + (p.arity().max() > 1 ? "..." : ""))
@@ -102,6 +104,18 @@ final class UsageErrorHandler implements IParameterExceptionHandler {
         return ex.getClass() == ParameterException.class && ex.getValue() != null
                 && ex.getCommandLine().getCommandSpec().parent() == null
                 && message.equals("Unknown subcommand '" + ex.getValue() + "'.");
+    }
+
+    /** Whether {@code word} is among the words after the first {@code --} of the command line. */
+    private static boolean afterEndOfOptions(String[] args, String word) {
+        boolean after = false;
+        for (String a : args) {
+            if (after && a.equals(word)) {
+                return true;
+            }
+            after |= a.equals("--");
+        }
+        return false;
     }
 
     /** The first argument that starts with '-' and is no option of the command, or null. */

@@ -89,6 +89,21 @@ class BfcCommandTest {
     }
 
     /**
+     * A word after '--' that starts with '-' is an argument, and one too many is said as such:
+     * 'bfc replay -- T --debug' said 'Unknown option: '--debug' (did you mean --debug?)'.
+     */
+    @Test
+    void anArgumentTooManyAfterTheEndOfOptionsIsNamedAsAnArgument() {
+        Path t = Cli.TRACES.resolve("tiny-single.bfctrace");
+        assertThat(cli.run("replay", "--", t, "--debug")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc replay: unexpected argument '--debug' (expected: TRACE only)"
+                + " (see 'bfc replay --help')");
+        assertThat(cli.run("cuda-info", "--", "-x")).isEqualTo(2);
+        assertThat(cli.err.lines()).containsExactly("bfc cuda-info: unexpected argument '-x' (expected: options only)"
+                + " (see 'bfc cuda-info --help')");
+    }
+
+    /**
      * A file whose name starts with '@' is read as the file it names: picocli took '@t.bfctrace'
      * as an argument file, t.bfctrace, and ran its words, so 'bfc verify @t.bfctrace' beside a
      * t.bfctrace verified 192 files named 'bfctrace', 'alloc', '=>' ... (exit 2), and 'bfc replay
