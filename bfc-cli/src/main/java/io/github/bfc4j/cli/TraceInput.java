@@ -80,7 +80,7 @@ final class TraceInput implements AutoCloseable {
      * Makes the input readable more than once: standard input, a named pipe or another file that
      * is not a regular file is copied to a temporary file, which later opens read. It is read
      * as a trace while it is copied, so that an input that is none fails at once. A regular file
-     * is opened now and held open: every later {@link #rawStream()} reads the bytes it had now,
+     * (that does not say it is empty) is opened now and held open: every later {@link #rawStream()} reads the bytes it had now,
      * even after another file is moved over its name (as {@code SnapshotTraces.write} and
      * {@code bfc generate} replace theirs); a pass that finds it changed in place (appended to,
      * truncated) fails, rather than replay one file in one pass and another in the next.
@@ -95,9 +95,14 @@ final class TraceInput implements AutoCloseable {
             return this;
         }
         if (path != null && Files.isRegularFile(path)) {
-            held = FileChannel.open(path, StandardOpenOption.READ);
-            heldBytes = held.size();
-            return this;
+            FileChannel file = FileChannel.open(path, StandardOpenOption.READ);
+            if (file.size() > 0) {
+                held = file;
+                heldBytes = file.size();
+                return this;
+            }
+            // Empty, or a file that says so and is not (/proc's): copied as it reads.
+            file.close();
         }
         Path tmp = Files.createTempFile("bfc-trace-", ".tmp");
         tmp.toFile().deleteOnExit(); // also when a server (bfc serve) is killed

@@ -6,7 +6,9 @@ package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.trace.TraceFormatException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.channels.FileChannel;
@@ -51,5 +53,18 @@ class TraceInputTest {
                     .hasMessageStartingWith("the file changed while it was read: 10000 bytes when the command opened"
                             + " it, 10001 now;");
         }
+    }
+
+    /**
+     * A regular file that says it is empty and is not, as /proc's files do, is read for what it
+     * holds: held open with the size it gave, 0, every pass read nothing.
+     */
+    @Test
+    void aFileThatSaysItIsEmptyIsReadForWhatItHolds() throws IOException {
+        Path status = Path.of("/proc/self/status");
+        assumeTrue(Files.isRegularFile(status) && Files.size(status) == 0, "no /proc here");
+        // Copied as a trace is: the reader stops at its first line, which is no header.
+        assertThatThrownBy(() -> TraceInput.of(status).rereadable()).isInstanceOf(TraceFormatException.class)
+                .hasMessageStartingWith("/proc/self/status line 1: found 'Name:");
     }
 }
