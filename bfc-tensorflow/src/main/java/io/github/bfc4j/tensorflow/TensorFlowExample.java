@@ -29,13 +29,40 @@ public final class TensorFlowExample {
     private TensorFlowExample() {
     }
 
+    /** What bad arguments print after the line saying what was wrong. */
+    static final String USAGE = "usage: TensorFlowExample [--compare N]   (N: runs of each kind of input to time,"
+            + " e.g. 2000)";
+
     /**
+     * Runs the example. It is a command: bad arguments print one line saying what was wrong, then
+     * the usage, on standard error, and end the JVM with exit status 2, as {@code bin/bfc} does.
+     *
      * @param args none, or {@code --compare N} (N > 0) to time both kinds of input tensor
-     * @throws IllegalArgumentException if the arguments are not one of those, e.g. {@code --compare abc}
      * @throws NullPointerException if {@code args} or one of them is null (a call from code)
      * @throws Exception if TensorFlow fails
      */
     public static void main(String[] args) throws Exception {
+        int compare;
+        try {
+            compare = compareRuns(args);
+        } catch (IllegalArgumentException e) {
+            System.err.println("TensorFlowExample: " + e.getMessage());
+            System.err.println(USAGE);
+            System.exit(2);
+            return;
+        }
+        run(System.out, compare);
+    }
+
+    /**
+     * The number of runs that {@code --compare N} asks to time: {@link #main}'s arguments read.
+     *
+     * @param args none, or {@code --compare N} (N > 0)
+     * @return N, or 0 for no arguments (no timing)
+     * @throws IllegalArgumentException if the arguments are not one of those, e.g. {@code --compare abc}
+     * @throws NullPointerException if {@code args} or one of them is null
+     */
+    static int compareRuns(String... args) {
         Objects.requireNonNull(args, "args=null (expected: none, or --compare N with N > 0)");
         for (int i = 0; i < args.length; i++) {
             if (args[i] == null) {
@@ -53,7 +80,7 @@ public final class TensorFlowExample {
         if (compare < 0 || (args.length != 0 && compare == 0)) {
             throw badArguments(args);
         }
-        run(System.out, compare);
+        return compare;
     }
 
     private static IllegalArgumentException badArguments(String[] args) {

@@ -6,9 +6,14 @@ package io.github.bfc4j.tensorflow;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.bfc4j.core.ChildProcess;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -56,19 +61,21 @@ class TensorFlowExampleTest {
 
     @Test
     void badArgumentsAreRefused() {
-        assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--compare", "0"}))
+        assertThatThrownBy(() -> TensorFlowExample.compareRuns("--compare", "0"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("arguments=[--compare, 0] (expected: none, or --compare N with N > 0, a whole number of"
                         + " runs such as 2000)");
-        assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--fast"}))
+        assertThatThrownBy(() -> TensorFlowExample.compareRuns("--fast"))
                 .isInstanceOf(IllegalArgumentException.class);
         for (String notANumber : new String[] {"abc", "1e3", "2147483648", ""}) {
-            assertThatThrownBy(() -> TensorFlowExample.main(new String[] {"--compare", notANumber}))
+            assertThatThrownBy(() -> TensorFlowExample.compareRuns("--compare", notANumber))
                     .as("--compare %s", notANumber)
                     .isExactlyInstanceOf(IllegalArgumentException.class)
                     .hasMessage("arguments=[--compare, " + notANumber + "] (expected: none, or --compare N with"
                             + " N > 0, a whole number of runs such as 2000)");
         }
+        assertThat(TensorFlowExample.compareRuns()).isZero();
+        assertThat(TensorFlowExample.compareRuns("--compare", "2000")).isEqualTo(2000);
         // From code: a null word is named by its index (it was a bare NullPointerException from
         // args[0].equals).
         assertThatThrownBy(() -> TensorFlowExample.main(new String[] {null, "2"}))
@@ -76,6 +83,27 @@ class TensorFlowExampleTest {
                 .hasMessage("args[0]=null (expected: none, or --compare N with N > 0)");
         assertThatThrownBy(() -> TensorFlowExample.main(null)).isInstanceOf(NullPointerException.class)
                 .hasMessageStartingWith("args=null (expected: ");
+    }
+
+    /**
+     * On the command line, bad arguments are one line saying what was wrong, then the usage, and
+     * exit status 2, before TensorFlow is loaded: not the stack trace of an uncaught
+     * IllegalArgumentException (exit 1).
+     */
+    @Test
+    void badArgumentsOnTheCommandLineAreOneLineAndTheUsageWithExitStatus2() throws Exception {
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        for (List<String> args : List.of(List.of("--compare", "0"), List.of("--compare", "abc"), List.of("--fast"))) {
+            List<String> command = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"),
+                    TensorFlowExample.class.getName()));
+            command.addAll(args);
+            ChildProcess.Result r = ChildProcess.run(command, Duration.ofMinutes(2));
+            assertThat(r.status()).as("exit status of %s; it printed:%n%s", args, r.output()).isEqualTo(2);
+            assertThat(r.output().lines().toList()).as("%s", args).containsExactly(
+                    "TensorFlowExample: arguments=" + args.toString() + " (expected: none, or --compare N with N > 0,"
+                            + " a whole number of runs such as 2000)",
+                    TensorFlowExample.USAGE);
+        }
     }
 
     private static String runMain(String... args) throws Exception {
