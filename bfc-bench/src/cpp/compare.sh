@@ -4,14 +4,36 @@
 # Usage (from the repository root, after `mvn -B -q -pl bfc-bench -am package -DskipTests`
 # and `make -C bfc-bench/src/cpp TF_SRC=/path/to/tensorflow bench`, see README.md):
 #   bfc-bench/src/cpp/compare.sh [ROUNDS] [PASSES] [trace ...]
+# Exit status 2, before anything runs: bad usage, a trace not bundled, or bench or the jar not built.
 set -eu
+usage() {
+  echo "usage: $0 [ROUNDS [PASSES [TRACE...]]]   (ROUNDS, PASSES: whole numbers from 1; TRACE: a bundled" \
+    "trace's name, e.g. tf-resnet-train)" >&2
+  exit 2
+}
 ROUNDS=${1:-5}
 PASSES=${2:-9}
+for n in "$ROUNDS" "$PASSES"; do
+  case $n in '' | *[!0-9]*) usage ;; esac
+  [ "$n" -ge 1 ] 2>/dev/null || usage
+done
 [ $# -gt 2 ] && shift 2 || set --
 TRACES=${*:-big-random-1m-s71 tf-resnet-train infer-qwen1.5b-bf16-dynamic-16gib}
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 JAR=$ROOT/bfc-bench/target/benchmarks.jar
+# Both sides must be there before the first round: a missing one would print a round of empty
+# figures per trace and a ratio of nothing.
+if [ ! -x "$HERE/bench" ]; then
+  echo "compare.sh: needs $HERE/bench, TensorFlow's allocator built as a benchmark: build it with" \
+    "'make -C bfc-bench/src/cpp TF_SRC=/path/to/tensorflow bench' ($HERE/README.md says what TF_SRC is)" >&2
+  exit 2
+fi
+if [ ! -f "$JAR" ]; then
+  echo "compare.sh: needs $JAR: build it with 'mvn -B -q -pl bfc-bench -am package -DskipTests'" \
+    "in $ROOT" >&2
+  exit 2
+fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 for t in $TRACES; do
