@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Test;
  * Every file that a shell command of README.md or docs/ writes into the repository's root
  * ({@code -o report.html}, {@code > wrong.bfctrace}) is one that .gitignore ignores, so that a
  * reader who runs the documented commands from the root, as the docs say they were run, finds
- * {@code git status} clean afterwards.
+ * {@code git status} clean afterwards. So is the directory that {@code bfc-bench/measure.sh DIR}
+ * writes its figures into, and the one it writes them into without DIR.
  */
 class DocOutputsIgnoredTest {
 
@@ -35,6 +36,10 @@ class DocOutputsIgnoredTest {
     private static final Pattern QUOTED = Pattern.compile("'[^']*'|\"[^\"]*\"");
     /** An output named by {@code -o}/{@code --output} or a redirection of standard output. */
     private static final Pattern OUTPUT = Pattern.compile("(?:(?<=\\s)(?:-o|--output)[ =]|(?<![\\d>&])>\\s*)(\\S+)");
+    /** bfc-bench/measure.sh and the directory it writes into, if given. */
+    private static final Pattern MEASURE = Pattern.compile("(?:^|\\s)bfc-bench/measure\\.sh(?:\\s+([^\\s>|;&]+))?");
+    /** measure.sh's directory when it is given none: {@code OUT=${1:-DIR}}. */
+    private static final Pattern MEASURE_DEFAULT = Pattern.compile("(?m)^OUT=\\$\\{1:-([^}]+)}$");
 
     @Test
     void everyFileTheDocumentedCommandsWriteIntoTheRootIsIgnored() throws IOException {
@@ -46,7 +51,10 @@ class DocOutputsIgnoredTest {
         for (Path doc : docs) {
             outputs.addAll(outputs(Files.readAllLines(doc, StandardCharsets.UTF_8)));
         }
-        assertThat(outputs).as("outputs found").contains("report.html", "wrong.bfctrace", "cut.bfctrace");
+        assertThat(outputs).as("outputs found").contains("report.html", "wrong.bfctrace", "cut.bfctrace", "results/");
+        Matcher measureDefault = MEASURE_DEFAULT.matcher(Files.readString(ROOT.resolve("bfc-bench/measure.sh")));
+        assertThat(measureDefault.find()).as("measure.sh's default directory, OUT=${1:-DIR}").isTrue();
+        outputs.add(measureDefault.group(1) + "/");
         List<String> ignore = Files.readAllLines(ROOT.resolve(".gitignore"), StandardCharsets.UTF_8);
         assertThat(outputs.stream().filter(o -> !ignored(ignore, o)).toList())
                 .as("written into the root by documented commands, not in .gitignore").isEmpty();
@@ -62,6 +70,8 @@ class DocOutputsIgnoredTest {
                 "sed 's/=> 0x1/=> 0x2/' t > c.bfctrace 2> err.txt",
                 "bin/bfc generate --seed 1 --output=d.bfctrace",
                 "bin/bfc report T -o /tmp/elsewhere.html -o sub/dir.html > /dev/null",
+                "TF_SRC=/x bfc-bench/measure.sh out/   # into out/",
+                "bfc-bench/measure.sh /tmp/elsewhere",
                 "```",
                 "  ```",
                 "  $ bin/bfc export-snapshot T -o e.pickle",
@@ -70,7 +80,7 @@ class DocOutputsIgnoredTest {
                 "```java",
                 "x -o f.html",
                 "```");
-        assertThat(outputs(md)).containsExactly("a.html", "b.bfctrace", "c.bfctrace", "d.bfctrace", "e.pickle");
+        assertThat(outputs(md)).containsExactly("a.html", "b.bfctrace", "c.bfctrace", "d.bfctrace", "out/", "e.pickle");
     }
 
     /**
@@ -107,16 +117,37 @@ class DocOutputsIgnoredTest {
                     out.add(name);
                 }
             }
+            // A directory, named with a / at its end: "results/".
+            Matcher measure = MEASURE.matcher(command);
+            if (measure.find() && measure.group(1) != null) {
+                String dir = measure.group(1).endsWith("/") ? measure.group(1) : measure.group(1) + "/";
+                if (dir.indexOf('/') == dir.length() - 1 && !dir.startsWith("$")) {
+                    out.add(dir);
+                }
+            }
         }
         return out;
     }
 
-    /** Whether a .gitignore of those lines ignores {@code name} in the root. */
+    /**
+     * Whether a .gitignore of those lines ignores {@code name} in the root: a file, or a directory
+     * where it ends with {@code /} (which rules ending with {@code /} match too).
+     */
     private static boolean ignored(List<String> gitignore, String name) {
+        boolean directory = name.endsWith("/");
+        if (directory) {
+            name = name.substring(0, name.length() - 1);
+        }
         for (String rule : gitignore) {
             String r = rule.strip();
-            if (r.isEmpty() || r.startsWith("#") || r.startsWith("!") || r.endsWith("/")) {
+            if (r.isEmpty() || r.startsWith("#") || r.startsWith("!")) {
                 continue;
+            }
+            if (r.endsWith("/")) {
+                if (!directory) {
+                    continue;
+                }
+                r = r.substring(0, r.length() - 1);
             }
             if (r.startsWith("/")) {
                 r = r.substring(1);
