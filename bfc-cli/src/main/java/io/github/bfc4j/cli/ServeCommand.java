@@ -81,7 +81,8 @@ public final class ServeCommand implements Callable<Integer> {
     private boolean loop;
 
     @Option(names = "--rate", paramLabel = "CALLS_PER_SECOND", defaultValue = "0",
-            description = "Slow the replay to about this many calls per second (default: 0, as fast as possible).")
+            description = "Slow the replay of --trace to about this many calls per second (default: 0, as fast as"
+                    + " possible).")
     private BigInteger rateArg;
     private long rate;
 
@@ -124,6 +125,11 @@ public final class ServeCommand implements Callable<Integer> {
         rate = WholeNumbers.notNegative("--rate", rateArg);
         if (loop && trace == null) {
             throw new UsageException("--loop needs --trace FILE");
+        }
+        if (rate > 0 && trace == null) {
+            // It paces a replay: without one it would be taken and do nothing.
+            throw new UsageException("--rate needs --trace FILE (it paces the trace's replay; without a trace the"
+                    + " allocator is idle)");
         }
         if (name != null && name.isBlank()) {
             throw new UsageException("--name='" + Words.shown(name) + "' (expected: a name that is not"

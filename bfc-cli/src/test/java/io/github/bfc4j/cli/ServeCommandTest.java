@@ -314,6 +314,13 @@ class ServeCommandTest {
         cl.setErr(new PrintWriter(err));
         assertThat(cl.execute("serve", "--port", "0", "--loop")).isEqualTo(2);
         assertThat(err.toString()).contains("--loop needs --trace FILE");
+        // --rate paces a replay, as --loop repeats one: without a trace it was taken and did nothing.
+        // Bounded: taken, it would serve until killed.
+        StringWriter rateErr = new StringWriter();
+        assertThat(assertTimeoutPreemptively(Duration.ofSeconds(30), () -> BfcCommand.commandLine()
+                .setErr(new PrintWriter(rateErr)).execute("serve", "--port", "0", "--rate", "100"))).isEqualTo(2);
+        assertThat(rateErr.toString()).isEqualTo("bfc serve: --rate needs --trace FILE (it paces the trace's replay;"
+                + " without a trace the allocator is idle)\n");
         assertThat(BfcCommand.commandLine().setErr(new PrintWriter(new StringWriter()))
                 .execute("serve")).isEqualTo(2);
         StringWriter err2 = new StringWriter();
