@@ -6,12 +6,11 @@ package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.File;
-import java.nio.charset.StandardCharsets;
+import io.github.bfc4j.core.ChildProcess;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -42,13 +41,13 @@ class HostNativesMissingTest {
             cmd.addAll(List.of("-cp", System.getProperty("java.class.path"),
                     "-Dorg.bytedeco.javacpp.platform=" + PLATFORM, BfcCommand.class.getName()));
             cmd.addAll(List.of(args));
-            Process p = new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
-                    .start();
-            String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(p.waitFor(60, TimeUnit.SECONDS)).isTrue();
+            // Outputs in files, not pipes read one after the other: a child writing much to its
+            // error while its output was read would block, and one that hung would hang the build.
+            ChildProcess.Apart r = ChildProcess.runApart(cmd, Duration.ofSeconds(60));
+            String out = r.output();
+            String err = r.error();
             String name = args[0];
-            assertThat(p.exitValue()).as("%s: %s", name, err).isOne();
+            assertThat(r.status()).as("%s: %s", name, err).isOne();
             assertThat(err.lines().filter(l -> !l.startsWith("WARNING:"))).as(name).singleElement()
                     .satisfies(l -> assertThat(l).startsWith("bfc " + name + ": " + SAID)
                             .contains("so no host memory can be had: add org.bytedeco:javacpp with classifier "

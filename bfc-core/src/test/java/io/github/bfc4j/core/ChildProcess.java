@@ -17,7 +17,8 @@ import java.util.concurrent.TimeUnit;
  * out, a JVM-wide setting): its standard input empty, its standard output and error together in
  * a file, not a pipe, so that a child that never ends cannot block the reading of its output (a
  * test reading a pipe to its end before waiting would wait for ever, its time limit never
- * reached), and one that writes much cannot block on a full pipe.
+ * reached), and one that writes much cannot block on a full pipe. {@link #runApart} keeps its
+ * standard output and error apart, for a test that checks each.
  */
 public final class ChildProcess {
 
@@ -28,6 +29,16 @@ public final class ChildProcess {
      * @param output its standard output and error, as they were written
      */
     public record Result(int status, String output) {
+    }
+
+    /**
+     * What a child did, its two outputs apart.
+     *
+     * @param status its exit status
+     * @param output its standard output
+     * @param error its standard error
+     */
+    public record Apart(int status, String output, String error) {
     }
 
     private ChildProcess() {
@@ -47,20 +58,56 @@ public final class ChildProcess {
     public static Result run(List<String> command, Duration limit) throws IOException, InterruptedException {
         Path output = Files.createTempFile("bfc4j-child-", ".txt");
         try {
-            Process p = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(output.toFile()).start();
-            p.getOutputStream().close();
-            boolean ended = p.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS);
-            if (!ended) {
-                p.destroyForcibly().waitFor();
-            }
-            String out = Files.readString(output, StandardCharsets.UTF_8);
-            if (!ended) {
-                throw new AssertionError("the child ran for longer than " + limit + " and was ended: " + command
-                        + "\n" + out);
-            }
-            return new Result(p.exitValue(), out);
+            int status = runTo(command, limit, output, null);
+            return new Result(status, Files.readString(output, StandardCharsets.UTF_8));
         } finally {
             Files.deleteIfExists(output);
         }
+    }
+
+    /**
+     * Runs {@code command} as {@link #run} does, its standard output and error in two files:
+     * neither is a pipe, so a child that writes much to one while the test would be reading the
+     * other cannot block.
+     *
+     * @param command the program and its arguments
+     * @param limit how long it may run
+     * @return its exit status and its two outputs
+     * @throws AssertionError if it ran for longer than {@code limit}: it is ended first, and the
+     *     error gives what it wrote to each
+     * @throws IOException if it cannot be started or its outputs read
+     * @throws InterruptedException if this thread is interrupted while waiting
+     */
+    public static Apart runApart(List<String> command, Duration limit) throws IOException, InterruptedException {
+        Path output = Files.createTempFile("bfc4j-child-", ".out.txt");
+        Path error = Files.createTempFile("bfc4j-child-", ".err.txt");
+        try {
+            int status = runTo(command, limit, output, error);
+            return new Apart(status, Files.readString(output, StandardCharsets.UTF_8),
+                    Files.readString(error, StandardCharsets.UTF_8));
+        } finally {
+            Files.deleteIfExists(output);
+            Files.deleteIfExists(error);
+        }
+    }
+
+    /** Runs it, its standard output to {@code output} and its error there too, or to {@code error}. */
+    private static int runTo(List<String> command, Duration limit, Path output, Path error) throws IOException,
+            InterruptedException {
+        ProcessBuilder pb = new ProcessBuilder(command).redirectOutput(output.toFile());
+        if (error == null) {
+            pb.redirectErrorStream(true);
+        } else {
+            pb.redirectError(error.toFile());
+        }
+        Process p = pb.start();
+        p.getOutputStream().close();
+        if (!p.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS)) {
+            p.destroyForcibly().waitFor();
+            throw new AssertionError("the child ran for longer than " + limit + " and was ended: " + command
+                    + "\n" + Files.readString(output, StandardCharsets.UTF_8) + (error == null ? ""
+                            : "\nits standard error:\n" + Files.readString(error, StandardCharsets.UTF_8)));
+        }
+        return p.exitValue();
     }
 }

@@ -49,4 +49,40 @@ class ChildProcessTest {
         assertThat(r.status()).isZero();
         assertThat(r.output()).isEqualTo("read\n");
     }
+
+    @Test
+    void theTwoOutputsApartAndTheStatus() throws Exception {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        ChildProcess.Apart r = ChildProcess.runApart(List.of(SH.toString(), "-c", "echo out; echo err >&2; exit 3"),
+                Duration.ofSeconds(60));
+        assertThat(r.status()).isEqualTo(3);
+        assertThat(r.output()).isEqualTo("out\n");
+        assertThat(r.error()).isEqualTo("err\n");
+    }
+
+    @Test
+    @Timeout(60)
+    void aChildThatWritesMuchToItsErrorBeforeItsOutputEndsIsNotBlocked() throws Exception {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        // 1 MB to standard error, more than a pipe holds, before the output is closed: a test that
+        // read the output pipe to its end and then the error pipe would wait for ever here, the
+        // child blocked on its full error pipe.
+        ChildProcess.Apart r = ChildProcess.runApart(List.of(SH.toString(), "-c",
+                "echo started; head -c 1000000 /dev/zero | tr '\\0' e >&2; echo done"), Duration.ofSeconds(30));
+        assertThat(r.status()).isZero();
+        assertThat(r.output()).isEqualTo("started\ndone\n");
+        assertThat(r.error()).isEqualTo("e".repeat(1_000_000));
+    }
+
+    @Test
+    @Timeout(60)
+    void aChildThatDoesNotEndIsEndedAtTheLimitWithBothOutputs() {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        assertThatThrownBy(() -> ChildProcess.runApart(List.of(SH.toString(), "-c",
+                "echo started; echo complained >&2; exec sleep 120"), Duration.ofSeconds(2)))
+                .isInstanceOf(AssertionError.class)
+                .hasMessageContaining("ran for longer than PT2S and was ended")
+                .hasMessageContaining("started")
+                .hasMessageContaining("its standard error:\ncomplained");
+    }
 }
