@@ -7,13 +7,12 @@ import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -21,6 +20,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import org.bytedeco.onnxruntime.Env;
 
 /**
@@ -56,7 +56,8 @@ public final class OnnxRuntimeExample {
      *
      * @param args none; or {@code --compare ROUNDS [REQUESTS]}; or {@code --interleave REQUESTS};
      *     or (one JVM of a comparison) {@code --measure bfc|arena REQUESTS}
-     * @throws Exception if a child JVM cannot be run
+     * @throws Exception if a child JVM of {@code --compare} cannot be run, fails or runs for longer
+     *     than its limit (the message gives the end of its standard error)
      */
     public static void main(String[] args) throws Exception {
         int[] counts;
@@ -278,22 +279,70 @@ public final class OnnxRuntimeExample {
                 BfcAllocator.humanReadableNumBytes((long) median(bfcFigures.get("peak_reserved_bytes"))));
     }
 
-    /** Runs one {@link #measure} in a fresh JVM with this one's class path; returns its output. */
+    /**
+     * Runs one {@link #measure} in a fresh JVM with this one's class path, for at most
+     * {@link #measureLimit}; returns its output.
+     */
     private static List<String> child(String side, int requests) throws IOException, InterruptedException {
         String java = ProcessHandle.current().info().command().orElse("java");
-        Process p = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"),
-                OnnxRuntimeExample.class.getName(), "--measure", side, Integer.toString(requests))
-                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
-        List<String> lines = new ArrayList<>();
-        try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-            for (String line = in.readLine(); line != null; line = in.readLine()) {
-                lines.add(line);
+        return runChild(List.of(java, "-cp", System.getProperty("java.class.path"), OnnxRuntimeExample.class.getName(),
+                "--measure", side, Integer.toString(requests)), "the " + side + " JVM", measureLimit(requests));
+    }
+
+    /**
+     * How long a {@link #measure} JVM may run: 5 minutes to start, load the model and warm up,
+     * and 1 s for each of a request's runs (one per batch size; the largest takes about 65 ms
+     * on a 2-vCPU machine).
+     */
+    static Duration measureLimit(int requests) {
+        return Duration.ofMinutes(5).plusSeconds((long) BATCHES.length * requests);
+    }
+
+    /**
+     * Runs {@code command} with its standard input empty and its standard output and error in
+     * files, not pipes (a child that never ended would keep a pipe's reader waiting, past any
+     * limit, and one that wrote much to the other pipe would block); waits up to {@code limit}.
+     *
+     * @param what the child, for the messages
+     * @return its standard output's lines
+     * @throws IllegalStateException if it exited with a status other than 0, or ran for longer
+     *     than {@code limit} (it is ended): the message gives the end of its standard error
+     */
+    static List<String> runChild(List<String> command, String what, Duration limit) throws IOException,
+            InterruptedException {
+        Path out = Files.createTempFile("bfc4j-compare-", ".out");
+        Path err = Files.createTempFile("bfc4j-compare-", ".err");
+        try {
+            Process p = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+            try {
+                p.getOutputStream().close();
+                if (!p.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS)) {
+                    p.destroyForcibly().waitFor();
+                    throw new IllegalStateException(what + " ran for longer than " + limit + " and was ended; its"
+                            + " standard error: " + tail(err));
+                }
+            } finally {
+                if (p.isAlive()) { // this thread was interrupted: the child does not outlive the comparison
+                    p.destroyForcibly();
+                }
             }
+            List<String> lines = Files.readAllLines(out, StandardCharsets.UTF_8);
+            if (p.exitValue() != 0) {
+                throw new IllegalStateException(what + " exited with " + p.exitValue() + "; its standard error: "
+                        + tail(err) + "; its output: " + lines);
+            }
+            return lines;
+        } finally {
+            Files.deleteIfExists(out);
+            Files.deleteIfExists(err);
         }
-        if (p.waitFor() != 0) {
-            throw new IllegalStateException("the " + side + " JVM exited with " + p.exitValue() + ": " + lines);
-        }
-        return lines;
+    }
+
+    /** The last 40 lines of a child's standard error, as one string. */
+    private static String tail(Path err) throws IOException {
+        List<String> lines = Files.readAllLines(err, StandardCharsets.UTF_8);
+        int from = Math.max(0, lines.size() - 40);
+        return (from > 0 ? "(" + from + " lines before) " : "") + String.join("\n", lines.subList(from, lines.size()));
     }
 
     /**

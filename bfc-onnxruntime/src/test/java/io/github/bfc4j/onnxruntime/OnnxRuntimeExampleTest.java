@@ -1,11 +1,15 @@
 package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Matcher;
@@ -63,6 +67,42 @@ class OnnxRuntimeExampleTest {
         }
         assertThat(out).containsPattern("peak resident memory: bfc4j [\\d.]+MiB, ORT's arena [\\d.]+MiB;"
                 + " bfc4j's peak reserved [\\d.]+MiB");
+    }
+
+    /**
+     * A fresh JVM of {@code --compare} that does not end is ended at its limit, saying so with its
+     * standard error: the comparison read the child's output pipe to its end and then waited
+     * without a limit, so a child that hung kept the comparison (and this test) waiting for ever.
+     * The child here sleeps 120 s, so that even without the limit it ends.
+     */
+    @Test
+    void aCompareJvmThatDoesNotEndIsEndedAtItsLimitWithItsStandardError() {
+        List<String> sleeps = javaRunning(ExampleJvmTest.Sleeps.class, "120");
+        assertTimeoutPreemptively(Duration.ofSeconds(60), () -> assertThatThrownBy(
+                () -> OnnxRuntimeExample.runChild(sleeps, "the sleeping JVM", Duration.ofSeconds(3)))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("the sleeping JVM ran for longer than PT3S and was ended; its standard error: err"));
+    }
+
+    /**
+     * A fresh JVM of {@code --compare} that fails is said with its status and standard error,
+     * which the comparison discarded: the failure said only the status and an empty output.
+     */
+    @Test
+    void aCompareJvmThatFailsIsSaidWithItsStandardError() {
+        List<String> bad = javaRunning(OnnxRuntimeExample.class, "--measure", "nowhere", "1");
+        assertThatThrownBy(() -> OnnxRuntimeExample.runChild(bad, "the nowhere JVM", Duration.ofMinutes(5)))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessage("the nowhere JVM exited with 2; its standard error: OnnxRuntimeExample: unexpected"
+                        + " arguments: --measure nowhere 1\n" + OnnxRuntimeExample.USAGE + "; its output: []");
+    }
+
+    /** The command that runs {@code main} in a JVM of its own with this one's class path. */
+    private static List<String> javaRunning(Class<?> main, String... args) {
+        List<String> command = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-cp", System.getProperty("java.class.path"), main.getName()));
+        command.addAll(List.of(args));
+        return command;
     }
 
     @Test
