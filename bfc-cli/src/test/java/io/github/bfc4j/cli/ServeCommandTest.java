@@ -96,36 +96,55 @@ class ServeCommandTest {
             assertThat(sample(serve.get(port, "/metrics").body(), "bfc_allocator_memory_limit_bytes"))
                     .isEqualTo(16L << 30);
             // Pass after pass from one read of the pipe: the allocations keep counting up.
-            // Scraped until the count moves (for up to a minute), not once after a fixed time: the
-            // server's replay thread may not run for a while on a loaded machine.
             double first = sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total");
-            double later = first;
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (later <= first && System.nanoTime() - deadline < 0) {
-                Thread.sleep(50);
-                later = sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total");
-            }
-            assertThat(later).as("bfc_allocator_allocations_total a minute after %s", first).isGreaterThan(first);
+            scrapeUntilAllocationsPass(serve, port, first, System.nanoTime(), 0);
         }
     }
 
     @Test
     void loopKeepsReplayingAtTheGivenRate() throws Exception {
+        long started = System.nanoTime(); // before the server, so before its replay's first call
         try (ServeProcess serve = new ServeProcess("--port", "0", "--trace", workloadTrace().toString(),
                 "--loop", "--rate", "300")) {
             int port = serve.awaitPort();
             serve.awaitReplayed();
             double before = sample(serve.get(port, "/metrics").body(), "bfc_allocator_allocations_total");
-            long t0 = System.nanoTime();
-            Thread.sleep(1500);
-            String text = serve.get(port, "/metrics").body();
-            double seconds = (System.nanoTime() - t0) / 1e9;
-            double after = sample(text, "bfc_allocator_allocations_total");
-            // 8 of the trace's 12 calls are successful allocations: about 200 per second.
-            assertThat(after - before).as("allocations in %.2f s", seconds)
-                    .isPositive().isLessThan(300 * (seconds + 1));
+            String text = scrapeUntilAllocationsPass(serve, port, before, System.nanoTime(),
+                    TimeUnit.MILLISECONDS.toNanos(1500));
+            double seconds = (System.nanoTime() - started) / 1e9;
+            // --rate paces the calls from the replay's start, catching up after a stall: by now at
+            // most 300 a second since the server was started, plus the first, and 8 of each pass of
+            // the trace's 12 calls are successful allocations (about 200 a second).
+            double calls = 300 * seconds + 1;
+            assertThat(sample(text, "bfc_allocator_allocations_total")).as("allocations %.2f s after the start", seconds)
+                    .isLessThanOrEqualTo(Math.ceil(calls / 12) * 8);
             assertThat(sample(text, "bfc_allocator_frees_total"))
                     .isLessThanOrEqualTo(sample(text, "bfc_allocator_allocations_total"));
+        }
+    }
+
+    /**
+     * Scrapes {@code /metrics} until {@code bfc_allocator_allocations_total} is above
+     * {@code floor} and at least {@code minNanos} have passed since {@code fromNanos}
+     * ({@link System#nanoTime}); up to a minute, not once after a fixed time: the server's replay
+     * thread may not run for a while on a loaded machine.
+     *
+     * @return the last scrape
+     * @throws AssertionError if the count is not above {@code floor} within the minute
+     */
+    private static String scrapeUntilAllocationsPass(ServeProcess serve, int port, double floor, long fromNanos,
+            long minNanos) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            String text = serve.get(port, "/metrics").body();
+            double allocations = sample(text, "bfc_allocator_allocations_total");
+            boolean longEnough = System.nanoTime() - fromNanos >= minNanos;
+            if (allocations > floor && longEnough) {
+                return text;
+            }
+            assertThat(System.nanoTime() - deadline).as("bfc_allocator_allocations_total still %s a minute after %s",
+                    allocations, floor).isNegative();
+            Thread.sleep(50);
         }
     }
 
@@ -138,9 +157,10 @@ class ServeCommandTest {
         for (int i = 0; i < 3; i++) {
             try (ServeProcess serve = new ServeProcess("--port", "0", "--trace", workloadTrace().toString(),
                     "--loop")) {
-                serve.awaitPort();
+                int port = serve.awaitPort();
                 serve.awaitReplayed();
-                Thread.sleep(200);
+                // A later pass has begun (the first makes 8 allocations): the stop lands in the loop.
+                scrapeUntilAllocationsPass(serve, port, 8, System.nanoTime(), 0);
                 serve.terminate();
                 assertThat(serve.output()).as("run %d", i).doesNotContain("internal error").doesNotContain("Exception");
             }
