@@ -15,7 +15,9 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
@@ -99,13 +101,20 @@ class HeldBackFreeCallBackTest {
         viewAndClose(allocate.get());
         emptyCache.run(); // the region waits for the view
         AtomicReference<Thread> extender = new AtomicReference<>();
+        AtomicBoolean seenBlocked = new AtomicBoolean();
         CountDownLatch inFree = new CountDownLatch(1);
         sub.onCleanerFree = () -> {
             inFree.countDown();
-            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            Thread t;
-            while (((t = extender.get()) == null || t.getState() != Thread.State.BLOCKED) && System.nanoTime() < end) {
-                Thread.onSpinWait();
+            // Up to a minute (the extender may be slow to start on a loaded machine), and the test
+            // fails if it was not seen blocked: a read made after that would test no deadlock.
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (System.nanoTime() - end < 0) {
+                Thread t = extender.get();
+                if (t != null && t.getState() == Thread.State.BLOCKED) {
+                    seenBlocked.set(true);
+                    break;
+                }
+                LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
             }
             read.run();
         };
@@ -122,7 +131,8 @@ class HeldBackFreeCallBackTest {
         t.setDaemon(true); // without the refusal it would stay deadlocked
         extender.set(t);
         t.start();
-        t.join(10_000);
+        t.join(TimeUnit.SECONDS.toMillis(90));
+        assertThat(seenBlocked).as("the extender was seen blocked in its allocation while the free waited").isTrue();
         assertThat(t.isAlive()).as("the allocation that needed a region finished (no deadlock)").isFalse();
         assertThat(ptr[0]).isNotZero();
         assertThat(sub.thrown).singleElement().isInstanceOf(IllegalStateException.class)
