@@ -1268,11 +1268,14 @@ class ShardedBfcAllocatorTest {
         Allocation keep = a.allocate(10 * MIB);
         java.util.concurrent.CountDownLatch failed = new java.util.concurrent.CountDownLatch(1);
         java.util.concurrent.CountDownLatch freed = new java.util.concurrent.CountDownLatch(1);
+        // Whether each listener call saw the free happen while it waited: a wait that ran out
+        // (the other thread late on a loaded machine) would leave nothing to read after it.
+        List<Boolean> freedWhileTold = new java.util.concurrent.CopyOnWriteArrayList<>();
         for (BfcAllocator s : a.shards()) {
             s.addOutOfMemoryListener(r -> {
                 failed.countDown();
                 try {
-                    freed.await(10, TimeUnit.SECONDS);
+                    freedWhileTold.add(freed.await(30, TimeUnit.SECONDS));
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
@@ -1293,6 +1296,8 @@ class ShardedBfcAllocatorTest {
                 .hasMessageContaining(". 16.00MiB is in use by live allocations, 16.00MiB is reserved")
                 .hasMessageNotContaining("the host or device itself is out of memory");
         freer.join();
+        assertThat(freedWhileTold).as("the other thread freed while the listeners were told, within 30 s").isNotEmpty()
+                .containsOnly(true);
         assertThat(a.bytesInUse()).isZero();
         a.close();
     }
