@@ -267,10 +267,18 @@ class LauncherRebuildTest {
         Process p = pb.start();
         try {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-            while (!Files.exists(started) && System.nanoTime() < deadline) {
+            while (!Files.exists(started) && System.nanoTime() - deadline < 0) {
                 Thread.sleep(20);
             }
             assertThat(started).as("the stand-in for mvn started").exists();
+            // And reached its sleep: its shell (dash catches SIGINT in a script) keeps a SIGINT
+            // that comes between the marker and the start of sleep until its child ends, and that
+            // sleep, started after the signal, runs its 30 s.
+            while (p.descendants().noneMatch(LauncherRebuildTest::isSleep) && System.nanoTime() - deadline < 0) {
+                Thread.sleep(20);
+            }
+            assertThat(p.descendants().anyMatch(LauncherRebuildTest::isSleep)).as("the stand-in for mvn sleeps")
+                    .isTrue();
             try (var during = Files.list(tmp)) {
                 assertThat(during.map(f -> f.getFileName().toString()).toList())
                         .as("the build's log, while Maven runs").hasSize(1).allMatch(n -> n.startsWith("bfc-build."));
@@ -290,6 +298,10 @@ class LauncherRebuildTest {
         }
         assertThat(jar).as("no jar from a stopped build").doesNotExist();
         assertThat(jar.resolveSibling("bfc-build.lock")).as("the build's lock after SIG%s", signal).doesNotExist();
+    }
+
+    private static boolean isSleep(ProcessHandle h) {
+        return h.info().command().map(c -> Path.of(c).getFileName().toString().equals("sleep")).orElse(false);
     }
 
     @Test
