@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.SourceTree;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
@@ -18,12 +19,17 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** The {@code bfc} command itself: its version and its launcher. */
 class BfcCommandTest {
+    /** How long a child JVM running one command may take before it is ended and the test fails. */
+    private static final Duration CHILD_LIMIT = Duration.ofSeconds(120);
+    private static final String JAVA = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+
     private final Cli cli = new Cli();
 
     @Test
@@ -464,21 +470,21 @@ class BfcCommandTest {
                     + " the out-of-memory dumps, created if missing); change it or take it out of BFC_JAVA_OPTS"},
         };
         for (String[] c : cases) {
-            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), c[0],
+            ChildProcess.Result r = ChildProcess.run(List.of(JAVA, c[0],
                     "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", "replay",
-                    tiny.toString()).redirectErrorStream(true).start();
-            String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            assertThat(p.waitFor()).as(output).isEqualTo(2);
+                    tiny.toString()), CHILD_LIMIT);
+            String output = r.output();
+            assertThat(r.status()).as(output).isEqualTo(2);
             assertThat(output.lines()).as(output).containsExactly(c[1]);
         }
         // What Boolean.getBoolean reads, in any case, runs: replay's own status (1: the trace's last
         // allocation runs out of memory), its summary printed.
         for (String ok : new String[] {"-Dbfc4j.checkInvariants=TRUE", "-Dbfc4j.checkInvariants=false"}) {
-            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), ok,
+            ChildProcess.Result r = ChildProcess.run(List.of(JAVA, ok,
                     "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", "replay",
-                    tiny.toString()).redirectErrorStream(true).start();
-            String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-            assertThat(p.waitFor()).as(output).isEqualTo(1);
+                    tiny.toString()), CHILD_LIMIT);
+            String output = r.output();
+            assertThat(r.status()).as(output).isEqualTo(1);
             assertThat(output).as(ok).startsWith("trace ").doesNotContain("BFC_JAVA_OPTS");
         }
     }
@@ -497,11 +503,11 @@ class BfcCommandTest {
                         + " cannot be created: permission denied in " + locked},
             };
             for (String[] c : cases) {
-                Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                ChildProcess.Result r = ChildProcess.run(List.of(JAVA,
                         "-Dbfc4j.dumpOnOom=" + c[0], "-cp", System.getProperty("java.class.path"),
-                        "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()).redirectErrorStream(true).start();
-                String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-                assertThat(p.waitFor()).as(output).isEqualTo(2);
+                        "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()), CHILD_LIMIT);
+                String output = r.output();
+                assertThat(r.status()).as(output).isEqualTo(2);
                 assertThat(output.lines()).as(output).containsExactly(c[1] + " (expected: a directory for the"
                         + " out-of-memory dumps, created if missing); change it or take it out of BFC_JAVA_OPTS");
             }
@@ -526,12 +532,12 @@ class BfcCommandTest {
             {proc.resolve("bfc-dumps").toString(), "bfc: -Dbfc4j.dumpOnOom=/proc/bfc-dumps cannot be created: "},
         };
         for (String[] c : cases) {
-            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            ChildProcess.Result r = ChildProcess.run(List.of(JAVA,
                     "-Dbfc4j.dumpOnOom=" + c[0], "-cp", System.getProperty("java.class.path"),
-                    "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()).redirectErrorStream(true).start();
-            String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                    "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()), CHILD_LIMIT);
+            String output = r.output();
             System.out.println(output);
-            assertThat(p.waitFor()).as(output).isEqualTo(2);
+            assertThat(r.status()).as(output).isEqualTo(2);
             assertThat(output.lines()).as(output).singleElement().asString().startsWith(c[1])
                     .endsWith(" (expected: a directory for the out-of-memory dumps, created if missing); change it or"
                             + " take it out of BFC_JAVA_OPTS");
@@ -549,12 +555,12 @@ class BfcCommandTest {
         Path existing = Files.createDirectory(dir.resolve("existing"));
         Path missing = dir.resolve("missing");
         for (Path dumps : List.of(existing, missing)) {
-            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            ChildProcess.Result r = ChildProcess.run(List.of(JAVA,
                     "-Dbfc4j.dumpOnOom=" + dumps, "-cp", System.getProperty("java.class.path"),
-                    "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()).redirectErrorStream(true).start();
-            String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+                    "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()), CHILD_LIMIT);
+            String output = r.output();
             // replay's own status: the trace's last allocation runs out of memory, and is dumped.
-            assertThat(p.waitFor()).as(output).isEqualTo(1);
+            assertThat(r.status()).as(output).isEqualTo(1);
             try (java.util.stream.Stream<Path> files = Files.list(dumps)) {
                 assertThat(files.map(f -> f.getFileName().toString())).as(output).isNotEmpty()
                         .allMatch(name -> name.endsWith(".json") || name.endsWith(".pickle"), "a dump's file");
@@ -647,11 +653,10 @@ class BfcCommandTest {
      */
     @Test
     void mainCalledWithANullWordNamesItsIndex() throws Exception {
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), MainWithANullWord.class.getName())
-                .redirectErrorStream(true).start();
-        String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(p.waitFor()).as(output).isEqualTo(1);
+        ChildProcess.Result r = ChildProcess.run(List.of(JAVA,
+                "-cp", System.getProperty("java.class.path"), MainWithANullWord.class.getName()), CHILD_LIMIT);
+        String output = r.output();
+        assertThat(r.status()).as(output).isEqualTo(1);
         assertThat(output.lines().findFirst()).as(output).hasValue("Exception in thread \"main\""
                 + " java.lang.NullPointerException: args[1]=null (expected: a word of the command line, e.g."
                 + " \"verify\")");
