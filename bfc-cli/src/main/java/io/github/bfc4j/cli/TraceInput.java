@@ -220,8 +220,9 @@ final class TraceInput implements AutoCloseable {
     }
 
     /**
-     * One pass over the held file, from its start: its first {@link #heldBytes} bytes, read at
-     * positions of its own (the channel's position is shared). Closing it leaves the file open.
+     * One pass over the held file, from its start: its first {@link #heldBytes} bytes (or fewer,
+     * where the file ends before the size it gives), read at positions of its own (the channel's
+     * position is shared). Closing it leaves the file open.
      */
     private final class HeldPass extends InputStream {
         private final byte[] one = new byte[1];
@@ -248,7 +249,13 @@ final class TraceInput implements AutoCloseable {
             }
             int n = held.read(ByteBuffer.wrap(b, off, (int) Math.min(len, heldBytes - position)), position);
             if (n < 0) {
-                throw new IOException(changed(held.size()));
+                long now = held.size();
+                if (now != heldBytes) {
+                    throw new IOException(changed(now));
+                }
+                // It ends before the size it gives, which has not changed: a file that gives a
+                // size it does not hold (/sys's give 4096), read for what it holds, as every pass.
+                return -1;
             }
             position += n;
             return n;

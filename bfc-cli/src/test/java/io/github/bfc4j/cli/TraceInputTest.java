@@ -9,8 +9,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.trace.TraceFormatException;
+import io.github.bfc4j.trace.TraceReader;
 import java.io.IOException;
 import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -66,5 +68,30 @@ class TraceInputTest {
         // Copied as a trace is: the reader stops at its first line, which is no header.
         assertThatThrownBy(() -> TraceInput.of(status).rereadable()).isInstanceOf(TraceFormatException.class)
                 .hasMessageStartingWith("/proc/self/status line 1: found 'Name:");
+    }
+
+    /**
+     * A regular file that gives a size larger than what it holds, as /sys's files do (4096), is
+     * read for what it holds, pass after pass: its first line is refused as no header, where every
+     * pass said the file had changed while it was read ("4096 bytes when the command opened it,
+     * 4096 now").
+     */
+    @Test
+    void aFileThatGivesMoreThanItHoldsIsReadForWhatItHolds() throws IOException {
+        Path online = Path.of("/sys/devices/system/cpu/online");
+        assumeTrue(Files.isRegularFile(online) && Files.size(online) > Files.readAllBytes(online).length,
+                "no /sys file here that gives more than it holds");
+        byte[] holds = Files.readAllBytes(online);
+        String firstLine = new String(holds, StandardCharsets.US_ASCII).strip();
+        try (TraceInput input = TraceInput.of(online).rereadable()) {
+            for (int pass = 0; pass < 2; pass++) {
+                try (InputStream in = input.rawStream()) {
+                    assertThat(in.readAllBytes()).isEqualTo(holds);
+                }
+                assertThatThrownBy(() -> TraceReader.open(input.rawStream(), input.name()))
+                        .isInstanceOf(TraceFormatException.class)
+                        .hasMessageStartingWith(online + " line 1: found '" + firstLine + "', expected 'bfctrace 1'");
+            }
+        }
     }
 }
