@@ -17,6 +17,8 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
 import java.lang.ref.Cleaner;
+import java.security.AccessController;
+import java.security.PrivilegedAction;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -791,13 +793,21 @@ public final class BfcTensors {
             (c != null ? c : make()).register(tensor, new Pin(view));
         }
 
+        /**
+         * The cleaner, its thread holding nothing of the code that made the first tensor (no
+         * context class loader, no inherited thread locals, none of the callers' frames in its
+         * access control context), whose class loader it would keep for the life of the JVM, as
+         * bfc-core's {@code BfcCleaner} does.
+         */
+        @SuppressWarnings("removal") // AccessController: the only way to leave the callers' frames out before JDK 24
         private static synchronized Cleaner make() {
             if (cleaner == null) {
-                cleaner = Cleaner.create(r -> {
-                    Thread t = new Thread(r, "bfc4j-tensor-pins");
+                cleaner = AccessController.doPrivileged((PrivilegedAction<Cleaner>) () -> Cleaner.create(r -> {
+                    Thread t = new Thread(null, r, "bfc4j-tensor-pins", 0, false);
                     t.setDaemon(true);
+                    t.setContextClassLoader(null);
                     return t;
-                });
+                }));
             }
             return cleaner;
         }
