@@ -23,7 +23,8 @@ import java.util.Objects;
  * ({@code report}'s two passes, {@code whatif}'s combinations, {@code serve --loop}) first copies
  * such an input to a temporary file ({@link #rereadable()}), deleted by {@link #close()}, and
  * holds a regular file open from its first read to {@link #close()}, so that every pass reads
- * the same bytes.
+ * that file, and as many bytes (only its size is compared: bytes rewritten in place between two
+ * passes, the size kept, are read as they are then).
  */
 final class TraceInput implements AutoCloseable {
 
@@ -80,8 +81,8 @@ final class TraceInput implements AutoCloseable {
      * Makes the input readable more than once: standard input, a named pipe or another file that
      * is not a regular file is copied to a temporary file, which later opens read. It is read
      * as a trace while it is copied, so that an input that is none fails at once. A regular file
-     * (that does not say it is empty) is opened now and held open: every later {@link #rawStream()} reads the bytes it had now,
-     * even after another file is moved over its name (as {@code SnapshotTraces.write} and
+     * (that does not say it is empty) is opened now and held open: every later {@link #rawStream()} reads that file, as many bytes
+     * as it had now, even after another file is moved over its name (as {@code SnapshotTraces.write} and
      * {@code bfc generate} replace theirs); a pass that finds it changed in place (appended to,
      * truncated) fails, rather than replay one file in one pass and another in the next.
      *
