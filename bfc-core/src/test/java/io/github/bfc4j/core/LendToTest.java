@@ -8,7 +8,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -279,6 +282,100 @@ class LendToTest {
                     .hasMessageContaining("lent to " + RUNTIME);
             loan.deallocateRaw(lent);
             assertThat(a.getStats().bytesInUse()).isZero();
+        }
+    }
+
+    /**
+     * The stale double free on many threads: the application (thread 0) allocates raw, frees,
+     * and then frees again an address it freed a while before, while three runtime threads
+     * allocate and free through one loan, so that the address is often lent by then. Every such
+     * stale free is refused (the chunk is lent, free, or no chunk start), and every free of the
+     * runtime through its loan goes through: no stale free ever takes memory the runtime holds.
+     * Thread 0 goes on until {@value #LENT_REFUSALS} of its stale frees have met lent memory.
+     * Seeded ({@code -Dbfc4j.test.seed}), on one allocator and sharded.
+     */
+    @Test
+    void staleRawFreesOnManyThreadsNeverTakeLentMemory() throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("LendToTest stale-free seed: " + seed + " (-Dbfc4j.test.seed)");
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim())
+                .leakDetection(LeakDetection.DISABLED).build()) {
+            staleFreesRacingALoan(a, seed);
+            a.checkInvariants();
+        }
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).leakDetection(LeakDetection.DISABLED).build()) {
+            staleFreesRacingALoan(a, seed);
+            for (BfcAllocator shard : a.shards()) {
+                shard.checkInvariants();
+            }
+        }
+    }
+
+    /** Stale frees of thread 0's that met memory lent at the time: thread 0 stops at this many. */
+    private static final int LENT_REFUSALS = 200;
+
+    /** Thread 0's calls at most, far more than it takes to meet lent memory that often. */
+    private static final int MAX_APPLICATION_CALLS = 2_000_000;
+
+    private static void staleFreesRacingALoan(MemoryAllocator a, long seed) throws InterruptedException {
+        AtomicBoolean done = new AtomicBoolean();
+        try (MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE)) {
+            TestThreads.runTogether(4, seed, id -> {
+                Random rnd = new Random(seed * 31 + id);
+                try {
+                    if (id == 0) {
+                        application(a, rnd, seed);
+                    } else {
+                        runtime(loan, rnd, done);
+                    }
+                } finally {
+                    done.set(true);
+                }
+            });
+        }
+        assertThat(a.getStats().bytesInUse()).as("seed %d: everything given back", seed).isZero();
+    }
+
+    /**
+     * Allocates raw and frees at once, then frees again an address it freed before: thread 0
+     * holds nothing at that moment, so the free must be refused.
+     */
+    private static void application(MemoryAllocator a, Random rnd, long seed) {
+        long[] freed = new long[64];
+        int lentRefusals = 0;
+        for (int i = 0; lentRefusals < LENT_REFUSALS; i++) {
+            assertThat(i).as("seed %d: calls before %d stale frees met lent memory (%d did)", seed,
+                    LENT_REFUSALS, lentRefusals).isLessThan(MAX_APPLICATION_CALLS);
+            long p = a.allocateRaw(64, 1 + rnd.nextInt(4096));
+            a.deallocateRaw(p);
+            freed[i % freed.length] = p;
+            long stale = freed[rnd.nextInt(Math.min(i + 1, freed.length))];
+            try {
+                a.deallocateRaw(stale);
+                throw new AssertionError("seed " + seed + ": the stale free of 0x" + Long.toHexString(stale)
+                        + " went through, though thread 0 held nothing");
+            } catch (IllegalArgumentException e) {
+                if (e.getMessage().contains(", lent to " + RUNTIME + ", which frees it itself")) {
+                    lentRefusals++;
+                }
+            }
+        }
+    }
+
+    /** Keeps up to 16 chunks lent, freeing one at random through the loan, until thread 0 is done. */
+    private static void runtime(MemoryAllocator.Loan loan, Random rnd,
+            AtomicBoolean done) {
+        List<Long> held = new ArrayList<>();
+        while (!done.get()) {
+            if (held.size() < 16 && rnd.nextBoolean()) {
+                held.add(loan.allocateRawOrThrow(64, 1 + rnd.nextInt(4096)));
+            } else if (!held.isEmpty()) {
+                loan.deallocateRaw(held.remove(rnd.nextInt(held.size())));
+            }
+        }
+        for (long p : held) {
+            loan.deallocateRaw(p);
         }
     }
 }
