@@ -1127,7 +1127,8 @@ public final class BfcAllocator implements MemoryAllocator {
      *
      * @param ptr an address returned by this allocator and not yet freed; 0 is a no-op
      * @throws IllegalArgumentException if {@code ptr} was not allocated by this allocator or was
-     *     already freed; the allocator is unchanged
+     *     already freed, or is memory of an {@link Allocation} handle or lent to a runtime
+     *     ({@link #lendTo}); the allocator is unchanged
      * @throws IllegalStateException if the allocator is closed, or if called from inside its
      *     sub-allocator's {@code alloc} or {@code free}
      */

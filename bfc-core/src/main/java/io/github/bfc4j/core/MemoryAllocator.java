@@ -109,7 +109,9 @@ public interface MemoryAllocator extends AutoCloseable {
      * Frees an address {@link #allocateRaw} returned. Port of {@code Allocator::DeallocateRaw}.
      *
      * @param ptr the address; 0 is a no-op
-     * @throws IllegalArgumentException if it was not allocated here or was already freed
+     * @throws IllegalArgumentException if it was not allocated here or was already freed, or is
+     *     memory of an {@link Allocation} handle or lent to a runtime through a {@link Loan} (which
+     *     frees it itself); nothing is freed
      * @throws IllegalStateException if the allocator is closed, or if called from inside its
      *     sub-allocator's {@code alloc} or {@code free}
      */

@@ -573,7 +573,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *
      * @param ptr an address returned by {@link #allocateRaw} and not yet freed; 0 is a no-op
      * @throws IllegalArgumentException if {@code ptr} was not allocated here or was already
-     *     freed; the allocator is unchanged
+     *     freed, or is memory of an {@link Allocation} handle or lent to a runtime
+     *     ({@link #lendTo}); the allocator is unchanged
      * @throws IllegalStateException if the allocator (or the shard holding {@code ptr}) is
      *     closed
      * @throws IllegalStateException also if called from inside its sub-allocator's {@code alloc}

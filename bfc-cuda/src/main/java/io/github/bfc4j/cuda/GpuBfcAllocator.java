@@ -174,7 +174,8 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * reusable at once.
      *
      * @param ptr an address from {@link #allocateRaw}; 0 is a no-op
-     * @throws IllegalArgumentException if {@code ptr} is not a live allocation
+     * @throws IllegalArgumentException if {@code ptr} is not a live allocation, or is memory lent
+     *     to a runtime ({@link #lendTo}: only its loan frees it); nothing is freed
      * @throws IllegalStateException if closed
      */
     public void deallocateRaw(long ptr) {
@@ -215,7 +216,8 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @param ptr an address from {@link #allocateRaw}; 0 is a no-op
      * @param stream the {@code CUstream} the last use of the memory was queued on (0: the
      *     default stream)
-     * @throws IllegalArgumentException if {@code ptr} is not a live allocation, or
+     * @throws IllegalArgumentException if {@code ptr} is not a live allocation or is memory lent
+     *     to a runtime ({@link #lendTo}), or
      *     {@code stream} is no stream (a number where no memory of the process is, which the
      *     driver would crash the JVM reading); nothing is freed, no event is left behind
      * @throws IllegalStateException if closed (a {@link #close()} on another thread waits for

@@ -67,8 +67,10 @@ import org.bytedeco.onnxruntime.StringVector;
  *
  * <h2>Memory and errors</h2>
  * Alloc answers null when bfc4j cannot serve the request (ORT then fails the call with
- * {@code ORT_ENFORCE(p != nullptr)}); the reason is kept in {@link #stats()}. Free returns the
- * memory at once ({@link GpuBfcAllocator#deallocateRaw(long)}): ORT issues all of a session's
+ * {@code ORT_ENFORCE(p != nullptr)}); the reason is kept in {@link #stats()}. The provider
+ * allocates and frees through a loan of the allocator ({@link GpuBfcAllocator#lendTo}), so a
+ * {@link GpuBfcAllocator#deallocateRaw(long)} of memory ORT holds is refused. Free returns the
+ * memory at once, as {@link GpuBfcAllocator#deallocateRaw(long)} does: ORT issues all of a session's
  * work on one stream, so memory reused by a later allocation is only touched by work queued
  * after the earlier work, as with ORT's own arena. Empty-cache (ORT calls it after freeing a
  * buffer it reserved for weights) does nothing: the BFC allocator keeps its regions, and gives
