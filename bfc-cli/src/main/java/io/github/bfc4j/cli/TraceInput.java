@@ -97,9 +97,16 @@ final class TraceInput implements AutoCloseable {
         }
         if (path != null && Files.isRegularFile(path)) {
             FileChannel file = FileChannel.open(path, StandardOpenOption.READ);
-            if (file.size() > 0) {
+            long bytes;
+            try {
+                bytes = file.size();
+            } catch (IOException | RuntimeException e) {
+                file.close();
+                throw e;
+            }
+            if (bytes > 0) {
                 held = file;
-                heldBytes = file.size();
+                heldBytes = bytes;
                 return this;
             }
             // Empty, or a file that says so and is not (/proc's): copied as it reads.
@@ -180,10 +187,7 @@ final class TraceInput implements AutoCloseable {
      */
     InputStream rawStream() throws IOException {
         if (held != null) {
-            long now = held.size();
-            if (now != heldBytes) {
-                throw new IOException(name + ": " + changed(now));
-            }
+            checkHeldSize(name + ": ");
             return new HeldPass();
         }
         if (spool != null) {
@@ -213,11 +217,19 @@ final class TraceInput implements AutoCloseable {
         return TraceReader.open(progress.track(rawStream()), name);
     }
 
-    /** What a pass that finds the held file {@code nowBytes} long says. */
-    private String changed(long nowBytes) {
-        return "the file changed while it was read: " + heldBytes + " bytes when the command opened it, " + nowBytes
-                + " now; it is read again for each pass (expected: a file that is not written while the command"
-                + " runs: copy it and read the copy)";
+    /**
+     * Throws if the held file's size is no longer {@link #heldBytes}: it changed in place since
+     * the command opened it.
+     *
+     * @param prefix put before the message
+     */
+    private void checkHeldSize(String prefix) throws IOException {
+        long now = held.size();
+        if (now != heldBytes) {
+            throw new IOException(prefix + "the file changed while it was read: " + heldBytes + " bytes when the"
+                    + " command opened it, " + now + " now; it is read again for each pass (expected: a file that is"
+                    + " not written while the command runs: copy it and read the copy)");
+        }
     }
 
     /**
@@ -240,22 +252,14 @@ final class TraceInput implements AutoCloseable {
             if (len == 0) {
                 return 0;
             }
-            if (position == heldBytes) {
-                // Grown (or shrunk) since it was opened: the bytes read are not the whole file now.
-                long now = held.size();
-                if (now != heldBytes) {
-                    throw new IOException(changed(now));
-                }
-                return -1;
-            }
-            int n = held.read(ByteBuffer.wrap(b, off, (int) Math.min(len, heldBytes - position)), position);
+            int n = position == heldBytes ? -1
+                    : held.read(ByteBuffer.wrap(b, off, (int) Math.min(len, heldBytes - position)), position);
             if (n < 0) {
-                long now = held.size();
-                if (now != heldBytes) {
-                    throw new IOException(changed(now));
-                }
-                // It ends before the size it gives, which has not changed: a file that gives a
-                // size it does not hold (/sys's give 4096), read for what it holds, as every pass.
+                // At the size it gave, or before it: grown, shrunk or truncated since it was
+                // opened, the bytes read are not the whole file now; else the end, as every pass
+                // (a file that gives a size it does not hold, as /sys's give 4096, is read for
+                // what it holds).
+                checkHeldSize("");
                 return -1;
             }
             position += n;
