@@ -70,7 +70,7 @@ class BfcCudaProviderTest {
     }
 
     /** Host memory behind the callbacks, as a GPU allocator would be. */
-    private static BfcCudaProvider.DeviceMemory hostStandIn(BfcAllocator bfc) {
+    static BfcCudaProvider.DeviceMemory hostStandIn(BfcAllocator bfc) {
         return hostStandIn(bfc, 0);
     }
 

@@ -1253,37 +1253,8 @@ class BfcOrtAllocatorTest {
                 assertThat(ort.stats().callbackErrors()).isOne();
                 assertThat(ort.stats().lastError()).contains("Free(0x1000) on 'throwing_log' failed");
             }
-            BfcCudaProvider cuda = BfcCudaProvider.bind(new BfcCudaProvider.DeviceMemory() {
-                @Override
-                public long allocate(long bytes) {
-                    return bfc.allocateRaw(BfcOrtAllocator.ALIGNMENT, bytes);
-                }
-
-                @Override
-                public void free(long ptr) {
-                    bfc.deallocateRaw(ptr);
-                }
-
-                @Override
-                public int deviceId() {
-                    return 0;
-                }
-
-                @Override
-                public String name() {
-                    return bfc.name();
-                }
-
-                @Override
-                public boolean isClosed() {
-                    return bfc.isClosed();
-                }
-
-                @Override
-                public Object allocator() {
-                    return bfc;   // its slot goes to other providers once bfc is closed
-                }
-            }, (org.bytedeco.onnxruntime.OrtApi) null);
+            BfcCudaProvider cuda = BfcCudaProvider.bind(BfcCudaProviderTest.hostStandIn(bfc),
+                    (org.bytedeco.onnxruntime.OrtApi) null);
             try {
                 PointerPointer<Pointer> cell = new PointerPointer<Pointer>(1).put(0, new Pointer() {
                     {
