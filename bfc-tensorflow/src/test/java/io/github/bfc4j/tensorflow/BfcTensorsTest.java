@@ -460,11 +460,7 @@ class BfcTensorsTest {
                     } else if (i == over + 1) {
                         org.bytedeco.javacpp.Pointer.free(block);
                     }
-                    try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
-                        System.out.println("tensor: made, " + t.getFloat(1));
-                    } catch (Throwable t) {
-                        System.out.println("tensor threw: " + t);
-                    }
+                    makeOne(tensors);
                 }
                 System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse()
                         + " bytes in use; buffers given back " + tensors.buffersReturned() + ", failures "
@@ -543,16 +539,25 @@ class BfcTensorsTest {
                     if (i == 1) {
                         held.forEach(org.bytedeco.javacpp.Pointer::close);
                     }
-                    try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
-                        System.out.println("tensor: made, " + t.getFloat(1));
-                    } catch (Throwable t) {
-                        System.out.println("tensor threw: " + t);
-                    }
+                    makeOne(tensors);
                 }
-                System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse()
-                        + " bytes in use");
+                printLeft(tensors, bfc);
             }
         }
+    }
+
+    /** For a child JVM's main: makes and closes a tensor of two floats, one line saying how it went. */
+    static void makeOne(BfcTensors tensors) {
+        try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
+            System.out.println("tensor: made, " + t.getFloat(1));
+        } catch (Throwable t) {
+            System.out.println("tensor threw: " + t);
+        }
+    }
+
+    /** For a child JVM's main: one line of what is left of {@code tensors} and {@code bfc}. */
+    static void printLeft(BfcTensors tensors, BfcAllocator bfc) {
+        System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse() + " bytes in use");
     }
 
     /**
@@ -597,14 +602,9 @@ class BfcTensorsTest {
                     scope.deallocate();
                 }
                 for (int i = 0; i < 2; i++) {
-                    try (TFloat32 t = tensors.ofFloats(Shape.of(2), 1f, 2f)) {
-                        System.out.println("tensor: made, " + t.getFloat(1));
-                    } catch (Throwable t) {
-                        System.out.println("tensor threw: " + t);
-                    }
+                    makeOne(tensors);
                 }
-                System.out.println("left: " + tensors.liveBuffers() + " buffers, " + bfc.bytesInUse()
-                        + " bytes in use");
+                printLeft(tensors, bfc);
             }
         }
     }
