@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.core.ChildProcess;
+import io.github.bfc4j.core.PipeLinks;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -482,10 +483,10 @@ class ReportCommandTest {
      */
     private byte[] runIntoAPipe(Object[] command) throws Exception {
         Path fds = Path.of("/proc/self/fd");
-        java.util.Set<Path> before = pipeLinks(fds);
+        java.util.Set<Path> before = PipeLinks.in(fds);
         java.nio.channels.Pipe pipe = java.nio.channels.Pipe.open();
         try (java.nio.channels.Pipe.SourceChannel source = pipe.source()) {
-            java.util.Set<Path> opened = pipeLinks(fds);
+            java.util.Set<Path> opened = PipeLinks.in(fds);
             opened.removeAll(before);
             assumeFalse(opened.isEmpty(), "the new pipe is not among /proc/self/fd's links");
             Path link = opened.iterator().next();
@@ -503,23 +504,6 @@ class ReportCommandTest {
             assertThat(status).as("%s: %s", command[0], cli.err).isZero();
             return read.get(30, java.util.concurrent.TimeUnit.SECONDS);
         }
-    }
-
-    /** The links of /proc/self/fd that name a pipe. */
-    private static java.util.Set<Path> pipeLinks(Path fds) throws IOException {
-        java.util.Set<Path> pipes = new java.util.HashSet<>();
-        try (java.util.stream.Stream<Path> links = Files.list(fds)) {
-            for (Path link : (Iterable<Path>) links::iterator) {
-                try {
-                    if (Files.readSymbolicLink(link).toString().startsWith("pipe:")) {
-                        pipes.add(link);
-                    }
-                } catch (IOException e) {
-                    // closed meanwhile (the listing's own descriptor)
-                }
-            }
-        }
-        return pipes;
     }
 
     /** Runs {@code report t -o fifo}, which must succeed, and answers what a reader of the pipe got. */

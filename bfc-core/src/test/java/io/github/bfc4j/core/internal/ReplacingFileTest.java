@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.PipeLinks;
 import java.io.IOException;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.Files;
@@ -105,9 +106,9 @@ class ReplacingFileTest {
     void aPipeReachedThroughProcSelfFdIsWrittenInPlace() throws IOException {
         Path fds = Path.of("/proc/self/fd");
         assumeTrue(Files.isDirectory(fds), "no /proc/self/fd here");
-        java.util.Set<Path> before = pipeFds(fds);
+        java.util.Set<Path> before = PipeLinks.in(fds);
         try (java.nio.channels.Pipe.SourceChannel source = java.nio.channels.Pipe.open().source()) {
-            java.util.Set<Path> opened = pipeFds(fds);
+            java.util.Set<Path> opened = PipeLinks.in(fds);
             opened.removeAll(before);
             assumeFalse(opened.isEmpty(), "the new pipe is not among /proc/self/fd's links");
             // Either end: opening a pipe's /proc link for writing opens the pipe anew, for writing.
@@ -123,23 +124,6 @@ class ReplacingFileTest {
             }
             assertThat(got.array()).isEqualTo(content);
         }
-    }
-
-    /** The links of /proc/self/fd that name a pipe. */
-    private static java.util.Set<Path> pipeFds(Path fds) throws IOException {
-        java.util.Set<Path> pipes = new java.util.HashSet<>();
-        try (Stream<Path> links = Files.list(fds)) {
-            for (Path link : (Iterable<Path>) links::iterator) {
-                try {
-                    if (Files.readSymbolicLink(link).toString().startsWith("pipe:")) {
-                        pipes.add(link);
-                    }
-                } catch (IOException e) {
-                    // closed meanwhile (the listing's own descriptor)
-                }
-            }
-        }
-        return pipes;
     }
 
     /** The file as it was, read-only, and nothing beside it. */
