@@ -595,16 +595,8 @@ public final class BfcAllocator implements MemoryAllocator {
      * AllocationAttributes)} (arguments already checked): a failure is not reported and does not
      * wait for frees.
      *
-     * @return the address, or 0
-     */
-    long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        return tryAllocateRaw(alignment, numBytes, attr, 0);
-    }
-
-    /**
-     * {@link #tryAllocateRaw(long, long, AllocationAttributes)} for an owner of the chunk: 0
-     * (none), {@link ChunkTable#LOAN_OWNED} for memory lent through a loan.
-     *
+     * @param owner who owns the chunk: 0 (none), {@link ChunkTable#LOAN_OWNED} for memory lent
+     *     through a loan
      * @return the address, or 0
      */
     long tryAllocateRaw(long alignment, long numBytes, AllocationAttributes attr, long owner) {
@@ -1073,11 +1065,7 @@ public final class BfcAllocator implements MemoryAllocator {
      * @param call the public call, named where it is refused
      */
     long allocateRawOrThrow(long alignment, long numBytes, long owner, String call) {
-        if (badAllocateRawArguments(alignment, numBytes)) {
-            throw badAllocateRawArguments(port.described(), alignment, numBytes);
-        }
-        pins.refuseCallFromSubAllocator(port.described(), call);
-        long ptr = port.allocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT, owner);
+        long ptr = allocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT, owner, call);
         if (ptr == 0 && numBytes != 0) {
             // The figures of the moment of failure, taken under the lock in the failing call.
             throw oomReporter.exceptionForLastFailure(numBytes);
