@@ -595,7 +595,7 @@ public final class BfcAllocator implements MemoryAllocator {
      * AllocationAttributes)} (arguments already checked): a failure is not reported and does not
      * wait for frees.
      *
-     * @param owner who owns the chunk: 0 (none), {@link ChunkTable#LOAN_OWNED} for memory lent
+     * @param owner who owns the chunk: 0 (none), {@link ChunkTable#lentBy(int)} for memory lent
      *     through a loan
      * @return the address, or 0
      */
@@ -1060,7 +1060,7 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * {@link #allocateRawOrThrow(long, long)} for an owner of the chunk: 0 (none),
-     * {@link ChunkTable#LOAN_OWNED} for memory lent through a loan.
+     * {@link ChunkTable#lentBy(int)} for memory lent through a loan.
      *
      * @param call the public call, named where it is refused
      */
@@ -1097,7 +1097,7 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * {@link #allocateRaw(long, long, AllocationAttributes)} for an owner of the chunk: 0 (none),
-     * {@link ChunkTable#LOAN_OWNED} for memory lent through a loan.
+     * {@link ChunkTable#lentBy(int)} for memory lent through a loan.
      *
      * @param call the public call, named where it is refused
      */
@@ -1125,10 +1125,15 @@ public final class BfcAllocator implements MemoryAllocator {
         port.deallocateRaw(ptr);
     }
 
-    /** {@link Loan#deallocateRaw}: frees memory lent through a loan, and nothing else. */
-    void deallocateLent(long ptr) {
+    /**
+     * {@link Loan#deallocateRaw}: frees memory lent through the loan numbered {@code loan}, and
+     * nothing else.
+     *
+     * @return whether a chunk was freed (false for 0)
+     */
+    boolean deallocateLent(long ptr, int loan) {
         pins.refuseCallFromSubAllocator(port.described(), "Loan.deallocateRaw");
-        port.deallocateLent(ptr);
+        return port.deallocateLent(ptr, loan);
     }
 
     /**
@@ -1600,30 +1605,32 @@ public final class BfcAllocator implements MemoryAllocator {
      * runtime).
      * The adapter allocates and frees the memory it hands the runtime through the loan
      * ({@link Loan#allocateRawOrThrow}, {@link Loan#deallocateRaw}): a {@link #deallocateRaw}
-     * of such an address is refused, naming {@code runtime}.
+     * of such an address, or another loan's, is refused, naming {@code runtime}. Up to 255 loans
+     * can be open, or closed with memory they lent not yet freed, at once.
      *
      * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
      * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
      *     returned, then close the BfcOrtAllocator}
      * @return the loan; close it once the runtime holds none of this allocator's memory
      * @throws NullPointerException if an argument is null
+     * @throws IllegalStateException if 255 loans of this allocator are open or hold lent memory
      */
     @Override
     public Loan lendTo(String runtime, String release) {
         return loans.lend(runtime, release, new Loans.Lending() {
             @Override
-            public long allocateLentOrThrow(long alignment, long numBytes) {
-                return allocateRawOrThrow(alignment, numBytes, ChunkTable.LOAN_OWNED, "Loan.allocateRawOrThrow");
+            public long allocateLentOrThrow(int loan, long alignment, long numBytes) {
+                return allocateRawOrThrow(alignment, numBytes, ChunkTable.lentBy(loan), "Loan.allocateRawOrThrow");
             }
 
             @Override
-            public long allocateLent(long alignment, long numBytes, AllocationAttributes attr) {
-                return allocateRaw(alignment, numBytes, attr, ChunkTable.LOAN_OWNED, "Loan.allocateRaw");
+            public long allocateLent(int loan, long alignment, long numBytes, AllocationAttributes attr) {
+                return allocateRaw(alignment, numBytes, attr, ChunkTable.lentBy(loan), "Loan.allocateRaw");
             }
 
             @Override
-            public void deallocateLent(long ptr) {
-                BfcAllocator.this.deallocateLent(ptr);
+            public boolean deallocateLent(int loan, long ptr) {
+                return BfcAllocator.this.deallocateLent(ptr, loan);
             }
         });
     }

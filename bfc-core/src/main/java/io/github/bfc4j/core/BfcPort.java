@@ -199,7 +199,7 @@ final class BfcPort {
      */
     private ViewPins subAllocatorCalls;
 
-    /** The allocator's loans, named by a refused raw free of lent memory; set once, after construction. */
+    /** The allocator's loans, named by a refused free of lent memory; set once, after construction. */
     private Loans loans;
 
     /** Guarded by lock. Upstream's {@code chunks_} (and {@code free_chunks_list_}). */
@@ -316,7 +316,7 @@ final class BfcPort {
      * Guarded by lock. Not in upstream: who owns the chunk of the {@code AllocateRaw} being
      * served: 0 for a raw allocation, {@link ChunkTable#HANDLE_OWNED} for an {@link Allocation}
      * handle (owned in the hold that finds it, so that no raw free can take it before the handle
-     * exists), {@link ChunkTable#LOAN_OWNED} for memory lent to a runtime
+     * exists), {@link ChunkTable#lentBy(int)} of its loan for memory lent to a runtime
      * ({@link MemoryAllocator.Loan#allocateRawOrThrow}). {@link #findChunkPtrLocked} marks it.
      */
     private long callOwner;
@@ -643,8 +643,8 @@ final class BfcPort {
      *     an {@link Allocation} handle's chunk, marked as the handle's in the lock hold that finds
      *     it, so that a raw free of its address is refused from the start (the handle's maker
      *     frees it with {@link #deallocateOwned} if it makes no handle);
-     *     {@link ChunkTable#LOAN_OWNED} for memory lent to a runtime, freed by
-     *     {@link #deallocateLent} only
+     *     {@link ChunkTable#lentBy(int)} of a loan for memory lent to a runtime, freed by
+     *     that loan's {@link #deallocateLent} only
      * @return the address, or 0
      * @throws IllegalStateException if the allocator is closed
      */
@@ -1114,19 +1114,20 @@ final class BfcPort {
     /**
      * Not in upstream: {@code DeallocateRaw} of memory lent to a runtime
      * ({@link MemoryAllocator.Loan#deallocateRaw}): frees the chunk at {@code ptr} only if it was
-     * allocated through a loan ({@link ChunkTable#LOAN_OWNED}).
+     * allocated through the loan numbered {@code loan} ({@link ChunkTable#lentBy(int)}).
      *
-     * @throws IllegalArgumentException if no chunk lent through a loan starts at {@code ptr};
+     * @return whether a chunk was freed (false for {@code ptr == 0})
+     * @throws IllegalArgumentException if no chunk lent through that loan starts at {@code ptr};
      *     the allocator is unchanged
      * @throws IllegalStateException if the allocator is closed
      */
-    void deallocateLent(long ptr) {
-        deallocateRawInternal(ptr, LENT);
+    boolean deallocateLent(long ptr, int loan) {
+        if (!deallocateRawInternal(ptr, -ChunkTable.lentBy(loan))) {
+            return false;
+        }
         retryHelper.notifyDealloc();
+        return true;
     }
-
-    /** {@link #deallocateRawInternal}'s owner for a loan's free ({@link #deallocateLent}). */
-    private static final long LENT = -1;
 
     /**
      * Ends the waits of the retry loop, after a close: the allocations waiting wake, and those
@@ -1189,10 +1190,10 @@ final class BfcPort {
     /**
      * Port of {@code BFCAllocator::DeallocateRawInternal}.
      *
-     * @param ownerAllocationId 0 for a raw free; {@link #LENT} for a loan's; else the allocation
-     *     id of the {@link Allocation} handle freeing its chunk (not in upstream: a handle frees
-     *     only its own allocation, and nothing once the allocator is closed; a loan only memory
-     *     lent through a loan; a raw free neither)
+     * @param ownerAllocationId 0 for a raw free; for a loan's, minus its
+     *     {@link ChunkTable#lentBy(int)}; else the allocation id of the {@link Allocation} handle
+     *     freeing its chunk (not in upstream: a handle frees only its own allocation, and nothing
+     *     once the allocator is closed; a loan only the memory it lent; a raw free neither)
      * @return true if a chunk was freed
      */
     private boolean deallocateRawInternal(long ptr, long ownerAllocationId) {
@@ -1215,7 +1216,7 @@ final class BfcPort {
             // refused, a handle frees only its own allocation (its id, under this lock), and a
             // loan only lent memory.
             if (h == ChunkTable.INVALID_CHUNK_HANDLE || (ownerAllocationId == 0 ? !chunks.inUseRaw(h)
-                    : ownerAllocationId == LENT ? !chunks.loanOwned(h)
+                    : ownerAllocationId < 0 ? !chunks.lentBy(h, -ownerAllocationId)
                     : !chunks.ownedByHandle(h, ownerAllocationId))) {
                 throw refusedFreeLocked(ptr, h, ownerAllocationId);
             }
@@ -1271,13 +1272,13 @@ final class BfcPort {
     private RuntimeException refusedFreeLocked(long ptr, int h, long ownerAllocationId) {
         final boolean inUse = h != ChunkTable.INVALID_CHUNK_HANDLE && chunks.inUse(h);
         if (ownerAllocationId == 0) {
-            if (inUse && chunks.loanOwned(h)) {
+            if (inUse && chunks.lender(h) != 0) {
                 // Not in upstream: memory lent to a runtime is freed by the runtime (through the
                 // loan) only, so that a double free of an address of the caller's own, handed to
                 // the runtime since, cannot free memory the runtime still uses.
                 return new IllegalArgumentException("0x" + Long.toHexString(ptr)
                         + " is allocation #" + chunks.allocationId(h) + " of allocator " + described
-                        + ", lent to " + (loans == null ? "a runtime" : loans.runtimes())
+                        + ", lent to " + runtimeOf(chunks.lender(h))
                         + ", which frees it itself: do not free it with deallocateRaw (if it was"
                         + " an address of your own, you freed it before, and the runtime was given"
                         + " it since: free each address exactly once). Nothing was freed.");
@@ -1294,18 +1295,20 @@ final class BfcPort {
                     + " was not allocated by allocator " + described + " (or was already"
                     + " freed). Free each address returned by allocateRaw exactly once.");
         }
-        if (ownerAllocationId == LENT) {
+        if (ownerAllocationId < 0) {
+            final int lender = inUse ? chunks.lender(h) : 0;
             return new IllegalArgumentException("0x" + Long.toHexString(ptr) + " is "
                     + (!inUse ? "not allocated by allocator " + described + " (or was already freed)"
                     : "allocation #" + chunks.allocationId(h) + " of allocator " + described + ", "
-                            + (chunks.handleOwned(h) ? "owned by an Allocation handle" : "a raw allocation")
-                            + ", not memory lent through a loan")
-                    + ": a loan frees only what a loan allocated, each address once."
-                    + " Nothing was freed.");
+                            + (lender != 0 ? "lent to " + runtimeOf(lender) + " through another loan"
+                            : chunks.handleOwned(h) ? "owned by an Allocation handle" : "a raw allocation")
+                            + ", not memory this loan (to "
+                            + runtimeOf(ChunkTable.lenderIn(-ownerAllocationId)) + ") lent")
+                    + ": a loan frees only what it lent, each address once. Nothing was freed.");
         }
         return new IllegalStateException("the Allocation handle of allocation #" + ownerAllocationId
                 + " at 0x" + Long.toHexString(ptr) + " of allocator " + described + " found "
-                + (!inUse ? "a free chunk" : (chunks.handleOwned(h) ? "" : chunks.loanOwned(h) ? "lent "
+                + (!inUse ? "a free chunk" : (chunks.handleOwned(h) ? "" : chunks.lender(h) != 0 ? "lent "
                         : "raw ") + "allocation #"
                         + chunks.allocationId(h)) + " there: its memory was freed by other means;"
                 + " nothing was freed");
@@ -1854,9 +1857,14 @@ final class BfcPort {
         this.subAllocatorCalls = pins;
     }
 
-    /** Sets the loans whose runtimes a refused raw free of lent memory names. */
+    /** Sets the loans whose runtimes a refused free of lent memory names. */
     void nameLoansBy(Loans loans) {
         this.loans = loans;
+    }
+
+    /** The runtime the loan numbered {@code loan} lends to, for a refused free's message. */
+    private String runtimeOf(int loan) {
+        return loans == null ? "a runtime" : loans.runtimeOf(loan);
     }
 
     /**

@@ -4,44 +4,64 @@
  */
 package io.github.bfc4j.core;
 
+import io.github.bfc4j.core.internal.ChunkTable;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The open loans of an allocator ({@link MemoryAllocator#lendTo}), and the advice a refused
- * {@code close()} gives with them.
+ * The loans of an allocator ({@link MemoryAllocator#lendTo}): the number each lends under, the
+ * advice a refused {@code close()} gives while a loan is open, and the runtime a refused free
+ * of lent memory names.
+ *
+ * <p>Each loan has a number from 1 to {@value ChunkTable#MAX_LOANS}, kept in the chunks it lends
+ * ({@link ChunkTable#lentBy(int)}): a loan frees only the memory it lent, and a raw free of lent
+ * memory names the runtime it was lent to. A number is free again once its loan is closed and
+ * all it lent is freed.
  */
 final class Loans {
 
-    /** The calls a loan allocates and frees with: its allocator's, for lent memory. */
+    /** The calls a loan allocates and frees with: its allocator's, for the memory it lends. */
     interface Lending {
 
         /**
-         * {@link MemoryAllocator#allocateRawOrThrow}, the chunk marked as lent
-         * ({@code ChunkTable.LOAN_OWNED}): the allocator's raw free refuses it.
+         * {@link MemoryAllocator#allocateRawOrThrow}, the chunk marked as lent by the loan
+         * numbered {@code loan}: the allocator's raw free refuses it.
          */
-        long allocateLentOrThrow(long alignment, long numBytes);
+        long allocateLentOrThrow(int loan, long alignment, long numBytes);
 
-        /** {@code allocateRaw(alignment, numBytes, attr)}, the chunk marked as lent. */
-        long allocateLent(long alignment, long numBytes, AllocationAttributes attr);
+        /** {@code allocateRaw(alignment, numBytes, attr)}, the chunk marked as lent by {@code loan}. */
+        long allocateLent(int loan, long alignment, long numBytes, AllocationAttributes attr);
 
-        /** {@link MemoryAllocator#deallocateRaw} of lent memory only. */
-        void deallocateLent(long ptr);
+        /**
+         * {@link MemoryAllocator#deallocateRaw} of memory that {@code loan} lent, and of nothing
+         * else.
+         *
+         * @return whether a chunk was freed (false for 0)
+         */
+        boolean deallocateLent(int loan, long ptr);
     }
 
-    /** What one loan says; removed by identity when the loan is closed. */
-    private static final class Entry implements MemoryAllocator.Loan {
-        private final List<Entry> open;
+    /** One loan; removed from the open ones by identity when it is closed. */
+    private final class Entry implements MemoryAllocator.Loan {
+        /** {@link #lent}'s bit for a closed loan; below it, the chunks it has lent and not freed. */
+        private static final long CLOSED = 1L << 62;
+
+        private final int number;
         private final String runtime;
         private final String advice;
         private final Lending lending;
-        private volatile boolean closed;
+        /**
+         * The chunks lent and not yet freed (counted from before the allocation starts, so that
+         * the number is never freed under one), and {@link #CLOSED}.
+         */
+        private final AtomicLong lent = new AtomicLong();
 
-        Entry(List<Entry> open, String runtime, String release, Lending lending) {
-            this.open = open;
+        Entry(int number, String runtime, String release, Lending lending) {
+            this.number = number;
             this.runtime = runtime;
             this.advice = runtime + " may hold memory of it: " + release + ".";
             this.lending = lending;
@@ -49,57 +69,110 @@ final class Loans {
 
         @Override
         public long allocateRawOrThrow(long alignment, long numBytes) {
-            refuseIfClosed();
-            return lending.allocateLentOrThrow(alignment, numBytes);
+            reserve();
+            long ptr = 0;
+            try {
+                ptr = lending.allocateLentOrThrow(number, alignment, numBytes);
+            } finally {
+                if (ptr == 0) {
+                    unreserve();
+                }
+            }
+            return ptr;
         }
 
         @Override
         public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-            refuseIfClosed();
-            return lending.allocateLent(alignment, numBytes, attr);
+            reserve();
+            long ptr = 0;
+            try {
+                ptr = lending.allocateLent(number, alignment, numBytes, attr);
+            } finally {
+                if (ptr == 0) {
+                    unreserve();
+                }
+            }
+            return ptr;
         }
 
-        private void refuseIfClosed() {
-            if (closed) {
-                throw new IllegalStateException("the loan to " + runtime + " is closed: it lends no more"
-                        + " memory. Allocate through a loan only while it is open (lendTo makes a new one).");
+        /** Counts a chunk about to be lent, or refuses if the loan is closed. */
+        private void reserve() {
+            for (;;) {
+                long n = lent.get();
+                if ((n & CLOSED) != 0) {
+                    throw new IllegalStateException("the loan to " + runtime + " is closed: it lends no more"
+                            + " memory. Allocate through a loan only while it is open (lendTo makes a new one).");
+                }
+                if (lent.compareAndSet(n, n + 1)) {
+                    return;
+                }
+            }
+        }
+
+        /** Counts a chunk no longer lent; the last of a closed loan frees its number. */
+        private void unreserve() {
+            if (lent.decrementAndGet() == CLOSED) {
+                release(this);
             }
         }
 
         @Override
         public void deallocateRaw(long ptr) {
-            lending.deallocateLent(ptr);
+            if (lending.deallocateLent(number, ptr)) {
+                unreserve();
+            }
         }
 
         @Override
         public void close() {
-            closed = true;
-            open.remove(this);
+            long n = lent.getAndUpdate(v -> v | CLOSED);
+            if ((n & CLOSED) == 0) {
+                open.remove(this);
+                if (n == 0) {
+                    release(this);
+                }
+            }
         }
     }
 
+    /** The open loans, in the order they were made, for {@link #advice}. */
     private final List<Entry> open = new CopyOnWriteArrayList<>();
+
+    /** Guarded by this: the loan holding each number, until it is closed and all it lent is freed. */
+    private final Entry[] numbered = new Entry[ChunkTable.MAX_LOANS + 1];
 
     MemoryAllocator.Loan lend(String runtime, String release, Lending lending) {
         Objects.requireNonNull(runtime, "runtime=null (expected: who holds the memory, e.g. \"ONNX Runtime"
                 + " (BfcOrtAllocator 'x')\")");
         Objects.requireNonNull(release, "release=null (expected: what frees it, e.g. \"release the sessions,"
                 + " then close the BfcOrtAllocator\")");
-        Entry e = new Entry(open, runtime, release, lending);
+        Entry e;
+        synchronized (this) {
+            int n = 1;
+            while (n < numbered.length && numbered[n] != null) {
+                n++;
+            }
+            if (n == numbered.length) {
+                throw new IllegalStateException(ChunkTable.MAX_LOANS + " loans of this allocator are open or"
+                        + " have lent memory that is not yet freed: it can lend to no more runtimes at once."
+                        + " Close the loans of runtimes that are done (for ONNX Runtime, close its"
+                        + " BfcOrtAllocator once its sessions are released), or share one loan between adapters.");
+            }
+            e = new Entry(n, runtime, release, lending);
+            numbered[n] = e;
+        }
         open.add(e);
         return e;
     }
 
-    /**
-     * Who lent memory may be with, for a refused raw free of it: the runtimes of the open loans,
-     * each once, or "a runtime" when none is open.
-     */
-    String runtimes() {
-        Set<String> each = new LinkedHashSet<>();
-        for (Entry e : open) {
-            each.add(e.runtime);
-        }
-        return each.isEmpty() ? "a runtime" : String.join(" or ", each);
+    private synchronized void release(Entry e) {
+        numbered[e.number] = null;
+    }
+
+    /** The runtime the loan numbered {@code number} lends to, for a refused free of its memory. */
+    synchronized String runtimeOf(int number) {
+        Entry e = number > 0 && number < numbered.length ? numbered[number] : null;
+        return e == null ? "a runtime" : e.runtime;
     }
 
     /** The advice for memory the caller holds itself, when nothing is lent. */

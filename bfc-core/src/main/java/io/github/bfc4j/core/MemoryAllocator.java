@@ -186,23 +186,26 @@ public interface MemoryAllocator extends AutoCloseable {
      * {@link ClosePolicy#FORCE}, which would free memory under the runtime).
      * The adapter allocates and frees the memory it hands the runtime through the loan
      * ({@link Loan#allocateRawOrThrow}, {@link Loan#deallocateRaw}): a {@link #deallocateRaw}
-     * of such an address is refused, naming {@code runtime}.
+     * of such an address, or another loan's, is refused, naming {@code runtime}. Up to 255
+     * loans of one allocator can be open, or closed with memory they lent not yet freed, at once.
      *
      * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
      * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
      *     returned, then close the BfcOrtAllocator}
      * @return the loan; close it once the runtime holds none of this allocator's memory
      * @throws NullPointerException if an argument is null
+     * @throws IllegalStateException if 255 loans of this allocator are open or hold lent memory
      */
     Loan lendTo(String runtime, String release);
 
     /**
      * A loan of {@link #lendTo}: closing it takes its advice back. An adapter allocates the
      * memory it hands the runtime through the loan, so that the memory is the runtime's until
-     * the runtime frees it: a {@link MemoryAllocator#deallocateRaw} of its address is refused
-     * (naming the runtime), as for an {@link Allocation} handle's memory. A double free of an
-     * address of the caller's own, given to the runtime since, then fails instead of freeing
-     * memory the runtime still uses.
+     * the runtime frees it through the same loan: a {@link MemoryAllocator#deallocateRaw} of its
+     * address, or another loan's free of it, is refused (naming the runtime), as for an
+     * {@link Allocation} handle's memory. A double free of an address of the caller's own (or of
+     * another runtime's), given to the runtime since, then fails instead of freeing memory the
+     * runtime still uses.
      */
     interface Loan extends AutoCloseable {
 
@@ -240,14 +243,13 @@ public interface MemoryAllocator extends AutoCloseable {
         long allocateRaw(long alignment, long numBytes, AllocationAttributes attr);
 
         /**
-         * Frees memory lent through a loan of this allocator (this one or another), also once
-         * the loan is closed.
+         * Frees memory this loan lent, also once the loan is closed.
          *
-         * @param ptr an address returned by a loan's {@link #allocateRawOrThrow} or
+         * @param ptr an address returned by this loan's {@link #allocateRawOrThrow} or
          *     {@link #allocateRaw} and not yet freed; 0 is a no-op
-         * @throws IllegalArgumentException if {@code ptr} is not lent memory of this allocator
-         *     (memory of its own raw allocations, of a handle, or already freed); the allocator
-         *     is unchanged
+         * @throws IllegalArgumentException if {@code ptr} is not memory this loan lent (memory
+         *     another loan lent, which only that loan frees, memory of the allocator's raw
+         *     allocations or of a handle, or memory already freed); the allocator is unchanged
          * @throws IllegalStateException if the allocator is closed
          */
         void deallocateRaw(long ptr);

@@ -415,20 +415,20 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     sub-allocator's {@code alloc} or {@code free}
      */
     public long allocateRaw(long alignment, long numBytes, AllocationAttributes attr) {
-        return allocateRaw(alignment, numBytes, attr, false);
+        return allocateRaw(alignment, numBytes, attr, 0);
     }
 
     /**
-     * {@link #allocateRaw(long, long, AllocationAttributes)}, or, if {@code lent},
-     * {@link Loan#allocateRaw}: the chunk marked as lent through a loan.
+     * {@link #allocateRaw(long, long, AllocationAttributes)}, or, for a loan's number
+     * {@code loan} (not 0), {@link Loan#allocateRaw}: the chunk marked as lent through that loan.
      */
-    private long allocateRaw(long alignment, long numBytes, AllocationAttributes attr, boolean lent) {
+    private long allocateRaw(long alignment, long numBytes, AllocationAttributes attr, int loan) {
         Objects.requireNonNull(attr, "attr=null (expected: AllocationAttributes.DEFAULT, or attributes of your own)");
         if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
             throw BfcAllocator.badAllocateRawArguments(described, alignment, numBytes);
         }
-        String call = lent ? "Loan.allocateRaw" : "allocateRaw";
-        long owner = lent ? ChunkTable.LOAN_OWNED : 0;
+        String call = loan != 0 ? "Loan.allocateRaw" : "allocateRaw";
+        long owner = loan != 0 ? ChunkTable.lentBy(loan) : 0;
         pins.refuseCallFromSubAllocator(described, call);
         int h = home();
         long ptr = tryAllocateRawAtHome(h, alignment, numBytes, attr, owner);
@@ -436,8 +436,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
-     * The home shard {@code h}'s attempt, for {@code owner} (0, or {@code ChunkTable.LOAN_OWNED}
-     * for lent memory): the address, or 0 if it is full or closed on its own.
+     * The home shard {@code h}'s attempt, for {@code owner} (0, or {@code ChunkTable.lentBy} of
+     * a loan for lent memory): the address, or 0 if it is full or closed on its own.
      */
     private long tryAllocateRawAtHome(int h, long alignment, long numBytes, AllocationAttributes attr, long owner) {
         try {
@@ -467,16 +467,17 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     sub-allocator's {@code alloc} or {@code free}
      */
     public long allocateRawOrThrow(long alignment, long numBytes) {
-        return allocateRawOrThrow(alignment, numBytes, false);
+        return allocateRawOrThrow(alignment, numBytes, 0);
     }
 
     /**
-     * {@link #allocateRawOrThrow(long, long)}, or, if {@code lent}, {@link Loan#allocateRawOrThrow}:
-     * the chunk marked as lent through a loan, whose raw free the shard refuses.
+     * {@link #allocateRawOrThrow(long, long)}, or, for a loan's number {@code loan} (not 0),
+     * {@link Loan#allocateRawOrThrow}: the chunk marked as lent through that loan, whose raw free
+     * the shard refuses.
      */
-    private long allocateRawOrThrow(long alignment, long numBytes, boolean lent) {
-        String call = lent ? "Loan.allocateRawOrThrow" : "allocateRawOrThrow";
-        long owner = lent ? ChunkTable.LOAN_OWNED : 0;
+    private long allocateRawOrThrow(long alignment, long numBytes, int loan) {
+        String call = loan != 0 ? "Loan.allocateRawOrThrow" : "allocateRawOrThrow";
+        long owner = loan != 0 ? ChunkTable.lentBy(loan) : 0;
         if (BfcAllocator.badAllocateRawArguments(alignment, numBytes)) {
             throw BfcAllocator.badAllocateRawArguments(described, alignment, numBytes);
         }
@@ -581,34 +582,37 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     or {@code free}
      */
     public void deallocateRaw(long ptr) {
-        deallocateRaw(ptr, false);
+        deallocateRaw(ptr, 0);
     }
 
     /**
-     * {@link #deallocateRaw(long)}, or, if {@code lent}, {@link Loan#deallocateRaw}: frees only
-     * memory lent through a loan.
+     * {@link #deallocateRaw(long)}, or, for a loan's number {@code loan} (not 0),
+     * {@link Loan#deallocateRaw}: frees only memory that loan lent.
+     *
+     * @return whether a chunk was freed (false for 0)
      */
-    private void deallocateRaw(long ptr, boolean lent) {
+    private boolean deallocateRaw(long ptr, int loan) {
         if (ptr == 0) {
-            return;
+            return false;
         }
-        pins.refuseCallFromSubAllocator(described, lent ? "Loan.deallocateRaw" : "deallocateRaw");
+        String call = loan != 0 ? "Loan.deallocateRaw" : "deallocateRaw";
+        pins.refuseCallFromSubAllocator(described, call);
         int s = regions.shardOf(ptr);
         if (s < 0) {
             if (anyShardClosed()) {
                 throw new IllegalStateException("allocator '" + name + "' is closed, or a shard of it"
-                        + " (deallocateRaw(0x" + Long.toHexString(ptr) + ") after close(): the memory"
+                        + " (" + call + "(0x" + Long.toHexString(ptr) + ") after close(): the memory"
                         + " was given back already)");
             }
             throw new IllegalArgumentException("0x" + Long.toHexString(ptr) + " was not allocated by allocator '"
                     + name + "' (it lies in none of its shards' regions; or was freed with a region already given"
                     + " back, which a double free can do)");
         }
-        if (lent) {
-            ports[s].deallocateLent(ptr);
-        } else {
-            ports[s].deallocateRaw(ptr);
+        if (loan != 0) {
+            return ports[s].deallocateLent(ptr, loan);
         }
+        ports[s].deallocateRaw(ptr);
+        return true;
     }
 
     // ---------------------------------------------------------------------------------------
@@ -943,30 +947,32 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * allocations says the same, and a loan made on a shard counts here too.
      * The adapter allocates and frees the memory it hands the runtime through the loan
      * ({@link Loan#allocateRawOrThrow}, {@link Loan#deallocateRaw}): a {@link #deallocateRaw}
-     * of such an address is refused, naming {@code runtime}.
+     * of such an address, or another loan's, is refused, naming {@code runtime}. Up to 255 loans
+     * can be open, or closed with memory they lent not yet freed, at once.
      *
      * @param runtime who holds the memory, e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}
      * @param release what frees it, e.g. {@code release the sessions and the OrtValues they
      *     returned, then close the BfcOrtAllocator}
      * @return the loan; close it once the runtime holds none of this allocator's memory
      * @throws NullPointerException if an argument is null
+     * @throws IllegalStateException if 255 loans of this allocator are open or hold lent memory
      */
     @Override
     public Loan lendTo(String runtime, String release) {
         return loans.lend(runtime, release, new Loans.Lending() {
             @Override
-            public long allocateLentOrThrow(long alignment, long numBytes) {
-                return allocateRawOrThrow(alignment, numBytes, true);
+            public long allocateLentOrThrow(int loan, long alignment, long numBytes) {
+                return allocateRawOrThrow(alignment, numBytes, loan);
             }
 
             @Override
-            public long allocateLent(long alignment, long numBytes, AllocationAttributes attr) {
-                return allocateRaw(alignment, numBytes, attr, true);
+            public long allocateLent(int loan, long alignment, long numBytes, AllocationAttributes attr) {
+                return allocateRaw(alignment, numBytes, attr, loan);
             }
 
             @Override
-            public void deallocateLent(long ptr) {
-                deallocateRaw(ptr, true);
+            public boolean deallocateLent(int loan, long ptr) {
+                return deallocateRaw(ptr, loan);
             }
         });
     }

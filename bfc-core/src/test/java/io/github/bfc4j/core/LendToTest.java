@@ -171,10 +171,11 @@ class LendToTest {
             a.deallocateRaw(free);
             AllocatorStats stats = a.getStats();
             assertThatThrownBy(() -> loan.deallocateRaw(raw)).isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("a raw allocation, not memory lent through a loan: a loan frees only what"
-                            + " a loan allocated, each address once. Nothing was freed.");
+                    .hasMessageContaining("a raw allocation, not memory this loan (to " + RUNTIME + ") lent: a loan"
+                            + " frees only what it lent, each address once. Nothing was freed.");
             assertThatThrownBy(() -> loan.deallocateRaw(handle.address())).isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("owned by an Allocation handle, not memory lent through a loan");
+                    .hasMessageContaining("owned by an Allocation handle, not memory this loan (to " + RUNTIME
+                            + ") lent");
             assertThatThrownBy(() -> loan.deallocateRaw(free)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining(" (or was already freed): a loan frees only");
             assertThat(a.getStats()).isEqualTo(stats);
@@ -198,6 +199,165 @@ class LendToTest {
         if (plain != null) {
             plain.checkInvariants();
         }
+    }
+
+    /**
+     * Two runtimes on one allocator, each with its loan: one loan's free of the other's memory
+     * (a runtime's double free of an address of its own, which the other runtime was given in
+     * between) used to free it, since every loan freed any lent memory. It is refused, naming
+     * the runtime the memory is lent to, and nothing changes; a raw free names that runtime
+     * alone, not every runtime with an open loan.
+     */
+    @Test
+    void aLoanFreesOnlyTheMemoryItLent() {
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim())
+                .leakDetection(LeakDetection.DISABLED).build()) {
+            checkTwoRuntimes(a);
+            a.checkInvariants();
+        }
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).leakDetection(LeakDetection.DISABLED).build()) {
+            checkTwoRuntimes(a);
+        }
+    }
+
+    private static final String OTHER = "Runtime S (adapter 's')";
+
+    private static void checkTwoRuntimes(MemoryAllocator a) {
+        try (MemoryAllocator.Loan r = a.lendTo(RUNTIME, RELEASE);
+                MemoryAllocator.Loan other = a.lendTo(OTHER, RELEASE)) {
+            long mine = other.allocateRawOrThrow(64, 1000);
+            other.deallocateRaw(mine);
+            long lent = r.allocateRawOrThrow(64, 1000);
+            assertThat(lent).as("R is given the chunk S just freed").isEqualTo(mine);
+            AllocatorStats before = a.getStats();
+            assertThatThrownBy(() -> other.deallocateRaw(mine)).as("S's stale free")
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageStartingWith("0x" + Long.toHexString(lent) + " is allocation #")
+                    .hasMessageContaining(", lent to " + RUNTIME + " through another loan, not memory this loan (to "
+                            + OTHER + ") lent: a loan frees only what it lent, each address once. Nothing was freed.");
+            assertThatThrownBy(() -> a.deallocateRaw(lent)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining(", lent to " + RUNTIME + ", which frees it itself");
+            assertThat(a.getStats()).isEqualTo(before);
+            long next = other.allocateRawOrThrow(64, 1000);
+            assertThat(next).as("R's chunk is not handed out again").isNotEqualTo(lent);
+            assertThatThrownBy(() -> r.deallocateRaw(next)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining(", lent to " + OTHER + " through another loan");
+            other.deallocateRaw(next);
+            r.deallocateRaw(lent);
+        }
+        assertThat(a.getStats().bytesInUse()).isZero();
+    }
+
+    /**
+     * A loan keeps its number, kept in the chunks it lent, until it is closed and all it lent
+     * is freed: up to 255 at once, and then lendTo says what to do. A closed loan that still has
+     * memory lent keeps its number (a new loan cannot free that memory, and a raw free of it
+     * still names its runtime); once that memory is freed, the number serves a new loan.
+     */
+    @Test
+    void aLoansNumberIsHeldUntilItIsClosedAndAllItLentIsFreed() {
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim())
+                .leakDetection(LeakDetection.DISABLED).build()) {
+            MemoryAllocator.Loan first = a.lendTo("first", RELEASE);
+            long held = first.allocateRawOrThrow(64, 1000);
+            first.close();
+            List<MemoryAllocator.Loan> loans = new ArrayList<>();
+            for (int i = 1; i < 255; i++) {
+                loans.add(a.lendTo("runtime " + i, RELEASE));
+            }
+            assertThatThrownBy(() -> a.lendTo(RUNTIME, RELEASE)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("255 loans of this allocator are open or have lent memory that is"
+                            + " not yet freed: it can lend to no more runtimes at once. Close the loans");
+            loans.remove(0).close();
+            try (MemoryAllocator.Loan late = a.lendTo(RUNTIME, RELEASE)) {
+                assertThatThrownBy(() -> late.deallocateRaw(held)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("lent to first through another loan");
+                assertThatThrownBy(() -> a.deallocateRaw(held)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("lent to first, which frees it itself");
+                assertThatThrownBy(() -> a.lendTo(OTHER, RELEASE)).as("all 255 held again")
+                        .isInstanceOf(IllegalStateException.class);
+            }
+            first.deallocateRaw(held);
+            try (MemoryAllocator.Loan two = a.lendTo(RUNTIME, RELEASE);
+                    MemoryAllocator.Loan three = a.lendTo(OTHER, RELEASE)) {
+                long p = two.allocateRawOrThrow(64, 1000);
+                assertThatThrownBy(() -> three.deallocateRaw(p)).isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("lent to " + RUNTIME + " through another loan");
+                two.deallocateRaw(p);
+            }
+            loans.forEach(MemoryAllocator.Loan::close);
+            assertThat(a.getStats().bytesInUse()).isZero();
+            a.checkInvariants();
+        }
+    }
+
+    /**
+     * A loan closed while another thread allocates through it: each allocation either lends
+     * (counted before it starts, so the loan keeps its number) or is refused, never both. After
+     * the close, a new loan, which takes the lowest free number, must not be able to free what
+     * the closed loan lent; the closed loan frees all of it. Seeded ({@code -Dbfc4j.test.seed}).
+     */
+    @Test
+    void aLoanClosedWhileItLendsKeepsItsNumberForWhatItLent() throws Exception {
+        long seed = Long.getLong("bfc4j.test.seed", System.nanoTime());
+        System.out.println("LendToTest close-race seed: " + seed + " (-Dbfc4j.test.seed)");
+        Random rnd = new Random(seed);
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim())
+                .leakDetection(LeakDetection.DISABLED).build()) {
+            for (int round = 0; round < 200; round++) {
+                MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE);
+                List<Long> lent = java.util.Collections.synchronizedList(new ArrayList<>());
+                java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+                Thread t = new Thread(() -> {
+                    started.countDown();
+                    try {
+                        for (;;) {
+                            lent.add(loan.allocateRawOrThrow(64, 1 + rnd.nextInt(4096)));
+                        }
+                    } catch (IllegalStateException closed) {
+                        // the loan is closed: it lends no more
+                    }
+                });
+                t.start();
+                started.await();
+                for (int spin = rnd.nextInt(2000); spin > 0; spin--) {
+                    Thread.onSpinWait();
+                }
+                loan.close();
+                t.join();
+                try (MemoryAllocator.Loan next = a.lendTo(OTHER, RELEASE)) {
+                    for (long p : lent) {
+                        assertThatThrownBy(() -> next.deallocateRaw(p)).as("seed %d round %d", seed, round)
+                                .isInstanceOf(IllegalArgumentException.class)
+                                .hasMessageContaining("lent to " + RUNTIME + " through another loan");
+                    }
+                }
+                for (long p : lent) {
+                    loan.deallocateRaw(p);
+                }
+                assertThat(a.getStats().bytesInUse()).as("seed %d round %d", seed, round).isZero();
+            }
+            a.checkInvariants();
+        }
+    }
+
+    /**
+     * A loan's free after its sharded allocator was closed by force names the call made,
+     * {@code Loan.deallocateRaw}; it used to name {@code deallocateRaw}, a call the runtime's
+     * adapter never made.
+     */
+    @Test
+    void aLoansFreeAfterAForcedCloseNamesTheLoansCall() {
+        ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build();
+        MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE);
+        long p = loan.allocateRawOrThrow(64, 1000);
+        a.close();
+        assertThatThrownBy(() -> loan.deallocateRaw(p)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("allocator 'lent' is closed, or a shard of it (Loan.deallocateRaw(0x"
+                        + Long.toHexString(p) + ") after close()");
+        loan.close();
     }
 
     /** A loan's allocation fails as allocateRawOrThrow does, with the same checks. */

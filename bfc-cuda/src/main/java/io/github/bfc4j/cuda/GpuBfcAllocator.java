@@ -497,6 +497,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @param release what frees it, e.g. {@code release the sessions, then close the provider}
      * @return the loan; close it once the runtime holds none of this allocator's memory
      * @throws NullPointerException if an argument is null
+     * @throws IllegalStateException if 255 loans of this allocator are open or hold lent memory
      */
     public DeviceLoan lendTo(String runtime, String release) {
         return new DeviceLoan(bfc.lendTo(runtime, release));
@@ -533,9 +534,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
          * Frees lent memory that no queued GPU work uses any more, as
          * {@link GpuBfcAllocator#deallocateRaw(long)} does; also once the loan is closed.
          *
-         * @param ptr an address from this allocator's loans; 0 is a no-op
-         * @throws IllegalArgumentException if {@code ptr} is not lent memory of this allocator
-         *     (nothing is freed)
+         * @param ptr an address this loan lent; 0 is a no-op
+         * @throws IllegalArgumentException if {@code ptr} is not memory this loan lent (another
+         *     loan's, the allocator's own, or already freed; nothing is freed)
          * @throws IllegalStateException if the allocator is closed
          */
         public void deallocateRaw(long ptr) {

@@ -68,7 +68,7 @@ class GpuBfcAllocatorTest {
 
             long raw = a.allocateRaw(256, 1000);
             assertThatThrownBy(() -> loan.deallocateRaw(raw)).isInstanceOf(IllegalArgumentException.class)
-                    .hasMessageContaining("a raw allocation, not memory lent through a loan");
+                    .hasMessageContaining("a raw allocation, not memory this loan (to Runtime R) lent");
             a.deallocateRaw(raw, STREAM);
             assertThat(loan.allocateRaw(256, 1000)).as("not before the stream's event completes")
                     .isNotEqualTo(raw).satisfies(p -> loan.deallocateRaw(p));

@@ -47,21 +47,45 @@ public final class ChunkTable {
     /**
      * Not in upstream: the bit of a chunk's allocation-id word that marks it as owned by an
      * {@code Allocation} handle (raw frees of it are refused). Ids count allocations from 1 and
-     * never reach {@code 2^62}; the bit lives in the word the free reads anyway (for
-     * {@link #inUse}), so checking it costs no memory access, and marking the chunk free
-     * ({@code -1}) clears it.
+     * stay below the loan bits ({@link #lentBy(int)}); the bit lives in the word the free reads
+     * anyway (for {@link #inUse}), so checking it costs no memory access, and marking the chunk
+     * free ({@code -1}) clears it.
      */
     public static final long HANDLE_OWNED = 1L << 62;
 
     /**
-     * Not in upstream: the bit of a chunk's allocation-id word that marks it as lent to a
-     * runtime through a {@code MemoryAllocator.Loan} (raw frees of it are refused; the loan frees
-     * it). As {@link #HANDLE_OWNED}, it costs the free no memory access.
+     * Not in upstream: where a chunk's allocation-id word holds the number (1 to
+     * {@link #MAX_LOANS}) of the {@code MemoryAllocator.Loan} that lent it to a runtime, 0 for
+     * memory not lent. A raw free of lent memory is refused, and a loan frees only the memory it
+     * lent. As {@link #HANDLE_OWNED}, it costs the free no memory access. Ids stay below
+     * {@code 2^53} (at ten million allocations a second, 28 years).
      */
-    public static final long LOAN_OWNED = 1L << 61;
+    private static final int LOAN_SHIFT = 53;
 
-    /** The owner bits of an allocation-id word: {@link #HANDLE_OWNED} and {@link #LOAN_OWNED}. */
-    private static final long OWNERS = HANDLE_OWNED | LOAN_OWNED;
+    /** The most loans of one allocator that can hold a number at once: 255. */
+    public static final int MAX_LOANS = 0xFF;
+
+    /** The loan-number bits of an allocation-id word ({@link #LOAN_SHIFT}). */
+    private static final long LOANS = (long) MAX_LOANS << LOAN_SHIFT;
+
+    /** The owner bits of an allocation-id word: {@link #HANDLE_OWNED} and the loan's number. */
+    private static final long OWNERS = HANDLE_OWNED | LOANS;
+
+    /**
+     * @param loan a loan's number, 1 to {@link #MAX_LOANS}
+     * @return the owner bits ({@link #setOwner}) of memory lent through that loan
+     */
+    public static long lentBy(int loan) {
+        return (long) loan << LOAN_SHIFT;
+    }
+
+    /**
+     * @param owner owner bits of {@link #lentBy(int)}
+     * @return the loan's number
+     */
+    public static int lenderIn(long owner) {
+        return (int) (owner >>> LOAN_SHIFT);
+    }
 
     /**
      * Not in upstream: the allocation-id word of a free chunk whose start the address map does
@@ -408,11 +432,21 @@ public final class ChunkTable {
      * {@link #inUse} for a loan's free: one read of the allocation-id word.
      *
      * @param h a handle
-     * @return whether the chunk is in use and lent through a loan ({@link #LOAN_OWNED})
+     * @param loan owner bits of {@link #lentBy}
+     * @return whether the chunk is in use and lent through that loan
      */
-    public boolean loanOwned(int h) {
+    public boolean lentBy(int h, long loan) {
         final long v = allocationId[h];
-        return v >= 0 && (v & LOAN_OWNED) != 0;
+        return v >= 0 && (v & LOANS) == loan;
+    }
+
+    /**
+     * @param h a handle
+     * @return the number of the loan that lent the chunk, 0 if it is free or not lent
+     */
+    public int lender(int h) {
+        final long v = allocationId[h];
+        return v < 0 ? 0 : (int) ((v & LOANS) >>> LOAN_SHIFT);
     }
 
     /**
@@ -437,10 +471,10 @@ public final class ChunkTable {
 
     /**
      * Marks a chunk in use as an {@code Allocation} handle's ({@link #HANDLE_OWNED}) or a loan's
-     * ({@link #LOAN_OWNED}); freeing it ({@code setAllocationId(h, -1)}) ends that.
+     * ({@link #lentBy(int)}); freeing it ({@code setAllocationId(h, -1)}) ends that.
      *
      * @param h a handle of a chunk in use
-     * @param owner {@link #HANDLE_OWNED} or {@link #LOAN_OWNED}
+     * @param owner {@link #HANDLE_OWNED} or {@link #lentBy(int)}
      */
     public void setOwner(int h, long owner) {
         allocationId[h] |= owner;
