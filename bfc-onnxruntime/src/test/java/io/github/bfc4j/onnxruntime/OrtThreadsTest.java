@@ -1,7 +1,9 @@
 package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_LOGGING_LEVEL_WARNING;
+import static org.bytedeco.onnxruntime.global.onnxruntime.ORT_PARALLEL;
 
 import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
@@ -18,6 +20,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -25,6 +28,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.bytedeco.onnxruntime.Env;
+import org.bytedeco.onnxruntime.SessionOptions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -165,6 +169,66 @@ class OrtThreadsTest {
             assertThat(ort.stats().liveAllocations()).isEqualTo(weightAllocations);
             bfc.checkInvariants();
             MemoryMapChecks.assertAddsUp(bfc.memoryMap());
+        }
+    }
+
+    /**
+     * With ORT's parallel executor the run's allocations are made on ORT's inter-op threads, not
+     * the caller's: one that bfc4j cannot serve throws from a thread that JavaCPP attached to the
+     * JVM, with no Java caller of its own. The exception crosses into ORT there as on the caller's
+     * thread: the caller's {@code Run} fails with bfc4j's message (no abort of the process), nothing
+     * of the failed run stays allocated, and once memory is free the same session gives the same
+     * answer as before.
+     */
+    @Test
+    void outOfMemoryOnOrtsInterOpThreadsReachesTheCaller() throws Exception {
+        Encoding[] big = batch(7, 4, 128);
+        try (BfcAllocator bfc = BfcOrtAllocatorTest.hostAllocator("ort_parallel", 128L << 20);
+                BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            SessionOptions options = EmbeddingSession.options(true);
+            options.SetExecutionMode(ORT_PARALLEL);
+            options.SetInterOpNumThreads(2);
+            try (EmbeddingSession session = new EmbeddingSession(env, MODEL, options)) {
+                int[] expected = RealModelEmbeddingsTest.bits(session.run(big).hidden());
+                long weights = bfc.bytesInUse();
+                List<Long> ballast = new ArrayList<>();
+                for (long p = bfc.allocateRaw(256, 256 << 10); p != 0; p = bfc.allocateRaw(256, 256 << 10)) {
+                    ballast.add(p);
+                }
+                for (int i = 0; i < 8; i++) {
+                    bfc.deallocateRaw(ballast.remove(ballast.size() - 1));
+                }
+                long held = bfc.bytesInUse();
+                List<String> failedOn = new CopyOnWriteArrayList<>();
+                ort.listener(new BfcOrtAllocator.CallListener() {
+                    @Override
+                    public void allocated(long size, long ptr, boolean reserve) {
+                        if (ptr == 0) {
+                            failedOn.add(Thread.currentThread().getName());
+                        }
+                    }
+
+                    @Override
+                    public void freed(long ptr) {
+                    }
+                });
+                String caller = Thread.currentThread().getName();
+                assertThatThrownBy(() -> session.run(big)).isInstanceOf(RuntimeException.class)
+                        .hasMessageContaining("bfc4j: ONNX Runtime asked for ")
+                        .hasMessageContaining("Allocator 'ort_parallel' is out of memory: tried to allocate ");
+                ort.listener(null);
+                assertThat(failedOn).as("the threads whose allocation failed").isNotEmpty()
+                        .allSatisfy(name -> assertThat(name).isNotEqualTo(caller).startsWith("JavaCPP Thread ID"));
+                assertThat(ort.stats().callbackErrors()).isZero();
+                assertThat(bfc.bytesInUse()).as("nothing of the failed run is left").isEqualTo(held);
+                bfc.checkInvariants();
+                for (long p : ballast) {
+                    bfc.deallocateRaw(p);
+                }
+                assertThat(RealModelEmbeddingsTest.bits(session.run(big).hidden())).as("the same run, with room")
+                        .isEqualTo(expected);
+                assertThat(bfc.bytesInUse()).isEqualTo(weights);
+            }
         }
     }
 
