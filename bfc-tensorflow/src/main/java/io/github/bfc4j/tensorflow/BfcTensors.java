@@ -99,7 +99,11 @@ import org.tensorflow.types.family.TType;
  * TensorFlow holds. A tensor used after its {@code close()} (TensorFlow Java does not refuse it)
  * reaches memory that is bfc4j's again, maybe another allocation's by then; it stays mapped while
  * the Java tensor (or its {@code RawTensor}) is reachable, whatever {@code emptyCache()} or the
- * allocator's {@code close()} did meanwhile. A JavaCPP {@code PointerScope} open on the thread
+ * allocator's {@code close()} did meanwhile; the views TensorFlow Java makes of its data
+ * ({@code slice(...)}, {@code get(...)}, {@code asRawTensor().data()}) and session outputs that
+ * alias its buffer keep only the address, so read after the tensor's (or the output's) close,
+ * once the tensor is unreachable and its region was given back, they crash the JVM: use them only
+ * while the tensor is open. A JavaCPP {@code PointerScope} open on the thread
  * where a tensor is made takes no reference to it: its {@code close()} gives the buffer back
  * whether that scope is still open or not (TensorFlow Java's own tensors, made inside a scope,
  * keep their memory until it closes).
