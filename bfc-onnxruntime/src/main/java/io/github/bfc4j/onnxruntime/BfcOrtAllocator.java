@@ -508,6 +508,18 @@ public final class BfcOrtAllocator implements AutoCloseable {
             // larger than the request that failed.
             throw new AllocationFailure("ONNX Runtime asked for " + BfcAllocator.humanReadableNumBytes(size) + ": "
                     + e.getMessage());
+        } catch (IllegalStateException e) {
+            if (!bfc.isClosed()) {
+                throw e;
+            }
+            // The BfcAllocator was closed under this registered instance (its close succeeds
+            // while ORT holds none of its memory): say which, and the order that avoids it.
+            counters.failedAllocs.increment();
+            String message = (reserve ? "Reserve(" : "Alloc(") + size + ") on BfcOrtAllocator '" + bfc.name()
+                    + "', whose allocator was closed while it was registered: nothing was allocated. Close the"
+                    + " sessions and their values, then close the BfcOrtAllocator before its allocator.";
+            error(message, null);
+            throw new AllocationFailure(message);
         }
         try {
             CallListener l = listener;

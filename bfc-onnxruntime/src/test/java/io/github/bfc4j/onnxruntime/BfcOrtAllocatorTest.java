@@ -374,6 +374,30 @@ class BfcOrtAllocatorTest {
     }
 
     /**
+     * The {@code BfcAllocator} closed while a {@code BfcOrtAllocator} over it is registered (its
+     * close succeeds where ORT holds none of its memory): ORT's next allocation through it fails
+     * with a message that says what was closed and in which order to close, where it said only
+     * {@code Alloc(1600) failed: java.lang.IllegalStateException: allocator '...' is closed};
+     * nothing is allocated, and the instance still closes.
+     */
+    @Test
+    void anAllocationAfterTheAllocatorWasClosedUnderTheRegisteredInstanceSaysWhatToDo() {
+        BfcAllocator bfc = hostAllocator("ort_closed_under", 8 << 20);
+        try (BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+            bfc.close();
+            assertThatThrownBy(() -> Value.CreateTensor(ort.ortAllocator(), new long[] {4, 100}, 2,
+                    ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT)).isInstanceOf(RuntimeException.class)
+                    .hasMessageContaining("bfc4j: Alloc(1600) on BfcOrtAllocator 'ort_closed_under', whose allocator"
+                            + " was closed while it was registered")
+                    .hasMessageContaining("close the BfcOrtAllocator before its allocator");
+            assertThat(ort.stats().failedAllocs()).isEqualTo(1);
+            assertThat(ort.stats().liveAllocations()).isZero();
+            assertThat(ort.stats().lastError()).contains("whose allocator was closed while it was registered");
+        }
+        assertThat(bfc.bytesInUse()).isZero();
+    }
+
+    /**
      * Who holds the memory ORT allocates, with no annotation: the innermost frame of the
      * application's code that called into ORT, not the JavaCPP binding's frame that every call
      * of that kind shares ({@code Value.CreateTensor}, {@code Session.allocate},
