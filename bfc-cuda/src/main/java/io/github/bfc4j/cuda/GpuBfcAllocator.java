@@ -19,8 +19,11 @@ import io.github.bfc4j.core.SubAllocator;
 import java.io.IOException;
 import java.lang.System.Logger.Level;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -79,6 +82,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
 
     /** Serialises frees, so that the count read after a free is the one it stamped. */
     private final Object freeLock = new Object();
+
+    /** The loans made by {@link #lendTo}, for {@link #close()}'s refusal while one has memory lent. */
+    private final List<DeviceLoan> loans = new CopyOnWriteArrayList<>();
     /** Guards the pending queue and the event pool; taken under the BFC lock, never around it. */
     private final Object pendingLock = new Object();
     /** Guarded by pendingLock: a ring of (count, event) in free order; event 0 = already safe. */
@@ -500,7 +506,9 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * @throws IllegalStateException if 255 loans of this allocator are open or hold lent memory
      */
     public DeviceLoan lendTo(String runtime, String release) {
-        return new DeviceLoan(bfc.lendTo(runtime, release));
+        DeviceLoan loan = new DeviceLoan(bfc.lendTo(runtime, release), runtime, release);
+        loans.add(loan);
+        return loan;
     }
 
     /**
@@ -511,9 +519,16 @@ public final class GpuBfcAllocator implements AutoCloseable {
      */
     public final class DeviceLoan implements AutoCloseable {
         private final MemoryAllocator.Loan loan;
+        private final String runtime;
+        private final String release;
+        /** The chunks lent and not yet freed, counted before each allocation starts. */
+        private final AtomicLong lent = new AtomicLong();
+        private volatile boolean closed;
 
-        private DeviceLoan(MemoryAllocator.Loan loan) {
+        private DeviceLoan(MemoryAllocator.Loan loan, String runtime, String release) {
             this.loan = loan;
+            this.runtime = runtime;
+            this.release = release;
         }
 
         /**
@@ -527,7 +542,16 @@ public final class GpuBfcAllocator implements AutoCloseable {
          * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
          */
         public long allocateRaw(long alignment, long numBytes) {
-            return GpuBfcAllocator.this.allocateRaw(alignment, numBytes, true, loan);
+            lent.incrementAndGet();
+            long ptr = 0;
+            try {
+                ptr = GpuBfcAllocator.this.allocateRaw(alignment, numBytes, true, loan);
+            } finally {
+                if (ptr == 0) {
+                    lent.decrementAndGet();
+                }
+            }
+            return ptr;
         }
 
         /**
@@ -540,13 +564,47 @@ public final class GpuBfcAllocator implements AutoCloseable {
          * @throws IllegalStateException if the allocator is closed
          */
         public void deallocateRaw(long ptr) {
-            GpuBfcAllocator.this.deallocateRaw(ptr, loan);
+            if (ptr != 0) {
+                GpuBfcAllocator.this.deallocateRaw(ptr, loan);
+                if (lent.decrementAndGet() == 0 && closed) {
+                    loans.remove(this);
+                }
+            }
         }
 
         /** Ends the loan: it lends no more; what it lent can still be freed through it. */
         @Override
         public void close() {
+            closed = true;
             loan.close();
+            if (lent.get() == 0) {
+                loans.remove(this);   // else its last free does
+            }
+        }
+    }
+
+    /**
+     * Refuses a {@link #close()} while a loan has memory lent that its runtime has not freed:
+     * giving that memory back would leave the runtime's queued and later work writing into
+     * device memory that another allocation (or another process) may get.
+     */
+    private void refuseCloseWhileLent() {
+        StringBuilder held = new StringBuilder();
+        long n = 0;
+        for (DeviceLoan l : loans) {
+            long k = l.lent.get();
+            if (k > 0) {
+                n += k;
+                held.append(' ').append(l.runtime).append(" holds ").append(k)
+                        .append(k == 1 ? " allocation" : " allocations").append(" of it: ").append(l.release)
+                        .append('.');
+            }
+        }
+        if (n > 0) {
+            throw new IllegalStateException("close() refused: allocator '" + bfc.name() + "' has " + n
+                    + (n == 1 ? " allocation" : " allocations") + " lent to a runtime that has not freed "
+                    + (n == 1 ? "it" : "them") + " (its work on the device may still use " + (n == 1 ? "it" : "them")
+                    + "), and nothing was closed." + held + " Then close this allocator.");
         }
     }
 
@@ -702,6 +760,14 @@ public final class GpuBfcAllocator implements AutoCloseable {
      * waited for and destroyed here); one that starts later throws. Idempotent: a second call
      * does nothing.
      *
+     * <p>Refused while memory lent to a runtime ({@link #lendTo}, ONNX Runtime's CUDA provider)
+     * is not yet freed through its loan: the runtime's work may still use it. The allocator then
+     * stays open and unchanged; release the runtime's sessions (the message says what each
+     * runtime needs), then close it. Memory a runtime never frees stays until the process ends.
+     * A loan that allocates while {@code close()} runs is a race the refusal cannot see: stop
+     * the runtime's work before closing.
+     *
+     * @throws IllegalStateException if memory lent to a runtime is not yet freed; nothing closed
      * @throws CudaException the first call that failed, the later failures suppressed by it
      */
     @Override
@@ -709,6 +775,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
         if (closed) {
             return;
         }
+        refuseCloseWhileLent();
         closed = true;
         // Frees on a stream already past their check of closed finish first (microseconds).
         while (streamFreesUnderWay.get() != 0) {

@@ -82,6 +82,40 @@ class GpuBfcAllocatorTest {
         }
     }
 
+    /**
+     * A close() while a runtime still holds memory lent to it: it used to give the memory back
+     * anyway, so the runtime's queued and later kernels wrote into device memory that another
+     * allocation could get. It is refused, naming the runtime and what releases its memory, and
+     * changes nothing; once the runtime has freed it (through the loan, also after the loan is
+     * closed), the close goes through. A loan's failed allocation lends nothing.
+     */
+    @Test
+    void closeIsRefusedWhileARuntimeHoldsLentMemory() {
+        GpuBfcAllocator a = create(options().memoryLimitBytes(64L << 20));
+        GpuBfcAllocator.DeviceLoan loan = a.lendTo("Runtime R", "release R's sessions");
+        GpuBfcAllocator.DeviceLoan idle = a.lendTo("Runtime S", "release S's sessions");
+        long lent = loan.allocateRaw(256, 1000);
+        long second = loan.allocateRaw(256, 2000);
+        assertThat(idle.allocateRaw(256, 0)).as("nothing lent").isZero();
+        loan.close();
+        assertThatThrownBy(a::close).isInstanceOf(IllegalStateException.class)
+                .hasMessage("close() refused: allocator '" + a.allocator().name() + "' has 2 allocations lent to a"
+                        + " runtime that has not freed them (its work on the device may still use them), and nothing"
+                        + " was closed. Runtime R holds 2 allocations of it: release R's sessions. Then close this"
+                        + " allocator.");
+        assertThat(a.getStats().bytesInUse()).as("nothing given back").isEqualTo(3072);
+        long mine = a.allocateRaw(256, 1000);
+        assertThat(mine).as("still open").isNotZero();
+        a.deallocateRaw(mine);
+        loan.deallocateRaw(lent);
+        assertThatThrownBy(a::close).hasMessageContaining("has 1 allocation lent to a runtime that has not freed it");
+        loan.deallocateRaw(second);
+        a.close();
+        assertThatThrownBy(() -> a.allocateRaw(256, 1000)).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("is closed");
+        idle.close();
+    }
+
     @Test
     void aNumberThatIsNoStreamIsRefusedAndFreesNothing() {
         try (GpuBfcAllocator a = create(options())) {

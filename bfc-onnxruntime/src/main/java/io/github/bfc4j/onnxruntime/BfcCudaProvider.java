@@ -75,8 +75,9 @@ import org.bytedeco.onnxruntime.StringVector;
  * after the earlier work, as with ORT's own arena. Empty-cache (ORT calls it after freeing a
  * buffer it reserved for weights) does nothing: the BFC allocator keeps its regions, and gives
  * wholly free ones back when an allocation would fail if garbage collection is on (the GPU
- * default). Close the sessions before the {@link GpuBfcAllocator}: its {@code close()} takes back
- * the memory ORT still holds; a free ORT makes after it is then counted as returned, and logged
+ * default). Close the sessions before the {@link GpuBfcAllocator}: its {@code close()} is refused
+ * while ORT holds memory lent to it. Memory that was taken back all the same (a close racing an
+ * allocation ORT was making) is counted as returned when ORT frees it, and the free is logged
  * and kept in {@link #stats()} as an error.
  */
 public final class BfcCudaProvider implements AutoCloseable {
