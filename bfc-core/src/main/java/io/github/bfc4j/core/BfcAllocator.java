@@ -735,20 +735,23 @@ public final class BfcAllocator implements MemoryAllocator {
      * {@link LeakGuard}: returns a leaked allocation's memory (as its handle's close would) and
      * counts it.
      *
-     * @return what was recorded of the allocation (its {@link Provenance}, {@link Provenance#UNKNOWN}
-     *     when nothing was), or null if it was not returned (the allocator is closed)
+     * @return false if it was not returned (the allocator is closed)
      */
-    Provenance reclaimLeak(long ptr, long allocationId) {
-        Provenance recorded = recordedProvenance(ptr, allocationId);
+    boolean reclaimLeak(long ptr, long allocationId) {
         if (port.deallocateOwned(ptr, allocationId)) {
             leaksReclaimed.incrementAndGet();
-            return recorded;
+            return true;
         }
-        return null;
+        return false;
     }
 
-    /** The provenance recorded for allocation {@code allocationId} at {@code ptr}, if still there. */
-    private Provenance recordedProvenance(long ptr, long allocationId) {
+    /**
+     * {@link LeakGuard}, before {@link #reclaimLeak}: the provenance recorded for allocation
+     * {@code allocationId} at {@code ptr}, if still there ({@link Provenance#UNKNOWN} when
+     * nothing was recorded), read before the reclaim forgets it, so that the report names it
+     * whether the reclaim returns the memory or fails.
+     */
+    Provenance recordedProvenance(long ptr, long allocationId) {
         port.lock();
         try {
             int h = view.handleAt(ptr);

@@ -86,28 +86,35 @@ final class LeakGuard implements Runnable {
             return;
         }
         // Returned as the handle's close would return it (its own allocation only); once the
-        // allocator is closed there is nothing to return and nothing to report.
-        Provenance recorded;
+        // allocator is closed there is nothing to return and nothing to report. What was recorded
+        // is read first: a reclaim that fails must still say where the leak was made.
+        Provenance recorded = Provenance.UNKNOWN;
         try {
-            recorded = allocator.reclaimLeak(chunkAddress, allocationId);
+            recorded = allocator.recordedProvenance(chunkAddress, allocationId);
+            if (!allocator.reclaimLeak(chunkAddress, allocationId)) {
+                return;
+            }
         } catch (Throwable t) {
             // The Cleaner drops what its actions throw: say it, or the leak and its memory,
             // which nothing can free now, would go unreported.
-            LOG.log(Level.WARNING, "LEAK: allocation #" + allocationId + " of " + requestedSize
-                    + " bytes at 0x" + Long.toHexString(address) + " from allocator "
-                    + allocator.described() + " became unreachable without close(), and its memory"
-                    + " could not be returned (" + t + "); it stays in use until the allocator is"
-                    + " closed with ClosePolicy.FORCE. Close every Allocation (try-with-resources)"
-                    + " when done with it.", t);
+            LOG.log(Level.WARNING, report(", and its memory could not be returned (" + t + "); it stays in use"
+                    + " until the allocator is closed with ClosePolicy.FORCE.", recorded), t);
             return;
         }
-        if (recorded == null) {
-            return;
-        }
+        LOG.log(Level.WARNING, report("; its memory has been returned.", recorded));
+    }
+
+    /**
+     * The leak's report, the same whether its memory was returned or not: the allocation (id,
+     * sizes, address, allocator), {@code outcome}, the advice, what was recorded when it was
+     * allocated ({@link #recordedText}) and, when paranoid, the stack where it was made (else,
+     * with no recorded stack, how to get one).
+     */
+    private String report(String outcome, Provenance recorded) {
         String message = "LEAK: allocation #" + allocationId + " of " + requestedSize + " bytes ("
                 + size + " reserved) at 0x" + Long.toHexString(address) + " from allocator "
-                + allocator.described() + " became unreachable without close(); its memory has been"
-                + " returned. Close every Allocation (try-with-resources) when done with it."
+                + allocator.described() + " became unreachable without close()" + outcome
+                + " Close every Allocation (try-with-resources) when done with it."
                 + recordedText(recorded);
         if (site == null) {
             if (recorded.stack().isEmpty()) {
@@ -118,7 +125,7 @@ final class LeakGuard implements Runnable {
             site.printStackTrace(new PrintWriter(w));
             message += "\n" + w;
         }
-        LOG.log(Level.WARNING, message);
+        return message;
     }
 
     /**

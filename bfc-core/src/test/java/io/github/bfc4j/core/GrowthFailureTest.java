@@ -599,6 +599,53 @@ class GrowthFailureTest {
                 .subAllocator(new SimSubAllocator(BASE, 256 * MIB, 0, true))
                 .leakDetection(LeakDetection.SIMPLE).closePolicy(ClosePolicy.FORCE).build();
         Allocation h = allocator.allocate(4096);
+
+        List<String> warnings = leakReportsOfAFailedReclaim(allocator, h);
+
+        assertThat(warnings).singleElement().asString()
+                .contains("allocation #" + h.allocationId(), "could not be returned", "IntDeque growth",
+                        "ClosePolicy.FORCE");
+        assertThat(allocator.bytesInUse()).as("still in use: nothing can free it now").isEqualTo(4096);
+        assertThat(allocator.leaksReclaimed()).isZero();
+        allocator.checkInvariants();
+        allocator.close(); // FORCE
+        assertThat(allocator.isClosed()).isTrue();
+    }
+
+    /**
+     * The report of a leak whose memory cannot be returned names, as the report of one returned
+     * does, the sizes, the address, what was recorded when it was allocated (its annotation and
+     * step) and, paranoid, the stack where it was made.
+     */
+    @Test
+    void aLeakWhoseMemoryCannotBeReturnedNamesWhereItWasMade() throws Exception {
+        BfcAllocator allocator = BfcAllocator.builder().name("growth").memoryLimit(REGION)
+                .subAllocator(new SimSubAllocator(BASE, 256 * MIB, 0, true))
+                .leakDetection(LeakDetection.PARANOID).closePolicy(ClosePolicy.FORCE).build();
+        allocator.recordAnnotations(true);
+        Allocation h;
+        try (MemoryAnnotation a = MemoryAnnotation.push("load weights", 3)) {
+            h = allocator.allocate(3000);
+        }
+
+        List<String> warnings = leakReportsOfAFailedReclaim(allocator, h);
+
+        assertThat(warnings).singleElement().asString()
+                .startsWith("LEAK: allocation #" + h.allocationId() + " of 3000 bytes (3072 reserved) at 0x"
+                        + Long.toHexString(h.address()) + " from allocator 'growth' became unreachable without"
+                        + " close(), and its memory could not be returned (")
+                .contains(" Recorded when it was allocated: in annotation 'load weights' (step 3).\n",
+                        "allocation #" + h.allocationId() + " was made here",
+                        "aLeakWhoseMemoryCannotBeReturnedNamesWhereItWasMade");
+        assertThat(allocator.bytesInUse()).isEqualTo(3072);
+        allocator.close(); // FORCE
+    }
+
+    /**
+     * Runs the leak guard of {@code h} as the Cleaner would once the handle is unreachable, with
+     * the free's growth of the timestamp queue failing, and returns what it logged.
+     */
+    private static List<String> leakReportsOfAFailedReclaim(BfcAllocator allocator, Allocation h) throws Exception {
         fillTheTimestampQueue(allocator, new SharedCounter());
         Field field = Allocation.class.getDeclaredField("guard");
         field.setAccessible(true);
@@ -624,22 +671,12 @@ class GrowthFailureTest {
         GrowthFaults.failIntDequeGrowth();
         Throwable escaped;
         try {
-            escaped = catchThrowable(guard::run); // as the Cleaner would, once the handle is unreachable
+            escaped = catchThrowable(guard::run);
         } finally {
             GrowthFaults.clear();
             log.removeHandler(handler);
         }
-
         assertThat(escaped).as("what run() throws, the Cleaner drops without a word").isNull();
-
-        assertThat(warnings).singleElement().asString()
-                .contains("allocation #" + h.allocationId(), "could not be returned", "IntDeque growth",
-                        "ClosePolicy.FORCE");
-        assertThat(allocator.bytesInUse()).as("still in use: nothing can free it now").isEqualTo(4096);
-        assertThat(allocator.leaksReclaimed()).isZero();
-        allocator.checkInvariants();
-        allocator.close(); // FORCE
-        assertThat(allocator.isClosed()).isTrue();
+        return warnings;
     }
 }
-
