@@ -128,8 +128,8 @@ public record MemoryMap(
     }
 
     /**
-     * Bytes in use held by one holder: an annotation, or an innermost stack frame, or
-     * {@code "(unknown)"} ({@link Provenance#holder()}).
+     * Bytes in use held by one holder: an annotation, or an innermost stack frame, or a
+     * thread, or a step, or {@code "(unknown)"} ({@link Provenance#holder()}).
      *
      * @param holder the holder's key
      * @param bytes the bytes of the chunks it holds (chunk sizes)

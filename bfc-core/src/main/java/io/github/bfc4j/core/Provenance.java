@@ -87,8 +87,10 @@ public record Provenance(long timeMicros, String thread, String annotation, long
      * else the innermost frame of the stack outside JavaCPP's bindings ({@code org.bytedeco.},
      * such as ONNX Runtime's {@code Session.allocate} or {@code SessionImpl.Run}, which every
      * session shares: the application's frame that called into the native runtime), else the
-     * innermost frame when the stack holds only those, else the thread, else
-     * {@code "(unknown)"}.
+     * innermost frame when the stack holds only those, else the thread, else the step of an
+     * annotation that gave a step without a name ({@code MemoryAnnotation.push(null, 5, stack)}
+     * with annotations alone recorded, which keep neither its stack nor the thread:
+     * {@code "step 5"}), else {@code "(unknown)"}.
      *
      * @return a short, human-readable key
      */
@@ -106,6 +108,9 @@ public record Provenance(long timeMicros, String thread, String annotation, long
         }
         if (thread != null) {
             return "thread '" + thread + "'";
+        }
+        if (step >= 0) {
+            return "step " + step;
         }
         return "(unknown)";
     }

@@ -481,6 +481,33 @@ class ProvenanceTest {
     }
 
     /**
+     * A chunk known only by the step of an annotation without a name (annotations alone keep
+     * neither the stack it gives nor the thread) is held by that step: the summary, the
+     * out-of-memory message and {@link MemoryMap#largestHolders} say {@code step 5}, not
+     * {@code (unknown)}. A recorded thread still comes first, as for any chunk without an
+     * annotation or a stack.
+     */
+    @Test
+    void aChunkKnownOnlyByItsStepIsHeldByThatStep() {
+        try (BfcAllocator a = allocator(1L << 20)) {
+            a.recordAnnotations(true);
+            long p;
+            try (MemoryAnnotation s = MemoryAnnotation.push(null, 5, List.of(new StackFrame("app.Model", "forward",
+                    "Model.java", 12)))) {
+                p = a.allocateRaw(64, 1000);
+            }
+            assertThat(at(a, p).holder()).isEqualTo("step 5");
+            assertThat(a.memoryMap().largestHolders(1)).extracting(MemoryMap.Holder::holder).containsExactly("step 5");
+            assertThat(a.memorySummary()).contains("   step 5" + System.lineSeparator()).doesNotContain("(unknown)");
+            assertThatThrownBy(() -> a.allocate(2L << 20)).isInstanceOf(BfcOutOfMemoryException.class)
+                    .hasMessageContaining("Largest holders: 1.0KiB by step 5 (1 chunk).");
+        }
+        assertThat(new Provenance(-1, "main", null, 5, List.of()).holder()).isEqualTo("thread 'main'");
+        assertThat(new Provenance(-1, null, null, 0, List.of()).holder()).isEqualTo("step 0");
+        assertThat(new Provenance(-1, null, null, -1, List.of()).holder()).isEqualTo("(unknown)");
+    }
+
+    /**
      * A recorded time is the wall-clock time of the call in epoch microseconds (within a second:
      * the monotonic clock the recording advances may drift from the wall clock a little), both
      * the chunk's and its ALLOC event's.
