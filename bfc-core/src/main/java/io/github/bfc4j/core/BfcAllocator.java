@@ -1279,6 +1279,20 @@ public final class BfcAllocator implements MemoryAllocator {
         return port.getMemoryType();
     }
 
+    /**
+     * The device whose memory this is, by its CUDA ordinal: the sub-allocator's
+     * {@link SubAllocator#deviceId()}, read once when the allocator was built. What its
+     * snapshots ({@link MemorySnapshot#deviceId()}) and bfc-micrometer's {@code device.id} tag
+     * say. Not upstream's (bfc4j's addition).
+     *
+     * @return the ordinal, 0 to 1023; 0 for memory of no device (host or simulated memory),
+     *     unless the sub-allocator says otherwise (bfc-cuda's pinned host sub-allocator gives the
+     *     device whose context allocates)
+     */
+    public int deviceId() {
+        return view.deviceId();
+    }
+
     // ---------------------------------------------------------------------------------------
     // Upstream's debug queries
     // ---------------------------------------------------------------------------------------

@@ -74,6 +74,15 @@ public final class BfcAllocatorView {
     }
 
     /**
+     * {@link BfcAllocator#deviceId()}.
+     *
+     * @return the sub-allocator's device, by its CUDA ordinal
+     */
+    public int deviceId() {
+        return allocator.deviceId();
+    }
+
+    /**
      * {@link BfcAllocator#getStats()}.
      *
      * @return the statistics exactly as the classic upstream reports them

@@ -645,6 +645,16 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     }
 
     /**
+     * The device whose memory this is: the shared sub-allocator's, as
+     * {@link BfcAllocator#deviceId()} answers it for every shard.
+     *
+     * @return the sub-allocator's device, by its CUDA ordinal
+     */
+    public int deviceId() {
+        return shards[0].deviceId();
+    }
+
+    /**
      * The shards, in order: shard {@code i} is named {@code name() + "/" + i} (its messages name
      * it {@code allocator 'NAME' (shard i of N)}, by the name given to the builder). Each is an
      * ordinary {@link BfcAllocator} for observation (history, snapshots, metrics, statistics).

@@ -31,6 +31,7 @@ class BfcAllocatorViewTest {
             assertThat(v.memoryLimit()).isEqualTo(16 * MIB);
             assertThat(v.options()).isSameAs(a.options());
             assertThat(v.getMemoryType()).isEqualTo(a.getMemoryType());
+            assertThat(v.deviceId()).isEqualTo(a.deviceId()).isZero();
             assertThat(v.getStats()).isEqualTo(a.getStats());
             assertThat(v.memoryStats()).isEqualTo(a.memoryStats());
             assertThat(v.bytesInUse()).isEqualTo(3072);

@@ -6,10 +6,13 @@ package io.github.bfc4j.cuda;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryAnnotation;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryMap;
+import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.OutOfMemoryReport;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -158,6 +161,28 @@ class GpuProvenanceTest {
                         .extracting(t -> t.get("action")).contains("segment_alloc", "alloc", "oom");
             }
             gpu.deallocateRaw(p);
+        }
+    }
+
+    /**
+     * A device-1 allocator, and one over pinned host memory that device 1's context allocates,
+     * say device 1 ({@code deviceId()}, which the meters of bfc-micrometer tag by default), as
+     * their snapshots do; the pinned one's memory type says it is host memory.
+     */
+    @Test
+    void theAllocatorsOfDevice1SayDevice1() {
+        SimulatedCudaDriver twoGpus = new SimulatedCudaDriver(List.of(
+                new CudaDeviceInfo(0, "Simulated GPU", 64 * MIB, 9, 0, true),
+                new CudaDeviceInfo(1, "Simulated GPU", 64 * MIB, 9, 0, true)), 64 << 10);
+        try (GpuBfcAllocator gpu = GpuBfcAllocators.create(twoGpus, 1, GpuBfcOptions.builder()
+                .memoryLimitBytes(4 * MIB).environment(Map.<String, String>of()::get).build());
+                CudaHostSubAllocator pinnedMemory = new CudaHostSubAllocator(twoGpus, 1);
+                BfcAllocator pinned = new BfcAllocator(pinnedMemory, 4 * MIB, "gpu_host_bfc", BfcOptions.defaults())) {
+            assertThat(gpu.allocator().deviceId()).isEqualTo(1);
+            assertThat(gpu.snapshot().deviceId()).isEqualTo(1);
+            assertThat(pinned.deviceId()).isEqualTo(1);
+            assertThat(pinned.snapshot().deviceId()).isEqualTo(1);
+            assertThat(pinned.getMemoryType()).isEqualTo(MemoryType.HOST_PINNED);
         }
     }
 

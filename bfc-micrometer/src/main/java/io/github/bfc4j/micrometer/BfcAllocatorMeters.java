@@ -195,7 +195,11 @@ public enum BfcAllocatorMeters implements MeterDocumentation {
                 return "memory.type";
             }
         },
-        /** The device ordinal given to the binder ({@code 0} by default). */
+        /**
+         * The device ordinal given to the binder, by default the allocator's own
+         * ({@code BfcAllocator.deviceId()}: its sub-allocator's, {@code 0} for host or simulated
+         * memory).
+         */
         DEVICE_ID {
             @Override
             public String asString() {

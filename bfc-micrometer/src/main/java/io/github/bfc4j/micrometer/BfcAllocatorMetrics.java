@@ -27,7 +27,7 @@ import java.util.function.Supplier;
  * Binds the meters of {@link BfcAllocatorMeters} for one allocator to a registry:
  *
  * <pre>{@code
- * new BfcAllocatorMetrics(allocator).bindTo(registry);   // tags allocator.name, memory.type, device.id=0
+ * new BfcAllocatorMetrics(allocator).bindTo(registry);   // tags allocator.name, memory.type, device.id
  * new BfcAllocatorMetrics(sharded).bindTo(registry);     // a ShardedBfcAllocator: all shards, by its name
  * }</pre>
  *
@@ -68,13 +68,16 @@ public final class BfcAllocatorMetrics implements MeterBinder {
     private final Tags tags;
 
     /**
-     * Meters tagged with the allocator's name, its memory type and {@code device.id=0}.
+     * Meters tagged with the allocator's name, its memory type and its device
+     * ({@code device.id}: {@link BfcAllocator#deviceId()}, the sub-allocator's, {@code 0} for
+     * host or simulated memory).
      *
      * @param allocator the allocator to observe
      * @throws NullPointerException if {@code allocator} is null
      */
     public BfcAllocatorMetrics(BfcAllocator allocator) {
-        this(allocator, "0", Tags.empty());
+        this(BfcAllocatorView.of(Objects.requireNonNull(allocator,
+                "allocator=null (expected: the BfcAllocator whose meters to bind)")));
     }
 
     /**
@@ -95,15 +98,16 @@ public final class BfcAllocatorMetrics implements MeterBinder {
     }
 
     /**
-     * Meters tagged with the allocator's name, its memory type and {@code device.id=0}, read
-     * through a view.
+     * Meters tagged with the allocator's name, its memory type and its device
+     * ({@code device.id}: {@link BfcAllocatorView#deviceId()}), read through a view.
      *
      * @param view the view of the allocator to observe ({@link BfcAllocatorView#of}, one per
      *     allocator); the meters hold it weakly, and it lives as long as its allocator
      * @throws NullPointerException if {@code view} is null
      */
     public BfcAllocatorMetrics(BfcAllocatorView view) {
-        this(view, "0", Tags.empty());
+        this(view, Integer.toString(Objects.requireNonNull(view,
+                "view=null (expected: the BfcAllocatorView whose meters to bind)").deviceId()), Tags.empty());
     }
 
     /**
@@ -128,14 +132,16 @@ public final class BfcAllocatorMetrics implements MeterBinder {
 
     /**
      * The meters of a whole {@link ShardedBfcAllocator}, tagged with the name given to its
-     * builder (not its shards' {@code NAME/I}), its memory type and {@code device.id=0}: every
-     * figure of all shards together, read at one instant ({@link ShardedBfcAllocator#memoryStats()}).
+     * builder (not its shards' {@code NAME/I}), its memory type and its device
+     * ({@code device.id}: {@link ShardedBfcAllocator#deviceId()}): every figure of all shards
+     * together, read at one instant ({@link ShardedBfcAllocator#memoryStats()}).
      *
      * @param allocator the sharded allocator to observe
      * @throws NullPointerException if {@code allocator} is null
      */
     public BfcAllocatorMetrics(ShardedBfcAllocator allocator) {
-        this(allocator, "0", Tags.empty());
+        this(allocator, Integer.toString(Objects.requireNonNull(allocator,
+                "allocator=null (expected: the ShardedBfcAllocator whose meters to bind)").deviceId()), Tags.empty());
     }
 
     /**

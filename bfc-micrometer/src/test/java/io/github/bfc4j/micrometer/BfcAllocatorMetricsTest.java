@@ -12,9 +12,11 @@ import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.ForwardingSubAllocator;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.SourceTree;
+import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.micrometer.core.instrument.Meter;
@@ -390,6 +392,48 @@ class BfcAllocatorMetricsTest {
             });
             assertThat(value(e, "bfc_allocator_pool_size_bytes")).isEqualTo(a.reservedBytes());
         }
+    }
+
+    /**
+     * Without a device id given, the meters are tagged with the allocator's own device (its
+     * sub-allocator's {@code deviceId()}), bound directly, through its view or as a sharded
+     * allocator whole or shard by shard: an allocator on device 1 was tagged {@code device_id="0"}.
+     * A device id given still wins.
+     */
+    @Test
+    void theDefaultDeviceIdIsTheAllocatorsOwn() {
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        try (BfcAllocator a = new BfcAllocator(onDevice(1), 32 * MIB, "gpu_1_bfc", BfcOptions.defaults());
+                BfcAllocator v = new BfcAllocator(onDevice(2), 32 * MIB, "gpu_2_bfc", BfcOptions.defaults());
+                ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("gpu_3").shards(2)
+                        .memoryLimit(32 * MIB).subAllocator(onDevice(3)).build();
+                BfcAllocator given = new BfcAllocator(onDevice(1), 32 * MIB, "given", BfcOptions.defaults())) {
+            assertThat(a.deviceId()).isEqualTo(1);
+            assertThat(BfcAllocatorView.of(v).deviceId()).isEqualTo(2);
+            assertThat(sharded.deviceId()).isEqualTo(3);
+            new BfcAllocatorMetrics(a).bindTo(registry);
+            new BfcAllocatorMetrics(BfcAllocatorView.of(v)).bindTo(registry);
+            new BfcAllocatorMetrics(sharded).bindTo(registry);
+            sharded.shards().forEach(s -> new BfcAllocatorMetrics(s).bindTo(registry));
+            new BfcAllocatorMetrics(given, "7", Tags.empty()).bindTo(registry);
+
+            Map<String, String> deviceByName = new java.util.TreeMap<>();
+            for (PrometheusText.Sample s : PrometheusText.parse(registry.scrape()).named("bfc_allocator_memory_used_bytes")) {
+                deviceByName.put(s.labels().get("allocator_name"), s.labels().get("device_id"));
+            }
+            assertThat(deviceByName).containsExactlyEntriesOf(new java.util.TreeMap<>(Map.of("gpu_1_bfc", "1",
+                    "gpu_2_bfc", "2", "gpu_3", "3", "gpu_3/0", "3", "gpu_3/1", "3", "given", "7")));
+        }
+    }
+
+    /** A simulated space that says it is the memory of device {@code device}. */
+    private static SubAllocator onDevice(int device) {
+        return new ForwardingSubAllocator(new SimSubAllocator(BASE, 256 * MIB, 0, false)) {
+            @Override
+            public int deviceId() {
+                return device;
+            }
+        };
     }
 
     /**
