@@ -86,12 +86,12 @@ final class JfrRecorder extends PortListener {
 
     /**
      * The innermost {@link MemoryAnnotation} open on the calling thread, named as the holders
-     * name it ({@code "name (step n)"}), or null: none open, or one that only gives a stack
-     * outside any named one (its name is null; its step, if any, names nothing); for the events'
-     * {@code annotation} field.
+     * name it ({@code "name (step n)"}, or {@code "step n"} for one that only gives a stack and
+     * a step outside any named one), or null: none open, or one that only gives a stack outside
+     * any named one and no step; for the events' {@code annotation} field.
      */
     static String currentAnnotation() {
         MemoryAnnotation a = MemoryAnnotation.current();
-        return a == null || a.name() == null ? null : a.name() + Provenance.stepSuffix(a.step());
+        return a == null ? null : Provenance.annotationLabel(a.name(), a.step());
     }
 }

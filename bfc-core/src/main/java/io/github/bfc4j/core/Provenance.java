@@ -66,6 +66,21 @@ public record Provenance(long timeMicros, String thread, String annotation, long
     }
 
     /**
+     * How an annotation is named wherever bfc4j names it as a label (holders, PyTorch's
+     * {@code user_metadata}, JFR events): its name with its step ({@link #stepSuffix}), or, for
+     * an annotation that gave a step without a name ({@code MemoryAnnotation.push(null, 5, stack)}
+     * outside any named one), {@code "step 5"}.
+     *
+     * @return the label, or null when there is neither a name nor a step
+     */
+    static String annotationLabel(String annotation, long step) {
+        if (annotation != null) {
+            return annotation + stepSuffix(step);
+        }
+        return step >= 0 ? "step " + step : null;
+    }
+
+    /**
      * How a recorded time is written wherever bfc4j writes one in a sentence (the summary's and
      * the out-of-memory message's "since", a leak report's "at"): UTC to the millisecond, e.g.
      * {@code 2026-11-27 05:41:32.123 UTC}.
@@ -96,7 +111,7 @@ public record Provenance(long timeMicros, String thread, String annotation, long
      */
     public String holder() {
         if (annotation != null) {
-            return annotation + stepSuffix(step);
+            return annotationLabel(annotation, step);
         }
         if (!stack.isEmpty()) {
             for (StackFrame f : stack) {
@@ -110,7 +125,7 @@ public record Provenance(long timeMicros, String thread, String annotation, long
             return "thread '" + thread + "'";
         }
         if (step >= 0) {
-            return "step " + step;
+            return annotationLabel(null, step);
         }
         return "(unknown)";
     }

@@ -52,7 +52,8 @@ import java.util.Set;
  *       epoch microseconds;</li>
  *   <li>frames are {@code {filename, line, name}}, innermost first; an annotation is the first
  *       frame ({@code name} the annotation, {@code filename} {@code "<annotation>"} or
- *       {@code "<annotation step N>"}, {@code line} 0) and also {@code user_metadata}.</li>
+ *       {@code "<annotation step N>"}, {@code line} 0) and also {@code user_metadata}; a step
+ *       given without a name is {@code user_metadata} {@code "step N"} alone.</li>
  * </ul>
  * Every list of frames is made once for each distinct (annotation, step, stack), and every
  * frame once, and {@link PickleWriter} writes each of them once: the stacks that many events
@@ -460,12 +461,13 @@ final class PyTorchSnapshotWriter {
 
     /**
      * What PyTorch puts on every event besides the frames: {@code compile_context} (torch.compile's;
-     * {@code "N/A"} outside it, as PyTorch writes it) and {@code user_metadata} (the annotation,
-     * or {@code ""}).
+     * {@code "N/A"} outside it, as PyTorch writes it) and {@code user_metadata} (the annotation
+     * as the holders name it, a step given without a name included, or {@code ""}).
      */
     private static void metadata(Map<String, Object> t, Provenance p) {
         t.put("compile_context", NO_COMPILE_CONTEXT);
-        t.put("user_metadata", p.annotation() == null ? "" : p.annotation() + Provenance.stepSuffix(p.step()));
+        String label = Provenance.annotationLabel(p.annotation(), p.step());
+        t.put("user_metadata", label == null ? "" : label);
     }
 
     /** The objects that the dictionary holds in more than one place: the frames and their lists. */

@@ -177,7 +177,9 @@ class JfrEventsTest {
     /**
      * An annotation that only gives a stack (a replayed trace's call, a Python caller's) names
      * nothing: the events' {@code annotation} is null, as with none open, or the enclosing
-     * annotation's name when there is one; never the text "null".
+     * annotation's name when there is one; never the text "null". One that also gives a step is
+     * named by it, {@code step 7}, as the holders name it (it was null, the step the allocator
+     * knew left out).
      */
     @Test
     void aStackOnlyAnnotationGivesNoAnnotationName(@TempDir Path dir) throws Exception {
@@ -201,7 +203,7 @@ class JfrEventsTest {
             }
         });
         assertThat(named(events, "io.github.bfc4j.AllocationSample")).extracting(e -> e.getString("annotation"))
-                .containsExactly(null, null, "encoder (step 4)");
+                .containsExactly(null, "step 7", "encoder (step 4)");
         assertThat(named(events, "io.github.bfc4j.OutOfMemory")).singleElement()
                 .extracting(e -> e.getString("annotation")).isNull();
     }

@@ -80,6 +80,29 @@ class PyTorchSnapshotTest {
         a.close();
     }
 
+    /**
+     * An allocation inside an annotation that gives a step and a stack but no name
+     * ({@code MemoryAnnotation.push(null, 5, stack)}) has {@code user_metadata} {@code "step 5"},
+     * as its holder is named: it was {@code ""}, the step the allocator recorded left out.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void aStepGivenWithoutANameIsTheEventsUserMetadata() throws IOException {
+        try (BfcAllocator a = new BfcAllocator(new SimSubAllocator(BASE, 1L << 30, 0, false), 64L << 20, "pt",
+                BfcOptions.defaults())) {
+            a.recordHistory(HistoryOptions.builder().stacks(false).build());
+            StackFrame caller = new StackFrame("model.Net", "forward", "net.py", 12);
+            try (MemoryAnnotation s = MemoryAnnotation.push(null, 5, List.of(caller))) {
+                a.allocateRaw(64, 1000);
+            }
+            a.allocateRaw(64, 1000);
+            Map<String, Object> d = (Map<String, Object>) new Unpickler().loads(pickle(a.snapshot()));
+            List<Map<String, Object>> trace = ((List<List<Map<String, Object>>>) d.get("device_traces")).get(0);
+            assertThat(trace).filteredOn(t -> "alloc".equals(t.get("action"))).extracting(t -> t.get("user_metadata"))
+                    .containsExactly("step 5", "");
+        }
+    }
+
     @Test
     @SuppressWarnings("unchecked")
     void anotherDevicesSnapshotPutsItsHistoryAtItsIndex() throws IOException {
