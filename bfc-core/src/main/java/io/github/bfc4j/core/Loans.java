@@ -20,7 +20,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Each loan has a number from 1 to {@value ChunkTable#MAX_LOANS}, kept in the chunks it lends
  * ({@link ChunkTable#lentBy(int)}): a loan frees only the memory it lent, and a raw free of lent
  * memory names the runtime it was lent to. A number is free again once its loan is closed and
- * all it lent is freed.
+ * all it lent is freed; a free through that loan is then refused without asking the allocator,
+ * since a chunk marked with the number is another loan's.
  */
 final class Loans {
 
@@ -47,7 +48,10 @@ final class Loans {
 
     /** One loan; removed from the open ones by identity when it is closed. */
     private final class Entry implements MemoryAllocator.Loan {
-        /** {@link #lent}'s bit for a closed loan; below it, the chunks it has lent and not freed. */
+        /**
+         * {@link #lent}'s bit for a closed loan; below it, the chunks it has lent and not freed,
+         * and its calls in flight.
+         */
         private static final long CLOSED = 1L << 62;
 
         private final int number;
@@ -55,8 +59,10 @@ final class Loans {
         private final String advice;
         private final Lending lending;
         /**
-         * The chunks lent and not yet freed (counted from before the allocation starts, so that
-         * the number is never freed under one), and {@link #CLOSED}.
+         * The chunks lent and not yet freed (counted from before the allocation starts), and the
+         * frees in flight, so that the number is never given back under either; and
+         * {@link #CLOSED}. {@code CLOSED} alone: the number is given back (it may be another
+         * loan's by now).
          */
         private final AtomicLong lent = new AtomicLong();
 
@@ -109,7 +115,7 @@ final class Loans {
             }
         }
 
-        /** Counts a chunk no longer lent; the last of a closed loan frees its number. */
+        /** Counts a chunk no longer lent, or a call returned; the last of a closed loan frees its number. */
         private void unreserve() {
             if (lent.decrementAndGet() == CLOSED) {
                 release(this);
@@ -118,8 +124,39 @@ final class Loans {
 
         @Override
         public void deallocateRaw(long ptr) {
-            if (lending.deallocateLent(number, ptr)) {
+            if (ptr == 0) {
+                lending.deallocateLent(number, 0);
+                return;
+            }
+            hold(ptr);
+            boolean freed = false;
+            try {
+                freed = lending.deallocateLent(number, ptr);
+            } finally {
+                if (freed) {
+                    // Never the last count: this free's own is still held.
+                    lent.decrementAndGet();
+                }
                 unreserve();
+            }
+        }
+
+        /**
+         * Counts a free in flight, so that the number stays this loan's until it returns; or
+         * refuses it once the number is given back: a chunk marked with the number now is
+         * another loan's.
+         */
+        private void hold(long ptr) {
+            for (;;) {
+                long n = lent.get();
+                if (n == CLOSED) {
+                    throw new IllegalArgumentException("0x" + Long.toHexString(ptr) + " is not memory the loan to "
+                            + runtime + " lent: that loan is closed and all it lent is freed (free each address"
+                            + " once). Nothing was freed.");
+                }
+                if (lent.compareAndSet(n, n + 1)) {
+                    return;
+                }
             }
         }
 

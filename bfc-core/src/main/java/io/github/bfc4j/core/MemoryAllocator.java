@@ -249,7 +249,8 @@ public interface MemoryAllocator extends AutoCloseable {
          *     {@link #allocateRaw} and not yet freed; 0 is a no-op
          * @throws IllegalArgumentException if {@code ptr} is not memory this loan lent (memory
          *     another loan lent, which only that loan frees, memory of the allocator's raw
-         *     allocations or of a handle, or memory already freed); the allocator is unchanged
+         *     allocations or of a handle, or memory already freed; any address once the loan is
+         *     closed and all it lent is freed); the allocator is unchanged
          * @throws IllegalStateException if the allocator is closed
          */
         void deallocateRaw(long ptr);

@@ -293,6 +293,52 @@ class LendToTest {
     }
 
     /**
+     * A closed loan whose memory is all freed gives its number back, and a new loan takes it:
+     * a stale free through the old loan (the first runtime's double free of an address it freed
+     * before, which the second runtime was given since) used to find the chunk marked with that
+     * number and free the second runtime's live memory, and then counted the old loan's chunks
+     * below zero, which reopened it. It is refused, nothing changes, and the old loan stays
+     * closed; on one allocator and sharded.
+     */
+    @Test
+    void aClosedLoanWhoseNumberServesANewLoanFreesNothingOfIt() {
+        try (BfcAllocator a = BfcAllocator.builder().name("lent").memoryLimit(64L << 20).subAllocator(sim())
+                .leakDetection(LeakDetection.DISABLED).build()) {
+            checkStaleFreeThroughAClosedLoan(a);
+            a.checkInvariants();
+        }
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).leakDetection(LeakDetection.DISABLED).build()) {
+            checkStaleFreeThroughAClosedLoan(a);
+        }
+    }
+
+    private static void checkStaleFreeThroughAClosedLoan(MemoryAllocator a) {
+        MemoryAllocator.Loan first = a.lendTo(RUNTIME, RELEASE);
+        long p = first.allocateRawOrThrow(64, 1000);
+        first.close();
+        first.deallocateRaw(p);
+        try (MemoryAllocator.Loan next = a.lendTo(OTHER, RELEASE)) {
+            long q = next.allocateRawOrThrow(64, 1000);
+            assertThat(q).as("the second runtime is given the chunk the first freed").isEqualTo(p);
+            AllocatorStats before = a.getStats();
+            assertThatThrownBy(() -> first.deallocateRaw(p)).as("the first runtime's stale free")
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("0x" + Long.toHexString(p) + " is not memory the loan to " + RUNTIME + " lent: that"
+                            + " loan is closed and all it lent is freed (free each address once). Nothing was freed.");
+            assertThat(a.getStats()).isEqualTo(before);
+            first.deallocateRaw(0);   // a no-op, as ever
+            assertThatThrownBy(() -> first.allocateRawOrThrow(64, 1000)).as("still closed")
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("is closed");
+            long other = a.allocateRawOrThrow(64, 1000);
+            assertThat(other).as("the second runtime's chunk is not handed out again").isNotEqualTo(q);
+            a.deallocateRaw(other);
+            next.deallocateRaw(q);
+        }
+        assertThat(a.getStats().bytesInUse()).isZero();
+    }
+
+    /**
      * A loan closed while another thread allocates through it: each allocation either lends
      * (counted before it starts, so the loan keeps its number) or is refused, never both. After
      * the close, a new loan, which takes the lowest free number, must not be able to free what
