@@ -1130,13 +1130,11 @@ public final class BfcAllocator implements MemoryAllocator {
 
     /**
      * {@link Loan#deallocateRaw}: frees memory lent through the loan numbered {@code loan}, and
-     * nothing else.
-     *
-     * @return whether a chunk was freed (false for 0)
+     * nothing else, counting it off {@code lent} ({@link Loans.Lending#deallocateLent}).
      */
-    boolean deallocateLent(long ptr, int loan) {
+    void deallocateLent(long ptr, int loan, AtomicLong lent) {
         pins.refuseCallFromSubAllocator(port.described(), "Loan.deallocateRaw");
-        return port.deallocateLent(ptr, loan);
+        port.deallocateLent(ptr, loan, lent);
     }
 
     /**
@@ -1646,8 +1644,8 @@ public final class BfcAllocator implements MemoryAllocator {
             }
 
             @Override
-            public boolean deallocateLent(int loan, long ptr) {
-                return BfcAllocator.this.deallocateLent(ptr, loan);
+            public void deallocateLent(int loan, long ptr, AtomicLong lent) {
+                BfcAllocator.this.deallocateLent(ptr, loan, lent);
             }
         });
     }

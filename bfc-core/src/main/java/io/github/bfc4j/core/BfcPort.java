@@ -1107,7 +1107,7 @@ final class BfcPort {
      * @throws IllegalStateException if the allocator is closed
      */
     void deallocateRaw(long ptr) {
-        deallocateRawInternal(ptr, 0);
+        deallocateRawInternal(ptr, 0, null);
         retryHelper.notifyDealloc();
     }
 
@@ -1116,17 +1116,16 @@ final class BfcPort {
      * ({@link MemoryAllocator.Loan#deallocateRaw}): frees the chunk at {@code ptr} only if it was
      * allocated through the loan numbered {@code loan} ({@link ChunkTable#lentBy(int)}).
      *
-     * @return whether a chunk was freed (false for {@code ptr == 0})
+     * @param lent the loan's count of chunks lent, decremented under the lock once the chunk is
+     *     sure to be freed (also where a listener told of the free throws)
      * @throws IllegalArgumentException if no chunk lent through that loan starts at {@code ptr};
      *     the allocator is unchanged
      * @throws IllegalStateException if the allocator is closed
      */
-    boolean deallocateLent(long ptr, int loan) {
-        if (!deallocateRawInternal(ptr, -ChunkTable.lentBy(loan))) {
-            return false;
+    void deallocateLent(long ptr, int loan, AtomicLong lent) {
+        if (deallocateRawInternal(ptr, -ChunkTable.lentBy(loan), lent)) {
+            retryHelper.notifyDealloc();
         }
-        retryHelper.notifyDealloc();
-        return true;
     }
 
     /**
@@ -1147,7 +1146,7 @@ final class BfcPort {
      *     unless the handle's books are wrong: raw frees of handle-owned chunks are refused)
      */
     boolean deallocateOwned(long ptr, long allocationId) {
-        if (!deallocateRawInternal(ptr, allocationId)) {
+        if (!deallocateRawInternal(ptr, allocationId, null)) {
             return false;
         }
         retryHelper.notifyDealloc();
@@ -1194,9 +1193,11 @@ final class BfcPort {
      *     {@link ChunkTable#lentBy(int)}; else the allocation id of the {@link Allocation} handle
      *     freeing its chunk (not in upstream: a handle frees only its own allocation, and nothing
      *     once the allocator is closed; a loan only the memory it lent; a raw free neither)
+     * @param lent for a loan's free, its count of chunks lent, decremented once the chunk is
+     *     sure to be freed; else null
      * @return true if a chunk was freed
      */
-    private boolean deallocateRawInternal(long ptr, long ownerAllocationId) {
+    private boolean deallocateRawInternal(long ptr, long ownerAllocationId, AtomicLong lent) {
         if (ptr == 0) {
             return false;
         }
@@ -1225,6 +1226,10 @@ final class BfcPort {
                 // changes, so that an Error growing it (out of heap) leaves the chunk allocated,
                 // as it was, and never free but out of the queue (never merged once safe).
                 timestampedChunks.ensureCapacity(timestampedChunks.size() + 1);
+            }
+            if (lent != null) {
+                // Not in upstream: from here on the chunk is freed, even if a listener throws.
+                lent.decrementAndGet();
             }
 
             // Where upstream records the chunk before it is freed, for its trace.

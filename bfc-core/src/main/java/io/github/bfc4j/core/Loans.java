@@ -41,9 +41,10 @@ final class Loans {
          * {@link MemoryAllocator#deallocateRaw} of memory that {@code loan} lent, and of nothing
          * else.
          *
-         * @return whether a chunk was freed (false for 0)
+         * @param lent the loan's count of chunks lent: decremented once the chunk is sure to be
+         *     freed, under the allocator's lock, also where a listener told of the free then throws
          */
-        boolean deallocateLent(int loan, long ptr);
+        void deallocateLent(int loan, long ptr, AtomicLong lent);
     }
 
     /** One loan; removed from the open ones by identity when it is closed. */
@@ -125,18 +126,15 @@ final class Loans {
         @Override
         public void deallocateRaw(long ptr) {
             if (ptr == 0) {
-                lending.deallocateLent(number, 0);
+                lending.deallocateLent(number, 0, lent);
                 return;
             }
             hold(ptr);
-            boolean freed = false;
             try {
-                freed = lending.deallocateLent(number, ptr);
+                // Counts the chunk off as it frees it (never the last count: this free's own is
+                // still held), also if the free then throws.
+                lending.deallocateLent(number, ptr, lent);
             } finally {
-                if (freed) {
-                    // Never the last count: this free's own is still held.
-                    lent.decrementAndGet();
-                }
                 unreserve();
             }
         }

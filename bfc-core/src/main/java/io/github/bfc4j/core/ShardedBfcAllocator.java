@@ -15,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
@@ -582,18 +583,17 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      *     or {@code free}
      */
     public void deallocateRaw(long ptr) {
-        deallocateRaw(ptr, 0);
+        deallocateRaw(ptr, 0, null);
     }
 
     /**
      * {@link #deallocateRaw(long)}, or, for a loan's number {@code loan} (not 0),
-     * {@link Loan#deallocateRaw}: frees only memory that loan lent.
-     *
-     * @return whether a chunk was freed (false for 0)
+     * {@link Loan#deallocateRaw}: frees only memory that loan lent, counting it off {@code lent}
+     * ({@link Loans.Lending#deallocateLent}).
      */
-    private boolean deallocateRaw(long ptr, int loan) {
+    private void deallocateRaw(long ptr, int loan, AtomicLong lent) {
         if (ptr == 0) {
-            return false;
+            return;
         }
         String call = loan != 0 ? "Loan.deallocateRaw" : "deallocateRaw";
         pins.refuseCallFromSubAllocator(described, call);
@@ -609,10 +609,10 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
                     + " back, which a double free can do)");
         }
         if (loan != 0) {
-            return ports[s].deallocateLent(ptr, loan);
+            ports[s].deallocateLent(ptr, loan, lent);
+            return;
         }
         ports[s].deallocateRaw(ptr);
-        return true;
     }
 
     // ---------------------------------------------------------------------------------------
@@ -981,8 +981,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             }
 
             @Override
-            public boolean deallocateLent(int loan, long ptr) {
-                return deallocateRaw(ptr, loan);
+            public void deallocateLent(int loan, long ptr, AtomicLong lent) {
+                deallocateRaw(ptr, loan, lent);
             }
         });
     }

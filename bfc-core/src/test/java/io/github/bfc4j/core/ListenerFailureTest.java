@@ -169,6 +169,30 @@ class ListenerFailureTest {
     }
 
     /**
+     * A loan's free whose listener throws frees the chunk all the same, so it is no longer lent:
+     * the loan's count of what it lent used to stay one higher, so a closed loan kept its number
+     * for ever, and once 255 had, the allocator could lend to no runtime. Closed, this loan gives
+     * its number back: 255 loans can be made again.
+     */
+    @Test
+    void aLoansFreeThatAListenerFailsStillGivesTheLoansNumberBack() {
+        try (BfcAllocator a = allocator()) {
+            MemoryAllocator.Loan loan = a.lendTo("Runtime R", "close R");
+            long p = loan.allocateRawOrThrow(256, 4096);
+            a.port.install(new FailingFrees(), () -> { });
+            assertThatThrownBy(() -> loan.deallocateRaw(p)).isInstanceOf(OutOfMemoryError.class);
+            assertThat(a.bytesInUse()).as("the chunk is freed").isZero();
+            loan.close();
+            java.util.List<MemoryAllocator.Loan> loans = new java.util.ArrayList<>();
+            for (int i = 1; i <= 255; i++) {
+                loans.add(a.lendTo("runtime " + i, "close it"));
+            }
+            loans.forEach(MemoryAllocator.Loan::close);
+            a.checkInvariants();
+        }
+    }
+
+    /**
      * Past 65,536 distinct annotation names held by live chunks, chunks are marked as such (the
      * marker overflowed the stack).
      */
