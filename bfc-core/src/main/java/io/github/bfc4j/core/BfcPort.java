@@ -411,6 +411,12 @@ final class BfcPort {
         Throwable failure = null;
         for (walk.all(); walk.next(); ) {
             if (walk.inUse()) {
+                final int lender = chunks.lender(walk.handle());
+                if (lender != 0 && loans != null) {
+                    // Not in upstream: lent memory taken back is no longer lent; once its loan is
+                    // closed and nothing else it lent is left, the loan's number serves again.
+                    loans.takenBack(lender);
+                }
                 try {
                     onFreeLocked(walk.handle());
                 } catch (Throwable t) {

@@ -20,8 +20,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Each loan has a number from 1 to {@value ChunkTable#MAX_LOANS}, kept in the chunks it lends
  * ({@link ChunkTable#lentBy(int)}): a loan frees only the memory it lent, and a raw free of lent
  * memory names the runtime it was lent to. A number is free again once its loan is closed and
- * all it lent is freed; a free through that loan is then refused without asking the allocator,
- * since a chunk marked with the number is another loan's.
+ * all it lent is freed (or taken back by a forced close); a free through that loan is then
+ * refused without asking the allocator, since a chunk marked with the number is another loan's.
  */
 final class Loans {
 
@@ -149,8 +149,8 @@ final class Loans {
                 long n = lent.get();
                 if (n == CLOSED) {
                     throw new IllegalArgumentException("0x" + Long.toHexString(ptr) + " is not memory the loan to "
-                            + runtime + " lent: that loan is closed and all it lent is freed (free each address"
-                            + " once). Nothing was freed.");
+                            + runtime + " lent: that loan is closed and nothing it lent is left (freed, or taken"
+                            + " back by a forced close); free each address once. Nothing was freed.");
                 }
                 if (lent.compareAndSet(n, n + 1)) {
                     return;
@@ -173,7 +173,10 @@ final class Loans {
     /** The open loans, in the order they were made, for {@link #advice}. */
     private final List<Entry> open = new CopyOnWriteArrayList<>();
 
-    /** Guarded by this: the loan holding each number, until it is closed and all it lent is freed. */
+    /**
+     * Guarded by this: the loan holding each number, until it is closed and all it lent is freed
+     * (or taken back by a forced close).
+     */
     private final Entry[] numbered = new Entry[ChunkTable.MAX_LOANS + 1];
 
     MemoryAllocator.Loan lend(String runtime, String release, Lending lending) {
@@ -202,6 +205,20 @@ final class Loans {
 
     private synchronized void release(Entry e) {
         numbered[e.number] = null;
+    }
+
+    /**
+     * A chunk that the loan numbered {@code number} lent was taken back by a forced close (of the
+     * allocator, or of a shard on its own): it is no longer lent.
+     */
+    void takenBack(int number) {
+        Entry e;
+        synchronized (this) {
+            e = numbered[number];
+        }
+        if (e != null) {
+            e.unreserve();
+        }
     }
 
     /** The runtime the loan numbered {@code number} lends to, for a refused free of its memory. */

@@ -250,7 +250,8 @@ public interface MemoryAllocator extends AutoCloseable {
          * @throws IllegalArgumentException if {@code ptr} is not memory this loan lent (memory
          *     another loan lent, which only that loan frees, memory of the allocator's raw
          *     allocations or of a handle, or memory already freed; any address once the loan is
-         *     closed and all it lent is freed); the allocator is unchanged
+         *     closed and nothing it lent is left: freed, or taken back by a forced close); the
+         *     allocator is unchanged
          * @throws IllegalStateException if the allocator is closed
          */
         void deallocateRaw(long ptr);

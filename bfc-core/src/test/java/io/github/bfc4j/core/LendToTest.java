@@ -325,7 +325,8 @@ class LendToTest {
             assertThatThrownBy(() -> first.deallocateRaw(p)).as("the first runtime's stale free")
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessage("0x" + Long.toHexString(p) + " is not memory the loan to " + RUNTIME + " lent: that"
-                            + " loan is closed and all it lent is freed (free each address once). Nothing was freed.");
+                            + " loan is closed and nothing it lent is left (freed, or taken back by a forced close);"
+                            + " free each address once. Nothing was freed.");
             assertThat(a.getStats()).isEqualTo(before);
             first.deallocateRaw(0);   // a no-op, as ever
             assertThatThrownBy(() -> first.allocateRawOrThrow(64, 1000)).as("still closed")
@@ -404,6 +405,32 @@ class LendToTest {
                 .hasMessageContaining("allocator 'lent' is closed, or a shard of it (Loan.deallocateRaw(0x"
                         + Long.toHexString(p) + ") after close()");
         loan.close();
+    }
+
+    /**
+     * A shard closed on its own by force takes back what it held, memory lent through a loan
+     * too: that memory is no longer lent, so the loan, once closed, gives its number back while
+     * the sharded allocator stays open. It used to keep the number for ever, and after 255 such
+     * loans the allocator could lend to no runtime.
+     */
+    @Test
+    void aShardClosedByForceNoLongerHoldsTheLoansNumbers() {
+        try (ShardedBfcAllocator a = ShardedBfcAllocator.builder().name("lent").shards(2).memoryLimit(64L << 20)
+                .subAllocator(sim()).closePolicy(ClosePolicy.FORCE).leakDetection(LeakDetection.DISABLED).build()) {
+            MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE);
+            long p = loan.allocateRawOrThrow(64, 1000);
+            BfcAllocator shard = a.shardOf(p);
+            shard.close();
+            loan.close();
+            assertThatThrownBy(() -> loan.deallocateRaw(p)).as("the shard took the memory back")
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("that loan is closed and nothing it lent is left");
+            List<MemoryAllocator.Loan> loans = new ArrayList<>();
+            for (int i = 1; i <= 255; i++) {
+                loans.add(a.lendTo("runtime " + i, RELEASE));
+            }
+            loans.forEach(MemoryAllocator.Loan::close);
+        }
     }
 
     /** A loan's allocation fails as allocateRawOrThrow does, with the same checks. */
