@@ -340,10 +340,13 @@ class LendToTest {
     }
 
     /**
-     * A loan closed while another thread allocates through it: each allocation either lends
-     * (counted before it starts, so the loan keeps its number) or is refused, never both. After
-     * the close, a new loan, which takes the lowest free number, must not be able to free what
-     * the closed loan lent; the closed loan frees all of it. Seeded ({@code -Dbfc4j.test.seed}).
+     * A loan closed while another thread allocates and frees through it: each allocation either
+     * lends (counted before it starts, so the loan keeps its number) or is refused, never both.
+     * After the close, a new loan, which takes the lowest free number, must not be able to free
+     * what the closed loan lent; the closed loan frees all of it. The thread keeps at most 64
+     * chunks lent, so that it never runs out of memory before the close (its failure would end
+     * the round before the race); anything it throws but the refusal fails the test. Seeded
+     * ({@code -Dbfc4j.test.seed}).
      */
     @Test
     void aLoanClosedWhileItLendsKeepsItsNumberForWhatItLent() throws Exception {
@@ -356,14 +359,22 @@ class LendToTest {
                 MemoryAllocator.Loan loan = a.lendTo(RUNTIME, RELEASE);
                 List<Long> lent = java.util.Collections.synchronizedList(new ArrayList<>());
                 java.util.concurrent.CountDownLatch started = new java.util.concurrent.CountDownLatch(1);
+                java.util.concurrent.atomic.AtomicReference<Throwable> failed =
+                        new java.util.concurrent.atomic.AtomicReference<>();
+                Random sizes = new Random(seed + round);
                 Thread t = new Thread(() -> {
                     started.countDown();
                     try {
                         for (;;) {
-                            lent.add(loan.allocateRawOrThrow(64, 1 + rnd.nextInt(4096)));
+                            if (lent.size() == 64) {
+                                loan.deallocateRaw(lent.remove(0));
+                            }
+                            lent.add(loan.allocateRawOrThrow(64, 1 + sizes.nextInt(4096)));
                         }
                     } catch (IllegalStateException closed) {
                         // the loan is closed: it lends no more
+                    } catch (Throwable e) {
+                        failed.set(e);
                     }
                 });
                 t.start();
@@ -373,6 +384,7 @@ class LendToTest {
                 }
                 loan.close();
                 t.join();
+                assertThat(failed.get()).as("seed %d round %d: the lending thread's failure", seed, round).isNull();
                 try (MemoryAllocator.Loan next = a.lendTo(OTHER, RELEASE)) {
                     for (long p : lent) {
                         assertThatThrownBy(() -> next.deallocateRaw(p)).as("seed %d round %d", seed, round)
