@@ -173,7 +173,8 @@ public final class BfcCudaProvider implements AutoCloseable {
      * @throws IllegalStateException if ONNX Runtime cannot be loaded or has no CUDA execution
      *     provider here ({@link #unavailableReason()}'s sentence), or
      *     {@value #MAX_OPEN} providers are open, or every slot of a closed provider was last used
-     *     over another allocator that is still open (see the class comment)
+     *     over another allocator that is still open (see the class comment), or 255 loans of
+     *     {@code gpu} ({@link GpuBfcAllocator#lendTo}) are open or hold lent memory
      * @throws OrtCallException if ORT rejects the options
      */
     public static BfcCudaProvider create(GpuBfcAllocator gpu) {
