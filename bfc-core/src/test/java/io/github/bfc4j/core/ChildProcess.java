@@ -10,14 +10,17 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A child process for the tests that must run code in a JVM of its own (a crash, natives left
  * out, a JVM-wide setting): its standard input empty, its standard output and error together in
  * a file, not a pipe, so that a child that never ends cannot block the reading of its output (a
  * test reading a pipe to its end before waiting would wait for ever, its time limit never
- * reached), and one that writes much cannot block on a full pipe. {@link #runApart} keeps its
+ * reached), and one that writes much cannot block on a full pipe; ended at a time limit, with
+ * the processes it started. {@link #runApart} keeps its
  * standard output and error apart, for a test that checks each.
  */
 public final class ChildProcess {
@@ -50,8 +53,8 @@ public final class ChildProcess {
      * @param command the program and its arguments
      * @param limit how long it may run
      * @return its exit status and output
-     * @throws AssertionError if it ran for longer than {@code limit}: it is ended first, and the
-     *     error gives what it wrote
+     * @throws AssertionError if it ran for longer than {@code limit}: it is ended first, with the
+     *     processes it started, and the error gives what it wrote
      * @throws IOException if it cannot be started or its output read
      * @throws InterruptedException if this thread is interrupted while waiting
      */
@@ -73,8 +76,8 @@ public final class ChildProcess {
      * @param command the program and its arguments
      * @param limit how long it may run
      * @return its exit status and its two outputs
-     * @throws AssertionError if it ran for longer than {@code limit}: it is ended first, and the
-     *     error gives what it wrote to each
+     * @throws AssertionError if it ran for longer than {@code limit}: it is ended first, with the
+     *     processes it started, and the error gives what it wrote to each
      * @throws IOException if it cannot be started or its outputs read
      * @throws InterruptedException if this thread is interrupted while waiting
      */
@@ -103,11 +106,38 @@ public final class ChildProcess {
         Process p = pb.start();
         p.getOutputStream().close();
         if (!p.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS)) {
-            p.destroyForcibly().waitFor();
+            end(p);
             throw new AssertionError("the child ran for longer than " + limit + " and was ended: " + command
                     + "\n" + Files.readString(output, StandardCharsets.UTF_8) + (error == null ? ""
                             : "\nits standard error:\n" + Files.readString(error, StandardCharsets.UTF_8)));
         }
         return p.exitValue();
+    }
+
+    /**
+     * Ends {@code p} and every process it started, and their own: a child that runs another
+     * program (a shell, a launcher, a JVM starting a tool) would otherwise leave it running
+     * after the test, the grandchild given to the system's first process when its parent ends.
+     * Those below the child are found before it is ended, while they are still its descendants.
+     *
+     * @param p a child process
+     * @throws AssertionError if one of them has not ended 30 s after it was ended
+     * @throws InterruptedException if this thread is interrupted while waiting for them to end
+     */
+    public static void end(Process p) throws InterruptedException {
+        List<ProcessHandle> below = p.descendants().toList();
+        p.destroyForcibly();
+        for (ProcessHandle h : below) {
+            h.destroyForcibly();
+        }
+        p.waitFor();
+        for (ProcessHandle h : below) {
+            try {
+                h.onExit().get(30, TimeUnit.SECONDS);
+            } catch (ExecutionException | TimeoutException e) {
+                throw new AssertionError("process " + h.pid() + ", started by the ended child " + p.pid()
+                        + ", has not ended 30 s after it was ended", e);
+            }
+        }
     }
 }

@@ -6,12 +6,16 @@ package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -84,5 +88,25 @@ class ChildProcessTest {
                 .hasMessageContaining("ran for longer than PT2S and was ended")
                 .hasMessageContaining("started")
                 .hasMessageContaining("its standard error:\ncomplained");
+    }
+
+    @Test
+    @Timeout(60)
+    void whatAChildStartedIsEndedWithItAtTheLimit() throws Exception {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        // The shell starts a sleep of its own and waits for it; ending only the shell left the
+        // sleep running for its 120 s, after the test.
+        AssertionError e = catchThrowableOfType(() -> ChildProcess.run(List.of(SH.toString(), "-c",
+                "sleep 120 & echo \"grandchild $!\"; wait"), Duration.ofSeconds(2)), AssertionError.class);
+        assertThat(e).hasMessageContaining("ran for longer than PT2S and was ended");
+        Matcher m = Pattern.compile("grandchild (\\d+)").matcher(e.getMessage());
+        assertThat(m.find()).as(e.getMessage()).isTrue();
+        Optional<ProcessHandle> grandchild = ProcessHandle.of(Long.parseLong(m.group(1)));
+        try {
+            assertThat(grandchild.filter(ProcessHandle::isAlive)).as("the shell's sleep, once the shell was ended")
+                    .isEmpty();
+        } finally {
+            grandchild.ifPresent(ProcessHandle::destroyForcibly);
+        }
     }
 }

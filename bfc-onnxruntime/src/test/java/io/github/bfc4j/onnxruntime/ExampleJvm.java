@@ -1,5 +1,6 @@
 package io.github.bfc4j.onnxruntime;
 
+import io.github.bfc4j.core.ChildProcess;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -31,7 +32,7 @@ final class ExampleJvm {
      * Runs {@code main} with {@code args} on this JVM's class path, its standard input empty and
      * its standard output and error kept in {@code dir} (files, not pipes: a child that never ends
      * cannot block the reading, and one that writes much cannot block on a full pipe); waits up
-     * to {@code limit}, then ends it.
+     * to {@code limit}, then ends it and the processes it started.
      *
      * @throws AssertionError if it ran for longer than {@code limit} (it is ended first)
      */
@@ -45,7 +46,7 @@ final class ExampleJvm {
         Process p = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
         p.getOutputStream().close();
         if (!p.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS)) {
-            p.destroyForcibly().waitFor();
+            ChildProcess.end(p);
             throw new AssertionError(main.getSimpleName() + " " + String.join(" ", args) + " ran for " + limit
                     + "; ended. Its standard error: " + Files.readAllLines(err, StandardCharsets.UTF_8));
         }
