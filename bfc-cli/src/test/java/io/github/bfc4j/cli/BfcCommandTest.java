@@ -122,11 +122,10 @@ class BfcCommandTest {
         Files.copy(tiny, dir.resolve("t.bfctrace"));
         String[][] cases = {{"verify", "0"}, {"replay", "1"}}; // replay: the trace's last allocation fails
         for (String[] c : cases) {
-            Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", c[0],
-                    "@t.bfctrace").directory(dir.toFile()).redirectErrorStream(true).start();
-            String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(p.waitFor()).as(output).isEqualTo(Integer.parseInt(c[1]));
+            ChildProcess.Result r = ChildProcess.runIn(dir, List.of(JAVA, "-cp", System.getProperty("java.class.path"),
+                    "io.github.bfc4j.cli.BfcCommand", c[0], "@t.bfctrace"), CHILD_LIMIT);
+            String output = r.output();
+            assertThat(r.status()).as(output).isEqualTo(Integer.parseInt(c[1]));
             assertThat(output).as(c[0]).startsWith(c[0].equals("verify") ? "PASS @t.bfctrace 13 calls\n"
                     : "trace          @t.bfctrace (13 calls)\n");
         }
@@ -587,13 +586,12 @@ class BfcCommandTest {
         Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
         String[][] commands = {{"replay", tiny.toString()}, {"verify", tiny.toString()}, {"--version"}};
         for (String[] command : commands) {
-            List<String> words = new java.util.ArrayList<>(List.of(
-                    Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+            List<String> words = new java.util.ArrayList<>(List.of(JAVA,
                     "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand"));
             words.addAll(List.of(command));
-            Process p = new ProcessBuilder(words).redirectOutput(full).start();
-            String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-            assertThat(p.waitFor()).as("%s: %s", List.of(command), err).isEqualTo(2);
+            ChildProcess.Apart r = ChildProcess.runApart(words, full, CHILD_LIMIT);
+            String err = r.error();
+            assertThat(r.status()).as("%s: %s", List.of(command), err).isEqualTo(2);
             assertThat(err.lines()).as("%s", List.of(command)).containsExactly(OUTPUT_LOST);
         }
     }
@@ -607,12 +605,10 @@ class BfcCommandTest {
     void aPipeClosedByItsReaderIsNoError() throws Exception {
         assumeTrue(Files.isSymbolicLink(Path.of("/proc/self/fd/1")), "no /proc/self/fd here to tell a pipe");
         Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", "replay",
-                tiny.toString()).start();
-        p.getInputStream().close();
-        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor()).as(err).isEqualTo(1); // replay's own: the trace runs out of memory
+        ChildProcess.Apart r = ChildProcess.runApart(List.of(JAVA, "-cp", System.getProperty("java.class.path"),
+                "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()), ChildProcess.Pipe.CLOSED, CHILD_LIMIT);
+        String err = r.error();
+        assertThat(r.status()).as(err).isEqualTo(1); // replay's own: the trace runs out of memory
         assertThat(err).isEmpty();
     }
 

@@ -408,23 +408,15 @@ class ReportCommandTest {
             for (Object a : args) {
                 words.add(String.valueOf(a));
             }
-            Process p = new ProcessBuilder(words).start();
-            java.util.concurrent.CompletableFuture<byte[]> out = java.util.concurrent.CompletableFuture.supplyAsync(
-                    () -> {
-                        try {
-                            return p.getInputStream().readAllBytes();
-                        } catch (IOException e) {
-                            throw new java.io.UncheckedIOException(e);
-                        }
-                    });
-            String err = new String(p.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            ChildProcess.Apart r = ChildProcess.runApart(words, ChildProcess.Pipe.READ, Duration.ofSeconds(120));
+            String err = r.error();
             String name = String.valueOf(args[args.length - 1]);
-            assertThat(p.waitFor()).as("%s: %s", name, err).isEqualTo(2);
+            assertThat(r.status()).as("%s: %s", name, err).isEqualTo(2);
             int k = java.util.Arrays.asList("report", "export-snapshot", "generate", "import-tf-log").indexOf(args[0]);
             assertThat(err.lines()).as(name).containsExactly("bfc " + args[0] + ": -o=" + name + ": standard output is"
                     + " not an output here, as for -o -: it carries the command's summary (expected: the file to"
                     + " write, e.g. " + examples[k] + ")");
-            assertThat(out.get(30, java.util.concurrent.TimeUnit.SECONDS)).as(name).isEmpty();
+            assertThat(r.output()).as(name).isEmpty();
         }
     }
 

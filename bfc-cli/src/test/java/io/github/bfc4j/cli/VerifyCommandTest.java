@@ -6,11 +6,14 @@ package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.SourceTree;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 import java.util.zip.GZIPOutputStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -200,11 +203,11 @@ class VerifyCommandTest {
     void aHeapTooSmallIsOneLineAndTheOtherFilesAreVerified() throws Exception {
         Path big = Cli.TRACES.resolve("big-random-1m-s71.bfctrace.gz");
         Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-Xmx16m", "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand", "verify",
-                big.toString(), tiny.toString()).redirectErrorStream(true).start();
-        String output = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(p.waitFor()).as(output).isEqualTo(1);
+        ChildProcess.Result r = ChildProcess.run(List.of(Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString(), "-Xmx16m", "-cp", System.getProperty("java.class.path"), "io.github.bfc4j.cli.BfcCommand",
+                "verify", big.toString(), tiny.toString()), Duration.ofSeconds(120));
+        String output = r.output();
+        assertThat(r.status()).as(output).isEqualTo(1);
         assertThat(output.lines()).contains("ERROR " + big + ": the Java heap is too small for this input; give"
                 + " more with BFC_JAVA_OPTS=-Xmx4g", "PASS " + tiny + " 13 calls", "1 passed, 1 failed");
         assertThat(output).doesNotContain("Exception in thread").doesNotContain("\tat ");

@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -18,6 +19,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The child processes of the tests that need a JVM of their own end, whatever the child does. */
 class ChildProcessTest {
@@ -108,5 +110,61 @@ class ChildProcessTest {
         } finally {
             grandchild.ifPresent(ProcessHandle::destroyForcibly);
         }
+    }
+
+    @Test
+    void aChildRunsInTheDirectoryGiven(@TempDir Path dir) throws Exception {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        ChildProcess.Result r = ChildProcess.runIn(dir, List.of(SH.toString(), "-c", "pwd"), Duration.ofSeconds(60));
+        assertThat(r.status()).isZero();
+        assertThat(Path.of(r.output().strip()).toRealPath()).isEqualTo(dir.toRealPath());
+    }
+
+    @Test
+    void aChildsOutputCanGoToAFullDevice() throws Exception {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        File full = new File("/dev/full");
+        assumeTrue(full.exists() && full.canWrite(), "no writable /dev/full here");
+        ChildProcess.Apart r = ChildProcess.runApart(List.of(SH.toString(), "-c", "echo lost || echo not written >&2"),
+                full, Duration.ofSeconds(60));
+        assertThat(r.status()).isZero();
+        assertThat(r.output()).isEmpty();
+        assertThat(r.error()).endsWith("not written\n");
+    }
+
+    @Test
+    @Timeout(60)
+    void anOutputPipeIsReadAlongsideTheChildWhileItWritesMuchToItsError() throws Exception {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        // 1 MB to each: more than a pipe holds, so reading one pipe to its end before the other
+        // would block.
+        ChildProcess.Apart r = ChildProcess.runApart(List.of(SH.toString(), "-c",
+                "head -c 1000000 /dev/zero | tr '\\0' e >&2; head -c 1000000 /dev/zero | tr '\\0' o"),
+                ChildProcess.Pipe.READ, Duration.ofSeconds(30));
+        assertThat(r.status()).isZero();
+        assertThat(r.output()).isEqualTo("o".repeat(1_000_000));
+        assertThat(r.error()).isEqualTo("e".repeat(1_000_000));
+    }
+
+    @Test
+    @Timeout(60)
+    void anOutputPipeClosedAtOnceEndsAChildThatWritesForEver() throws Exception {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        // yes writes until a write fails: here, killed by SIGPIPE (13) once the pipe is closed.
+        ChildProcess.Apart r = ChildProcess.runApart(List.of(SH.toString(), "-c", "exec yes"),
+                ChildProcess.Pipe.CLOSED, Duration.ofSeconds(30));
+        assertThat(r.status()).isEqualTo(128 + 13);
+        assertThat(r.output()).isEmpty();
+    }
+
+    @Test
+    @Timeout(60)
+    void aChildWhoseOutputIsAPipeIsEndedAtTheLimitWithWhatItWrote() {
+        assumeTrue(Files.isExecutable(SH), "no /bin/sh");
+        assertThatThrownBy(() -> ChildProcess.runApart(List.of(SH.toString(), "-c",
+                "echo started; echo complained >&2; exec sleep 120"), ChildProcess.Pipe.READ, Duration.ofSeconds(2)))
+                .isInstanceOf(AssertionError.class)
+                .hasMessageContaining("ran for longer than PT2S and was ended")
+                .hasMessageContaining("started\n\nits standard error:\ncomplained");
     }
 }

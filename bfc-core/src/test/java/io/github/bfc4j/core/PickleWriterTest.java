@@ -244,20 +244,19 @@ class PickleWriterTest {
             trees.add(tree);
             expected.append(repr(tree)).append('\n');
         }
-        Process p = new ProcessBuilder("python3", "-c", "import pickle, sys\n"
+        ChildProcess.Result r = ChildProcess.run(List.of("python3", "-c", "import pickle, sys\n"
                 + "for i in range(100):\n"
                 + "    with open(sys.argv[1] + '/' + str(i) + '.pickle', 'rb') as f:\n"
-                + "        sys.stdout.write(repr(pickle.load(f)) + '\\n')\n", dir.toString())
-                .redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
-        assertThat(p.waitFor()).as("python3: %s", out).isZero();
+                + "        sys.stdout.write(repr(pickle.load(f)) + '\\n')\n", dir.toString()),
+                java.time.Duration.ofSeconds(120));
+        String out = r.output();
+        assertThat(r.status()).as("python3: %s", out).isZero();
         assertThat(out).as("seed %d", seed).isEqualTo(expected.toString());
     }
 
     private static boolean python3Runs() {
         try {
-            Process p = new ProcessBuilder("python3", "-c", "print(1)").redirectErrorStream(true).start();
-            return p.waitFor() == 0;
+            return ChildProcess.run(List.of("python3", "-c", "print(1)"), java.time.Duration.ofSeconds(60)).status() == 0;
         } catch (IOException e) {
             return false;
         } catch (InterruptedException e) {

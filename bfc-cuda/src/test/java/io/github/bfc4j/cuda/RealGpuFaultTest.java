@@ -7,11 +7,12 @@ package io.github.bfc4j.cuda;
 import static io.github.bfc4j.cuda.RealGpuTest.requireGpu;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.charset.StandardCharsets;
+import io.github.bfc4j.core.ChildProcess;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -27,11 +28,9 @@ import org.junit.jupiter.api.Test;
 class RealGpuFaultTest {
 
     private static Map<String, String> run(String kind) throws Exception {
-        Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "-ea",
-                "-cp", System.getProperty("java.class.path"), FaultingKernelRun.class.getName(), kind)
-                .redirectErrorStream(true).start();
-        String output = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(60, TimeUnit.SECONDS)).as(output).isTrue();
+        String output = ChildProcess.run(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                "-ea", "-cp", System.getProperty("java.class.path"), FaultingKernelRun.class.getName(), kind),
+                Duration.ofSeconds(60)).output();
         System.out.println("FaultingKernelRun " + kind + ":\n" + output);
         Map<String, String> out = new LinkedHashMap<>();
         output.lines().filter(l -> l.matches("[a-z]+=.*")).forEach(l -> out.put(l.substring(0, l.indexOf('=')),
