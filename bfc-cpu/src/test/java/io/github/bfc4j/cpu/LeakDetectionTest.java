@@ -54,8 +54,7 @@ class LeakDetectionTest {
     void anUnreachableUnclosedAllocationIsReportedOnceAndItsMemoryReturned() throws InterruptedException {
         BfcAllocator a = allocator(LeakDetection.SIMPLE);
         leak(a, 3000);
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1 && !warnings.isEmpty())).as("leak reclaimed")
-                .isTrue();
+        LogCapture.gcUntil("leak reclaimed", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(a.getStats().bytesInUse()).isZero();
         assertThat(warnings).hasSize(1);
         assertThat(warnings.get(0)).startsWith("LEAK: allocation #1 of 3000 bytes (3072 reserved) at 0x")
@@ -74,8 +73,7 @@ class LeakDetectionTest {
                 .subAllocator(new AlignedHostSubAllocator()).shards(2).leakDetection(LeakDetection.SIMPLE).build();
         a.allocate(3000).asPointer().put(0, (byte) 1);
         BfcAllocator home = a.homeShard();
-        assertThat(LogCapture.gcUntil(() -> home.leaksReclaimed() == 1 && !warnings.isEmpty())).as("leak reclaimed")
-                .isTrue();
+        LogCapture.gcUntil("leak reclaimed", () -> home.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).singleElement().asString().startsWith("LEAK: allocation #1 of 3000 bytes (3072 reserved) at 0x")
                 .contains("from allocator 'leaky' (shard 0 of 2) became unreachable without close()");
         assertThat(a.leaksReclaimed()).as("all shards' leaks").isEqualTo(1);
@@ -83,8 +81,7 @@ class LeakDetectionTest {
         Thread other = new Thread(() -> a.allocate(5000).asPointer().put(0, (byte) 1));
         other.start();
         other.join();
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2 && warnings.size() == 2)).as("second leak reclaimed")
-                .isTrue();
+        LogCapture.gcUntil("second leak reclaimed", () -> a.leaksReclaimed() == 2 && warnings.size() == 2);
         assertThat(a.shards().get(1).leaksReclaimed()).isEqualTo(1);
         assertThat(home.leaksReclaimed()).isEqualTo(1);
         assertThat(a.bytesInUse()).isZero();
@@ -95,7 +92,7 @@ class LeakDetectionTest {
     void paranoidReportsWhereTheAllocationWasMade() throws InterruptedException {
         BfcAllocator a = allocator(LeakDetection.PARANOID);
         leak(a, 100);
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1 && !warnings.isEmpty())).isTrue();
+        LogCapture.gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).singleElement().asString()
                 .contains("java.lang.Throwable: allocation #1 was made here")
                 .contains("LeakDetectionTest.leak(");
@@ -113,7 +110,7 @@ class LeakDetectionTest {
         try (MemoryAnnotation step = MemoryAnnotation.push("load weights", 3)) {
             leak(a, 3000);
         }
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1 && !warnings.isEmpty())).isTrue();
+        LogCapture.gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).singleElement().asString()
                 .contains("its memory has been returned. Close every Allocation (try-with-resources) when done"
                         + " with it. Recorded when it was allocated: on thread '" + Thread.currentThread().getName()
@@ -132,7 +129,7 @@ class LeakDetectionTest {
         try (MemoryAnnotation step = MemoryAnnotation.push("decode")) {
             leak(a, 3000);
         }
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1 && !warnings.isEmpty())).isTrue();
+        LogCapture.gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).singleElement().asString()
                 .endsWith(" Recorded when it was allocated: in annotation 'decode'. Run with"
                         + " -Dbfc4j.leakDetection=paranoid to see where it was allocated.");
@@ -166,7 +163,7 @@ class LeakDetectionTest {
         ByteBuffer kept = view.apply(a.allocate(MIB));
         kept.putLong(0, 42);
         leak(a, 256);
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() >= 1 && !warnings.isEmpty())).isTrue();
+        LogCapture.gcUntil("a leak reclaimed and warned of", () -> a.leaksReclaimed() >= 1 && !warnings.isEmpty());
         assertThat(a.leaksReclaimed()).as("the marker only").isEqualTo(1);
         assertThat(a.getStats().bytesInUse()).as("the viewed allocation is not reclaimed").isEqualTo(MIB);
         try (Allocation other = a.allocate(MIB)) { // would be handed the same chunk if it were
@@ -175,7 +172,7 @@ class LeakDetectionTest {
         assertThat(kept.getLong(0)).isEqualTo(42);
         kept = null;
         // Its report too, so that it cannot land in the next test's.
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 2 && warnings.size() == 2)).isTrue();
+        LogCapture.gcUntil("both leaks reclaimed and warned of", () -> a.leaksReclaimed() == 2 && warnings.size() == 2);
         assertThat(a.getStats().bytesInUse()).isZero();
         a.close();
     }
@@ -189,7 +186,7 @@ class LeakDetectionTest {
             }
         }
         leak(a, 256); // a marker: once it is reclaimed, the closed ones had their chance
-        assertThat(LogCapture.gcUntil(() -> a.leaksReclaimed() == 1 && !warnings.isEmpty())).isTrue();
+        LogCapture.gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).hasSize(1);
         assertThat(a.getStats().bytesInUse()).isZero();
         a.close();
@@ -201,7 +198,8 @@ class LeakDetectionTest {
         BfcAllocator marker = allocator(LeakDetection.SIMPLE); // also named 'leaky'
         leak(a, 1000);
         leak(marker, 256);
-        assertThat(LogCapture.gcUntil(() -> marker.leaksReclaimed() == 1 && !warnings.isEmpty())).isTrue();
+        LogCapture.gcUntil("the leak reclaimed by the marker and warned of",
+                () -> marker.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(a.leaksReclaimed()).isZero();
         assertThat(a.getStats().bytesInUse()).isEqualTo(1024);
         assertThat(warnings).singleElement().asString().contains("allocator 'leaky' became unreachable") // the marker

@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.cpu;
 
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BooleanSupplier;
@@ -45,12 +46,44 @@ final class LogCapture implements AutoCloseable {
         logger.removeHandler(handler);
     }
 
-    /** Runs the garbage collector until the condition holds, for at most 10 s. */
-    static boolean gcUntil(BooleanSupplier condition) throws InterruptedException {
-        for (int i = 0; i < 200 && !condition.getAsBoolean(); i++) {
+    /**
+     * How long {@link #gcUntil(String, BooleanSupplier)} collects: generous, for a slow or loaded
+     * machine, where a cleaner's thread may run long after the collection that found its object.
+     */
+    static final Duration GC_LIMIT = Duration.ofSeconds(60);
+
+    /**
+     * Runs the garbage collector until {@code condition} holds, for at most {@link #GC_LIMIT}.
+     *
+     * @param what what the condition says, for the failure
+     * @param condition what is awaited
+     * @throws AssertionError naming {@code what} if it still does not hold then
+     */
+    static void gcUntil(String what, BooleanSupplier condition) throws InterruptedException {
+        gcUntil(what, condition, GC_LIMIT);
+    }
+
+    /**
+     * Runs the garbage collector until {@code condition} holds, for at most {@code limit} (the
+     * condition is checked once more when the limit is reached), however long each collection
+     * and each check takes.
+     *
+     * @param what what the condition says, for the failure
+     * @param condition what is awaited
+     * @param limit how long to collect
+     * @throws AssertionError naming {@code what} if it still does not hold then
+     */
+    static void gcUntil(String what, BooleanSupplier condition, Duration limit) throws InterruptedException {
+        long start = System.nanoTime();
+        int collections = 0;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() - start >= limit.toNanos()) {
+                throw new AssertionError("gave up after " + limit + " (" + collections + " garbage collections)"
+                        + " waiting for: " + what);
+            }
             System.gc();
-            Thread.sleep(50);
+            collections++;
+            Thread.sleep(20); // the cleaner's and the reference handler's threads run meanwhile
         }
-        return condition.getAsBoolean();
     }
 }

@@ -40,8 +40,7 @@ final class Returned {
     static void assertAllReturned(AlignedHostSubAllocator sub, LongSupplier bytesHeldForViews)
             throws InterruptedException {
         assertNothingHeldButForViews(sub, bytesHeldForViews);
-        assertThat(LogCapture.gcUntil(() -> sub.liveBytes() == 0))
-                .as("every byte returned once the views are collected").isTrue();
+        LogCapture.gcUntil("every byte returned once the views are collected", () -> sub.liveBytes() == 0);
         assertThat(bytesHeldForViews.getAsLong()).isZero();
     }
 }

@@ -106,7 +106,7 @@ class ViewLifetimeTest {
         assertThat(a.bytesHeldForViews()).isEqualTo(64 * MIB);
         try (LogCapture log = new LogCapture("io.github.bfc4j.core.ViewPins")) {
             view = null;
-            assertThat(LogCapture.gcUntil(() -> !log.messages().isEmpty())).as("the failure was logged").isTrue();
+            LogCapture.gcUntil("the failure was logged", () -> !log.messages().isEmpty());
             assertThat(log.messages()).singleElement().asString()
                     .startsWith("could not free region 0x" + Long.toHexString(failedFree.get()) + " (" + 64 * MIB
                             + " bytes) once its last view was collected");
@@ -130,7 +130,7 @@ class ViewLifetimeTest {
         assertThat(view.getLong(0)).isEqualTo(42);
 
         view = null;
-        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).as("returned once collected").isTrue();
+        LogCapture.gcUntil("returned once collected", () -> sub.frees.get() == 1);
         assertThat(sub.freedBytes).hasValue(64 * MIB);
         assertThat(a.bytesHeldForViews()).isZero();
     }
@@ -150,8 +150,8 @@ class ViewLifetimeTest {
         assertThat(view.getLong((int) (MIB - 8))).isEqualTo(7);
 
         view = null;
-        assertThat(LogCapture.gcUntil(() -> sub.liveRegions() == 0))
-                .as("the allocator's held-back free, made once the view is collected, is not refused").isTrue();
+        LogCapture.gcUntil("the allocator's held-back free, made once the view is collected, not refused",
+                () -> sub.liveRegions() == 0);
     }
 
     @Test
@@ -166,7 +166,7 @@ class ViewLifetimeTest {
         assertThat(longs.get(longs.limit() - 1)).isEqualTo(9);
 
         longs = null;
-        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
     }
 
     @Test
@@ -187,7 +187,7 @@ class ViewLifetimeTest {
         assertThat(fromPointer.get((int) (64 * MIB - 1))).isEqualTo((byte) 5);
 
         fromPointer = null;
-        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
         assertThat(a.bytesHeldForViews()).isZero();
     }
 
@@ -202,7 +202,7 @@ class ViewLifetimeTest {
         new BytePointer(furtherOn).put(63 * MIB - 1, (byte) 1); // native code given its address
 
         furtherOn = null;
-        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
         assertThat(a.bytesHeldForViews()).isZero();
     }
 
@@ -232,9 +232,9 @@ class ViewLifetimeTest {
             y.asByteBuffer().put(0, (byte) 2);
         }
         stale = null;
-        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
         a.close();
-        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 2)).isTrue();
+        LogCapture.gcUntil("two regions freed", () -> sub.frees.get() == 2);
         assertThat(sub.freedBytes).hasValue(128 * MIB);
     }
 
@@ -267,7 +267,7 @@ class ViewLifetimeTest {
         assertThat(sub.frees).hasValue(0);
         writeEnds(views, (byte) 5);
         views.clear();
-        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
         assertThat(sub.freedBytes).hasValue(3 * gib);
     }
 
@@ -349,7 +349,7 @@ class ViewLifetimeTest {
         }
         assertThat(written.get()).isPositive();
         writers.clear();
-        assertThat(LogCapture.gcUntil(() -> a.bytesHeldForViews() == 0)).isTrue();
+        LogCapture.gcUntil("nothing held for views", () -> a.bytesHeldForViews() == 0);
         assertThat(sub.freedBytes.get()).as("every region given back in the end")
                 .isEqualTo(sub.obtainedBytes.get()).isPositive();
     }
@@ -383,7 +383,7 @@ class ViewLifetimeTest {
             assertThat(sub.frees.get() == 0 || views.isEmpty())
                     .as("round %d: the region was given back under %d views", round, views.size()).isTrue();
             views.clear();
-            assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 1)).isTrue();
+            LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
         }
     }
 
@@ -408,7 +408,7 @@ class ViewLifetimeTest {
         assertThat(sub.frees).as("the second region had no view").hasValue(1);
 
         view = null;
-        assertThat(LogCapture.gcUntil(() -> sub.frees.get() == 2)).isTrue();
+        LogCapture.gcUntil("two regions freed", () -> sub.frees.get() == 2);
         assertThat(a.bytesHeldForViews()).isZero();
     }
 
