@@ -4,6 +4,7 @@
  */
 package io.github.bfc4j.core;
 
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;
@@ -27,13 +28,30 @@ final class TestThreads {
     }
 
     /**
+     * How long {@link #runTogether(int, long, Body)} waits for its threads: far longer than any
+     * test's threads take, even on a loaded machine, so that only a thread that hangs reaches it.
+     */
+    static final Duration RUN_LIMIT = Duration.ofMinutes(5);
+
+    /**
      * Runs {@code body} on {@code threads} new threads (ids 0 to {@code threads - 1}), released
-     * together by a barrier, and waits for all of them.
+     * together by a barrier, and waits for all of them, up to {@link #RUN_LIMIT}.
      *
      * @param seed the test's seed, named in the failure
-     * @throws AssertionError carrying the first failure of any thread, if one failed
+     * @throws AssertionError carrying the first failure of any thread, if one failed; or naming
+     *     a thread still running at the limit (a deadlock, a lost wake-up), with its stack
      */
     static void runTogether(int threads, long seed, Body body) throws InterruptedException {
+        runTogether(threads, seed, body, RUN_LIMIT);
+    }
+
+    /**
+     * Runs {@code body} as {@link #runTogether(int, long, Body)} does, waiting up to {@code limit}
+     * for all the threads together.
+     *
+     * @param limit how long the threads may run
+     */
+    static void runTogether(int threads, long seed, Body body, Duration limit) throws InterruptedException {
         AtomicReference<Throwable> failure = new AtomicReference<>();
         CyclicBarrier start = new CyclicBarrier(threads);
         List<Thread> workers = new ArrayList<>();
@@ -46,12 +64,23 @@ final class TestThreads {
                 } catch (Throwable e) {
                     failure.compareAndSet(null, e);
                 }
-            });
+            }, "test-thread-" + id);
+            w.setDaemon(true); // one that hangs must not keep the test JVM alive
             workers.add(w);
             w.start();
         }
+        long deadline = System.nanoTime() + limit.toNanos();
         for (Thread w : workers) {
-            w.join();
+            w.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+            if (w.isAlive()) {
+                StringBuilder stack = new StringBuilder();
+                for (StackTraceElement e : w.getStackTrace()) {
+                    stack.append("\n\tat ").append(e);
+                }
+                throw new AssertionError("seed " + seed + ": " + w.getName() + " still running after " + limit + " ("
+                        + w.getState() + ")" + stack + (failure.get() == null ? "" : "\nanother failed first: "
+                        + failure.get()), failure.get());
+            }
         }
         if (failure.get() != null) {
             throw new AssertionError("seed " + seed + ": " + failure.get(), failure.get());
