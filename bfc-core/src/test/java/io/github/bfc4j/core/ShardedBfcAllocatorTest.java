@@ -1226,6 +1226,7 @@ class ShardedBfcAllocatorTest {
             closer.join(30_000);
             log.setLevel(level);
         }
+        assertThat(closer.isAlive()).as("seed %d: the closer still running 30 s after it was stopped", seed).isFalse();
         assertThat(closed.get()).as("seed %d", seed).isNull();
         assertThat(refusals.get()).as("seed %d: closes refused while the threads ran", seed).isPositive();
         assertThat(a.shards()).as("seed %d", seed).noneMatch(BfcAllocator::isClosed);

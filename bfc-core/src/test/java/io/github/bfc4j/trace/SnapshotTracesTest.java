@@ -33,6 +33,7 @@ import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -82,11 +83,13 @@ class SnapshotTracesTest {
                     failure.set(e);
                 }
             }, "worker-" + t);
+            th.setDaemon(true); // one that hangs must not keep the test JVM alive
             all.add(th);
             th.start();
         }
         for (Thread th : all) {
-            th.join();
+            th.join(TimeUnit.MINUTES.toMillis(5));
+            assertThat(th.isAlive()).as("%s still running after 5 minutes", th.getName()).isFalse();
         }
         assertThat(failure.get()).isNull();
         MemorySnapshot s = a.snapshot();
@@ -159,11 +162,13 @@ class SnapshotTracesTest {
                         failure.set(e);
                     }
                 }, "turn-" + t);
+                th.setDaemon(true);
                 threads.add(th);
                 th.start();
             }
             for (Thread th : threads) {
                 th.join(30_000);
+                assertThat(th.isAlive()).as("%s still running after 30 s", th.getName()).isFalse();
             }
             assertThat(failure.get()).isNull();
             assertThat(shardsUsed).containsExactlyInAnyOrder(0, 1);
