@@ -90,6 +90,12 @@ class AllocatorRetryCloseTest {
                 && stack[i].getMethodName().equals("waitForMillis") && t.getState() == Thread.State.TIMED_WAITING;
     }
 
+    /**
+     * A free wakes the waiter, which then succeeds. The waiter waits up to ten minutes, so that
+     * only a free can end its wait within the test's minute: with the ten seconds it had, a free
+     * that woke nobody still passed, the waiter's last attempt at its deadline finding the
+     * memory.
+     */
     @Test
     void withoutACloseAFreeStillWakesTheWaiterWhichThenSucceeds() throws Exception {
         AllocatorRetry retry = new AllocatorRetry();
@@ -99,16 +105,23 @@ class AllocatorRetryCloseTest {
         Thread waiter = new Thread(() -> got.set(retry.allocateRaw((alignment, numBytes, verbose) -> {
             failedOnce.countDown();
             return free.get();
-        }, TEN_SECONDS, 256, 1024)));
+        }, TimeUnit.MINUTES.toMillis(10), 256, 1024)));
+        waiter.setDaemon(true);
         waiter.start();
-        assertThat(failedOnce.await(5, TimeUnit.SECONDS)).isTrue();
-        free.set(0x1000);
-        // A free notifies until the waiter has seen it (one that lands before its wait is missed,
-        // as upstream's; the next one wakes it).
-        while (waiter.isAlive()) {
-            retry.notifyDealloc();
-            waiter.join(10);
+        try {
+            assertThat(failedOnce.await(5, TimeUnit.SECONDS)).isTrue();
+            free.set(0x1000);
+            // A free notifies until the waiter has seen it (one that lands before its wait is
+            // missed, as upstream's; the next one wakes it).
+            long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(1);
+            while (waiter.isAlive() && System.nanoTime() - deadline < 0) {
+                retry.notifyDealloc();
+                waiter.join(10);
+            }
+            assertThat(waiter.isAlive()).as("still waiting a minute after the frees began").isFalse();
+            assertThat(got.get()).isEqualTo(0x1000);
+        } finally {
+            retry.close(); // a waiter the frees did not wake ends now
         }
-        assertThat(got.get()).isEqualTo(0x1000);
     }
 }
