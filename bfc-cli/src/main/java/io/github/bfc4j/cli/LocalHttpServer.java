@@ -41,6 +41,17 @@ import java.util.function.Supplier;
  * holds one worker at most that long, and stalled clients waiting in the queue time out while
  * they wait. A client
  * that does not take its response is closed a second after the timeout.
+ *
+ * <p>A connection turned away with 503 is answered by a thread of its own, which reads its
+ * request head first (for at most {@value #LINGER_MILLIS} ms) and what follows the answer (as
+ * long again): closing a socket with unread input resets the connection, and the client could
+ * lose the 503. When {@value #QUEUE} connections already wait for that thread, a further one is
+ * closed at once.
+ *
+ * <p>As RFC 9112 has it, empty lines before the request line are ignored (they count towards the
+ * head's bytes), a {@code HEAD} request's answer has headers only, whatever its status, and a
+ * path's percent-escapes are decoded before it is looked up ({@code /%6detrics} is
+ * {@code /metrics}); a malformed escape, or one that encodes {@code /} or NUL, gets 400.
  */
 final class LocalHttpServer implements Closeable {
 
@@ -69,6 +80,8 @@ final class LocalHttpServer implements Closeable {
     private final Map<String, Route> routes;
     private final long timeoutMillis;
     private final ThreadPoolExecutor workers;
+    /** Answers the connections turned away, 503, one at a time. */
+    private final ThreadPoolExecutor refusals;
     private final ScheduledThreadPoolExecutor closer;
     private final Thread acceptor;
     private volatile boolean closed;
@@ -94,6 +107,8 @@ final class LocalHttpServer implements Closeable {
         }
         workers = new ThreadPoolExecutor(WORKERS, WORKERS, 0, TimeUnit.MILLISECONDS,
                 new ArrayBlockingQueue<>(QUEUE), daemons("bfc-serve-http-"));
+        refusals = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new ArrayBlockingQueue<>(QUEUE),
+                daemons("bfc-serve-busy-"));
         closer = new ScheduledThreadPoolExecutor(1, daemons("bfc-serve-timeout-"));
         closer.setRemoveOnCancelPolicy(true);
         acceptor = daemons("bfc-serve-accept-").newThread(this::accept);
@@ -111,6 +126,7 @@ final class LocalHttpServer implements Closeable {
         closed = true;
         socket.close();
         workers.shutdownNow();
+        refusals.shutdownNow();
         closer.shutdownNow();
     }
 
@@ -138,13 +154,24 @@ final class LocalHttpServer implements Closeable {
                 workers.execute(() -> serve(client, deadline));
             } catch (RejectedExecutionException e) {
                 // Every worker busy and the queue full: say so now rather than make it wait.
-                try (client) {
-                    respond(client.getOutputStream(), 503, "Service Unavailable", "text/plain; charset=utf-8",
-                            "busy: " + WORKERS + " requests served and " + QUEUE + " waiting\n", false);
-                } catch (IOException ignored) {
-                    // the client is gone
+                try {
+                    refusals.execute(() -> refuse(client));
+                } catch (RejectedExecutionException alsoFull) {
+                    closeQuietly(client);
                 }
             }
+        }
+    }
+
+    /** Answers 503 to a connection for which there is no room, reading its request head first. */
+    private void refuse(Socket client) {
+        try (client) {
+            Head head = readHead(client, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LINGER_MILLIS));
+            respond(client.getOutputStream(), 503, "Service Unavailable", "text/plain; charset=utf-8",
+                    "busy: " + WORKERS + " requests served and " + QUEUE + " waiting\n", head.isHead());
+            lingeringClose(client);
+        } catch (IOException ignored) {
+            // the client is gone
         }
     }
 
@@ -164,39 +191,48 @@ final class LocalHttpServer implements Closeable {
         }
     }
 
-    /** A response to send. */
+    /** A response to send; {@code headOnly} for a {@code HEAD} request, whose answer has no body. */
     private record Response(int status, String reason, String contentType, String body, boolean headOnly) {
-        static Response text(int status, String reason, String body) {
-            return new Response(status, reason, "text/plain; charset=utf-8", body, false);
+        static Response text(int status, String reason, String body, boolean headOnly) {
+            return new Response(status, reason, "text/plain; charset=utf-8", body, headOnly);
         }
     }
 
     /** Reads the request head and answers it. */
     private Response answer(Socket client, long deadline) throws IOException {
-        String head;
-        try {
-            head = readHead(client, deadline);
-        } catch (SocketTimeoutException e) {
-            return Response.text(408, "Request Timeout", "no complete request within " + timeoutMillis + " ms\n");
+        Head head = readHead(client, deadline);
+        // Known from the first word, so that a HEAD request's error answers have no body either.
+        boolean headOnly = head.isHead();
+        if (head.end() == Head.End.TIMED_OUT) {
+            return Response.text(408, "Request Timeout", "no complete request within " + timeoutMillis + " ms\n",
+                    headOnly);
         }
-        if (head == null) {
+        if (head.end() == Head.End.TOO_LARGE) {
             return Response.text(431, "Request Header Fields Too Large",
-                    "request head longer than " + MAX_HEAD_BYTES + " bytes\n");
+                    "request head longer than " + MAX_HEAD_BYTES + " bytes\n", headOnly);
         }
-        String[] requestLine = head.substring(0, head.indexOf('\n')).trim().split(" ");
+        String text = head.text();
+        String[] requestLine = text.substring(0, text.indexOf('\n')).trim().split(" ");
+        headOnly = requestLine[0].equals("HEAD");
         if (requestLine.length != 3 || !requestLine[2].startsWith("HTTP/1.")) {
-            return Response.text(400, "Bad Request", "expected a request line like 'GET /metrics HTTP/1.1'\n");
+            return Response.text(400, "Bad Request", "expected a request line like 'GET /metrics HTTP/1.1'\n",
+                    headOnly);
         }
         String method = requestLine[0];
+        if (!method.equals("GET") && !headOnly) {
+            return Response.text(405, "Method Not Allowed", "only GET and HEAD\n", false);
+        }
         String target = originForm(requestLine[1]);
         int query = target.indexOf('?');
-        Route route = routes.get(query < 0 ? target : target.substring(0, query));
-        boolean headOnly = method.equals("HEAD");
-        if (!method.equals("GET") && !headOnly) {
-            return Response.text(405, "Method Not Allowed", "only GET and HEAD\n");
+        String path;
+        try {
+            path = decodePath(query < 0 ? target : target.substring(0, query));
+        } catch (IllegalArgumentException e) {
+            return Response.text(400, "Bad Request", e.getMessage() + "\n", headOnly);
         }
+        Route route = routes.get(path);
         if (route == null) {
-            return new Response(404, "Not Found", "text/plain; charset=utf-8",
+            return Response.text(404, "Not Found",
                     "no such path; try " + String.join(", ", routes.keySet().stream().sorted().toList()) + "\n",
                     headOnly);
         }
@@ -236,18 +272,62 @@ final class LocalHttpServer implements Closeable {
     }
 
     /**
+     * A path with its percent-escapes decoded ({@code /%6detrics} is {@code /metrics}): the path's
+     * characters are its bytes as read (ISO-8859-1), and the bytes with the escapes' are read as
+     * UTF-8. RFC 3986, section 2.1.
+     *
+     * @throws IllegalArgumentException if a {@code %} is not followed by two hexadecimal digits,
+     *     or an escape encodes {@code /} or NUL (the one would make a path of another shape, the
+     *     other cuts a name short where C reads it)
+     */
+    static String decodePath(String path) {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream(path.length());
+        for (int i = 0; i < path.length(); i++) {
+            char c = path.charAt(i);
+            if (c != '%') {
+                bytes.write(c);
+                continue;
+            }
+            int hi = i + 2 < path.length() ? Character.digit(path.charAt(i + 1), 16) : -1;
+            int lo = hi >= 0 ? Character.digit(path.charAt(i + 2), 16) : -1;
+            if (lo < 0 || path.charAt(i + 1) > 0x7f || path.charAt(i + 2) > 0x7f) {
+                throw new IllegalArgumentException("malformed percent-escape in the path at '"
+                        + path.substring(i, Math.min(path.length(), i + 3)) + "' (expected: % and two hexadecimal"
+                        + " digits, such as %20)");
+            }
+            int b = hi << 4 | lo;
+            if (b == '/' || b == 0) {
+                throw new IllegalArgumentException("the path holds " + path.substring(i, i + 3) + ", an encoded "
+                        + (b == 0 ? "NUL" : "'/'") + " (expected: a path such as /metrics)");
+            }
+            bytes.write(b);
+            i += 2;
+        }
+        return bytes.toString(StandardCharsets.UTF_8);
+    }
+
+    /**
      * Ends the response and reads what the client may still send (a request body, the rest of
      * an oversized head) for a moment before closing: closing a socket with unread input resets
      * the connection, and the client could lose the response.
      */
     private static void lingeringClose(Socket client) throws IOException {
         client.shutdownOutput();
-        client.setSoTimeout((int) LINGER_MILLIS);
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LINGER_MILLIS);
         InputStream in = client.getInputStream();
         byte[] sink = new byte[4096];
         long drained = 0;
         try {
-            for (int n = in.read(sink); n >= 0 && drained < MAX_LINGER_BYTES; n = in.read(sink)) {
+            while (drained < MAX_LINGER_BYTES) {
+                long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+                if (leftMillis <= 0) {
+                    return; // the client keeps sending, or keeps the connection open: close it anyway
+                }
+                client.setSoTimeout((int) leftMillis);
+                int n = in.read(sink);
+                if (n < 0) {
+                    return;
+                }
                 drained += n;
             }
         } catch (SocketTimeoutException e) {
@@ -256,34 +336,66 @@ final class LocalHttpServer implements Closeable {
     }
 
     /**
-     * Reads the request head (up to the blank line), giving the client until the deadline; what
-     * the client sent before the deadline is read even after it.
+     * What was read of a request head.
      *
-     * @return the head, or null if it is longer than {@link #MAX_HEAD_BYTES}
-     * @throws SocketTimeoutException if the deadline passed first
+     * @param text the bytes read, as ISO-8859-1 (the whole head when {@code end} is
+     *     {@link End#COMPLETE}), without the empty lines before the request line
+     * @param end how the reading ended
+     */
+    private record Head(String text, End end) {
+        enum End {
+            /** Up to the blank line that ends it. */
+            COMPLETE,
+            /** Longer than {@link LocalHttpServer#MAX_HEAD_BYTES}. */
+            TOO_LARGE,
+            /** The deadline passed first. */
+            TIMED_OUT
+        }
+
+        /** Whether it is a {@code HEAD} request, as far as it was read. */
+        boolean isHead() {
+            return text.startsWith("HEAD ");
+        }
+    }
+
+    /**
+     * Reads the request head (up to the blank line), giving the client until the deadline; what
+     * the client sent before the deadline is read even after it. Empty lines before the request
+     * line are skipped (RFC 9112, section 2.2), counted towards {@link #MAX_HEAD_BYTES}.
+     *
      * @throws IOException if the client closed the connection before the end of the head
      */
-    private static String readHead(Socket client, long deadline) throws IOException {
+    private static Head readHead(Socket client, long deadline) throws IOException {
         InputStream in = new BufferedInputStream(client.getInputStream(), 1024);
         ByteArrayOutputStream head = new ByteArrayOutputStream(256);
+        int read = 0;
         int state = 0; // bytes of "\r\n\r\n" (or "\n\n") seen at the end so far
         while (true) {
             long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
             if (leftMillis <= 0 && in.available() == 0) {
-                throw new SocketTimeoutException("request head not complete");
+                return new Head(head.toString(StandardCharsets.ISO_8859_1), Head.End.TIMED_OUT);
             }
             client.setSoTimeout((int) Math.max(1, Math.min(Integer.MAX_VALUE, leftMillis)));
-            int b = in.read();
+            int b;
+            try {
+                b = in.read();
+            } catch (SocketTimeoutException e) {
+                return new Head(head.toString(StandardCharsets.ISO_8859_1), Head.End.TIMED_OUT);
+            }
             if (b < 0) {
                 throw new IOException("connection closed before the end of the request head");
             }
-            if (head.size() == MAX_HEAD_BYTES) {
-                return null;
+            if (read == MAX_HEAD_BYTES) {
+                return new Head(head.toString(StandardCharsets.ISO_8859_1), Head.End.TOO_LARGE);
+            }
+            read++;
+            if (head.size() == 0 && (b == '\r' || b == '\n')) {
+                continue; // an empty line before the request line
             }
             head.write(b);
             if (b == '\n') {
                 if (state >= 1) {
-                    return head.toString(StandardCharsets.ISO_8859_1);
+                    return new Head(head.toString(StandardCharsets.ISO_8859_1), Head.End.COMPLETE);
                 }
                 state = 1;
             } else if (b != '\r') {
