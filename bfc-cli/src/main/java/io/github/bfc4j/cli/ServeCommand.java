@@ -143,11 +143,18 @@ public final class ServeCommand implements Callable<Integer> {
         }
         long timeoutMillis = parseTimeout(clientTimeout);
         Long limitOption = memoryLimit == null ? null : Sizes.parse("--memory-limit", memoryLimit);
+        // Closed however the command ends: an error after it was opened (a bad header, a port in
+        // use, a trace without calls) left its file open, and a copy of standard input on disk.
+        try (TraceInput input = trace == null ? null : TraceInput.of(trace).rereadable()) {
+            return serveAndReplay(input, timeoutMillis, limitOption);
+        }
+    }
+
+    /** Serves, replaying {@code input} (null: none), until stopped; what it opens is closed if it fails. */
+    private int serveAndReplay(TraceInput input, long timeoutMillis, Long limitOption) throws Exception {
         PrintWriter out = spec.commandLine().getOut();
-        TraceInput input = null;
         TraceHeader header = null;
-        if (trace != null) {
-            input = TraceInput.of(trace).rereadable();
+        if (input != null) {
             try (TraceReader reader = TraceReader.open(input.rawStream(), input.name())) {
                 header = reader.header();
                 RunConfig.checkThreshold(header.fragmentationFraction(), null,
@@ -181,10 +188,13 @@ public final class ServeCommand implements Callable<Integer> {
             allocator.close();
             throw new UsageException("--port=" + port + ": " + e.getMessage() + " (expected: a free port, or 0 for"
                     + " any)");
+        } catch (IOException | RuntimeException e) {
+            allocator.close();
+            throw e;
         }
         CountDownLatch stopped = new CountDownLatch(1);
         TraceInput spooled = input;
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        Thread shutdown = new Thread(() -> {
             // The replay stops before the allocator and its input are closed under it (a call on
             // a closed allocator would end the command with an internal error).
             stopping = true;
@@ -203,20 +213,44 @@ public final class ServeCommand implements Callable<Integer> {
             }
             allocator.close();
             stopped.countDown();
-        }, "bfc-serve-shutdown"));
-        out.println("Serving http://127.0.0.1:" + server.port() + "/metrics for allocator '"
-                + allocatorName + "' (limit " + limit + " bytes" + (trace == null ? ", idle" : "") + ")");
-        out.flush();
-
+        }, "bfc-serve-shutdown");
+        Runtime.getRuntime().addShutdownHook(shutdown);
+        boolean serving = false;
         try {
+            out.println("Serving http://127.0.0.1:" + server.port() + "/metrics for allocator '"
+                    + allocatorName + "' (limit " + limit + " bytes" + (trace == null ? ", idle" : "") + ")");
+            out.flush();
             if (input != null) {
                 replayLoop(input, allocator, out);
             }
+            serving = true;
         } finally {
             replayDone.countDown();
+            if (!serving) {
+                stopEarly(shutdown, server, allocator);
+            }
         }
         stopped.await();
         return CommandRunner.EXIT_OK;
+    }
+
+    /**
+     * Stops a server whose replay failed (a trace without calls for {@code --loop}, a file
+     * changed under it): the command ends with its error, so the server, the allocator and the
+     * shutdown hook that would close them go now, unless the JVM is already stopping, when that
+     * hook closes them.
+     */
+    private static void stopEarly(Thread shutdown, LocalHttpServer server, BfcAllocator allocator) throws IOException {
+        try {
+            Runtime.getRuntime().removeShutdownHook(shutdown);
+        } catch (IllegalStateException shuttingDown) {
+            return;
+        }
+        try {
+            server.close();
+        } finally {
+            allocator.close();
+        }
     }
 
     /** Replays the trace once, or again and again with {@code --loop}, until stopped. */

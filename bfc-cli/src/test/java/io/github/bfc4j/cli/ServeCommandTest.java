@@ -5,6 +5,7 @@
 package io.github.bfc4j.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.io.IOException;
@@ -325,6 +326,57 @@ class ServeCommandTest {
             assertThat(cli.err).startsWith("bfc serve: --port=" + taken.getLocalPort() + ": ")
                     .endsWith(" (expected: a free port, or 0 for any)\n");
         }
+    }
+
+    /**
+     * A command that fails after it opened its trace closes it (and stops the server it
+     * started): a port in use, a malformed header or {@code --loop} over a trace without calls
+     * left the trace's file open in the process, and the last left the server serving. In-process:
+     * the file's descriptors under /proc/self/fd, the server's port.
+     */
+    @Test
+    void aFailureAfterTheTraceIsOpenedClosesIt(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path fds = Path.of("/proc/self/fd");
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(fds), "no /proc/self/fd here to see open files");
+        Path headerOnly = dir.resolve("header-only.bfctrace");
+        Files.write(headerOnly, Files.readAllLines(workloadTrace()).subList(0, 5));
+        Path malformed = Files.writeString(dir.resolve("malformed.bfctrace"), "bfctrace 1\nname x: y\nnot a header line\n");
+        Cli cli = new Cli();
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            assertTimeoutPreemptively(Duration.ofSeconds(60), () -> assertThat(cli.run("serve", "--port",
+                    taken.getLocalPort(), "--trace", workloadTrace())).as(cli.err).isEqualTo(2));
+            assertThat(cli.err).contains("--port=" + taken.getLocalPort());
+            assertThat(openLinksTo(fds, workloadTrace())).as("descriptors of the trace after a port in use").isEmpty();
+        }
+        assertTimeoutPreemptively(Duration.ofSeconds(60), () -> assertThat(cli.run("serve", "--port", "0", "--trace",
+                malformed)).as(cli.err).isEqualTo(2));
+        assertThat(openLinksTo(fds, malformed)).as("descriptors of a malformed trace").isEmpty();
+        assertTimeoutPreemptively(Duration.ofSeconds(60), () -> assertThat(cli.run("serve", "--port", "0", "--trace",
+                headerOnly, "--loop")).as(cli.err).isEqualTo(2));
+        assertThat(cli.err).contains("which has no calls");
+        assertThat(openLinksTo(fds, headerOnly)).as("descriptors of a trace without calls").isEmpty();
+        Matcher served = Pattern.compile("127\\.0\\.0\\.1:(\\d+)/metrics").matcher(cli.out);
+        assertThat(served.find()).as(cli.out).isTrue();
+        assertThatThrownBy(() -> new Socket(InetAddress.getLoopbackAddress(), Integer.parseInt(served.group(1))).close())
+                .as("the server of a command that ended").isInstanceOf(java.net.ConnectException.class);
+    }
+
+    /** The links under {@code fds} to {@code file}. */
+    private static List<Path> openLinksTo(Path fds, Path file) throws IOException {
+        Path real = file.toRealPath();
+        List<Path> links = new ArrayList<>();
+        try (java.util.stream.Stream<Path> all = Files.list(fds)) {
+            for (Path link : (Iterable<Path>) all::iterator) {
+                try {
+                    if (Files.readSymbolicLink(link).equals(real)) {
+                        links.add(link);
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile (the listing's own descriptor)
+                }
+            }
+        }
+        return links;
     }
 
     @Test
