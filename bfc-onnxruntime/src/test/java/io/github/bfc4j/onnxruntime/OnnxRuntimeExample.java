@@ -241,15 +241,20 @@ public final class OnnxRuntimeExample {
         return System.nanoTime() - t0;
     }
 
+    /** {@code n} and the noun, plural but for one: {@code 1 round}, {@code 3 rounds}. */
+    private static String count(int n, String noun) {
+        return n + " " + noun + (n == 1 ? "" : "s");
+    }
+
     /**
      * Runs {@code rounds} pairs of fresh JVMs ({@link #measure}: bfc4j, then ORT's arena, in
      * turn) and prints the median over rounds of each figure.
      */
     static void compare(PrintStream out, int rounds, int requests) throws IOException, InterruptedException {
         out.println("ONNX Runtime " + OrtGetApiBase().GetVersionString().call().getString() + ", "
-                + MODEL.onnxResource() + ", " + Runtime.getRuntime().availableProcessors() + " CPUs; " + rounds
-                + " rounds of two fresh JVMs (bfc4j, ORT's arena), " + requests + " timed runs per batch size of "
-                + LENGTH + "-token texts after " + WARM_UP + " untimed; medians over the rounds");
+                + MODEL.onnxResource() + ", " + Runtime.getRuntime().availableProcessors() + " CPUs; "
+                + count(rounds, "round") + " of two fresh JVMs (bfc4j, ORT's arena), " + count(requests, "timed run")
+                + " per batch size of " + LENGTH + "-token texts after " + WARM_UP + " untimed; medians over the rounds");
         Map<String, List<Double>> bfcFigures = new LinkedHashMap<>();
         Map<String, List<Double>> arenaFigures = new LinkedHashMap<>();
         for (int r = 0; r < rounds; r++) {

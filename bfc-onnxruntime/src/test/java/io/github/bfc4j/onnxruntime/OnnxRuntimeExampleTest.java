@@ -58,7 +58,8 @@ class OnnxRuntimeExampleTest {
     @Test
     void compareRunsBothSidesInFreshJvmsAndPrintsTheTable() throws Exception {
         String out = runMain("--compare", "1", "3");
-        assertThat(out).containsPattern("ONNX Runtime 1\\.22\\.0, all-minilm-l6-v2-q\\.onnx, \\d+ CPUs; 1 rounds of two"
+        // One round, not '1 rounds'.
+        assertThat(out).containsPattern("ONNX Runtime 1\\.22\\.0, all-minilm-l6-v2-q\\.onnx, \\d+ CPUs; 1 round of two"
                 + " fresh JVMs \\(bfc4j, ORT's arena\\), 3 timed runs per batch size");
         assertThat(out).containsPattern("round 1, p50/p99 ms by batch size:  1: bfc4j [\\d.]+/[\\d.]+, arena [\\d.]+/[\\d.]+"
                 + "  8: .*  32: bfc4j [\\d.]+/[\\d.]+, arena [\\d.]+/[\\d.]+\n");
