@@ -4,7 +4,25 @@
 # With TF_SRC set (a TensorFlow source tree, see bfc-bench/src/cpp/README.md) it also times
 # TensorFlow's release build against bfc4j (compare.sh); without it that part is skipped.
 # Run it on a quiet machine: about 25 minutes on 2 cores (ROUNDS=15 rounds of compare.sh by default).
+# Exit status 2, before anything runs: bad usage (-h or --help prints the usage).
 set -eu
+usage() {
+  echo "usage: $0 [OUT_DIR]   (OUT_DIR: default bfc-bench-results; environment: ROUNDS, a whole number from 1," \
+    "the rounds of compare.sh, default 15; TF_SRC, a TensorFlow source tree, to time its release build too)"
+}
+case ${1:-} in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "measure.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+esac
+if [ $# -gt 1 ]; then
+  echo "measure.sh: one OUT_DIR at most, not $# arguments" >&2; usage >&2; exit 2
+fi
+case ${ROUNDS:-15} in
+  *[!0-9]*) echo "measure.sh: ROUNDS=${ROUNDS:-} is no whole number" >&2; usage >&2; exit 2 ;;
+esac
+if [ "${ROUNDS:-15}" -lt 1 ]; then
+  echo "measure.sh: ROUNDS=${ROUNDS:-} is below 1" >&2; usage >&2; exit 2
+fi
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/.." && pwd)
 OUT=${1:-bfc-bench-results}
