@@ -98,49 +98,40 @@ public final class BfcCommand implements Runnable {
             System.err.println("bfc: " + bad);
             System.exit(CommandRunner.EXIT_USAGE);
         }
+        StandardOutput stdout = StandardOutput.install();
         CommandLine commandLine = commandLine();
         int status = commandLine.execute(args);
-        System.exit(standardOutputChecked(commandLine, status, System.out, System.err, standardOutputIsAPipe()));
-    }
-
-    /**
-     * Whether standard output is a pipe (Linux's {@code /proc/self/fd/1}). A write to a pipe fails
-     * only once its reader has gone ({@code bfc verify ... | head -1}).
-     *
-     * @return true if it is known to be a pipe; false where it is not, or where {@code /proc}
-     *     cannot tell (then a failed write is reported as any other)
-     */
-    static boolean standardOutputIsAPipe() {
-        try {
-            return Files.readSymbolicLink(Path.of("/proc/self/fd/1")).toString().startsWith("pipe:");
-        } catch (IOException | UnsupportedOperationException e) {
-            return false; // no /proc (not Linux): not known to be a pipe
-        }
+        System.exit(standardOutputChecked(commandLine, status, System.out, System.err, stdout.failure()));
     }
 
     /**
      * The exit status once what the command printed has reached standard output. Java's
-     * {@code System.out} drops a failed write without a word (a full disk): the command's output
-     * would then be lost while it exits 0. So a failed write is one line on standard error and
+     * {@code System.out} drops a failed write without a word: the command's output would then be
+     * lost while it exits 0. So a failed write is one line on standard error, saying why, and
      * exit status 2, as a failed {@code -o} file is (3, a broken invariant, is kept). A pipe whose
-     * reader stopped reading ({@code | head -1}) is no error: its reader has what it wanted, and
-     * nothing is said, as other commands say nothing then.
+     * reader stopped reading ({@code | head -1}, {@code EPIPE}) is no error: its reader has what
+     * it wanted, nothing is said, and the status is the command's own, so that a pipeline (even
+     * under {@code set -o pipefail}) reads the command's result, not whether its reader read to
+     * the end.
      *
      * @param commandLine the command line that ran, whose output is flushed first
      * @param status the command's own exit status
      * @param out standard output
      * @param err standard error
-     * @param pipe whether standard output is a pipe
+     * @param failure why a write to standard output failed ({@link StandardOutput#failure()}),
+     *     or null if that is not known
      * @return {@code status}, or 2 where standard output could not be written
      */
     static int standardOutputChecked(CommandLine commandLine, int status, PrintStream out, PrintStream err,
-            boolean pipe) {
+            IOException failure) {
         commandLine.getOut().flush();
-        if (!out.checkError() || pipe) {
+        if (!out.checkError() || StandardOutput.readerGone(failure)) {
             return status;
         }
-        err.println("bfc: standard output could not be written (is the disk full?): what the command printed is"
-                + " incomplete; write it where there is room");
+        String why = StandardOutput.noRoom(failure) ? "is the disk full?"
+                : failure != null && failure.getMessage() != null ? failure.getMessage() : "the reason is not known";
+        err.println("bfc: standard output could not be written (" + why + "): what the command printed is"
+                + " incomplete; write it where " + (StandardOutput.noRoom(failure) ? "there is room" : "it can be"));
         err.flush();
         return status == CommandRunner.EXIT_INVARIANT_VIOLATION ? status : CommandRunner.EXIT_USAGE;
     }

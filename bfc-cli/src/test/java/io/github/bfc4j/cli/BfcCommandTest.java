@@ -612,34 +612,104 @@ class BfcCommandTest {
         assertThat(err).isEmpty();
     }
 
-    /** The status of a command whose output was lost: 2, but for a broken invariant (3). */
+    /**
+     * A named pipe whose reader has gone ({@code bfc replay T > fifo} read by {@code head -1 <
+     * fifo}) is no error either: it was said to be a full disk ('is the disk full?'), exit 2, as
+     * only an anonymous pipe was known to be a pipe. Its standard output a named pipe whose
+     * reader closes before the command writes.
+     */
+    @Test
+    void aNamedPipeClosedByItsReaderIsNoError(@TempDir Path dir) throws Exception {
+        Path fifo = Fifo.create(dir, "out.fifo");
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        // Opening a named pipe waits for its other end: the reader opens it while the child is
+        // started, and closes it at once, long before the child's JVM has started.
+        Thread reader = new Thread(() -> {
+            try {
+                Files.newInputStream(fifo).close();
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }, "fifo-reader");
+        reader.start();
+        Process p = new ProcessBuilder(JAVA, "-cp", System.getProperty("java.class.path"),
+                "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()).redirectOutput(fifo.toFile()).start();
+        reader.join();
+        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertThat(p.waitFor()).as(err).isEqualTo(1); // replay's own: the trace runs out of memory
+        assertThat(err).isEmpty();
+    }
+
+    /**
+     * A standard output that is closed ({@code bfc replay T >&-}) says why it could not be
+     * written: it was said to be a full disk. Run by sh, which closes it for the child JVM.
+     */
+    @Test
+    void aClosedStandardOutputSaysWhy() throws Exception {
+        Path sh = Path.of("/bin/sh");
+        assumeTrue(Files.isExecutable(sh), "no /bin/sh here to close a command's standard output");
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        ChildProcess.Apart r = ChildProcess.runApart(List.of(sh.toString(), "-c", "exec \"$0\" -cp \"$1\""
+                + " io.github.bfc4j.cli.BfcCommand replay \"$2\" >&-", JAVA, System.getProperty("java.class.path"),
+                tiny.toString()), CHILD_LIMIT);
+        assertThat(r.status()).as(r.error()).isEqualTo(2);
+        assertThat(r.error().lines()).containsExactly("bfc: standard output could not be written (Bad file descriptor):"
+                + " what the command printed is incomplete; write it where it can be");
+    }
+
+    /**
+     * The status of a command whose output was lost: 2, but for a broken invariant (3); and what
+     * is said: a full disk, the reason the write gave, or nothing for a pipe whose reader has gone.
+     */
     @Test
     void aLostOutputTurnsEveryStatusButABrokenInvariantIntoTwo() {
-        OutputStream failing = new OutputStream() {
-            @Override
-            public void write(int b) throws IOException {
-                throw new IOException("No space left on device");
-            }
-        };
         int[][] cases = {{0, 2}, {1, 2}, {2, 2}, {3, 3}};
         for (int[] c : cases) {
+            StandardOutput failing = new StandardOutput(failing("No space left on device"));
             PrintStream out = new PrintStream(failing, true, StandardCharsets.UTF_8);
             out.print("peak in use    1MiB");
             ByteArrayOutputStream err = new ByteArrayOutputStream();
             int status = BfcCommand.standardOutputChecked(BfcCommand.commandLine(), c[0], out,
-                    new PrintStream(err, true, StandardCharsets.UTF_8), false);
+                    new PrintStream(err, true, StandardCharsets.UTF_8), failing.failure());
             assertThat(status).as("status %d", c[0]).isEqualTo(c[1]);
             assertThat(err.toString(StandardCharsets.UTF_8).lines()).containsExactly(OUTPUT_LOST);
+        }
+        String[][] reasons = {
+            {"Disk quota exceeded", OUTPUT_LOST},
+            {"Input/output error", "bfc: standard output could not be written (Input/output error): what the command"
+                + " printed is incomplete; write it where it can be"},
+            {"Broken pipe", null}};
+        for (String[] r : reasons) {
+            StandardOutput failing = new StandardOutput(failing(r[0]));
+            PrintStream out = new PrintStream(failing, true, StandardCharsets.UTF_8);
+            out.print("peak in use    1MiB");
+            ByteArrayOutputStream err = new ByteArrayOutputStream();
+            int status = BfcCommand.standardOutputChecked(BfcCommand.commandLine(), 1, out,
+                    new PrintStream(err, true, StandardCharsets.UTF_8), failing.failure());
+            assertThat(status).as(r[0]).isEqualTo(r[1] == null ? 1 : 2);
+            assertThat(err.toString(StandardCharsets.UTF_8).lines()).as(r[0])
+                    .containsExactlyElementsOf(r[1] == null ? List.of() : List.of(r[1]));
         }
         // Output that was written leaves the status as it was, and says nothing.
         for (int s = 0; s <= 3; s++) {
             ByteArrayOutputStream err = new ByteArrayOutputStream();
-            PrintStream out = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
+            StandardOutput written = new StandardOutput(new ByteArrayOutputStream());
+            PrintStream out = new PrintStream(written, true, StandardCharsets.UTF_8);
             out.print("peak in use    1MiB");
             assertThat(BfcCommand.standardOutputChecked(BfcCommand.commandLine(), s, out,
-                    new PrintStream(err, true, StandardCharsets.UTF_8), false)).isEqualTo(s);
+                    new PrintStream(err, true, StandardCharsets.UTF_8), written.failure())).isEqualTo(s);
             assertThat(err.size()).isZero();
         }
+    }
+
+    /** A stream whose every write fails with {@code reason}. */
+    private static OutputStream failing(String reason) {
+        return new OutputStream() {
+            @Override
+            public void write(int b) throws IOException {
+                throw new IOException(reason);
+            }
+        };
     }
 
     /**
