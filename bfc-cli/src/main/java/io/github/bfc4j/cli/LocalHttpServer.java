@@ -71,13 +71,16 @@ final class LocalHttpServer implements Closeable {
      * What a path serves.
      *
      * @param contentType the {@code Content-Type}
-     * @param body the body, made for each request
+     * @param body the body, made for each request (requests that ask at once share one build, begun
+     *     after they arrived: {@link SharedBuild})
      */
     record Route(String contentType, Supplier<String> body) {
     }
 
     private final ServerSocket socket;
     private final Map<String, Route> routes;
+    /** Each path's body as UTF-8, built once for the requests that ask at once. */
+    private final Map<String, SharedBuild<byte[]>> bodies;
     private final long timeoutMillis;
     private final ThreadPoolExecutor workers;
     /** Answers the connections turned away, 503, one at a time. */
@@ -97,6 +100,10 @@ final class LocalHttpServer implements Closeable {
      */
     LocalHttpServer(int port, Map<String, Route> routes, long timeoutMillis) throws IOException {
         this.routes = Map.copyOf(routes);
+        Map<String, SharedBuild<byte[]>> shared = new java.util.HashMap<>();
+        this.routes.forEach((path, route) -> shared.put(path,
+                new SharedBuild<>(() -> route.body().get().getBytes(StandardCharsets.UTF_8))));
+        bodies = Map.copyOf(shared);
         this.timeoutMillis = timeoutMillis;
         socket = new ServerSocket();
         try {
@@ -168,7 +175,8 @@ final class LocalHttpServer implements Closeable {
         try (client) {
             Head head = readHead(client, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LINGER_MILLIS));
             respond(client.getOutputStream(), 503, "Service Unavailable", "text/plain; charset=utf-8",
-                    "busy: " + WORKERS + " requests served and " + QUEUE + " waiting\n", head.isHead());
+                    ("busy: " + WORKERS + " requests served and " + QUEUE + " waiting\n").getBytes(StandardCharsets.UTF_8),
+                    head.isHead());
             lingeringClose(client);
         } catch (IOException ignored) {
             // the client is gone
@@ -192,9 +200,10 @@ final class LocalHttpServer implements Closeable {
     }
 
     /** A response to send; {@code headOnly} for a {@code HEAD} request, whose answer has no body. */
-    private record Response(int status, String reason, String contentType, String body, boolean headOnly) {
+    private record Response(int status, String reason, String contentType, byte[] body, boolean headOnly) {
         static Response text(int status, String reason, String body, boolean headOnly) {
-            return new Response(status, reason, "text/plain; charset=utf-8", body, headOnly);
+            return new Response(status, reason, "text/plain; charset=utf-8", body.getBytes(StandardCharsets.UTF_8),
+                    headOnly);
         }
     }
 
@@ -237,10 +246,10 @@ final class LocalHttpServer implements Closeable {
                     headOnly);
         }
         try {
-            return new Response(200, "OK", route.contentType(), route.body().get(), headOnly);
+            return new Response(200, "OK", route.contentType(), bodies.get(path).get(), headOnly);
         } catch (RuntimeException | OutOfMemoryError | StackOverflowError e) {
             // A page too large for the heap, too: the client is told, and the worker lives on.
-            return new Response(500, "Internal Server Error", "text/plain; charset=utf-8", e + "\n", headOnly);
+            return Response.text(500, "Internal Server Error", e + "\n", headOnly);
         }
     }
 
@@ -404,9 +413,8 @@ final class LocalHttpServer implements Closeable {
         }
     }
 
-    private static void respond(OutputStream out, int status, String reason, String contentType, String body,
+    private static void respond(OutputStream out, int status, String reason, String contentType, byte[] bytes,
             boolean headOnly) throws IOException {
-        byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
         String head = "HTTP/1.1 " + status + " " + reason + "\r\n"
                 + "Content-Type: " + contentType + "\r\n"
                 + "Content-Length: " + bytes.length + "\r\n"

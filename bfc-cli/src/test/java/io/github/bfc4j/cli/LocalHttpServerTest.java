@@ -16,7 +16,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class LocalHttpServerTest {
@@ -190,7 +194,7 @@ class LocalHttpServerTest {
     void aConnectionBeyondTheQueueGets503() throws Exception {
         CountDownLatch entered = new CountDownLatch(LocalHttpServer.WORKERS);
         CountDownLatch release = new CountDownLatch(1);
-        Map<String, LocalHttpServer.Route> routes = Map.of("/block", new LocalHttpServer.Route("text/plain", () -> {
+        LocalHttpServer.Route blocking = new LocalHttpServer.Route("text/plain", () -> {
             entered.countDown();
             try {
                 release.await();
@@ -198,7 +202,12 @@ class LocalHttpServerTest {
                 Thread.currentThread().interrupt();
             }
             return "done\n";
-        }));
+        });
+        // A path per worker: requests for one path at once share one build.
+        Map<String, LocalHttpServer.Route> routes = new java.util.HashMap<>();
+        for (int w = 0; w < LocalHttpServer.WORKERS; w++) {
+            routes.put("/block" + w, blocking);
+        }
         List<Socket> held = new ArrayList<>();
         try (LocalHttpServer server = new LocalHttpServer(0, routes, 30_000)) {
             try {
@@ -206,8 +215,8 @@ class LocalHttpServerTest {
                 for (int i = 0; i < LocalHttpServer.WORKERS + LocalHttpServer.QUEUE; i++) {
                     Socket s = new Socket(InetAddress.getLoopbackAddress(), server.port());
                     s.setSoTimeout(30_000);
-                    s.getOutputStream().write("GET /block HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                            .getBytes(StandardCharsets.US_ASCII));
+                    s.getOutputStream().write(("GET /block" + i % LocalHttpServer.WORKERS + " HTTP/1.1\r\nHost:"
+                            + " 127.0.0.1\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
                     held.add(s);
                 }
                 assertThat(entered.await(30, TimeUnit.SECONDS)).as("every worker busy").isTrue();
@@ -219,7 +228,7 @@ class LocalHttpServerTest {
                         Socket s = new Socket(InetAddress.getLoopbackAddress(), server.port());
                         refused.add(s);
                         s.setSoTimeout(30_000);
-                        s.getOutputStream().write("GET /block HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                        s.getOutputStream().write("GET /block0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
                                 .getBytes(StandardCharsets.US_ASCII));
                     }
                     for (int i = 0; i < refused.size(); i++) {
@@ -239,7 +248,7 @@ class LocalHttpServerTest {
                         s.close();
                     }
                 }
-                assertHeadersOnly(raw(server, "HEAD /block HTTP/1.1\r\n\r\n"), "503 Service Unavailable");
+                assertHeadersOnly(raw(server, "HEAD /block0 HTTP/1.1\r\n\r\n"), "503 Service Unavailable");
                 release.countDown();
                 for (Socket s : held) {
                     assertThat(new String(s.getInputStream().readAllBytes(), StandardCharsets.US_ASCII))
@@ -252,5 +261,71 @@ class LocalHttpServerTest {
                 }
             }
         }
+    }
+
+    /**
+     * Requests for a path that arrive while its page is being built share the next build, begun
+     * after they arrived: each worker built its own, so four scrapes of /memory-map of an
+     * allocator of a million chunks held four pages at once (135 MB of JSON each, and more than
+     * twice that in heap while it is built).
+     */
+    @Test
+    void requestsThatArriveDuringABuildShareTheNext() throws Exception {
+        AtomicInteger builds = new AtomicInteger();
+        CountDownLatch firstBuilding = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        Map<String, LocalHttpServer.Route> routes = Map.of("/page", new LocalHttpServer.Route("text/plain", () -> {
+            int n = builds.incrementAndGet();
+            if (n == 1) {
+                firstBuilding.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return "build " + n + "\n";
+        }));
+        ExecutorService clients = Executors.newFixedThreadPool(LocalHttpServer.WORKERS);
+        try (LocalHttpServer server = new LocalHttpServer(0, routes, 30_000)) {
+            String get = "GET /page HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+            Future<String> first = clients.submit(() -> raw(server, get));
+            assertThat(firstBuilding.await(30, TimeUnit.SECONDS)).as("the first build begun").isTrue();
+            List<Future<String>> later = new ArrayList<>();
+            for (int i = 1; i < LocalHttpServer.WORKERS; i++) {
+                later.add(clients.submit(() -> raw(server, get)));
+            }
+            // The later requests wait for the next build (or, each building its own, are answered).
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (workersWaitingIn("io.github.bfc4j.cli.SharedBuild") < later.size()
+                    && !later.stream().allMatch(Future::isDone)) {
+                assertThat(System.nanoTime() - deadline).as("the later requests neither wait nor are answered")
+                        .isNegative();
+                Thread.sleep(5);
+            }
+            release.countDown();
+            assertThat(first.get(30, TimeUnit.SECONDS)).startsWith("HTTP/1.1 200 OK\r\n").endsWith("\r\n\r\nbuild 1\n");
+            for (Future<String> f : later) {
+                assertThat(f.get(30, TimeUnit.SECONDS)).startsWith("HTTP/1.1 200 OK\r\n").endsWith("\r\n\r\nbuild 2\n");
+            }
+            assertThat(builds.get()).isEqualTo(2);
+        } finally {
+            release.countDown();
+            clients.shutdownNow();
+        }
+    }
+
+    /** The server's worker threads waiting with a frame of {@code owner} on their stack. */
+    private static int workersWaitingIn(String owner) {
+        int n = 0;
+        for (Map.Entry<Thread, StackTraceElement[]> t : Thread.getAllStackTraces().entrySet()) {
+            Thread.State state = t.getKey().getState();
+            if (t.getKey().getName().startsWith("bfc-serve-http-")
+                    && (state == Thread.State.WAITING || state == Thread.State.TIMED_WAITING)
+                    && java.util.Arrays.stream(t.getValue()).anyMatch(e -> e.getClassName().equals(owner))) {
+                n++;
+            }
+        }
+        return n;
     }
 }
