@@ -34,9 +34,9 @@ import java.util.function.Supplier;
  * <p>Every resource is bounded, so that no client can stop the others (the JDK's
  * {@code HttpServer} reads a request on its one dispatcher thread by default, and its timeouts are
  * JDK-internal properties): at most {@value #WORKERS} requests are served at once, at most
- * {@value #QUEUE} more connections wait for a worker (beyond that a connection gets 503 at once),
- * a request head holds at most {@value #MAX_HEAD_BYTES} bytes (else 431), and a client has the
- * timeout, from the moment its connection is accepted, to send its request head, after which it
+ * {@value #QUEUE} more connections wait for a worker (beyond that a connection gets 503 without
+ * waiting for one), a request head holds at most {@value #MAX_HEAD_BYTES} bytes (else 431), and a
+ * client has the timeout, from the moment its connection is accepted, to send its request head, after which it
  * gets 408 and is closed: a client that sends {@code GET /metrics HTTP/1.1\r\n} and nothing more
  * holds one worker at most that long, and stalled clients waiting in the queue time out while
  * they wait. A client
