@@ -245,7 +245,16 @@ public final class BfcOrtAllocator implements AutoCloseable {
                     .Free(freeCallback)
                     .Info(infoCallback)
                     .Reserve(reserveCallback);
-            BfcOrtAllocator a = new BfcOrtAllocator(bfc, api, env, cpuMemoryInfo, struct);
+            BfcOrtAllocator a;
+            try {
+                a = new BfcOrtAllocator(bfc, api, env, cpuMemoryInfo, struct);
+            } catch (RuntimeException e) {
+                // bfc lends to no more runtimes (255 loans hold numbers): ORT never saw the
+                // struct, and the environment's reference is given back.
+                Pointer.free(struct);
+                api.ReleaseEnv(env);
+                throw e;
+            }
             // Published before RegisterAllocator: ORT may call Info() while registering.
             registered = a;
             try {

@@ -83,6 +83,29 @@ class BfcOrtAllocatorTest {
         return EmbeddingModel.encode(tokenizer, texts);
     }
 
+    /**
+     * An allocator that lends to 255 runtimes already cannot be registered: register() passes on
+     * lendTo's refusal, which says what to close, registers nothing (the environment's reference
+     * and the allocator struct given back), and a register once a loan is closed goes through.
+     */
+    @Test
+    void anAllocatorLentTo255RuntimesIsRefusedUntilALoanIsClosed() {
+        try (BfcAllocator bfc = hostAllocator("lent_out", 8 << 20)) {
+            List<MemoryAllocator.Loan> loans = new ArrayList<>();
+            for (int i = 0; i < 255; i++) {
+                loans.add(bfc.lendTo("runtime " + i, "close it"));
+            }
+            assertThatThrownBy(() -> BfcOrtAllocator.register(bfc)).isInstanceOf(IllegalStateException.class)
+                    .hasMessageStartingWith("255 loans of this allocator are open or have lent memory that is not yet"
+                            + " freed: it can lend to no more runtimes at once.");
+            loans.remove(0).close();
+            try (BfcOrtAllocator ort = BfcOrtAllocator.register(bfc)) {
+                assertThat(ort.allocator()).isSameAs(bfc);
+            }
+            loans.forEach(MemoryAllocator.Loan::close);
+        }
+    }
+
     @Test
     void useEnvAllocatorsOfNullSaysWhatItTakes() {
         assertThatThrownBy(() -> BfcOrtAllocator.useEnvAllocators(null)).isInstanceOf(NullPointerException.class)
