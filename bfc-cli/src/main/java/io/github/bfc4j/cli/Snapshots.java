@@ -181,21 +181,23 @@ final class Snapshots implements WorkloadListener {
         }
     }
 
-    /** Whether the trace gives an annotation or a stack for a chunk's tooltip. */
+    /** Whether the trace gives an annotation, a step or a stack for a chunk's tooltip. */
     private static boolean names(Provenance p) {
-        return p.annotation() != null || !p.stack().isEmpty();
+        return p.annotation() != null || p.step() >= 0 || !p.stack().isEmpty();
     }
 
     /**
-     * The text of a provenance for the report's tooltips: annotation, then the innermost frames;
-     * written once for all the chunks that show it (whatever their thread and time).
+     * The text of a provenance for the report's tooltips: annotation (or a step given without
+     * one), then the innermost frames; written once for all the chunks that show it (whatever
+     * their thread and time).
      */
     private int provenanceIndex(Provenance p) {
-        Provenance shown = new Provenance(-1, null, p.annotation(), p.annotation() == null ? -1 : p.step(), p.stack());
+        Provenance shown = new Provenance(-1, null, p.annotation(), p.step(), p.stack());
         return provenanceIds.computeIfAbsent(shown, k -> {
             StringBuilder sb = new StringBuilder();
-            if (p.annotation() != null) {
-                sb.append("\n  ").append(shown.holder()); // the annotation and its step, as bfc4j names it
+            if (p.annotation() != null || p.step() >= 0) {
+                // The annotation and its step, or "step N" alone, as bfc4j names them.
+                sb.append("\n  ").append(new Provenance(-1, null, p.annotation(), p.step(), List.of()).holder());
             }
             for (int i = 0; i < Math.min(FRAMES, p.stack().size()); i++) {
                 sb.append("\n  at ").append(p.stack().get(i));

@@ -138,12 +138,14 @@ class ReportCommandTest {
                 + " timing_counter=false\nsuballocator sim base=0x7f0000000000 capacity=134217728 gap=0 coalescing=false\n"
                 + "#@ alloc 1 annotation=decode step=0\nalloc 1 1048576\n"
                 + "#@ alloc 2 annotation=decode step=12\nalloc 2 2048\n"
-                + "#@ alloc 3 annotation=weights\nalloc 3 4096\n");
+                + "#@ alloc 3 annotation=weights\nalloc 3 4096\n"
+                + "#@ alloc 4 step=5\nalloc 4 8192\n");
         Path html = dir.resolve("steps.html");
         assertThat(cli.run("report", t, "-o", html)).isEqualTo(0);
         String page = Files.readString(html);
+        // A step given without a name: its holder is "step 5", and so is its tooltip (it had none).
         assertThat(page).contains("\"\\u000a  decode (step 0)\"", "\"\\u000a  decode (step 12)\"",
-                "\"\\u000a  weights\"");
+                "\"\\u000a  weights\"", "\"\\u000a  step 5\"", "[\"step 5\",8192,8192,1]");
         assertThat(page).doesNotContain("weights (step");
     }
 
