@@ -159,6 +159,11 @@ final class Loans {
         }
 
         @Override
+        public long lentAllocations() {
+            return lent.get() & ~CLOSED;
+        }
+
+        @Override
         public void close() {
             long n = lent.getAndUpdate(v -> v | CLOSED);
             if ((n & CLOSED) == 0) {

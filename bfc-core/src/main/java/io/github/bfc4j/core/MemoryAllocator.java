@@ -256,6 +256,15 @@ public interface MemoryAllocator extends AutoCloseable {
          */
         void deallocateRaw(long ptr);
 
+        /**
+         * The allocations this loan has lent that are not yet freed (nor taken back by a forced
+         * close), counting its calls still under way: 0 once the runtime holds none of its
+         * memory and no call through it runs.
+         *
+         * @return the count, also once the loan is closed
+         */
+        long lentAllocations();
+
         /** Takes the advice back; closing it again does nothing. */
         @Override
         void close();

@@ -243,8 +243,12 @@ class LendToTest {
             assertThat(next).as("R's chunk is not handed out again").isNotEqualTo(lent);
             assertThatThrownBy(() -> r.deallocateRaw(next)).isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining(", lent to " + OTHER + " through another loan");
+            assertThat(r.lentAllocations()).as("R's, its refused frees not counted").isEqualTo(1);
+            assertThat(other.lentAllocations()).isEqualTo(1);
             other.deallocateRaw(next);
             r.deallocateRaw(lent);
+            assertThat(r.lentAllocations()).isZero();
+            assertThat(other.lentAllocations()).isZero();
         }
         assertThat(a.getStats().bytesInUse()).isZero();
     }

@@ -23,7 +23,6 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -507,6 +506,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
      */
     public DeviceLoan lendTo(String runtime, String release) {
         DeviceLoan loan = new DeviceLoan(bfc.lendTo(runtime, release), runtime, release);
+        loans.removeIf(DeviceLoan::done);   // so that loans made and closed over a long run do not pile up
         loans.add(loan);
         return loan;
     }
@@ -521,8 +521,6 @@ public final class GpuBfcAllocator implements AutoCloseable {
         private final MemoryAllocator.Loan loan;
         private final String runtime;
         private final String release;
-        /** The chunks lent and not yet freed, counted before each allocation starts. */
-        private final AtomicLong lent = new AtomicLong();
         private volatile boolean closed;
 
         private DeviceLoan(MemoryAllocator.Loan loan, String runtime, String release) {
@@ -542,16 +540,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
          * @throws CudaException if a CUDA call fails (polling an event, obtaining a region)
          */
         public long allocateRaw(long alignment, long numBytes) {
-            lent.incrementAndGet();
-            long ptr = 0;
-            try {
-                ptr = GpuBfcAllocator.this.allocateRaw(alignment, numBytes, true, loan);
-            } finally {
-                if (ptr == 0) {
-                    lent.decrementAndGet();
-                }
-            }
-            return ptr;
+            return GpuBfcAllocator.this.allocateRaw(alignment, numBytes, true, loan);
         }
 
         /**
@@ -564,12 +553,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
          * @throws IllegalStateException if the allocator is closed
          */
         public void deallocateRaw(long ptr) {
-            if (ptr != 0) {
-                GpuBfcAllocator.this.deallocateRaw(ptr, loan);
-                if (lent.decrementAndGet() == 0 && closed) {
-                    loans.remove(this);
-                }
-            }
+            GpuBfcAllocator.this.deallocateRaw(ptr, loan);
         }
 
         /** Ends the loan: it lends no more; what it lent can still be freed through it. */
@@ -577,9 +561,11 @@ public final class GpuBfcAllocator implements AutoCloseable {
         public void close() {
             closed = true;
             loan.close();
-            if (lent.get() == 0) {
-                loans.remove(this);   // else its last free does
-            }
+        }
+
+        /** Whether the loan is closed and nothing it lent is left: {@link #close()} need not ask it. */
+        private boolean done() {
+            return closed && loan.lentAllocations() == 0;
         }
     }
 
@@ -592,7 +578,7 @@ public final class GpuBfcAllocator implements AutoCloseable {
         StringBuilder held = new StringBuilder();
         long n = 0;
         for (DeviceLoan l : loans) {
-            long k = l.lent.get();
+            long k = l.loan.lentAllocations();
             if (k > 0) {
                 n += k;
                 held.append(' ').append(l.runtime).append(" holds ").append(k)
