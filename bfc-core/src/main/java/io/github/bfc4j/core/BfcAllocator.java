@@ -262,7 +262,7 @@ public final class BfcAllocator implements MemoryAllocator {
         this.view = port.view();
         this.debug = new DebugQueries(view);
         this.history = new HistoryRecorder(view);
-        this.reports = new MemoryReports(view, debug, history, pins::heldBackBytes);
+        this.reports = new MemoryReports(view, debug, history, loans, pins::heldBackBytes);
         this.oomListeners = new OutOfMemoryListeners(opts);
         this.oomReporter = new OutOfMemoryReporter(view, reports, debug, history, oomListeners, opts);
         this.checker = new InvariantChecker(view);
@@ -895,22 +895,25 @@ public final class BfcAllocator implements MemoryAllocator {
         port.endRetryWaits();
     }
 
-    /** Whether provenance was ever recorded here (annotations on, or a history started). */
-    boolean recordsProvenance() {
+    /**
+     * Whether the memory map can name holders of live memory: provenance was ever recorded here
+     * (annotations on, or a history started), or memory may be lent to a runtime.
+     */
+    boolean namesHolders() {
         port.lock();
         try {
-            return history.recorded();
+            return reports.namesHoldersLocked();
         } finally {
             port.unlock();
         }
     }
 
     /**
-     * The memory map, for naming the holders of live memory, when provenance was ever recorded
-     * here; else null. Needs the lock.
+     * The memory map, for naming the holders of live memory, when it can name them
+     * ({@link #namesHolders()}); else null. Needs the lock.
      */
     MemoryMap memoryMapForHoldersLocked() {
-        return history.recorded() ? reports.memoryMapLocked() : null;
+        return reports.namesHoldersLocked() ? reports.memoryMapLocked() : null;
     }
 
     /**

@@ -12,8 +12,9 @@ import java.util.Map;
 
 /**
  * The "largest holders" of {@link BfcAllocator#memorySummary()} and of the out-of-memory
- * message, PyTorch-style: the memory in use grouped by annotation (or innermost stack frame),
- * largest first. Only when some chunk's provenance was recorded.
+ * message, PyTorch-style: the memory in use grouped by holder ({@link MemoryMap.Chunk#holder()}:
+ * annotation, innermost stack frame, thread, step, or the runtime it is lent to), largest first.
+ * Only when some chunk's provenance was recorded or some chunk is lent to a runtime.
  */
 final class HolderText {
 
@@ -27,31 +28,37 @@ final class HolderText {
     }
 
     /**
-     * How a holder is named ({@link Provenance#holder()}), for the headings: JavaCPP's bindings
+     * How a holder is named ({@link MemoryMap.Chunk#holder()}), for the headings: JavaCPP's bindings
      * ({@code org.bytedeco.}) are skipped when a frame names it, since their frames (ONNX
      * Runtime's {@code SessionImpl.Run}) are the same for every caller.
      */
-    static final String HOLDER_KEY = "annotation, else innermost frame outside org.bytedeco., else thread";
+    static final String HOLDER_KEY = "annotation, else innermost frame outside org.bytedeco., else thread, else step";
 
-    /** The summary's section, ending in a line break; empty when no provenance was recorded. */
+    /** How a holder of memory in use is named: a lent chunk's runtime comes last. */
+    static final String IN_USE_HOLDER_KEY = HOLDER_KEY + ", else runtime lent to";
+
+    /**
+     * The summary's section, ending in a line break; empty when no provenance was recorded and
+     * nothing is lent.
+     */
     static String summarySection(MemoryMap map) {
         return summarySection(List.of(map), "Largest holders");
     }
 
     /**
      * The summary's section of several allocators' maps together (a sharded allocator's), the
-     * holders summed by name; empty when no provenance was recorded.
+     * holders summed by name; empty when no provenance was recorded and nothing is lent.
      *
      * @param title the section's first words
      */
     static String summarySection(List<MemoryMap> maps, String title) {
-        if (!hasProvenance(maps)) {
+        if (!namesHolders(maps)) {
             return "";
         }
         List<MemoryMap.Holder> holders = MemoryMap.largestHolders(maps, SUMMARY_HOLDERS);
         Map<String, Long> oldest = oldestInUse(maps);
         StringBuilder sb = new StringBuilder();
-        sb.append(title).append(" (in use, by ").append(HOLDER_KEY).append("):\n");
+        sb.append(title).append(" (in use, by ").append(IN_USE_HOLDER_KEY).append("):\n");
         for (MemoryMap.Holder h : holders) {
             sb.append(String.format(Locale.ROOT, "  %10s in %6d chunk%s  %s",
                     BfcAllocator.humanReadableNumBytes(h.bytes()), h.chunks(), h.chunks() == 1 ? " " : "s",
@@ -77,7 +84,7 @@ final class HolderText {
                 for (MemoryMap.Chunk c : r.chunks()) {
                     long t = c.provenance().timeMicros();
                     if (c.inUse() && t >= 0) {
-                        oldest.merge(c.provenance().holder(), t, Math::min);
+                        oldest.merge(c.holder(), t, Math::min);
                     }
                 }
             }
@@ -100,7 +107,7 @@ final class HolderText {
         List<MemoryMap.Holder> each = new ArrayList<>();
         for (MemoryMap.Chunk c : map.chunks()) {
             if (!c.inUse() && c.notYetSafe()) {
-                each.add(new MemoryMap.Holder(c.provenance().holder(), c.size(), c.requestedSize(), 1));
+                each.add(new MemoryMap.Holder(c.holder(), c.size(), c.requestedSize(), 1));
             }
         }
         if (each.isEmpty() || !map.hasProvenance()) {
@@ -129,17 +136,20 @@ final class HolderText {
         return sb.toString();
     }
 
-    /** The message's sentence, starting with a space; empty when no provenance was recorded. */
+    /**
+     * The message's sentence, starting with a space; empty when no provenance was recorded and
+     * nothing is lent.
+     */
     static String messageSentence(MemoryMap map) {
         return messageSentence(List.of(map));
     }
 
     /**
      * The message's sentence of several allocators' maps together, the holders summed by name;
-     * empty when no provenance was recorded.
+     * empty when no provenance was recorded and nothing is lent.
      */
     static String messageSentence(List<MemoryMap> maps) {
-        if (!hasProvenance(maps)) {
+        if (!namesHolders(maps)) {
             return "";
         }
         List<MemoryMap.Holder> holders = MemoryMap.largestHolders(maps, MESSAGE_HOLDERS);
@@ -152,9 +162,9 @@ final class HolderText {
         return sb.append('.').toString();
     }
 
-    private static boolean hasProvenance(List<MemoryMap> maps) {
+    private static boolean namesHolders(List<MemoryMap> maps) {
         for (MemoryMap m : maps) {
-            if (m.hasProvenance()) {
+            if (m.namesHolders()) {
                 return true;
             }
         }

@@ -226,7 +226,23 @@ final class Loans {
         }
     }
 
-    /** The runtime the loan numbered {@code number} lends to, for a refused free of its memory. */
+    /**
+     * Whether some loan holds a number: it is open, or memory it lent is not yet freed. While
+     * none does, no chunk is lent.
+     */
+    synchronized boolean anyNumbered() {
+        for (Entry e : numbered) {
+            if (e != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The runtime the loan numbered {@code number} lends to: for a refused free of its memory,
+     * and as the holder of the chunks it lent where nothing else names one.
+     */
     synchronized String runtimeOf(int number) {
         Entry e = number > 0 && number < numbered.length ? numbered[number] : null;
         return e == null ? "a runtime" : e.runtime;

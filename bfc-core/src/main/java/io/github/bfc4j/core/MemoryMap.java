@@ -101,13 +101,36 @@ public record MemoryMap(
      *     chunk not yet safe, who allocated the memory freed into it, while the chunk is the one
      *     that free left (not merged since); else {@link Provenance#UNKNOWN} (a free chunk, or
      *     nothing recorded)
+     * @param lentTo for a chunk in use that an adapter lent to a runtime
+     *     ({@link MemoryAllocator#lendTo}, e.g. ONNX Runtime's {@code BfcOrtAllocator}), the
+     *     runtime as the adapter named it; else {@code null} (not lent). Known whether or not
+     *     anything is recorded
      */
     public record Chunk(long ptr, long size, long requestedSize, boolean inUse, long allocationId,
-            int bin, long freedAtCount, boolean notYetSafe, Provenance provenance) {
+            int bin, long freedAtCount, boolean notYetSafe, Provenance provenance, String lentTo) {
 
         /** A {@code null} provenance becomes {@link Provenance#UNKNOWN}. */
         public Chunk {
             provenance = provenance == null ? Provenance.UNKNOWN : provenance;
+        }
+
+        /**
+         * A chunk not lent to a runtime.
+         *
+         * @param ptr the start address
+         * @param size the chunk's size
+         * @param requestedSize the size the caller asked for
+         * @param inUse whether the chunk is allocated
+         * @param allocationId the allocation's id, -1 if free
+         * @param bin the bin holding the free chunk, -1 if in use
+         * @param freedAtCount the timing-counter stamp of a free chunk, 0 if none
+         * @param notYetSafe whether the chunk is free but its free is not yet safe
+         * @param provenance who allocated it, as far as recorded; {@code null} becomes
+         *     {@link Provenance#UNKNOWN}
+         */
+        public Chunk(long ptr, long size, long requestedSize, boolean inUse, long allocationId, int bin,
+                long freedAtCount, boolean notYetSafe, Provenance provenance) {
+            this(ptr, size, requestedSize, inUse, allocationId, bin, freedAtCount, notYetSafe, provenance, null);
         }
 
         /**
@@ -123,13 +146,27 @@ public record MemoryMap(
          */
         public Chunk(long ptr, long size, long requestedSize, boolean inUse, long allocationId, int bin,
                 long freedAtCount) {
-            this(ptr, size, requestedSize, inUse, allocationId, bin, freedAtCount, false, Provenance.UNKNOWN);
+            this(ptr, size, requestedSize, inUse, allocationId, bin, freedAtCount, false, Provenance.UNKNOWN, null);
+        }
+
+        /**
+         * Who holds the chunk, the key by which {@link MemoryMap#largestHolders(int)}, the
+         * summary and the out-of-memory message group memory: {@link Provenance#holder()}, or,
+         * where the provenance names no one ({@code "(unknown)"}: nothing recorded), the runtime
+         * the chunk is lent to ({@link #lentTo()}), e.g. {@code ONNX Runtime (BfcOrtAllocator 'x')}.
+         *
+         * @return a short, human-readable key
+         */
+        public String holder() {
+            String h = provenance.holder();
+            return lentTo != null && h.equals(Provenance.UNKNOWN_HOLDER) ? lentTo : h;
         }
     }
 
     /**
      * Bytes in use held by one holder: an annotation, or an innermost stack frame, or a
-     * thread, or a step, or {@code "(unknown)"} ({@link Provenance#holder()}).
+     * thread, or a step, or the runtime the memory is lent to, or {@code "(unknown)"}
+     * ({@link Chunk#holder()}).
      *
      * @param holder the holder's key
      * @param bytes the bytes of the chunks it holds (chunk sizes)
@@ -143,12 +180,12 @@ public record MemoryMap(
          * @throws NullPointerException if {@code holder} is null
          */
         public Holder {
-            Objects.requireNonNull(holder, "holder=null (expected: the holder's key, e.g. provenance.holder())");
+            Objects.requireNonNull(holder, "holder=null (expected: the holder's key, e.g. chunk.holder())");
         }
     }
 
     /**
-     * The largest holders of the memory in use, grouped by {@link Provenance#holder()}: what
+     * The largest holders of the memory in use, grouped by {@link Chunk#holder()}: what
      * {@link BfcAllocator#memorySummary()} and the out-of-memory message list.
      *
      * @param limit the most holders returned
@@ -163,7 +200,7 @@ public record MemoryMap(
         for (Region r : regions) {
             for (Chunk c : r.chunks()) {
                 if (c.inUse()) {
-                    each.add(new Holder(c.provenance().holder(), c.size(), c.requestedSize(), 1));
+                    each.add(new Holder(c.holder(), c.size(), c.requestedSize(), 1));
                 }
             }
         }
@@ -203,6 +240,25 @@ public record MemoryMap(
                         .thenComparing(Holder::holder))
                 .limit(limit)
                 .toList();
+    }
+
+    /**
+     * Whether the holders of this map name anyone: some chunk carries a provenance, or some
+     * chunk in use is lent to a runtime. The summary and the out-of-memory message list the
+     * largest holders only then.
+     */
+    boolean namesHolders() {
+        if (hasProvenance()) {
+            return true;
+        }
+        for (Region r : regions) {
+            for (Chunk c : r.chunks()) {
+                if (c.lentTo() != null) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /**
@@ -312,6 +368,10 @@ public record MemoryMap(
                 if (c.provenance().isKnown()) {
                     sb.append(", \"provenance\": ");
                     provenance(sb, c.provenance());
+                }
+                if (c.lentTo() != null) {
+                    sb.append(", \"lentTo\": ");
+                    string(sb, c.lentTo());
                 }
                 sb.append('}');
             }

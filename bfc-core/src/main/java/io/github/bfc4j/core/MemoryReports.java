@@ -27,14 +27,29 @@ final class MemoryReports {
     /** Who holds each chunk, when recorded. */
     private final HistoryRecorder history;
 
+    /** The runtimes that lent chunks are lent to, for the holders of lent memory. */
+    private final Loans loans;
+
     /** {@link MemoryStats#bytesHeldForViews()}. */
     private final LongSupplier bytesHeldForViews;
 
-    MemoryReports(PortView view, DebugQueries debug, HistoryRecorder history, LongSupplier bytesHeldForViews) {
+    MemoryReports(PortView view, DebugQueries debug, HistoryRecorder history, Loans loans,
+            LongSupplier bytesHeldForViews) {
         this.view = view;
         this.debug = debug;
         this.history = history;
+        this.loans = loans;
         this.bytesHeldForViews = bytesHeldForViews;
+    }
+
+    /**
+     * Whether the memory map can name holders of live memory, so that the summary, the
+     * out-of-memory message and a refused close list the largest: provenance was ever recorded
+     * here (annotations on, or a history started), or a loan holds a number (memory may be lent
+     * to a runtime, which then holds it). Needs the lock.
+     */
+    boolean namesHoldersLocked() {
+        return history.recorded() || loans.anyNumbered();
     }
 
     /** Every figure beyond upstream's statistics. Needs the lock. */
@@ -155,7 +170,7 @@ final class MemoryReports {
         }
         sb.append("Occupancy (* requested, x padding, _ free):\n")
                 .append(debug.renderOccupancyLocked()).append('\n');
-        if (history.recorded()) {
+        if (namesHoldersLocked()) {
             MemoryMap map = memoryMapLocked();
             sb.append(HolderText.summarySection(map));
             sb.append(HolderText.waitingSection(map));
@@ -213,6 +228,8 @@ final class MemoryReports {
         final int regionCount = v.regionCount();
         List<MemoryMap.Region> regions = new ArrayList<>(regionCount);
         final ChunkWalk c = v.walk();
+        // The runtime of each loan number met, asked of the loans once per number.
+        final String[] runtimes = new String[ChunkTable.MAX_LOANS + 1];
         for (int r = 0; r < regionCount; r++) {
             List<MemoryMap.Chunk> list = new ArrayList<>();
             for (c.region(r); c.next(); ) {
@@ -220,11 +237,16 @@ final class MemoryReports {
                 final long stamp = !stamps || inUse ? 0 : c.freedAtCount();
                 final long freedAt = timestamps ? stamp : 0;
                 final boolean notYetSafe = BfcPort.notYetSafe(stamp, frontier);
+                final int lender = c.lender();
+                if (lender != 0 && runtimes[lender] == null) {
+                    runtimes[lender] = loans.runtimeOf(lender);
+                }
                 list.add(new MemoryMap.Chunk(c.ptr(), c.size(), c.requestedSize(), inUse,
                         c.allocationId(), c.binNum(), freedAt, notYetSafe,
                         inUse ? history.chunkProvenance(c.handle(), c.allocationId())
                                 : notYetSafe ? history.freedChunkProvenance(c.handle(), c.ptr(), c.size(), stamp)
-                                : Provenance.UNKNOWN));
+                                : Provenance.UNKNOWN,
+                        runtimes[lender]));
             }
             regions.add(new MemoryMap.Region(c.regionPtr(), c.regionBytes(), list));
         }

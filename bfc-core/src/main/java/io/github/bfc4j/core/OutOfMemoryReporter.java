@@ -100,7 +100,7 @@ final class OutOfMemoryReporter extends PortListener {
         final PortView v = view;
         final Report r = new Report(v, numBytes, roundedBytes);
         MemoryMap map = null;
-        if (history.recorded() && !v.closed()) {
+        if (reports.namesHoldersLocked() && !v.closed()) {
             map = reports.memoryMapLocked();
             r.holders = HolderText.messageSentence(map);
         }

@@ -36,6 +36,9 @@ public record Provenance(long timeMicros, String thread, String annotation, long
     /** Nothing known. */
     public static final Provenance UNKNOWN = new Provenance(-1, null, null, -1, List.of());
 
+    /** What {@link #holder()} answers when nothing names a holder. */
+    static final String UNKNOWN_HOLDER = "(unknown)";
+
     /**
      * Copies the stack (a {@code null} stack becomes empty); an empty or blank annotation becomes
      * {@code null}: it names no one, so it neither makes the provenance known nor a holder.
@@ -127,6 +130,6 @@ public record Provenance(long timeMicros, String thread, String annotation, long
         if (step >= 0) {
             return annotationLabel(null, step);
         }
-        return "(unknown)";
+        return UNKNOWN_HOLDER;
     }
 }

@@ -746,8 +746,8 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /**
      * A readable summary of all shards, like {@code torch.cuda.memory_summary()}: one line of
-     * the figures of all shards together and, when provenance is recorded, the largest holders
-     * of all shards (both read at one instant), then each shard's
+     * the figures of all shards together and, when provenance is recorded or memory is lent to
+     * a runtime, the largest holders of all shards (both read at one instant), then each shard's
      * {@link BfcAllocator#memorySummary()} (each taken in turn).
      *
      * @return the summary
@@ -773,13 +773,14 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /**
      * The largest holders of the memory in use of all shards taken together, grouped by
-     * {@link Provenance#holder()} and summed over the shards (a holder that allocated on several
-     * threads, and so from several shards, is one): what {@link #memorySummary()} lists, read
-     * at one instant. A shard's {@link BfcAllocator#memoryMap()} gives its own.
+     * {@link MemoryMap.Chunk#holder()} and summed over the shards (a holder that allocated on
+     * several threads, and so from several shards, is one): what {@link #memorySummary()} lists,
+     * read at one instant. A shard's {@link BfcAllocator#memoryMap()} gives its own.
      *
      * @param limit the most holders returned
      * @return holders by bytes, largest first (ties by name); chunks allocated while nothing was
-     *     recorded are grouped under {@code "(unknown)"}; empty when nothing is in use or the
+     *     recorded are grouped under {@code "(unknown)"}, or under the runtime they are lent to
+     *     ({@link #lendTo}); empty when nothing is in use or the
      *     allocator is closed
      * @throws IllegalArgumentException if {@code limit} is negative
      */
@@ -804,7 +805,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      */
     private List<MemoryMap> mapsForHolders() {
         List<MemoryMap> maps = new ArrayList<>();
-        if (anyShard(BfcAllocator::recordsProvenance)) {
+        if (anyShard(BfcAllocator::namesHolders)) {
             for (BfcAllocator s : shards) {
                 if (!s.isClosed()) {
                     maps.add(s.memoryMap());

@@ -403,7 +403,7 @@ class MemoryObservabilityTest {
             String section = summary.substring(summary.indexOf("Not yet safe, by holder"));
             assertThat(section.lines().toList()).containsExactly(
                     "Not yet safe, by holder of the allocation freed (annotation, else innermost frame outside"
-                            + " org.bytedeco., else thread):",
+                            + " org.bytedeco., else thread, else step):",
                     "    448.0KiB in      1 chunk   layer0 (step 2)",
                     "    384.0KiB in      1 chunk   layer1 (step 2)",
                     "    320.0KiB in      1 chunk   layer2 (step 2)",
@@ -442,7 +442,7 @@ class MemoryObservabilityTest {
             String section = summary.substring(summary.indexOf("Not yet safe, by holder"));
             assertThat(section.lines().toList()).containsExactly(
                     "Not yet safe, by holder of the allocation freed (annotation, else innermost frame outside"
-                            + " org.bytedeco., else thread):",
+                            + " org.bytedeco., else thread, else step):",
                     "    320.0KiB in      1 chunk   layer0 (step 2)",
                     "    256.0KiB in      1 chunk   layer1 (step 2)",
                     "    192.0KiB in      1 chunk   layer2 (step 2)",

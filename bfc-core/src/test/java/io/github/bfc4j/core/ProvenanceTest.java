@@ -108,7 +108,7 @@ class ProvenanceTest {
             assertThat(at(a, a.allocateRaw(64, 256))).isEqualTo(Provenance.UNKNOWN);
             String summary = a.memorySummary();
             assertThat(summary).contains("Largest holders (in use, by annotation, else innermost frame outside"
-                    + " org.bytedeco., else thread):")
+                    + " org.bytedeco., else thread, else step, else runtime lent to):")
                     .contains("worker-3/op0 (step 3)");
         }
     }

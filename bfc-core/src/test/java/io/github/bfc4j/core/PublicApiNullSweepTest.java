@@ -268,6 +268,10 @@ class PublicApiNullSweepTest {
                 .nullable("BfcOptions$Builder.dumpOnOomDirectory(Path)[0]", "no dumps")
                 .nullable("MemoryMap$Chunk.<init>(long,long,long,boolean,long,int,long,boolean,Provenance)[8]",
                         "the constructor: becomes Provenance.UNKNOWN")
+                .nullable("MemoryMap$Chunk.<init>(long,long,long,boolean,long,int,long,boolean,Provenance,String)[8]",
+                        "the constructor: becomes Provenance.UNKNOWN")
+                .nullable("MemoryMap$Chunk.<init>(long,long,long,boolean,long,int,long,boolean,Provenance,String)[9]",
+                        "not lent to a runtime")
                 .nullable("MemoryAnnotation.push(String,long,List)[0]", "no name of its own when a stack is given")
                 .nullable("MemoryAnnotation.push(String,long,List)[2]", "record the Java stack")
                 .nullable("MemoryHistory.<init>(HistoryOptions,boolean,long,boolean,long,List)[0]",

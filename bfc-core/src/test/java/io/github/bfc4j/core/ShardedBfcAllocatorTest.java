@@ -873,7 +873,7 @@ class ShardedBfcAllocatorTest {
         assertThat(oom.getMessage()).contains("Largest holders: " + acts + " by activations (1 chunk); 4.00MiB by"
                 + " weights (1 chunk).");
         assertThat(a.memorySummary()).contains("Largest holders of all shards (in use, by annotation, else innermost"
-                + " frame outside org.bytedeco., else thread):\n    " + acts + " in      1 chunk   activations\n     4.00MiB in      1 chunk   weights\n");
+                + " frame outside org.bytedeco., else thread, else step, else runtime lent to):\n    " + acts + " in      1 chunk   activations\n     4.00MiB in      1 chunk   weights\n");
         activations.close();
         weights.close();
         a.close();

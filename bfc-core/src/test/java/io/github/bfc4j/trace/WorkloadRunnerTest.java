@@ -344,7 +344,8 @@ class WorkloadRunnerTest {
         replayedWithHistory(trace, a -> summary.add(a.memorySummary()));
         String s = summary.get(0);
         assertThat(s.substring(s.indexOf("Largest holders")).lines().toList()).containsExactly(
-                "Largest holders (in use, by annotation, else innermost frame outside org.bytedeco., else thread):",
+                "Largest holders (in use, by annotation, else innermost frame outside org.bytedeco., else thread,"
+                        + " else step, else runtime lent to):",
                 "    128.0KiB in      2 chunks  activations  (since 2023-11-14 22:13:21.500 UTC, its oldest chunk)",
                 "    128.0KiB in      1 chunk   weights  (since 2023-11-14 22:13:20.000 UTC)"); // ties by name
     }

@@ -60,7 +60,7 @@ class MemoryHistoryExampleTest {
         String out = captured.toString(StandardCharsets.UTF_8);
         System.out.println(out);
         assertThat(out).contains("Largest holders (in use, by annotation, else innermost frame outside"
-                + " org.bytedeco., else thread):")
+                + " org.bytedeco., else thread, else step, else runtime lent to):")
                 .contains("session/load").contains("https://pytorch.org/memory_viz");
 
         Map<String, Object> s = (Map<String, Object>) new Unpickler()

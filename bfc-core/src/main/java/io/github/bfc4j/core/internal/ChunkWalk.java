@@ -173,6 +173,11 @@ public final class ChunkWalk {
         return chunks.allocationId(current);
     }
 
+    /** @return the number of the loan that lent the current chunk, 0 if it is free or not lent */
+    public int lender() {
+        return chunks.lender(current);
+    }
+
     /** @return whether the current chunk is in use */
     public boolean inUse() {
         return chunks.inUse(current);
