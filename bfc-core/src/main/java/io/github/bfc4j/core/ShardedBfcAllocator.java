@@ -16,7 +16,6 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.function.ToLongFunction;
@@ -72,7 +71,8 @@ import java.util.function.ToLongFunction;
  * who holds the most of all shards together, and {@link MemoryHistory#liveAtPeakOfAll} what was
  * live at the peak of all shards together (from the histories of {@link #snapshots()}).
  *
- * <p>Thread-safe. The allocate/free path creates no Java object.
+ * <p>Thread-safe. The allocate/free path creates no Java object, also where another shard serves
+ * what the home shard could not.
  */
 public final class ShardedBfcAllocator implements MemoryAllocator {
 
@@ -96,9 +96,10 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     private final ThreadLocal<Integer> home;
     /**
      * The figures of all shards read for the out-of-memory report of this thread's last failed
-     * allocation ({@link #withAllShards}), for the exception {@link #allocate} throws.
+     * allocation ({@link #withAllShards}), for the exception {@link #allocate} throws: a holder
+     * made on the thread's first slow path and kept, so that later ones create no object.
      */
-    private final ThreadLocal<AllShards> failureFigures = new ThreadLocal<>();
+    private final ThreadLocal<FailureFigures> failureFigures = ThreadLocal.withInitial(FailureFigures::new);
     /**
      * A cache of {@link #home} in front of it, indexed by the low bits of the thread's id; an
      * entry is {@code threadId << 16 | shard}, written once by its thread (read and written in
@@ -320,43 +321,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         if (a != null) {
             return a;
         }
-        return elsewhereOrThrow(h, bytes, s -> s.tryAllocate(bytes, alignment), s -> s.allocate(bytes, alignment));
-    }
-
-    /**
-     * {@link #elsewhere} for a call that throws when no shard serves it: the exception carries
-     * the figures of all shards ({@link #ofAllShards}). Inside an out-of-memory listener of
-     * another call on this thread, that call's figures are put back for its own exception.
-     */
-    private <T> T elsewhereOrThrow(int h, long bytes, Function<BfcAllocator, T> quiet,
-            Function<BfcAllocator, T> last) {
-        return withOuterFigures(() -> {
-            try {
-                return elsewhere(h, bytes, quiet, last);
-            } catch (BfcOutOfMemoryException e) {
-                throw ofAllShards(h, e);
-            }
-        });
-    }
-
-    /**
-     * Runs {@code call} (a slow path, after the home shard failed) with no failure figures on
-     * this thread but those its own failure's report leaves there, and leaves the thread as it
-     * found it: without figures, or, inside an out-of-memory listener of another call on this
-     * thread, with that call's, put back for its own exception.
-     */
-    private <T> T withOuterFigures(Supplier<T> call) {
-        AllShards outer = failureFigures.get();
-        failureFigures.remove();
-        try {
-            return call.get();
-        } finally {
-            if (outer != null) {
-                failureFigures.set(outer);
-            } else {
-                failureFigures.remove();
-            }
-        }
+        HandleCall served = new HandleCall();
+        elsewhere(h, alignment, bytes, AllocationAttributes.DEFAULT, 0, "allocate", served);
+        return served.handle;
     }
 
     /**
@@ -364,9 +331,9 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
      * with the figures of all shards, those read for the report just after the failure, before the dump
      * and the listeners ran (other threads free meanwhile), or read now if no report was made.
      */
-    private BfcOutOfMemoryException ofAllShards(int h, BfcOutOfMemoryException e) {
-        AllShards f = failureFigures.get();
-        failureFigures.remove();
+    private BfcOutOfMemoryException ofAllShards(int h, BfcOutOfMemoryException e, FailureFigures figures) {
+        AllShards f = figures.read;
+        figures.read = null;
         if (f == null) {
             f = allShardsNow();
         }
@@ -376,6 +343,12 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /** What all shards hold together, read at one instant (every shard's lock held). */
     private record AllShards(long reserved, int regions, long largestFree, AllocatorStats stats, String holders) {
+    }
+
+    /** A thread's {@link #failureFigures}. */
+    private static final class FailureFigures {
+        /** Those of the report of this thread's last failure, until an exception takes them; or null. */
+        AllShards read;
     }
 
     private AllShards allShardsNow() {
@@ -433,7 +406,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         pins.refuseCallFromSubAllocator(described, call);
         int h = home();
         long ptr = tryAllocateRawAtHome(h, alignment, numBytes, attr, owner);
-        return ptr != 0 || numBytes == 0 ? ptr : allocateRawElsewhere(h, alignment, numBytes, attr, owner, call);
+        return ptr != 0 || numBytes == 0 ? ptr : elsewhere(h, alignment, numBytes, attr, owner, call, RAW);
     }
 
     /**
@@ -488,10 +461,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         if (ptr != 0 || numBytes == 0) {
             return ptr;
         }
-        return elsewhereOrThrow(h, numBytes, s -> {
-            long p = s.tryAllocateRaw(alignment, numBytes, AllocationAttributes.DEFAULT, owner);
-            return p == 0 ? null : p;
-        }, s -> s.allocateRawOrThrow(alignment, numBytes, owner, call));
+        return elsewhere(h, alignment, numBytes, AllocationAttributes.DEFAULT, owner, call, RAW_OR_THROW);
     }
 
     /**
@@ -529,44 +499,141 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
         return h;
     }
 
-    /**
-     * {@link #allocateRaw}'s slow path: the home shard {@code h} could not serve the call. A
-     * failure throws nothing, so the figures its report left on this thread ({@link
-     * #withAllShards}) serve no exception: {@link #withOuterFigures} removes them.
-     */
-    private long allocateRawElsewhere(int h, long alignment, long numBytes, AllocationAttributes attr, long owner,
-            String call) {
-        return withOuterFigures(() -> elsewhere(h, numBytes, s -> {
-            long ptr = s.tryAllocateRaw(alignment, numBytes, attr, owner);
-            return ptr == 0 ? null : ptr;
-        }, s -> s.allocateRaw(alignment, numBytes, attr, owner, call)));
-    }
-
     /** Whether this thread holds the figures of a failure's report, for tests. */
     boolean holdsFailureFigures() {
-        return failureFigures.get() != null;
+        return failureFigures.get().read != null;
     }
 
     /**
-     * An allocation of {@code bytes} that the home shard {@code h} could not serve: the other
-     * open shards quietly ({@code quiet} answers null where a shard cannot); with none, the
-     * other shards give back their free regions and the home shard makes the last, reported
-     * attempt ({@code last}). A request above the limit can never fit: it goes to the last
-     * attempt at once.
+     * A call of {@code numBytes} that the home shard {@code h} could not serve, made by
+     * {@code c} ({@link #otherShardsThenHome}). It runs with no failure figures on this thread
+     * but those its own failure's report leaves there ({@link #withAllShards}): where {@code c}
+     * throws when no shard serves it, its exception takes them ({@link #ofAllShards}); a raw
+     * call's failure throws nothing, so they serve no exception and go. The thread is left as it
+     * was found: without figures, or, inside an out-of-memory listener of another call on this
+     * thread, with that call's, put back for its own exception.
+     *
+     * <p>Once a shard has served the call, nothing on the way back to the caller creates a Java
+     * object (the address is a primitive, the arguments are passed rather than captured, the
+     * thread's holder of the figures already exists): no {@link OutOfMemoryError} of the Java
+     * heap can come between the served memory and the caller, where it would lose the address
+     * (and a loan's chunk would keep the loan's number taken).
+     *
+     * @return the address served, or 0 where {@code c} answers 0 for no memory
      */
-    private <T> T elsewhere(int h, long bytes, Function<BfcAllocator, T> quiet, Function<BfcAllocator, T> last) {
-        if (bytes <= memoryLimit()) {
+    private long elsewhere(int h, long alignment, long numBytes, AllocationAttributes attr, long owner, String call,
+            ShardCall c) {
+        FailureFigures figures = failureFigures.get();
+        AllShards outer = figures.read;
+        figures.read = null;
+        try {
+            return otherShardsThenHome(h, alignment, numBytes, attr, owner, call, c);
+        } catch (BfcOutOfMemoryException e) {
+            if (!c.throwsWhenNoShardServes) {
+                throw e;
+            }
+            throw ofAllShards(h, e, figures);
+        } finally {
+            figures.read = outer;
+        }
+    }
+
+    /**
+     * The other open shards try the call quietly, in turn; with none serving it, the other
+     * shards give back their free regions and the home shard {@code h} makes the last, reported
+     * attempt. A request above the limit can never fit: it goes to the last attempt at once.
+     */
+    private long otherShardsThenHome(int h, long alignment, long numBytes, AllocationAttributes attr, long owner,
+            String call, ShardCall c) {
+        if (numBytes <= memoryLimit()) {
             for (int k = 1; k < shards.length; k++) {
                 BfcAllocator other = shards[(h + k) % shards.length];
-                T served = other.isClosed() ? null : quiet.apply(other);
-                if (served != null) {
+                long served = other.isClosed() ? 0 : c.tryIn(other, alignment, numBytes, attr, owner);
+                if (served != 0) {
                     return served;
                 }
             }
             checkNoShardClosed();
             emptyOtherShards(h);
         }
-        return last.apply(shards[h]);
+        return c.lastIn(shards[h], alignment, numBytes, attr, owner, call);
+    }
+
+    /**
+     * An allocation that the home shard could not serve, as one shard makes it: each attempt
+     * answers the address it served, or 0. The call's arguments are passed to each attempt, not
+     * captured, so that the raw calls' slow path creates no object.
+     */
+    private abstract static class ShardCall {
+        /**
+         * Whether the last attempt's failure throws (then with the figures of all shards)
+         * rather than answering 0.
+         */
+        final boolean throwsWhenNoShardServes;
+
+        ShardCall(boolean throwsWhenNoShardServes) {
+            this.throwsWhenNoShardServes = throwsWhenNoShardServes;
+        }
+
+        /** A shard's quiet attempt (a failure is not reported): the address, or 0. */
+        abstract long tryIn(BfcAllocator shard, long alignment, long numBytes, AllocationAttributes attr, long owner);
+
+        /** The home shard's last, reported attempt: the address, or 0 (or it throws). */
+        abstract long lastIn(BfcAllocator home, long alignment, long numBytes, AllocationAttributes attr, long owner,
+                String call);
+    }
+
+    /** {@link #allocateRaw}'s: a failure answers 0. */
+    private static final ShardCall RAW = new ShardCall(false) {
+        @Override
+        long tryIn(BfcAllocator shard, long alignment, long numBytes, AllocationAttributes attr, long owner) {
+            return shard.tryAllocateRaw(alignment, numBytes, attr, owner);
+        }
+
+        @Override
+        long lastIn(BfcAllocator home, long alignment, long numBytes, AllocationAttributes attr, long owner,
+                String call) {
+            return home.allocateRaw(alignment, numBytes, attr, owner, call);
+        }
+    };
+
+    /** {@link #allocateRawOrThrow}'s: a failure throws. */
+    private static final ShardCall RAW_OR_THROW = new ShardCall(true) {
+        @Override
+        long tryIn(BfcAllocator shard, long alignment, long numBytes, AllocationAttributes attr, long owner) {
+            return shard.tryAllocateRaw(alignment, numBytes, attr, owner);
+        }
+
+        @Override
+        long lastIn(BfcAllocator home, long alignment, long numBytes, AllocationAttributes attr, long owner,
+                String call) {
+            return home.allocateRawOrThrow(alignment, numBytes, owner, call);
+        }
+    };
+
+    /**
+     * {@link #allocate}'s, made before the shards are tried: it keeps the handle that served
+     * the call, and answers its address. A failure throws.
+     */
+    private static final class HandleCall extends ShardCall {
+        Allocation handle;
+
+        HandleCall() {
+            super(true);
+        }
+
+        @Override
+        long tryIn(BfcAllocator shard, long alignment, long numBytes, AllocationAttributes attr, long owner) {
+            handle = shard.tryAllocate(numBytes, alignment);
+            return handle == null ? 0 : handle.address();
+        }
+
+        @Override
+        long lastIn(BfcAllocator home, long alignment, long numBytes, AllocationAttributes attr, long owner,
+                String call) {
+            handle = home.allocate(numBytes, alignment);
+            return handle.address();
+        }
     }
 
     /**
@@ -1023,7 +1090,7 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /** Shard {@code failed}'s report, its summary followed by what all shards hold, read now. */
     private OutOfMemoryReport withAllShards(int failed, OutOfMemoryReport r) {
         AllShards f = allShardsNow();
-        failureFigures.set(f); // for the exception of allocate(), on this thread
+        failureFigures.get().read = f; // for the exception of allocate(), on this thread
         String all = "\nAll " + shards.length + " shards of allocator '" + name + "', read just after shard "
                 + failed + " failed: " + BfcAllocator.humanReadableNumBytes(f.stats.bytesInUse()) + " in use, "
                 + BfcAllocator.humanReadableNumBytes(f.reserved) + " reserved in " + f.regions

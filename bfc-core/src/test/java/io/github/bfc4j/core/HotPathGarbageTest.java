@@ -129,6 +129,106 @@ class HotPathGarbageTest {
     }
 
     /**
+     * The sharded slow path, where the home shard cannot serve a call and another shard does,
+     * creates no object either, so nothing can fail between the serving shard and the caller
+     * (an {@link OutOfMemoryError} of the Java heap there would lose the address, and for a
+     * loan its number): the calling thread's home shard is full up to the common limit, so
+     * every {@code allocateRaw}, {@code allocateRawOrThrow} and loan allocation of 1 to 4 MiB is
+     * served by the other shard, from a region it keeps; each is freed by the call that frees it
+     * (the loan's own free for lent memory). Measured as above, in windows of 400,000 pairs.
+     */
+    @org.junit.jupiter.api.Test
+    void allocationsServedByAnotherShardCreateNoObjectsInSteadyState() {
+        com.sun.management.ThreadMXBean threads = allocationCounter("the sharded slow path");
+        long self = Thread.currentThread().getId();
+        long mib = 1L << 20;
+        try (ShardedBfcAllocator sharded = ShardedBfcAllocator.builder().name("slow").memoryLimit(64 * mib)
+                .subAllocator(new SimSubAllocator(BASE, 2L << 30, 0, true)).shards(2)
+                .closePolicy(ClosePolicy.FORCE).build()) { // a failed check leaves memory in use
+            BfcAllocator home = sharded.homeShard();
+            BfcAllocator other = sharded.shards().get(1 - sharded.shards().indexOf(home));
+            // The other shard keeps a free 32 MiB region; the home shard fills the rest of the
+            // limit with 1 MiB chunks until it can serve no more of them.
+            other.deallocateRaw(other.allocateRaw(256, 32 * mib));
+            List<Long> filler = new ArrayList<>();
+            for (long p; (p = home.tryAllocateRaw(256, mib, AllocationAttributes.NO_RETRY, 0)) != 0; ) {
+                filler.add(p);
+            }
+            assertThat(filler).as("the home shard's 1 MiB chunks").isNotEmpty();
+            MemoryAllocator.Loan loan = sharded.lendTo("a runtime of this test", "free what it lent");
+
+            Random rnd = new Random(48);
+            long[] sizes = new long[1 << 12];
+            int[] victims = new int[sizes.length];
+            for (int i = 0; i < sizes.length; i++) {
+                sizes[i] = mib + rnd.nextInt(3 * (int) mib + 1);
+                victims[i] = rnd.nextInt(4);
+            }
+            long[] live = new long[4];
+            boolean[] lent = new boolean[live.length];
+            int calls = 400_000;
+            assertThat(runElsewhere(sharded, loan, live, lent, sizes, victims, calls)).isEqualTo(calls); // warm-up
+            for (long p : live) {
+                assertThat(sharded.shardOf(p)).as("the shard that served 0x%x", p).isSameAs(other);
+            }
+            long baseline = threads.getThreadAllocatedBytes(self);
+            long calibration = threads.getThreadAllocatedBytes(self) - baseline;
+            List<Long> windows = new ArrayList<>();
+            long allocated;
+            do {
+                long before = threads.getThreadAllocatedBytes(self);
+                long succeeded = runElsewhere(sharded, loan, live, lent, sizes, victims, calls);
+                allocated = threads.getThreadAllocatedBytes(self) - before - calibration;
+                assertThat(succeeded).as("allocations that succeeded").isEqualTo(calls);
+                windows.add(allocated);
+            } while (allocated != 0 && windows.size() < 3);
+
+            assertThat(allocated).as("bytes of Java heap allocated by %d allocations served by another shard,"
+                    + " and their frees (windows: %s)", calls, windows).isZero();
+            assertThat(home.memoryStats().oomsTotal()).as("the home shard's failures, not reported").isZero();
+            for (int v = 0; v < live.length; v++) {
+                if (lent[v]) {
+                    loan.deallocateRaw(live[v]);
+                } else {
+                    sharded.deallocateRaw(live[v]);
+                }
+            }
+            loan.close();
+            filler.forEach(home::deallocateRaw);
+        }
+    }
+
+    /**
+     * Replaces a random live allocation by a new one, {@code n} times, by turns through
+     * {@code allocateRaw}, {@code allocateRawOrThrow} and the loan's two; returns the successes.
+     */
+    private static long runElsewhere(ShardedBfcAllocator a, MemoryAllocator.Loan loan, long[] live, boolean[] lent,
+            long[] sizes, int[] victims, int n) {
+        long ok = 0;
+        int mask = sizes.length - 1;
+        for (int i = 0; i < n; i++) {
+            int v = victims[i & mask];
+            if (lent[v]) {
+                loan.deallocateRaw(live[v]);
+            } else {
+                a.deallocateRaw(live[v]);
+            }
+            long bytes = sizes[i & mask];
+            switch (i & 3) {
+                case 0 -> live[v] = a.allocateRaw(256, bytes);
+                case 1 -> live[v] = a.allocateRawOrThrow(256, bytes);
+                case 2 -> live[v] = loan.allocateRaw(256, bytes, AllocationAttributes.DEFAULT);
+                default -> live[v] = loan.allocateRawOrThrow(256, bytes);
+            }
+            lent[v] = (i & 3) >= 2;
+            if (live[v] != 0) {
+                ok++;
+            }
+        }
+        return ok;
+    }
+
+    /**
      * An uncontended {@link Allocation#close()} (no other thread closing the handle) creates no
      * object, as its javadoc's state machine promises: the handles are made before the measured
      * window (the handle object is the allocate side's), and only their closes are measured,
