@@ -202,9 +202,11 @@ final class Loans {
                         + " BfcOrtAllocator once its sessions are released), or share one loan between adapters.");
             }
             e = new Entry(n, runtime, release, lending);
+            // Listed before it takes its number: an Error copying the list leaves no number
+            // taken by a loan nobody holds.
+            open.add(e);
             numbered[n] = e;
         }
-        open.add(e);
         return e;
     }
 
