@@ -21,7 +21,8 @@ import picocli.CommandLine.Spec;
  * ({@link WorkloadGenerator}), the input of the differential check against TensorFlow's C++
  * allocator (docs/conformance.md). Settings not given are drawn from the seed; the trace's
  * {@code source} line holds the command that regenerates it. {@code --count N} writes the
- * traces of seeds N, N+1, ... in one run, each to {@code -o} with {@code {seed}} replaced.
+ * traces of seeds N, N+1, ... in one run, each to {@code -o} with {@code {seed}} replaced, and
+ * stops after the trace whose line could not be written to standard output (its reader has gone).
  *
  * <p>Exit status: 0 written, 2 bad options or an unwritable file.
  */
@@ -155,6 +156,11 @@ public final class GenerateCommand implements Callable<Integer> {
                 String again = "bfc generate --seed " + traceSeed
                         + (given.isEmpty() ? "" : " " + String.join(" ", given));
                 write(WorkloadGenerator.settings(traceSeed, o), file, again);
+                if (StandardOutput.failed(spec.commandLine().getOut())) {
+                    // Its reader has gone (| head -1), or it cannot be written: the traces written
+                    // are whole, the others are not written.
+                    break;
+                }
             }
             return CommandRunner.EXIT_OK;
         });

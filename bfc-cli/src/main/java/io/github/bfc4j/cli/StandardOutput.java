@@ -11,14 +11,20 @@ import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
+import java.io.PrintWriter;
 import java.nio.charset.Charset;
 
 /**
  * The process's standard output, remembering why its first write failed. Java's
  * {@code System.out} keeps only that one did ({@link PrintStream#checkError()}), so that a full
- * disk and a reader that stopped reading ({@code bfc verify ... | head -1}) looked alike.
+ * disk and a reader that stopped reading ({@code bfc verify ... | head -1}) looked alike. A
+ * command that prints line after line asks {@link #failed(PrintWriter)} after each line, and
+ * stops once its output can no longer be written.
  */
 final class StandardOutput extends FilterOutputStream {
+
+    /** The one {@link #install()} put under {@code System.out}; null where none was (a command run from code). */
+    private static volatile StandardOutput installed;
 
     private volatile IOException failure;
 
@@ -35,7 +41,32 @@ final class StandardOutput extends FilterOutputStream {
     static StandardOutput install() {
         StandardOutput stdout = new StandardOutput(new FileOutputStream(FileDescriptor.out));
         System.setOut(new PrintStream(new BufferedOutputStream(stdout, 8192), true, charset()));
+        installed = stdout;
         return stdout;
+    }
+
+    /**
+     * Whether what a command printed could not all be written, so that it stops rather than work
+     * on for output that nobody reads: a pipe's reader that has gone ({@code bfc verify ... |
+     * head -1}, as {@code SIGPIPE} stops a C program at its first write after that), a full
+     * disk, a closed standard output. The command then ends with its status for the work done so
+     * far, and {@code BfcCommand.main} says what failed, as for any output that could not be
+     * written. Flushes {@code out}: ask it after each line or record, not after each byte.
+     *
+     * @param out the command's output (picocli's, which writes to {@code System.out}, or another)
+     * @return true if a write to {@code out}, or to the standard output {@link #install()}
+     *     installed, has failed
+     */
+    static boolean failed(PrintWriter out) {
+        // picocli's writer over System.out never sees System.out fail (PrintStream swallows the
+        // error): the installed stream is asked. A writer of another stream fails by itself.
+        boolean failed = out.checkError();
+        StandardOutput stdout = installed;
+        if (stdout != null) {
+            System.out.flush();
+            failed |= stdout.failure != null;
+        }
+        return failed;
     }
 
     /** The charset of {@code System.out}: {@code stdout.encoding} (JDK 19 on), else JDK 17's choice. */

@@ -39,10 +39,11 @@ import picocli.CommandLine.Spec;
  * line has no line break after it (a file cut short: {@code free 648} cut to {@code free 6}
  * would otherwise pass), and one whose options give a split threshold of 0 bytes. {@code -}
  * reads a trace from standard input. The last line is {@code <n> passed, <m> failed}, where the
- * failed count includes unreadable files.
+ * failed count includes unreadable files. Once standard output cannot be written (its reader has
+ * gone, as {@code head -1}'s does), no further file is verified.
  *
  * <p>Exit status: 0 if every trace passed, 1 if one failed, 2 if one could not be read (2 wins
- * over 1).
+ * over 1), of the files verified.
  */
 @Command(
         name = "verify",
@@ -100,6 +101,7 @@ public final class VerifyCommand implements Callable<Integer> {
         int passed = 0;
         int failed = 0;
         int unreadable = 0;
+        boolean stopped = false;
         try {
             for (String word : files) {
                 String badName = FileNames.problem(word);
@@ -152,14 +154,21 @@ public final class VerifyCommand implements Callable<Integer> {
                     failed++;
                     err.println("ERROR " + name + ": internal error: " + e);
                 }
-                out.flush();
                 err.flush();
+                if (StandardOutput.failed(out)) {
+                    // Its reader has gone (| head -1), or it cannot be written: the other files'
+                    // lines would reach no one, so they are not verified.
+                    stopped = true;
+                    break;
+                }
             }
         } finally {
             bfcLogger.setLevel(previousLevel);
         }
-        out.println(passed + " passed, " + (failed + unreadable) + " failed");
-        out.flush();
+        if (!stopped) {
+            out.println(passed + " passed, " + (failed + unreadable) + " failed");
+            out.flush();
+        }
         if (unreadable > 0) {
             return EXIT_UNREADABLE;
         }

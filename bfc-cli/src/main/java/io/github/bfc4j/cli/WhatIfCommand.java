@@ -28,7 +28,8 @@ import picocli.CommandLine.Spec;
  * smallest memory limit that ran without running out of memory.
  *
  * <p>A trace from standard input or a pipe is copied to a temporary file first, since every
- * combination reads it.
+ * combination reads it. Once standard output cannot be written (its reader has gone), no further
+ * combination is replayed, and the status is that of the combinations replayed.
  *
  * <p>Exit status: 0 if some combination ran without running out of memory, 1 if none did, 2
  * bad options or an unreadable trace, 3 the allocator's invariants broke
@@ -176,9 +177,14 @@ public final class WhatIfCommand implements Callable<Integer> {
                                 Sizes.format(r.peakPoolBytes()), r.oomCount(),
                                 r.oomCount() == 0 ? "-" : Long.toString(r.oomLine(0)),
                                 String.format(Locale.ROOT, "%.4f", r.fragmentationAtPeak()));
-                        out.flush();
                         if (r.oomCount() == 0 && (best == null || limit < best.memoryLimit())) {
                             best = c;
+                        }
+                        if (StandardOutput.failed(out)) {
+                            // Its reader has gone (| head -3), or it cannot be written: the other
+                            // rows would reach no one, so they are not replayed.
+                            CommandRunner.warn(spec, cut);
+                            return best == null ? CommandRunner.EXIT_FAILED : CommandRunner.EXIT_OK;
                         }
                     }
                 }

@@ -613,6 +613,44 @@ class BfcCommandTest {
     }
 
     /**
+     * A command that prints line after line stops once its output can no longer be written,
+     * where it went on to the end, printing into a pipe nobody read ({@code bfc verify
+     * T...T missing | head -1} verified every trace, then said that missing was missing and exited
+     * 2). Observed by the work done after the first line: {@code verify} of 200 traces and then a
+     * missing file, its standard output a pipe closed at once, stops after the first trace (exit
+     * 0, nothing said: the file never reached, no 'ERROR missing'), and with a full disk says that
+     * alone, exit 2; {@code generate --count 50} writes one trace, not 50.
+     */
+    @Test
+    void aCommandStopsPrintingOnceItsOutputCannotBeWritten(@TempDir Path dir) throws Exception {
+        assumeTrue(Files.isSymbolicLink(Path.of("/proc/self/fd/1")), "no /proc/self/fd here to tell a pipe");
+        Path tiny = Cli.TRACES.resolve("tiny-single.bfctrace");
+        List<String> verify = new java.util.ArrayList<>(List.of(JAVA, "-cp", System.getProperty("java.class.path"),
+                "io.github.bfc4j.cli.BfcCommand", "verify"));
+        verify.addAll(java.util.Collections.nCopies(200, tiny.toString()));
+        verify.add(dir.resolve("missing.bfctrace").toString());
+        ChildProcess.Apart r = ChildProcess.runApart(verify, ChildProcess.Pipe.CLOSED, CHILD_LIMIT);
+        assertThat(r.error()).as("the files after the first were not verified").isEmpty();
+        assertThat(r.status()).as(r.error()).isZero(); // the first trace passed
+        File full = new File("/dev/full");
+        if (full.exists() && full.canWrite()) {
+            r = ChildProcess.runApart(verify, full, CHILD_LIMIT);
+            assertThat(r.error().lines()).as("a full disk is said, and nothing more").containsExactly(OUTPUT_LOST);
+            assertThat(r.status()).isEqualTo(2);
+        }
+        Path traces = Files.createDirectory(dir.resolve("traces"));
+        r = ChildProcess.runApart(List.of(JAVA, "-cp", System.getProperty("java.class.path"),
+                "io.github.bfc4j.cli.BfcCommand", "generate", "--seed", "1", "--count", "50", "--calls", "1000",
+                "-o", traces.resolve("g{seed}.bfctrace").toString()), ChildProcess.Pipe.CLOSED, CHILD_LIMIT);
+        assertThat(r.status()).as(r.error()).isZero();
+        assertThat(r.error()).isEmpty();
+        try (java.util.stream.Stream<Path> written = Files.list(traces)) {
+            assertThat(written.map(f -> f.getFileName().toString())).as("the trace whose line failed, and no other")
+                    .containsExactly("g1.bfctrace");
+        }
+    }
+
+    /**
      * A named pipe whose reader has gone ({@code bfc replay T > fifo} read by {@code head -1 <
      * fifo}) is no error either: it was said to be a full disk ('is the disk full?'), exit 2, as
      * only an anonymous pipe was known to be a pipe. Its standard output a named pipe whose

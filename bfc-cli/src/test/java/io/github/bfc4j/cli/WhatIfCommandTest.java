@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
+import java.io.Writer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -309,5 +310,44 @@ class WhatIfCommandTest {
         out[0] = o.toString();
         cli.err = e.toString();
         return status;
+    }
+
+    /**
+     * Once its output cannot be written (its reader has gone: {@code bfc whatif ... | head -2}),
+     * no further combination is replayed: it replayed every one, printing each row into output
+     * nobody read. Its output here fails at every write, and keeps what it was given: the header
+     * and the first row, no other row and no last line; the status is that of the row replayed
+     * (1MiB runs out of memory: 1).
+     */
+    @Test
+    void noRowIsReplayedOnceTheOutputCannotBeWritten() {
+        StringBuilder offered = new StringBuilder();
+        Writer gone = new Writer() {
+            @Override
+            public void write(char[] chars, int off, int len) throws IOException {
+                offered.append(chars, off, len);
+                throw new IOException("Broken pipe");
+            }
+
+            @Override
+            public void flush() throws IOException {
+                throw new IOException("Broken pipe");
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        CommandLine cmd = BfcCommand.commandLine();
+        cmd.setOut(new PrintWriter(gone, true));
+        StringWriter err = new StringWriter();
+        cmd.setErr(new PrintWriter(err));
+        int status = cmd.execute("whatif", Cli.TRACES.resolve("tiny-single.bfctrace").toString(), "--memory-limit",
+                "1MiB,2MiB,3MiB,4MiB,5MiB");
+        assertThat(offered.toString().lines()).as(offered.toString()).hasSize(2)
+                .satisfies(l -> assertThat(l.get(0)).startsWith("memory_limit "))
+                .satisfies(l -> assertThat(l.get(1)).startsWith("1MiB "));
+        assertThat(status).as(err.toString()).isEqualTo(1);
+        assertThat(err.toString()).isEmpty();
     }
 }
