@@ -48,9 +48,10 @@ import java.util.function.Supplier;
  * lose the 503. When {@value #QUEUE} connections already wait for that thread, a further one is
  * closed at once.
  *
- * <p>As RFC 9112 has it, empty lines before the request line are ignored (they count towards the
- * head's bytes), a {@code HEAD} request's answer has headers only, whatever its status, and a
- * path's percent-escapes are decoded before it is looked up ({@code /%6detrics} is
+ * <p>As RFC 9112 has it, empty lines (CRLF, or LF alone) before the request line are ignored
+ * (they count towards the head's bytes), a CR not followed by LF anywhere in the head (a bare CR,
+ * which ends no line) gets 400, a {@code HEAD} request's answer has headers only, whatever its
+ * status, and a path's percent-escapes are decoded before it is looked up ({@code /%6detrics} is
  * {@code /metrics}); a malformed escape, or one that encodes {@code /} or NUL, gets 400.
  */
 final class LocalHttpServer implements Closeable {
@@ -220,6 +221,10 @@ final class LocalHttpServer implements Closeable {
             return Response.text(431, "Request Header Fields Too Large",
                     "request head longer than " + MAX_HEAD_BYTES + " bytes\n", headOnly);
         }
+        if (head.end() == Head.End.BARE_CR) {
+            return Response.text(400, "Bad Request", "a CR not followed by LF in the request head (expected: lines"
+                    + " that end with CRLF, such as 'GET /metrics HTTP/1.1\\r\\n')\n", headOnly);
+        }
         String text = head.text();
         String[] requestLine = text.substring(0, text.indexOf('\n')).trim().split(" ");
         headOnly = requestLine[0].equals("HEAD");
@@ -357,6 +362,11 @@ final class LocalHttpServer implements Closeable {
             COMPLETE,
             /** Longer than {@link LocalHttpServer#MAX_HEAD_BYTES}. */
             TOO_LARGE,
+            /**
+             * At a CR not followed by LF: RFC 9112, section 2.2, makes it invalid (or a space), so
+             * that it neither ends a line nor is skipped as one.
+             */
+            BARE_CR,
             /** The deadline passed first. */
             TIMED_OUT
         }
@@ -370,7 +380,9 @@ final class LocalHttpServer implements Closeable {
     /**
      * Reads the request head (up to the blank line), giving the client until the deadline; what
      * the client sent before the deadline is read even after it. Empty lines before the request
-     * line are skipped (RFC 9112, section 2.2), counted towards {@link #MAX_HEAD_BYTES}.
+     * line are skipped (RFC 9112, section 2.2: CRLF, or LF alone), counted towards
+     * {@link #MAX_HEAD_BYTES}; the reading stops at a CR that no LF follows (a bare CR is no
+     * empty line, nor the end of one).
      *
      * @throws IOException if the client closed the connection before the end of the head
      */
@@ -379,6 +391,7 @@ final class LocalHttpServer implements Closeable {
         ByteArrayOutputStream head = new ByteArrayOutputStream(256);
         int read = 0;
         int state = 0; // bytes of "\r\n\r\n" (or "\n\n") seen at the end so far
+        boolean afterCr = false;
         while (true) {
             long leftMillis = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
             if (leftMillis <= 0 && in.available() == 0) {
@@ -398,6 +411,10 @@ final class LocalHttpServer implements Closeable {
                 return new Head(head.toString(StandardCharsets.ISO_8859_1), Head.End.TOO_LARGE);
             }
             read++;
+            if (afterCr && b != '\n') {
+                return new Head(head.toString(StandardCharsets.ISO_8859_1), Head.End.BARE_CR);
+            }
+            afterCr = b == '\r';
             if (head.size() == 0 && (b == '\r' || b == '\n')) {
                 continue; // an empty line before the request line
             }

@@ -118,6 +118,26 @@ class LocalHttpServerTest {
     }
 
     /**
+     * A bare CR (one that no LF follows) is no empty line, nor the end of one (RFC 9112, section
+     * 2.2: it makes its element invalid): before the request line it was skipped as an empty line
+     * ('\rGET /ok HTTP/1.1' and '\r\r\nGET /ok HTTP/1.1' were answered 200), and '\r\r\n' after
+     * the request line ended the head. Each gets 400, wherever the bare CR is.
+     */
+    @Test
+    void aBareCrIsNoLineEndAndGets400() throws Exception {
+        try (LocalHttpServer server = new LocalHttpServer(0, OK, 10_000)) {
+            for (String request : new String[] {"\rGET /ok HTTP/1.1\r\n\r\n", "\r\r\nGET /ok HTTP/1.1\r\n\r\n",
+                "\r\n\rGET /ok HTTP/1.1\r\n\r\n", "\n\rGET /ok HTTP/1.1\r\n\r\n", "GET /ok HTTP/1.1\r\n\r\r\n",
+                "GET /ok HTTP/1.1\r\nHost: 127.0.0.1\r\r\n\r\n", "GET /ok HTTP/1.1\r\nX: a\rb\r\n\r\n"}) {
+                assertThat(raw(server, request)).as("%s", request.replace("\r", "\\r").replace("\n", "\\n"))
+                        .startsWith("HTTP/1.1 400 Bad Request\r\n")
+                        .endsWith("\r\n\r\na CR not followed by LF in the request head (expected: lines that end"
+                                + " with CRLF, such as 'GET /metrics HTTP/1.1\\r\\n')\n");
+            }
+        }
+    }
+
+    /**
      * A HEAD request's answer has headers only, whatever its status: its 400, 408 and 431
      * answers carried their bodies, which a client reads as the start of its next response.
      */
@@ -129,6 +149,7 @@ class LocalHttpServerTest {
                 {"HEAD /nothing HTTP/1.1\r\n\r\n", "404 Not Found"},
                 {"HEAD /ok HTTP/2.0\r\n\r\n", "400 Bad Request"},
                 {"HEAD /ok\r\n\r\n", "400 Bad Request"},
+                {"HEAD /ok HTTP/1.1\r\nX: a\rb\r\n\r\n", "400 Bad Request"},
                 {"HEAD /%zz HTTP/1.1\r\n\r\n", "400 Bad Request"},
                 {"HEAD /ok HTTP/1.1\r\nX: " + "x".repeat(LocalHttpServer.MAX_HEAD_BYTES) + "\r\n\r\n",
                     "431 Request Header Fields Too Large"}};
