@@ -226,9 +226,13 @@ final class LocalHttpServer implements Closeable {
                     + " that end with CRLF, such as 'GET /metrics HTTP/1.1\\r\\n')\n", headOnly);
         }
         String text = head.text();
-        String[] requestLine = text.substring(0, text.indexOf('\n')).trim().split(" ");
+        // Whitespace around the request line may be ignored (RFC 9112, section 3: SP, HTAB, VT,
+        // FF; the line's CR too); any other control character makes it no request line.
+        String line = text.substring(0, text.indexOf('\n')).replaceAll("^[ \t\u000B\f]+|[ \t\u000B\f\r]+$", "");
+        String[] requestLine = line.split(" ");
         headOnly = requestLine[0].equals("HEAD");
-        if (requestLine.length != 3 || !requestLine[2].startsWith("HTTP/1.")) {
+        if (requestLine.length != 3 || !requestLine[2].startsWith("HTTP/1.")
+                || line.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
             return Response.text(400, "Bad Request", "expected a request line like 'GET /metrics HTTP/1.1'\n",
                     headOnly);
         }

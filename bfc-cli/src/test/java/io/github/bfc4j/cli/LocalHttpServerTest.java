@@ -138,6 +138,27 @@ class LocalHttpServerTest {
     }
 
     /**
+     * Only whitespace around the request line is ignored (RFC 9112, section 3: SP, HTAB, VT,
+     * FF): a NUL or another control character before or after it got 200, since the line was
+     * trimmed of every character up to a space.
+     */
+    @Test
+    void controlCharactersAroundTheRequestLineGet400() throws Exception {
+        try (LocalHttpServer server = new LocalHttpServer(0, OK, 10_000)) {
+            for (String request : new String[] {"\u0001GET /ok HTTP/1.1\r\n\r\n", "\u0000GET /ok HTTP/1.1\r\n\r\n",
+                "GET /ok HTTP/1.1\u0000\r\n\r\n", "GET /ok HTTP/1.1\u001f\r\n\r\n"}) {
+                assertThat(raw(server, request)).as("%s", request.replace("\u0000", "\\0"))
+                        .startsWith("HTTP/1.1 400 Bad Request\r\n")
+                        .endsWith("\r\n\r\nexpected a request line like 'GET /metrics HTTP/1.1'\n");
+            }
+            for (String request : new String[] {" GET /ok HTTP/1.1\r\n\r\n", "\tGET /ok HTTP/1.1 \u000b\f\r\n\r\n"}) {
+                assertThat(raw(server, request)).as("whitespace around the line: %s", request)
+                        .startsWith("HTTP/1.1 200 OK\r\n");
+            }
+        }
+    }
+
+    /**
      * A HEAD request's answer has headers only, whatever its status: its 400, 408 and 431
      * answers carried their bodies, which a client reads as the start of its next response.
      */
