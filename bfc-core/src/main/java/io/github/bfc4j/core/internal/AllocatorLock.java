@@ -8,7 +8,6 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayDeque;
 import java.util.concurrent.locks.LockSupport;
-import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * The allocator's one mutex (upstream's {@code mutex_}, an {@code absl::Mutex}, which also
@@ -51,13 +50,16 @@ import java.util.concurrent.locks.ReentrantLock;
  * <p>Unfair, as a non-fair {@code ReentrantLock}: a thread arriving at a free lock takes it
  * ahead of waiters. {@link #lock()} cannot be interrupted; an interrupt that arrives while a
  * thread sleeps here is kept and set again when it has the lock. Taking the lock creates no
- * object, except a queue slot when a thread first sleeps here.
+ * object, also when contended, except a larger queue when more threads sleep here at once than
+ * ever before (then before the thread is queued: a failure for want of heap leaves the lock as
+ * it was).
  */
 public final class AllocatorLock {
     private static final VarHandle STATE;
     private static final VarHandle SLEEPERS;
     private static final VarHandle WAKING;
     private static final VarHandle STARVING;
+    private static final VarHandle QUEUE_GUARD;
 
     static {
         try {
@@ -66,6 +68,7 @@ public final class AllocatorLock {
             SLEEPERS = l.findVarHandle(AllocatorLock.class, "sleepers", int.class);
             WAKING = l.findVarHandle(AllocatorLock.class, "waking", int.class);
             STARVING = l.findVarHandle(AllocatorLock.class, "starving", int.class);
+            QUEUE_GUARD = l.findVarHandle(AllocatorLock.class, "queueGuard", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }
@@ -121,8 +124,14 @@ public final class AllocatorLock {
     /** How many times the holder took the lock again; only the holder touches it. */
     private int reentries;
 
-    /** Guards {@link #queue} and writes of {@link #head}. */
-    private final ReentrantLock sleep = new ReentrantLock();
+    /**
+     * 1 while a thread changes {@link #queue} and {@link #head}, which it guards: a spin lock,
+     * held for a few instructions. A {@code ReentrantLock} creates a queue node when contended:
+     * one that could not be had for want of heap as a thread leaves the queue, the allocator's
+     * lock already taken, would leave that lock held by no one, every later caller waiting for
+     * ever.
+     */
+    private volatile int queueGuard;
     /** The sleepers, in the order they went to sleep. */
     private final ArrayDeque<Thread> queue = new ArrayDeque<>();
 
@@ -259,7 +268,7 @@ public final class AllocatorLock {
     }
 
     private void enqueue(Thread me) {
-        sleep.lock();
+        guardQueue();
         try {
             queue.addLast(me);
             head = queue.peekFirst();
@@ -268,14 +277,14 @@ public final class AllocatorLock {
             // no sleeper (one that had just taken the lock).
             waking = 0;
         } finally {
-            sleep.unlock();
+            QUEUE_GUARD.setRelease(this, 0);
         }
     }
 
     /** Leaves the queue; a new head is woken, so that it sleeps with a timer from now on. */
     private void dequeue(Thread me) {
         Thread next;
-        sleep.lock();
+        guardQueue();
         try {
             boolean wasHead = queue.peekFirst() == me;
             if (wasHead) {
@@ -287,10 +296,35 @@ public final class AllocatorLock {
             head = queue.peekFirst();
             SLEEPERS.getAndAdd(this, -1);
         } finally {
-            sleep.unlock();
+            QUEUE_GUARD.setRelease(this, 0);
         }
         if (next != null) {
             LockSupport.unpark(next);
+        }
+    }
+
+    /**
+     * Takes {@link #queueGuard}: spins, and now and then yields its core (its holder may be
+     * waiting for one). Creates no object.
+     */
+    private void guardQueue() {
+        int spins = 0;
+        while (!QUEUE_GUARD.compareAndSet(this, 0, 1)) {
+            if ((++spins & 63) == 0) {
+                Thread.yield();
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+    }
+
+    /** Runs {@code r} holding the guard of the sleepers' queue, for tests. */
+    void withQueueGuarded(Runnable r) {
+        guardQueue();
+        try {
+            r.run();
+        } finally {
+            QUEUE_GUARD.setRelease(this, 0);
         }
     }
 }
