@@ -186,8 +186,9 @@ class AllocationOwnershipTest {
     private static <T> T onOtherThread(Callable<T> task) throws Exception {
         FutureTask<T> f = new FutureTask<>(task);
         Thread t = new Thread(f, "misuse");
+        t.setDaemon(true);
         t.start();
-        t.join();
+        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, t);
         try {
             return f.get();
         } catch (ExecutionException e) {

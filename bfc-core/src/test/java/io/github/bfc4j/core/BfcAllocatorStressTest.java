@@ -91,12 +91,11 @@ class BfcAllocatorStressTest {
                     barrier.reset();
                 }
             }, "stress-" + t);
+            w.setDaemon(true);
             workers.add(w);
             w.start();
         }
-        for (Thread w : workers) {
-            w.join();
-        }
+        TestThreads.joinOrFail(seed, TestThreads.RUN_LIMIT, workers.toArray(new Thread[0]));
         if (failure.get() != null) {
             throw new AssertionError("seed " + seed + ", " + threads + " threads: " + failure.get(),
                     failure.get());

@@ -456,13 +456,14 @@ class BfcAllocatorTest {
                 } finally {
                     a.deallocateRaw(full);
                 }
-            });
+            }, "freer");
+            freer.setDaemon(true);
             freer.start();
             long t0 = System.nanoTime();
             long p = a.allocateRaw(64, 4096); // waits for the free, then succeeds
             long waitedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             returned.set(true);
-            freer.join();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, freer);
             assertThat(notWaiting.get()).as("the free came while the allocation waited for it").isNull();
             assertThat(p).isEqualTo(full);
             assertThat(waitedMs).as("woken by the free, not the 10 s deadline").isLessThan(9_000);
@@ -848,12 +849,13 @@ class BfcAllocatorTest {
                 } catch (Throwable e) {
                     unexpected.set(e);
                 }
-            });
+            }, "freer-in-round-" + round);
+            freer.setDaemon(true);
             freer.start();
             go.countDown();
             Thread.sleep(rnd.nextInt(3));
             a.close();
-            freer.join();
+            TestThreads.joinOrFail(seed, TestThreads.RUN_LIMIT, freer);
             if (unexpected.get() != null) {
                 throw new AssertionError("seed " + seed + ", round " + round, unexpected.get());
             }

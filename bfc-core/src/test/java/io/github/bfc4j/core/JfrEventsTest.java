@@ -222,10 +222,11 @@ class JfrEventsTest {
                     .subAllocator(new SimSubAllocator(BASE, 64 * MIB, 0, true)).shards(2).options(opts)
                     .closePolicy(ClosePolicy.FORCE).build()) {
                 ptrs[0] = a.allocateRaw(256, MIB); // this thread's home: shard 0
-                Thread other = new Thread(() -> ptrs[1] = a.allocateRaw(256, MIB)); // shard 1
+                Thread other = new Thread(() -> ptrs[1] = a.allocateRaw(256, MIB), "other"); // shard 1
+                other.setDaemon(true);
                 other.start();
                 try {
-                    other.join();
+                    TestThreads.joinOrFail(TestThreads.RUN_LIMIT, other);
                 } catch (InterruptedException e) {
                     throw new AssertionError(e);
                 }

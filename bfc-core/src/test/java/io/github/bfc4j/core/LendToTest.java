@@ -380,14 +380,15 @@ class LendToTest {
                     } catch (Throwable e) {
                         failed.set(e);
                     }
-                });
+                }, "lender-in-round-" + round);
+                t.setDaemon(true);
                 t.start();
                 started.await();
                 for (int spin = rnd.nextInt(2000); spin > 0; spin--) {
                     Thread.onSpinWait();
                 }
                 loan.close();
-                t.join();
+                TestThreads.joinOrFail(seed, TestThreads.RUN_LIMIT, t);
                 assertThat(failed.get()).as("seed %d round %d: the lending thread's failure", seed, round).isNull();
                 try (MemoryAllocator.Loan next = a.lendTo(OTHER, RELEASE)) {
                     for (long p : lent) {
@@ -518,9 +519,10 @@ class LendToTest {
                 Thread t = new Thread(() -> {
                     long p = a.allocateRaw(64, 48L << 20);
                     filled[0] = p;
-                });
+                }, "filler");
+                t.setDaemon(true);
                 t.start();
-                t.join();
+                TestThreads.joinOrFail(TestThreads.RUN_LIMIT, t);
                 assertThat(filled[0]).isNotZero();
                 other = a.shardOf(filled[0]);
                 a.deallocateRaw(filled[0]);

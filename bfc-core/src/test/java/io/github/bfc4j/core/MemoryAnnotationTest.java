@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -76,12 +77,14 @@ class MemoryAnnotationTest {
                 Thread.currentThread().interrupt();
             }
         }, "other");
+        other.setDaemon(true);
         other.start();
         try (MemoryAnnotation a = MemoryAnnotation.push("main-thread", 1)) {
             mine.set(a);
             pushed.countDown();
-            checked.await();
-            other.join();
+            assertThat(checked.await(5, TimeUnit.MINUTES)).as("the other thread pushed an annotation of its own")
+                    .isTrue();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, other);
             // The other thread saw nothing of ours, could not close ours, and its own did not leak here.
             assertThat(seenByOther.get()).isNull();
             assertThat(closeFromOther.get()).isInstanceOf(IllegalStateException.class)

@@ -91,12 +91,11 @@ class ProvenanceTest {
                         failure.set(e);
                     }
                 }, "worker-" + t);
+                th.setDaemon(true);
                 all.add(th);
                 th.start();
             }
-            for (Thread th : all) {
-                th.join();
-            }
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, all.toArray(new Thread[0]));
             assertThat(failure.get()).isNull();
             for (int t = 0; t < threads; t++) {
                 for (int i = 0; i < perThread; i++) {
@@ -329,10 +328,11 @@ class ProvenanceTest {
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt();
                 }
-            });
+            }, "freer");
+            freer.setDaemon(true);
             freer.start();
             assertThat(a.allocateRaw(64, 2L << 20)).isZero();
-            freer.join();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, freer);
             assertThat(freedWhileTold).as("the other thread freed while the listener was told, within 30 s").isTrue();
             assertThat(liveWhileTold).as("in use, read from the allocator after that free").hasValue(0);
             assertThat(a.bytesInUse()).isZero();

@@ -276,6 +276,7 @@ class PyTorchSnapshotHistoryTest {
                 passes.incrementAndGet();
             }
         }, "poller");
+        poller.setDaemon(true);
         poller.start();
         List<Long> live = new ArrayList<>();
         int frees = 0;
@@ -303,7 +304,7 @@ class PyTorchSnapshotHistoryTest {
             }
         }
         done.set(true);
-        poller.join();
+        TestThreads.joinOrFail(seed, TestThreads.RUN_LIMIT, poller);
         a.setSafeFrontier(counter.next() + 1); // every free safe now
         List<MemoryEvent> events = a.snapshot().history().events();
         Map<Long, Integer> freeAt = new java.util.HashMap<>();

@@ -104,9 +104,10 @@ class ShardedBfcAllocatorTest {
             } catch (Exception e) {
                 failure.set(e);
             }
-        });
+        }, "new-thread");
+        t.setDaemon(true);
         t.start();
-        t.join();
+        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, t);
         if (failure.get() != null) {
             throw failure.get();
         }
@@ -166,7 +167,7 @@ class ShardedBfcAllocatorTest {
             AtomicReference<AllocatorStats> torn = new AtomicReference<>();
             List<Thread> movers = new ArrayList<>();
             for (BfcAllocator shard : a.shards()) {
-                movers.add(new Thread(() -> {
+                Thread mover = new Thread(() -> {
                     while (!stop.get()) {
                         long p = shard.allocateRaw(256, limit);
                         if (p != 0) {
@@ -174,7 +175,9 @@ class ShardedBfcAllocatorTest {
                         }
                         shard.emptyCache();
                     }
-                }));
+                }, "mover-" + movers.size());
+                mover.setDaemon(true);
+                movers.add(mover);
             }
             movers.forEach(Thread::start);
             try {
@@ -188,9 +191,7 @@ class ShardedBfcAllocatorTest {
                 }
             } finally {
                 stop.set(true);
-                for (Thread t : movers) {
-                    t.join();
-                }
+                TestThreads.joinOrFail(TestThreads.RUN_LIMIT, movers.toArray(new Thread[0]));
             }
             assertThat(torn.get()).as("statistics that no moment had (limit %d)", limit).isNull();
         }
@@ -246,8 +247,9 @@ class ShardedBfcAllocatorTest {
 
     /** Runs {@code t}, which writes its result to {@code result}, and returns that. */
     private static <T> T run(Thread t, AtomicReference<T> result) throws InterruptedException {
+        t.setDaemon(true);
         t.start();
-        t.join();
+        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, t);
         return result.get();
     }
 
@@ -1291,12 +1293,13 @@ class ShardedBfcAllocatorTest {
             keep.close();
             a.emptyCache();
             freed.countDown();
-        });
+        }, "freer");
+        freer.setDaemon(true);
         freer.start();
         assertThatThrownBy(() -> a.allocate(10 * MIB)).isInstanceOf(BfcOutOfMemoryException.class)
                 .hasMessageContaining(". 16.00MiB is in use by live allocations, 16.00MiB is reserved")
                 .hasMessageNotContaining("the host or device itself is out of memory");
-        freer.join();
+        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, freer);
         assertThat(freedWhileTold).as("the other thread freed while the listeners were told, within 30 s").isNotEmpty()
                 .containsOnly(true);
         assertThat(a.bytesInUse()).isZero();

@@ -90,7 +90,8 @@ class ShardedPyTorchSnapshotTest {
                         }
                         a.emptyCache();
                     }
-                });
+                }, "mover-" + t);
+                th.setDaemon(true);
                 threads.add(th);
                 th.start();
             }
@@ -116,9 +117,7 @@ class ShardedPyTorchSnapshotTest {
                 assertThat(pictures).isPositive();
             } finally {
                 done.set(true);
-                for (Thread th : threads) {
-                    th.join();
-                }
+                TestThreads.joinOrFail(TestThreads.RUN_LIMIT, threads.toArray(new Thread[0]));
             }
         }
     }
@@ -168,10 +167,11 @@ class ShardedPyTorchSnapshotTest {
             public void free(long ptr, long numBytes) {
                 super.free(ptr, numBytes);
                 if (armed.getAndSet(false)) {
-                    Thread t = new Thread(() -> obtained.set(other.get().allocateRaw(64, 1000)));
+                    Thread t = new Thread(() -> obtained.set(other.get().allocateRaw(64, 1000)), "obtainer");
+                    t.setDaemon(true);
                     t.start();
                     try {
-                        t.join();
+                        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, t);
                     } catch (InterruptedException e) {
                         throw new AssertionError(e);
                     }

@@ -14,10 +14,10 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
- * Test threads released together, whose first failure fails the test; and the wait for a thread
- * to be waiting in the retry loop.
+ * Test threads released together, whose first failure fails the test; the bounded wait for
+ * threads a test started itself; and the wait for a thread to be waiting in the retry loop.
  */
-final class TestThreads {
+public final class TestThreads {
 
     /** What thread {@code id} does once all threads are released. */
     interface Body {
@@ -28,10 +28,11 @@ final class TestThreads {
     }
 
     /**
-     * How long {@link #runTogether(int, long, Body)} waits for its threads: far longer than any
-     * test's threads take, even on a loaded machine, so that only a thread that hangs reaches it.
+     * How long {@link #runTogether(int, long, Body)} waits for its threads, and the limit a test
+     * gives {@link #joinOrFail} for its own: far longer than any test's threads take, even on a
+     * loaded machine, so that only a thread that hangs reaches it.
      */
-    static final Duration RUN_LIMIT = Duration.ofMinutes(5);
+    public static final Duration RUN_LIMIT = Duration.ofMinutes(5);
 
     /**
      * Runs {@code body} on {@code threads} new threads (ids 0 to {@code threads - 1}), released
@@ -71,20 +72,79 @@ final class TestThreads {
         }
         long deadline = System.nanoTime() + limit.toNanos();
         for (Thread w : workers) {
-            w.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
-            if (w.isAlive()) {
-                StringBuilder stack = new StringBuilder();
-                for (StackTraceElement e : w.getStackTrace()) {
-                    stack.append("\n\tat ").append(e);
-                }
-                throw new AssertionError("seed " + seed + ": " + w.getName() + " still running after " + limit + " ("
-                        + w.getState() + ")" + stack + (failure.get() == null ? "" : "\nanother failed first: "
-                        + failure.get()), failure.get());
+            if (!joined(w, deadline)) {
+                throw new AssertionError(stillRunning("seed " + seed + ": ", w, limit) + (failure.get() == null ? ""
+                        : "\nanother failed first: " + failure.get()), failure.get());
             }
         }
         if (failure.get() != null) {
             throw new AssertionError("seed " + seed + ": " + failure.get(), failure.get());
         }
+    }
+
+    /**
+     * Waits up to {@code limit} for {@code threads}, all together, to end: for threads a test
+     * started itself, where {@code join()} with no limit would let one that hangs (a deadlock, a
+     * lost wake-up) hang the test and the build with no message.
+     *
+     * @param limit how long they may take, all together ({@link #RUN_LIMIT} unless the test's
+     *     threads must end sooner)
+     * @param threads started daemon threads (one that hangs must not keep the test JVM alive), named
+     *     for the failure
+     * @throws AssertionError naming the first thread still running at the limit, with its state
+     *     and stack
+     * @throws IllegalArgumentException if one is not a daemon
+     * @throws InterruptedException if this thread is interrupted while waiting
+     */
+    public static void joinOrFail(Duration limit, Thread... threads) throws InterruptedException {
+        joinOrFail("", limit, threads);
+    }
+
+    /**
+     * Waits for {@code threads} as {@link #joinOrFail(Duration, Thread...)} does, for a seeded
+     * test: the failure names the seed.
+     *
+     * @param seed the test's seed, named in the failure
+     * @param limit how long they may take, all together
+     * @param threads started daemon threads, named for the failure
+     * @throws AssertionError naming the seed and the first thread still running at the limit, with
+     *     its state and stack
+     * @throws IllegalArgumentException if one is not a daemon
+     * @throws InterruptedException if this thread is interrupted while waiting
+     */
+    public static void joinOrFail(long seed, Duration limit, Thread... threads) throws InterruptedException {
+        joinOrFail("seed " + seed + ": ", limit, threads);
+    }
+
+    private static void joinOrFail(String prefix, Duration limit, Thread... threads) throws InterruptedException {
+        for (Thread t : threads) {
+            if (!t.isDaemon()) {
+                throw new IllegalArgumentException("thread " + t.getName()
+                        + " is not a daemon (expected: setDaemon(true) before it is started)");
+            }
+        }
+        long deadline = System.nanoTime() + limit.toNanos();
+        for (Thread t : threads) {
+            if (!joined(t, deadline)) {
+                throw new AssertionError(stillRunning(prefix, t, limit));
+            }
+        }
+    }
+
+    /** Joins {@code t} until {@code deadline} (a {@link System#nanoTime()}); whether it ended. */
+    private static boolean joined(Thread t, long deadline) throws InterruptedException {
+        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+        return !t.isAlive();
+    }
+
+    /** "NAME still running after LIMIT (STATE)" and its stack, after {@code prefix}. */
+    private static String stillRunning(String prefix, Thread t, Duration limit) {
+        StringBuilder s = new StringBuilder(prefix).append(t.getName()).append(" still running after ").append(limit)
+                .append(" (").append(t.getState()).append(')');
+        for (StackTraceElement e : t.getStackTrace()) {
+            s.append("\n\tat ").append(e);
+        }
+        return s.toString();
     }
 
     /** Far longer than a thread takes to start and fail its first attempt, even under load. */

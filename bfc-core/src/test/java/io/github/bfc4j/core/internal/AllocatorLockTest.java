@@ -7,6 +7,8 @@ package io.github.bfc4j.core.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.bfc4j.core.TestThreads;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -51,13 +53,13 @@ class AllocatorLockTest {
                         lock.unlock();
                     }
                 }
-            });
+            }, "locker-" + t);
+            th.setDaemon(true);
             all.add(th);
             th.start();
         }
-        for (Thread th : all) {
-            th.join();
-        }
+        // Within the test's 60 s, so that a thread that hangs is named with its stack.
+        TestThreads.joinOrFail(Duration.ofSeconds(50), all.toArray(new Thread[0]));
         assertThat(overlaps.get()).isZero();
         assertThat(counter).isEqualTo((long) threads * rounds);
         assertThat(lock.isLocked()).isFalse();
@@ -121,10 +123,11 @@ class AllocatorLockTest {
                     lock.unlock();
                 }
             }
-        });
+        }, "holder");
+        holder.setDaemon(true);
         holder.start();
         for (int t = 0; t < threads; t++) {
-            new Thread(() -> {
+            Thread sleeper = new Thread(() -> {
                 for (int i = 0; i < rounds; i++) {
                     lock.lock();
                     try {
@@ -134,11 +137,13 @@ class AllocatorLockTest {
                     }
                 }
                 done.countDown();
-            }).start();
+            }, "sleeper-" + t);
+            sleeper.setDaemon(true); // one left asleep by a lost wake-up must not keep the test JVM alive
+            sleeper.start();
         }
         boolean all = done.await(90, TimeUnit.SECONDS);
         stop.set(true);
-        holder.join();
+        TestThreads.joinOrFail(Duration.ofSeconds(20), holder); // within the test's 120 s
         assertThat(all).as("every sleeper got the lock %d times (%d threads still waiting)", rounds,
                 done.getCount()).isTrue();
         assertThat(counter).isEqualTo((long) threads * rounds);
@@ -169,7 +174,8 @@ class AllocatorLockTest {
                 }
                 holderRounds.incrementAndGet();
             }
-        });
+        }, "holder");
+        holder.setDaemon(true);
         holder.start();
         try {
             int waiters = 3;
@@ -192,7 +198,7 @@ class AllocatorLockTest {
                     + " while the holder ran " + holderRounds.get() + " rounds").isTrue();
         } finally {
             stop.set(true);
-            holder.join();
+            TestThreads.joinOrFail(Duration.ofSeconds(20), holder); // within the test's 60 s
         }
         assertThat(lock.isLocked()).isFalse();
     }

@@ -11,6 +11,8 @@ import io.github.bfc4j.core.MemoryType;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.SubAllocator.Block;
 import io.github.bfc4j.core.SubAllocatorContractTest;
+import io.github.bfc4j.core.TestThreads;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -396,6 +398,7 @@ class SimSubAllocatorTest extends SubAllocatorContractTest {
                 done.set(true);
             }
         }, "sim-writer");
+        writer.setDaemon(true);
         writer.start();
         long snapshots = 0;
         try {
@@ -410,7 +413,8 @@ class SimSubAllocatorTest extends SubAllocatorContractTest {
         } catch (Throwable t) {
             failure.compareAndSet(null, t);
         }
-        writer.join();
+        // Within the test's 20 s, so that a writer that hangs is named with its stack.
+        TestThreads.joinOrFail(seed, Duration.ofSeconds(15), writer);
         if (failure.get() != null) {
             throw new AssertionError("seed=" + seed + " after " + snapshots + " snapshots (rerun with"
                     + " -Dbfc4j.test.seed=" + seed + "): " + failure.get(), failure.get());
