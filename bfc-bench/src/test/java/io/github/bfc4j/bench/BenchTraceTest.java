@@ -7,6 +7,7 @@ package io.github.bfc4j.bench;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.github.bfc4j.core.TestThreads;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -68,9 +69,10 @@ class BenchTraceTest {
     void theShardedImplementationAllocatesAndFreesFromEachThread() throws Exception {
         Impl impl = Impl.create(Impl.BFC4J_SHARDED, 2, null);
         impl.alloc(0, 1 << 20, 64);
-        Thread other = new Thread(() -> impl.alloc(1, 1 << 20, 64));
+        Thread other = new Thread(() -> impl.alloc(1, 1 << 20, 64), "other");
+        other.setDaemon(true);
         other.start();
-        other.join();
+        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, other);
         ShardedImpl sharded = (ShardedImpl) impl;
         assertThat(sharded.allocator.bytesInUse()).isEqualTo(2L << 20);
         // One shard per available processor; the two threads got the first two (one, on one processor).

@@ -6,6 +6,7 @@ package io.github.bfc4j.bench;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.github.bfc4j.core.TestThreads;
 import org.junit.jupiter.api.Test;
 
 class ThreadsBenchmarkTest {
@@ -39,12 +40,11 @@ class ThreadsBenchmarkTest {
             Thread[] threads = new Thread[ThreadsBenchmark.MAX_THREADS];
             for (int t = 0; t < threads.length; t++) {
                 int lane = t;
-                threads[t] = new Thread(() -> new ThreadsBenchmark.Lane(lane, impl));
+                threads[t] = new Thread(() -> new ThreadsBenchmark.Lane(lane, impl), "lane-" + t);
+                threads[t].setDaemon(true);
                 threads[t].start();
             }
-            for (Thread thread : threads) {
-                thread.join();
-            }
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, threads);
             assertThat(sharded.allocator.shards()).as("every shard serves one thread's live allocations")
                     .allMatch(s -> s.getStats().numAllocs() == ThreadsBenchmark.LIVE_PER_THREAD);
             impl.freeAll();
