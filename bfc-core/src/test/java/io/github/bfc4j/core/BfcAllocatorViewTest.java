@@ -76,11 +76,8 @@ class BfcAllocatorViewTest {
             assertThat(BfcAllocatorView.of(a)).isSameAs(BfcAllocatorView.of(a));
             java.lang.ref.WeakReference<BfcAllocatorView> view = new java.lang.ref.WeakReference<>(BfcAllocatorView.of(a));
             java.lang.ref.WeakReference<Object> sentinel = new java.lang.ref.WeakReference<>(new Object());
-            for (int i = 0; i < 100 && sentinel.get() != null; i++) {
-                System.gc();
-                Thread.sleep(10);
-            }
-            assertThat(sentinel.get()).as("a collection ran").isNull();
+            GarbageCollection.gcUntil("a collection ran (an object held only weakly collected)",
+                    () -> sentinel.get() == null);
             assertThat(view.get()).as("the view, after a collection, its allocator alive").isSameAs(BfcAllocatorView.of(a));
         }
     }

@@ -89,11 +89,8 @@ class OutOfMemoryListenerReentryTest {
                 }
             });
             assertThatThrownBy(() -> a.allocateRaw(64, 5 * MIB)).isInstanceOf(StackOverflowError.class);
-            for (int i = 0; i < 50 && told.get(0).get() != null; i++) {
-                System.gc();
-                Thread.sleep(10);
-            }
-            assertThat(told.get(0).get()).as("the first report, once the call that threw returned").isNull();
+            GarbageCollection.gcUntil("the first report collected, once the call that threw returned",
+                    () -> told.get(0).get() == null);
 
             assertThatThrownBy(() -> a.allocate(6 * MIB)).isInstanceOf(BfcOutOfMemoryException.class)
                     .hasMessageContaining("tried to allocate 6.00MiB");

@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.cpu;
 
+import static io.github.bfc4j.core.GarbageCollection.gcUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -54,7 +55,7 @@ class LeakDetectionTest {
     void anUnreachableUnclosedAllocationIsReportedOnceAndItsMemoryReturned() throws InterruptedException {
         BfcAllocator a = allocator(LeakDetection.SIMPLE);
         leak(a, 3000);
-        LogCapture.gcUntil("leak reclaimed", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
+        gcUntil("leak reclaimed", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(a.getStats().bytesInUse()).isZero();
         assertThat(warnings).hasSize(1);
         assertThat(warnings.get(0)).startsWith("LEAK: allocation #1 of 3000 bytes (3072 reserved) at 0x")
@@ -73,7 +74,7 @@ class LeakDetectionTest {
                 .subAllocator(new AlignedHostSubAllocator()).shards(2).leakDetection(LeakDetection.SIMPLE).build();
         a.allocate(3000).asPointer().put(0, (byte) 1);
         BfcAllocator home = a.homeShard();
-        LogCapture.gcUntil("leak reclaimed", () -> home.leaksReclaimed() == 1 && !warnings.isEmpty());
+        gcUntil("leak reclaimed", () -> home.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).singleElement().asString().startsWith("LEAK: allocation #1 of 3000 bytes (3072 reserved) at 0x")
                 .contains("from allocator 'leaky' (shard 0 of 2) became unreachable without close()");
         assertThat(a.leaksReclaimed()).as("all shards' leaks").isEqualTo(1);
@@ -81,7 +82,7 @@ class LeakDetectionTest {
         Thread other = new Thread(() -> a.allocate(5000).asPointer().put(0, (byte) 1));
         other.start();
         other.join();
-        LogCapture.gcUntil("second leak reclaimed", () -> a.leaksReclaimed() == 2 && warnings.size() == 2);
+        gcUntil("second leak reclaimed", () -> a.leaksReclaimed() == 2 && warnings.size() == 2);
         assertThat(a.shards().get(1).leaksReclaimed()).isEqualTo(1);
         assertThat(home.leaksReclaimed()).isEqualTo(1);
         assertThat(a.bytesInUse()).isZero();
@@ -92,7 +93,7 @@ class LeakDetectionTest {
     void paranoidReportsWhereTheAllocationWasMade() throws InterruptedException {
         BfcAllocator a = allocator(LeakDetection.PARANOID);
         leak(a, 100);
-        LogCapture.gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
+        gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).singleElement().asString()
                 .contains("java.lang.Throwable: allocation #1 was made here")
                 .contains("LeakDetectionTest.leak(");
@@ -110,7 +111,7 @@ class LeakDetectionTest {
         try (MemoryAnnotation step = MemoryAnnotation.push("load weights", 3)) {
             leak(a, 3000);
         }
-        LogCapture.gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
+        gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).singleElement().asString()
                 .contains("its memory has been returned. Close every Allocation (try-with-resources) when done"
                         + " with it. Recorded when it was allocated: on thread '" + Thread.currentThread().getName()
@@ -129,7 +130,7 @@ class LeakDetectionTest {
         try (MemoryAnnotation step = MemoryAnnotation.push("decode")) {
             leak(a, 3000);
         }
-        LogCapture.gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
+        gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).singleElement().asString()
                 .endsWith(" Recorded when it was allocated: in annotation 'decode'. Run with"
                         + " -Dbfc4j.leakDetection=paranoid to see where it was allocated.");
@@ -163,7 +164,7 @@ class LeakDetectionTest {
         ByteBuffer kept = view.apply(a.allocate(MIB));
         kept.putLong(0, 42);
         leak(a, 256);
-        LogCapture.gcUntil("a leak reclaimed and warned of", () -> a.leaksReclaimed() >= 1 && !warnings.isEmpty());
+        gcUntil("a leak reclaimed and warned of", () -> a.leaksReclaimed() >= 1 && !warnings.isEmpty());
         assertThat(a.leaksReclaimed()).as("the marker only").isEqualTo(1);
         assertThat(a.getStats().bytesInUse()).as("the viewed allocation is not reclaimed").isEqualTo(MIB);
         try (Allocation other = a.allocate(MIB)) { // would be handed the same chunk if it were
@@ -172,7 +173,7 @@ class LeakDetectionTest {
         assertThat(kept.getLong(0)).isEqualTo(42);
         kept = null;
         // Its report too, so that it cannot land in the next test's.
-        LogCapture.gcUntil("both leaks reclaimed and warned of", () -> a.leaksReclaimed() == 2 && warnings.size() == 2);
+        gcUntil("both leaks reclaimed and warned of", () -> a.leaksReclaimed() == 2 && warnings.size() == 2);
         assertThat(a.getStats().bytesInUse()).isZero();
         a.close();
     }
@@ -186,7 +187,7 @@ class LeakDetectionTest {
             }
         }
         leak(a, 256); // a marker: once it is reclaimed, the closed ones had their chance
-        LogCapture.gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
+        gcUntil("the leak reclaimed and warned of", () -> a.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(warnings).hasSize(1);
         assertThat(a.getStats().bytesInUse()).isZero();
         a.close();
@@ -198,7 +199,7 @@ class LeakDetectionTest {
         BfcAllocator marker = allocator(LeakDetection.SIMPLE); // also named 'leaky'
         leak(a, 1000);
         leak(marker, 256);
-        LogCapture.gcUntil("the leak reclaimed by the marker and warned of",
+        gcUntil("the leak reclaimed by the marker and warned of",
                 () -> marker.leaksReclaimed() == 1 && !warnings.isEmpty());
         assertThat(a.leaksReclaimed()).isZero();
         assertThat(a.getStats().bytesInUse()).isEqualTo(1024);

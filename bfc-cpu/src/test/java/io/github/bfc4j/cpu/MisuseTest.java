@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.cpu;
 
+import static io.github.bfc4j.core.GarbageCollection.gcUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -271,11 +272,11 @@ class MisuseTest {
             reports = log.messages();
             marker.allocate(256); // a marker leak: once it is reclaimed, the collector has been through
             // The report is logged just after the count goes up, on the cleaner's thread.
-            LogCapture.gcUntil("the leak reclaimed by the marker and reported",
+            gcUntil("the leak reclaimed by the marker and reported",
                 () -> marker.leaksReclaimed() == 1 && !reports.isEmpty());
             // The views' region goes back once the views are collected, also on the cleaner's
             // thread, in no set order with the marker's report.
-            LogCapture.gcUntil("the views' region given back", () -> a.bytesHeldForViews() == 0);
+            gcUntil("the views' region given back", () -> a.bytesHeldForViews() == 0);
         }
         // The forced close closed those handles: not leaks, nothing to return, nothing reported.
         assertThat(a.leaksReclaimed()).isZero();

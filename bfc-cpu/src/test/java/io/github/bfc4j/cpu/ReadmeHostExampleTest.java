@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.cpu;
 
+import static io.github.bfc4j.core.GarbageCollection.gcUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.bfc4j.core.Allocation;
@@ -18,7 +19,7 @@ class ReadmeHostExampleTest {
         AlignedHostSubAllocator sub = new AlignedHostSubAllocator();
         runExample(sub);
         // The example's views are unreachable once it has returned, so its region goes back.
-        LogCapture.gcUntil("every byte returned", () -> sub.liveBytes() == 0);
+        gcUntil("every byte returned", () -> sub.liveBytes() == 0);
     }
 
     private static void runExample(AlignedHostSubAllocator sub) {

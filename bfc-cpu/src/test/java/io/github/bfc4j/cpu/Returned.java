@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.cpu;
 
+import static io.github.bfc4j.core.GarbageCollection.gcUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.util.function.LongSupplier;
@@ -40,7 +41,7 @@ final class Returned {
     static void assertAllReturned(AlignedHostSubAllocator sub, LongSupplier bytesHeldForViews)
             throws InterruptedException {
         assertNothingHeldButForViews(sub, bytesHeldForViews);
-        LogCapture.gcUntil("every byte returned once the views are collected", () -> sub.liveBytes() == 0);
+        gcUntil("every byte returned once the views are collected", () -> sub.liveBytes() == 0);
         assertThat(bytesHeldForViews.getAsLong()).isZero();
     }
 }

@@ -3,6 +3,7 @@
  */
 package io.github.bfc4j.cpu;
 
+import static io.github.bfc4j.core.GarbageCollection.gcUntil;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -106,7 +107,7 @@ class ViewLifetimeTest {
         assertThat(a.bytesHeldForViews()).isEqualTo(64 * MIB);
         try (LogCapture log = new LogCapture("io.github.bfc4j.core.ViewPins")) {
             view = null;
-            LogCapture.gcUntil("the failure was logged", () -> !log.messages().isEmpty());
+            gcUntil("the failure was logged", () -> !log.messages().isEmpty());
             assertThat(log.messages()).singleElement().asString()
                     .startsWith("could not free region 0x" + Long.toHexString(failedFree.get()) + " (" + 64 * MIB
                             + " bytes) once its last view was collected");
@@ -130,7 +131,7 @@ class ViewLifetimeTest {
         assertThat(view.getLong(0)).isEqualTo(42);
 
         view = null;
-        LogCapture.gcUntil("returned once collected", () -> sub.frees.get() == 1);
+        gcUntil("returned once collected", () -> sub.frees.get() == 1);
         assertThat(sub.freedBytes).hasValue(64 * MIB);
         assertThat(a.bytesHeldForViews()).isZero();
     }
@@ -150,7 +151,7 @@ class ViewLifetimeTest {
         assertThat(view.getLong((int) (MIB - 8))).isEqualTo(7);
 
         view = null;
-        LogCapture.gcUntil("the allocator's held-back free, made once the view is collected, not refused",
+        gcUntil("the allocator's held-back free, made once the view is collected, not refused",
                 () -> sub.liveRegions() == 0);
     }
 
@@ -166,7 +167,7 @@ class ViewLifetimeTest {
         assertThat(longs.get(longs.limit() - 1)).isEqualTo(9);
 
         longs = null;
-        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
+        gcUntil("one region freed", () -> sub.frees.get() == 1);
     }
 
     @Test
@@ -187,7 +188,7 @@ class ViewLifetimeTest {
         assertThat(fromPointer.get((int) (64 * MIB - 1))).isEqualTo((byte) 5);
 
         fromPointer = null;
-        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
+        gcUntil("one region freed", () -> sub.frees.get() == 1);
         assertThat(a.bytesHeldForViews()).isZero();
     }
 
@@ -202,7 +203,7 @@ class ViewLifetimeTest {
         new BytePointer(furtherOn).put(63 * MIB - 1, (byte) 1); // native code given its address
 
         furtherOn = null;
-        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
+        gcUntil("one region freed", () -> sub.frees.get() == 1);
         assertThat(a.bytesHeldForViews()).isZero();
     }
 
@@ -232,9 +233,9 @@ class ViewLifetimeTest {
             y.asByteBuffer().put(0, (byte) 2);
         }
         stale = null;
-        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
+        gcUntil("one region freed", () -> sub.frees.get() == 1);
         a.close();
-        LogCapture.gcUntil("two regions freed", () -> sub.frees.get() == 2);
+        gcUntil("two regions freed", () -> sub.frees.get() == 2);
         assertThat(sub.freedBytes).hasValue(128 * MIB);
     }
 
@@ -267,7 +268,7 @@ class ViewLifetimeTest {
         assertThat(sub.frees).hasValue(0);
         writeEnds(views, (byte) 5);
         views.clear();
-        LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
+        gcUntil("one region freed", () -> sub.frees.get() == 1);
         assertThat(sub.freedBytes).hasValue(3 * gib);
     }
 
@@ -349,7 +350,7 @@ class ViewLifetimeTest {
         }
         assertThat(written.get()).isPositive();
         writers.clear();
-        LogCapture.gcUntil("nothing held for views", () -> a.bytesHeldForViews() == 0);
+        gcUntil("nothing held for views", () -> a.bytesHeldForViews() == 0);
         assertThat(sub.freedBytes.get()).as("every region given back in the end")
                 .isEqualTo(sub.obtainedBytes.get()).isPositive();
     }
@@ -383,7 +384,7 @@ class ViewLifetimeTest {
             assertThat(sub.frees.get() == 0 || views.isEmpty())
                     .as("round %d: the region was given back under %d views", round, views.size()).isTrue();
             views.clear();
-            LogCapture.gcUntil("one region freed", () -> sub.frees.get() == 1);
+            gcUntil("one region freed", () -> sub.frees.get() == 1);
         }
     }
 
@@ -408,7 +409,7 @@ class ViewLifetimeTest {
         assertThat(sub.frees).as("the second region had no view").hasValue(1);
 
         view = null;
-        LogCapture.gcUntil("two regions freed", () -> sub.frees.get() == 2);
+        gcUntil("two regions freed", () -> sub.frees.get() == 2);
         assertThat(a.bytesHeldForViews()).isZero();
     }
 

@@ -1,7 +1,8 @@
 /*
- * Copyright 2026 The bfc4j Authors. Licensed under the Apache License, Version 2.0.
+ * Copyright 2026 The bfc4j Authors.
+ * Licensed under the Apache License, Version 2.0.
  */
-package io.github.bfc4j.cpu;
+package io.github.bfc4j.core;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
@@ -12,14 +13,14 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 
-/** {@link LogCapture#gcUntil} waits for what the garbage collector brings about, for a time. */
-class LogCaptureTest {
+/** {@link GarbageCollection#gcUntil} waits for what the garbage collector brings about, for a time. */
+class GarbageCollectionTest {
 
     @Test
     void whatACollectionBringsAboutIsWaitedFor() throws InterruptedException {
         AtomicBoolean cleaned = new AtomicBoolean();
         Cleaner.create().register(new Object(), () -> cleaned.set(true));
-        LogCapture.gcUntil("the object cleaned", cleaned::get);
+        GarbageCollection.gcUntil("the object cleaned", cleaned::get);
         assertThat(cleaned).isTrue();
     }
 
@@ -32,7 +33,7 @@ class LogCaptureTest {
     @Test
     void aConditionThatNeverHoldsFailsAtTheLimitSayingWhatWasAwaited() {
         long start = System.nanoTime();
-        assertThatThrownBy(() -> LogCapture.gcUntil("the impossible", () -> {
+        assertThatThrownBy(() -> GarbageCollection.gcUntil("the impossible", () -> {
             try {
                 Thread.sleep(100); // a slow check
             } catch (InterruptedException e) {
