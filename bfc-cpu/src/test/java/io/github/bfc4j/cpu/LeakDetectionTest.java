@@ -13,6 +13,7 @@ import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.LeakDetection;
 import io.github.bfc4j.core.MemoryAnnotation;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.TestThreads;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.function.Function;
@@ -79,9 +80,10 @@ class LeakDetectionTest {
                 .contains("from allocator 'leaky' (shard 0 of 2) became unreachable without close()");
         assertThat(a.leaksReclaimed()).as("all shards' leaks").isEqualTo(1);
         // A leak in the other shard counts too.
-        Thread other = new Thread(() -> a.allocate(5000).asPointer().put(0, (byte) 1));
+        Thread other = new Thread(() -> a.allocate(5000).asPointer().put(0, (byte) 1), "other");
+        other.setDaemon(true);
         other.start();
-        other.join();
+        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, other);
         gcUntil("second leak reclaimed", () -> a.leaksReclaimed() == 2 && warnings.size() == 2);
         assertThat(a.shards().get(1).leaksReclaimed()).isEqualTo(1);
         assertThat(home.leaksReclaimed()).isEqualTo(1);

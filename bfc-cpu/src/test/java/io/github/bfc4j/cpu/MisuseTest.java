@@ -15,6 +15,7 @@ import io.github.bfc4j.core.LimitingSubAllocator;
 import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.TestThreads;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -241,7 +242,8 @@ class MisuseTest {
         for (int i = 0; i < 1000; i++) {
             live.add(a.allocate(1000 + i));
         }
-        Thread closer = new Thread(() -> live.forEach(Allocation::close));
+        Thread closer = new Thread(() -> live.forEach(Allocation::close), "closer");
+        closer.setDaemon(true);
         closer.start();
         int refused = 0;
         while (!a.isClosed()) {
@@ -252,7 +254,7 @@ class MisuseTest {
                 assertThat(e).hasMessageStartingWith("close() refused: allocator 'misuse' has ");
             }
         }
-        closer.join();
+        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, closer);
         System.out.println("close() refused " + refused + " times before the last handle closed");
         assertThat(sub.liveBytes()).isZero();
         assertThat(a.memoryStats().freesTotal()).isEqualTo(1000);

@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.LeakDetection;
+import io.github.bfc4j.core.TestThreads;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
@@ -336,6 +337,7 @@ class PointerBoundsTest {
                 p.position((k & 1) == 0 ? 0 : BYTES - 1);
             }
         }, "position-mover");
+        mover.setDaemon(true);
         mover.start();
         long written = 0;
         long refused = 0;
@@ -354,7 +356,7 @@ class PointerBoundsTest {
             }
         } finally {
             stop.set(true);
-            mover.join();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, mover);
         }
         assertThat(written).as("writes made").isPositive();
         assertThat(refused).as("writes refused").isPositive();

@@ -17,6 +17,7 @@ import io.github.bfc4j.core.LeakDetection;
 import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.TestThreads;
 import java.nio.ByteBuffer;
 import java.nio.LongBuffer;
 import java.util.ArrayList;
@@ -324,7 +325,8 @@ class ViewLifetimeTest {
                     passes.incrementAndGet(id);
                 }
                 written.addAndGet(n);
-            });
+            }, "writer-" + t);
+            w.setDaemon(true);
             writers.add(w);
             w.start();
         }
@@ -345,9 +347,7 @@ class ViewLifetimeTest {
         }
         assertThat(sub.frees).as("regions given back under the writers").hasValue(0);
         stop.set(true);
-        for (Thread w : writers) {
-            w.join();
-        }
+        TestThreads.joinOrFail(TestThreads.RUN_LIMIT, writers.toArray(new Thread[0]));
         assertThat(written.get()).isPositive();
         writers.clear();
         gcUntil("nothing held for views", () -> a.bytesHeldForViews() == 0);
@@ -372,11 +372,12 @@ class ViewLifetimeTest {
                         return;
                     }
                 }
-            });
+            }, "viewer-in-round-" + round);
+            viewer.setDaemon(true);
             viewer.start();
             Thread.sleep(1);
             a.close();
-            viewer.join();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, viewer);
             assertThat(refused).hasValue(1);
             for (ByteBuffer v : views) {
                 v.put(v.capacity() - 1, (byte) 3); // every view let out is over mapped memory
