@@ -13,10 +13,12 @@ import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcAllocatorView;
 import io.github.bfc4j.core.BfcOptions;
 import io.github.bfc4j.core.ForwardingSubAllocator;
+import io.github.bfc4j.core.GarbageCollection;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.ShardedBfcAllocator;
 import io.github.bfc4j.core.SourceTree;
 import io.github.bfc4j.core.SubAllocator;
+import io.github.bfc4j.core.TestThreads;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.micrometer.core.instrument.Meter;
@@ -265,9 +267,10 @@ class BfcAllocatorMetricsTest {
             sharded.shards().forEach(s -> new BfcAllocatorMetrics(s).bindTo(registry));
             long mine = sharded.allocateRaw(256, 1000);
             long[] theirs = new long[1];
-            Thread other = new Thread(() -> theirs[0] = sharded.allocateRaw(256, 5000));
+            Thread other = new Thread(() -> theirs[0] = sharded.allocateRaw(256, 5000), "other");
+            other.setDaemon(true);
             other.start();
-            other.join();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, other);
 
             PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
             List<PrometheusText.Sample> used = e.named("bfc_allocator_memory_used_bytes");
@@ -298,9 +301,10 @@ class BfcAllocatorMetricsTest {
             sharded.shards().forEach(s -> new BfcAllocatorMetrics(s).bindTo(registry));
             long mine = sharded.allocateRaw(256, 1000);
             long[] theirs = new long[1];
-            Thread other = new Thread(() -> theirs[0] = sharded.allocateRaw(256, 5000));
+            Thread other = new Thread(() -> theirs[0] = sharded.allocateRaw(256, 5000), "other");
+            other.setDaemon(true);
             other.start();
-            other.join();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, other);
             sharded.deallocateRaw(mine);
 
             PrometheusText.Exposition e = PrometheusText.parse(registry.scrape());
@@ -367,10 +371,7 @@ class BfcAllocatorMetricsTest {
             view.put(0, (byte) 1);
 
             view = null;
-            for (int i = 0; i < 200 && a.bytesHeldForViews() > 0; i++) {
-                System.gc();
-                Thread.sleep(50);
-            }
+            GarbageCollection.gcUntil("the view collected and its region given back", () -> a.bytesHeldForViews() == 0);
             e = PrometheusText.parse(registry.scrape());
             assertThat(value(e, "bfc_allocator_held_for_views_bytes")).isZero();
         }
@@ -456,11 +457,8 @@ class BfcAllocatorMetricsTest {
             assertThat(viewsOnly.getMeters()).hasSize(BfcAllocatorMeters.values().length);
 
             java.lang.ref.WeakReference<Object> sentinel = new java.lang.ref.WeakReference<>(new Object());
-            for (int i = 0; i < 100 && sentinel.get() != null; i++) {
-                System.gc();
-                Thread.sleep(10);
-            }
-            assertThat(sentinel.get()).as("a collection ran").isNull();
+            GarbageCollection.gcUntil("a collection ran (an object held only weakly collected)",
+                    () -> sentinel.get() == null);
             long p = a.allocateRaw(256, 3000);
             assertThat(value(PrometheusText.parse(viewsOnly.scrape()), "bfc_allocator_memory_used_bytes"))
                     .as("read through a view no one kept, after a collection").isEqualTo(3072);

@@ -8,6 +8,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.BfcOptions;
+import io.github.bfc4j.core.TestThreads;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
@@ -53,7 +54,8 @@ class ScrapeSnapshotTest {
                         a.deallocateRaw(live.remove(rnd.nextInt(live.size())));
                     }
                 }
-            });
+            }, "churn");
+            churn.setDaemon(true);
             churn.start();
             try {
                 for (int i = 0; i < 150; i++) {
@@ -72,7 +74,7 @@ class ScrapeSnapshotTest {
                 }
             } finally {
                 stop.set(true);
-                churn.join();
+                TestThreads.joinOrFail(seed, TestThreads.RUN_LIMIT, churn);
             }
         }
     }
@@ -107,7 +109,8 @@ class ScrapeSnapshotTest {
                         }
                     }
                     live.forEach(a::deallocateRaw);
-                });
+                }, "churn-" + t);
+                th.setDaemon(true);
                 th.start();
                 churn.add(th);
             }
@@ -143,9 +146,7 @@ class ScrapeSnapshotTest {
             } finally {
                 scrapers.shutdown();
                 stop.set(true);
-                for (Thread th : churn) {
-                    th.join();
-                }
+                TestThreads.joinOrFail(seed, TestThreads.RUN_LIMIT, churn.toArray(new Thread[0]));
             }
         }
     }
@@ -166,9 +167,10 @@ class ScrapeSnapshotTest {
             Thread t = new Thread(() -> {
                 other[0] = s.read(BfcAllocatorMeters.MEMORY_USED);
                 other[1] = s.read(BfcAllocatorMeters.ALLOCATIONS);
-            });
+            }, "other-scrape");
+            t.setDaemon(true);
             t.start();
-            t.join();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, t);
             assertThat(other).as("the other thread's scrape").containsExactly(1024, 1);
             // This thread's scrape goes on: the rest of its meters agree with its memory used.
             assertThat(s.read(BfcAllocatorMeters.ALLOCATIONS)).as("allocations in this scrape").isZero();
