@@ -10,8 +10,10 @@ import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.GarbageCollection;
 import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.TestThreads;
 import io.github.bfc4j.core.ThreadWatch;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
@@ -299,8 +301,9 @@ class BfcOrtAllocatorTest {
                 read[0] = RealModelEmbeddingsTest.bits(EmbeddingSession.output(kept, batch).hidden())[7];
                 kept.close();
             }, "closer-");
+            closer.setDaemon(true);
             closer.start();
-            closer.join();
+            TestThreads.joinOrFail(TestThreads.RUN_LIMIT, closer);
             assertThat(read[0]).as("the output read on the closer's thread").isEqualTo(expected[7]);
             assertThat(freesByThread).as("freed on the thread that closed it").containsKey("closer-");
             assertThat(ort.stats().liveAllocations()).as("the unclosed output").isOne();
@@ -965,12 +968,8 @@ class BfcOrtAllocatorTest {
         WeakReference<BfcOrtAllocator> closedOrt = (WeakReference<BfcOrtAllocator>) left[0];
         WeakReference<BfcAllocator> closedBfc = (WeakReference<BfcAllocator>) left[1];
         OrtAllocator struct = (OrtAllocator) left[2];
-        for (int i = 0; i < 100 && (closedOrt.get() != null || closedBfc.get() != null); i++) {
-            System.gc();
-            Thread.sleep(20);
-        }
-        assertThat(closedOrt.get()).as("the closed BfcOrtAllocator was collected").isNull();
-        assertThat(closedBfc.get()).as("its BfcAllocator was collected").isNull();
+        GarbageCollection.gcUntil("the closed BfcOrtAllocator and its BfcAllocator collected",
+                () -> closedOrt.get() == null && closedBfc.get() == null);
         // The native struct stays valid: a late call fails cleanly instead of touching freed memory.
         assertThat(struct.Info().call(struct)).as("Info still answers").isNotNull();
         assertThatThrownBy(() -> struct.Alloc().call(struct, 100)).isInstanceOf(RuntimeException.class);

@@ -11,12 +11,14 @@ import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryMapChecks;
 import io.github.bfc4j.core.MemoryStats;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.TestThreads;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import io.github.bfc4j.trace.SnapshotTraces;
 import io.github.bfc4j.trace.TraceReader;
 import io.github.bfc4j.trace.WorkloadResult;
 import io.github.bfc4j.trace.WorkloadRunner;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -370,6 +372,7 @@ class ServerLoadTest {
                     firstMap.countDown(); // the callers go on if the sampler failed first
                 }
             }, "memory-map-sampler");
+            thread.setDaemon(true);
             thread.start();
         }
 
@@ -386,7 +389,7 @@ class ServerLoadTest {
             if (thread == null) {
                 return;
             }
-            thread.join();
+            TestThreads.joinOrFail(Duration.ofSeconds(DEADLOCK_SECONDS), thread);
             Throwable t = failure.get();
             if (t instanceof Error e) {
                 throw e;
