@@ -6,6 +6,7 @@ import static org.bytedeco.onnxruntime.global.onnxruntime.OrtGetApiBase;
 import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -311,7 +312,8 @@ public final class OnnxRuntimeExample {
      * @param what the child, for the messages
      * @return its standard output's lines
      * @throws IllegalStateException if it exited with a status other than 0, or ran for longer
-     *     than {@code limit} (it is ended): the message gives the end of its standard error
+     *     than {@code limit} (it is ended, with the processes it started): the message gives the
+     *     end of its standard error
      */
     static List<String> runChild(List<String> command, String what, Duration limit) throws IOException,
             InterruptedException {
@@ -322,13 +324,13 @@ public final class OnnxRuntimeExample {
             try {
                 p.getOutputStream().close();
                 if (!p.waitFor(limit.toMillis(), TimeUnit.MILLISECONDS)) {
-                    p.destroyForcibly().waitFor();
+                    ChildProcess.end(p);
                     throw new IllegalStateException(what + " ran for longer than " + limit + " and was ended; its"
                             + " standard error: " + tail(err));
                 }
             } finally {
                 if (p.isAlive()) { // this thread was interrupted: the child does not outlive the comparison
-                    p.destroyForcibly();
+                    ChildProcess.end(p);
                 }
             }
             List<String> lines = Files.readAllLines(out, StandardCharsets.UTF_8);

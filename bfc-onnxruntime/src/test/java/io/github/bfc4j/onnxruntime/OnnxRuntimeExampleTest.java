@@ -2,16 +2,20 @@ package io.github.bfc4j.onnxruntime;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -83,6 +87,31 @@ class OnnxRuntimeExampleTest {
                 () -> OnnxRuntimeExample.runChild(sleeps, "the sleeping JVM", Duration.ofSeconds(3)))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessage("the sleeping JVM ran for longer than PT3S and was ended; its standard error: err"));
+    }
+
+    /**
+     * What a fresh JVM of {@code --compare} started is ended with it at its limit: only the child
+     * was ended, so a process it had started (here a {@code sleep 120}) ran on after the
+     * comparison, handed to the system's first process.
+     */
+    @Test
+    void whatACompareJvmStartedIsEndedWithItAtItsLimit() {
+        assumeTrue(Files.isExecutable(Path.of("/bin/sleep")) || Files.isExecutable(Path.of("/usr/bin/sleep")),
+                "no sleep program here");
+        List<String> startsASleep = javaRunning(ExampleJvmTest.StartsASleep.class, "120");
+        IllegalStateException e = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> catchThrowableOfType(
+                () -> OnnxRuntimeExample.runChild(startsASleep, "the JVM starting a sleep", Duration.ofSeconds(10)),
+                IllegalStateException.class));
+        assertThat(e).hasMessageStartingWith("the JVM starting a sleep ran for longer than PT10S and was ended");
+        Matcher m = Pattern.compile("grandchild (\\d+)").matcher(e.getMessage());
+        assertThat(m.find()).as(e.getMessage()).isTrue();
+        Optional<ProcessHandle> grandchild = ProcessHandle.of(Long.parseLong(m.group(1)));
+        try {
+            assertThat(grandchild.filter(ProcessHandle::isAlive)).as("the child's sleep, once the child was ended")
+                    .isEmpty();
+        } finally {
+            grandchild.ifPresent(ProcessHandle::destroyForcibly);
+        }
     }
 
     /**
