@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.SourceTree;
+import io.github.bfc4j.core.TestThreads;
 import java.io.ByteArrayOutputStream;
 import java.io.File;
 import java.io.IOException;
@@ -669,12 +670,13 @@ class BfcCommandTest {
                 throw new java.io.UncheckedIOException(e);
             }
         }, "fifo-reader");
+        reader.setDaemon(true);
         reader.start();
-        Process p = new ProcessBuilder(JAVA, "-cp", System.getProperty("java.class.path"),
-                "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()).redirectOutput(fifo.toFile()).start();
-        reader.join();
-        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor()).as(err).isEqualTo(1); // replay's own: the trace runs out of memory
+        ChildProcess.Apart r = ChildProcess.runApart(List.of(JAVA, "-cp", System.getProperty("java.class.path"),
+                "io.github.bfc4j.cli.BfcCommand", "replay", tiny.toString()), fifo.toFile(), CHILD_LIMIT);
+        TestThreads.joinOrFail(CHILD_LIMIT, reader);
+        String err = r.error();
+        assertThat(r.status()).as(err).isEqualTo(1); // replay's own: the trace runs out of memory
         assertThat(err).isEmpty();
     }
 
