@@ -575,8 +575,13 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
             this.throwsWhenNoShardServes = throwsWhenNoShardServes;
         }
 
-        /** A shard's quiet attempt (a failure is not reported): the address, or 0. */
-        abstract long tryIn(BfcAllocator shard, long alignment, long numBytes, AllocationAttributes attr, long owner);
+        /**
+         * A shard's quiet attempt (a failure is not reported): the address, or 0. A raw
+         * allocation's, unless overridden.
+         */
+        long tryIn(BfcAllocator shard, long alignment, long numBytes, AllocationAttributes attr, long owner) {
+            return shard.tryAllocateRaw(alignment, numBytes, attr, owner);
+        }
 
         /** The home shard's last, reported attempt: the address, or 0 (or it throws). */
         abstract long lastIn(BfcAllocator home, long alignment, long numBytes, AllocationAttributes attr, long owner,
@@ -586,11 +591,6 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
     /** {@link #allocateRaw}'s: a failure answers 0. */
     private static final ShardCall RAW = new ShardCall(false) {
         @Override
-        long tryIn(BfcAllocator shard, long alignment, long numBytes, AllocationAttributes attr, long owner) {
-            return shard.tryAllocateRaw(alignment, numBytes, attr, owner);
-        }
-
-        @Override
         long lastIn(BfcAllocator home, long alignment, long numBytes, AllocationAttributes attr, long owner,
                 String call) {
             return home.allocateRaw(alignment, numBytes, attr, owner, call);
@@ -599,11 +599,6 @@ public final class ShardedBfcAllocator implements MemoryAllocator {
 
     /** {@link #allocateRawOrThrow}'s: a failure throws. */
     private static final ShardCall RAW_OR_THROW = new ShardCall(true) {
-        @Override
-        long tryIn(BfcAllocator shard, long alignment, long numBytes, AllocationAttributes attr, long owner) {
-            return shard.tryAllocateRaw(alignment, numBytes, attr, owner);
-        }
-
         @Override
         long lastIn(BfcAllocator home, long alignment, long numBytes, AllocationAttributes attr, long owner,
                 String call) {
