@@ -8,7 +8,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.core.sim.SimSubAllocator;
-import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -96,23 +95,9 @@ class HotPathGarbageTest {
         }
 
         run(calls, live, sizes, victims, CALLS); // warm-up: the region exists, the JIT has compiled
-        long baseline = threads.getThreadAllocatedBytes(self);
-        long calibration = threads.getThreadAllocatedBytes(self) - baseline;
-        // Up to three measured windows of a million pairs each: an allocation on the hot path
-        // shows in every window; a one-time event of the JVM (a recompilation after a
-        // deoptimization, in a suite whose earlier tests left other profiles) in one only.
         // One window in a full `mvn verify` once saw 1,672 bytes for the sharded case.
-        List<Long> windows = new ArrayList<>();
-        long allocated;
-        do {
-            long before = threads.getThreadAllocatedBytes(self);
-            long succeeded = run(calls, live, sizes, victims, CALLS);
-            allocated = threads.getThreadAllocatedBytes(self) - before - calibration;
-            assertThat(succeeded).as("allocations that succeeded").isEqualTo(CALLS);
-            windows.add(allocated);
-        } while (allocated != 0 && windows.size() < 3);
-
-        assertThat(allocated)
+        List<Long> windows = windowsUntilOneIsClean(threads, self, CALLS, () -> run(calls, live, sizes, victims, CALLS));
+        assertThat(windows.get(windows.size() - 1))
                 .as("bytes of Java heap allocated by %d allocateRaw + deallocateRaw pairs (windows: %s)", CALLS,
                         windows)
                 .isZero();
@@ -171,17 +156,9 @@ class HotPathGarbageTest {
             for (long p : live) {
                 assertThat(sharded.shardOf(p)).as("the shard that served 0x%x", p).isSameAs(other);
             }
-            long baseline = threads.getThreadAllocatedBytes(self);
-            long calibration = threads.getThreadAllocatedBytes(self) - baseline;
-            List<Long> windows = new ArrayList<>();
-            long allocated;
-            do {
-                long before = threads.getThreadAllocatedBytes(self);
-                long succeeded = runElsewhere(sharded, loan, live, lent, sizes, victims, calls);
-                allocated = threads.getThreadAllocatedBytes(self) - before - calibration;
-                assertThat(succeeded).as("allocations that succeeded").isEqualTo(calls);
-                windows.add(allocated);
-            } while (allocated != 0 && windows.size() < 3);
+            List<Long> windows = windowsUntilOneIsClean(threads, self, calls,
+                    () -> runElsewhere(sharded, loan, live, lent, sizes, victims, calls));
+            long allocated = windows.get(windows.size() - 1);
 
             assertThat(allocated).as("bytes of Java heap allocated by %d allocations served by another shard,"
                     + " and their frees (windows: %s)", calls, windows).isZero();
@@ -288,6 +265,30 @@ class HotPathGarbageTest {
     }
 
     /**
+     * Up to three measured windows of {@code run} (which answers the allocations that
+     * succeeded, all {@code calls} of them), until one allocates no byte: an allocation on the
+     * path shows in every window; a one-time event of the JVM (a recompilation after a
+     * deoptimization, in a suite whose earlier tests left other profiles) in one only.
+     *
+     * @return the bytes each window allocated, the last one 0 if any was
+     */
+    private static List<Long> windowsUntilOneIsClean(com.sun.management.ThreadMXBean threads, long self, long calls,
+            java.util.function.LongSupplier run) {
+        long baseline = threads.getThreadAllocatedBytes(self);
+        long calibration = threads.getThreadAllocatedBytes(self) - baseline;
+        List<Long> windows = new ArrayList<>();
+        long allocated;
+        do {
+            long before = threads.getThreadAllocatedBytes(self);
+            long succeeded = run.getAsLong();
+            allocated = threads.getThreadAllocatedBytes(self) - before - calibration;
+            assertThat(succeeded).as("allocations that succeeded").isEqualTo(calls);
+            windows.add(allocated);
+        } while (allocated != 0 && windows.size() < 3);
+        return windows;
+    }
+
+    /**
      * The counter of the bytes each thread allocates; the test is skipped where the JVM has none,
      * or in the execution that checks invariants after every call (its checks allocate, on
      * purpose: they build diagnostics; -Dtest=HotPathGarbageTest also runs this class there).
@@ -295,12 +296,7 @@ class HotPathGarbageTest {
      * @param claim what the test's claim is about, for the skip's reason
      */
     private static com.sun.management.ThreadMXBean allocationCounter(String claim) {
-        java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
-        assumeTrue(std instanceof com.sun.management.ThreadMXBean,
-                "this JVM has no com.sun.management.ThreadMXBean to count allocated bytes");
-        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) std;
-        assumeTrue(threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled(),
-                "this JVM does not count allocated bytes per thread");
+        com.sun.management.ThreadMXBean threads = AllocatedBytes.counter();
         assumeTrue(!Boolean.getBoolean("bfc4j.checkInvariants"),
                 "checkInvariants() after every call allocates; the claim is about " + claim);
         return threads;

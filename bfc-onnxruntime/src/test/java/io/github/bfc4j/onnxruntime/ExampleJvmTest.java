@@ -95,8 +95,16 @@ class ExampleJvmTest {
         AssertionError e = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> catchThrowableOfType(
                 () -> ExampleJvm.run(StartsASleep.class, dir, Duration.ofSeconds(10), "120"), AssertionError.class));
         assertThat(e).hasMessageContaining("StartsASleep 120 ran for PT10S; ended");
-        Matcher m = Pattern.compile("grandchild (\\d+)").matcher(e.getMessage());
-        assertThat(m.find()).as(e.getMessage()).isTrue();
+        assertTheGrandchildEnded(e.getMessage());
+    }
+
+    /**
+     * Checks that the sleep a {@link StartsASleep} child started, whose process id the child's
+     * output in {@code failure} gives ({@code grandchild N}), was ended with the child.
+     */
+    static void assertTheGrandchildEnded(String failure) {
+        Matcher m = Pattern.compile("grandchild (\\d+)").matcher(failure);
+        assertThat(m.find()).as(failure).isTrue();
         Optional<ProcessHandle> grandchild = ProcessHandle.of(Long.parseLong(m.group(1)));
         try {
             assertThat(grandchild.filter(ProcessHandle::isAlive)).as("the child's sleep, once the child was ended")

@@ -15,7 +15,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
@@ -103,15 +102,7 @@ class OnnxRuntimeExampleTest {
                 () -> OnnxRuntimeExample.runChild(startsASleep, "the JVM starting a sleep", Duration.ofSeconds(10)),
                 IllegalStateException.class));
         assertThat(e).hasMessageStartingWith("the JVM starting a sleep ran for longer than PT10S and was ended");
-        Matcher m = Pattern.compile("grandchild (\\d+)").matcher(e.getMessage());
-        assertThat(m.find()).as(e.getMessage()).isTrue();
-        Optional<ProcessHandle> grandchild = ProcessHandle.of(Long.parseLong(m.group(1)));
-        try {
-            assertThat(grandchild.filter(ProcessHandle::isAlive)).as("the child's sleep, once the child was ended")
-                    .isEmpty();
-        } finally {
-            grandchild.ifPresent(ProcessHandle::destroyForcibly);
-        }
+        ExampleJvmTest.assertTheGrandchildEnded(e.getMessage());
     }
 
     /**

@@ -5,10 +5,9 @@
 package io.github.bfc4j.core.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.AllocatedBytes;
 import io.github.bfc4j.core.ThreadWatch;
-import java.lang.management.ManagementFactory;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -32,12 +31,7 @@ class AllocatorLockGarbageTest {
     @Test
     @Timeout(120)
     void aSleeperThatMeetsTheQueuesGuardHeldCreatesNoObject() throws Exception {
-        java.lang.management.ThreadMXBean std = ManagementFactory.getThreadMXBean();
-        assumeTrue(std instanceof com.sun.management.ThreadMXBean,
-                "this JVM has no com.sun.management.ThreadMXBean to count allocated bytes");
-        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) std;
-        assumeTrue(mx.isThreadAllocatedMemorySupported() && mx.isThreadAllocatedMemoryEnabled(),
-                "this JVM does not count allocated bytes per thread");
+        com.sun.management.ThreadMXBean mx = AllocatedBytes.counter();
         // The first rounds warm up (class loading, the JIT); a one-time event of the JVM shows
         // in one round, an object made by the lock in every one.
         long[] allocated = new long[5];
