@@ -357,14 +357,49 @@ class ServeCommandTest {
         assertThat(openLinksTo(fds, headerOnly)).as("descriptors of a trace without calls").isEmpty();
         Matcher served = Pattern.compile("127\\.0\\.0\\.1:(\\d+)/metrics").matcher(cli.out);
         assertThat(served.find()).as(cli.out).isTrue();
-        // The port is free again: bound here, it would fail while the ended command's server still
-        // listened. (A connect would not do: to a port nobody listens on, the kernel can pick that
-        // same port as the connection's own and connect the socket to itself.)
-        try (ServerSocket again = new ServerSocket(Integer.parseInt(served.group(1)), 1,
-                InetAddress.getLoopbackAddress())) {
-            assertThat(again.getLocalPort()).as("the port of a command that ended").isEqualTo(
-                    Integer.parseInt(served.group(1)));
+        // No socket of this process listens on the ended command's port any more. (A connect
+        // would not do: to a port nobody listens on, the kernel can pick that same port as the
+        // connection's own and connect the socket to itself; nor would binding the port, which
+        // another process's connection may have taken as its own meanwhile.)
+        assertThat(listeningHere(fds, Integer.parseInt(served.group(1))))
+                .as("this process's listening sockets on the port of a command that ended").isEmpty();
+    }
+
+    /**
+     * The sockets of this process that listen on TCP {@code port}: those in /proc/net/tcp and
+     * tcp6 in state LISTEN (0A) on that port whose inode is one of the sockets under {@code fds}.
+     */
+    private static List<String> listeningHere(Path fds, int port) throws IOException {
+        java.util.Set<String> inodes = new java.util.HashSet<>();
+        try (java.util.stream.Stream<Path> all = Files.list(fds)) {
+            for (Path link : (Iterable<Path>) all::iterator) {
+                try {
+                    Matcher m = Pattern.compile("socket:\\[(\\d+)]").matcher(Files.readSymbolicLink(link).toString());
+                    if (m.matches()) {
+                        inodes.add(m.group(1));
+                    }
+                } catch (IOException e) {
+                    // closed meanwhile (the listing's own descriptor)
+                }
+            }
         }
+        List<String> listening = new ArrayList<>();
+        for (String table : List.of("/proc/net/tcp", "/proc/net/tcp6")) {
+            Path t = Path.of(table);
+            if (!Files.isReadable(t)) {
+                continue;
+            }
+            List<String> lines = Files.readAllLines(t);
+            for (String line : lines.subList(1, lines.size())) {
+                String[] f = line.trim().split("\\s+");
+                String local = f[1];
+                int localPort = Integer.parseInt(local.substring(local.indexOf(':') + 1), 16);
+                if (localPort == port && f[3].equals("0A") && inodes.contains(f[9])) {
+                    listening.add(table + ": " + line.trim());
+                }
+            }
+        }
+        return listening;
     }
 
     /** The links under {@code fds} to {@code file}. */
