@@ -6,7 +6,6 @@ package io.github.bfc4j.core.internal;
 
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.ArrayDeque;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -125,15 +124,25 @@ public final class AllocatorLock {
     private int reentries;
 
     /**
-     * 1 while a thread changes {@link #queue} and {@link #head}, which it guards: a spin lock,
-     * held for a few instructions. A {@code ReentrantLock} creates a queue node when contended:
-     * one that could not be had for want of heap as a thread leaves the queue, the allocator's
-     * lock already taken, would leave that lock held by no one, every later caller waiting for
-     * ever.
+     * 1 while a thread changes {@link #queue} (and its indices) and {@link #head}, which it
+     * guards: a spin lock, held for a few instructions. A {@code ReentrantLock} creates a queue
+     * node when contended: one that could not be had for want of heap as a thread leaves the
+     * queue, the allocator's lock already taken, would leave that lock held by no one, every
+     * later caller waiting for ever.
      */
     private volatile int queueGuard;
-    /** The sleepers, in the order they went to sleep. */
-    private final ArrayDeque<Thread> queue = new ArrayDeque<>();
+    /**
+     * The sleepers, in the order they went to sleep: {@link #queued} of them from
+     * {@link #first} on, in a ring. Not an {@code ArrayDeque}, whose {@code addLast} stores the
+     * element before it grows: a growth that failed for want of heap left it looking empty with
+     * the failed thread still in it, which later became the head in place of real sleepers, who
+     * then slept for ever.
+     */
+    private Thread[] queue = new Thread[16];
+    /** The index in {@link #queue} of the first sleeper. */
+    private int first;
+    /** How many threads {@link #queue} holds. */
+    private int queued;
 
     /** Takes the lock, waiting as long as it takes. */
     public void lock() {
@@ -270,8 +279,12 @@ public final class AllocatorLock {
     private void enqueue(Thread me) {
         guardQueue();
         try {
-            queue.addLast(me);
-            head = queue.peekFirst();
+            if (queued == queue.length) {
+                growQueue(); // before anything changes: a failure leaves the queue as it was
+            }
+            queue[(first + queued) & (queue.length - 1)] = me;
+            queued++;
+            head = queue[first];
             SLEEPERS.getAndAdd(this, 1);
             // A new sleeper is woken by the next release, even if a wake-up sent earlier found
             // no sleeper (one that had just taken the lock).
@@ -286,20 +299,48 @@ public final class AllocatorLock {
         Thread next;
         guardQueue();
         try {
-            boolean wasHead = queue.peekFirst() == me;
+            boolean wasHead = queued != 0 && queue[first] == me;
             if (wasHead) {
-                queue.pollFirst();
+                queue[first] = null;
+                first = (first + 1) & (queue.length - 1);
+                queued--;
             } else {
-                queue.remove(me);
+                removeFromQueue(me);
             }
-            next = wasHead ? queue.peekFirst() : null;
-            head = queue.peekFirst();
+            Thread newHead = queued == 0 ? null : queue[first];
+            next = wasHead ? newHead : null;
+            head = newHead;
             SLEEPERS.getAndAdd(this, -1);
         } finally {
             QUEUE_GUARD.setRelease(this, 0);
         }
         if (next != null) {
             LockSupport.unpark(next);
+        }
+    }
+
+    /** Doubles {@link #queue}, its sleepers first; the guard held. */
+    private void growQueue() {
+        Thread[] grown = new Thread[queue.length * 2];
+        for (int i = 0; i < queued; i++) {
+            grown[i] = queue[(first + i) & (queue.length - 1)];
+        }
+        queue = grown;
+        first = 0;
+    }
+
+    /** Takes {@code me} out of {@link #queue}, behind the first, closing the gap; the guard held. */
+    private void removeFromQueue(Thread me) {
+        int mask = queue.length - 1;
+        for (int i = 1; i < queued; i++) {
+            if (queue[(first + i) & mask] == me) {
+                for (int j = i; j < queued - 1; j++) {
+                    queue[(first + j) & mask] = queue[(first + j + 1) & mask];
+                }
+                queued--;
+                queue[(first + queued) & mask] = null;
+                return;
+            }
         }
     }
 
