@@ -167,15 +167,23 @@ final class Loans {
         public void close() {
             long n = lent.getAndUpdate(v -> v | CLOSED);
             if ((n & CLOSED) == 0) {
-                open.remove(this);
-                if (n == 0) {
-                    release(this);
+                try {
+                    open.remove(this);
+                } finally {
+                    // Also where the list's copy failed for want of heap: the number of a
+                    // closed loan that lent nothing is free again.
+                    if (n == 0) {
+                        release(this);
+                    }
                 }
             }
         }
     }
 
-    /** The open loans, in the order they were made, for {@link #advice}. */
+    /**
+     * The open loans, in the order they were made, for {@link #advice}; and a closed one whose
+     * {@code close()} could not copy the list for want of heap, which {@link #advice} skips.
+     */
     private final List<Entry> open = new CopyOnWriteArrayList<>();
 
     /**
@@ -264,7 +272,9 @@ final class Loans {
         // part of another's text (runtime "R" beside "Runtime R") is another loan's.
         Set<String> each = new LinkedHashSet<>();
         for (Entry e : open) {
-            each.add(e.advice);
+            if ((e.lent.get() & Entry.CLOSED) == 0) {
+                each.add(e.advice);
+            }
         }
         StringBuilder b = new StringBuilder(String.join(" ", each));
         return b.length() == 0 ? OWN
