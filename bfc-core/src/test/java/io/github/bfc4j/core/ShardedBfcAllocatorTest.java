@@ -808,11 +808,13 @@ class ShardedBfcAllocatorTest {
             ExecutorService second = Executors.newSingleThreadExecutor(); // its home: shard 1
             try {
                 Allocation a = s.allocate(4 * MIB);                                // shard 0, #1
-                Allocation y = second.submit(() -> s.allocate(256 << 10)).get();  // shard 1, #1
+                Allocation y = TestThreads.getOrFail(TestThreads.RUN_LIMIT, "y allocated on the second thread",
+                        second.submit(() -> s.allocate(256 << 10)));                // shard 1, #1
                 y.close();
                 a.close();
                 c = s.allocate(MIB);                                              // shard 0, #2
-                b = second.submit(() -> s.allocate(7 * MIB / 2)).get();           // shard 1, #2
+                b = TestThreads.getOrFail(TestThreads.RUN_LIMIT, "b allocated on the second thread",
+                        second.submit(() -> s.allocate(7 * MIB / 2)));              // shard 1, #2
             } finally {
                 second.shutdown();
             }
@@ -1697,20 +1699,24 @@ class ShardedBfcAllocatorTest {
         long mine = a.allocateRaw(64, 1024); // shard 0: a 2 MiB region with room
         java.util.concurrent.ExecutorService other = java.util.concurrent.Executors.newSingleThreadExecutor();
         try {
-            assertThat(other.submit(a::homeShard).get()).isSameAs(a.shards().get(1));
+            assertThat(TestThreads.getOrFail(TestThreads.RUN_LIMIT, "the other thread's home shard",
+                    other.submit(a::homeShard)))
+                    .isSameAs(a.shards().get(1));
             a.shards().get(1).close();
-            long[] got = other.submit(() -> {
-                long raw = a.allocateRaw(64, 4096);
-                try (Allocation handle = a.allocate(4096)) {
-                    return new long[] {raw, handle.address()};
-                }
-            }).get();
+            long[] got = TestThreads.getOrFail(TestThreads.RUN_LIMIT, "the other thread's allocations",
+                    other.submit(() -> {
+                        long raw = a.allocateRaw(64, 4096);
+                        try (Allocation handle = a.allocate(4096)) {
+                            return new long[] {raw, handle.address()};
+                        }
+                    }));
             assertThat(got[0]).isNotZero();
             assertThat(a.shards().get(0).allocatedSize(got[0])).isEqualTo(4096);
             assertThat(got[1]).isNotZero();
             a.deallocateRaw(got[0]);
             // Beyond the room there is, refused as closed (no shard obtains new regions now).
-            assertThatThrownBy(() -> other.submit(() -> a.allocateRaw(64, 4 * MIB)).get())
+            assertThatThrownBy(() -> TestThreads.getOrFail(TestThreads.RUN_LIMIT,
+                    "the other thread's allocation beyond the room", other.submit(() -> a.allocateRaw(64, 4 * MIB))))
                     .hasMessageContaining("allocator 'sharded' is closed, or a shard of it");
         } finally {
             other.shutdown();
@@ -1803,12 +1809,14 @@ class ShardedBfcAllocatorTest {
         ExecutorService other = Executors.newSingleThreadExecutor(); // one thread: home shard 1
         try {
             long mine = a.allocateRaw(64, MIB); // shard 0, at the start of the address space
-            long theirs = other.submit(() -> a.allocateRaw(64, MIB)).get();
+            long theirs = TestThreads.getOrFail(TestThreads.RUN_LIMIT, "the other thread's allocation",
+                    other.submit(() -> a.allocateRaw(64, MIB)));
             assertThat(a.shardOf(theirs)).isSameAs(a.shards().get(1));
             a.shards().get(0).close(); // by force: mine's memory goes back to the sub-allocator
 
             long reserved = a.reservedBytes();
-            assertThatThrownBy(() -> other.submit(() -> a.allocateRaw(64, 8 * MIB)).get())
+            assertThatThrownBy(() -> TestThreads.getOrFail(TestThreads.RUN_LIMIT,
+                    "the other thread's allocation needing a region", other.submit(() -> a.allocateRaw(64, 8 * MIB))))
                     .as("shard 1 would need a new region").hasCauseInstanceOf(IllegalStateException.class);
             assertThat(a.reservedBytes()).as("no new region").isEqualTo(reserved);
             assertThatThrownBy(() -> a.deallocateRaw(mine)).isInstanceOf(IllegalStateException.class)

@@ -8,14 +8,18 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
  * Test threads released together, whose first failure fails the test; the bounded wait for
- * threads a test started itself; and the wait for a thread to be waiting in the retry loop.
+ * threads a test started itself, and for work it handed to another thread; and the wait for a
+ * thread to be waiting in the retry loop.
  */
 public final class TestThreads {
 
@@ -128,6 +132,31 @@ public final class TestThreads {
             if (!joined(t, deadline)) {
                 throw new AssertionError(stillRunning(prefix, t, limit));
             }
+        }
+    }
+
+    /**
+     * Waits up to {@code limit} for the result of {@code work}, handed to another thread (an
+     * executor's): for a test where {@code get()} with no limit would let work that hangs (a
+     * deadlock, a lost wake-up) hang the test and the build with no message.
+     *
+     * @param <T> its result's type
+     * @param limit how long it may take ({@link #RUN_LIMIT} unless it must end sooner)
+     * @param what what the work does, for the failure
+     * @param work the work's future
+     * @return its result
+     * @throws AssertionError "WHAT not done after LIMIT" if it has not ended by then (it is then
+     *     cancelled, its thread interrupted)
+     * @throws ExecutionException if the work threw, as {@link Future#get()} does
+     * @throws InterruptedException if this thread is interrupted while waiting
+     */
+    public static <T> T getOrFail(Duration limit, String what, Future<T> work) throws ExecutionException,
+            InterruptedException {
+        try {
+            return work.get(limit.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            work.cancel(true);
+            throw new AssertionError(what + " not done after " + limit + " (cancelled)", e);
         }
     }
 

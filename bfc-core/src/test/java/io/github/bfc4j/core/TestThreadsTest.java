@@ -9,6 +9,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -72,6 +76,40 @@ class TestThreadsTest {
                     .hasMessageStartingWith("hangs still running after PT0.1S (WAITING)");
         } finally {
             never.countDown();
+        }
+    }
+
+    /**
+     * Work handed to another thread that never ends fails the wait at its limit, naming what it
+     * does, and is cancelled: a {@code Future.get()} with no limit hung the test for ever. Work
+     * that ends gives its result, and work that threw its {@code ExecutionException}, as
+     * {@code get()} does.
+     */
+    @Test
+    @Timeout(20)
+    void workThatNeverEndsFailsAtTheLimitNamedAndIsCancelled() throws Exception {
+        CountDownLatch never = new CountDownLatch(1);
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<Object> hangs = pool.submit(() -> {
+                never.await();
+                return null;
+            });
+            long start = System.nanoTime();
+            assertThatThrownBy(() -> TestThreads.getOrFail(Duration.ofSeconds(1), "the hanging work", hangs))
+                    .isInstanceOf(AssertionError.class)
+                    .hasMessage("the hanging work not done after PT1S (cancelled)");
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).as("ms waited").isLessThan(10_000);
+            assertThat(hangs.isCancelled()).isTrue();
+            assertThat(TestThreads.getOrFail(TestThreads.RUN_LIMIT, "the answer", pool.submit(() -> 42)))
+                    .isEqualTo(42);
+            assertThatThrownBy(() -> TestThreads.getOrFail(TestThreads.RUN_LIMIT, "the failing work",
+                    pool.submit(() -> {
+                        throw new IllegalStateException("refused");
+                    }))).isInstanceOf(ExecutionException.class).hasCauseInstanceOf(IllegalStateException.class);
+        } finally {
+            never.countDown();
+            pool.shutdownNow();
         }
     }
 

@@ -9,6 +9,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.ChildProcess;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.EOFException;
@@ -18,6 +19,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -783,14 +785,14 @@ class TraceReaderTest {
     void readsANamedPipe(@TempDir Path dir) throws Exception {
         // Files.newInputStream's available() seeks, and a pipe refuses that ("Illegal seek").
         Path fifo = dir.resolve("t.fifo");
-        Process mkfifo;
+        ChildProcess.Result mkfifo;
         try {
-            mkfifo = new ProcessBuilder("mkfifo", fifo.toString()).start();
+            mkfifo = ChildProcess.run(List.of("mkfifo", fifo.toString()), Duration.ofSeconds(30));
         } catch (IOException e) {
             assumeTrue(false, "no mkfifo here: " + e.getMessage());
             return;
         }
-        assumeTrue(mkfifo.waitFor() == 0 && Files.exists(fifo), "mkfifo failed");
+        assumeTrue(mkfifo.status() == 0 && Files.exists(fifo), "mkfifo failed: " + mkfifo.output());
         byte[] text = (HEADER + "alloc 1 1 => 0x7f0000000000\nfree 1\n").getBytes(StandardCharsets.UTF_8);
         Thread writer = new Thread(() -> {
             try {

@@ -13,6 +13,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
+import io.github.bfc4j.core.ChildProcess;
+import io.github.bfc4j.core.TestThreads;
 import io.github.bfc4j.core.sim.SimSubAllocator;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -24,9 +26,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import org.assertj.core.api.ThrowableAssert.ThrowingCallable;
@@ -226,7 +229,8 @@ class TraceWriterTest {
     void aNamedPipeIsWrittenToNotReplaced(@TempDir Path dir) throws Exception {
         Path fifo = dir.resolve("pipe");
         try {
-            assumeTrue(new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor() == 0, "mkfifo failed");
+            ChildProcess.Result mkfifo = ChildProcess.run(List.of("mkfifo", fifo.toString()), Duration.ofSeconds(30));
+            assumeTrue(mkfifo.status() == 0, "mkfifo failed: " + mkfifo.output());
         } catch (IOException e) {
             assumeTrue(false, "no mkfifo here: " + e.getMessage());
         }
@@ -255,7 +259,8 @@ class TraceWriterTest {
                 }
                 assertThat(fifo).as("still there").exists();
                 assertThat(Files.isRegularFile(fifo)).as("%s replaced the pipe by a file", expected).isFalse();
-                assertThat(read.get(10, TimeUnit.SECONDS)).isEqualTo(Files.readAllBytes(expected));
+                assertThat(TestThreads.getOrFail(Duration.ofSeconds(10), "the pipe's reader reading to its end", read))
+                        .isEqualTo(Files.readAllBytes(expected));
             }
         }
         try (Stream<Path> files = Files.list(dir)) {
