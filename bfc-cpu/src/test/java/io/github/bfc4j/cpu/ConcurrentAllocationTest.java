@@ -9,6 +9,7 @@ import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.AllocatorStats;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.TestThreads;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -102,8 +103,9 @@ class ConcurrentAllocationTest {
                     return null;
                 }));
             }
-            for (Future<?> f : done) {
-                f.get();
+            for (int t = 0; t < threads; t++) {
+                TestThreads.getOrFail(TestThreads.RUN_LIMIT, "seed " + seed + ": thread " + t + "'s allocations",
+                        done.get(t));
             }
         } finally {
             pool.shutdownNow();

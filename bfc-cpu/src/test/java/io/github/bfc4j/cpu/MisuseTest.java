@@ -246,7 +246,13 @@ class MisuseTest {
         closer.setDaemon(true);
         closer.start();
         int refused = 0;
+        long deadline = System.nanoTime() + TestThreads.RUN_LIMIT.toNanos();
         while (!a.isClosed()) {
+            if (System.nanoTime() - deadline > 0) {
+                throw new AssertionError("allocator 'misuse' still not closed " + TestThreads.RUN_LIMIT
+                        + " after its handles' closer started (" + refused + " closes refused; the closer "
+                        + closer.getState() + ")" + stackOf(closer));
+            }
             try {
                 a.close();
             } catch (IllegalStateException e) {
@@ -285,5 +291,14 @@ class MisuseTest {
         assertThat(reports).singleElement().asString().contains("allocation #1 of 256 bytes");
         assertThat(sub.liveBytes()).isZero();
         marker.close();
+    }
+
+    /** {@code t}'s stack, a frame a line, for a failure. */
+    private static String stackOf(Thread t) {
+        StringBuilder s = new StringBuilder();
+        for (StackTraceElement e : t.getStackTrace()) {
+            s.append("\n\tat ").append(e);
+        }
+        return s.toString();
     }
 }
