@@ -140,8 +140,9 @@ class ScrapeSnapshotTest {
                         return null;
                     }));
                 }
-                for (Future<?> f : done) {
-                    f.get();
+                for (int t = 0; t < done.size(); t++) {
+                    TestThreads.getOrFail(TestThreads.RUN_LIMIT, "seed " + seed + ": scraper " + t + "'s 200 scrapes",
+                            done.get(t));
                 }
             } finally {
                 scrapers.shutdown();
