@@ -7,13 +7,15 @@ package io.github.bfc4j.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.github.bfc4j.core.ChildProcess;
 import io.github.bfc4j.core.SourceTree;
+import java.io.File;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.FileTime;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -36,6 +38,8 @@ class LauncherRebuildTest {
     /** The repository, found whatever the working directory (SourceTree). */
     private static final Path REPO = SourceTree.root();
     private static final Instant BUILT = Instant.parse("2026-01-02T00:00:00Z");
+    /** How long one bin/bfc may run here (its Maven and java are stand-ins that return within seconds). */
+    private static final long RUN_LIMIT_SECONDS = 30;
 
     @TempDir
     Path root;
@@ -153,18 +157,35 @@ class LauncherRebuildTest {
         // errors in whichever module they meet): the second command waits, then finds the jar made.
         script(fakeBin.resolve("mvn"), "echo \"mvn $*\" >> '" + log + "'\nsleep 2\nmkdir -p '" + jar.getParent()
                 + "'\n: > '" + jar + "'\n");
+        // Their standard error in files, not pipes: a command that never ended would block the
+        // reading of a pipe to its end, and the limit below would never be reached.
+        List<String> commands = List.of("verify", "demo");
         List<Process> both = new ArrayList<>();
-        for (String command : List.of("verify", "demo")) {
+        for (String command : commands) {
             ProcessBuilder pb = new ProcessBuilder("/bin/sh", root.resolve("bin/bfc").toString(), command)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD);
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                    .redirectError(root.resolve("err-" + command + ".txt").toFile());
             pb.environment().put("PATH", fakeBin + ":" + System.getenv("PATH"));
             both.add(pb.start());
         }
         List<String> errs = new ArrayList<>();
-        for (Process p : both) {
-            errs.add(new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8));
-            assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("bin/bfc returned").isTrue();
-            assertThat(p.exitValue()).as("exit status; stderr:%n%s", errs.get(errs.size() - 1)).isZero();
+        try {
+            for (int i = 0; i < both.size(); i++) {
+                Process p = both.get(i);
+                Path err = root.resolve("err-" + commands.get(i) + ".txt");
+                if (!p.waitFor(RUN_LIMIT_SECONDS, TimeUnit.SECONDS)) {
+                    throw new AssertionError("bin/bfc " + commands.get(i) + " still running after "
+                            + RUN_LIMIT_SECONDS + " s (ended with the other); stderr:\n" + Files.readString(err));
+                }
+                errs.add(Files.readString(err));
+                assertThat(p.exitValue()).as("exit status; stderr:%n%s", errs.get(i)).isZero();
+            }
+        } finally {
+            for (Process p : both) {
+                if (p.isAlive()) {
+                    ChildProcess.end(p);
+                }
+            }
         }
         assertThat(Files.readAllLines(log)).as("stderr:%n%s", errs).containsExactlyInAnyOrder(
                 "mvn -B -q -DskipTests -pl bfc-cli -am package", "java -jar " + jar + " verify",
@@ -375,16 +396,14 @@ class LauncherRebuildTest {
                     + jar.getParent() + "'\n: > '" + jar + "'\n");
         }
         Files.deleteIfExists(log);
-        List<String> cmd = new ArrayList<>(List.of("/bin/sh", launcher.toString()));
+        // Its standard error in a file, read once it has ended (or been ended at the limit, the
+        // failure giving what it wrote), not a pipe read to its end before the wait.
+        List<String> cmd = new ArrayList<>(List.of("env", "-u", "BFC_JAVA_OPTS",
+                "PATH=" + fakeBin + ":" + System.getenv("PATH"), "/bin/sh", launcher.toString()));
         cmd.addAll(List.of(args));
-        ProcessBuilder pb = new ProcessBuilder(cmd).redirectOutput(ProcessBuilder.Redirect.DISCARD);
-        pb.environment().put("PATH", fakeBin + ":" + System.getenv("PATH"));
-        pb.environment().remove("BFC_JAVA_OPTS");
-        Process p = pb.start();
-        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
-        assertThat(p.waitFor(30, TimeUnit.SECONDS)).as("bin/bfc returned").isTrue();
+        ChildProcess.Apart p = ChildProcess.runApart(cmd, new File("/dev/null"), Duration.ofSeconds(RUN_LIMIT_SECONDS));
         List<String> calls = Files.exists(log) ? Files.readAllLines(log) : List.of();
-        return new Run(calls, err, p.exitValue());
+        return new Run(calls, p.error(), p.status());
     }
 
     private static void write(Path file, String text) throws IOException {
