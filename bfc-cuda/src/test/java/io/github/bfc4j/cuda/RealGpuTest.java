@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.github.bfc4j.core.Allocation;
 import io.github.bfc4j.core.BfcAllocator;
 import io.github.bfc4j.core.ClosePolicy;
+import io.github.bfc4j.core.GarbageCollection;
 import io.github.bfc4j.core.MemoryMap;
 import io.github.bfc4j.core.SubAllocator;
 import io.github.bfc4j.core.SubAllocatorContractTest;
@@ -164,10 +165,8 @@ class RealGpuTest {
         a.close();
         // The region goes back to the sub-allocator once the view is collected, and the
         // context's retain with it.
-        for (int i = 0; i < 200 && !sub.toString().contains(" 0 blocks"); i++) {
-            System.gc();
-            Thread.sleep(50);
-        }
+        GarbageCollection.gcUntil("the pinned region given back to its sub-allocator once the view is collected",
+                () -> sub.toString().contains(" 0 blocks"));
         assertThat(sub.toString()).contains(" 0 blocks");
     }
 

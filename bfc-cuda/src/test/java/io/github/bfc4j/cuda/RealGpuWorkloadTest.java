@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryEvent;
 import io.github.bfc4j.core.MemoryHistory;
+import io.github.bfc4j.core.TestThreads;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -207,11 +208,12 @@ class RealGpuWorkloadTest {
                     }
                 }, "gpu-worker-" + t));
             }
-            workers.forEach(Thread::start);
-            start.countDown();
             for (Thread w : workers) {
-                w.join();
+                w.setDaemon(true); // one that hangs must not keep the test JVM alive
+                w.start();
             }
+            start.countDown();
+            TestThreads.joinOrFail(seed, TestThreads.RUN_LIMIT, workers.toArray(new Thread[0]));
             if (failure.get() != null) {
                 throw new AssertionError("a worker failed (seed " + seed + ")", failure.get());
             }
@@ -290,13 +292,14 @@ class RealGpuWorkloadTest {
                     }
                 }, "gpu-closing-" + t));
             }
-            workers.forEach(Thread::start);
+            for (Thread w : workers) {
+                w.setDaemon(true); // one that hangs must not keep the test JVM alive
+                w.start();
+            }
             running.await();
             LockSupport.parkNanos(r.nextInt(2_000_000));
             gpu.close();
-            for (Thread w : workers) {
-                w.join();
-            }
+            TestThreads.joinOrFail(seed, TestThreads.RUN_LIMIT, workers.toArray(new Thread[0]));
             if (failure.get() != null) {
                 throw new AssertionError("round " + round + ": a worker did not end on \"is closed\" (seed "
                         + seed + ")", failure.get());
