@@ -10,7 +10,9 @@ import io.github.bfc4j.core.HistoryOptions;
 import io.github.bfc4j.core.MemoryAllocator;
 import io.github.bfc4j.core.MemoryMapChecks;
 import io.github.bfc4j.core.ShardedBfcAllocator;
+import io.github.bfc4j.core.TestThreads;
 import io.github.bfc4j.cpu.AlignedHostSubAllocator;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -150,8 +152,9 @@ class OrtCrossThreadTest {
             });
             List<EmbeddingSession> sessions = new ArrayList<>();
             for (int s = 0; s < 2; s++) {
-                sessions.add(pool.submit(named("loader-" + s,
-                        () -> new EmbeddingSession(env, MODEL, EmbeddingSession.options(true)))).get());
+                sessions.add(TestThreads.getOrFail(Duration.ofSeconds(DEADLOCK_SECONDS),
+                        "seed " + seed + ": loader-" + s + " creating its session", pool.submit(named("loader-" + s,
+                                () -> new EmbeddingSession(env, MODEL, EmbeddingSession.options(true))))));
             }
             try {
                 BlockingQueue<Made> made = new LinkedBlockingQueue<>();
