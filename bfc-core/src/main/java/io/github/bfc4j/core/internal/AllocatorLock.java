@@ -290,7 +290,7 @@ public final class AllocatorLock {
             // no sleeper (one that had just taken the lock).
             waking = 0;
         } finally {
-            QUEUE_GUARD.setRelease(this, 0);
+            unguardQueue();
         }
     }
 
@@ -312,7 +312,7 @@ public final class AllocatorLock {
             head = newHead;
             SLEEPERS.getAndAdd(this, -1);
         } finally {
-            QUEUE_GUARD.setRelease(this, 0);
+            unguardQueue();
         }
         if (next != null) {
             LockSupport.unpark(next);
@@ -359,13 +359,18 @@ public final class AllocatorLock {
         }
     }
 
+    /** Gives {@link #queueGuard} back. */
+    private void unguardQueue() {
+        QUEUE_GUARD.setRelease(this, 0);
+    }
+
     /** Runs {@code r} holding the guard of the sleepers' queue, for tests. */
     void withQueueGuarded(Runnable r) {
         guardQueue();
         try {
             r.run();
         } finally {
-            QUEUE_GUARD.setRelease(this, 0);
+            unguardQueue();
         }
     }
 }
